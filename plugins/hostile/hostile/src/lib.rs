@@ -1,0 +1,97 @@
+//! `hostile`: tools that misbehave on purpose, so tests can show the sandbox
+//! holds. Nothing here is agent-callable.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use toolhost_sdk::prelude::*;
+
+struct Hostile;
+
+/// Counts calls in this instance; a fresh instance per call keeps it at 1.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+impl Plugin for Hostile {
+    fn manifest() -> Manifest {
+        let path = |tool: Tool| tool.param("path", Type::String, "a path inside the sandbox", Required);
+        Manifest::new("hostile", env!("CARGO_PKG_VERSION"), "Misbehaving tools that test the sandbox")
+            .directory("/data", Access::Read)
+            .env("HOSTILE_GRANTED")
+            .http_host("127.0.0.1")
+            .tool(Tool::new("spin", "Loop forever."))
+            .tool(Tool::new("exhaust_memory", "Allocate until memory runs out."))
+            .tool(Tool::new("recurse", "Recurse without end."))
+            .tool(path(Tool::new("read_path", "Read any path it is given.")))
+            .tool(path(Tool::new("write_path", "Write to any path it is given.")))
+            .tool(Tool::new("read_env", "Read an environment variable.")
+                .param("name", Type::String, "the variable", Required))
+            .tool(Tool::new("fetch", "GET any URL.")
+                .param("url", Type::String, "the URL", Required))
+            .tool(Tool::new("flood_output", "Return a huge output.")
+                .param("mib", Type::Integer, "how many MiB", Optional))
+            .tool(Tool::new("panic", "Panic."))
+            .tool(Tool::new("count_calls", "Count calls in a static."))
+            .tool(Tool::new("sleep", "Sleep inside a host call.")
+                .param("seconds", Type::Integer, "how long", Required))
+    }
+
+    fn invoke(tool: &str, args: Args) -> Result<Output, ToolError> {
+        match tool {
+            "spin" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "exhaust_memory" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "recurse" => Ok(json!({ "depth": recurse(0) }).into()),
+            "read_path" => {
+                let path: String = args.get("path")?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| ToolError::failed(format!("cannot read {path}: {e}")))?;
+                Ok(text.into())
+            }
+            "write_path" => {
+                let path: String = args.get("path")?;
+                std::fs::write(&path, b"pwned")
+                    .map_err(|e| ToolError::failed(format!("cannot write {path}: {e}")))?;
+                Ok("written".into())
+            }
+            "read_env" => {
+                let name: String = args.get("name")?;
+                std::env::var(&name).map(Output::from).map_err(|_| {
+                    ToolError::failed(format!("environment variable `{name}` is not granted to this plugin"))
+                })
+            }
+            "fetch" => {
+                let url: String = args.get("url")?;
+                let response = toolhost_sdk::http::get(&url, 1024)?;
+                Ok(json!({ "status": response.status, "body": String::from_utf8_lossy(&response.body) }).into())
+            }
+            "flood_output" => {
+                let mib = args.get_opt::<u64>("mib")?.unwrap_or(8) as usize;
+                Ok("x".repeat(mib << 20).into())
+            }
+            "panic" => panic!("hostile plugin panicked on purpose"),
+            "count_calls" => Ok(json!({ "calls": CALLS.fetch_add(1, Ordering::SeqCst) + 1 }).into()),
+            "sleep" => {
+                let seconds: u64 = args.get("seconds")?;
+                std::thread::sleep(std::time::Duration::from_secs(seconds));
+                Ok("woke up".into())
+            }
+            other => Err(ToolError::unknown_tool(other)),
+        }
+    }
+}
+
+#[allow(unconditional_recursion, reason = "unbounded on purpose: it must hit the stack limit")]
+fn recurse(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth; 64]);
+    recurse(depth + 1) + frame[0]
+}
+
+toolhost_sdk::export_plugin!(Hostile);
