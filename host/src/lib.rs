@@ -1,1 +1,3 @@
 //! toolhost
+pub mod manifest;
+pub mod sandbox;

@@ -1,0 +1,385 @@
+//! One call: a fresh store and instance, the limits armed, the export
+//! called, and whatever happened turned into an [`Invocation`].
+
+use super::bindings::{PluginPre, toolhost::plugin::host, toolhost::plugin::types as wit};
+use super::grants::{Grants, HttpGate};
+use super::limits::{CallLimiter, LimitHit, Limits, grouped, human_bytes, human_duration};
+use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, STACK_LIMIT_BYTES, Sandbox};
+use std::time::{Duration, Instant};
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+/// Guest stdout and stderr kept per call; writes past this fail in the
+/// guest.
+const STDIO_CAPTURE_BYTES: usize = 64 << 10;
+/// Bytes of `host.log` messages one call may write into the host's log.
+const LOG_BYTES_PER_CALL: usize = 64 << 10;
+
+/// The data of one call's store.
+pub(crate) struct CallState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    http_gate: HttpGate,
+    limiter: CallLimiter,
+    plugin: String,
+    log_budget: usize,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_gate }
+    }
+}
+
+// The `types` interface has no functions; its host trait is empty.
+impl wit::Host for CallState {}
+
+impl host::Host for CallState {
+    fn log(&mut self, level: host::LogLevel, message: String) {
+        if self.log_budget == 0 {
+            return;
+        }
+        let mut cut = message.len().min(self.log_budget);
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.log_budget -= cut;
+        let message = &message[..cut];
+        let plugin = self.plugin.as_str();
+        match level {
+            host::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
+            host::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
+            host::LogLevel::Info => tracing::info!(plugin, "{message}"),
+            host::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            host::LogLevel::Error => tracing::error!(plugin, "{message}"),
+        }
+        if self.log_budget == 0 {
+            tracing::warn!(plugin, "log budget of {LOG_BYTES_PER_CALL} bytes for this call is spent; further records are dropped");
+        }
+    }
+}
+
+/// Which export a call runs.
+pub(crate) enum Export<'a> {
+    Manifest,
+    Invoke { tool: &'a str, args_json: &'a str },
+}
+
+/// What an export returned.
+pub(crate) enum Returned {
+    Manifest(wit::Manifest),
+    Invoke(Result<ToolOutput, ToolFailure>),
+}
+
+/// A tool's successful result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolOutput {
+    /// Plain text.
+    Text(String),
+    /// A serialized JSON document.
+    Json(String),
+}
+
+impl ToolOutput {
+    /// The output as text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ToolOutput::Text(s) | ToolOutput::Json(s) => s,
+        }
+    }
+}
+
+/// How a plugin said its tool failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolFailureKind {
+    /// The arguments were wrong.
+    InvalidArgs,
+    /// The plugin has no such tool.
+    UnknownTool,
+    /// The tool ran and failed.
+    Failed,
+}
+
+/// A failure the plugin itself reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure {
+    /// Which kind.
+    pub kind: ToolFailureKind,
+    /// The plugin's message.
+    pub message: String,
+}
+
+/// Why a call did not return a result. Every variant that stems from a
+/// limit names the limit and its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallFailure {
+    /// The plugin returned an error.
+    #[error("{}", .0.message)]
+    Tool(ToolFailure),
+    /// The fuel limit was reached.
+    #[error("out of fuel after {} units", grouped(*limit))]
+    OutOfFuel {
+        /// The fuel limit.
+        limit: u64,
+    },
+    /// The wall-clock deadline passed; the call was stopped.
+    #[error("timed out after {}", human_duration(*limit))]
+    TimedOut {
+        /// The deadline.
+        limit: Duration,
+    },
+    /// Linear memory would have grown past the limit.
+    #[error("memory limit {} exceeded", human_bytes(*limit))]
+    MemoryLimit {
+        /// The memory limit in bytes.
+        limit: usize,
+    },
+    /// The WebAssembly stack was exhausted.
+    #[error("stack limit {} exceeded", human_bytes(*limit))]
+    StackOverflow {
+        /// The stack limit in bytes.
+        limit: usize,
+    },
+    /// The output was larger than allowed.
+    #[error("output of {} exceeds the limit of {}", human_bytes(*size), human_bytes(*limit))]
+    OutputTooLarge {
+        /// The output's size in bytes.
+        size: usize,
+        /// The output limit in bytes.
+        limit: usize,
+    },
+    /// A count limit (instances, tables, memories, table elements) was hit.
+    #[error("{what} limit {limit} exceeded")]
+    ResourceLimit {
+        /// Which resource.
+        what: &'static str,
+        /// Its limit.
+        limit: usize,
+    },
+    /// The plugin reached an HTTP host it was not granted.
+    #[error("HTTP host {} is not granted to plugin `{plugin}`", hosts.join(", "))]
+    HttpDenied {
+        /// The plugin.
+        plugin: String,
+        /// The hosts it tried.
+        hosts: Vec<String>,
+    },
+    /// The plugin trapped: a panic, an `unreachable`, a bad memory access.
+    #[error("plugin trapped: {trap}{}", if stderr.is_empty() { String::new() } else { format!("; stderr: {stderr}") })]
+    Trapped {
+        /// The trap.
+        trap: String,
+        /// The end of what it wrote to stderr, often a panic message.
+        stderr: String,
+    },
+    /// The plugin could not be instantiated or called.
+    #[error("the host could not run the plugin: {0}")]
+    Host(String),
+}
+
+/// What one call did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// The result, or why there is none.
+    pub result: Result<ToolOutput, CallFailure>,
+    /// Fuel units burned.
+    pub fuel_used: u64,
+    /// Wall-clock time, instantiation included.
+    pub duration: Duration,
+}
+
+impl Sandbox {
+    /// Run `export` in a fresh store and instance of `pre` under `limits`
+    /// with exactly `grants`. Never panics on guest behaviour; every trap
+    /// and limit becomes a [`CallFailure`].
+    pub(crate) async fn run(
+        &self,
+        pre: &PluginPre<CallState>,
+        plugin: &str,
+        grants: &Grants,
+        limits: &Limits,
+        export: Export<'_>,
+    ) -> (Result<Returned, CallFailure>, u64, Duration) {
+        let start = Instant::now();
+        let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        let stdout = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        let mut store = match self.new_store(plugin, grants, limits, stdout.clone(), stderr.clone()) {
+            Ok(store) => store,
+            Err(e) => return (Err(CallFailure::Host(format!("{e:#}"))), 0, start.elapsed()),
+        };
+
+        let call = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            match export {
+                Export::Manifest => instance.call_manifest(&mut store).await.map(Returned::Manifest),
+                Export::Invoke { tool, args_json } => instance
+                    .call_invoke(&mut store, tool, args_json)
+                    .await
+                    .map(|r| Returned::Invoke(r.map(ToolOutput::from).map_err(ToolFailure::from))),
+            }
+        };
+        // The epoch deadline stops guest code; this stops a guest that is
+        // waiting inside a host call (a sleep, a slow HTTP response).
+        let outcome = tokio::time::timeout(limits.timeout + 2 * EPOCH_TICK, call).await;
+
+        let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        let result = match outcome {
+            Err(_elapsed) => Err(CallFailure::TimedOut { limit: limits.timeout }),
+            Ok(Err(error)) => Err(classify(&error, store.data(), limits, &stderr)),
+            Ok(Ok(returned)) => Ok(returned),
+        };
+        let result = result.and_then(|returned| check_returned(returned, store.data(), limits));
+        emit_stdio(plugin, &stdout, &stderr);
+        (result, fuel_used, start.elapsed())
+    }
+
+    fn new_store(
+        &self,
+        plugin: &str,
+        grants: &Grants,
+        limits: &Limits,
+        stdout: MemoryOutputPipe,
+        stderr: MemoryOutputPipe,
+    ) -> wasmtime::Result<Store<CallState>> {
+        let state = CallState {
+            wasi: grants.wasi_ctx(stdout, stderr)?,
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            http_gate: HttpGate::new(grants.http_hosts.clone()),
+            limiter: CallLimiter::new(*limits),
+            plugin: plugin.to_owned(),
+            log_budget: LOG_BYTES_PER_CALL,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.set_fuel(limits.fuel)?;
+        store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))?;
+        let tick = EPOCH_TICK.as_nanos();
+        store.set_epoch_deadline(limits.timeout.as_nanos().div_ceil(tick) as u64);
+        store.epoch_deadline_trap();
+        Ok(store)
+    }
+
+    /// Instantiate once and call `invoke` `times` times on the same
+    /// instance: the floor a fresh instance per call is measured against.
+    /// For benchmarks only; toolhost never reuses an instance.
+    #[doc(hidden)]
+    pub(crate) async fn invoke_reused(
+        &self,
+        pre: &PluginPre<CallState>,
+        grants: &Grants,
+        tool: &str,
+        args_json: &str,
+        times: u32,
+    ) -> wasmtime::Result<Duration> {
+        let limits = Limits { fuel: u64::MAX / 2, ..Limits::default() };
+        let pipe = || MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        let mut store = self.new_store("bench", grants, &limits, pipe(), pipe())?;
+        store.set_epoch_deadline(u64::MAX / 2);
+        let instance = pre.instantiate_async(&mut store).await?;
+        let start = Instant::now();
+        for _ in 0..times {
+            instance.call_invoke(&mut store, tool, args_json).await?.ok();
+        }
+        Ok(start.elapsed())
+    }
+}
+
+/// A returned value can still break a limit: the output cap, or an HTTP
+/// denial the plugin turned into its own error.
+fn check_returned(returned: Returned, state: &CallState, limits: &Limits) -> Result<Returned, CallFailure> {
+    let Returned::Invoke(result) = &returned else { return Ok(returned) };
+    match result {
+        Ok(output) if output.as_str().len() > limits.output_bytes => Err(CallFailure::OutputTooLarge {
+            size: output.as_str().len(),
+            limit: limits.output_bytes,
+        }),
+        Err(_) if !state.http_gate.denied.is_empty() => Err(CallFailure::HttpDenied {
+            plugin: state.plugin.clone(),
+            hosts: state.http_gate.denied.clone(),
+        }),
+        _ => Ok(returned),
+    }
+}
+
+/// Name the limit or trap behind a failed call.
+fn classify(error: &wasmtime::Error, state: &CallState, limits: &Limits, stderr: &MemoryOutputPipe) -> CallFailure {
+    match state.limiter.hit {
+        Some(LimitHit::Memory { limit }) => return CallFailure::MemoryLimit { limit },
+        Some(LimitHit::TableElements { limit }) => {
+            return CallFailure::ResourceLimit { what: "table elements", limit };
+        }
+        None => {}
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => CallFailure::OutOfFuel { limit: limits.fuel },
+        Some(Trap::Interrupt) => CallFailure::TimedOut { limit: limits.timeout },
+        Some(Trap::StackOverflow) => CallFailure::StackOverflow { limit: STACK_LIMIT_BYTES },
+        Some(trap) => CallFailure::Trapped { trap: trap.to_string(), stderr: tail(&stderr.contents()) },
+        None => {
+            let message = format!("{error:#}");
+            // wasmtime reports count limits only as text: "resource limit
+            // exceeded: instance count too high at 33".
+            let count = [("instance", "instances", limits.instances), ("table", "tables", limits.tables), ("memory", "memories", limits.memories)]
+                .into_iter()
+                .find(|(desc, _, _)| message.contains(&format!("resource limit exceeded: {desc} count")));
+            match count {
+                Some((_, what, limit)) => CallFailure::ResourceLimit { what, limit },
+                None => CallFailure::Host(message),
+            }
+        }
+    }
+}
+
+/// The last line or so of captured output, for a trap message.
+fn tail(bytes: &[u8]) -> String {
+    const KEEP: usize = 400;
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    let mut start = text.len().saturating_sub(KEEP);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_owned()
+}
+
+fn emit_stdio(plugin: &str, stdout: &MemoryOutputPipe, stderr: &MemoryOutputPipe) {
+    for (stream, pipe) in [("stdout", stdout), ("stderr", stderr)] {
+        let bytes = pipe.contents();
+        if !bytes.is_empty() {
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                tracing::debug!(plugin, stream, "{line}");
+            }
+        }
+    }
+}
+
+impl From<wit::Output> for ToolOutput {
+    fn from(output: wit::Output) -> Self {
+        match output {
+            wit::Output::Text(text) => ToolOutput::Text(text),
+            wit::Output::Json(json) => ToolOutput::Json(json),
+        }
+    }
+}
+
+impl From<wit::ToolError> for ToolFailure {
+    fn from(error: wit::ToolError) -> Self {
+        let (kind, message) = match error {
+            wit::ToolError::InvalidArgs(m) => (ToolFailureKind::InvalidArgs, m),
+            wit::ToolError::UnknownTool(m) => (ToolFailureKind::UnknownTool, m),
+            wit::ToolError::Failed(m) => (ToolFailureKind::Failed, m),
+        };
+        ToolFailure { kind, message }
+    }
+}

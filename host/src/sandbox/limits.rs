@@ -1,0 +1,195 @@
+//! Per-call limits, their defaults, and the resource limiter that enforces
+//! the memory and table caps inside a store.
+
+use serde::Serialize;
+use std::time::Duration;
+
+/// Fuel a call may burn by default: about a second of busy guest code.
+pub const DEFAULT_FUEL: u64 = 1_000_000_000;
+/// Wall-clock time a call may take by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Linear memory a call's instance may grow to by default.
+pub const DEFAULT_MEMORY_BYTES: usize = 64 << 20;
+/// Output a call may return by default.
+pub const DEFAULT_OUTPUT_BYTES: usize = 1 << 20;
+/// Core instances a call may create by default (a Rust component needs a
+/// handful).
+pub const DEFAULT_INSTANCES: usize = 32;
+/// Tables a call may create by default.
+pub const DEFAULT_TABLES: usize = 32;
+/// Linear memories a call may create by default.
+pub const DEFAULT_MEMORIES: usize = 8;
+/// Elements one table may grow to by default.
+pub const DEFAULT_TABLE_ELEMENTS: usize = 10_000;
+/// The ceiling for the table-elements limit, as the pooling allocator
+/// reserves room for it.
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// The ceiling for any memory limit: the size of one slot in the pooling
+/// allocator, which reserves address space for it up front.
+pub const MAX_MEMORY_BYTES: usize = 1 << 30;
+
+/// Limits for one call. Every field has a documented default
+/// ([`Limits::default`]); `toolhost.toml` overrides them globally and per
+/// plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Fuel units (roughly, WebAssembly instructions). Default
+    /// [`DEFAULT_FUEL`].
+    pub fuel: u64,
+    /// Wall-clock deadline, enforced by epoch interruption so a call that
+    /// runs over is stopped. Default [`DEFAULT_TIMEOUT`].
+    pub timeout: Duration,
+    /// Linear memory per memory, in bytes. Default [`DEFAULT_MEMORY_BYTES`],
+    /// at most [`MAX_MEMORY_BYTES`].
+    pub memory_bytes: usize,
+    /// Output size in bytes. Default [`DEFAULT_OUTPUT_BYTES`].
+    pub output_bytes: usize,
+    /// Core instances per call. Default [`DEFAULT_INSTANCES`].
+    pub instances: usize,
+    /// Tables per call. Default [`DEFAULT_TABLES`].
+    pub tables: usize,
+    /// Linear memories per call. Default [`DEFAULT_MEMORIES`].
+    pub memories: usize,
+    /// Elements per table. Default [`DEFAULT_TABLE_ELEMENTS`].
+    pub table_elements: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: DEFAULT_FUEL,
+            timeout: DEFAULT_TIMEOUT,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            output_bytes: DEFAULT_OUTPUT_BYTES,
+            instances: DEFAULT_INSTANCES,
+            tables: DEFAULT_TABLES,
+            memories: DEFAULT_MEMORIES,
+            table_elements: DEFAULT_TABLE_ELEMENTS,
+        }
+    }
+}
+
+impl Limits {
+    /// The tight limits under which a plugin's manifest is read at load
+    /// time: a manifest is data and needs little.
+    pub fn for_manifest() -> Self {
+        Limits {
+            fuel: 50_000_000,
+            timeout: Duration::from_secs(2),
+            memory_bytes: 16 << 20,
+            output_bytes: 256 << 10,
+            ..Limits::default()
+        }
+    }
+}
+
+/// A store-level limit that a call ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LimitHit {
+    Memory { limit: usize },
+    TableElements { limit: usize },
+}
+
+/// Enforces memory and table growth per store, and remembers which limit
+/// refused growth so the outcome can name it.
+pub(crate) struct CallLimiter {
+    limits: Limits,
+    pub(crate) hit: Option<LimitHit>,
+}
+
+impl CallLimiter {
+    pub(crate) fn new(limits: Limits) -> Self {
+        CallLimiter { limits, hit: None }
+    }
+}
+
+impl wasmtime::ResourceLimiter for CallLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limits.memory_bytes {
+            self.hit = Some(LimitHit::Memory { limit: self.limits.memory_bytes });
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limits.table_elements {
+            self.hit = Some(LimitHit::TableElements { limit: self.limits.table_elements });
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories
+    }
+}
+
+/// `1000000000` as `1 000 000 000`, the way limits are reported.
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bytes in the largest whole binary unit, e.g. `64 MiB`, `1536 KiB`.
+pub(crate) fn human_bytes(bytes: usize) -> String {
+    const UNITS: [(&str, usize); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in UNITS {
+        if bytes >= size && bytes % size == 0 {
+            return format!("{} {unit}", bytes / size);
+        }
+    }
+    format!("{bytes} bytes")
+}
+
+/// A duration the way a person reads a limit: `30 s`, `250 ms`.
+pub(crate) fn human_duration(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 && duration.as_secs() > 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_reported_readably() {
+        assert_eq!(grouped(1_000_000_000), "1 000 000 000");
+        assert_eq!(grouped(12_345), "12 345");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(1536 << 10), "1536 KiB");
+        assert_eq!(human_bytes(1000), "1000 bytes");
+        assert_eq!(human_duration(Duration::from_secs(30)), "30 s");
+        assert_eq!(human_duration(Duration::from_millis(250)), "250 ms");
+    }
+}

@@ -1,0 +1,124 @@
+//! The sandbox: one wasmtime [`Engine`] configured for untrusted code
+//! (pooling allocator, fuel, epoch interruption), a linker that offers WASI
+//! and `wasi:http` gated by [`Grants`], and the runner that executes every
+//! call in a fresh store and instance under [`Limits`].
+
+mod bindings;
+mod call;
+mod grants;
+mod limits;
+
+pub(crate) use bindings::PluginPre;
+pub use call::{CallFailure, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
+pub(crate) use call::{CallState, Export, Returned};
+pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
+pub use limits::{
+    DEFAULT_FUEL, DEFAULT_INSTANCES, DEFAULT_MEMORIES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
+    DEFAULT_TABLE_ELEMENTS, DEFAULT_TABLES, DEFAULT_TIMEOUT, Limits, MAX_MEMORY_BYTES,
+    MAX_TABLE_ELEMENTS,
+};
+pub(crate) use limits::{grouped, human_bytes, human_duration};
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+/// How often the epoch advances; a deadline is enforced to within one tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+/// The WebAssembly stack a call may use; deeper recursion traps.
+pub const STACK_LIMIT_BYTES: usize = 512 << 10;
+/// Fuel burned between yields to the async runtime, so that busy guests
+/// share the executor's threads.
+pub(crate) const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
+/// Calls that may run at once across the whole host; the pooling allocator
+/// reserves slots for this many instances.
+pub const MAX_CONCURRENT_CALLS: u32 = 1_000;
+
+/// An error setting up the engine.
+#[derive(Debug, thiserror::Error)]
+#[error("could not set up the WebAssembly engine: {0}")]
+pub struct SandboxError(String);
+
+/// The engine, the linker and the epoch ticker shared by every call.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<CallState>,
+    ticker: EpochTicker,
+}
+
+impl Sandbox {
+    /// An engine with fuel, epoch interruption and the pooling allocator,
+    /// and a linker that offers WASI p2, `wasi:http` and the `host`
+    /// interface. Nothing is granted until a call's [`Grants`] say so.
+    pub fn new() -> Result<Self, SandboxError> {
+        let error = |e: wasmtime::Error| SandboxError(format!("{e:#}"));
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(MAX_CONCURRENT_CALLS)
+            .total_core_instances(MAX_CONCURRENT_CALLS * 4)
+            .total_memories(MAX_CONCURRENT_CALLS * 2)
+            .total_tables(MAX_CONCURRENT_CALLS * 4)
+            .total_stacks(MAX_CONCURRENT_CALLS)
+            .max_memory_size(MAX_MEMORY_BYTES)
+            .table_elements(MAX_TABLE_ELEMENTS)
+            .max_core_instances_per_component(64)
+            .max_memories_per_component(16)
+            .max_tables_per_component(64);
+        let mut config = Config::new();
+        config
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(STACK_LIMIT_BYTES)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).map_err(error)?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(error)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(error)?;
+        bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)
+            .map_err(error)?;
+
+        let ticker = EpochTicker::start(engine.clone());
+        Ok(Sandbox { engine, linker, ticker })
+    }
+
+    /// The engine every plugin is compiled for.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Link a compiled component once, so that each call only instantiates.
+    pub(crate) fn prepare(&self, component: &Component) -> wasmtime::Result<PluginPre<CallState>> {
+        PluginPre::new(self.linker.instantiate_pre(component)?)
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.ticker.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] on its own thread, so
+/// that deadlines fire even while every executor thread runs guest code.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("toolhost-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .expect("spawning the epoch thread");
+        EpochTicker { stop }
+    }
+}
