@@ -1,1 +1,5 @@
-fn main() {}
+//! The `toolhost` command line; see `toolhost --help`.
+
+fn main() -> std::process::ExitCode {
+    toolhost::commands::main()
+}

@@ -17,7 +17,6 @@ pub use limits::{
     DEFAULT_TABLE_ELEMENTS, DEFAULT_TABLES, DEFAULT_TIMEOUT, Limits, MAX_MEMORY_BYTES,
     MAX_TABLE_ELEMENTS,
 };
-pub(crate) use limits::{grouped, human_bytes, human_duration};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,98 @@
+use super::GlobalOptions;
+use crate::registry::LoadedPlugin;
+use crate::manifest::ToolSpec;
+use serde_json::json;
+use std::process::ExitCode;
+
+/// List the loaded tools: name, plugin@version, permission, params and the
+/// capabilities granted to their plugin.
+#[derive(Debug, clap::Args)]
+pub(super) struct ListCommand {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ListCommand {
+    pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
+        let registry = global.registry().await?;
+        let catalog = registry.catalog();
+        if self.json {
+            let tools: Vec<_> = catalog
+                .tools()
+                .map(|(plugin, tool)| {
+                    json!({
+                        "name": tool.name,
+                        "plugin": plugin.name(),
+                        "version": plugin.manifest.version.to_string(),
+                        "description": tool.description,
+                        "permission": tool.permission,
+                        "result_approval": tool.result_approval,
+                        "agent_callable": tool.agent_callable,
+                        "distributed_exposed": tool.distributed_exposed,
+                        "params": tool.params,
+                        "grants": plugin.grants,
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&tools)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut rows = vec![["TOOL", "PLUGIN", "PERMISSION", "PARAMS", "GRANTED"].map(String::from)];
+        for (plugin, tool) in catalog.tools() {
+            rows.push([
+                tool.name.clone(),
+                plugin.label(),
+                permission_cell(tool),
+                params_cell(tool),
+                grants_cell(plugin),
+            ]);
+        }
+        print_table(&rows);
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn permission_cell(tool: &ToolSpec) -> String {
+    let mut cell = tool.permission.as_str().to_owned();
+    if tool.result_approval {
+        cell.push_str(" +result");
+    }
+    cell
+}
+
+/// `expression: string, zone?: string`
+pub(super) fn params_cell(tool: &ToolSpec) -> String {
+    let params: Vec<String> = tool
+        .params
+        .iter()
+        .map(|p| format!("{}{}: {}", p.name, if p.required { "" } else { "?" }, p.ty.as_str()))
+        .collect();
+    if params.is_empty() { "-".into() } else { params.join(", ") }
+}
+
+/// `dir /workspace=/srv/ws (read-write), env HOME, http example.com`
+pub(super) fn grants_cell(plugin: &LoadedPlugin) -> String {
+    let grants = &plugin.grants;
+    let mut parts: Vec<String> = grants
+        .dirs
+        .iter()
+        .map(|d| format!("dir {}={} ({})", d.guest_path, d.host_path.display(), d.access.as_str()))
+        .collect();
+    parts.extend(grants.env.iter().map(|e| format!("env {}", e.name)));
+    parts.extend(grants.http_hosts.iter().map(|h| format!("http {h}")));
+    if parts.is_empty() { "none".into() } else { parts.join(", ") }
+}
+
+fn print_table(rows: &[[String; 5]]) {
+    let widths: Vec<usize> =
+        (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+}

@@ -1,0 +1,132 @@
+//! The `toolhost` command line: one file per subcommand, each a clap-derive
+//! struct whose doc comment is its `--help` and whose `execute` does the
+//! work. The binary only calls [`main`].
+
+mod call;
+mod inspect;
+mod list;
+mod lock;
+
+use crate::config::{DEFAULT_CONFIG_FILE, Policy};
+use crate::registry::Registry;
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Run sandboxed WebAssembly tools for LLMs.
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version)]
+pub struct Cli {
+    #[command(flatten)]
+    global: GlobalOptions,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+struct GlobalOptions {
+    /// The host policy file [default: ./toolhost.toml if it exists].
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// A directory of plugin components; repeatable. Replaces the policy's
+    /// `plugin_dirs` when given.
+    #[arg(long = "plugins", global = true, value_name = "DIR")]
+    plugins: Vec<PathBuf>,
+    /// More log output on stderr: -v info, -vv debug, -vvv trace.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    List(list::ListCommand),
+    Inspect(inspect::InspectCommand),
+    Call(call::CallCommand),
+    Lock(lock::LockCommand),
+}
+
+/// Parse the command line, run the subcommand, print any error with its
+/// whole cause chain.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(cli.execute()) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl Cli {
+    async fn execute(self) -> anyhow::Result<ExitCode> {
+        match self.command {
+            Command::List(c) => c.execute(&self.global).await,
+            Command::Inspect(c) => c.execute(&self.global).await,
+            Command::Call(c) => c.execute(&self.global).await,
+            Command::Lock(c) => c.execute(&self.global).await,
+        }
+    }
+}
+
+impl GlobalOptions {
+    /// The policy from `--config`, `./toolhost.toml` or the defaults, with
+    /// `--plugins` applied.
+    fn policy(&self) -> anyhow::Result<Policy> {
+        let mut policy = match &self.config {
+            Some(path) => Policy::load(path)?,
+            None if std::path::Path::new(DEFAULT_CONFIG_FILE).exists() => {
+                Policy::load(std::path::Path::new(DEFAULT_CONFIG_FILE))?
+            }
+            None => Policy::default(),
+        };
+        if !self.plugins.is_empty() {
+            policy.plugin_dirs = self.plugins.clone();
+        }
+        Ok(policy)
+    }
+
+    /// The registry over the policy's plugin directories, showing progress
+    /// on stderr while components compile.
+    async fn registry(&self) -> anyhow::Result<Registry> {
+        let policy = self.policy()?;
+        if policy.plugin_dirs.is_empty() {
+            bail!("no plugin directories: pass --plugins DIR or set plugin_dirs in {DEFAULT_CONFIG_FILE}");
+        }
+        let show = std::io::stderr().is_terminal() || self.verbose > 0;
+        let registry = Registry::load_with_progress(policy, &|p| {
+            if show {
+                eprintln!("compiling {} ({}/{})", p.file.display(), p.index, p.total);
+            }
+        })
+        .await
+        .context("loading plugins")?;
+        for refusal in &registry.catalog().refused {
+            eprintln!("refused: {}", refusal.error);
+        }
+        Ok(registry)
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("warn,toolhost={default}")));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

@@ -1,0 +1,309 @@
+//! The host policy, `toolhost.toml`: where plugins live, the default limits,
+//! and per plugin its limits and what it may be granted. The file is strict:
+//! an unknown key is an error that names the key.
+//!
+//! ```toml
+//! plugin_dirs = ["plugins"]          # relative to this file
+//! cache_dir = ".toolhost/cache"      # compiled artifacts; default: the user cache dir
+//! lock_file = "toolhost.lock"        # sha-256 pins; default: beside this file
+//!
+//! [limits]                           # every plugin's defaults
+//! fuel = 1_000_000_000
+//! timeout_ms = 30_000
+//! memory_mib = 64
+//! output_kib = 1024
+//!
+//! [plugins.files]
+//! limits = { timeout_ms = 5_000 }
+//! env = ["HOME"]
+//! http_hosts = ["example.com"]
+//! dirs = { "/workspace" = { host = "./workspace", access = "read-write" } }
+//! ```
+
+use crate::manifest::DirAccess;
+use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The name looked for in the working directory when `--config` is absent.
+pub const DEFAULT_CONFIG_FILE: &str = "toolhost.toml";
+/// The lock file's name when the policy names none.
+pub const DEFAULT_LOCK_FILE: &str = "toolhost.lock";
+
+/// An error reading `toolhost.toml`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has an unknown key; the message names it.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said, with the key and position.
+        message: String,
+    },
+    /// A value is out of range.
+    #[error("{path}: {key} = {value} is out of range: {why}")]
+    Range {
+        /// The file.
+        path: PathBuf,
+        /// The key, e.g. `plugins.files.limits.memory_mib`.
+        key: String,
+        /// The value given.
+        value: String,
+        /// The allowed range.
+        why: String,
+    },
+}
+
+/// The resolved host policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// Directories scanned for `*.wasm` components.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Where compiled artifacts are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// The lock file holding sha-256 pins.
+    pub lock_file: PathBuf,
+    /// Limits for plugins without their own.
+    pub limits: Limits,
+    /// Per plugin, by plugin name.
+    pub plugins: BTreeMap<String, PluginPolicy>,
+}
+
+/// The policy for one plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginPolicy {
+    /// Its limits: the defaults with its overrides applied.
+    pub limits: Limits,
+    /// What it may be granted.
+    pub allowance: Allowance,
+}
+
+impl Default for Policy {
+    /// No plugin directories, the default limits, nothing allowed, the
+    /// user cache directory, `toolhost.lock` in the working directory.
+    fn default() -> Self {
+        Policy {
+            plugin_dirs: Vec::new(),
+            cache_dir: default_cache_dir(),
+            lock_file: PathBuf::from(DEFAULT_LOCK_FILE),
+            limits: Limits::default(),
+            plugins: BTreeMap::new(),
+        }
+    }
+}
+
+impl Policy {
+    /// Read and check `path`. Relative paths inside are relative to the
+    /// file's directory.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parse the text of `path` (used for error messages and to resolve
+    /// relative paths).
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let file: ConfigFile = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string().trim().to_owned() })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let resolve = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+        let limits = file.limits.apply(Limits::default(), path, "limits")?;
+        let mut plugins = BTreeMap::new();
+        for (name, plugin) in file.plugins {
+            let limits = plugin.limits.apply(limits, path, &format!("plugins.{name}.limits"))?;
+            let allowance = Allowance {
+                dirs: plugin
+                    .dirs
+                    .into_iter()
+                    .map(|(guest, dir)| (guest, (resolve(dir.host), dir.access)))
+                    .collect(),
+                env: plugin.env,
+                http_hosts: plugin.http_hosts,
+            };
+            plugins.insert(name, PluginPolicy { limits, allowance });
+        }
+        Ok(Policy {
+            plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
+            cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
+            lock_file: resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE))),
+            limits,
+            plugins,
+        })
+    }
+
+    /// The limits and allowance of plugin `name`: its own section, or the
+    /// defaults and nothing allowed.
+    pub fn for_plugin(&self, name: &str) -> PluginPolicy {
+        self.plugins
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| PluginPolicy { limits: self.limits, allowance: Allowance::default() })
+    }
+}
+
+/// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
+fn default_cache_dir() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = || std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"));
+    xdg.or_else(home).map(|dir| dir.join("toolhost"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    plugin_dirs: Vec<PathBuf>,
+    cache_dir: Option<PathBuf>,
+    lock_file: Option<PathBuf>,
+    #[serde(default)]
+    limits: LimitOverrides,
+    #[serde(default)]
+    plugins: BTreeMap<String, PluginSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PluginSection {
+    #[serde(default)]
+    limits: LimitOverrides,
+    #[serde(default)]
+    dirs: BTreeMap<String, DirSection>,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
+    http_hosts: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DirSection {
+    host: PathBuf,
+    #[serde(default = "read_only")]
+    access: DirAccess,
+}
+
+fn read_only() -> DirAccess {
+    DirAccess::Read
+}
+
+/// Limits as the file spells them, each optional.
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct LimitOverrides {
+    fuel: Option<u64>,
+    timeout_ms: Option<u64>,
+    memory_mib: Option<u64>,
+    output_kib: Option<u64>,
+    instances: Option<u64>,
+    tables: Option<u64>,
+    memories: Option<u64>,
+    table_elements: Option<u64>,
+}
+
+impl LimitOverrides {
+    fn apply(self, base: Limits, path: &Path, section: &str) -> Result<Limits, ConfigError> {
+        let range = |key: &str, value: u64, min: u64, max: u64| {
+            if (min..=max).contains(&value) {
+                Ok(value)
+            } else {
+                Err(ConfigError::Range {
+                    path: path.to_owned(),
+                    key: format!("{section}.{key}"),
+                    value: value.to_string(),
+                    why: format!("expected {min} to {max}"),
+                })
+            }
+        };
+        let mut limits = base;
+        if let Some(v) = self.fuel {
+            limits.fuel = range("fuel", v, 1, u64::MAX / 2)?;
+        }
+        if let Some(v) = self.timeout_ms {
+            limits.timeout = Duration::from_millis(range("timeout_ms", v, 1, 24 * 3600 * 1000)?);
+        }
+        if let Some(v) = self.memory_mib {
+            limits.memory_bytes = (range("memory_mib", v, 1, (MAX_MEMORY_BYTES >> 20) as u64)? as usize) << 20;
+        }
+        if let Some(v) = self.output_kib {
+            limits.output_bytes = (range("output_kib", v, 1, 1 << 20)? as usize) << 10;
+        }
+        if let Some(v) = self.instances {
+            limits.instances = range("instances", v, 1, 64)? as usize;
+        }
+        if let Some(v) = self.tables {
+            limits.tables = range("tables", v, 1, 64)? as usize;
+        }
+        if let Some(v) = self.memories {
+            limits.memories = range("memories", v, 1, 16)? as usize;
+        }
+        if let Some(v) = self.table_elements {
+            limits.table_elements = range("table_elements", v, 1, MAX_TABLE_ELEMENTS as u64)? as usize;
+        }
+        Ok(limits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Policy, ConfigError> {
+        Policy::parse(text, Path::new("/etc/toolhost/toolhost.toml"))
+    }
+
+    #[test]
+    fn a_full_policy_parses_and_resolves_paths() {
+        let policy = parse(
+            r#"
+            plugin_dirs = ["plugins", "/opt/tools"]
+            [limits]
+            fuel = 5
+            timeout_ms = 250
+            [plugins.files]
+            limits = { memory_mib = 8 }
+            env = ["HOME"]
+            dirs = { "/workspace" = { host = "ws", access = "read-write" } }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(policy.plugin_dirs, [PathBuf::from("/etc/toolhost/plugins"), PathBuf::from("/opt/tools")]);
+        assert_eq!(policy.lock_file, PathBuf::from("/etc/toolhost/toolhost.lock"));
+        let files = policy.for_plugin("files");
+        assert_eq!(files.limits.fuel, 5, "plugin limits start from the global ones");
+        assert_eq!(files.limits.timeout, Duration::from_millis(250));
+        assert_eq!(files.limits.memory_bytes, 8 << 20);
+        assert_eq!(files.allowance.dirs["/workspace"], (PathBuf::from("/etc/toolhost/ws"), DirAccess::ReadWrite));
+        assert_eq!(policy.for_plugin("other").allowance, Allowance::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let error = parse("[limits]\nfuell = 3\n").unwrap_err().to_string();
+        assert!(error.contains("unknown field `fuell`"), "{error}");
+        let error = parse("[plugins.calc]\nenvs = []\n").unwrap_err().to_string();
+        assert!(error.contains("unknown field `envs`"), "{error}");
+        let error = parse("[plugins.calc.dirs]\n\"/x\" = { host = \"a\", acess = \"read\" }\n").unwrap_err().to_string();
+        assert!(error.contains("unknown field `acess`"), "{error}");
+    }
+
+    #[test]
+    fn out_of_range_limits_name_the_key() {
+        let error = parse("[plugins.calc]\nlimits = { memory_mib = 4096 }\n").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "/etc/toolhost/toolhost.toml: plugins.calc.limits.memory_mib = 4096 is out of range: expected 1 to 1024"
+        );
+    }
+}

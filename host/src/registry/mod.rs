@@ -1,0 +1,504 @@
+//! The registry: every component in the plugin directories, loaded,
+//! verified and ready to run.
+//!
+//! Loading a component means: read it and take its SHA-256; check it against
+//! its pin when a lock file exists; compile it (or take the verified
+//! artifact from the [`ArtifactCache`]); link it once; read its manifest in
+//! a tightly limited sandbox with no grants; validate the manifest (semver,
+//! API compatibility, names); and resolve its grants against the policy. A
+//! component that fails any step is refused with the reason, and the others
+//! load. Tool names must be unique across plugins; a collision refuses the
+//! later plugin and names both.
+//!
+//! The loaded set is an immutable [`Catalog`] snapshot; [`Registry::reload`]
+//! builds a new one (reusing unchanged plugins) and notifies subscribers.
+
+mod cache;
+mod lock;
+
+pub use cache::{ArtifactCache, CacheUse};
+pub use lock::{LockError, LockFile};
+
+use crate::config::Policy;
+use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
+use crate::sandbox::{
+    CallFailure, CallState, Export, Grants, Invocation, Limits, PluginPre, Returned, Sandbox, SandboxError,
+};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use tokio::sync::broadcast;
+use wasmtime::component::Component;
+
+/// A plugin that loaded.
+pub struct LoadedPlugin {
+    /// The component file.
+    pub path: PathBuf,
+    /// Its SHA-256, hex.
+    pub sha256: String,
+    /// Its validated manifest.
+    pub manifest: PluginManifest,
+    /// Its effective grants.
+    pub grants: Grants,
+    /// Its per-call limits.
+    pub limits: Limits,
+    /// Whether it came from the compiled cache.
+    pub cache: CacheUse,
+    pre: PluginPre<CallState>,
+}
+
+impl LoadedPlugin {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    /// `name@version`.
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.manifest.name, self.manifest.version)
+    }
+}
+
+/// Why a component was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A lock file exists and does not pin this component.
+    #[error("{file} is not pinned in {}; run `toolhost lock` to pin it", lock.display())]
+    NotPinned {
+        /// The file name.
+        file: String,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// The component's digest differs from its pin.
+    #[error("{file} does not match its pin: pinned sha256:{pinned}, found sha256:{actual}")]
+    PinMismatch {
+        /// The file name.
+        file: String,
+        /// The pinned digest.
+        pinned: String,
+        /// The file's digest.
+        actual: String,
+    },
+    /// The component did not compile or link.
+    #[error("{file} is not a loadable component: {message}")]
+    Compile {
+        /// The file name.
+        file: String,
+        /// What wasmtime said.
+        message: String,
+    },
+    /// Reading the manifest failed (a trap or a limit).
+    #[error("reading the manifest of {file} failed: {failure}")]
+    Manifest {
+        /// The file name.
+        file: String,
+        /// What happened.
+        failure: CallFailure,
+    },
+    /// The manifest is invalid.
+    #[error("{file}: {error}")]
+    Invalid {
+        /// The file name.
+        file: String,
+        /// What is wrong.
+        error: ManifestError,
+    },
+    /// A tool name is taken by an earlier plugin.
+    #[error(
+        "tool `{tool}` of plugin `{plugin}` ({file}) collides with the tool of the same name \
+         in plugin `{first_plugin}` ({first_file}); {file} is refused"
+    )]
+    Collision {
+        /// The tool name.
+        tool: String,
+        /// The refused plugin.
+        plugin: String,
+        /// Its file.
+        file: String,
+        /// The plugin that has the name.
+        first_plugin: String,
+        /// Its file.
+        first_file: String,
+    },
+    /// A plugin name is taken by an earlier file.
+    #[error("plugin `{plugin}` in {file} is already loaded from {first_file}; {file} is refused")]
+    DuplicatePlugin {
+        /// The plugin name.
+        plugin: String,
+        /// The refused file.
+        file: String,
+        /// The file already loaded.
+        first_file: String,
+    },
+}
+
+/// A refused component and why.
+#[derive(Debug)]
+pub struct Refusal {
+    /// The component file.
+    pub path: PathBuf,
+    /// Why it was refused.
+    pub error: LoadError,
+}
+
+/// An error that stops the registry as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// The engine could not be set up.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The lock file is unreadable or malformed.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// A plugin directory could not be listed.
+    #[error("cannot list plugin directory {}: {source}", dir.display())]
+    ReadDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The cache directory could not be created.
+    #[error("cannot use cache directory {}: {source}", dir.display())]
+    Cache {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// An immutable snapshot of the loaded plugins.
+pub struct Catalog {
+    /// Increases by one on every reload.
+    pub generation: u64,
+    /// The loaded plugins, in directory then file-name order.
+    pub plugins: Vec<Arc<LoadedPlugin>>,
+    /// The refused components.
+    pub refused: Vec<Refusal>,
+    index: HashMap<String, (usize, usize)>,
+}
+
+impl Catalog {
+    /// The tool named `name` and its plugin.
+    pub fn tool(&self, name: &str) -> Option<(&Arc<LoadedPlugin>, &ToolSpec)> {
+        let &(p, t) = self.index.get(name)?;
+        let plugin = &self.plugins[p];
+        Some((plugin, &plugin.manifest.tools[t]))
+    }
+
+    /// Every tool with its plugin, in plugin then declaration order.
+    pub fn tools(&self) -> impl Iterator<Item = (&Arc<LoadedPlugin>, &ToolSpec)> {
+        self.plugins.iter().flat_map(|p| p.manifest.tools.iter().map(move |t| (p, t)))
+    }
+
+    /// The plugin named `name`.
+    pub fn plugin(&self, name: &str) -> Option<&Arc<LoadedPlugin>> {
+        self.plugins.iter().find(|p| p.name() == name)
+    }
+}
+
+/// What a reload changed, by component file name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryEvent {
+    /// The new catalog's generation.
+    pub generation: u64,
+    /// Components that appeared.
+    pub added: Vec<String>,
+    /// Components that disappeared.
+    pub removed: Vec<String>,
+    /// Components whose bytes changed.
+    pub changed: Vec<String>,
+}
+
+/// Progress while loading, for a caller that shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadProgress<'a> {
+    /// The component about to be compiled (not in the cache).
+    pub file: &'a Path,
+    /// Its position, from 1.
+    pub index: usize,
+    /// How many components there are.
+    pub total: usize,
+}
+
+/// The set of loaded plugins, their sandbox, and change notifications.
+pub struct Registry {
+    sandbox: Arc<Sandbox>,
+    policy: Policy,
+    cache: Option<ArtifactCache>,
+    catalog: RwLock<Arc<Catalog>>,
+    events: broadcast::Sender<RegistryEvent>,
+    reloading: tokio::sync::Mutex<()>,
+}
+
+impl Registry {
+    /// Load every component in the policy's plugin directories.
+    pub async fn load(policy: Policy) -> Result<Self, RegistryError> {
+        Self::load_with_progress(policy, &|_| {}).await
+    }
+
+    /// [`Registry::load`], calling `progress` before each compilation.
+    pub async fn load_with_progress(
+        policy: Policy,
+        progress: &(dyn Fn(LoadProgress<'_>) + Sync),
+    ) -> Result<Self, RegistryError> {
+        let sandbox = Arc::new(Sandbox::new()?);
+        let cache = match &policy.cache_dir {
+            Some(dir) => Some(
+                ArtifactCache::new(dir, sandbox.engine())
+                    .map_err(|source| RegistryError::Cache { dir: dir.clone(), source })?,
+            ),
+            None => None,
+        };
+        let registry = Registry {
+            sandbox,
+            policy,
+            cache,
+            catalog: RwLock::new(Arc::new(Catalog::empty())),
+            events: broadcast::channel(16).0,
+            reloading: tokio::sync::Mutex::new(()),
+        };
+        let catalog = registry.scan(&Catalog::empty(), progress).await?;
+        *registry.catalog.write().expect("catalog lock") = Arc::new(catalog);
+        Ok(registry)
+    }
+
+    /// The current snapshot.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().expect("catalog lock").clone()
+    }
+
+    /// The policy the registry was loaded with.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Receive a [`RegistryEvent`] after every reload.
+    pub fn subscribe(&self) -> broadcast::Receiver<RegistryEvent> {
+        self.events.subscribe()
+    }
+
+    /// Rescan the plugin directories: pick up added, removed and changed
+    /// components, keep unchanged ones as they are, and notify subscribers.
+    pub async fn reload(&self) -> Result<RegistryEvent, RegistryError> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let old = self.catalog();
+        let new = self.scan(&old, &|_| {}).await?;
+        let files = |c: &Catalog| -> HashMap<PathBuf, String> {
+            c.plugins.iter().map(|p| (p.path.clone(), p.sha256.clone())).collect()
+        };
+        let (before, after) = (files(&old), files(&new));
+        let name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let paths: BTreeSet<&PathBuf> = before.keys().chain(after.keys()).collect();
+        let mut event = RegistryEvent { generation: new.generation, ..RegistryEvent::default() };
+        for path in paths {
+            match (before.get(path), after.get(path)) {
+                (None, Some(_)) => event.added.push(name(path)),
+                (Some(_), None) => event.removed.push(name(path)),
+                (Some(a), Some(b)) if a != b => event.changed.push(name(path)),
+                _ => {}
+            }
+        }
+        *self.catalog.write().expect("catalog lock") = Arc::new(new);
+        // No subscriber is not an error.
+        let _ = self.events.send(event.clone());
+        Ok(event)
+    }
+
+    /// Run `tool` of `plugin` with `args_json` in a fresh instance under the
+    /// plugin's limits and grants.
+    pub async fn invoke(&self, plugin: &LoadedPlugin, tool: &str, args_json: &str) -> Invocation {
+        let export = Export::Invoke { tool, args_json };
+        let (result, fuel_used, duration) =
+            self.sandbox.run(&plugin.pre, plugin.name(), &plugin.grants, &plugin.limits, export).await;
+        let result = result.and_then(|returned| match returned {
+            Returned::Invoke(r) => r.map_err(CallFailure::Tool),
+            Returned::Manifest(_) => unreachable!("invoke returns an invoke result"),
+        });
+        Invocation { result, fuel_used, duration }
+    }
+
+    /// Time `times` calls on one reused instance. For benchmarks only: the
+    /// floor that a fresh instance per call is measured against.
+    #[doc(hidden)]
+    pub async fn bench_reused_instance(
+        &self,
+        plugin: &LoadedPlugin,
+        tool: &str,
+        args_json: &str,
+        times: u32,
+    ) -> anyhow::Result<std::time::Duration> {
+        Ok(self.sandbox.invoke_reused(&plugin.pre, &plugin.grants, tool, args_json, times).await?)
+    }
+
+    /// Load one component file outside the catalog, as `toolhost inspect`
+    /// does: the same checks, but no pin and no collision check.
+    pub async fn inspect(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
+        let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
+        self.load_component(path, &wasm, sha256_hex(&wasm)).await
+    }
+
+    async fn scan(
+        &self,
+        previous: &Catalog,
+        progress: &(dyn Fn(LoadProgress<'_>) + Sync),
+    ) -> Result<Catalog, RegistryError> {
+        let lock = LockFile::read(&self.policy.lock_file)?;
+        let files = component_files(&self.policy.plugin_dirs)?;
+        let mut plugins: Vec<Arc<LoadedPlugin>> = Vec::new();
+        let mut refused = Vec::new();
+        let mut index: HashMap<String, (usize, usize)> = HashMap::new();
+        for (position, path) in files.iter().enumerate() {
+            let loaded = match self
+                .load_file(path, lock.as_ref(), previous, LoadProgress { file: path, index: position + 1, total: files.len() }, progress)
+                .await
+            {
+                Ok(plugin) => plugin,
+                Err(error) => {
+                    tracing::warn!("{error}");
+                    refused.push(Refusal { path: path.clone(), error });
+                    continue;
+                }
+            };
+            if let Some(error) = conflict(&loaded, &plugins, &index) {
+                tracing::warn!("{error}");
+                refused.push(Refusal { path: path.clone(), error });
+                continue;
+            }
+            for (t, tool) in loaded.manifest.tools.iter().enumerate() {
+                index.insert(tool.name.clone(), (plugins.len(), t));
+            }
+            plugins.push(loaded);
+        }
+        Ok(Catalog { generation: previous.generation + 1, plugins, refused, index })
+    }
+
+    async fn load_file(
+        &self,
+        path: &Path,
+        lock: Option<&LockFile>,
+        previous: &Catalog,
+        position: LoadProgress<'_>,
+        progress: &(dyn Fn(LoadProgress<'_>) + Sync),
+    ) -> Result<Arc<LoadedPlugin>, LoadError> {
+        let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
+        let sha256 = sha256_hex(&wasm);
+        let file = file_name(path);
+        if let Some(lock) = lock {
+            match lock.pin(&file) {
+                None => return Err(LoadError::NotPinned { file, lock: self.policy.lock_file.clone() }),
+                Some(pinned) if pinned != sha256 => {
+                    return Err(LoadError::PinMismatch { file, pinned: pinned.to_owned(), actual: sha256 });
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(same) = previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256) {
+            return Ok(same.clone());
+        }
+        if self.cache.as_ref().is_none_or(|c| !c.path_for(&sha256).exists()) {
+            progress(position);
+        }
+        self.load_component(path, &wasm, sha256).await.map(Arc::new)
+    }
+
+    async fn load_component(&self, path: &Path, wasm: &[u8], sha256: String) -> Result<LoadedPlugin, LoadError> {
+        let file = file_name(path);
+        let engine = self.sandbox.engine();
+        let compile_error = |e: wasmtime::Error| LoadError::Compile { file: file.clone(), message: format!("{e:#}") };
+        let (component, cache) = match &self.cache {
+            Some(cache) => cache.load_or_compile(engine, &sha256, wasm).map_err(compile_error)?,
+            None => (Component::new(engine, wasm).map_err(compile_error)?, CacheUse::Compiled),
+        };
+        let pre = self.sandbox.prepare(&component).map_err(compile_error)?;
+
+        let (returned, _, _) = self
+            .sandbox
+            .run(&pre, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest)
+            .await;
+        let raw = match returned {
+            Ok(Returned::Manifest(raw)) => raw,
+            Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
+            Err(failure) => return Err(LoadError::Manifest { file, failure }),
+        };
+        let manifest =
+            PluginManifest::validate(raw.into()).map_err(|error| LoadError::Invalid { file, error })?;
+        let policy = self.policy.for_plugin(&manifest.name);
+        Ok(LoadedPlugin {
+            path: path.to_owned(),
+            sha256,
+            grants: Grants::resolve(&manifest.capabilities, &policy.allowance),
+            limits: policy.limits,
+            manifest,
+            cache,
+            pre,
+        })
+    }
+}
+
+impl Catalog {
+    fn empty() -> Self {
+        Catalog { generation: 0, plugins: Vec::new(), refused: Vec::new(), index: HashMap::new() }
+    }
+}
+
+/// A reason to refuse `loaded` given the plugins already accepted.
+fn conflict(
+    loaded: &LoadedPlugin,
+    plugins: &[Arc<LoadedPlugin>],
+    index: &HashMap<String, (usize, usize)>,
+) -> Option<LoadError> {
+    if let Some(first) = plugins.iter().find(|p| p.name() == loaded.name()) {
+        return Some(LoadError::DuplicatePlugin {
+            plugin: loaded.name().to_owned(),
+            file: file_name(&loaded.path),
+            first_file: file_name(&first.path),
+        });
+    }
+    loaded.manifest.tools.iter().find_map(|tool| {
+        let &(p, _) = index.get(&tool.name)?;
+        Some(LoadError::Collision {
+            tool: tool.name.clone(),
+            plugin: loaded.name().to_owned(),
+            file: file_name(&loaded.path),
+            first_plugin: plugins[p].name().to_owned(),
+            first_file: file_name(&plugins[p].path),
+        })
+    })
+}
+
+/// Every `*.wasm` file in `dirs`, directory by directory, sorted by name.
+pub fn component_files(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, RegistryError> {
+    let mut all = Vec::new();
+    for dir in dirs {
+        let entries = std::fs::read_dir(dir).map_err(|source| RegistryError::ReadDir { dir: dir.clone(), source })?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
+            .collect();
+        files.sort();
+        all.extend(files);
+    }
+    Ok(all)
+}
+
+/// The SHA-256 of `bytes`, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
