@@ -1,1 +1,150 @@
-fn main(){}
+//! Project automation, run as `cargo xtask <task>`:
+//!
+//! - `build-plugins`: build the plugins for wasm32-wasip2 and copy them to
+//!   `target/plugins/examples/` and `target/plugins/hostile/`;
+//! - `test`: build the plugins, then run every test;
+//! - `demo`: build the plugins and the CLI, then list the plugins, run real
+//!   calls, and show a hostile plugin stopped with its limit named;
+//! - `bench`: build the plugins, then run the runtime benchmark.
+//!
+//! Each task first installs the `wasm32-wasip2` target with rustup, so it
+//! works on a fresh machine.
+
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The example plugins, shown by the demo and `toolhost list`.
+const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
+/// The misbehaving plugins the tests load.
+const HOSTILE: &[&str] = &["hostile", "api_mismatch", "impostor"];
+/// Plugin crates whose unit tests run natively.
+const NATIVE_TESTED: &[&str] = &["calc"];
+
+fn main() -> anyhow::Result<()> {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    let root = workspace_root();
+    match task.as_str() {
+        "build-plugins" => build_plugins(&root),
+        "test" => {
+            build_plugins(&root)?;
+            run(cargo(&root).args(["test", "--release", "--workspace"]))?;
+            let host = host_triple()?;
+            for name in NATIVE_TESTED {
+                run(cargo(&root.join("plugins")).args(["test", "--release", "-p", name, "--target", &host]))?;
+            }
+            Ok(())
+        }
+        "demo" => {
+            build_plugins(&root)?;
+            run(cargo(&root).args(["build", "--release", "-p", "toolhost"]))?;
+            demo(&root)
+        }
+        "bench" => {
+            build_plugins(&root)?;
+            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime"]))
+        }
+        _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench>"),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
+}
+
+fn cargo(dir: &Path) -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.current_dir(dir);
+    command
+}
+
+fn run(command: &mut Command) -> anyhow::Result<()> {
+    eprintln!("xtask: running {command:?}");
+    let status = command.status().with_context(|| format!("starting {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn host_triple() -> anyhow::Result<String> {
+    let output = Command::new("rustc").arg("-vV").output().context("running rustc -vV")?;
+    let text = String::from_utf8(output.stdout)?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .context("rustc -vV printed no host triple")
+}
+
+/// Install the target, build the plugin workspace, and copy the components
+/// where the tests and the demo look for them.
+fn build_plugins(root: &Path) -> anyhow::Result<()> {
+    run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))?;
+    run(cargo(&root.join("plugins")).args(["build", "--release"]))?;
+    let built = root.join("plugins/target/wasm32-wasip2/release");
+    for (dir, names) in [("examples", EXAMPLES), ("hostile", HOSTILE)] {
+        let out = root.join("target/plugins").join(dir);
+        std::fs::create_dir_all(&out)?;
+        for name in names {
+            let file = format!("{name}.wasm");
+            std::fs::copy(built.join(&file), out.join(&file))
+                .with_context(|| format!("copying {file} to {}", out.display()))?;
+        }
+    }
+    eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
+    Ok(())
+}
+
+/// The demo: a policy with a workspace and a tree to list, then real calls.
+fn demo(root: &Path) -> anyhow::Result<()> {
+    let demo = root.join("target/demo");
+    let workspace = demo.join("workspace");
+    std::fs::create_dir_all(workspace.join("src"))?;
+    std::fs::write(workspace.join("notes.txt"), "toolhost demo notes\n")?;
+    std::fs::write(workspace.join("src/main.rs"), "fn main() {}\n")?;
+    let plugins = root.join("target/plugins");
+    let config = demo.join("toolhost.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"plugin_dirs = ["{examples}"]
+cache_dir = "cache"
+lock_file = "toolhost.lock"
+
+[plugins.dirtree]
+dirs = {{ "/tree" = {{ host = "workspace" }} }}
+
+[plugins.files]
+dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
+
+[plugins.hostile]
+limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
+"#,
+            examples = plugins.join("examples").display()
+        ),
+    )?;
+    let toolhost = root.join("target/release/toolhost");
+    let step = |title: &str, args: &[&str], expect_success: bool| -> anyhow::Result<()> {
+        println!("\n$ toolhost {}\n# {title}", args.join(" "));
+        let status = Command::new(&toolhost).arg("--config").arg(&config).args(args).status()?;
+        if status.success() != expect_success {
+            bail!("`toolhost {}` exited with {status}, expected {}", args.join(" "), if expect_success { "success" } else { "failure" });
+        }
+        Ok(())
+    };
+    step("the example plugins, their permissions and grants", &["list"], true)?;
+    step("arithmetic", &["call", "calculate", "--arg", "expression=2 * (3 + 4) ^ 2"], true)?;
+    step("time-zone conversion", &["call", "convert_time", "--arg", "time=2026-03-01 09:30", "--arg", "from=America/New_York", "--arg", "to=Asia/Tokyo"], true)?;
+    step("a tree of the granted directory", &["call", "dir_tree", "--arg", "max_depth=2"], true)?;
+    step("a write into the granted workspace", &["call", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"], true)?;
+    step("reading it back", &["call", "read_file", "--arg", "path=hello.txt"], true)?;
+    step("an escape attempt is refused by the plugin and the sandbox", &["call", "read_file", "--arg", "path=../../Cargo.toml"], false)?;
+    step("a host the policy does not allow", &["call", "http_get", "--arg", "url=https://example.com/"], false)?;
+    let hostile = plugins.join("hostile");
+    let hostile = hostile.to_str().context("non-UTF-8 path")?;
+    step("a hostile plugin that loops forever, stopped by its fuel limit", &["--plugins", hostile, "call", "spin"], false)?;
+    step("a hostile plugin that hoards memory, stopped at its memory limit", &["--plugins", hostile, "call", "exhaust_memory"], false)?;
+    step("the host still answers the next call", &["call", "calculate", "--arg", "expression=sqrt(2)"], true)?;
+    println!("\ndemo finished: every step behaved as expected");
+    Ok(())
+}

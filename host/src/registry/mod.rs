@@ -366,13 +366,13 @@ impl Registry {
             {
                 Ok(plugin) => plugin,
                 Err(error) => {
-                    tracing::warn!("{error}");
+                    tracing::info!("{error}");
                     refused.push(Refusal { path: path.clone(), error });
                     continue;
                 }
             };
             if let Some(error) = conflict(&loaded, &plugins, &index) {
-                tracing::warn!("{error}");
+                tracing::info!("{error}");
                 refused.push(Refusal { path: path.clone(), error });
                 continue;
             }

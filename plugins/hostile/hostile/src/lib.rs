@@ -14,7 +14,7 @@ impl Plugin for Hostile {
         let path = |tool: Tool| tool.param("path", Type::String, "a path inside the sandbox", Required);
         Manifest::new("hostile", env!("CARGO_PKG_VERSION"), "Misbehaving tools that test the sandbox")
             .directory("/data", Access::Read)
-            .env("HOSTILE_GRANTED")
+            .env("PATH")
             .http_host("127.0.0.1")
             .tool(Tool::new("spin", "Loop forever."))
             .tool(Tool::new("exhaust_memory", "Allocate until memory runs out."))
@@ -88,10 +88,12 @@ impl Plugin for Hostile {
     }
 }
 
+/// Recursion whose frames live on the WebAssembly stack (scalars only, no
+/// arrays that Rust would put on its shadow stack in linear memory), and
+/// whose result is used after the call so it cannot become a loop.
 #[allow(unconditional_recursion, reason = "unbounded on purpose: it must hit the stack limit")]
 fn recurse(depth: u64) -> u64 {
-    let frame = std::hint::black_box([depth; 64]);
-    recurse(depth + 1) + frame[0]
+    recurse(depth.wrapping_add(1)).wrapping_mul(31).wrapping_add(depth)
 }
 
 toolhost_sdk::export_plugin!(Hostile);
