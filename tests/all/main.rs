@@ -1,1 +1,9 @@
-fn main(){}
+//! Integration tests: real components, built by `cargo xtask build-plugins`,
+//! loaded into a real registry and run in the real sandbox. One binary, one
+//! module per area.
+
+mod concurrency;
+mod grants;
+mod limits;
+mod registry;
+mod support;

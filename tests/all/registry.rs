@@ -1,0 +1,153 @@
+//! Loading: pins, API versions, name collisions, the compiled cache and
+//! reloads.
+
+use crate::support::{TestHost, plugin};
+use toolhost::Registry;
+use toolhost::registry::{CacheUse, LoadError, LockFile, sha256_hex};
+
+fn refusals(registry: &Registry) -> Vec<String> {
+    registry.catalog().refused.iter().map(|r| r.error.to_string()).collect()
+}
+
+#[tokio::test]
+async fn the_example_plugins_load_with_their_tools() {
+    let host = TestHost::new(&["calc", "clock", "dirtree", "files", "http_get"], "").await;
+    let catalog = host.registry.catalog();
+    assert!(catalog.refused.is_empty(), "{:?}", refusals(&host.registry));
+    let names: Vec<&str> = catalog.plugins.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["calc", "clock", "dirtree", "files", "http_get"]);
+    let (_, read_file) = catalog.tool("read_file").unwrap();
+    assert!(read_file.result_approval, "read_file needs result approval");
+    let (_, write_file) = catalog.tool("write_file").unwrap();
+    assert!(!write_file.result_approval);
+    assert_eq!(write_file.permission, toolhost::manifest::Permission::Sensitive);
+}
+
+#[tokio::test]
+async fn an_incompatible_api_version_is_refused_naming_both() {
+    let host = TestHost::new(&["api_mismatch", "calc"], "").await;
+    assert_eq!(
+        refusals(&host.registry),
+        ["api_mismatch.wasm: plugin `api_mismatch` was built against toolhost API 9.0.0, which this host \
+          (API 0.1.0) cannot load: ^9.0.0 does not admit 0.1.0"]
+    );
+    assert!(host.registry.catalog().plugin("calc").is_some(), "the others still load");
+}
+
+#[tokio::test]
+async fn a_tool_name_collision_refuses_the_later_plugin_naming_both() {
+    let host = TestHost::new(&["calc", "impostor"], "").await;
+    assert_eq!(
+        refusals(&host.registry),
+        ["tool `calculate` of plugin `impostor` (impostor.wasm) collides with the tool of the same name \
+          in plugin `calc` (calc.wasm); impostor.wasm is refused"]
+    );
+    let catalog = host.registry.catalog();
+    assert_eq!(catalog.tool("calculate").unwrap().0.name(), "calc");
+}
+
+#[tokio::test]
+async fn a_pin_mismatch_refuses_the_plugin_and_prints_both_hashes() {
+    let host = TestHost::new(&["calc", "clock"], "").await;
+    let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
+    let wrong = "0".repeat(64);
+    LockFile::new([("calc.wasm".to_string(), calc.clone()), ("clock.wasm".to_string(), wrong.clone())])
+        .write(&host.dir.path().join("toolhost.lock"))
+        .unwrap();
+    let clock = sha256_hex(&std::fs::read(plugin("clock")).unwrap());
+    let registry = Registry::load(host.policy("")).await.unwrap();
+    assert_eq!(
+        refusals(&registry),
+        [format!("clock.wasm does not match its pin: pinned sha256:{wrong}, found sha256:{clock}")]
+    );
+    assert!(registry.catalog().plugin("calc").is_some());
+}
+
+#[tokio::test]
+async fn an_unpinned_plugin_is_refused_once_a_lock_file_exists() {
+    let host = TestHost::new(&["calc", "clock"], "").await;
+    let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
+    let lock = host.dir.path().join("toolhost.lock");
+    LockFile::new([("calc.wasm".to_string(), calc)]).write(&lock).unwrap();
+    let registry = Registry::load(host.policy("")).await.unwrap();
+    let refused = refusals(&registry);
+    assert_eq!(refused.len(), 1);
+    assert!(refused[0].starts_with("clock.wasm is not pinned in "), "{refused:?}");
+    assert!(matches!(registry.catalog().refused[0].error, LoadError::NotPinned { .. }));
+}
+
+#[tokio::test]
+async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
+    let host = TestHost::new(&["calc", "clock"], "").await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut policy = host.policy("");
+    policy.cache_dir = Some(cache.path().to_owned());
+    let uses = |registry: &Registry| -> Vec<CacheUse> {
+        registry.catalog().plugins.iter().map(|p| p.cache.clone()).collect()
+    };
+
+    let cold = Registry::load(policy.clone()).await.unwrap();
+    assert_eq!(uses(&cold), [CacheUse::Compiled, CacheUse::Compiled]);
+    let warm = Registry::load(policy.clone()).await.unwrap();
+    assert_eq!(uses(&warm), [CacheUse::Hit, CacheUse::Hit]);
+
+    let mut files: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "one artifact per component, no temporary files left");
+    let truncated = std::fs::read(&files[0]).unwrap();
+    std::fs::write(&files[0], &truncated[..truncated.len() / 2]).unwrap();
+    std::fs::write(&files[1], b"not a cache file at all").unwrap();
+
+    let recovered = Registry::load(policy.clone()).await.unwrap();
+    for use_ in uses(&recovered) {
+        let CacheUse::Recovered(why) = use_ else { panic!("expected a recompile, got {use_:?}") };
+        assert!(
+            why.contains("checksum mismatch") || why.contains("is not a toolhost cache file"),
+            "{why}"
+        );
+    }
+    let outcome = TestHostCall::calc(&recovered).await;
+    assert!(outcome.contains("42"), "{outcome}");
+    let again = Registry::load(policy).await.unwrap();
+    assert_eq!(uses(&again), [CacheUse::Hit, CacheUse::Hit], "the recompiled artifacts were stored");
+}
+
+/// Calls on a bare registry.
+struct TestHostCall;
+
+impl TestHostCall {
+    async fn calc(registry: &Registry) -> String {
+        let catalog = registry.catalog();
+        let (plugin, _) = catalog.tool("calculate").unwrap();
+        let invocation = registry.invoke(plugin, "calculate", r#"{"expression":"6*7"}"#).await;
+        invocation.result.unwrap().as_str().to_owned()
+    }
+}
+
+#[tokio::test]
+async fn reload_picks_up_added_changed_and_removed_components() {
+    let host = TestHost::new(&["calc"], "").await;
+    let mut events = host.registry.subscribe();
+    let plugins = host.dir.path().join("plugins");
+    assert_eq!(host.registry.catalog().generation, 1);
+
+    std::fs::copy(plugin("clock"), plugins.join("clock.wasm")).unwrap();
+    let added = host.registry.reload().await.unwrap();
+    assert_eq!(added.added, ["clock.wasm"]);
+    assert_eq!(events.recv().await.unwrap(), added, "subscribers hear of it");
+    assert!(host.registry.catalog().tool("convert_time").is_some());
+
+    // The same name with other bytes: dirtree's component under calc's name.
+    std::fs::copy(plugin("dirtree"), plugins.join("calc.wasm")).unwrap();
+    let changed = host.registry.reload().await.unwrap();
+    assert_eq!(changed.changed, ["calc.wasm"]);
+    let catalog = host.registry.catalog();
+    assert!(catalog.tool("calculate").is_none());
+    assert!(catalog.tool("dir_tree").is_some());
+
+    std::fs::remove_file(plugins.join("clock.wasm")).unwrap();
+    let removed = host.registry.reload().await.unwrap();
+    assert_eq!(removed.removed, ["clock.wasm"]);
+    assert_eq!(removed.generation, 4);
+    assert!(host.registry.catalog().tool("convert_time").is_none());
+}

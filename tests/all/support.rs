@@ -1,0 +1,70 @@
+//! Shared helpers: where the built plugins are, and a host over a temporary
+//! plugin directory with a policy of the test's choosing.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tempfile::TempDir;
+use toolhost::{Executor, Policy, Registry, ToolCall, ToolOutcome};
+
+/// The component `name`, from the examples or the hostile plugins.
+pub fn plugin(name: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
+    let path = ["examples", "hostile"]
+        .iter()
+        .map(|dir| root.join(dir).join(format!("{name}.wasm")))
+        .find(|p| p.exists());
+    path.unwrap_or_else(|| panic!("{name}.wasm is not built; run `cargo xtask build-plugins` (or `cargo xtask test`)"))
+}
+
+/// A compiled-artifact cache shared by the tests, so each component is
+/// compiled once per run rather than once per test.
+pub fn shared_cache() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache")
+}
+
+/// A host over a temporary directory holding `plugins`, with `policy`
+/// appended to a `toolhost.toml` that names the directory, the shared cache
+/// and a lock file in the temporary directory.
+pub struct TestHost {
+    /// The temporary directory; `plugins/` holds the components.
+    pub dir: TempDir,
+    /// The loaded registry.
+    pub registry: Arc<Registry>,
+    /// An executor over it.
+    pub executor: Executor,
+}
+
+impl TestHost {
+    pub async fn new(plugins: &[&str], policy: &str) -> TestHost {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("plugins")).unwrap();
+        for name in plugins {
+            std::fs::copy(plugin(name), dir.path().join("plugins").join(format!("{name}.wasm"))).unwrap();
+        }
+        let registry = Arc::new(Registry::load(policy_in(dir.path(), policy)).await.unwrap());
+        TestHost { executor: Executor::new(registry.clone()), registry, dir }
+    }
+
+    /// The policy file's contents for this host.
+    pub fn policy(&self, policy: &str) -> Policy {
+        policy_in(self.dir.path(), policy)
+    }
+
+    /// Call `tool` with `args` (a JSON object).
+    pub async fn call(&self, tool: &str, args: Value) -> ToolOutcome {
+        let Value::Object(args) = args else { panic!("args must be an object") };
+        self.executor.call(&ToolCall::new("test", tool, args)).await
+    }
+}
+
+/// Write `toolhost.toml` in `dir` and load it.
+pub fn policy_in(dir: &Path, policy: &str) -> Policy {
+    let text = format!(
+        "plugin_dirs = [\"plugins\"]\ncache_dir = {:?}\nlock_file = \"toolhost.lock\"\n{policy}",
+        shared_cache().display().to_string()
+    );
+    let path = dir.join("toolhost.toml");
+    std::fs::write(&path, text).unwrap();
+    Policy::load(&path).unwrap()
+}
