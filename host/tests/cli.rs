@@ -1,0 +1,140 @@
+//! The `toolhost` binary, run as a user runs it, over the built plugins.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn plugins(dir: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins").join(dir);
+    assert!(path.exists(), "{} is missing; run `cargo xtask build-plugins`", path.display());
+    path
+}
+
+/// Run `toolhost` in `cwd` with `args`.
+fn toolhost(cwd: &Path, args: &[&str]) -> Output {
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .env_remove("RUST_LOG")
+        .args(args)
+        .output()
+        .expect("toolhost runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A directory with a `toolhost.toml` over the example plugins that maps
+/// `/workspace` and `/tree`.
+fn demo_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "plugin_dirs = [{:?}]\n[plugins.files]\ndirs = {{ \"/workspace\" = {{ host = \"ws\", access = \"read-write\" }} }}\n\
+             [plugins.dirtree]\ndirs = {{ \"/tree\" = {{ host = \"ws\" }} }}\n",
+            plugins("examples").display().to_string()
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn list_shows_the_five_example_plugins_with_permissions_and_grants() {
+    let dir = demo_dir();
+    let out = toolhost(dir.path(), &["list"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for plugin in ["calc@0.1.0", "clock@0.1.0", "dirtree@0.1.0", "files@0.1.0", "http_get@0.1.0"] {
+        assert!(stdout.contains(plugin), "{plugin} missing from:\n{stdout}");
+    }
+    let row = |tool: &str| stdout.lines().find(|l| l.starts_with(&format!("{tool} "))).unwrap_or_default().to_owned();
+    assert!(row("write_file").contains("sensitive"), "{stdout}");
+    assert!(row("read_file").contains("moderate +result"), "{stdout}");
+    assert!(row("calculate").contains("public") && row("calculate").ends_with("none"), "{stdout}");
+    assert!(row("list_files").contains("dir /workspace=") && row("list_files").contains("(read-write)"), "{stdout}");
+    assert!(row("dir_tree").contains("(read)"), "{stdout}");
+
+    let json = toolhost(dir.path(), &["list", "--json"]);
+    let tools: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(tools.as_array().unwrap().len(), 8);
+    assert_eq!(tools[0]["name"], "calculate");
+    assert_eq!(tools[0]["params"][0]["type"], "string");
+}
+
+#[test]
+fn call_prints_the_output_and_reports_status_on_stderr() {
+    let dir = demo_dir();
+    let out = toolhost(dir.path(), &["call", "calculate", "--arg", "expression=1 + 2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), r#"{"expression":"1 + 2","value":3.0}"#);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("status: success · ") && stderr.contains(" ms · fuel "), "{stderr}");
+
+    let json = toolhost(dir.path(), &["call", "convert_time", "--json", r#"{"time":"2026-01-01 12:00","from":"UTC","to":"Asia/Kolkata"}"#]);
+    assert!(text(&json.stdout).contains("2026-01-01T17:30:00+05:30"), "{}", text(&json.stdout));
+}
+
+#[test]
+fn a_failed_call_exits_non_zero_and_names_the_limit() {
+    let dir = demo_dir();
+    let hostile = plugins("hostile");
+    let out = toolhost(dir.path(), &["--plugins", hostile.to_str().unwrap(), "call", "spin"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("out of fuel after 1 000 000 000 units"), "{stderr}");
+    assert!(stderr.contains("status: out-of-fuel"), "{stderr}");
+
+    let unknown = toolhost(dir.path(), &["call", "calculat"]);
+    assert!(!unknown.status.success());
+    assert!(text(&unknown.stderr).contains("did you mean `calculate`"), "{}", text(&unknown.stderr));
+}
+
+#[test]
+fn inspect_shows_requested_versus_granted() {
+    let dir = demo_dir();
+    let files = plugins("examples").join("files.wasm");
+    let granted = toolhost(dir.path(), &["inspect", files.to_str().unwrap()]);
+    let stdout = text(&granted.stdout);
+    assert!(granted.status.success(), "{}", text(&granted.stderr));
+    assert!(stdout.starts_with("files@0.1.0 — "), "{stdout}");
+    assert!(stdout.contains("dir /workspace (read-write): granted read-write → "), "{stdout}");
+    assert!(stdout.contains("read_file (moderate, result-approval, agent-callable)"), "{stdout}");
+
+    let bare = tempfile::tempdir().unwrap();
+    let withheld = toolhost(bare.path(), &["inspect", files.to_str().unwrap()]);
+    assert!(text(&withheld.stdout).contains("dir /workspace (read-write): withheld"), "{}", text(&withheld.stdout));
+}
+
+#[test]
+fn lock_pins_and_a_changed_component_is_refused_with_both_hashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("plugins");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::copy(plugins("examples").join("calc.wasm"), own.join("calc.wasm")).unwrap();
+    let lock = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
+    assert!(lock.status.success(), "{}", text(&lock.stderr));
+    let pinned = text(&lock.stdout);
+    let pinned = pinned.trim().strip_prefix("calc.wasm  sha256:").expect("a pin line").to_owned();
+    assert!(dir.path().join("toolhost.lock").exists());
+
+    std::fs::copy(plugins("examples").join("clock.wasm"), own.join("calc.wasm")).unwrap();
+    let list = toolhost(dir.path(), &["--plugins", "plugins", "list"]);
+    let stderr = text(&list.stderr);
+    assert!(
+        stderr.contains(&format!("refused: calc.wasm does not match its pin: pinned sha256:{pinned}, found sha256:")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unknown_config_key_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "plugin_dir = [\"x\"]\n").unwrap();
+    let out = toolhost(dir.path(), &["list"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("unknown field `plugin_dir`"), "{}", text(&out.stderr));
+}
