@@ -31,6 +31,13 @@ pub const STACK_LIMIT_BYTES: usize = 512 << 10;
 /// Fuel burned between yields to the async runtime, so that busy guests
 /// share the executor's threads.
 pub(crate) const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
+/// Memory and table bytes per pool slot that stay resident between calls
+/// and are reset in place (only the dirty pages, where the kernel has
+/// PAGEMAP_SCAN, Linux 6.7+) instead of with `madvise`. `madvise` on every
+/// call costs page faults and cross-core TLB shootdowns; measured on a
+/// 2-core machine, a fresh-instance call took 31 µs without this and
+/// 9.7 µs with it (2 MiB: 10.5 µs). Untouched pages are never resident.
+const KEEP_RESIDENT_BYTES: usize = 8 << 20;
 /// Calls that may run at once across the whole host; the pooling allocator
 /// reserves slots for this many instances.
 pub const MAX_CONCURRENT_CALLS: u32 = 1_000;
@@ -63,7 +70,10 @@ impl Sandbox {
             .table_elements(MAX_TABLE_ELEMENTS)
             .max_core_instances_per_component(64)
             .max_memories_per_component(16)
-            .max_tables_per_component(64);
+            .max_tables_per_component(64)
+            .pagemap_scan(wasmtime::Enabled::Auto)
+            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+            .table_keep_resident(KEEP_RESIDENT_BYTES);
         let mut config = Config::new();
         config
             .consume_fuel(true)
