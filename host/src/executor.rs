@@ -103,7 +103,11 @@ mod tests {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(
             unknown_tool("read_fiel", &["read_file", "write_file", "calculate"]),
-            "no tool named `read_fiel` is loaded; did you mean `read_file`, `write_file`?"
+            "no tool named `read_fiel` is loaded; did you mean `read_file`?"
+        );
+        assert_eq!(
+            unknown_tool("get_time", &["current_time", "set_time", "get_tim"]),
+            "no tool named `get_time` is loaded; did you mean `get_tim`, `set_time`, `current_time`?"
         );
         assert_eq!(unknown_tool("zzz", &["calculate"]), "no tool named `zzz` is loaded");
     }
