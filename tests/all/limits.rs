@@ -93,6 +93,17 @@ async fn too_few_instances_is_named() {
 }
 
 #[tokio::test]
+async fn too_few_tables_or_table_elements_are_named() {
+    for (limit, message) in [("tables = 1", "tables limit 1 exceeded"), ("table_elements = 1", "table elements limit 1 exceeded")] {
+        let host = hostile(&format!("[plugins.hostile]\nlimits = {{ {limit} }}\n")).await;
+        let outcome = host.call("count_calls", json!({})).await;
+        assert_eq!(outcome.status, Status::LimitExceeded, "{limit}");
+        assert_eq!(outcome.output, message);
+        next_call_works(&host).await;
+    }
+}
+
+#[tokio::test]
 async fn each_call_gets_a_fresh_instance() {
     let host = hostile("").await;
     for _ in 0..3 {
