@@ -32,6 +32,7 @@ pub mod config;
 pub mod executor;
 pub mod manifest;
 pub mod outcome;
+pub mod protocol;
 pub mod registry;
 pub mod sandbox;
 

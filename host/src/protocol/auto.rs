@@ -1,0 +1,278 @@
+//! Parse-only recognition of every format: the four protocols' own, and the
+//! formats models drift into on their own:
+//!
+//! - Hermes / Qwen: `<tool_call>{"name", "arguments"}</tool_call>`;
+//! - Mistral: `[TOOL_CALLS][{…}]`, `[TOOL_CALLS]name{…}` and
+//!   `[TOOL_CALLS]name[ARGS]{…}`;
+//! - Llama 3: `{"name", "parameters"}`, with or without `<|python_tag|>`;
+//! - pythonic: `[get_weather(city="Paris"), now()]`;
+//! - `<function=name>{…}</function>`;
+//! - fenced JSON objects and arrays, and an OpenAI `tool_calls` message.
+//!
+//! Bare (unfenced, untagged) JSON and pythonic lists are calls only when
+//! they name a declared tool, so an example in prose never runs. When two
+//! recognizers claim overlapping text, the one that starts first wins.
+
+use super::json_block::{format_json_results, scan_fences};
+use super::json_call::{self, Trust};
+use super::lenient_json;
+use super::scan::{Collector, Reasoning};
+use super::vcp::VCP;
+use super::xml_tag::scan_tags;
+use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
+use crate::manifest::ToolSpec;
+use crate::outcome::ToolOutcome;
+use serde_json::{Map, Value};
+
+/// The auto protocol: parses anything, renders nothing of its own (it
+/// renders as json-block when asked).
+#[derive(Debug, Clone, Copy)]
+pub struct Auto;
+
+impl Protocol for Auto {
+    fn id(&self) -> ProtocolId {
+        ProtocolId::Auto
+    }
+
+    fn render(&self, tools: &[ToolSpec]) -> String {
+        super::json_block::JsonBlock.render(tools)
+    }
+
+    fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
+        let reasoning = Reasoning::find(reply);
+        let mut out = Collector::new(reply);
+        VCP.scan(reply, &mut out);
+        scan_fences(reply, &reasoning, declared, true, &mut out);
+        scan_tags(reply, &reasoning, declared, &mut out);
+        scan_function_tags(reply, &reasoning, &mut out);
+        scan_prefixed(reply, &reasoning, declared, &mut out);
+        scan_tool_calls_message(reply, declared, &mut out);
+        scan_bare(reply, &reasoning, declared, &mut out);
+        out.finish()
+    }
+
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+        format_json_results(outcomes)
+    }
+}
+
+/// `<function=name>{…}</function>`.
+fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_>) {
+    const OPEN: &str = "<function=";
+    const CLOSE: &str = "</function>";
+    let mut at = 0;
+    while let Some(open) = reply[at..].find(OPEN).map(|i| i + at) {
+        at = open + OPEN.len();
+        if reasoning.contains(open) {
+            continue;
+        }
+        let Some(name_end) = reply[at..].find('>').map(|i| i + at) else { break };
+        let name = reply[at..name_end].trim();
+        let body = name_end + 1;
+        let Some(close) = reply[body..].find(CLOSE).map(|i| i + body) else {
+            out.warn(open, format!("<function={name}> is not closed; it is not a call"));
+            break;
+        };
+        let text = reply[body..close].trim();
+        let arguments = if text.is_empty() {
+            Some(Map::new())
+        } else {
+            object_at(reply, body + (reply[body..close].len() - reply[body..close].trim_start().len()), out)
+        };
+        if let Some(arguments) = arguments {
+            out.call(ParsedCall { name: name.to_owned(), arguments, reserved: Map::new(), span: open..close + CLOSE.len() });
+        }
+        at = close + CLOSE.len();
+    }
+}
+
+/// Mistral's `[TOOL_CALLS]` and Llama's `<|python_tag|>` prefixes.
+fn scan_prefixed(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
+    for marker in ["[TOOL_CALLS]", "<|python_tag|>"] {
+        let mut at = 0;
+        while let Some(found) = reply[at..].find(marker).map(|i| i + at) {
+            at = found + marker.len();
+            if reasoning.contains(found) {
+                continue;
+            }
+            let start = at + (reply[at..].len() - reply[at..].trim_start().len());
+            if reply[start..].starts_with(['[', '{']) {
+                match lenient_json::parse_prefix(&reply[start..]) {
+                    Ok((value, used, repairs)) => {
+                        json_call::report(&repairs, start, out);
+                        json_call::collect_value(value, found..start + used, Trust::Explicit, declared, out);
+                        at = start + used;
+                    }
+                    Err(e) => out.warn(start + e.offset, format!("the call after {marker} is not JSON: {}", e.message)),
+                }
+                continue;
+            }
+            // `name{…}` or `name[ARGS]{…}`.
+            let name_end = start + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
+            let name = &reply[start..name_end];
+            let mut args_at = name_end;
+            if reply[args_at..].starts_with("[ARGS]") {
+                args_at += "[ARGS]".len();
+            }
+            if name.is_empty() || !reply[args_at..].starts_with('{') {
+                out.warn(found, format!("nothing recognisable follows {marker}"));
+                continue;
+            }
+            if let Ok((Value::Object(arguments), used, repairs)) = lenient_json::parse_prefix(&reply[args_at..]) {
+                json_call::report(&repairs, args_at, out);
+                out.call(ParsedCall { name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
+                at = args_at + used;
+            } else {
+                out.warn(args_at, format!("the arguments of `{name}` are not a JSON object"));
+            }
+        }
+    }
+}
+
+/// A whole reply that is an OpenAI message with `tool_calls`.
+fn scan_tool_calls_message(reply: &str, declared: &Declared, out: &mut Collector<'_>) {
+    let trimmed = reply.trim();
+    if !trimmed.starts_with('{') || !trimmed.contains("\"tool_calls\"") {
+        return;
+    }
+    let start = reply.len() - reply.trim_start().len();
+    if let Ok((value @ Value::Object(_), _)) = lenient_json::parse(trimmed) {
+        json_call::collect_value(value, start..start + trimmed.len(), Trust::Explicit, declared, out);
+    }
+}
+
+/// Bare JSON objects or arrays that name a declared tool, and pythonic
+/// lists of declared tools. After a failed attempt the scan resumes where
+/// reading stopped, so the time stays linear on any input.
+fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
+    let bytes = reply.as_bytes();
+    let mut at = 0;
+    while let Some(found) = reply[at..].find(['{', '[']).map(|i| i + at) {
+        at = found + 1;
+        if let Some(end) = reasoning.skip(found) {
+            at = end;
+            continue;
+        }
+        let after = skip_ws(bytes, found + 1);
+        if bytes[found] == b'[' && bytes.get(after).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') {
+            if let Some(end) = pythonic(reply, found, declared, out) {
+                at = end;
+            }
+            continue;
+        }
+        let looks_like_call = match bytes[found] {
+            b'{' => reply[after..].starts_with("\"name\"") || reply[after..].starts_with("'name'"),
+            _ => bytes.get(after) == Some(&b'{') && {
+                let inner = skip_ws(bytes, after + 1);
+                reply[inner..].starts_with("\"name\"") || reply[inner..].starts_with("'name'")
+            },
+        };
+        if !looks_like_call {
+            continue;
+        }
+        match lenient_json::parse_prefix(&reply[found..]) {
+            Ok((value, used, repairs)) => {
+                // Repairs are reported only for JSON that turned out to be a call.
+                let before = out.len();
+                json_call::collect_value(value, found..found + used, Trust::Declared, declared, out);
+                if out.len() > before {
+                    json_call::report(&repairs, found, out);
+                }
+                at = found + used;
+            }
+            Err(error) => at = found + error.offset.max(1),
+        }
+    }
+}
+
+/// `[f(a=1, b="x"), g()]` at `open`, if every function is declared.
+/// Returns where reading stopped.
+fn pythonic(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'_>) -> Option<usize> {
+    let bytes = reply.as_bytes();
+    let mut p = open + 1;
+    let mut calls = Vec::new();
+    loop {
+        p = skip_ws(bytes, p);
+        let name_start = p;
+        while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.') {
+            p += 1;
+        }
+        let name = &reply[name_start..p];
+        if name.is_empty() || !declared.contains(name) || bytes.get(p) != Some(&b'(') {
+            return Some(p.max(open + 1));
+        }
+        p += 1;
+        let mut arguments = Map::new();
+        loop {
+            p = skip_ws(bytes, p);
+            if bytes.get(p) == Some(&b')') {
+                p += 1;
+                break;
+            }
+            let key_start = p;
+            while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+                p += 1;
+            }
+            let key = &reply[key_start..p];
+            p = skip_ws(bytes, p);
+            if key.is_empty() || bytes.get(p) != Some(&b'=') {
+                out.warn(p, format!("`{name}(…)` takes keyword arguments only"));
+                return Some(p.max(open + 1));
+            }
+            p = skip_ws(bytes, p + 1);
+            let (value, used, _) = match lenient_json::parse_prefix(&reply[p..]) {
+                Ok(read) => read,
+                Err(e) => return Some(p + e.offset.max(1)),
+            };
+            arguments.insert(key.to_owned(), value);
+            p = skip_ws(bytes, p + used);
+            match bytes.get(p) {
+                Some(b',') => p += 1,
+                Some(b')') => {}
+                _ => return Some(p.max(open + 1)),
+            }
+        }
+        calls.push((name.to_owned(), arguments));
+        p = skip_ws(bytes, p);
+        match bytes.get(p) {
+            Some(b',') => p += 1,
+            Some(b']') => {
+                p += 1;
+                break;
+            }
+            _ => return Some(p),
+        }
+    }
+    let span = open..p;
+    let calls = calls
+        .into_iter()
+        .map(|(name, arguments)| ParsedCall { name, arguments, reserved: Map::new(), span: span.clone() })
+        .collect();
+    out.calls(span, calls);
+    Some(p)
+}
+
+fn skip_ws(bytes: &[u8], mut p: usize) -> usize {
+    while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace()) {
+        p += 1;
+    }
+    p
+}
+
+/// Read a JSON object at `at`, warning when it is not one.
+fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
+    match lenient_json::parse_prefix(&reply[at..]) {
+        Ok((Value::Object(map), _, repairs)) => {
+            json_call::report(&repairs, at, out);
+            Some(map)
+        }
+        Ok(_) => {
+            out.warn(at, "the arguments are not a JSON object");
+            None
+        }
+        Err(e) => {
+            out.warn(at + e.offset, format!("the arguments are not JSON: {}", e.message));
+            None
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Fenced ```json blocks holding
+//! `{"action": "tool_call", "name": …, "arguments": {…}}`, several per reply.
+//! The prompt has three layers: the rules of the format, the tool list, and
+//! guidance by permission level.
+
+use super::json_call::{self, Trust};
+use super::scan::{Collector, Reasoning};
+use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, example_arguments};
+use crate::manifest::{Permission, ToolSpec};
+use crate::outcome::ToolOutcome;
+use serde_json::json;
+
+/// The json-block protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonBlock;
+
+const BASE_RULES: &str = "## How to call a tool
+
+To call a tool, write a fenced JSON block in exactly this form:
+
+```json
+{\"action\": \"tool_call\", \"name\": \"<tool name>\", \"arguments\": {\"<parameter>\": <value>}}
+```
+
+Rules:
+- One block per call. You may write several blocks in one reply; they run in order.
+- \"arguments\" is a JSON object whose keys are the tool's parameters, with values of the declared types.
+- Use strict JSON: double quotes, no comments, no trailing commas.
+- After the blocks, stop. The results come back in the next message; never invent them.
+";
+
+impl Protocol for JsonBlock {
+    fn id(&self) -> ProtocolId {
+        ProtocolId::JsonBlock
+    }
+
+    fn render(&self, tools: &[ToolSpec]) -> String {
+        let mut out = String::from(BASE_RULES);
+        out.push_str("\n## Tools\n");
+        for tool in tools {
+            let call = json!({ "action": "tool_call", "name": tool.name, "arguments": example_arguments(tool) });
+            out.push_str(&format!(
+                "\n### {}\n{}\nPermission: {}\n{}Example:\n```json\n{call}\n```\n",
+                tool.name,
+                tool.description,
+                tool.permission.as_str(),
+                describe_params(tool)
+            ));
+        }
+        out.push_str(&guidance(tools));
+        out
+    }
+
+    fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
+        let mut out = Collector::new(reply);
+        scan_fences(reply, &Reasoning::find(reply), declared, false, &mut out);
+        out.finish()
+    }
+
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+        format_json_results(outcomes)
+    }
+}
+
+/// Results as a fenced JSON array of `{name, status, output}`.
+pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> String {
+    let results: Vec<_> = outcomes
+        .iter()
+        .map(|o| json!({ "name": o.tool, "status": o.status, "output": o.output }))
+        .collect();
+    format!("Tool results:\n```json\n{}\n```", serde_json::to_string_pretty(&results).unwrap_or_default())
+}
+
+/// The third layer: how to treat tools by permission level.
+pub(crate) fn guidance(tools: &[ToolSpec]) -> String {
+    let names = |level: Permission| {
+        let names: Vec<&str> = tools.iter().filter(|t| t.permission == level).map(|t| t.name.as_str()).collect();
+        if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+    };
+    format!(
+        "\n## When to use them\n\
+         - Query tools ({}): call them whenever they help answer; they only read or compute.\n\
+         - Write tools ({}): they read the user's data or reach the network; call them when the request needs it, \
+         and say what you are about to do.\n\
+         - Dangerous tools ({}): they change or delete things; describe the exact change and get the user's \
+         confirmation before calling. A person approves every such call.\n",
+        names(Permission::Public),
+        names(Permission::Moderate),
+        names(Permission::Sensitive)
+    )
+}
+
+/// Every ``` fence outside reasoning whose language is `json` (or, with
+/// `any_language`, empty too) is read as JSON calls.
+pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declared, any_language: bool, out: &mut Collector<'_>) {
+    let mut at = 0;
+    while let Some(open) = reply[at..].find("```").map(|i| i + at) {
+        let info_start = open + 3;
+        let line_end = reply[info_start..].find('\n').map_or(reply.len(), |i| info_start + i);
+        let language = reply[info_start..line_end].trim();
+        let body = (line_end + 1).min(reply.len());
+        let close = reply[body..].find("```").map(|i| body + i);
+        let next = close.map_or(reply.len(), |c| c + 3);
+        if reasoning.contains(open) {
+            at = reasoning.skip(open).unwrap_or(next);
+            continue;
+        }
+        let wanted = language.eq_ignore_ascii_case("json") || (any_language && language.is_empty());
+        match close {
+            None if wanted => out.warn(open, "a ```json block is not closed; it is not a call"),
+            None => {}
+            Some(close) if wanted => {
+                let text = &reply[body..close];
+                if text.trim_start().starts_with(['{', '[']) {
+                    json_call::collect_text(text, body, open..close + 3, Trust::Declared, declared, out);
+                }
+            }
+            Some(_) => {}
+        }
+        at = next;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn several_blocks_are_calls_and_prose_is_content() {
+        let reply = "Sure.\n```json\n{\"action\": \"tool_call\", \"name\": \"calculate\", \"arguments\": {\"expression\": \"1+1\"}}\n```\nThen:\n```json\n{\"action\": \"tool_call\", \"name\": \"current_time\", \"arguments\": {}}\n```";
+        let parsed = JsonBlock.parse(reply, &Declared::default());
+        let names: Vec<&str> = parsed.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["calculate", "current_time"]);
+        assert_eq!(Value::Object(parsed.calls[0].arguments.clone()), json!({"expression": "1+1"}));
+        assert_eq!(parsed.content, "Sure.\n\nThen:");
+    }
+
+    #[test]
+    fn a_json_example_that_is_not_a_call_is_not_executed() {
+        let reply = "The config looks like:\n```json\n{\"name\": \"rm_rf\", \"arguments\": {}}\n```";
+        assert!(JsonBlock.parse(reply, &Declared::new(["calculate"])).calls.is_empty());
+        assert_eq!(JsonBlock.parse(reply, &Declared::new(["rm_rf"])).calls.len(), 1, "declared names count");
+    }
+
+    #[test]
+    fn an_unclosed_fence_is_a_warning() {
+        let parsed = JsonBlock.parse("x ```json\n{\"action\": \"tool_call\", \"name\": \"a\"", &Declared::default());
+        assert!(parsed.calls.is_empty());
+        assert_eq!(parsed.warnings[0].offset, 2);
+    }
+}

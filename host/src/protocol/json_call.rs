@@ -1,0 +1,144 @@
+//! Calls written as JSON, in the shapes models use: `{"name", "arguments"}`
+//! (Hermes, Qwen, xml-tag), `{"name", "parameters"}` (Llama 3),
+//! `{"action": "tool_call", …}` (json-block), OpenAI `tool_calls` items
+//! `{"function": {"name", "arguments"}}`, a `{"tool_calls": […]}` message,
+//! and arrays of any of these. Arguments given as a JSON string, even
+//! encoded twice, are decoded.
+
+use super::lenient_json::{self, Repair};
+use super::scan::Collector;
+use super::{Declared, ParsedCall};
+use serde_json::{Map, Value};
+use std::ops::Range;
+
+/// How far a piece of JSON is trusted to be a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trust {
+    /// Marked up as a call (a tag, a `[TOOL_CALLS]` prefix, `"action":
+    /// "tool_call"` in a json-block fence): any name counts.
+    Explicit,
+    /// Bare or merely fenced JSON: a call only when it names a declared
+    /// tool or says `"action": "tool_call"`, so examples in prose never run.
+    Declared,
+}
+
+/// Read `text` (which stands at `base` in the reply) as lenient JSON and
+/// collect the calls it holds.
+pub(crate) fn collect_text(text: &str, base: usize, span: Range<usize>, trust: Trust, declared: &Declared, out: &mut Collector<'_>) {
+    match lenient_json::parse(text) {
+        Ok((value, repairs)) => {
+            report(&repairs, base, out);
+            collect_value(value, span, trust, declared, out);
+        }
+        Err(error) => out.warn(base + error.offset, format!("not a JSON call: {}", error.message)),
+    }
+}
+
+/// Collect the calls in an already parsed value found at `span`.
+pub(crate) fn collect_value(value: Value, span: Range<usize>, trust: Trust, declared: &Declared, out: &mut Collector<'_>) {
+    let mut calls = Vec::new();
+    gather(value, &span, trust, declared, out, &mut calls, 0);
+    out.calls(span, calls);
+}
+
+pub(crate) fn report(repairs: &[Repair], base: usize, out: &mut Collector<'_>) {
+    for repair in repairs {
+        out.warn(base + repair.offset, format!("repaired: {}", repair.what));
+    }
+}
+
+fn gather(
+    value: Value,
+    span: &Range<usize>,
+    trust: Trust,
+    declared: &Declared,
+    out: &mut Collector<'_>,
+    calls: &mut Vec<ParsedCall>,
+    depth: usize,
+) {
+    if depth > 2 {
+        return;
+    }
+    match value {
+        Value::Array(items) => {
+            for item in items {
+                gather(item, span, trust, declared, out, calls, depth + 1);
+            }
+        }
+        Value::Object(mut object) => {
+            if let Some(Value::Array(items)) = object.remove("tool_calls") {
+                for item in items {
+                    gather(item, span, Trust::Explicit, declared, out, calls, depth + 1);
+                }
+                return;
+            }
+            if let Some(Value::Object(function)) = object.remove("function") {
+                gather(Value::Object(function), span, trust, declared, out, calls, depth + 1);
+                return;
+            }
+            if let Some(call) = call_from(object, span, trust, declared, out) {
+                calls.push(call);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn call_from(
+    mut object: Map<String, Value>,
+    span: &Range<usize>,
+    trust: Trust,
+    declared: &Declared,
+    out: &mut Collector<'_>,
+) -> Option<ParsedCall> {
+    let action = object.remove("action");
+    let says_call = match &action {
+        Some(Value::String(a)) if a == "tool_call" => true,
+        Some(_) => return None,
+        None => false,
+    };
+    let Some(Value::String(name)) = object.remove("name") else { return None };
+    if trust == Trust::Declared && !says_call && !declared.contains(&name) {
+        return None;
+    }
+    let raw = object.remove("arguments").or_else(|| object.remove("parameters"));
+    let arguments = match raw {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(Value::String(text)) => decode_string_arguments(&text, span.start, out)?,
+        Some(_) => {
+            out.warn(span.start, format!("the arguments of `{name}` are not an object; the call is dropped"));
+            return None;
+        }
+    };
+    Some(ParsedCall { name, arguments, reserved: Map::new(), span: span.clone() })
+}
+
+/// `"arguments": "{\"a\": 1}"`, possibly encoded more than once.
+fn decode_string_arguments(text: &str, offset: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
+    let mut current = Value::String(text.to_owned());
+    for _ in 0..3 {
+        match current {
+            Value::String(s) if s.trim().is_empty() => return Some(Map::new()),
+            Value::String(s) => match lenient_json::parse(&s) {
+                Ok((value, _)) => {
+                    out.warn(offset, "repaired: arguments given as a JSON string");
+                    current = value;
+                }
+                Err(e) => {
+                    out.warn(offset, format!("the arguments string is not JSON: {}", e.message));
+                    return None;
+                }
+            },
+            Value::Object(map) => return Some(map),
+            _ => break,
+        }
+    }
+    match current {
+        Value::Object(map) => Some(map),
+        _ => {
+            out.warn(offset, "the arguments are not an object; the call is dropped");
+            None
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! A JSON reader for what models write: it accepts strict JSON and repairs
+//! the mistakes models make, reporting each repair. Repairs: trailing
+//! commas, single-quoted strings, Python `True`/`False`/`None`, raw newlines
+//! and tabs inside strings, unquoted keys. Nesting deeper than
+//! [`MAX_DEPTH`] is refused, so hostile input cannot exhaust the stack, and
+//! every byte is looked at a bounded number of times.
+
+use serde_json::{Map, Number, Value};
+
+/// Nesting deeper than this is an error rather than a risk to the stack.
+pub const MAX_DEPTH: usize = 128;
+
+/// A repair made while reading, at a byte offset of the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    /// Where, in bytes from the start of the text given to [`parse_prefix`].
+    pub offset: usize,
+    /// What was repaired.
+    pub what: &'static str,
+}
+
+/// Why the text is not a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    /// Where reading stopped.
+    pub offset: usize,
+    /// Why.
+    pub message: String,
+}
+
+/// Read one value from the start of `text` (after whitespace). Returns the
+/// value, the byte length consumed, and the repairs made.
+pub fn parse_prefix(text: &str) -> Result<(Value, usize, Vec<Repair>), JsonError> {
+    let mut reader = Reader { bytes: text.as_bytes(), text, at: 0, repairs: Vec::new() };
+    reader.skip_ws();
+    let value = reader.value(0)?;
+    Ok((value, reader.at, reader.repairs))
+}
+
+/// Read `text` as exactly one value, allowing surrounding whitespace.
+pub fn parse(text: &str) -> Result<(Value, Vec<Repair>), JsonError> {
+    let (value, used, repairs) = parse_prefix(text)?;
+    if text[used..].trim().is_empty() {
+        Ok((value, repairs))
+    } else {
+        Err(JsonError { offset: used, message: "text follows the value".into() })
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    text: &'a str,
+    at: usize,
+    repairs: Vec<Repair>,
+}
+
+impl Reader<'_> {
+    fn error<T>(&self, message: impl Into<String>) -> Result<T, JsonError> {
+        Err(JsonError { offset: self.at, message: message.into() })
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn repair(&mut self, offset: usize, what: &'static str) {
+        self.repairs.push(Repair { offset, what });
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
+        if depth > MAX_DEPTH {
+            return self.error(format!("nested deeper than {MAX_DEPTH} levels"));
+        }
+        match self.peek() {
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(quote @ (b'"' | b'\'')) => self.string(quote).map(Value::String),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b) if b.is_ascii_alphabetic() => self.word(),
+            Some(_) => self.error("expected a value"),
+            None => self.error("the text ends where a value should be"),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
+        self.at += 1;
+        let mut map = Map::new();
+        loop {
+            self.skip_ws();
+            match self.peek() {
+                Some(b'}') => {
+                    self.at += 1;
+                    return Ok(Value::Object(map));
+                }
+                None => return self.error("the object is not closed"),
+                _ => {}
+            }
+            let key = match self.peek() {
+                Some(quote @ (b'"' | b'\'')) => self.string(quote)?,
+                Some(b) if b.is_ascii_alphabetic() || b == b'_' => {
+                    let start = self.at;
+                    while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                        self.at += 1;
+                    }
+                    self.repair(start, "unquoted key");
+                    self.text[start..self.at].to_owned()
+                }
+                _ => return self.error("expected a key"),
+            };
+            self.skip_ws();
+            if self.peek() != Some(b':') {
+                return self.error("expected `:` after a key");
+            }
+            self.at += 1;
+            self.skip_ws();
+            let value = self.value(depth + 1)?;
+            map.insert(key, value);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => {
+                    let comma = self.at;
+                    self.at += 1;
+                    self.skip_ws();
+                    if self.peek() == Some(b'}') {
+                        self.repair(comma, "trailing comma");
+                    }
+                }
+                Some(b'}') => {}
+                None => return self.error("the object is not closed"),
+                _ => return self.error("expected `,` or `}`"),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
+        self.at += 1;
+        let mut items = Vec::new();
+        loop {
+            self.skip_ws();
+            match self.peek() {
+                Some(b']') => {
+                    self.at += 1;
+                    return Ok(Value::Array(items));
+                }
+                None => return self.error("the array is not closed"),
+                _ => {}
+            }
+            items.push(self.value(depth + 1)?);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => {
+                    let comma = self.at;
+                    self.at += 1;
+                    self.skip_ws();
+                    if self.peek() == Some(b']') {
+                        self.repair(comma, "trailing comma");
+                    }
+                }
+                Some(b']') => {}
+                None => return self.error("the array is not closed"),
+                _ => return self.error("expected `,` or `]`"),
+            }
+        }
+    }
+
+    fn string(&mut self, quote: u8) -> Result<String, JsonError> {
+        let start = self.at;
+        if quote == b'\'' {
+            self.repair(start, "single-quoted string");
+        }
+        self.at += 1;
+        let mut out = String::new();
+        let mut raw_control = false;
+        loop {
+            let run_start = self.at;
+            while self.peek().is_some_and(|b| b != quote && b != b'\\' && b >= 0x20) {
+                self.at += 1;
+            }
+            out.push_str(&self.text[run_start..self.at]);
+            match self.peek() {
+                None => return Err(JsonError { offset: start, message: "the string is not closed".into() }),
+                Some(b) if b == quote => {
+                    self.at += 1;
+                    if raw_control {
+                        self.repair(start, "raw control character in a string");
+                    }
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.at += 1;
+                    self.escape(&mut out)?;
+                }
+                Some(control) => {
+                    raw_control = true;
+                    out.push(control as char);
+                    self.at += 1;
+                }
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut String) -> Result<(), JsonError> {
+        let Some(b) = self.peek() else { return self.error("the string ends inside an escape") };
+        self.at += 1;
+        match b {
+            b'"' => out.push('"'),
+            b'\'' => out.push('\''),
+            b'\\' => out.push('\\'),
+            b'/' => out.push('/'),
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                let first = self.hex4()?;
+                let c = if (0xD800..0xDC00).contains(&first) && self.text[self.at..].starts_with("\\u") {
+                    self.at += 2;
+                    let second = self.hex4()?;
+                    char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second.wrapping_sub(0xDC00) & 0x3FF))
+                } else {
+                    char::from_u32(first)
+                };
+                out.push(c.unwrap_or('\u{FFFD}'));
+            }
+            other => {
+                // An unknown escape keeps its character, as Python does.
+                out.push('\\');
+                if other.is_ascii() {
+                    out.push(other as char);
+                } else {
+                    self.at -= 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let digits = self.text.get(self.at..self.at + 4).filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()));
+        let Some(digits) = digits else { return self.error("expected four hex digits after \\u") };
+        self.at += 4;
+        Ok(u32::from_str_radix(digits, 16).expect("checked hex digits"))
+    }
+
+    fn number(&mut self) -> Result<Value, JsonError> {
+        let start = self.at;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        while self.peek().is_some_and(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')) {
+            self.at += 1;
+        }
+        let text = &self.text[start..self.at];
+        if let Ok(n) = text.parse::<i64>() {
+            return Ok(Value::Number(n.into()));
+        }
+        if let Ok(n) = text.parse::<u64>() {
+            return Ok(Value::Number(n.into()));
+        }
+        match text.parse::<f64>().ok().and_then(Number::from_f64) {
+            Some(n) => Ok(Value::Number(n)),
+            None => Err(JsonError { offset: start, message: format!("`{text}` is not a number") }),
+        }
+    }
+
+    fn word(&mut self) -> Result<Value, JsonError> {
+        let start = self.at;
+        while self.peek().is_some_and(|b| b.is_ascii_alphabetic()) {
+            self.at += 1;
+        }
+        let value = match &self.text[start..self.at] {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            "null" => Value::Null,
+            "True" => {
+                self.repair(start, "Python True");
+                Value::Bool(true)
+            }
+            "False" => {
+                self.repair(start, "Python False");
+                Value::Bool(false)
+            }
+            "None" => {
+                self.repair(start, "Python None");
+                Value::Null
+            }
+            other => {
+                return Err(JsonError { offset: start, message: format!("`{other}` is not a JSON value") });
+            }
+        };
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn repaired(text: &str) -> (Value, Vec<&'static str>) {
+        let (value, repairs) = parse(text).unwrap();
+        (value, repairs.into_iter().map(|r| r.what).collect())
+    }
+
+    #[test]
+    fn strict_json_needs_no_repair() {
+        let (value, repairs) = repaired(r#"{"a": [1, -2.5, "x\n\u00e9"], "b": {"c": null, "d": true}}"#);
+        assert_eq!(value, json!({"a": [1, -2.5, "x\né"], "b": {"c": null, "d": true}}));
+        assert!(repairs.is_empty());
+    }
+
+    #[test]
+    fn trailing_commas_are_repaired() {
+        assert_eq!(repaired(r#"{"a": [1, 2,], }"#), (json!({"a": [1, 2]}), vec!["trailing comma", "trailing comma"]));
+    }
+
+    #[test]
+    fn single_quotes_are_repaired() {
+        assert_eq!(repaired(r#"{'a': 'it"s'}"#), (json!({"a": "it\"s"}), vec!["single-quoted string", "single-quoted string"]));
+    }
+
+    #[test]
+    fn python_literals_are_repaired() {
+        assert_eq!(
+            repaired(r#"{"a": True, "b": False, "c": None}"#),
+            (json!({"a": true, "b": false, "c": null}), vec!["Python True", "Python False", "Python None"])
+        );
+    }
+
+    #[test]
+    fn raw_newlines_and_tabs_in_strings_are_repaired() {
+        assert_eq!(
+            repaired("{\"code\": \"fn main() {\n\tprintln!()\n}\"}"),
+            (json!({"code": "fn main() {\n\tprintln!()\n}"}), vec!["raw control character in a string"])
+        );
+    }
+
+    #[test]
+    fn unquoted_keys_are_repaired() {
+        assert_eq!(repaired(r#"{name: "calc"}"#), (json!({"name": "calc"}), vec!["unquoted key"]));
+    }
+
+    #[test]
+    fn depth_is_bounded_and_errors_have_offsets() {
+        let deep = "[".repeat(100_000);
+        assert!(parse(&deep).unwrap_err().message.contains("nested deeper"));
+        let error = parse(r#"{"a": 1"#).unwrap_err();
+        assert_eq!(error.message, "the object is not closed");
+        assert_eq!(error.offset, 7);
+        assert_eq!(parse_prefix(r#"{"a":1} and more"#).unwrap().1, 7);
+    }
+}

@@ -1,0 +1,174 @@
+//! Text protocols: how tools are described to a model, and how its calls
+//! are found in a finished reply.
+//!
+//! A [`Protocol`] renders tool definitions for a prompt, parses a complete
+//! reply into [`ParsedCall`]s, and formats results for the model. One file
+//! per format: [`vcp`], [`json_block`], [`xml_tag`], [`native`], and
+//! [`auto`], which recognises all of them and the formats models drift into
+//! on their own.
+//!
+//! Parsing never panics and never fails: every problem becomes a
+//! [`Warning`] with a byte offset, and time is linear in the reply's length.
+
+pub mod auto;
+pub mod json_block;
+mod json_call;
+pub mod lenient_json;
+pub mod native;
+mod scan;
+pub mod vcp;
+pub mod xml_tag;
+
+use crate::manifest::ToolSpec;
+use crate::outcome::ToolOutcome;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+/// Warnings past this many are counted, not listed, so hostile input cannot
+/// make the warning list as large as itself.
+pub const MAX_WARNINGS: usize = 100;
+
+/// One call found in a reply, before its arguments are checked against the
+/// tool's declaration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParsedCall {
+    /// The tool's name as written.
+    pub name: String,
+    /// The arguments as written (strings for VCP).
+    pub arguments: Map<String, Value>,
+    /// Keys a protocol reserves for itself (VCP's `archery`, `maid`, …),
+    /// kept apart from the arguments.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub reserved: Map<String, Value>,
+    /// Where the call stands in the reply, in bytes.
+    #[serde(skip)]
+    pub span: Range<usize>,
+}
+
+/// A problem found while parsing, at a byte offset of the reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    /// Where, in bytes from the start of the reply.
+    pub offset: usize,
+    /// What.
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "at byte {}: {}", self.offset, self.message)
+    }
+}
+
+/// What a reply held.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Parsed {
+    /// The calls, in the order they stand in the reply.
+    pub calls: Vec<ParsedCall>,
+    /// The reply with the calls taken out: the model's prose.
+    pub content: String,
+    /// Problems found, with byte offsets.
+    pub warnings: Vec<Warning>,
+}
+
+/// The tool names a parse may treat as declared. Some formats (a bare JSON
+/// object, a pythonic call) are calls only when they name a declared tool,
+/// so that an example in prose is never executed.
+#[derive(Debug, Clone, Default)]
+pub struct Declared {
+    names: BTreeSet<String>,
+}
+
+impl Declared {
+    /// Declare `names`.
+    pub fn new(names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Declared { names: names.into_iter().map(Into::into).collect() }
+    }
+
+    /// Whether `name` is declared.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+}
+
+/// A text protocol.
+pub trait Protocol: Send + Sync {
+    /// Its identifier.
+    fn id(&self) -> ProtocolId;
+
+    /// The tool definitions, as text for a system prompt.
+    fn render(&self, tools: &[ToolSpec]) -> String;
+
+    /// Every call in a finished reply.
+    fn parse(&self, reply: &str, declared: &Declared) -> Parsed;
+
+    /// The results of one round of calls, as the next message to the model.
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> String;
+}
+
+/// The protocols toolhost speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtocolId {
+    /// VCP `<<<[TOOL_REQUEST]>>>` blocks.
+    Vcp,
+    /// Fenced ```json blocks with `"action": "tool_call"`.
+    JsonBlock,
+    /// `<tool_code>{…}</tool_code>` tags.
+    XmlTag,
+    /// The OpenAI `tools` JSON schema and `tool_calls`.
+    Native,
+    /// Parse only: any of the above and the formats models drift into.
+    Auto,
+}
+
+impl ProtocolId {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolId::Vcp => "vcp",
+            ProtocolId::JsonBlock => "json-block",
+            ProtocolId::XmlTag => "xml-tag",
+            ProtocolId::Native => "native",
+            ProtocolId::Auto => "auto",
+        }
+    }
+
+    /// The protocol itself.
+    pub fn protocol(self) -> &'static dyn Protocol {
+        match self {
+            ProtocolId::Vcp => &vcp::VCP,
+            ProtocolId::JsonBlock => &json_block::JsonBlock,
+            ProtocolId::XmlTag => &xml_tag::XmlTag,
+            ProtocolId::Native => &native::Native,
+            ProtocolId::Auto => &auto::Auto,
+        }
+    }
+}
+
+/// The tool's example arguments, or placeholders built from its params.
+pub(crate) fn example_arguments(tool: &ToolSpec) -> Map<String, Value> {
+    if let Some(Value::Object(example)) = &tool.example {
+        return example.clone();
+    }
+    tool.params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| (p.name.clone(), Value::String(format!("<{}>", p.ty.as_str()))))
+        .collect()
+}
+
+/// `- name (type, required): description` for each param.
+pub(crate) fn describe_params(tool: &ToolSpec) -> String {
+    if tool.params.is_empty() {
+        return "Parameters: none\n".into();
+    }
+    let mut out = String::from("Parameters:\n");
+    for p in &tool.params {
+        let need = if p.required { "required" } else { "optional" };
+        out.push_str(&format!("- {} ({}, {need}): {}\n", p.name, p.ty.as_str(), p.description));
+    }
+    out
+}

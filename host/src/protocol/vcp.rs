@@ -1,0 +1,390 @@
+//! VCP's text format: `<<<[TOOL_REQUEST]>>>` blocks of
+//! `key:「始」value「末」` fields, as `VCP-PROTOCOL.md` §1 describes it, and
+//! its result payload (§3).
+
+use super::scan::{Collector, Forward, Reasoning};
+use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId, describe_params, example_arguments};
+use crate::manifest::ToolSpec;
+use crate::outcome::{Status, ToolOutcome};
+use serde_json::{Map, Value};
+
+/// Keys the VCP server interprets itself; they are kept apart from the
+/// arguments.
+pub const RESERVED_KEYS: &[&str] =
+    &["archery", "ink", "river", "vref", "valet", "maid", "tool_password", "timely_contact"];
+
+const OPEN: &str = "[TOOL_REQUEST]";
+const CLOSE: &str = "[END_TOOL_REQUEST]";
+const VALUE_OPEN: &str = "「始」";
+const VALUE_CLOSE: &str = "「末」";
+const LENIENT_VALUE_OPEN: &str = "{始}";
+const LENIENT_VALUE_CLOSE: &str = "{末}";
+const ESCAPE_OPEN: &str = "「始ESCAPE」";
+const ESCAPE_CLOSE: &str = "「末ESCAPE」";
+const DOC_VALUE_OPEN: &str = "「始exp」";
+
+/// The VCP protocol. With `lenient_markers`, `<<[TOOL_REQUEST]>>` to
+/// `<<<<[TOOL_REQUEST]>>>>` and `{始}`/`{末}` are accepted too, as the VCP
+/// server does when its switch is on.
+#[derive(Debug, Clone, Copy)]
+pub struct Vcp {
+    /// Accept 2 to 4 angle brackets and `{始}`/`{末}`.
+    pub lenient_markers: bool,
+}
+
+/// The VCP protocol as toolhost uses it: lenient markers on.
+pub static VCP: Vcp = Vcp { lenient_markers: true };
+
+impl Protocol for Vcp {
+    fn id(&self) -> ProtocolId {
+        ProtocolId::Vcp
+    }
+
+    fn render(&self, tools: &[ToolSpec]) -> String {
+        let mut out = String::from(
+            "To call a tool, write a block like the one shown for it, anywhere in your reply. \
+             Every value goes between 「始」 and 「末」. You may write several blocks; each is one call. \
+             Results come back in the next message.\n\n",
+        );
+        let definitions: Vec<String> = tools.iter().map(render_tool).collect();
+        out.push_str(&definitions.join("\n\n---\n\n"));
+        out
+    }
+
+    fn parse(&self, reply: &str, _declared: &Declared) -> Parsed {
+        let mut collector = Collector::new(reply);
+        self.scan(reply, &mut collector);
+        collector.finish()
+    }
+
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+        let items: Vec<Value> = outcomes
+            .iter()
+            .map(|o| {
+                serde_json::json!({
+                    "type": "text",
+                    "text": format!("Result of {} ({}):\n{}", o.tool, o.status, o.output),
+                })
+            })
+            .collect();
+        format!("<!-- VCP_TOOL_PAYLOAD -->\n{}", Value::Array(items))
+    }
+}
+
+/// One tool's definition with a ready-to-copy example block.
+pub(crate) fn render_tool(tool: &ToolSpec) -> String {
+    let mut out = format!(
+        "Tool: {}\nPlugin: {}\nPermission: {}\n{}\n",
+        tool.name,
+        tool.plugin,
+        tool.permission.as_str(),
+        tool.description
+    );
+    out.push_str(&describe_params(tool));
+    out.push_str("Example:\n");
+    out.push_str(&request_block(&tool.name, &example_arguments(tool)));
+    out
+}
+
+/// A `<<<[TOOL_REQUEST]>>>` block calling `tool` with `args`.
+pub fn request_block(tool: &str, args: &Map<String, Value>) -> String {
+    let mut fields = vec![format!("tool_name:{VALUE_OPEN}{tool}{VALUE_CLOSE}")];
+    for (key, value) in args {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        fields.push(format!("{key}:{VALUE_OPEN}{text}{VALUE_CLOSE}"));
+    }
+    format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>", fields.join(",\n"))
+}
+
+/// The human summary of a round's results, as the VCP server shows it to a
+/// person (not to the model).
+pub fn summary(outcomes: &[ToolOutcome]) -> String {
+    let mut out = String::from("[[VCP调用结果信息汇总:\n");
+    for o in outcomes {
+        let state = if o.status == Status::Success {
+            "✅ SUCCESS".to_owned()
+        } else {
+            format!("❌ {}", o.status.as_str().to_uppercase())
+        };
+        out.push_str(&format!("- 工具名称: {}\n- 执行状态: {state}\n- 返回内容: {}\n", o.tool, o.output));
+    }
+    out.push_str("VCP调用结果结束]]");
+    out
+}
+
+/// A marker found in the reply.
+struct Marker {
+    start: usize,
+    end: usize,
+}
+
+/// Searches for one kind of block marker, forward only.
+struct MarkerFinder<'a> {
+    reply: &'a str,
+    core: &'static str,
+    search: Forward<'a>,
+    lenient: bool,
+}
+
+impl<'a> MarkerFinder<'a> {
+    fn new(reply: &'a str, core: &'static str, lenient: bool) -> Self {
+        MarkerFinder { reply, core, search: Forward::new(reply, core), lenient }
+    }
+
+    /// The first well-bracketed marker whose core starts at or after `from`.
+    fn next(&mut self, from: usize) -> Option<Marker> {
+        let mut at = from;
+        while let Some(core) = self.search.next(at) {
+            let bytes = self.reply.as_bytes();
+            let before = bytes[..core].iter().rev().take(5).take_while(|&&b| b == b'<').count();
+            let after_core = core + self.core.len();
+            let after = bytes[after_core..].iter().take(5).take_while(|&&b| b == b'>').count();
+            let fits = |n: usize| if self.lenient { (2..=4).contains(&n) } else { n == 3 };
+            if fits(before) && fits(after) {
+                return Some(Marker { start: core - before, end: after_core + after });
+            }
+            at = core + 1;
+        }
+        None
+    }
+}
+
+impl Vcp {
+    pub(crate) fn scan(&self, reply: &str, out: &mut Collector<'_>) {
+        let reasoning = Reasoning::find(reply);
+        let mut opens = MarkerFinder::new(reply, OPEN, self.lenient_markers);
+        let mut closes = MarkerFinder::new(reply, CLOSE, self.lenient_markers);
+        let mut value_closes = Forward::new(reply, VALUE_CLOSE);
+        let mut lenient_closes = Forward::new(reply, LENIENT_VALUE_CLOSE);
+        let mut escape_closes = Forward::new(reply, ESCAPE_CLOSE);
+        let mut at = 0;
+        while let Some(open) = opens.next(at) {
+            if let Some(end) = reasoning.skip(open.start) {
+                at = end;
+                continue;
+            }
+            let Some(mut close) = closes.next(open.end) else {
+                out.warn(open.start, "a tool request has no end marker; it is not a call");
+                at = open.end;
+                continue;
+            };
+            let mut fields: Vec<(String, String)> = Vec::new();
+            let mut documentation = false;
+            let mut p = open.end;
+            loop {
+                p = skip(reply, p, |c| c.is_whitespace() || c == ',');
+                if p >= close.start {
+                    break;
+                }
+                let key_end = skip(reply, p, |c| c.is_ascii_alphanumeric() || c == '_');
+                if key_end == p {
+                    out.warn(p, "expected a field name; the block's fields end here");
+                    break;
+                }
+                let key = &reply[p..key_end];
+                let colon = skip(reply, key_end, char::is_whitespace);
+                if !reply[colon..].starts_with(':') {
+                    out.warn(colon, format!("expected `:` after `{key}`; the block's fields end here"));
+                    break;
+                }
+                let v = skip(reply, colon + 1, char::is_whitespace);
+                let rest = &reply[v..];
+                let value = if rest.starts_with(DOC_VALUE_OPEN) {
+                    documentation = true;
+                    break;
+                } else if rest.starts_with(ESCAPE_OPEN) {
+                    let body = v + ESCAPE_OPEN.len();
+                    let Some(end) = escape_closes.next(body) else {
+                        out.warn(v, format!("the value of `{key}` has no closing 「末ESCAPE」"));
+                        break;
+                    };
+                    if end > close.start {
+                        // End markers inside an escaped value do not end the block.
+                        match closes.next(end + ESCAPE_CLOSE.len()) {
+                            Some(later) => close = later,
+                            None => {
+                                out.warn(open.start, "a tool request has no end marker; it is not a call");
+                                fields.clear();
+                                close = Marker { start: reply.len(), end: reply.len() };
+                                p = reply.len();
+                                break;
+                            }
+                        }
+                    }
+                    p = end + ESCAPE_CLOSE.len();
+                    unescape(&reply[body..end])
+                } else if let Some(value_open) = [VALUE_OPEN, LENIENT_VALUE_OPEN]
+                    .into_iter()
+                    .find(|m| rest.starts_with(m) && (self.lenient_markers || *m == VALUE_OPEN))
+                {
+                    let body = v + value_open.len();
+                    let mut end = value_closes.next(body);
+                    if self.lenient_markers {
+                        end = match (end, lenient_closes.next(body)) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                    match end.filter(|&e| e < close.start) {
+                        Some(end) => {
+                            let close_len = if reply[end..].starts_with(VALUE_CLOSE) { VALUE_CLOSE.len() } else { LENIENT_VALUE_CLOSE.len() };
+                            p = end + close_len;
+                            reply[body..end].trim().to_owned()
+                        }
+                        None => {
+                            out.warn(v, format!("the value of `{key}` has no closing 「末」; the block's fields end here"));
+                            break;
+                        }
+                    }
+                } else {
+                    out.warn(v, format!("the value of `{key}` does not start with 「始」; the block's fields end here"));
+                    break;
+                };
+                fields.push((key.to_owned(), value));
+            }
+            at = close.end.max(open.end);
+            if documentation || p >= reply.len() && fields.is_empty() {
+                continue;
+            }
+            self.emit(open.start..close.end, fields, out);
+        }
+    }
+
+    fn emit(&self, span: std::ops::Range<usize>, fields: Vec<(String, String)>, out: &mut Collector<'_>) {
+        let mut name = None;
+        let mut arguments = Map::new();
+        let mut reserved = Map::new();
+        for (key, value) in fields {
+            if key == "tool_name" {
+                name = Some(value);
+            } else if RESERVED_KEYS.contains(&key.as_str()) {
+                reserved.insert(key, Value::String(value));
+            } else {
+                // Last duplicate wins, as the VCP server does.
+                arguments.insert(key, Value::String(value));
+            }
+        }
+        match name {
+            Some(name) if !name.is_empty() => out.call(ParsedCall { name, arguments, reserved, span }),
+            _ => out.warn(span.start, "a tool request has no tool_name; it is dropped"),
+        }
+    }
+}
+
+/// The first position at or after `from` whose char does not satisfy `keep`.
+fn skip(text: &str, from: usize, keep: impl Fn(char) -> bool) -> usize {
+    text[from..].char_indices().find(|&(_, c)| !keep(c)).map_or(text.len(), |(i, _)| from + i)
+}
+
+/// Inside an escaped value, the escaped markers stand for the real ones.
+fn unescape(raw: &str) -> String {
+    raw.trim()
+        .replace("<<<[TOOL_REQUEST_ESCAPE]>>>", "<<<[TOOL_REQUEST]>>>")
+        .replace("<<<[END_TOOL_REQUEST_ESCAPE]>>>", "<<<[END_TOOL_REQUEST]>>>")
+        .replace(ESCAPE_OPEN, VALUE_OPEN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(reply: &str) -> Parsed {
+        VCP.parse(reply, &Declared::default())
+    }
+
+    fn args(call: &ParsedCall) -> Value {
+        Value::Object(call.arguments.clone())
+    }
+
+    #[test]
+    fn every_block_is_a_call_in_order() {
+        let reply = "Let me compute.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」SciCalculator「末」,\nexpression:「始」1+1「末」\n<<<[END_TOOL_REQUEST]>>>\nand\n<<<[TOOL_REQUEST]>>>tool_name:「始」Echo「末」,text:「始」 hi 「末」<<<[END_TOOL_REQUEST]>>> done";
+        let parsed = parse(reply);
+        assert_eq!(parsed.calls.len(), 2);
+        assert_eq!(parsed.calls[0].name, "SciCalculator");
+        assert_eq!(args(&parsed.calls[0]), json!({"expression": "1+1"}));
+        assert_eq!(args(&parsed.calls[1]), json!({"text": "hi"}), "values are trimmed");
+        assert_eq!(parsed.content, "Let me compute.\n\nand\n done");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    }
+
+    #[test]
+    fn last_duplicate_wins_empty_is_empty_and_reserved_keys_stay_apart() {
+        let parsed = parse("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」1「末」,a:「始」2「末」,b:「始」「末」,maid:「始」Nova「末」,archery:「始」no_reply「末」<<<[END_TOOL_REQUEST]>>>");
+        let call = &parsed.calls[0];
+        assert_eq!(args(call), json!({"a": "2", "b": ""}));
+        assert_eq!(Value::Object(call.reserved.clone()), json!({"maid": "Nova", "archery": "no_reply"}));
+    }
+
+    #[test]
+    fn escaped_values_keep_markers() {
+        let reply = "<<<[TOOL_REQUEST]>>>tool_name:「始」write「末」,content:「始ESCAPE」a <<<[TOOL_REQUEST_ESCAPE]>>> b 「始ESCAPE」 <<<[END_TOOL_REQUEST]>>> 「末」 c「末ESCAPE」<<<[END_TOOL_REQUEST]>>>";
+        let parsed = parse(reply);
+        assert_eq!(parsed.calls.len(), 1, "{:?}", parsed.warnings);
+        assert_eq!(
+            args(&parsed.calls[0]),
+            json!({"content": "a <<<[TOOL_REQUEST]>>> b 「始」 <<<[END_TOOL_REQUEST]>>> 「末」 c"})
+        );
+    }
+
+    #[test]
+    fn reasoning_is_not_searched_even_when_unclosed() {
+        let block = "<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」<<<[END_TOOL_REQUEST]>>>";
+        assert_eq!(parse(&format!("<think>{block}</think>{block}")).calls.len(), 1);
+        assert_eq!(parse(&format!("{block}<think>{block}")).calls.len(), 1);
+    }
+
+    #[test]
+    fn documentation_forms_are_not_calls() {
+        let parsed = parse("<<<[TOOL_REQUEST_EXP]>>>tool_name:「始」t「末」<<<[END_TOOL_REQUEST_EXP]>>>\n<<<[TOOL_REQUEST]>>>tool_name:「始exp」t「末exp」<<<[END_TOOL_REQUEST]>>>");
+        assert!(parsed.calls.is_empty());
+    }
+
+    #[test]
+    fn an_unterminated_block_is_a_warning_not_a_call() {
+        let parsed = parse("text <<<[TOOL_REQUEST]>>>tool_name:「始」t「末」");
+        assert!(parsed.calls.is_empty());
+        assert_eq!(parsed.warnings[0].offset, 5);
+        assert!(parsed.warnings[0].message.contains("no end marker"));
+    }
+
+    #[test]
+    fn a_value_without_its_close_ends_the_fields() {
+        let parsed = parse("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」1「末」,b:「始」open <<<[END_TOOL_REQUEST]>>> x 「末」");
+        assert_eq!(parsed.calls.len(), 1);
+        assert_eq!(args(&parsed.calls[0]), json!({"a": "1"}), "an end marker ends a plain value's block");
+        assert!(parsed.warnings[0].message.contains("no closing 「末」"), "{:?}", parsed.warnings);
+        let parsed = parse("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」x, b:「始」y「末」<<<[END_TOOL_REQUEST]>>>");
+        assert_eq!(args(&parsed.calls[0]), json!({"a": "x, b:「始」y"}), "a value runs to the first 「末」");
+    }
+
+    #[test]
+    fn a_block_without_tool_name_is_dropped() {
+        let parsed = parse("<<<[TOOL_REQUEST]>>>a:「始」1「末」<<<[END_TOOL_REQUEST]>>>");
+        assert!(parsed.calls.is_empty());
+        assert!(parsed.warnings[0].message.contains("no tool_name"));
+    }
+
+    #[test]
+    fn lenient_markers_are_switchable() {
+        let reply = "<<[TOOL_REQUEST]>>tool_name:{始}t{末},a:{始}1{末}<<<<[END_TOOL_REQUEST]>>>>";
+        assert_eq!(args(&parse(reply).calls[0]), json!({"a": "1"}));
+        let strict = Vcp { lenient_markers: false }.parse(reply, &Declared::default());
+        assert!(strict.calls.is_empty());
+    }
+
+    #[test]
+    fn results_use_the_payload_form_and_the_summary_form() {
+        let outcome = ToolOutcome::without_running("1", "EchoTest", Status::Success, "echo: hello".into());
+        let payload = VCP.format_results(std::slice::from_ref(&outcome));
+        assert_eq!(payload, "<!-- VCP_TOOL_PAYLOAD -->\n[{\"text\":\"Result of EchoTest (success):\\necho: hello\",\"type\":\"text\"}]");
+        assert_eq!(
+            summary(&[outcome]),
+            "[[VCP调用结果信息汇总:\n- 工具名称: EchoTest\n- 执行状态: ✅ SUCCESS\n- 返回内容: echo: hello\nVCP调用结果结束]]"
+        );
+    }
+}

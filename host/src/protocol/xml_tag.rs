@@ -1,0 +1,103 @@
+//! `<tool_code>{"name": …, "arguments": {…}}</tool_code>`: a JSON payload
+//! inside a tag, so code in arguments survives. `<tool_call>` is accepted
+//! too.
+
+use super::json_block::{format_json_results, guidance};
+use super::json_call::{self, Trust};
+use super::scan::{Collector, Reasoning};
+use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, example_arguments};
+use crate::manifest::ToolSpec;
+use crate::outcome::ToolOutcome;
+use serde_json::json;
+
+/// The xml-tag protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct XmlTag;
+
+/// The tags whose content is a JSON call.
+pub(crate) const TAGS: &[&str] = &["tool_code", "tool_call"];
+
+impl Protocol for XmlTag {
+    fn id(&self) -> ProtocolId {
+        ProtocolId::XmlTag
+    }
+
+    fn render(&self, tools: &[ToolSpec]) -> String {
+        let mut out = String::from(
+            "## How to call a tool\n\nTo call a tool, write its name and arguments as JSON inside a tag:\n\n\
+             <tool_code>{\"name\": \"<tool name>\", \"arguments\": {\"<parameter>\": <value>}}</tool_code>\n\n\
+             Rules:\n- One tag per call; several tags run in order.\n\
+             - The content is strict JSON; escape quotes and newlines inside strings.\n\
+             - After the tags, stop. The results come back in the next message.\n\n## Tools\n",
+        );
+        for tool in tools {
+            let call = json!({ "name": tool.name, "arguments": example_arguments(tool) });
+            out.push_str(&format!(
+                "\n### {}\n{}\nPermission: {}\n{}Example:\n<tool_code>{call}</tool_code>\n",
+                tool.name,
+                tool.description,
+                tool.permission.as_str(),
+                describe_params(tool)
+            ));
+        }
+        out.push_str(&guidance(tools));
+        out
+    }
+
+    fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
+        let mut out = Collector::new(reply);
+        scan_tags(reply, &Reasoning::find(reply), declared, &mut out);
+        out.finish()
+    }
+
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+        format_json_results(outcomes)
+    }
+}
+
+/// Every `<tool_code>` / `<tool_call>` element outside reasoning.
+pub(crate) fn scan_tags(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
+    for tag in TAGS {
+        let open_tag = format!("<{tag}>");
+        let close_tag = format!("</{tag}>");
+        let mut at = 0;
+        while let Some(open) = reply[at..].find(&open_tag).map(|i| i + at) {
+            if let Some(end) = reasoning.skip(open) {
+                at = end;
+                continue;
+            }
+            let body = open + open_tag.len();
+            let Some(close) = reply[body..].find(&close_tag).map(|i| i + body) else {
+                out.warn(open, format!("<{tag}> is not closed; it is not a call"));
+                break;
+            };
+            json_call::collect_text(&reply[body..close], body, open..close + close_tag.len(), Trust::Explicit, declared, out);
+            at = close + close_tag.len();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn both_tags_hold_calls_and_code_survives() {
+        let reply = "<tool_code>{\"name\": \"write_file\", \"arguments\": {\"content\": \"fn main() {\\n    println!(\\\"</b>\\\");\\n}\"}}</tool_code>\n<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"2\"}}</tool_call>";
+        let parsed = XmlTag.parse(reply, &Declared::default());
+        assert_eq!(parsed.calls.len(), 2, "{:?}", parsed.warnings);
+        assert_eq!(
+            Value::Object(parsed.calls[0].arguments.clone()),
+            json!({"content": "fn main() {\n    println!(\"</b>\");\n}"})
+        );
+        assert_eq!(parsed.calls[1].name, "calculate");
+    }
+
+    #[test]
+    fn an_unclosed_tag_is_a_warning() {
+        let parsed = XmlTag.parse("<tool_code>{\"name\": \"a\"}", &Declared::default());
+        assert!(parsed.calls.is_empty());
+        assert!(parsed.warnings[0].message.contains("not closed"));
+    }
+}
