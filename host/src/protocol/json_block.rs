@@ -35,20 +35,10 @@ impl Protocol for JsonBlock {
     }
 
     fn render(&self, tools: &[ToolSpec]) -> String {
-        let mut out = String::from(BASE_RULES);
-        out.push_str("\n## Tools\n");
-        for tool in tools {
+        render_layers(BASE_RULES, tools, |tool| {
             let call = json!({ "action": "tool_call", "name": tool.name, "arguments": example_arguments(tool) });
-            out.push_str(&format!(
-                "\n### {}\n{}\nPermission: {}\n{}Example:\n```json\n{call}\n```\n",
-                tool.name,
-                tool.description,
-                tool.permission.as_str(),
-                describe_params(tool)
-            ));
-        }
-        out.push_str(&guidance(tools));
-        out
+            format!("```json\n{call}\n```")
+        })
     }
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
@@ -62,6 +52,25 @@ impl Protocol for JsonBlock {
     }
 }
 
+/// The three layers: `rules`, the tool list with `example` calls, and the
+/// guidance by permission level.
+pub(crate) fn render_layers(rules: &str, tools: &[ToolSpec], example: impl Fn(&ToolSpec) -> String) -> String {
+    let mut out = String::from(rules);
+    out.push_str("\n## Tools\n");
+    for tool in tools {
+        out.push_str(&format!(
+            "\n### {}\n{}\nPermission: {}\n{}Example:\n{}\n",
+            tool.name,
+            tool.description,
+            tool.permission.as_str(),
+            describe_params(tool),
+            example(tool)
+        ));
+    }
+    out.push_str(&guidance(tools));
+    out
+}
+
 /// Results as a fenced JSON array of `{name, status, output}`.
 pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> String {
     let results: Vec<_> = outcomes
@@ -72,7 +81,7 @@ pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> String {
 }
 
 /// The third layer: how to treat tools by permission level.
-pub(crate) fn guidance(tools: &[ToolSpec]) -> String {
+fn guidance(tools: &[ToolSpec]) -> String {
     let names = |level: Permission| {
         let names: Vec<&str> = tools.iter().filter(|t| t.permission == level).map(|t| t.name.as_str()).collect();
         if names.is_empty() { "none".to_owned() } else { names.join(", ") }

@@ -91,16 +91,7 @@ impl Reader<'_> {
     fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
         self.at += 1;
         let mut map = Map::new();
-        loop {
-            self.skip_ws();
-            match self.peek() {
-                Some(b'}') => {
-                    self.at += 1;
-                    return Ok(Value::Object(map));
-                }
-                None => return self.error("the object is not closed"),
-                _ => {}
-            }
+        while !self.closes(b'}', "object")? {
             let key = match self.peek() {
                 Some(quote @ (b'"' | b'\'')) => self.string(quote)?,
                 Some(b) if b.is_ascii_alphabetic() || b == b'_' => {
@@ -121,51 +112,51 @@ impl Reader<'_> {
             self.skip_ws();
             let value = self.value(depth + 1)?;
             map.insert(key, value);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => {
-                    let comma = self.at;
-                    self.at += 1;
-                    self.skip_ws();
-                    if self.peek() == Some(b'}') {
-                        self.repair(comma, "trailing comma");
-                    }
-                }
-                Some(b'}') => {}
-                None => return self.error("the object is not closed"),
-                _ => return self.error("expected `,` or `}`"),
-            }
+            self.after_item(b'}', "object")?;
         }
+        Ok(Value::Object(map))
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
         self.at += 1;
         let mut items = Vec::new();
-        loop {
-            self.skip_ws();
-            match self.peek() {
-                Some(b']') => {
-                    self.at += 1;
-                    return Ok(Value::Array(items));
-                }
-                None => return self.error("the array is not closed"),
-                _ => {}
-            }
+        while !self.closes(b']', "array")? {
             items.push(self.value(depth + 1)?);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => {
-                    let comma = self.at;
-                    self.at += 1;
-                    self.skip_ws();
-                    if self.peek() == Some(b']') {
-                        self.repair(comma, "trailing comma");
-                    }
-                }
-                Some(b']') => {}
-                None => return self.error("the array is not closed"),
-                _ => return self.error("expected `,` or `]`"),
+            self.after_item(b']', "array")?;
+        }
+        Ok(Value::Array(items))
+    }
+
+    /// At the start of an item: whether the container closes here.
+    fn closes(&mut self, close: u8, what: &str) -> Result<bool, JsonError> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b) if b == close => {
+                self.at += 1;
+                Ok(true)
             }
+            None => self.error(format!("the {what} is not closed")),
+            _ => Ok(false),
+        }
+    }
+
+    /// After an item: a `,` (repaired when it trails before `close`) or
+    /// `close` itself, left for [`Self::closes`].
+    fn after_item(&mut self, close: u8, what: &str) -> Result<(), JsonError> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b',') => {
+                let comma = self.at;
+                self.at += 1;
+                self.skip_ws();
+                if self.peek() == Some(close) {
+                    self.repair(comma, "trailing comma");
+                }
+                Ok(())
+            }
+            Some(b) if b == close => Ok(()),
+            None => self.error(format!("the {what} is not closed")),
+            _ => self.error(format!("expected `,` or `{}`", close as char)),
         }
     }
 

@@ -2,10 +2,10 @@
 //! inside a tag, so code in arguments survives. `<tool_call>` is accepted
 //! too.
 
-use super::json_block::{format_json_results, guidance};
+use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
 use super::scan::{Collector, Reasoning};
-use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, example_arguments};
+use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use serde_json::json;
@@ -13,6 +13,18 @@ use serde_json::json;
 /// The xml-tag protocol.
 #[derive(Debug, Clone, Copy)]
 pub struct XmlTag;
+
+const RULES: &str = "## How to call a tool
+
+To call a tool, write its name and arguments as JSON inside a tag:
+
+<tool_code>{\"name\": \"<tool name>\", \"arguments\": {\"<parameter>\": <value>}}</tool_code>
+
+Rules:
+- One tag per call; several tags run in order.
+- The content is strict JSON; escape quotes and newlines inside strings.
+- After the tags, stop. The results come back in the next message; never invent them.
+";
 
 /// The tags whose content is a JSON call.
 pub(crate) const TAGS: &[&str] = &["tool_code", "tool_call"];
@@ -23,25 +35,10 @@ impl Protocol for XmlTag {
     }
 
     fn render(&self, tools: &[ToolSpec]) -> String {
-        let mut out = String::from(
-            "## How to call a tool\n\nTo call a tool, write its name and arguments as JSON inside a tag:\n\n\
-             <tool_code>{\"name\": \"<tool name>\", \"arguments\": {\"<parameter>\": <value>}}</tool_code>\n\n\
-             Rules:\n- One tag per call; several tags run in order.\n\
-             - The content is strict JSON; escape quotes and newlines inside strings.\n\
-             - After the tags, stop. The results come back in the next message.\n\n## Tools\n",
-        );
-        for tool in tools {
+        render_layers(RULES, tools, |tool| {
             let call = json!({ "name": tool.name, "arguments": example_arguments(tool) });
-            out.push_str(&format!(
-                "\n### {}\n{}\nPermission: {}\n{}Example:\n<tool_code>{call}</tool_code>\n",
-                tool.name,
-                tool.description,
-                tool.permission.as_str(),
-                describe_params(tool)
-            ));
-        }
-        out.push_str(&guidance(tools));
-        out
+            format!("<tool_code>{call}</tool_code>")
+        })
     }
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
