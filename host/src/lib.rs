@@ -26,6 +26,7 @@
 //! # }
 //! ```
 
+pub mod arguments;
 pub mod call;
 pub mod commands;
 pub mod config;
@@ -35,6 +36,7 @@ pub mod outcome;
 pub mod protocol;
 pub mod registry;
 pub mod sandbox;
+pub mod suggest;
 
 pub use call::ToolCall;
 pub use config::Policy;

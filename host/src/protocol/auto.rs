@@ -276,3 +276,102 @@ fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<Stri
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(reply: &str) -> Parsed {
+        Auto.parse(reply, &Declared::new(["get_weather", "calculate", "now"]))
+    }
+
+    fn calls(reply: &str) -> Vec<(String, Value)> {
+        parse(reply).calls.into_iter().map(|c| (c.name, Value::Object(c.arguments))).collect()
+    }
+
+    fn one(name: &str, args: Value) -> Vec<(String, Value)> {
+        vec![(name.to_owned(), args)]
+    }
+
+    #[test]
+    fn hermes_and_qwen_tool_call_tags() {
+        let reply = "I'll check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(reply).content, "I'll check.");
+    }
+
+    #[test]
+    fn mistral_array_and_name_forms() {
+        assert_eq!(
+            calls("[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]"),
+            vec![("get_weather".into(), json!({"city": "Oslo"})), ("now".into(), json!({}))]
+        );
+        assert_eq!(calls("[TOOL_CALLS]get_weather{\"city\": \"Rome\"}"), one("get_weather", json!({"city": "Rome"})));
+        assert_eq!(calls("[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}"), one("get_weather", json!({"city": "Rome"})));
+    }
+
+    #[test]
+    fn llama_json_with_and_without_python_tag() {
+        let bare = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}";
+        assert_eq!(calls(bare), one("get_weather", json!({"city": "Lima"})));
+        assert_eq!(calls(&format!("<|python_tag|>{bare}<|eom_id|>")), one("get_weather", json!({"city": "Lima"})));
+        assert_eq!(
+            calls("<|python_tag|>{\"name\": \"undeclared\", \"parameters\": {}}"),
+            one("undeclared", json!({})),
+            "the python tag is explicit markup"
+        );
+    }
+
+    #[test]
+    fn pythonic_lists() {
+        assert_eq!(
+            calls("[get_weather(city=\"Paris\", days=3), now()]"),
+            vec![("get_weather".into(), json!({"city": "Paris", "days": 3})), ("now".into(), json!({}))]
+        );
+        assert_eq!(calls("[get_weather(city='Paris', metric=True)]"), one("get_weather", json!({"city": "Paris", "metric": true})));
+        assert!(calls("see [print(x=1)] in the docs").is_empty(), "only declared functions");
+    }
+
+    #[test]
+    fn function_tags() {
+        assert_eq!(calls("<function=get_weather>{\"city\": \"Kyiv\"}</function>"), one("get_weather", json!({"city": "Kyiv"})));
+    }
+
+    #[test]
+    fn fenced_objects_and_arrays() {
+        assert_eq!(calls("```json\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"2\"}}\n```"), one("calculate", json!({"expression": "2"})));
+        assert_eq!(
+            calls("```\n[{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"3\"}}]\n```"),
+            vec![("now".into(), json!({})), ("calculate".into(), json!({"expression": "3"}))]
+        );
+    }
+
+    #[test]
+    fn the_protocols_own_formats() {
+        assert_eq!(calls("<<<[TOOL_REQUEST]>>>tool_name:「始」now「末」<<<[END_TOOL_REQUEST]>>>"), one("now", json!({})));
+        assert_eq!(calls("<tool_code>{\"name\": \"now\", \"arguments\": {}}</tool_code>"), one("now", json!({})));
+        assert_eq!(
+            calls("{\"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"now\", \"arguments\": \"{}\"}}]}"),
+            one("now", json!({}))
+        );
+    }
+
+    #[test]
+    fn a_bare_json_object_is_a_call_only_for_a_declared_tool() {
+        assert!(calls("An example: {\"name\": \"delete_everything\", \"arguments\": {}}").is_empty());
+        assert_eq!(calls("Calling {\"name\": \"now\", \"arguments\": {}} now").len(), 1);
+    }
+
+    #[test]
+    fn calls_in_reasoning_are_not_calls() {
+        assert!(calls("<think>maybe <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call></think>No tools needed.").is_empty());
+        assert!(calls("<think>[get_weather(city=\"x\")] {\"name\": \"now\"}").is_empty());
+    }
+
+    #[test]
+    fn one_call_is_not_found_twice() {
+        let reply = "```json\n{\"name\": \"now\", \"arguments\": {}}\n```\n<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}</tool_call>";
+        assert_eq!(calls(reply).len(), 2);
+    }
+}

@@ -1,0 +1,196 @@
+//! Checking a parsed call against its tool's declaration: the tool must
+//! exist, required parameters must be there, and values are coerced to the
+//! declared types (`"42"` → 42 for an integer, `"true"` → true, JSON text
+//! for a json parameter). What cannot be fixed becomes a message for the
+//! model that names the parameter and the expected type.
+
+use crate::call::ToolCall;
+use crate::manifest::{ParamType, ToolSpec};
+use crate::protocol::{ParsedCall, lenient_json};
+use crate::suggest::unknown_tool;
+use serde_json::{Map, Number, Value};
+
+/// Why a parsed call cannot run, worded for the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ArgumentError {
+    /// The tool named by the call.
+    pub tool: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+/// Check `call` against the declared `tools` and turn it into a
+/// [`ToolCall`] with id `id`.
+pub fn check(call: &ParsedCall, id: &str, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentError> {
+    let error = |message: String| ArgumentError { tool: call.name.clone(), message };
+    let Some(spec) = tools.iter().find(|t| t.name == call.name) else {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        return Err(error(unknown_tool(&call.name, &names)));
+    };
+    let mut args = Map::new();
+    for param in &spec.params {
+        match call.arguments.get(&param.name) {
+            None | Some(Value::Null) if param.required => {
+                return Err(error(format!(
+                    "`{}` needs the parameter `{}` ({}): {}",
+                    spec.name,
+                    param.name,
+                    param.ty.as_str(),
+                    param.description
+                )));
+            }
+            None | Some(Value::Null) => {}
+            Some(value) => {
+                let coerced = coerce(value, param.ty).ok_or_else(|| {
+                    error(format!(
+                        "the parameter `{}` of `{}` must be {}, got {}",
+                        param.name,
+                        spec.name,
+                        article(param.ty),
+                        describe(value)
+                    ))
+                })?;
+                args.insert(param.name.clone(), coerced);
+            }
+        }
+    }
+    // Undeclared arguments pass through; the plugin may ignore them.
+    for (key, value) in &call.arguments {
+        if spec.param(key).is_none() {
+            args.insert(key.clone(), value.clone());
+        }
+    }
+    Ok(ToolCall { id: id.to_owned(), tool: spec.name.clone(), args, raw: String::new() })
+}
+
+/// `value` as type `ty`, or `None` when it cannot be.
+pub fn coerce(value: &Value, ty: ParamType) -> Option<Value> {
+    match (ty, value) {
+        (ParamType::String, Value::String(_)) => Some(value.clone()),
+        (ParamType::String, Value::Number(_) | Value::Bool(_)) => Some(Value::String(value.to_string())),
+        (ParamType::String, _) => None,
+        (ParamType::Integer, Value::Number(n)) => integer(n.as_f64()?).or_else(|| n.as_u64().map(Value::from)),
+        (ParamType::Integer, Value::String(s)) => {
+            let s = s.trim();
+            s.parse::<i64>().ok().map(Value::from).or_else(|| integer(s.parse().ok()?))
+        }
+        (ParamType::Number, Value::Number(_)) => Some(value.clone()),
+        (ParamType::Number, Value::String(s)) => {
+            let n: f64 = s.trim().parse().ok()?;
+            Number::from_f64(n).map(Value::Number)
+        }
+        (ParamType::Boolean, Value::Bool(_)) => Some(value.clone()),
+        (ParamType::Boolean, Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => Some(Value::Bool(true)),
+            "false" | "no" | "0" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        (ParamType::Boolean, Value::Number(n)) => match n.as_i64() {
+            Some(1) => Some(Value::Bool(true)),
+            Some(0) => Some(Value::Bool(false)),
+            _ => None,
+        },
+        (ParamType::Json, Value::String(s)) => {
+            Some(lenient_json::parse(s).map(|(v, _)| v).unwrap_or_else(|_| value.clone()))
+        }
+        (ParamType::Json, _) => Some(value.clone()),
+        _ => None,
+    }
+}
+
+/// A whole float as an integer value.
+fn integer(f: f64) -> Option<Value> {
+    (f.fract() == 0.0 && f.abs() < 9.0e15).then(|| Value::from(f as i64))
+}
+
+fn article(ty: ParamType) -> &'static str {
+    match ty {
+        ParamType::String => "a string",
+        ParamType::Integer => "an integer",
+        ParamType::Number => "a number",
+        ParamType::Boolean => "true or false",
+        ParamType::Json => "JSON",
+    }
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::String(s) if s.chars().count() <= 40 => format!("the string {s:?}"),
+        Value::String(_) => "a long string".into(),
+        Value::Number(n) => format!("the number {n}"),
+        Value::Bool(b) => format!("{b}"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+        Value::Null => "null".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{ParamSpec, Permission};
+    use serde_json::json;
+
+    fn spec() -> ToolSpec {
+        let param = |name: &str, ty, required| ParamSpec { name: name.into(), ty, description: format!("the {name}"), required };
+        ToolSpec {
+            name: "search".into(),
+            plugin: "p".into(),
+            description: String::new(),
+            params: vec![
+                param("query", ParamType::String, true),
+                param("limit", ParamType::Integer, false),
+                param("ratio", ParamType::Number, false),
+                param("exact", ParamType::Boolean, false),
+                param("filter", ParamType::Json, false),
+            ],
+            permission: Permission::Public,
+            result_approval: false,
+            agent_callable: true,
+            distributed_exposed: false,
+            tags: vec![],
+            example: None,
+        }
+    }
+
+    fn parsed(name: &str, args: Value) -> ParsedCall {
+        ParsedCall { name: name.into(), arguments: args.as_object().unwrap().clone(), reserved: Map::new(), span: 0..0 }
+    }
+
+    fn run(name: &str, args: Value) -> Result<Value, String> {
+        let spec = spec();
+        check(&parsed(name, args), "1", &[&spec]).map(|c| Value::Object(c.args)).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn strings_are_coerced_to_declared_types() {
+        assert_eq!(
+            run("search", json!({"query": "q", "limit": "42", "ratio": "0.5", "exact": "true", "filter": "{\"a\": [1]}"})),
+            Ok(json!({"query": "q", "limit": 42, "ratio": 0.5, "exact": true, "filter": {"a": [1]}}))
+        );
+        assert_eq!(run("search", json!({"query": 7, "limit": 3.0})), Ok(json!({"query": "7", "limit": 3})));
+    }
+
+    #[test]
+    fn a_value_that_cannot_be_coerced_names_param_and_type() {
+        assert_eq!(
+            run("search", json!({"query": "q", "limit": "many"})),
+            Err("the parameter `limit` of `search` must be an integer, got the string \"many\"".into())
+        );
+        assert_eq!(
+            run("search", json!({"query": "q", "exact": "perhaps"})),
+            Err("the parameter `exact` of `search` must be true or false, got the string \"perhaps\"".into())
+        );
+    }
+
+    #[test]
+    fn a_missing_required_param_is_named() {
+        assert_eq!(run("search", json!({"limit": 1})), Err("`search` needs the parameter `query` (string): the query".into()));
+    }
+
+    #[test]
+    fn an_unknown_tool_names_the_closest() {
+        assert_eq!(run("serch", json!({})), Err("no tool named `serch` is loaded; did you mean `search`?".into()));
+    }
+}
