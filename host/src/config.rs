@@ -18,8 +18,14 @@
 //! env = ["HOME"]
 //! http_hosts = ["example.com"]
 //! dirs = { "/workspace" = { host = "./workspace", access = "read-write" } }
+//!
+//! [agents.coder]                     # see `discovery::ToolCallConfig`
+//! enabled = true
+//! protocol = "json-block"
+//! tool_toggles = { write_file = false }
 //! ```
 
+use crate::discovery::ToolCallConfig;
 use crate::manifest::DirAccess;
 use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
 use serde::Deserialize;
@@ -78,6 +84,8 @@ pub struct Policy {
     pub limits: Limits,
     /// Per plugin, by plugin name.
     pub plugins: BTreeMap<String, PluginPolicy>,
+    /// How each agent uses tools, by agent name (`[agents.NAME]`).
+    pub agents: BTreeMap<String, ToolCallConfig>,
 }
 
 /// The policy for one plugin.
@@ -99,6 +107,7 @@ impl Default for Policy {
             lock_file: PathBuf::from(DEFAULT_LOCK_FILE),
             limits: Limits::default(),
             plugins: BTreeMap::new(),
+            agents: BTreeMap::new(),
         }
     }
 }
@@ -140,6 +149,7 @@ impl Policy {
             lock_file: resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE))),
             limits,
             plugins,
+            agents: file.agents,
         })
     }
 
@@ -171,6 +181,8 @@ struct ConfigFile {
     limits: LimitOverrides,
     #[serde(default)]
     plugins: BTreeMap<String, PluginSection>,
+    #[serde(default)]
+    agents: BTreeMap<String, ToolCallConfig>,
 }
 
 #[derive(Deserialize)]
@@ -286,6 +298,17 @@ mod tests {
         assert_eq!(files.limits.memory_bytes, 8 << 20);
         assert_eq!(files.allowance.dirs["/workspace"], (PathBuf::from("/etc/toolhost/ws"), DirAccess::ReadWrite));
         assert_eq!(policy.for_plugin("other").allowance, Allowance::default());
+    }
+
+    #[test]
+    fn agents_are_parsed_strictly() {
+        let policy = parse("[agents.coder]\nenabled = true\nprotocol = \"xml-tag\"\ntool_toggles = { calculate = false }\n").unwrap();
+        let coder = &policy.agents["coder"];
+        assert!(coder.enabled);
+        assert_eq!(coder.protocol, crate::protocol::ProtocolId::XmlTag);
+        assert_eq!(coder.max_iterations, 5, "unset fields keep their defaults");
+        let error = parse("[agents.coder]\nenable = true\n").unwrap_err().to_string();
+        assert!(error.contains("unknown field `enable`"), "{error}");
     }
 
     #[test]

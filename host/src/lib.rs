@@ -30,6 +30,7 @@ pub mod arguments;
 pub mod call;
 pub mod commands;
 pub mod config;
+pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod outcome;

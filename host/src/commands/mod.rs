@@ -6,6 +6,8 @@ mod call;
 mod inspect;
 mod list;
 mod lock;
+mod parse;
+mod prompt;
 
 use crate::config::{DEFAULT_CONFIG_FILE, Policy};
 use crate::registry::Registry;
@@ -46,6 +48,8 @@ enum Command {
     Inspect(inspect::InspectCommand),
     Call(call::CallCommand),
     Lock(lock::LockCommand),
+    Prompt(prompt::PromptCommand),
+    Parse(parse::ParseCommand),
 }
 
 /// Parse the command line, run the subcommand, print any error with its
@@ -76,6 +80,8 @@ impl Cli {
             Command::Inspect(c) => c.execute(&self.global).await,
             Command::Call(c) => c.execute(&self.global).await,
             Command::Lock(c) => c.execute(&self.global).await,
+            Command::Prompt(c) => c.execute(&self.global).await,
+            Command::Parse(c) => c.execute(&self.global).await,
         }
     }
 }

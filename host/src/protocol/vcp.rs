@@ -381,7 +381,7 @@ mod tests {
     fn results_use_the_payload_form_and_the_summary_form() {
         let outcome = ToolOutcome::without_running("1", "EchoTest", Status::Success, "echo: hello".into());
         let payload = VCP.format_results(std::slice::from_ref(&outcome));
-        assert_eq!(payload, "<!-- VCP_TOOL_PAYLOAD -->\n[{\"text\":\"Result of EchoTest (success):\\necho: hello\",\"type\":\"text\"}]");
+        assert_eq!(payload, "<!-- VCP_TOOL_PAYLOAD -->\n[{\"type\":\"text\",\"text\":\"Result of EchoTest (success):\\necho: hello\"}]");
         assert_eq!(
             summary(&[outcome]),
             "[[VCP调用结果信息汇总:\n- 工具名称: EchoTest\n- 执行状态: ✅ SUCCESS\n- 返回内容: echo: hello\nVCP调用结果结束]]"

@@ -1,0 +1,74 @@
+use super::GlobalOptions;
+use crate::arguments;
+use crate::manifest::ToolSpec;
+use crate::protocol::{Declared, ProtocolId};
+use crate::registry::Registry;
+use crate::suggest::unknown_tool;
+use anyhow::Context;
+use serde_json::{Value, json};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Find the tool calls in a model's finished reply and print them as JSON:
+/// `{"calls": [{"name", "arguments"}], "content", "warnings"}`. Loaded
+/// plugins' tools are declared, and their calls' arguments are coerced to
+/// the declared types.
+#[derive(Debug, clap::Args)]
+pub(super) struct ParseCommand {
+    /// The protocol.
+    #[arg(long, value_enum, default_value = "auto")]
+    protocol: ProtocolId,
+    /// Declare a tool name (when no plugins are loaded); repeatable.
+    #[arg(long = "tool", value_name = "NAME")]
+    tools: Vec<String>,
+    /// The reply; `-` or nothing reads stdin.
+    file: Option<PathBuf>,
+}
+
+impl ParseCommand {
+    pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
+        let reply = match self.file.as_deref() {
+            Some(path) if path.as_os_str() != "-" => {
+                std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+            }
+            _ => {
+                let mut text = String::new();
+                std::io::stdin().read_to_string(&mut text).context("reading stdin")?;
+                text
+            }
+        };
+        let policy = global.policy()?;
+        let registry = if policy.plugin_dirs.is_empty() { None } else { Some(global.registry().await?) };
+        let catalog = registry.as_ref().map(Registry::catalog);
+        let specs: Vec<&ToolSpec> = catalog.iter().flat_map(|c| c.tools().map(|(_, t)| t)).collect();
+        let declared = Declared::new(specs.iter().map(|t| t.name.clone()).chain(self.tools.iter().cloned()));
+
+        let parsed = self.protocol.protocol().parse(&reply, &declared);
+        let mut warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
+        let nothing_declared = specs.is_empty() && self.tools.is_empty();
+        let mut calls = Vec::new();
+        for (index, call) in parsed.calls.iter().enumerate() {
+            let arguments = if specs.iter().any(|t| t.name == call.name) {
+                match arguments::check(call, &format!("call-{}", index + 1), &specs) {
+                    Ok(checked) => checked.args,
+                    Err(error) => {
+                        warnings.push(format!("at byte {}: {error}", call.span.start));
+                        continue;
+                    }
+                }
+            } else if nothing_declared || self.tools.contains(&call.name) {
+                call.arguments.clone()
+            } else {
+                let mut names: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
+                names.extend(self.tools.iter().map(String::as_str));
+                warnings.push(format!("at byte {}: {}", call.span.start, unknown_tool(&call.name, &names)));
+                continue;
+            };
+            calls.push(json!({ "name": call.name, "arguments": Value::Object(arguments) }));
+        }
+        let out = json!({ "calls": calls, "content": parsed.content, "warnings": warnings });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        Ok(ExitCode::SUCCESS)
+    }
+}

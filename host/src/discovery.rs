@@ -1,0 +1,258 @@
+//! Discovery: which tools an agent sees, in what order, and the system
+//! prompt that tells the model about them.
+//!
+//! An agent's [`ToolCallConfig`] selects the tools: only agent-callable
+//! ones, each switched by its toggle or, without one, by
+//! `default_tool_enabled`; ordered by plugin, then declaration. A template
+//! gets them through `{{tools}}` (all, empty when tool calling is off) and
+//! `{{tool:NAME}}` (one). Rendered prompts are cached under a SHA-256 of the
+//! protocol, agent, configuration and template, for one registry
+//! generation; a reload empties the cache.
+
+use crate::manifest::ToolSpec;
+use crate::protocol::ProtocolId;
+use crate::registry::Catalog;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Whether calls run as soon as they are parsed or wait for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallMode {
+    /// Calls run as the permission policy allows.
+    Auto,
+    /// Every call waits for a person.
+    Manual,
+}
+
+/// How one agent uses tools, as `[agents.NAME]` in `toolhost.toml` says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolCallConfig {
+    /// Whether the agent calls tools at all. Default false.
+    pub enabled: bool,
+    /// Auto or manual. Default auto.
+    pub mode: CallMode,
+    /// Per-tool switches by tool name. Default none.
+    pub tool_toggles: BTreeMap<String, bool>,
+    /// Whether a tool without a toggle is on. Default true.
+    pub default_tool_enabled: bool,
+    /// Rounds of calls per reply chain. Default 5.
+    pub max_iterations: u32,
+    /// Per-call timeout in milliseconds. Default 30 000.
+    pub timeout_ms: u64,
+    /// Ask a person before every call. Default false.
+    pub require_confirmation: bool,
+    /// Run one round's calls in parallel. Default false.
+    pub parallel_execution: bool,
+    /// The text protocol. Default vcp.
+    pub protocol: ProtocolId,
+}
+
+impl Default for ToolCallConfig {
+    fn default() -> Self {
+        ToolCallConfig {
+            enabled: false,
+            mode: CallMode::Auto,
+            tool_toggles: BTreeMap::new(),
+            default_tool_enabled: true,
+            max_iterations: 5,
+            timeout_ms: 30_000,
+            require_confirmation: false,
+            parallel_execution: false,
+            protocol: ProtocolId::Vcp,
+        }
+    }
+}
+
+impl ToolCallConfig {
+    /// Whether `tool` reaches the model under this configuration.
+    pub fn offers(&self, tool: &ToolSpec) -> bool {
+        tool.agent_callable && self.tool_toggles.get(&tool.name).copied().unwrap_or(self.default_tool_enabled)
+    }
+}
+
+/// The tools `config` offers, ordered by plugin name, then declaration.
+pub fn visible_tools<'a>(catalog: &'a Catalog, config: &ToolCallConfig) -> Vec<&'a ToolSpec> {
+    let mut plugins: Vec<_> = catalog.plugins.iter().collect();
+    plugins.sort_by(|a, b| a.name().cmp(b.name()));
+    plugins
+        .into_iter()
+        .flat_map(|p| p.manifest.tools.iter())
+        .filter(|t| config.offers(t))
+        .collect()
+}
+
+/// A rendered system prompt and its size in tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedPrompt {
+    /// The prompt text.
+    pub text: String,
+    /// Its length in tokens of OpenAI's `o200k_base` encoding.
+    pub tokens: usize,
+}
+
+/// Renders prompts and keeps them per registry generation.
+#[derive(Default)]
+pub struct PromptCache {
+    state: Mutex<CacheState>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    generation: u64,
+    prompts: HashMap<[u8; 32], Arc<RenderedPrompt>>,
+}
+
+impl PromptCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        PromptCache::default()
+    }
+
+    /// The prompt for `agent` from `template`, rendered or from the cache.
+    pub fn render(
+        &self,
+        catalog: &Catalog,
+        agent: &str,
+        config: &ToolCallConfig,
+        protocol: ProtocolId,
+        template: &str,
+    ) -> Arc<RenderedPrompt> {
+        let key = cache_key(agent, config, protocol, template);
+        {
+            let mut state = self.state.lock().expect("prompt cache lock");
+            if state.generation != catalog.generation {
+                state.prompts.clear();
+                state.generation = catalog.generation;
+            }
+            if let Some(hit) = state.prompts.get(&key) {
+                return hit.clone();
+            }
+        }
+        let text = render_template(template, &visible_tools(catalog, config), config.enabled, protocol);
+        let rendered = Arc::new(RenderedPrompt { tokens: count_tokens(&text), text });
+        let mut state = self.state.lock().expect("prompt cache lock");
+        if state.generation == catalog.generation {
+            state.prompts.insert(key, rendered.clone());
+        }
+        rendered
+    }
+
+    /// How many prompts are cached.
+    pub fn len(&self) -> usize {
+        self.state.lock().expect("prompt cache lock").prompts.len()
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn cache_key(agent: &str, config: &ToolCallConfig, protocol: ProtocolId, template: &str) -> [u8; 32] {
+    let config = serde_json::to_string(config).expect("a config serializes");
+    let mut hasher = Sha256::new();
+    for part in [protocol.as_str(), agent, &config, template] {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+/// Substitute `{{tools}}` and `{{tool:NAME}}` in `template`. Other
+/// `{{…}}` placeholders are left for the host application.
+pub fn render_template(template: &str, tools: &[&ToolSpec], enabled: bool, protocol: ProtocolId) -> String {
+    let render = |tools: &[&ToolSpec]| {
+        let owned: Vec<ToolSpec> = tools.iter().map(|t| (*t).clone()).collect();
+        protocol.protocol().render(&owned)
+    };
+    let mut out = String::with_capacity(template.len());
+    let mut at = 0;
+    while let Some(open) = template[at..].find("{{").map(|i| i + at) {
+        let Some(close) = template[open..].find("}}").map(|i| i + open) else { break };
+        out.push_str(&template[at..open]);
+        let name = template[open + 2..close].trim();
+        if name == "tools" {
+            if enabled {
+                out.push_str(&render(tools));
+            }
+        } else if let Some(tool) = name.strip_prefix("tool:") {
+            if enabled && let Some(spec) = tools.iter().find(|t| t.name == tool.trim()) {
+                out.push_str(&render(&[*spec]));
+            }
+        } else {
+            out.push_str(&template[open..close + 2]);
+        }
+        at = close + 2;
+    }
+    out.push_str(&template[at..]);
+    out
+}
+
+/// Tokens of `text` in OpenAI's `o200k_base` encoding (GPT-4o and later),
+/// by the tiktoken-rs tokenizer: an estimate for other models' tokenizers.
+pub fn count_tokens(text: &str) -> usize {
+    static BPE: OnceLock<Option<tiktoken_rs::CoreBPE>> = OnceLock::new();
+    match BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()) {
+        Some(bpe) => bpe.encode_ordinary(text).len(),
+        // Unreachable with the vocabulary compiled in; four bytes a token
+        // is the usual rule of thumb for English.
+        None => text.len().div_ceil(4),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{ParamSpec, ParamType, Permission};
+
+    fn tool(name: &str, callable: bool) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            plugin: "p".into(),
+            description: format!("does {name}"),
+            params: vec![ParamSpec { name: "x".into(), ty: ParamType::String, description: "x".into(), required: true }],
+            permission: Permission::Public,
+            result_approval: false,
+            agent_callable: callable,
+            distributed_exposed: false,
+            tags: vec![],
+            example: None,
+        }
+    }
+
+    #[test]
+    fn toggles_and_defaults_select_agent_callable_tools() {
+        let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+        assert!(config.offers(&tool("a", true)));
+        assert!(!config.offers(&tool("hidden", false)), "not agent-callable");
+        config.tool_toggles.insert("a".into(), false);
+        assert!(!config.offers(&tool("a", true)));
+        config.default_tool_enabled = false;
+        config.tool_toggles.insert("b".into(), true);
+        assert!(config.offers(&tool("b", true)));
+        assert!(!config.offers(&tool("c", true)));
+    }
+
+    #[test]
+    fn templates_substitute_all_and_single_tools() {
+        let (a, b) = (tool("alpha", true), tool("beta", true));
+        let tools = [&a, &b];
+        let all = render_template("Before\n{{tools}}\nAfter {{user}}", &tools, true, ProtocolId::Vcp);
+        assert!(all.starts_with("Before\n") && all.ends_with("\nAfter {{user}}"), "{all}");
+        assert!(all.contains("Tool: alpha") && all.contains("Tool: beta"));
+        let one = render_template("{{tool:beta}}", &tools, true, ProtocolId::Vcp);
+        assert!(one.contains("Tool: beta") && !one.contains("Tool: alpha"));
+        assert_eq!(render_template("x{{tools}}y{{tool:alpha}}z", &tools, false, ProtocolId::Vcp), "xyz", "disabled means empty");
+    }
+
+    #[test]
+    fn tokens_are_counted_with_a_real_tokenizer() {
+        assert_eq!(count_tokens(""), 0);
+        assert_eq!(count_tokens("hello world"), 2);
+        assert!(count_tokens(&"word ".repeat(1000)) >= 1000);
+    }
+}
