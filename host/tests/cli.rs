@@ -138,3 +138,72 @@ fn an_unknown_config_key_is_an_error_naming_it() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("unknown field `plugin_dir`"), "{}", text(&out.stderr));
 }
+
+/// Run `toolhost parse` on `reply` from stdin.
+fn parse(cwd: &Path, args: &[&str], reply: &str) -> serde_json::Value {
+    use std::io::Write;
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .arg("parse")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(reply.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn parse_finds_calls_in_every_format() {
+    let bare = tempfile::tempdir().unwrap();
+    let replies = [
+        ("vcp", "<<<[TOOL_REQUEST]>>>\ntool_name:「始」get_weather「末」,\ncity:「始」Paris「末」\n<<<[END_TOOL_REQUEST]>>>"),
+        ("json-block", "```json\n{\"action\": \"tool_call\", \"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```"),
+        ("xml-tag", "<tool_code>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_code>"),
+        ("native", "{\"tool_calls\": [{\"id\": \"1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}}]}"),
+        ("auto", "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>"),
+        ("auto", "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"),
+        ("auto", "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"),
+        ("auto", "[get_weather(city=\"Paris\")]"),
+        ("auto", "<function=get_weather>{\"city\": \"Paris\"}</function>"),
+    ];
+    for (protocol, reply) in replies {
+        let out = parse(bare.path(), &["--protocol", protocol, "--tool", "get_weather"], &format!("Checking. {reply}"));
+        assert_eq!(
+            out["calls"],
+            serde_json::json!([{ "name": "get_weather", "arguments": { "city": "Paris" } }]),
+            "{protocol}: {reply}\n{out}"
+        );
+        assert_eq!(out["content"], "Checking.", "{protocol}");
+    }
+}
+
+#[test]
+fn parse_coerces_arguments_of_loaded_tools_and_reports_problems() {
+    let dir = demo_dir();
+    let reply = "<<<[TOOL_REQUEST]>>>tool_name:「始」dir_tree「末」,max_depth:「始」2「末」<<<[END_TOOL_REQUEST]>>>\n\
+                 <<<[TOOL_REQUEST]>>>tool_name:「始」dir_tree「末」,max_depth:「始」deep「末」<<<[END_TOOL_REQUEST]>>>\n\
+                 <<<[TOOL_REQUEST]>>>tool_name:「始」calculator「末」<<<[END_TOOL_REQUEST]>>>";
+    let out = parse(dir.path(), &[], reply);
+    assert_eq!(out["calls"], serde_json::json!([{ "name": "dir_tree", "arguments": { "max_depth": 2 } }]));
+    let warnings: Vec<&str> = out["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(warnings[0].ends_with("the parameter `max_depth` of `dir_tree` must be an integer, got the string \"deep\""), "{warnings:?}");
+    assert!(warnings[1].ends_with("no tool named `calculator` is loaded; did you mean `calculate`?"), "{warnings:?}");
+}
+
+#[test]
+fn prompt_prints_the_tools_and_a_token_estimate() {
+    let dir = demo_dir();
+    std::fs::write(dir.path().join("t.txt"), "You are helpful.\n{{tool:calculate}}").unwrap();
+    let out = toolhost(dir.path(), &["prompt", "--protocol", "xml-tag", "--template", "t.txt"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("You are helpful.\n## How to call a tool"), "{stdout}");
+    assert!(stdout.contains("### calculate") && !stdout.contains("### current_time"), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(" tokens (o200k_base), ") && stderr.contains("protocol xml-tag"), "{stderr}");
+}

@@ -5,5 +5,6 @@
 mod concurrency;
 mod grants;
 mod limits;
+mod protocols;
 mod registry;
 mod support;

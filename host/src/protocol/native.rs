@@ -2,7 +2,8 @@
 //! JSON-schema array, calls read from a `tool_calls` object or array.
 
 use super::json_call::{self, Trust};
-use super::scan::Collector;
+use super::lenient_json;
+use super::scan::{Collector, Reasoning};
 use super::{Declared, Parsed, Protocol, ProtocolId};
 use crate::manifest::{ParamType, ToolSpec};
 use crate::outcome::ToolOutcome;
@@ -21,10 +22,27 @@ impl Protocol for Native {
         serde_json::to_string_pretty(&tools_schema(tools)).unwrap_or_default()
     }
 
+    /// The first JSON object or array outside reasoning is read as the
+    /// `tool_calls` message, array, or single call; text around it is
+    /// content.
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
-        let start = reply.len() - reply.trim_start().len();
-        json_call::collect_text(reply, 0, start..reply.trim_end().len().max(start), Trust::Explicit, declared, &mut out);
+        let reasoning = Reasoning::find(reply);
+        let mut at = 0;
+        while let Some(start) = reply[at..].find(['{', '[']).map(|i| i + at) {
+            if let Some(end) = reasoning.skip(start) {
+                at = end;
+                continue;
+            }
+            match lenient_json::parse_prefix(&reply[start..]) {
+                Ok((value, used, repairs)) => {
+                    json_call::report(&repairs, start, &mut out);
+                    json_call::collect_value(value, start..start + used, Trust::Explicit, declared, &mut out);
+                }
+                Err(e) => out.warn(start + e.offset, format!("not a tool_calls JSON: {}", e.message)),
+            }
+            break;
+        }
         out.finish()
     }
 

@@ -1,0 +1,68 @@
+//! Prompts rendered for the bundled plugins in every protocol, compared
+//! with golden files; the prompt cache over a real registry.
+
+use crate::support::TestHost;
+use std::path::Path;
+use std::sync::Arc;
+use toolhost::discovery::{PromptCache, ToolCallConfig};
+use toolhost::protocol::ProtocolId;
+
+const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
+
+/// Compare `actual` with `golden/NAME`; `UPDATE_GOLDEN=1` rewrites it.
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing; run with UPDATE_GOLDEN=1 to write it", path.display()));
+    assert!(expected == actual, "{name} differs from its golden file; run with UPDATE_GOLDEN=1 after checking:\n{actual}");
+}
+
+#[tokio::test]
+async fn every_protocol_renders_the_bundled_plugins_as_its_golden_file() {
+    let host = TestHost::new(EXAMPLES, "").await;
+    let catalog = host.registry.catalog();
+    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    for (protocol, file) in [
+        (ProtocolId::Vcp, "vcp.txt"),
+        (ProtocolId::JsonBlock, "json-block.txt"),
+        (ProtocolId::XmlTag, "xml-tag.txt"),
+        (ProtocolId::Native, "native.json"),
+    ] {
+        let prompt = PromptCache::new().render(&catalog, "test", &config, protocol, "{{tools}}");
+        golden(file, &prompt.text);
+        assert!(prompt.tokens > 100, "{file}: {} tokens", prompt.tokens);
+    }
+}
+
+#[tokio::test]
+async fn the_prompt_cache_hits_and_a_reload_invalidates_it() {
+    let host = TestHost::new(&["calc"], "").await;
+    let cache = PromptCache::new();
+    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let first = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::Vcp, "{{tools}}");
+    let again = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::Vcp, "{{tools}}");
+    assert!(Arc::ptr_eq(&first, &again), "the second render is the cached one");
+    let other = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::XmlTag, "{{tools}}");
+    assert!(!Arc::ptr_eq(&first, &other));
+    assert_eq!(cache.len(), 2);
+
+    std::fs::copy(crate::support::plugin("clock"), host.dir.path().join("plugins/clock.wasm")).unwrap();
+    host.registry.reload().await.unwrap();
+    let after = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::Vcp, "{{tools}}");
+    assert!(!Arc::ptr_eq(&first, &after));
+    assert!(after.text.contains("Tool: convert_time"), "the new plugin's tools are in the new prompt");
+    assert_eq!(cache.len(), 1, "entries of the old generation are gone");
+}
+
+#[tokio::test]
+async fn an_agent_sees_only_its_agent_callable_toggled_tools_in_plugin_order() {
+    let host = TestHost::new(&["files", "calc", "hostile"], "").await;
+    let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    config.tool_toggles.insert("write_file".into(), false);
+    let catalog = host.registry.catalog();
+    let names: Vec<&str> = toolhost::discovery::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["calculate", "list_files", "read_file"], "hostile tools are not agent-callable");
+}
