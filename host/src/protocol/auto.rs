@@ -147,7 +147,14 @@ fn scan_tool_calls_message(reply: &str, declared: &Declared, out: &mut Collector
 fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
     let bytes = reply.as_bytes();
     let mut at = 0;
-    while let Some(found) = reply[at..].find(['{', '[']).map(|i| i + at) {
+    loop {
+        // A resume point can fall inside a multi-byte character, or past
+        // the end.
+        at = at.min(reply.len());
+        while !reply.is_char_boundary(at) {
+            at += 1;
+        }
+        let Some(found) = reply[at..].find(['{', '[']).map(|i| i + at) else { break };
         at = found + 1;
         if let Some(end) = reasoning.skip(found) {
             at = end;
@@ -367,6 +374,24 @@ mod tests {
     fn calls_in_reasoning_are_not_calls() {
         assert!(calls("<think>maybe <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call></think>No tools needed.").is_empty());
         assert!(calls("<think>[get_weather(city=\"x\")] {\"name\": \"now\"}").is_empty());
+    }
+
+    #[test]
+    fn arguments_given_as_a_json_string_even_twice_encoded_are_decoded() {
+        assert_eq!(calls("<tool_call>{\"name\": \"now\", \"arguments\": \"{\\\"zone\\\": \\\"UTC\\\"}\"}</tool_call>"), one("now", json!({"zone": "UTC"})));
+        let twice = serde_json::to_string(&serde_json::to_string(&json!({"zone": "UTC"})).unwrap()).unwrap();
+        let reply = format!("<tool_call>{{\"name\": \"now\", \"arguments\": {twice}}}</tool_call>");
+        assert_eq!(calls(&reply), one("now", json!({"zone": "UTC"})));
+        assert!(parse(&reply).warnings.iter().any(|w| w.message == "repaired: arguments given as a JSON string"));
+    }
+
+    #[test]
+    fn found_by_the_property_test() {
+        // A resume point inside a multi-byte character panicked; one past
+        // the end looped forever.
+        assert!(calls("「末ESCAPE」[calc(x=𝃢🕴.;").is_empty());
+        assert!(calls("[calc(x=").is_empty());
+        assert!(calls("{\"name\": \"now\", \"arguments\": ").is_empty());
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub mod json_block;
 mod json_call;
 pub mod lenient_json;
 pub mod native;
+#[cfg(test)]
+mod properties;
 mod scan;
 pub mod vcp;
 pub mod xml_tag;
