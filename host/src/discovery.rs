@@ -121,21 +121,35 @@ impl PromptCache {
         protocol: ProtocolId,
         template: &str,
     ) -> Arc<RenderedPrompt> {
+        self.render_tools(catalog.generation, || visible_tools(catalog, config), agent, config, protocol, template)
+    }
+
+    /// [`PromptCache::render`] for the tools `tools` yields, at registry
+    /// generation `generation`; `tools` runs only on a cache miss.
+    pub fn render_tools<'a>(
+        &self,
+        generation: u64,
+        tools: impl FnOnce() -> Vec<&'a ToolSpec>,
+        agent: &str,
+        config: &ToolCallConfig,
+        protocol: ProtocolId,
+        template: &str,
+    ) -> Arc<RenderedPrompt> {
         let key = cache_key(agent, config, protocol, template);
         {
             let mut state = self.state.lock().expect("prompt cache lock");
-            if state.generation != catalog.generation {
+            if state.generation != generation {
                 state.prompts.clear();
-                state.generation = catalog.generation;
+                state.generation = generation;
             }
             if let Some(hit) = state.prompts.get(&key) {
                 return hit.clone();
             }
         }
-        let text = render_template(template, &visible_tools(catalog, config), config.enabled, protocol);
+        let text = render_template(template, &tools(), config.enabled, protocol);
         let rendered = Arc::new(RenderedPrompt { tokens: count_tokens(&text), text });
         let mut state = self.state.lock().expect("prompt cache lock");
-        if state.generation == catalog.generation {
+        if state.generation == generation {
             state.prompts.insert(key, rendered.clone());
         }
         rendered

@@ -5,7 +5,8 @@
 //! - `test`: build the plugins, then run every test;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, and show a hostile plugin stopped with its limit named;
-//! - `bench`: build the plugins, then run the runtime benchmark.
+//! - `bench`: build the plugins, then run the runtime and protocol
+//!   benchmarks.
 //!
 //! Each task first installs the `wasm32-wasip2` target with rustup, so it
 //! works on a fresh machine.
@@ -42,7 +43,7 @@ fn main() -> anyhow::Result<()> {
         }
         "bench" => {
             build_plugins(&root)?;
-            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime"]))
+            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol"]))
         }
         _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench>"),
     }

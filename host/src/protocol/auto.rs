@@ -16,7 +16,7 @@
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Collector, Reasoning};
+use super::scan::{Collector, Reasoning, find, find_open_bracket};
 use super::vcp::VCP;
 use super::xml_tag::scan_tags;
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
@@ -61,15 +61,15 @@ fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_
     const OPEN: &str = "<function=";
     const CLOSE: &str = "</function>";
     let mut at = 0;
-    while let Some(open) = reply[at..].find(OPEN).map(|i| i + at) {
+    while let Some(open) = find(reply, at, OPEN) {
         at = open + OPEN.len();
         if reasoning.contains(open) {
             continue;
         }
-        let Some(name_end) = reply[at..].find('>').map(|i| i + at) else { break };
+        let Some(name_end) = find(reply, at, ">") else { break };
         let name = reply[at..name_end].trim();
         let body = name_end + 1;
-        let Some(close) = reply[body..].find(CLOSE).map(|i| i + body) else {
+        let Some(close) = find(reply, body, CLOSE) else {
             out.warn(open, format!("<function={name}> is not closed; it is not a call"));
             break;
         };
@@ -90,7 +90,7 @@ fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_
 fn scan_prefixed(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
     for marker in ["[TOOL_CALLS]", "<|python_tag|>"] {
         let mut at = 0;
-        while let Some(found) = reply[at..].find(marker).map(|i| i + at) {
+        while let Some(found) = find(reply, at, marker) {
             at = found + marker.len();
             if reasoning.contains(found) {
                 continue;
@@ -154,7 +154,7 @@ fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut 
         while !reply.is_char_boundary(at) {
             at += 1;
         }
-        let Some(found) = reply[at..].find(['{', '[']).map(|i| i + at) else { break };
+        let Some(found) = find_open_bracket(reply, at) else { break };
         at = found + 1;
         if let Some(end) = reasoning.skip(found) {
             at = end;

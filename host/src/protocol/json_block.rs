@@ -4,7 +4,7 @@
 //! guidance by permission level.
 
 use super::json_call::{self, Trust};
-use super::scan::{Collector, Reasoning};
+use super::scan::{Collector, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, example_arguments};
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;
@@ -103,12 +103,12 @@ fn guidance(tools: &[ToolSpec]) -> String {
 /// `any_language`, empty too) is read as JSON calls.
 pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declared, any_language: bool, out: &mut Collector<'_>) {
     let mut at = 0;
-    while let Some(open) = reply[at..].find("```").map(|i| i + at) {
+    while let Some(open) = find(reply, at, "```") {
         let info_start = open + 3;
-        let line_end = reply[info_start..].find('\n').map_or(reply.len(), |i| info_start + i);
+        let line_end = find(reply, info_start, "\n").unwrap_or(reply.len());
         let language = reply[info_start..line_end].trim();
         let body = (line_end + 1).min(reply.len());
-        let close = reply[body..].find("```").map(|i| body + i);
+        let close = find(reply, body, "```");
         let next = close.map_or(reply.len(), |c| c + 3);
         if reasoning.contains(open) {
             at = reasoning.skip(open).unwrap_or(next);

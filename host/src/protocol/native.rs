@@ -3,7 +3,7 @@
 
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Collector, Reasoning};
+use super::scan::{Collector, Reasoning, find_open_bracket};
 use super::{Declared, Parsed, Protocol, ProtocolId};
 use crate::manifest::{ParamType, ToolSpec};
 use crate::outcome::ToolOutcome;
@@ -29,7 +29,7 @@ impl Protocol for Native {
         let mut out = Collector::new(reply);
         let reasoning = Reasoning::find(reply);
         let mut at = 0;
-        while let Some(start) = reply[at..].find(['{', '[']).map(|i| i + at) {
+        while let Some(start) = find_open_bracket(reply, at) {
             if let Some(end) = reasoning.skip(start) {
                 at = end;
                 continue;

@@ -5,6 +5,19 @@
 use super::{MAX_WARNINGS, Parsed, ParsedCall, Warning};
 use std::ops::Range;
 
+/// The first `needle` at or after byte `from` of `text` (SIMD-accelerated:
+/// parsing prose is mostly this search).
+pub(crate) fn find(text: &str, from: usize, needle: &str) -> Option<usize> {
+    let rest = text.as_bytes().get(from..)?;
+    memchr::memmem::find(rest, needle.as_bytes()).map(|i| i + from)
+}
+
+/// The first `{` or `[` at or after byte `from`.
+pub(crate) fn find_open_bracket(text: &str, from: usize) -> Option<usize> {
+    let rest = text.as_bytes().get(from..)?;
+    memchr::memchr2(b'{', b'[', rest).map(|i| i + from)
+}
+
 /// The `<think>…</think>` regions of a reply; after an unclosed `<think>`
 /// the rest of the reply is reasoning.
 pub(crate) struct Reasoning {
@@ -15,11 +28,11 @@ impl Reasoning {
     pub(crate) fn find(reply: &str) -> Self {
         let mut regions = Vec::new();
         let mut at = 0;
-        while let Some(open) = reply[at..].find("<think>").map(|i| i + at) {
+        while let Some(open) = find(reply, at, "<think>") {
             let body = open + "<think>".len();
-            match reply[body..].find("</think>") {
+            match find(reply, body, "</think>") {
                 Some(close) => {
-                    let end = body + close + "</think>".len();
+                    let end = close + "</think>".len();
                     regions.push(open..end);
                     at = end;
                 }
@@ -67,7 +80,7 @@ impl<'a> Forward<'a> {
         {
             return found;
         }
-        let found = self.text.get(from..).and_then(|rest| rest.find(self.needle)).map(|i| i + from);
+        let found = find(self.text, from, self.needle);
         self.cached = Some((from, found));
         found
     }

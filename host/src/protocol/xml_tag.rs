@@ -4,7 +4,7 @@
 
 use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
-use super::scan::{Collector, Reasoning};
+use super::scan::{Collector, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
@@ -58,13 +58,13 @@ pub(crate) fn scan_tags(reply: &str, reasoning: &Reasoning, declared: &Declared,
         let open_tag = format!("<{tag}>");
         let close_tag = format!("</{tag}>");
         let mut at = 0;
-        while let Some(open) = reply[at..].find(&open_tag).map(|i| i + at) {
+        while let Some(open) = find(reply, at, &open_tag) {
             if let Some(end) = reasoning.skip(open) {
                 at = end;
                 continue;
             }
             let body = open + open_tag.len();
-            let Some(close) = reply[body..].find(&close_tag).map(|i| i + body) else {
+            let Some(close) = find(reply, body, &close_tag) else {
                 out.warn(open, format!("<{tag}> is not closed; it is not a call"));
                 break;
             };
