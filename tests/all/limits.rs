@@ -84,6 +84,14 @@ async fn a_panic_is_a_trap_with_the_panic_message() {
 }
 
 #[tokio::test]
+async fn a_chatty_plugin_is_not_failed_by_its_output_cap() {
+    let host = hostile("").await;
+    let outcome = host.call("chatter", json!({ "kib": 1024 })).await;
+    assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
+    assert_eq!(outcome.output, "done");
+}
+
+#[tokio::test]
 async fn too_few_instances_is_named() {
     let host = hostile("[plugins.hostile]\nlimits = { instances = 1 }\n").await;
     let outcome = host.call("count_calls", json!({})).await;

@@ -2,18 +2,17 @@
 //! called, and whatever happened turned into an [`Invocation`].
 
 use super::bindings::{PluginPre, toolhost::plugin::host, toolhost::plugin::types as wit};
+use super::capture::Capture;
 use super::grants::{Grants, HttpGate};
 use super::limits::{CallLimiter, LimitHit, Limits, grouped, human_bytes, human_duration};
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, STACK_LIMIT_BYTES, Sandbox};
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-/// Guest stdout and stderr kept per call; writes past this fail in the
-/// guest.
+/// Guest stdout and stderr kept per call; more is counted and dropped.
 const STDIO_CAPTURE_BYTES: usize = 64 << 10;
 /// Bytes of `host.log` messages one call may write into the host's log.
 const LOG_BYTES_PER_CALL: usize = 64 << 10;
@@ -211,8 +210,8 @@ impl Sandbox {
         export: Export<'_>,
     ) -> (Result<Returned, CallFailure>, u64, Duration) {
         let start = Instant::now();
-        let stderr = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
-        let stdout = MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        let stderr = Capture::new(STDIO_CAPTURE_BYTES);
+        let stdout = Capture::new(STDIO_CAPTURE_BYTES);
         let mut store = match self.new_store(plugin, grants, limits, stdout.clone(), stderr.clone()) {
             Ok(store) => store,
             Err(e) => return (Err(CallFailure::Host(format!("{e:#}"))), 0, start.elapsed()),
@@ -248,8 +247,8 @@ impl Sandbox {
         plugin: &str,
         grants: &Grants,
         limits: &Limits,
-        stdout: MemoryOutputPipe,
-        stderr: MemoryOutputPipe,
+        stdout: Capture,
+        stderr: Capture,
     ) -> wasmtime::Result<Store<CallState>> {
         let state = CallState {
             wasi: grants.wasi_ctx(stdout, stderr)?,
@@ -283,7 +282,7 @@ impl Sandbox {
         times: u32,
     ) -> wasmtime::Result<Duration> {
         let limits = Limits { fuel: u64::MAX / 2, ..Limits::default() };
-        let pipe = || MemoryOutputPipe::new(STDIO_CAPTURE_BYTES);
+        let pipe = || Capture::new(STDIO_CAPTURE_BYTES);
         let mut store = self.new_store("bench", grants, &limits, pipe(), pipe())?;
         store.set_epoch_deadline(u64::MAX / 2);
         let instance = pre.instantiate_async(&mut store).await?;
@@ -313,7 +312,7 @@ fn check_returned(returned: Returned, state: &CallState, limits: &Limits) -> Res
 }
 
 /// Name the limit or trap behind a failed call.
-fn classify(error: &wasmtime::Error, state: &CallState, limits: &Limits, stderr: &MemoryOutputPipe) -> CallFailure {
+fn classify(error: &wasmtime::Error, state: &CallState, limits: &Limits, stderr: &Capture) -> CallFailure {
     match state.limiter.hit {
         Some(LimitHit::Memory { limit }) => return CallFailure::MemoryLimit { limit },
         Some(LimitHit::TableElements { limit }) => {
@@ -353,13 +352,14 @@ fn tail(bytes: &[u8]) -> String {
     text[start..].to_owned()
 }
 
-fn emit_stdio(plugin: &str, stdout: &MemoryOutputPipe, stderr: &MemoryOutputPipe) {
-    for (stream, pipe) in [("stdout", stdout), ("stderr", stderr)] {
-        let bytes = pipe.contents();
-        if !bytes.is_empty() {
-            for line in String::from_utf8_lossy(&bytes).lines() {
-                tracing::debug!(plugin, stream, "{line}");
-            }
+fn emit_stdio(plugin: &str, stdout: &Capture, stderr: &Capture) {
+    for (stream, capture) in [("stdout", stdout), ("stderr", stderr)] {
+        let bytes = capture.contents();
+        for line in String::from_utf8_lossy(&bytes).lines() {
+            tracing::debug!(plugin, stream, "{line}");
+        }
+        if capture.dropped() > 0 {
+            tracing::debug!(plugin, stream, "… {} more bytes dropped (cap {STDIO_CAPTURE_BYTES})", capture.dropped());
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::manifest::{Capabilities, DirAccess};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use super::capture::Capture;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
@@ -143,8 +143,8 @@ impl Grants {
     /// stdout and stderr captured into bounded pipes.
     pub(crate) fn wasi_ctx(
         &self,
-        stdout: MemoryOutputPipe,
-        stderr: MemoryOutputPipe,
+        stdout: Capture,
+        stderr: Capture,
     ) -> wasmtime::Result<WasiCtx> {
         let mut builder = WasiCtxBuilder::new();
         builder

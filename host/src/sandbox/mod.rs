@@ -5,6 +5,7 @@
 
 mod bindings;
 mod call;
+mod capture;
 mod grants;
 mod limits;
 

@@ -28,6 +28,8 @@ impl Plugin for Hostile {
             .tool(Tool::new("flood_output", "Return a huge output.")
                 .param("mib", Type::Integer, "how many MiB", Optional))
             .tool(Tool::new("panic", "Panic."))
+            .tool(Tool::new("chatter", "Print a lot to stdout and stderr.")
+                .param("kib", Type::Integer, "how many KiB to each", Required))
             .tool(Tool::new("count_calls", "Count calls in a static."))
             .tool(Tool::new("sleep", "Sleep inside a host call.")
                 .param("seconds", Type::Integer, "how long", Required))
@@ -77,6 +79,14 @@ impl Plugin for Hostile {
                 Ok("x".repeat(mib << 20).into())
             }
             "panic" => panic!("hostile plugin panicked on purpose"),
+            "chatter" => {
+                let line = "x".repeat(1023);
+                for _ in 0..args.get::<u64>("kib")? {
+                    println!("{line}");
+                    eprintln!("{line}");
+                }
+                Ok("done".into())
+            }
             "count_calls" => Ok(json!({ "calls": CALLS.fetch_add(1, Ordering::SeqCst) + 1 }).into()),
             "sleep" => {
                 let seconds: u64 = args.get("seconds")?;
