@@ -33,7 +33,7 @@ impl Executor {
             let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
             return ToolOutcome::without_running(&call.id, &call.tool, Status::NotFound, unknown_tool(&call.tool, &names));
         };
-        let args_json = serde_json::Value::Object(call.args.clone()).to_string();
+        let args_json = serde_json::to_string(&call.args).expect("a JSON map serializes");
         let invocation = self.registry.invoke(plugin, &call.tool, &args_json).await;
         ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
     }
