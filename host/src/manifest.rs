@@ -257,7 +257,7 @@ impl PluginManifest {
 
         let mut tool_names = HashSet::new();
         let mut tools = Vec::with_capacity(raw.tools.len());
-        for tool in raw.tools {
+        for RawTool { spec: mut tool, example } in raw.tools {
             if !is_valid_name(&tool.name) {
                 return Err(ManifestError::BadName { plugin, what: "tool", name: tool.name });
             }
@@ -277,7 +277,7 @@ impl PluginManifest {
                     });
                 }
             }
-            let example = match tool.example {
+            tool.example = match example {
                 None => None,
                 Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
                     Ok(value @ serde_json::Value::Object(_)) => Some(value),
@@ -289,18 +289,8 @@ impl PluginManifest {
                     }
                 },
             };
-            tools.push(ToolSpec {
-                name: tool.name,
-                plugin: plugin.clone(),
-                description: tool.description,
-                params: tool.params,
-                permission: tool.permission,
-                result_approval: tool.result_approval,
-                agent_callable: tool.agent_callable,
-                distributed_exposed: tool.distributed_exposed,
-                tags: tool.tags,
-                example,
-            });
+            tool.plugin = plugin.clone();
+            tools.push(tool);
         }
         Ok(PluginManifest {
             name: raw.name,
@@ -339,17 +329,11 @@ pub(crate) struct RawManifest {
     pub capabilities: Capabilities,
 }
 
-/// A tool as the guest returned it, before validation.
+/// A tool as the guest returned it, before validation: `spec` has no
+/// plugin and no example yet; `example` is the unparsed example text.
 #[derive(Debug, Clone)]
 pub(crate) struct RawTool {
-    pub name: String,
-    pub description: String,
-    pub params: Vec<ParamSpec>,
-    pub permission: Permission,
-    pub result_approval: bool,
-    pub agent_callable: bool,
-    pub distributed_exposed: bool,
-    pub tags: Vec<String>,
+    pub spec: ToolSpec,
     pub example: Option<String>,
 }
 
@@ -364,14 +348,18 @@ mod tests {
             description: String::new(),
             api_version: api.into(),
             tools: vec![RawTool {
-                name: "t".into(),
-                description: String::new(),
-                params: vec![],
-                permission: Permission::Public,
-                result_approval: false,
-                agent_callable: false,
-                distributed_exposed: false,
-                tags: vec![],
+                spec: ToolSpec {
+                    name: "t".into(),
+                    plugin: String::new(),
+                    description: String::new(),
+                    params: vec![],
+                    permission: Permission::Public,
+                    result_approval: false,
+                    agent_callable: false,
+                    distributed_exposed: false,
+                    tags: vec![],
+                    example: None,
+                },
                 example: Some(r#"{"a": 1}"#.into()),
             }],
             capabilities: Capabilities::default(),

@@ -1,7 +1,9 @@
 //! Host bindings for the `toolhost:plugin` world, and the conversion of a
 //! guest's manifest into the host-side types.
 
-use crate::manifest::{Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, RawManifest, RawTool};
+use crate::manifest::{
+    Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, RawManifest, RawTool, ToolSpec,
+};
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -41,8 +43,9 @@ impl From<wit::Manifest> for RawManifest {
 
 impl From<wit::Tool> for RawTool {
     fn from(t: wit::Tool) -> Self {
-        RawTool {
+        let spec = ToolSpec {
             name: t.name,
+            plugin: String::new(),
             description: t.description,
             params: t
                 .params
@@ -69,7 +72,8 @@ impl From<wit::Tool> for RawTool {
             agent_callable: t.agent_callable,
             distributed_exposed: t.distributed_exposed,
             tags: t.tags,
-            example: t.example,
-        }
+            example: None,
+        };
+        RawTool { spec, example: t.example }
     }
 }
