@@ -18,7 +18,17 @@ use std::process::Command;
 /// The example plugins, shown by the demo and `toolhost list`.
 const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
 /// The misbehaving plugins the tests load.
-const HOSTILE: &[&str] = &["hostile", "api_mismatch", "impostor"];
+const HOSTILE: &[&str] = &[
+    "hostile",
+    "api_mismatch",
+    "impostor",
+    "hoarder",
+    "manifest_hog",
+    "injector",
+    "bloated",
+    "squatter",
+    "escapes",
+];
 /// Plugin crates whose unit tests run natively.
 const NATIVE_TESTED: &[&str] = &["calc"];
 
