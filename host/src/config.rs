@@ -10,8 +10,11 @@
 //! [limits]                           # every plugin's defaults
 //! fuel = 1_000_000_000
 //! timeout_ms = 30_000
-//! memory_mib = 64
+//! memory_mib = 64                    # all of a call's linear memories together
 //! output_kib = 1024
+//! host_memory_mib = 32               # what the host holds for a call
+//! resources = 1000
+//! open_files = 128
 //!
 //! [plugins.files]
 //! limits = { timeout_ms = 5_000 }
@@ -222,6 +225,9 @@ struct LimitOverrides {
     tables: Option<u64>,
     memories: Option<u64>,
     table_elements: Option<u64>,
+    host_memory_mib: Option<u64>,
+    resources: Option<u64>,
+    open_files: Option<u64>,
 }
 
 impl LimitOverrides {
@@ -262,6 +268,15 @@ impl LimitOverrides {
         }
         if let Some(v) = self.table_elements {
             limits.table_elements = range("table_elements", v, 1, MAX_TABLE_ELEMENTS as u64)? as usize;
+        }
+        if let Some(v) = self.host_memory_mib {
+            limits.host_memory_bytes = (range("host_memory_mib", v, 1, 4096)? as usize) << 20;
+        }
+        if let Some(v) = self.resources {
+            limits.resources = range("resources", v, 1, 1_000_000)? as usize;
+        }
+        if let Some(v) = self.open_files {
+            limits.open_files = range("open_files", v, 0, 65_536)? as usize;
         }
         Ok(limits)
     }

@@ -34,6 +34,7 @@ pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod outcome;
+mod printable;
 pub mod protocol;
 pub mod registry;
 pub mod sandbox;
@@ -44,3 +45,12 @@ pub use config::Policy;
 pub use executor::Executor;
 pub use outcome::{Status, ToolOutcome};
 pub use registry::Registry;
+pub use sandbox::HostMemoryAllocator;
+
+/// Counts the host memory each call causes, so that the per-call
+/// host-memory limit holds; see [`HostMemoryAllocator`]. Turn the
+/// `host-memory-accounting` feature off to install your own allocator
+/// (wrapped in [`HostMemoryAllocator`]).
+#[cfg(feature = "host-memory-accounting")]
+#[global_allocator]
+static ALLOCATOR: HostMemoryAllocator = HostMemoryAllocator::new(std::alloc::System);

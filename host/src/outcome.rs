@@ -105,11 +105,14 @@ impl ToolOutcome {
 fn status_of(failure: &CallFailure) -> Status {
     match failure {
         CallFailure::Tool(f) if f.kind == ToolFailureKind::UnknownTool => Status::NotFound,
-        CallFailure::Tool(_) | CallFailure::Trapped { .. } | CallFailure::Host(_) => Status::Error,
+        CallFailure::Tool(_) | CallFailure::Trapped { .. } | CallFailure::Exited { .. } | CallFailure::Host(_) => {
+            Status::Error
+        }
         CallFailure::OutOfFuel { .. } => Status::OutOfFuel,
         CallFailure::TimedOut { .. } => Status::TimedOut,
-        CallFailure::HttpDenied { .. } => Status::Denied,
+        CallFailure::HttpDenied { .. } | CallFailure::NotGranted { .. } => Status::Denied,
         CallFailure::MemoryLimit { .. }
+        | CallFailure::HostMemoryLimit { .. }
         | CallFailure::StackOverflow { .. }
         | CallFailure::OutputTooLarge { .. }
         | CallFailure::ResourceLimit { .. } => Status::LimitExceeded,

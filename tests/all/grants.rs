@@ -134,7 +134,12 @@ async fn an_http_host_off_the_allow_list_is_denied_and_named() {
     let host = TestHost::new(&["hostile"], "").await;
     let outcome = host.call("fetch", json!({ "url": format!("http://127.0.0.1:{port}/") })).await;
     assert_eq!(outcome.status, Status::Denied);
-    assert_eq!(outcome.output, format!("HTTP host 127.0.0.1:{port} is not granted to plugin `hostile`"));
+    assert_eq!(
+        outcome.output,
+        "plugin `hostile` called `wasi:http/types@0.2.12#[constructor]fields`, but no HTTP host is granted to it; \
+         allow hosts with `http_hosts` in its [plugins.hostile] section",
+        "without an HTTP grant, wasi:http refuses before anything is created"
+    );
     let granted = TestHost::new(&["hostile"], "[plugins.hostile]\nhttp_hosts = [\"127.0.0.1\"]\n").await;
     let outcome = granted.call("fetch", json!({ "url": "http://evil.test/" })).await;
     assert_eq!(outcome.status, Status::Denied);

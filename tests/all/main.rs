@@ -4,6 +4,7 @@
 
 mod concurrency;
 mod grants;
+mod host_limits;
 mod limits;
 mod protocols;
 mod registry;

@@ -68,3 +68,54 @@ pub fn policy_in(dir: &Path, policy: &str) -> Policy {
     std::fs::write(&path, text).unwrap();
     Policy::load(&path).unwrap()
 }
+
+/// Plugin log records seen: (plugin, message).
+pub type LogRecords = Arc<std::sync::Mutex<Vec<(String, String)>>>;
+
+/// The plugin log records seen on this thread while the guard lives.
+/// Calls under `#[tokio::test]` run on the test's thread.
+pub fn capture_logs() -> (tracing::subscriber::DefaultGuard, LogRecords) {
+    use tracing_subscriber::layer::SubscriberExt;
+    let records = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(LogCapture(records.clone()));
+    (tracing::subscriber::set_default(subscriber), records)
+}
+
+struct LogCapture(LogRecords);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for LogCapture {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        #[derive(Default)]
+        struct Fields {
+            plugin: String,
+            message: String,
+        }
+        impl tracing::field::Visit for Fields {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "plugin" {
+                    self.plugin = value.to_owned();
+                }
+            }
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.message = format!("{value:?}");
+                }
+            }
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        if !fields.plugin.is_empty() {
+            self.0.lock().unwrap().push((fields.plugin, fields.message));
+        }
+    }
+}
+
+/// The descriptors this process holds open on `dir` or below it. (Tests
+/// run in parallel, so a count of all descriptors would race.)
+pub fn open_fds_under(dir: &Path) -> usize {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else { return 0 };
+    fds.filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .count()
+}

@@ -421,11 +421,11 @@ impl Registry {
             Some(cache) => cache.load_or_compile(engine, &sha256, wasm).map_err(compile_error)?,
             None => (Component::new(engine, wasm).map_err(compile_error)?, CacheUse::Compiled),
         };
-        let pre = self.sandbox.prepare(&component).map_err(compile_error)?;
-
+        // The manifest is read with no grants; calls run with the plugin's.
+        let bare = self.sandbox.prepare(&component, &Grants::none()).map_err(compile_error)?;
         let (returned, _, _) = self
             .sandbox
-            .run(&pre, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest)
+            .run(&bare, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest)
             .await;
         let raw = match returned {
             Ok(Returned::Manifest(raw)) => raw,
@@ -433,12 +433,18 @@ impl Registry {
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
         let manifest =
-            PluginManifest::validate(raw.into()).map_err(|error| LoadError::Invalid { file, error })?;
+            PluginManifest::validate(raw.into()).map_err(|error| LoadError::Invalid { file: file.clone(), error })?;
         let policy = self.policy.for_plugin(&manifest.name);
+        let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
+        let pre = if grants.http_hosts.is_empty() {
+            bare
+        } else {
+            self.sandbox.prepare(&component, &grants).map_err(compile_error)?
+        };
         Ok(LoadedPlugin {
             path: path.to_owned(),
             sha256,
-            grants: Grants::resolve(&manifest.capabilities, &policy.allowance),
+            grants,
             limits: policy.limits,
             manifest,
             cache,

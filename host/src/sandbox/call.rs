@@ -3,29 +3,39 @@
 
 use super::bindings::{PluginPre, toolhost::plugin::host, toolhost::plugin::types as wit};
 use super::capture::Capture;
+use super::filesystem::OpenFiles;
 use super::grants::{Grants, HttpGate};
-use super::limits::{CallLimiter, LimitHit, Limits, grouped, human_bytes, human_duration};
+use super::host_work::{self, HostLimit, HostWork};
+use super::limits::{CallLimiter, Limits, Refusal, grouped, human_bytes, human_duration};
+use super::linking::NotGranted;
+use super::plugin_log::LogBudget;
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, STACK_LIMIT_BYTES, Sandbox};
+use crate::printable::printable;
 use std::time::{Duration, Instant};
-use wasmtime::component::ResourceTable;
-use wasmtime::{Store, Trap};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime::component::{ResourceTable, ResourceTableError};
+use wasmtime::{CallHook, Store, Trap};
+use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Guest stdout and stderr kept per call; more is counted and dropped.
 const STDIO_CAPTURE_BYTES: usize = 64 << 10;
-/// Bytes of `host.log` messages one call may write into the host's log.
-const LOG_BYTES_PER_CALL: usize = 64 << 10;
+/// Random bytes one `get-random-bytes` call may ask the host for (WASI's
+/// default is 64 MiB, allocated on the host).
+const MAX_RANDOM_BYTES: u64 = 1 << 20;
 
 /// The data of one call's store.
 pub(crate) struct CallState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
-    table: ResourceTable,
+    pub(crate) table: ResourceTable,
     http_gate: HttpGate,
     limiter: CallLimiter,
-    plugin: String,
-    log_budget: usize,
+    pub(crate) limits: Limits,
+    pub(crate) plugin: String,
+    log: LogBudget,
+    pub(crate) open_files: OpenFiles,
+    /// Last, so that everything above is freed while the account is open.
+    pub(crate) work: HostWork,
 }
 
 impl WasiView for CallState {
@@ -45,25 +55,14 @@ impl wit::Host for CallState {}
 
 impl host::Host for CallState {
     fn log(&mut self, level: host::LogLevel, message: String) {
-        if self.log_budget == 0 {
-            return;
-        }
-        let mut cut = message.len().min(self.log_budget);
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        self.log_budget -= cut;
-        let message = &message[..cut];
         let plugin = self.plugin.as_str();
+        let Some(message) = self.log.admit(plugin, &message) else { return };
         match level {
             host::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
             host::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
             host::LogLevel::Info => tracing::info!(plugin, "{message}"),
             host::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
             host::LogLevel::Error => tracing::error!(plugin, "{message}"),
-        }
-        if self.log_budget == 0 {
-            tracing::warn!(plugin, "log budget of {LOG_BYTES_PER_CALL} bytes for this call is spent; further records are dropped");
         }
     }
 }
@@ -143,6 +142,12 @@ pub enum CallFailure {
         /// The memory limit in bytes.
         limit: usize,
     },
+    /// The host held more memory for the call than allowed.
+    #[error("host memory limit {} exceeded", human_bytes(*limit))]
+    HostMemoryLimit {
+        /// The host-memory limit in bytes.
+        limit: usize,
+    },
     /// The WebAssembly stack was exhausted.
     #[error("stack limit {} exceeded", human_bytes(*limit))]
     StackOverflow {
@@ -157,7 +162,8 @@ pub enum CallFailure {
         /// The output limit in bytes.
         limit: usize,
     },
-    /// A count limit (instances, tables, memories, table elements) was hit.
+    /// A count limit (instances, tables, memories, table elements,
+    /// resources, open files) was hit.
     #[error("{what} limit {limit} exceeded")]
     ResourceLimit {
         /// Which resource.
@@ -170,20 +176,60 @@ pub enum CallFailure {
     HttpDenied {
         /// The plugin.
         plugin: String,
-        /// The hosts it tried.
+        /// The hosts it tried (the first few, then how many more).
         hosts: Vec<String>,
     },
+    /// The plugin called an interface it was not granted.
+    #[error("plugin `{plugin}` called `{function}`, but {}", missing_grant(*capability, plugin))]
+    NotGranted {
+        /// The plugin.
+        plugin: String,
+        /// Which capability it lacks.
+        capability: GrantKind,
+        /// The function it called.
+        function: String,
+    },
+    /// The plugin exited (WASI `exit`) instead of returning a result.
+    #[error("the plugin exited with status {status} instead of returning a result")]
+    Exited {
+        /// Its exit status.
+        status: i32,
+    },
     /// The plugin trapped: a panic, an `unreachable`, a bad memory access.
-    #[error("plugin trapped: {trap}{}", if stderr.is_empty() { String::new() } else { format!("; stderr: {stderr}") })]
+    #[error(
+        "plugin trapped: {trap}{}{}",
+        if stderr.is_empty() { String::new() } else { format!("; stderr: {stderr}") },
+        refused.as_deref().map(|r| format!(" (earlier, {r})")).unwrap_or_default()
+    )]
     Trapped {
         /// The trap.
         trap: String,
         /// The end of what it wrote to stderr, often a panic message.
         stderr: String,
+        /// A growth the limiter refused before the trap, if any.
+        refused: Option<String>,
     },
     /// The plugin could not be instantiated or called.
     #[error("the host could not run the plugin: {0}")]
     Host(String),
+}
+
+/// A capability linked only where granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrantKind {
+    /// Outbound HTTP (`wasi:http`).
+    Http,
+    /// Raw sockets (`wasi:sockets`), never granted.
+    Sockets,
+}
+
+fn missing_grant(capability: GrantKind, plugin: &str) -> String {
+    match capability {
+        GrantKind::Http => format!(
+            "no HTTP host is granted to it; allow hosts with `http_hosts` in its [plugins.{plugin}] section"
+        ),
+        GrantKind::Sockets => "toolhost never grants sockets; a plugin reaches the network through granted HTTP hosts".into(),
+    }
 }
 
 /// What one call did.
@@ -217,6 +263,7 @@ impl Sandbox {
             Err(e) => return (Err(CallFailure::Host(format!("{e:#}"))), 0, start.elapsed()),
         };
 
+        let meter = store.data().work.memory.meter();
         let call = async {
             let instance = pre.instantiate_async(&mut store).await?;
             match export {
@@ -229,15 +276,15 @@ impl Sandbox {
         };
         // The epoch deadline stops guest code; this stops a guest that is
         // waiting inside a host call (a sleep, a slow HTTP response).
-        let outcome = tokio::time::timeout(limits.timeout + 2 * EPOCH_TICK, call).await;
+        let outcome = tokio::time::timeout(limits.timeout + 2 * EPOCH_TICK, meter.around(call)).await;
 
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let result = match outcome {
             Err(_elapsed) => Err(CallFailure::TimedOut { limit: limits.timeout }),
-            Ok(Err(error)) => Err(classify(&error, store.data(), limits, &stderr)),
+            Ok(Err(error)) => Err(classify(&error, store.data(), &stderr)),
             Ok(Ok(returned)) => Ok(returned),
         };
-        let result = result.and_then(|returned| check_returned(returned, store.data(), limits));
+        let result = result.and_then(|returned| check_returned(returned, store.data()));
         emit_stdio(plugin, &stdout, &stderr);
         (result, fuel_used, start.elapsed())
     }
@@ -250,17 +297,26 @@ impl Sandbox {
         stdout: Capture,
         stderr: Capture,
     ) -> wasmtime::Result<Store<CallState>> {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(limits.resources);
         let state = CallState {
-            wasi: grants.wasi_ctx(stdout, stderr)?,
+            wasi: grants.wasi_ctx(stdout, stderr, MAX_RANDOM_BYTES)?,
             http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
+            table,
             http_gate: HttpGate::new(grants.http_hosts.clone()),
             limiter: CallLimiter::new(*limits),
+            limits: *limits,
             plugin: plugin.to_owned(),
-            log_budget: LOG_BYTES_PER_CALL,
+            log: LogBudget::new(),
+            open_files: OpenFiles::new(limits.open_files),
+            work: HostWork::new(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
+        store.call_hook(|store, hook| match hook {
+            CallHook::ReturningFromHost => host_work::after_host_call(store),
+            _ => Ok(()),
+        });
         store.set_fuel(limits.fuel)?;
         store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))?;
         let tick = EPOCH_TICK.as_nanos();
@@ -294,37 +350,89 @@ impl Sandbox {
     }
 }
 
-/// A returned value can still break a limit: the output cap, or an HTTP
-/// denial the plugin turned into its own error.
-fn check_returned(returned: Returned, state: &CallState, limits: &Limits) -> Result<Returned, CallFailure> {
-    let Returned::Invoke(result) = &returned else { return Ok(returned) };
-    match result {
-        Ok(output) if output.as_str().len() > limits.output_bytes => Err(CallFailure::OutputTooLarge {
-            size: output.as_str().len(),
-            limit: limits.output_bytes,
-        }),
-        Err(_) if !state.http_gate.denied.is_empty() => Err(CallFailure::HttpDenied {
+/// A returned value can still break a limit: the output cap (which an
+/// error message is held to as well), or an HTTP denial the plugin turned
+/// into its own error.
+fn check_returned(returned: Returned, state: &CallState) -> Result<Returned, CallFailure> {
+    let limit = state.limits.output_bytes;
+    match returned {
+        Returned::Invoke(Ok(output)) if output.as_str().len() > limit => {
+            Err(CallFailure::OutputTooLarge { size: output.as_str().len(), limit })
+        }
+        Returned::Invoke(Err(_)) if !state.http_gate.denied.is_empty() => Err(CallFailure::HttpDenied {
             plugin: state.plugin.clone(),
-            hosts: state.http_gate.denied.clone(),
+            hosts: state.http_gate.denied_hosts(),
         }),
-        _ => Ok(returned),
+        Returned::Invoke(Err(mut failure)) if failure.message.len() > limit => {
+            let size = failure.message.len();
+            failure.message.truncate(floor_char_boundary(&failure.message, limit));
+            failure.message.push_str(&format!(
+                " … [the plugin's error message of {} was cut at the output limit of {}]",
+                human_bytes(size),
+                human_bytes(limit)
+            ));
+            Ok(Returned::Invoke(Err(failure)))
+        }
+        returned => Ok(returned),
     }
 }
 
-/// Name the limit or trap behind a failed call.
-fn classify(error: &wasmtime::Error, state: &CallState, limits: &Limits, stderr: &Capture) -> CallFailure {
-    match state.limiter.hit {
-        Some(LimitHit::Memory { limit }) => return CallFailure::MemoryLimit { limit },
-        Some(LimitHit::TableElements { limit }) => {
-            return CallFailure::ResourceLimit { what: "table elements", limit };
-        }
-        None => {}
+/// The largest char boundary of `text` at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut cut = at.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
+}
+
+/// Name what ended a failed call: the error itself says so (a trap, a
+/// host limit, a refused grant, an exit); a growth the limiter refused
+/// earlier only explains a trap that has no other cause.
+fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture) -> CallFailure {
+    let limits = &state.limits;
+    if let Some(limit) = error.downcast_ref::<HostLimit>() {
+        return match *limit {
+            HostLimit::HostMemory { limit } => CallFailure::HostMemoryLimit { limit },
+            HostLimit::OpenFiles { limit } => CallFailure::ResourceLimit { what: "open files", limit },
+        };
+    }
+    if let Some(refused) = error.downcast_ref::<NotGranted>() {
+        return CallFailure::NotGranted {
+            plugin: state.plugin.clone(),
+            capability: refused.capability,
+            function: refused.function.clone(),
+        };
+    }
+    if let Some(exit) = error.downcast_ref::<I32Exit>() {
+        return CallFailure::Exited { status: exit.0 };
+    }
+    if let Some(ResourceTableError::Full) = error.downcast_ref::<ResourceTableError>() {
+        return CallFailure::ResourceLimit { what: "resources", limit: limits.resources };
     }
     match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => CallFailure::OutOfFuel { limit: limits.fuel },
         Some(Trap::Interrupt) => CallFailure::TimedOut { limit: limits.timeout },
         Some(Trap::StackOverflow) => CallFailure::StackOverflow { limit: STACK_LIMIT_BYTES },
-        Some(trap) => CallFailure::Trapped { trap: trap.to_string(), stderr: tail(&stderr.contents()) },
+        Some(trap) => {
+            let stderr = tail(&stderr.contents());
+            // A guest whose allocation failed after a refused growth aborts
+            // (`unreachable`) without panicking; that is the limit. Any other
+            // trap is reported as itself, the refusal as context.
+            let aborted = *trap == Trap::UnreachableCodeReached && !stderr.contains("panicked at");
+            match (state.limiter.refused, aborted) {
+                (Some(Refusal::Memory { limit }), true) => CallFailure::MemoryLimit { limit },
+                (Some(Refusal::TableElements { limit }), true) => {
+                    CallFailure::ResourceLimit { what: "table elements", limit }
+                }
+                (refused, _) => CallFailure::Trapped { trap: trap.to_string(), stderr, refused: refused.map(refusal_note) },
+            }
+        }
+        // Not a trap: instantiation failed. A refused growth is why.
+        None if state.limiter.refused.is_some() => match state.limiter.refused {
+            Some(Refusal::Memory { limit }) => CallFailure::MemoryLimit { limit },
+            _ => CallFailure::ResourceLimit { what: "table elements", limit: limits.table_elements },
+        },
         None => {
             let message = format!("{error:#}");
             // wasmtime reports count limits only as text: "resource limit
@@ -340,7 +448,15 @@ fn classify(error: &wasmtime::Error, state: &CallState, limits: &Limits, stderr:
     }
 }
 
-/// The last line or so of captured output, for a trap message.
+fn refusal_note(refused: Refusal) -> String {
+    match refused {
+        Refusal::Memory { limit } => format!("memory growth past the limit of {} was refused", human_bytes(limit)),
+        Refusal::TableElements { limit } => format!("table growth past the limit of {limit} elements was refused"),
+    }
+}
+
+/// The last line or so of captured output, for a trap message, with
+/// control characters escaped.
 fn tail(bytes: &[u8]) -> String {
     const KEEP: usize = 400;
     let text = String::from_utf8_lossy(bytes);
@@ -349,13 +465,14 @@ fn tail(bytes: &[u8]) -> String {
     while !text.is_char_boundary(start) {
         start += 1;
     }
-    text[start..].to_owned()
+    printable(&text[start..]).into_owned()
 }
 
 fn emit_stdio(plugin: &str, stdout: &Capture, stderr: &Capture) {
     for (stream, capture) in [("stdout", stdout), ("stderr", stderr)] {
         let bytes = capture.contents();
         for line in String::from_utf8_lossy(&bytes).lines() {
+            let line = printable(line);
             tracing::debug!(plugin, stream, "{line}");
         }
         if capture.dropped() > 0 {

@@ -145,11 +145,13 @@ impl Grants {
         &self,
         stdout: Capture,
         stderr: Capture,
+        max_random_bytes: u64,
     ) -> wasmtime::Result<WasiCtx> {
         let mut builder = WasiCtxBuilder::new();
         builder
             .stdout(stdout)
             .stderr(stderr)
+            .max_random_size(max_random_bytes)
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
@@ -167,16 +169,44 @@ impl Grants {
     }
 }
 
+/// Refused hosts one call remembers by name; more are only counted, so a
+/// plugin cannot grow the list (or the outcome) without bound.
+const DENIED_HOSTS_KEPT: usize = 4;
+/// The longest host name kept for a refusal message.
+const DENIED_HOST_CHARS: usize = 255;
+
 /// The `wasi:http` gate of one call: requests to granted hosts go out,
 /// others are refused and remembered so the outcome can name them.
 pub(crate) struct HttpGate {
     allowed: Vec<String>,
     pub(crate) denied: Vec<String>,
+    denied_more: usize,
 }
 
 impl HttpGate {
     pub(crate) fn new(allowed: Vec<String>) -> Self {
-        HttpGate { allowed, denied: Vec::new() }
+        HttpGate { allowed, denied: Vec::new(), denied_more: 0 }
+    }
+
+    fn deny(&mut self, authority: String) {
+        if self.denied.contains(&authority) {
+            return;
+        }
+        if self.denied.len() < DENIED_HOSTS_KEPT {
+            let cut: String = authority.chars().take(DENIED_HOST_CHARS).collect();
+            self.denied.push(crate::printable::printable(&cut).into_owned());
+        } else {
+            self.denied_more += 1;
+        }
+    }
+
+    /// The refused hosts for a message: the first few, then how many more.
+    pub(crate) fn denied_hosts(&self) -> Vec<String> {
+        let mut hosts = self.denied.clone();
+        if self.denied_more > 0 {
+            hosts.push(format!("and {} more", self.denied_more));
+        }
+        hosts
     }
 
     fn admits(&self, uri: &http::Uri) -> bool {
@@ -203,7 +233,7 @@ impl WasiHttpHooks for HttpGate {
     ) -> Box<dyn Future<Output = SendResult> + Send> {
         if !self.admits(request.uri()) {
             let authority = request.uri().authority().map_or_else(String::new, |a| a.to_string());
-            self.denied.push(authority);
+            self.deny(authority);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         Box::new(async move {

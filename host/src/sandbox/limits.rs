@@ -10,7 +10,7 @@ use std::time::Duration;
 pub const DEFAULT_FUEL: u64 = 1_000_000_000;
 /// Wall-clock time a call may take by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Linear memory a call's instance may grow to by default.
+/// Linear memory a call may use by default, all its memories together.
 pub const DEFAULT_MEMORY_BYTES: usize = 64 << 20;
 /// Output a call may return by default.
 pub const DEFAULT_OUTPUT_BYTES: usize = 1 << 20;
@@ -26,6 +26,17 @@ pub const DEFAULT_TABLE_ELEMENTS: usize = 10_000;
 /// The ceiling for the table-elements limit, as the pooling allocator
 /// reserves room for it.
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+/// Host memory a call may make the host hold by default: resources it
+/// creates, buffers it hands over (see `host_memory`). A call needs a few
+/// hundred KiB; an HTTP request with large headers a few MiB.
+pub const DEFAULT_HOST_MEMORY_BYTES: usize = 32 << 20;
+/// WASI resources (streams, descriptors, HTTP fields, pollables…) a call
+/// may hold at once by default. An HTTP request uses about fifteen.
+pub const DEFAULT_RESOURCES: usize = 1_000;
+/// Files and directories a call may hold open at once by default: far
+/// below the process's descriptor limit (often 1 024), so that a few
+/// hostile calls cannot take the host's last descriptors.
+pub const DEFAULT_OPEN_FILES: usize = 128;
 
 /// The ceiling for any memory limit: the size of one slot in the pooling
 /// allocator, which reserves address space for it up front.
@@ -42,8 +53,8 @@ pub struct Limits {
     /// Wall-clock deadline, enforced by epoch interruption so a call that
     /// runs over is stopped. Default [`DEFAULT_TIMEOUT`].
     pub timeout: Duration,
-    /// Linear memory per memory, in bytes. Default [`DEFAULT_MEMORY_BYTES`],
-    /// at most [`MAX_MEMORY_BYTES`].
+    /// Linear memory per call, all its memories together, in bytes.
+    /// Default [`DEFAULT_MEMORY_BYTES`], at most [`MAX_MEMORY_BYTES`].
     pub memory_bytes: usize,
     /// Output size in bytes. Default [`DEFAULT_OUTPUT_BYTES`].
     pub output_bytes: usize,
@@ -55,6 +66,13 @@ pub struct Limits {
     pub memories: usize,
     /// Elements per table. Default [`DEFAULT_TABLE_ELEMENTS`].
     pub table_elements: usize,
+    /// Bytes of host memory the call may make the host hold. Default
+    /// [`DEFAULT_HOST_MEMORY_BYTES`].
+    pub host_memory_bytes: usize,
+    /// WASI resources held at once. Default [`DEFAULT_RESOURCES`].
+    pub resources: usize,
+    /// Files and directories open at once. Default [`DEFAULT_OPEN_FILES`].
+    pub open_files: usize,
 }
 
 impl Default for Limits {
@@ -68,6 +86,9 @@ impl Default for Limits {
             tables: DEFAULT_TABLES,
             memories: DEFAULT_MEMORIES,
             table_elements: DEFAULT_TABLE_ELEMENTS,
+            host_memory_bytes: DEFAULT_HOST_MEMORY_BYTES,
+            resources: DEFAULT_RESOURCES,
+            open_files: DEFAULT_OPEN_FILES,
         }
     }
 }
@@ -81,42 +102,51 @@ impl Limits {
             timeout: Duration::from_secs(2),
             memory_bytes: 16 << 20,
             output_bytes: 256 << 10,
+            host_memory_bytes: 16 << 20,
+            resources: 100,
+            open_files: 0,
             ..Limits::default()
         }
     }
 }
 
-/// A store-level limit that a call ran into.
+/// A growth the limiter refused. A guest may survive a refusal (an
+/// allocator that falls back), so this is a hint for classifying a later
+/// trap, not proof of what ended the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LimitHit {
+pub(crate) enum Refusal {
     Memory { limit: usize },
     TableElements { limit: usize },
 }
 
-/// Enforces memory and table growth per store, and remembers which limit
-/// refused growth so the outcome can name it.
+/// Enforces memory and table growth per store, and remembers the last
+/// growth it refused. The memory limit holds for all of a call's linear
+/// memories together, so `memories` more of them do not multiply it.
 pub(crate) struct CallLimiter {
     limits: Limits,
-    pub(crate) hit: Option<LimitHit>,
+    memory_bytes: usize,
+    pub(crate) refused: Option<Refusal>,
 }
 
 impl CallLimiter {
     pub(crate) fn new(limits: Limits) -> Self {
-        CallLimiter { limits, hit: None }
+        CallLimiter { limits, memory_bytes: 0, refused: None }
     }
 }
 
 impl wasmtime::ResourceLimiter for CallLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.limits.memory_bytes {
-            self.hit = Some(LimitHit::Memory { limit: self.limits.memory_bytes });
+        let total = self.memory_bytes.saturating_add(desired.saturating_sub(current));
+        if total > self.limits.memory_bytes {
+            self.refused = Some(Refusal::Memory { limit: self.limits.memory_bytes });
             return Ok(false);
         }
+        self.memory_bytes = total;
         Ok(true)
     }
 
@@ -127,7 +157,7 @@ impl wasmtime::ResourceLimiter for CallLimiter {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         if desired > self.limits.table_elements {
-            self.hit = Some(LimitHit::TableElements { limit: self.limits.table_elements });
+            self.refused = Some(Refusal::TableElements { limit: self.limits.table_elements });
             return Ok(false);
         }
         Ok(true)

@@ -1,28 +1,37 @@
 //! The sandbox: one wasmtime [`Engine`] configured for untrusted code
-//! (pooling allocator, fuel, epoch interruption), a linker that offers WASI
-//! and `wasi:http` gated by [`Grants`], and the runner that executes every
-//! call in a fresh store and instance under [`Limits`].
+//! (pooling allocator, fuel, epoch interruption), linkers that offer WASI
+//! and, where granted, `wasi:http` ([`Grants`]), and the runner that
+//! executes every call in a fresh store and instance under [`Limits`],
+//! counting the host memory and host work it causes.
 
 mod bindings;
 mod call;
 mod capture;
+mod filesystem;
 mod grants;
+mod host_memory;
+mod host_work;
 mod limits;
+mod linking;
+mod plugin_log;
 
 pub(crate) use bindings::PluginPre;
-pub use call::{CallFailure, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
+pub use call::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
+pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 pub(crate) use call::{CallState, Export, Returned};
 pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
+pub use host_memory::{HostMemoryAllocator, accounting_active};
+pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
 pub use limits::{
-    DEFAULT_FUEL, DEFAULT_INSTANCES, DEFAULT_MEMORIES, DEFAULT_MEMORY_BYTES, DEFAULT_OUTPUT_BYTES,
-    DEFAULT_TABLE_ELEMENTS, DEFAULT_TABLES, DEFAULT_TIMEOUT, Limits, MAX_MEMORY_BYTES,
-    MAX_TABLE_ELEMENTS,
+    DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_INSTANCES, DEFAULT_MEMORIES, DEFAULT_MEMORY_BYTES,
+    DEFAULT_OPEN_FILES, DEFAULT_OUTPUT_BYTES, DEFAULT_RESOURCES, DEFAULT_TABLE_ELEMENTS, DEFAULT_TABLES,
+    DEFAULT_TIMEOUT, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
 };
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances; a deadline is enforced to within one tick.
@@ -48,17 +57,18 @@ pub const MAX_CONCURRENT_CALLS: u32 = 1_000;
 #[error("could not set up the WebAssembly engine: {0}")]
 pub struct SandboxError(String);
 
-/// The engine, the linker and the epoch ticker shared by every call.
+/// The engine, the linkers and the epoch ticker shared by every call.
 pub struct Sandbox {
     engine: Engine,
-    linker: Linker<CallState>,
+    linkers: linking::Linkers,
     ticker: EpochTicker,
 }
 
 impl Sandbox {
     /// An engine with fuel, epoch interruption and the pooling allocator,
-    /// and a linker that offers WASI p2, `wasi:http` and the `host`
-    /// interface. Nothing is granted until a call's [`Grants`] say so.
+    /// and linkers that offer WASI p2 without sockets, `wasi:http` where
+    /// granted, and the `host` interface. Nothing is granted until a
+    /// plugin's [`Grants`] say so.
     pub fn new() -> Result<Self, SandboxError> {
         let error = |e: wasmtime::Error| SandboxError(format!("{e:#}"));
         let mut pool = PoolingAllocationConfig::new();
@@ -83,14 +93,16 @@ impl Sandbox {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(error)?;
 
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(error)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(error)?;
-        bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)
-            .map_err(error)?;
-
+        let linkers = linking::Linkers::new(&engine).map_err(error)?;
+        if !accounting_active() {
+            tracing::warn!(
+                "host memory is not counted: the global allocator is not toolhost::HostMemoryAllocator \
+                 (enable the `host-memory-accounting` feature or wrap your allocator); \
+                 the host-memory limit and per-byte fuel for host work do not apply"
+            );
+        }
         let ticker = EpochTicker::start(engine.clone());
-        Ok(Sandbox { engine, linker, ticker })
+        Ok(Sandbox { engine, linkers, ticker })
     }
 
     /// The engine every plugin is compiled for.
@@ -98,9 +110,10 @@ impl Sandbox {
         &self.engine
     }
 
-    /// Link a compiled component once, so that each call only instantiates.
-    pub(crate) fn prepare(&self, component: &Component) -> wasmtime::Result<PluginPre<CallState>> {
-        PluginPre::new(self.linker.instantiate_pre(component)?)
+    /// Link a compiled component once for `grants`, so that each call only
+    /// instantiates.
+    pub(crate) fn prepare(&self, component: &Component, grants: &Grants) -> wasmtime::Result<PluginPre<CallState>> {
+        PluginPre::new(self.linkers.for_plugin(component, grants)?.instantiate_pre(component)?)
     }
 }
 

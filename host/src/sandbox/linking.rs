@@ -1,0 +1,87 @@
+//! What a plugin's imports are linked to.
+//!
+//! Every plugin gets the `host` interface and WASI p2: `wasi:io`,
+//! `wasi:clocks`, `wasi:random`, `wasi:cli` and `wasi:filesystem` (which
+//! reaches nothing without a directory grant), with toolhost's own
+//! `open-at`, `symlink-at` and metered reads in front (`filesystem`,
+//! `host_work`). Only a plugin granted an HTTP host gets working
+//! `wasi:http`; no plugin gets working `wasi:sockets`.
+//!
+//! A plugin may still import what it was not granted — an SDK links
+//! `wasi:http` whether or not the host grants a host. The functions of
+//! such interfaces are stubs that refuse: calling one ends the call with an
+//! outcome naming the missing grant, before the host creates anything for
+//! it. An import toolhost does not offer at all makes the component fail to
+//! load.
+
+use super::call::{CallState, GrantKind};
+use super::grants::Grants;
+use super::{bindings, filesystem, host_work};
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::Engine;
+
+/// The capability an interface belongs to, for those linked only where
+/// granted: `wasi:http` (with an HTTP grant) and `wasi:sockets` (never).
+fn capability_of(interface: &str) -> Option<GrantKind> {
+    if interface.starts_with("wasi:http/") {
+        Some(GrantKind::Http)
+    } else if interface.starts_with("wasi:sockets/") {
+        Some(GrantKind::Sockets)
+    } else {
+        None
+    }
+}
+
+/// A plugin called a function of an interface it was not granted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("called `{function}` of an interface it was not granted")]
+pub(crate) struct NotGranted {
+    pub(crate) capability: GrantKind,
+    pub(crate) function: String,
+}
+
+/// The linker every plugin is prepared from.
+pub(crate) struct Linkers {
+    everything: Linker<CallState>,
+}
+
+impl Linkers {
+    pub(crate) fn new(engine: &Engine) -> wasmtime::Result<Self> {
+        let mut linker = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        filesystem::add_to_linker(&mut linker)?;
+        host_work::add_to_linker(&mut linker)?;
+        bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
+        Ok(Linkers { everything: linker })
+    }
+
+    /// The linker for `component` under `grants`: every function of an
+    /// interface it imports but was not granted (`wasi:http` without an
+    /// HTTP grant, `wasi:sockets` always) replaced by a stub that refuses.
+    /// The resource types stay WASI's own, so the component links, but no
+    /// such resource can ever be created.
+    pub(crate) fn for_plugin(&self, component: &Component, grants: &Grants) -> wasmtime::Result<Linker<CallState>> {
+        let mut linker = self.everything.clone();
+        linker.allow_shadowing(true);
+        let engine = component.engine();
+        for (name, import) in component.component_type().imports(engine) {
+            let ComponentItem::ComponentInstance(instance) = import.ty else { continue };
+            let Some(capability) = capability_of(name) else { continue };
+            if capability == GrantKind::Http && !grants.http_hosts.is_empty() {
+                continue;
+            }
+            let mut stubs = linker.instance(name)?;
+            for (item, ty) in instance.exports(engine) {
+                if let ComponentItem::ComponentFunc(_) = ty.ty {
+                    let function = format!("{name}#{item}");
+                    stubs.func_new(item, move |_, _, _, _| {
+                        Err(NotGranted { capability, function: function.clone() }.into())
+                    })?;
+                }
+            }
+        }
+        Ok(linker)
+    }
+}
