@@ -15,6 +15,7 @@
 //! host_memory_mib = 32               # what the host holds for a call
 //! resources = 1000
 //! open_files = 128
+//! http_requests = 64
 //!
 //! [plugins.files]
 //! limits = { timeout_ms = 5_000 }
@@ -228,6 +229,7 @@ struct LimitOverrides {
     host_memory_mib: Option<u64>,
     resources: Option<u64>,
     open_files: Option<u64>,
+    http_requests: Option<u64>,
 }
 
 impl LimitOverrides {
@@ -277,6 +279,9 @@ impl LimitOverrides {
         }
         if let Some(v) = self.open_files {
             limits.open_files = range("open_files", v, 0, 65_536)? as usize;
+        }
+        if let Some(v) = self.http_requests {
+            limits.http_requests = range("http_requests", v, 0, 65_536)? as usize;
         }
         Ok(limits)
     }

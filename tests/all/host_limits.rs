@@ -4,7 +4,7 @@
 //! and the host serves the next call. Also: what ends a call is named
 //! after what really ended it.
 
-use crate::support::{TestHost, capture_logs, open_fds_under};
+use crate::support::{TestHost, capture_logs, open_fds_under, serve_forever};
 use serde_json::json;
 use std::time::Duration;
 use toolhost::Status;
@@ -167,6 +167,40 @@ async fn the_default_open_files_limit_is_far_below_the_process_limit() {
     assert_eq!(outcome.status, Status::LimitExceeded, "{}", outcome.output);
     assert_eq!(outcome.output, format!("open files limit {} exceeded", toolhost::sandbox::DEFAULT_OPEN_FILES));
     assert_eq!(open_fds_under(dir.path()), 0);
+}
+
+#[tokio::test]
+async fn streams_keep_files_open_and_count_toward_the_open_files_limit() {
+    let (host, dir) = hoarder(true, "limits = { open_files = 8 }\n").await;
+    let within = host.call("hold_streams", json!({ "count": 7 })).await;
+    assert_eq!(within.output, r#"{"held":7}"#);
+    let over = host.call("hold_streams", json!({})).await;
+    assert_eq!(over.status, Status::LimitExceeded, "{}", over.output);
+    assert_eq!(over.output, "open files limit 8 exceeded");
+    assert_eq!(open_fds_under(dir.path()), 0);
+    next_call_works(&host).await;
+}
+
+#[tokio::test]
+async fn directory_listings_count_against_the_host_memory_limit() {
+    let (host, _dir) = hoarder(true, "limits = { host_memory_mib = 1 }\n").await;
+    let outcome = host.call("hoard_listings", json!({ "files": 2_000 })).await;
+    assert_eq!(outcome.status, Status::LimitExceeded, "{}", outcome.output);
+    assert_eq!(outcome.output, "host memory limit 1 MiB exceeded");
+    next_call_works(&host).await;
+}
+
+#[tokio::test]
+async fn outbound_http_requests_are_capped_per_call() {
+    let port = serve_forever("ok").await;
+    let (host, _dir) = hoarder(false, "http_hosts = [\"127.0.0.1\"]\nlimits = { http_requests = 3 }\n").await;
+    let url = format!("http://127.0.0.1:{port}/");
+    let within = host.call("fetch_many", json!({ "url": url, "count": 3 })).await;
+    assert_eq!(within.status, Status::Success, "{}", within.output);
+    let over = host.call("fetch_many", json!({ "url": url, "count": 10 })).await;
+    assert_eq!(over.status, Status::LimitExceeded, "{}", over.output);
+    assert_eq!(over.output, "HTTP requests limit 3 exceeded");
+    next_call_works(&host).await;
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use super::bindings::{PluginPre, toolhost::plugin::host, toolhost::plugin::types as wit};
 use super::capture::Capture;
-use super::filesystem::OpenFiles;
+use super::filesystem::{Listings, OpenFiles};
 use super::grants::{Grants, HttpGate};
 use super::host_work::{self, HostLimit, HostWork};
 use super::limits::{CallLimiter, Limits, Refusal, grouped, human_bytes, human_duration};
@@ -34,6 +34,7 @@ pub(crate) struct CallState {
     pub(crate) plugin: String,
     log: LogBudget,
     pub(crate) open_files: OpenFiles,
+    pub(crate) listings: Listings,
     /// Last, so that everything above is freed while the account is open.
     pub(crate) work: HostWork,
 }
@@ -303,12 +304,13 @@ impl Sandbox {
             wasi: grants.wasi_ctx(stdout, stderr, MAX_RANDOM_BYTES)?,
             http: WasiHttpCtx::new(),
             table,
-            http_gate: HttpGate::new(grants.http_hosts.clone()),
+            http_gate: HttpGate::new(grants.http_hosts.clone(), limits.http_requests),
             limiter: CallLimiter::new(*limits),
             limits: *limits,
             plugin: plugin.to_owned(),
             log: LogBudget::new(),
             open_files: OpenFiles::new(limits.open_files),
+            listings: Listings::default(),
             work: HostWork::new(),
         };
         let mut store = Store::new(&self.engine, state);
@@ -363,6 +365,9 @@ fn check_returned(returned: Returned, state: &CallState) -> Result<Returned, Cal
             plugin: state.plugin.clone(),
             hosts: state.http_gate.denied_hosts(),
         }),
+        Returned::Invoke(Err(_)) if state.http_gate.out_of_requests => {
+            Err(CallFailure::ResourceLimit { what: "HTTP requests", limit: state.limits.http_requests })
+        }
         Returned::Invoke(Err(mut failure)) if failure.message.len() > limit => {
             let size = failure.message.len();
             failure.message.truncate(floor_char_boundary(&failure.message, limit));

@@ -8,6 +8,13 @@
 //! - `symlink-at` refuses a link whose target is absolute or climbs with
 //!   `..`: the sandbox never follows such links, but they would stay on disk
 //!   for other programs to follow out of the grant.
+//! - `read-via-stream`, `write-via-stream` and `append-via-stream` count
+//!   toward the open-files limit too: a stream keeps its file open after
+//!   the descriptor is dropped.
+//! - `read-directory` reads the whole directory on a blocking thread, where
+//!   the host-memory allocator cannot see whose it is; its size is
+//!   estimated first and counted against the host-memory limit while the
+//!   stream lives.
 //!
 //! Everything else (permissions, path resolution inside the grant) is the
 //! same as WASI's: paths are resolved by `cap-primitives`, which never
@@ -15,23 +22,27 @@
 
 use super::call::CallState;
 use super::host_work::HostLimit;
+use super::linking::WASI_FILESYSTEM_TYPES;
 use cap_primitives::fs::{FollowSymlinks, OpenOptions};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Component, Path};
 use std::sync::Arc;
-use wasmtime::component::{Linker, Resource};
-use wasmtime_wasi::filesystem::{Descriptor, Dir, File};
-use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorFlags, ErrorCode, OpenFlags, PathFlags};
+use wasmtime::component::{Linker, Resource, ResourceTable};
+use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
+};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsResult, ReaddirIterator};
 use wasmtime_wasi::OpenMode;
 
-/// The interface whose functions are replaced; the version WASI links.
-const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+/// What one directory entry costs the host in a listing, beyond its name.
+const LISTING_BYTES_PER_ENTRY: usize = 64;
 
-/// Replace `open-at` and `symlink-at` in `linker`, which already holds
-/// WASI's filesystem.
+/// Replace the functions above in `linker`, which already holds WASI's
+/// filesystem.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let mut types = linker.instance(FILESYSTEM_TYPES)?;
+    let mut types = linker.instance(WASI_FILESYSTEM_TYPES)?;
     types.func_wrap_async(
         "[method]descriptor.open-at",
         |mut store, (fd, path_flags, path, oflags, flags): (Resource<Descriptor>, PathFlags, String, OpenFlags, DescriptorFlags)| {
@@ -44,32 +55,133 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             Box::new(async move { Ok((symlink_at(store.data_mut(), fd, target, link).await,)) })
         },
     )?;
+    types.func_wrap("[method]descriptor.read-via-stream", |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
+        let state = store.data_mut();
+        state.open_files.reserve(&state.table)?;
+        let stream = state.filesystem().read_via_stream(fd, offset);
+        state.open_files.opened(stream, Handle::Input)
+    })?;
+    types.func_wrap("[method]descriptor.write-via-stream", |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
+        let state = store.data_mut();
+        state.open_files.reserve(&state.table)?;
+        let stream = state.filesystem().write_via_stream(fd, offset);
+        state.open_files.opened(stream, Handle::Output)
+    })?;
+    types.func_wrap("[method]descriptor.append-via-stream", |mut store, (fd,): (Resource<Descriptor>,)| {
+        let state = store.data_mut();
+        state.open_files.reserve(&state.table)?;
+        let stream = state.filesystem().append_via_stream(fd);
+        state.open_files.opened(stream, Handle::Output)
+    })?;
+    types.func_wrap_async("[method]descriptor.read-directory", |mut store, (fd,): (Resource<Descriptor>,)| {
+        Box::new(async move { read_directory(store.data_mut(), fd).await })
+    })?;
     linker.allow_shadowing(false);
     Ok(())
 }
 
-/// The descriptors one call opened, to hold it to its open-files limit.
+/// What keeps a file open: its descriptor, or a stream over it.
+#[derive(Debug, Clone, Copy)]
+enum Handle {
+    Descriptor,
+    Input,
+    Output,
+}
+
+/// The files one call holds open, to hold it to its open-files limit.
 pub(crate) struct OpenFiles {
     limit: usize,
-    /// Table slots of the descriptors it opened; a slot whose descriptor
-    /// was dropped is pruned when the count nears the limit.
-    reps: HashSet<u32>,
+    /// Table slots of the handles it opened; a slot whose handle was
+    /// dropped is pruned when the count nears the limit. A reused slot is
+    /// the same key, so nothing is counted twice.
+    handles: HashMap<u32, Handle>,
 }
 
 impl OpenFiles {
     pub(crate) fn new(limit: usize) -> Self {
-        OpenFiles { limit, reps: HashSet::new() }
+        OpenFiles { limit, handles: HashMap::new() }
     }
 
     /// Make room for one more, or say which limit stops it.
-    fn reserve(&mut self, state_table: &wasmtime::component::ResourceTable) -> Result<(), HostLimit> {
-        if self.reps.len() >= self.limit {
-            self.reps.retain(|&rep| state_table.get(&Resource::<Descriptor>::new_borrow(rep)).is_ok());
+    fn reserve(&mut self, table: &ResourceTable) -> Result<(), HostLimit> {
+        if self.handles.len() >= self.limit {
+            self.handles.retain(|&rep, handle| match handle {
+                Handle::Descriptor => table.get(&Resource::<Descriptor>::new_borrow(rep)).is_ok(),
+                Handle::Input => table.get(&Resource::<DynInputStream>::new_borrow(rep)).is_ok(),
+                Handle::Output => table.get(&Resource::<DynOutputStream>::new_borrow(rep)).is_ok(),
+            });
         }
-        if self.reps.len() >= self.limit {
+        if self.handles.len() >= self.limit {
             return Err(HostLimit::OpenFiles { limit: self.limit });
         }
         Ok(())
+    }
+
+    /// Count a stream WASI opened, and give its result the WIT shape.
+    fn opened<T: 'static>(
+        &mut self,
+        stream: FsResult<Resource<T>>,
+        handle: Handle,
+    ) -> wasmtime::Result<(Result<Resource<T>, ErrorCode>,)> {
+        match stream {
+            Ok(stream) => {
+                self.handles.insert(stream.rep(), handle);
+                Ok((Ok(stream),))
+            }
+            Err(error) => Ok((Err(error.downcast()?),)),
+        }
+    }
+}
+
+/// The directory listings one call holds, with their estimated sizes.
+#[derive(Default)]
+pub(crate) struct Listings {
+    live: HashMap<u32, usize>,
+}
+
+impl Listings {
+    /// The estimated bytes of the listings still open.
+    pub(crate) fn held(&mut self, table: &ResourceTable) -> usize {
+        if self.live.is_empty() {
+            return 0;
+        }
+        self.live.retain(|&rep, _| table.get(&Resource::<ReaddirIterator>::new_borrow(rep)).is_ok());
+        self.live.values().sum()
+    }
+}
+
+async fn read_directory(
+    state: &mut CallState,
+    fd: Resource<Descriptor>,
+) -> wasmtime::Result<(Result<Resource<ReaddirIterator>, ErrorCode>,)> {
+    let dir = match state.table.get(&fd)? {
+        Descriptor::Dir(dir) => Arc::clone(&dir.dir),
+        Descriptor::File(_) => return Ok((Err(ErrorCode::NotDirectory),)),
+    };
+    // Count before WASI reads it all, so a huge directory is refused
+    // before the host holds its listing.
+    let estimate = tokio::task::spawn_blocking(move || -> std::io::Result<usize> {
+        let mut bytes = 0;
+        for entry in cap_primitives::fs::read_base_dir(&dir)? {
+            bytes += LISTING_BYTES_PER_ENTRY + entry?.file_name().len();
+        }
+        Ok(bytes)
+    })
+    .await?;
+    let estimate = match estimate {
+        Ok(bytes) => bytes,
+        Err(error) => return Ok((Err(ErrorCode::from(error)),)),
+    };
+    let limit = state.limits.host_memory_bytes;
+    if state.work.memory.held() + state.listings.held(&state.table) + estimate > limit {
+        return Err(HostLimit::HostMemory { limit }.into());
+    }
+    match state.filesystem().read_directory(fd).await {
+        Ok(stream) => {
+            state.listings.live.insert(stream.rep(), estimate);
+            Ok((Ok(stream),))
+        }
+        Err(error) => Ok((Err(error.downcast()?),)),
     }
 }
 
@@ -114,7 +226,7 @@ async fn open_at(
         Err(code) => return Ok(Err(code)),
     };
     let resource = state.table.push(descriptor)?;
-    state.open_files.reps.insert(resource.rep());
+    state.open_files.handles.insert(resource.rep(), Handle::Descriptor);
     Ok(Ok(resource))
 }
 

@@ -181,11 +181,15 @@ pub(crate) struct HttpGate {
     allowed: Vec<String>,
     pub(crate) denied: Vec<String>,
     denied_more: usize,
+    /// Requests the call may still send; each holds a connection.
+    requests_left: usize,
+    /// Whether a request was refused because none were left.
+    pub(crate) out_of_requests: bool,
 }
 
 impl HttpGate {
-    pub(crate) fn new(allowed: Vec<String>) -> Self {
-        HttpGate { allowed, denied: Vec::new(), denied_more: 0 }
+    pub(crate) fn new(allowed: Vec<String>, requests: usize) -> Self {
+        HttpGate { allowed, denied: Vec::new(), denied_more: 0, requests_left: requests, out_of_requests: false }
     }
 
     fn deny(&mut self, authority: String) {
@@ -236,6 +240,11 @@ impl WasiHttpHooks for HttpGate {
             self.deny(authority);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
+        if self.requests_left == 0 {
+            self.out_of_requests = true;
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        self.requests_left -= 1;
         Box::new(async move {
             use http_body_util::BodyExt;
             let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
@@ -280,7 +289,7 @@ mod tests {
 
     #[test]
     fn http_gate_matches_host_or_host_and_port() {
-        let gate = HttpGate::new(vec!["example.com".to_string(), "127.0.0.1:8080".to_string()]);
+        let gate = HttpGate::new(vec!["example.com".to_string(), "127.0.0.1:8080".to_string()], 1);
         assert!(gate.admits(&"https://example.com/x".parse().unwrap()));
         assert!(gate.admits(&"http://EXAMPLE.com:81/".parse().unwrap()));
         assert!(gate.admits(&"http://127.0.0.1:8080/".parse().unwrap()));

@@ -12,6 +12,7 @@
 use super::call::CallState;
 use super::host_memory::HostMemory;
 use super::limits::human_bytes;
+use super::linking::{WASI_FILESYSTEM_TYPES, WASI_IO_STREAMS};
 use wasmtime::component::{Linker, Resource};
 use wasmtime::{StoreContextMut, Trap};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
@@ -60,7 +61,7 @@ impl HostWork {
 pub(crate) fn after_host_call(mut store: StoreContextMut<'_, CallState>) -> wasmtime::Result<()> {
     let state = store.data_mut();
     let limit = state.limits.host_memory_bytes;
-    if state.work.memory.held() > limit {
+    if state.work.memory.held() + state.listings.held(&state.table) > limit {
         return Err(HostLimit::HostMemory { limit }.into());
     }
     let allocated = state.work.memory.allocated();
@@ -76,15 +77,12 @@ pub(crate) fn after_host_call(mut store: StoreContextMut<'_, CallState>) -> wasm
     Ok(())
 }
 
-/// The interfaces whose read functions are replaced; the versions WASI links.
-const STREAMS: &str = "wasi:io/streams@0.2.12";
-const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// Replace the functions that read for the guest with ones that count the
 /// bytes, in `linker`, which already holds WASI.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let mut streams = linker.instance(STREAMS)?;
+    let mut streams = linker.instance(WASI_IO_STREAMS)?;
     streams.func_wrap("[method]input-stream.read", |mut store, (stream, len): (Resource<DynInputStream>, u64)| {
         let state = store.data_mut();
         let read = state.table.read(stream, len);
@@ -133,7 +131,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
-    let mut files = linker.instance(FILESYSTEM_TYPES)?;
+    let mut files = linker.instance(WASI_FILESYSTEM_TYPES)?;
     files.func_wrap_async(
         "[method]descriptor.read",
         |mut store, (fd, len, offset): (Resource<Descriptor>, u64, u64)| {

@@ -37,6 +37,9 @@ pub const DEFAULT_RESOURCES: usize = 1_000;
 /// below the process's descriptor limit (often 1 024), so that a few
 /// hostile calls cannot take the host's last descriptors.
 pub const DEFAULT_OPEN_FILES: usize = 128;
+/// Outbound HTTP requests a call may send by default; each holds a
+/// connection (a descriptor) while it runs.
+pub const DEFAULT_HTTP_REQUESTS: usize = 64;
 
 /// The ceiling for any memory limit: the size of one slot in the pooling
 /// allocator, which reserves address space for it up front.
@@ -73,6 +76,8 @@ pub struct Limits {
     pub resources: usize,
     /// Files and directories open at once. Default [`DEFAULT_OPEN_FILES`].
     pub open_files: usize,
+    /// Outbound HTTP requests per call. Default [`DEFAULT_HTTP_REQUESTS`].
+    pub http_requests: usize,
 }
 
 impl Default for Limits {
@@ -89,6 +94,7 @@ impl Default for Limits {
             host_memory_bytes: DEFAULT_HOST_MEMORY_BYTES,
             resources: DEFAULT_RESOURCES,
             open_files: DEFAULT_OPEN_FILES,
+            http_requests: DEFAULT_HTTP_REQUESTS,
         }
     }
 }

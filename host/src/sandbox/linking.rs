@@ -21,6 +21,12 @@ use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::Engine;
 
+/// The WASI interfaces toolhost answers some functions of itself, at the
+/// versions `wasmtime-wasi` links (a plugin built against an older 0.2.x
+/// links to them by semver).
+pub(crate) const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+pub(crate) const WASI_IO_STREAMS: &str = "wasi:io/streams@0.2.12";
+
 /// The capability an interface belongs to, for those linked only where
 /// granted: `wasi:http` (with an HTTP grant) and `wasi:sockets` (never).
 fn capability_of(interface: &str) -> Option<GrantKind> {

@@ -30,6 +30,12 @@ impl Plugin for Hoarder {
             .tool(Tool::new("grow_then_spin", "Have a memory growth refused, handle it, then loop."))
             .tool(Tool::new("exit", "Exit the process with status 0 instead of returning."))
             .tool(count(Tool::new("hold_files", "Open /data again and again, keeping every handle.")))
+            .tool(count(Tool::new("hold_streams", "Open a file, keep a stream over it, drop the descriptor; again and again.")))
+            .tool(Tool::new("hoard_listings", "Fill /data with `files` files, then keep directory streams over it.")
+                .param("files", Type::Integer, "how many files to create first", Required))
+            .tool(Tool::new("fetch_many", "GET a URL `count` times, failing at the first error.")
+                .param("url", Type::String, "the URL", Required)
+                .param("count", Type::Integer, "how many", Required))
             .tool(Tool::new("read_file", "Read a file in /data (a FIFO, say).")
                 .param("name", Type::String, "the file in /data", Required))
             .tool(Tool::new("symlink", "Create a symlink in /data.")
@@ -113,6 +119,41 @@ impl Plugin for Hoarder {
                     kept.push(handle);
                 }
                 Ok(json!({ "held": kept.len() }).into())
+            }
+            "hold_streams" => {
+                let data = data_dir()?;
+                let mut kept = Vec::new();
+                for opened in 0..count {
+                    let file = data
+                        .open_at(PathFlags::empty(), "inside.txt", OpenFlags::empty(), DescriptorFlags::READ)
+                        .map_err(|e| ToolError::failed(format!("open refused after {opened}: {e:?}")))?;
+                    let stream = file
+                        .read_via_stream(0)
+                        .map_err(|e| ToolError::failed(format!("stream refused after {opened}: {e:?}")))?;
+                    drop(file);
+                    kept.push(stream);
+                }
+                Ok(json!({ "held": kept.len() }).into())
+            }
+            "hoard_listings" => {
+                let data = data_dir()?;
+                for i in 0..args.get::<u64>("files")? {
+                    let flags = OpenFlags::CREATE;
+                    data.open_at(PathFlags::empty(), &format!("file-with-a-long-name-{i:08}"), flags, DescriptorFlags::WRITE)
+                        .map_err(|e| ToolError::failed(format!("create failed at {i}: {e:?}")))?;
+                }
+                let mut kept = Vec::new();
+                loop {
+                    kept.push(data.read_directory().map_err(|e| ToolError::failed(format!("listing refused: {e:?}")))?);
+                }
+            }
+            "fetch_many" => {
+                let url: String = args.get("url")?;
+                for i in 0..args.get::<u64>("count")? {
+                    toolhost_sdk::http::get(&url, 1024)
+                        .map_err(|e| ToolError::failed(format!("request {i} failed: {e}")))?;
+                }
+                Ok("fetched".into())
             }
             "read_file" => {
                 let name: String = args.get("name")?;
