@@ -34,6 +34,7 @@ pub mod discovery;
 pub mod executor;
 pub mod manifest;
 pub mod outcome;
+mod printable;
 pub mod protocol;
 pub mod registry;
 pub mod sandbox;

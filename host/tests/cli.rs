@@ -33,8 +33,9 @@ fn demo_dir() -> tempfile::TempDir {
     std::fs::write(
         dir.path().join("toolhost.toml"),
         format!(
-            "plugin_dirs = [{:?}]\n[plugins.files]\ndirs = {{ \"/workspace\" = {{ host = \"ws\", access = \"read-write\" }} }}\n\
-             [plugins.dirtree]\ndirs = {{ \"/tree\" = {{ host = \"ws\" }} }}\n",
+            "plugin_dirs = [{:?}]\n\
+             [plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = \"ws\", access = \"read-write\" }} }}\n\
+             [plugins.dirtree]\nfile = \"dirtree.wasm\"\ndirs = {{ \"/tree\" = {{ host = \"ws\" }} }}\n",
             plugins("examples").display().to_string()
         ),
     )
@@ -109,16 +110,29 @@ fn inspect_shows_requested_versus_granted() {
     assert!(text(&withheld.stdout).contains("dir /workspace (read-write): withheld"), "{}", text(&withheld.stdout));
 }
 
+/// A temporary directory with `plugins/` holding `components` (file name,
+/// built component).
+fn plugin_dir(components: &[(&str, PathBuf)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    for (name, built) in components {
+        std::fs::copy(built, dir.path().join("plugins").join(name)).unwrap();
+    }
+    dir
+}
+
+fn sha256_of(path: &Path) -> String {
+    toolhost::registry::sha256_hex(&std::fs::read(path).unwrap())
+}
+
 #[test]
 fn lock_pins_and_a_changed_component_is_refused_with_both_hashes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&[("calc.wasm", plugins("examples").join("calc.wasm"))]);
     let own = dir.path().join("plugins");
-    std::fs::create_dir(&own).unwrap();
-    std::fs::copy(plugins("examples").join("calc.wasm"), own.join("calc.wasm")).unwrap();
-    let lock = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
+    let lock = toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]);
     assert!(lock.status.success(), "{}", text(&lock.stderr));
-    let pinned = text(&lock.stdout);
-    let pinned = pinned.trim().strip_prefix("calc.wasm  sha256:").expect("a pin line").to_owned();
+    let pinned = sha256_of(&own.join("calc.wasm"));
+    assert_eq!(text(&lock.stdout), format!("new        calc.wasm  sha256:{pinned}\n"));
     assert!(dir.path().join("toolhost.lock").exists());
 
     std::fs::copy(plugins("examples").join("clock.wasm"), own.join("calc.wasm")).unwrap();
@@ -206,4 +220,67 @@ fn prompt_prints_the_tools_and_a_token_estimate() {
     assert!(stdout.contains("### calculate") && !stdout.contains("### current_time"), "{stdout}");
     let stderr = text(&out.stderr);
     assert!(stderr.contains(" tokens (o200k_base), ") && stderr.contains("protocol xml-tag"), "{stderr}");
+}
+
+#[test]
+fn lock_shows_new_changed_unchanged_and_removed_and_asks_for_yes_without_a_terminal() {
+    let examples = plugins("examples");
+    let dir = plugin_dir(&[("calc.wasm", examples.join("calc.wasm")), ("clock.wasm", examples.join("clock.wasm"))]);
+    let own = dir.path().join("plugins");
+    assert!(toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]).status.success());
+    let before = std::fs::read_to_string(dir.path().join("toolhost.lock")).unwrap();
+
+    std::fs::copy(examples.join("dirtree.wasm"), own.join("calc.wasm")).unwrap();
+    std::fs::copy(examples.join("files.wasm"), own.join("files.wasm")).unwrap();
+    let (calc, dirtree, clock, files) = (
+        sha256_of(&examples.join("calc.wasm")),
+        sha256_of(&examples.join("dirtree.wasm")),
+        sha256_of(&examples.join("clock.wasm")),
+        sha256_of(&examples.join("files.wasm")),
+    );
+    let expected = format!(
+        "changed    calc.wasm  sha256:{calc} → sha256:{dirtree}\n\
+         unchanged  clock.wasm  sha256:{clock}\n\
+         new        files.wasm  sha256:{files}\n"
+    );
+    let asked = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
+    assert!(!asked.status.success(), "stdin is not a terminal: pinning new bytes needs --yes");
+    assert_eq!(text(&asked.stdout), expected);
+    assert!(text(&asked.stderr).contains("2 new or changed components; check them above, then run `toolhost lock --yes`"), "{}", text(&asked.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("toolhost.lock")).unwrap(), before, "nothing was written");
+
+    let pinned = toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]);
+    assert!(pinned.status.success(), "{}", text(&pinned.stderr));
+    assert_eq!(text(&pinned.stdout), expected);
+    std::fs::remove_file(own.join("files.wasm")).unwrap();
+    let removed = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
+    assert!(removed.status.success(), "dropping a pin trusts nothing new: {}", text(&removed.stderr));
+    assert!(text(&removed.stdout).contains(&format!("removed    files.wasm  sha256:{files}\n")), "{}", text(&removed.stdout));
+}
+
+#[test]
+fn lock_refuses_to_pin_two_components_claiming_one_name() {
+    let dir = plugin_dir(&[
+        ("00_files_update.wasm", plugins("hostile").join("squatter.wasm")),
+        ("files.wasm", plugins("examples").join("files.wasm")),
+    ]);
+    let out = toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("refused: 00_files_update.wasm is refused: it claims plugin name `files`, as files.wasm also does"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("refused: files.wasm is refused: it claims plugin name `files`, as 00_files_update.wasm also does"), "{stderr}");
+    assert!(stderr.contains("toolhost.lock was not written"), "{stderr}");
+    assert!(!dir.path().join("toolhost.lock").exists());
+
+    let tools = plugin_dir(&[
+        ("calc.wasm", plugins("examples").join("calc.wasm")),
+        ("impostor.wasm", plugins("hostile").join("impostor.wasm")),
+    ]);
+    let out = toolhost(tools.path(), &["--plugins", "plugins", "lock", "--yes"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("refused: impostor.wasm is refused: tool `calculate` of plugin `impostor` is also declared by plugin `calc` (calc.wasm)"), "{}", text(&out.stderr));
+    assert!(!tools.path().join("toolhost.lock").exists());
 }
