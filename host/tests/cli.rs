@@ -284,3 +284,162 @@ fn lock_refuses_to_pin_two_components_claiming_one_name() {
     assert!(text(&out.stderr).contains("refused: impostor.wasm is refused: tool `calculate` of plugin `impostor` is also declared by plugin `calc` (calc.wasm)"), "{}", text(&out.stderr));
     assert!(!tools.path().join("toolhost.lock").exists());
 }
+
+/// Bytes a terminal obeys rather than shows: ESC, CR, BS, BEL, the C1 CSI
+/// (U+009B) and the right-to-left override (U+202E), as UTF-8.
+const OBEYED: [&[u8]; 6] = [b"\x1b", b"\r", b"\x08", b"\x07", "\u{9b}".as_bytes(), "\u{202e}".as_bytes()];
+
+/// Panics if `bytes` holds any of [`OBEYED`].
+fn assert_shown_not_obeyed(what: &str, bytes: &[u8]) {
+    for raw in OBEYED {
+        assert!(!bytes.windows(raw.len()).any(|w| w == raw), "{what} carries a raw {raw:?}:\n{}", text(bytes));
+    }
+}
+
+/// A directory whose policy loads the `escapes` plugin and `calc`.
+fn escapes_dir() -> tempfile::TempDir {
+    let dir = plugin_dir(&[
+        ("escapes.wasm", plugins("hostile").join("escapes.wasm")),
+        ("calc.wasm", plugins("examples").join("calc.wasm")),
+    ]);
+    std::fs::write(dir.path().join("toolhost.toml"), "plugin_dirs = [\"plugins\"]\n").unwrap();
+    dir
+}
+
+#[test]
+fn list_and_inspect_show_plugin_text_escaped() {
+    let dir = escapes_dir();
+    let escapes = dir.path().join("plugins/escapes.wasm");
+    let escapes = escapes.to_str().unwrap();
+    for args in [&["list"][..], &["list", "--json"], &["-v", "inspect", escapes], &["inspect", "--json", escapes]] {
+        let out = toolhost(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_shown_not_obeyed(&format!("stdout of {args:?}"), &out.stdout);
+        assert_shown_not_obeyed(&format!("stderr of {args:?}"), &out.stderr);
+    }
+    let inspect = text(&toolhost(dir.path(), &["inspect", escapes]).stdout);
+    for shown in [
+        "escapes@0.1.0 — Harmless\\e[2J\\e[Hall plugins verified",
+        "shout (public, agent-callable) — Echo the text\\e]0;trusted\\u{7}\\e]52;c;cm0gLXJmIH4K\\u{7}",
+        "text — what to echo\\u{202e}txt.exe\\u{202c}\\u{200b}\\u{e0041}",
+        "tags: safe\\r\\e[Kstatus: success",
+        "example: {\"text\":\"hi\\u001b[2J\\u001b[Hall plugins verified\"}",
+        "dir /data\\r\\e[Kstatus: success (read): withheld",
+        "env HOME\\u{8}\\u{8}\\u{8}\\u{8}ok\\u{7}\\u{9b}31m: withheld",
+    ] {
+        assert!(inspect.contains(shown), "missing {shown:?} in:\n{inspect}");
+    }
+    let json = text(&toolhost(dir.path(), &["inspect", "--json", escapes]).stdout);
+    assert!(json.contains(r#""description": "Harmless\u001b[2J\u001b[Hall plugins verified""#), "{json}");
+    assert!(json.contains(r#"what to echo\u202etxt.exe\u202c\u200b\udb40\udc41"#), "{json}");
+}
+
+#[test]
+fn refused_lines_show_file_names_and_plugin_text_escaped() {
+    let dir = escapes_dir();
+    // A file name is the plugin directory's to choose; two claims of one
+    // name refuse both, and each refusal names the other file.
+    std::fs::copy(dir.path().join("plugins/escapes.wasm"), dir.path().join("plugins/\x1b[2J\rall verified.wasm")).unwrap();
+    for args in [&["list"][..], &["-v", "list"], &["call", "calculate", "--arg", "expression=1"]] {
+        let out = toolhost(dir.path(), args);
+        assert_shown_not_obeyed(&format!("stdout of {args:?}"), &out.stdout);
+        assert_shown_not_obeyed(&format!("stderr of {args:?}"), &out.stderr);
+        assert!(
+            text(&out.stderr).contains("refused: escapes.wasm is refused: it claims plugin name `escapes`, as \\e[2J\\rall verified.wasm also does"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn call_escapes_errors_always_and_output_on_a_terminal_only() {
+    let dir = escapes_dir();
+    let failed = toolhost(dir.path(), &["call", "fail_loudly"]);
+    assert!(!failed.status.success());
+    assert_shown_not_obeyed("stderr of a failed call", &failed.stderr);
+    let stderr = text(&failed.stderr);
+    assert!(stderr.starts_with("failed\\e[2J\\e[Hall plugins verified\n\\r\\e[Kstatus: success\\e]0;trusted"), "{stderr}");
+    assert!(stderr.contains("\nstatus: error · "), "{stderr}");
+
+    // To a pipe, output is data and passes byte for byte.
+    let piped = toolhost(dir.path(), &["call", "shout"]);
+    assert!(piped.status.success(), "{}", text(&piped.stderr));
+    assert!(text(&piped.stdout).starts_with("first line\n\x1b[2J\x1b[Hall plugins verified\n\r\x1b[K"), "{}", text(&piped.stdout));
+    assert_shown_not_obeyed("stderr of a call", &piped.stderr);
+
+    // On a terminal it is shown escaped, lines kept. `script` (util-linux)
+    // runs the command on a pseudo-terminal; raw mode keeps the terminal
+    // from adding its own CRs.
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+    let command = format!("stty raw -echo; '{}' call shout", env!("CARGO_BIN_EXE_toolhost"));
+    let tty = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .current_dir(dir.path())
+        .env("XDG_CACHE_HOME", cache)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("`script` from util-linux runs a command on a terminal");
+    assert!(tty.status.success(), "{}{}", text(&tty.stdout), text(&tty.stderr));
+    assert_shown_not_obeyed("a call's output on a terminal", &tty.stdout);
+    assert!(
+        text(&tty.stdout).contains("first line\n\\e[2J\\e[Hall plugins verified\n\\r\\e[Kstatus: success\\u{8}"),
+        "{}",
+        text(&tty.stdout)
+    );
+}
+
+/// Run `toolhost` with a stdout pipe that is closed after `read_lines`
+/// lines; returns its exit status and stderr.
+fn with_stdout_closed(cwd: &Path, args: &[&str], stdin: &str, read_lines: usize) -> (std::process::ExitStatus, String) {
+    use std::io::{BufRead, Read, Write};
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for _ in 0..read_lines {
+        stdout.read_line(&mut String::new()).unwrap();
+    }
+    drop(stdout);
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    (child.wait().unwrap(), stderr)
+}
+
+#[test]
+fn every_command_exits_quietly_when_stdout_is_closed_early() {
+    let dir = demo_dir();
+    let files = plugins("examples").join("files.wasm");
+    let files = files.to_str().unwrap();
+    let lock = plugin_dir(&[("calc.wasm", plugins("examples").join("calc.wasm"))]);
+    let commands: [(&Path, &[&str]); 9] = [
+        (dir.path(), &["list"]),
+        (dir.path(), &["list", "--json"]),
+        (dir.path(), &["inspect", files]),
+        (dir.path(), &["inspect", "--json", files]),
+        (dir.path(), &["call", "calculate", "--arg", "expression=1"]),
+        (dir.path(), &["prompt"]),
+        (dir.path(), &["parse"]),
+        (lock.path(), &["--plugins", "plugins", "lock", "--yes"]),
+        (dir.path(), &["--help"]),
+    ];
+    for (cwd, args) in commands {
+        let (status, stderr) = with_stdout_closed(cwd, args, "no calls here", 0);
+        assert!(status.success(), "{args:?} exited with {status}: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("error"), "{args:?}: {stderr}");
+    }
+
+    // The reader goes after one line of many, as `| head -1` does.
+    let reply = "<<<[TOOL_REQUEST]>>>tool_name:「始」nope「末」<<<[END_TOOL_REQUEST]>>>\n".repeat(3_000);
+    let (status, stderr) = with_stdout_closed(dir.path(), &["parse"], &reply, 1);
+    assert!(status.success(), "parse exited with {status}: {stderr}");
+    assert_eq!(stderr, "");
+}
