@@ -403,7 +403,8 @@ fn with_stdout_closed(cwd: &Path, args: &[&str], stdin: &str, read_lines: usize)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    // Only `parse` reads stdin; the others may have exited already.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     for _ in 0..read_lines {
         stdout.read_line(&mut String::new()).unwrap();
