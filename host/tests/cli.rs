@@ -223,7 +223,7 @@ fn prompt_prints_the_tools_and_a_token_estimate() {
 }
 
 #[test]
-fn lock_shows_new_changed_unchanged_and_removed_and_asks_for_yes_without_a_terminal() {
+fn lock_shows_what_it_pins_and_asks_before_trusting_new_bytes() {
     let examples = plugins("examples");
     let dir = plugin_dir(&[("calc.wasm", examples.join("calc.wasm")), ("clock.wasm", examples.join("clock.wasm"))]);
     let own = dir.path().join("plugins");
@@ -249,9 +249,20 @@ fn lock_shows_new_changed_unchanged_and_removed_and_asks_for_yes_without_a_termi
     assert!(text(&asked.stderr).contains("2 new or changed components; check them above, then run `toolhost lock --yes`"), "{}", text(&asked.stderr));
     assert_eq!(std::fs::read_to_string(dir.path().join("toolhost.lock")).unwrap(), before, "nothing was written");
 
-    let pinned = toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]);
-    assert!(pinned.status.success(), "{}", text(&pinned.stderr));
-    assert_eq!(text(&pinned.stdout), expected);
+    let declined = on_a_terminal(dir.path(), "--plugins plugins lock", "n\n");
+    assert!(!declined.status.success());
+    assert!(text(&declined.stdout).contains("pin 2 new or changed components in "), "{}", text(&declined.stdout));
+    assert_eq!(std::fs::read_to_string(dir.path().join("toolhost.lock")).unwrap(), before, "nothing was written");
+    let confirmed = on_a_terminal(dir.path(), "--plugins plugins lock", "y\n");
+    assert!(confirmed.status.success(), "{}", text(&confirmed.stdout));
+    assert_ne!(std::fs::read_to_string(dir.path().join("toolhost.lock")).unwrap(), before, "a yes pins");
+
+    let pinned = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
+    assert!(pinned.status.success(), "nothing new to trust: {}", text(&pinned.stderr));
+    assert_eq!(
+        text(&pinned.stdout),
+        format!("unchanged  calc.wasm  sha256:{dirtree}\nunchanged  clock.wasm  sha256:{clock}\nunchanged  files.wasm  sha256:{files}\n")
+    );
     std::fs::remove_file(own.join("files.wasm")).unwrap();
     let removed = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
     assert!(removed.status.success(), "dropping a pin trusts nothing new: {}", text(&removed.stderr));
@@ -368,18 +379,8 @@ fn call_escapes_errors_always_and_output_on_a_terminal_only() {
     assert!(text(&piped.stdout).starts_with("first line\n\x1b[2J\x1b[Hall plugins verified\n\r\x1b[K"), "{}", text(&piped.stdout));
     assert_shown_not_obeyed("stderr of a call", &piped.stderr);
 
-    // On a terminal it is shown escaped, lines kept. `script` (util-linux)
-    // runs the command on a pseudo-terminal; raw mode keeps the terminal
-    // from adding its own CRs.
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let command = format!("stty raw -echo; '{}' call shout", env!("CARGO_BIN_EXE_toolhost"));
-    let tty = Command::new("script")
-        .args(["-q", "-e", "-c", &command, "/dev/null"])
-        .current_dir(dir.path())
-        .env("XDG_CACHE_HOME", cache)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("`script` from util-linux runs a command on a terminal");
+    // On a terminal it is shown escaped, lines kept.
+    let tty = on_a_terminal(dir.path(), "call shout", "");
     assert!(tty.status.success(), "{}{}", text(&tty.stdout), text(&tty.stderr));
     assert_shown_not_obeyed("a call's output on a terminal", &tty.stdout);
     assert!(
@@ -387,6 +388,26 @@ fn call_escapes_errors_always_and_output_on_a_terminal_only() {
         "{}",
         text(&tty.stdout)
     );
+}
+
+/// Run `toolhost ARGS` (split on spaces) on a pseudo-terminal, through
+/// `script` from util-linux, with `input` typed in. Raw mode keeps the
+/// terminal from adding CRs of its own; its output is the terminal's.
+fn on_a_terminal(cwd: &Path, args: &str, input: &str) -> Output {
+    use std::io::Write;
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+    let command = format!("stty raw -echo; '{}' {args}", env!("CARGO_BIN_EXE_toolhost"));
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("`script` from util-linux runs a command on a terminal");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// Run `toolhost` with a stdout pipe that is closed after `read_lines`
