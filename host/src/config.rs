@@ -18,6 +18,7 @@
 //! http_requests = 64
 //!
 //! [plugins.files]
+//! file = "files.wasm"                # the component these grants are for (and/or sha256 = "…")
 //! limits = { timeout_ms = 5_000 }
 //! env = ["HOME"]
 //! http_hosts = ["example.com"]
@@ -61,6 +62,18 @@ pub enum ConfigError {
         /// What the parser said, with the key and position.
         message: String,
     },
+    /// A value is not of the form its key needs.
+    #[error("{path}: {key} = {value:?} is invalid: {why}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The key, e.g. `plugins.files.sha256`.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What it must be.
+        why: String,
+    },
     /// A value is out of range.
     #[error("{path}: {key} = {value} is out of range: {why}")]
     Range {
@@ -99,6 +112,20 @@ pub struct PluginPolicy {
     pub limits: Limits,
     /// What it may be granted.
     pub allowance: Allowance,
+    /// Which component the allowance is for.
+    pub binding: Binding,
+}
+
+/// Which component a `[plugins.NAME]` section's grants are for. A plugin
+/// chooses its own name, so the name alone never earns a grant: the section
+/// names the component by `file`, `sha256` or both (all given must match),
+/// or, naming neither, applies only to a component pinned in the lock file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Binding {
+    /// `file = "files.wasm"`: the component's file name in a plugin directory.
+    pub file: Option<String>,
+    /// `sha256 = "…"`: the component's SHA-256, lowercase hex.
+    pub sha256: Option<String>,
 }
 
 impl Default for Policy {
@@ -145,7 +172,11 @@ impl Policy {
                 env: plugin.env,
                 http_hosts: plugin.http_hosts,
             };
-            plugins.insert(name, PluginPolicy { limits, allowance });
+            let binding = Binding {
+                file: plugin.file.map(|file| check_file_name(file, path, &name)).transpose()?,
+                sha256: plugin.sha256.map(|digest| check_sha256(&digest, path, &name)).transpose()?,
+            };
+            plugins.insert(name, PluginPolicy { limits, allowance, binding });
         }
         Ok(Policy {
             plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
@@ -157,13 +188,47 @@ impl Policy {
         })
     }
 
-    /// The limits and allowance of plugin `name`: its own section, or the
-    /// defaults and nothing allowed.
+    /// The section `[plugins.NAME]` as written, or the defaults and
+    /// nothing allowed. Whether its allowance applies to a component is the
+    /// registry's to decide, by the section's [`Binding`].
     pub fn for_plugin(&self, name: &str) -> PluginPolicy {
-        self.plugins
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| PluginPolicy { limits: self.limits, allowance: Allowance::default() })
+        self.plugins.get(name).cloned().unwrap_or_else(|| PluginPolicy {
+            limits: self.limits,
+            allowance: Allowance::default(),
+            binding: Binding::default(),
+        })
+    }
+}
+
+/// `file` must be a component's bare file name, as the lock file names it:
+/// a path would never match, so it is refused rather than silently unused.
+fn check_file_name(file: String, path: &Path, plugin: &str) -> Result<String, ConfigError> {
+    let bare = !file.contains(['/', '\\']) && file.ends_with(".wasm") && file.len() > ".wasm".len();
+    if bare {
+        Ok(file)
+    } else {
+        Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            key: format!("plugins.{plugin}.file"),
+            value: file,
+            why: "expected a component's file name in a plugin directory, like \"files.wasm\"".into(),
+        })
+    }
+}
+
+/// `sha256` is 64 hex digits, optionally after `sha256:` as the lock file
+/// writes it; kept lowercase so it compares with the registry's digests.
+fn check_sha256(digest: &str, path: &Path, plugin: &str) -> Result<String, ConfigError> {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex.to_ascii_lowercase())
+    } else {
+        Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            key: format!("plugins.{plugin}.sha256"),
+            value: digest.to_owned(),
+            why: "expected 64 hex digits, as `toolhost lock` prints them".into(),
+        })
     }
 }
 
@@ -192,6 +257,8 @@ struct ConfigFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PluginSection {
+    file: Option<String>,
+    sha256: Option<String>,
     #[serde(default)]
     limits: LimitOverrides,
     #[serde(default)]
@@ -304,6 +371,8 @@ mod tests {
             fuel = 5
             timeout_ms = 250
             [plugins.files]
+            file = "files.wasm"
+            sha256 = "sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
             limits = { memory_mib = 8 }
             env = ["HOME"]
             dirs = { "/workspace" = { host = "ws", access = "read-write" } }
@@ -317,7 +386,29 @@ mod tests {
         assert_eq!(files.limits.timeout, Duration::from_millis(250));
         assert_eq!(files.limits.memory_bytes, 8 << 20);
         assert_eq!(files.allowance.dirs["/workspace"], (PathBuf::from("/etc/toolhost/ws"), DirAccess::ReadWrite));
+        assert_eq!(
+            files.binding,
+            Binding {
+                file: Some("files.wasm".into()),
+                sha256: Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789".into()),
+            }
+        );
         assert_eq!(policy.for_plugin("other").allowance, Allowance::default());
+        assert_eq!(policy.for_plugin("other").binding, Binding::default());
+    }
+
+    #[test]
+    fn bindings_are_checked_and_named() {
+        let error = parse("[plugins.files]\nfile = \"plugins/files.wasm\"\n").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "/etc/toolhost/toolhost.toml: plugins.files.file = \"plugins/files.wasm\" is invalid: \
+             expected a component's file name in a plugin directory, like \"files.wasm\""
+        );
+        let error = parse("[plugins.files]\nsha256 = \"abc\"\n").unwrap_err().to_string();
+        assert!(error.contains("plugins.files.sha256 = \"abc\" is invalid: expected 64 hex digits"), "{error}");
+        let error = parse("[plugins.files]\nfiles = \"files.wasm\"\n").unwrap_err().to_string();
+        assert!(error.contains("unknown field `files`, expected one of `file`, `sha256`"), "{error}");
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Each capability granted and withheld: directories (and escapes from
 //! them), environment variables, HTTP hosts.
 
-use crate::support::TestHost;
+use crate::support::{TestHost, plugin};
 use serde_json::json;
-use toolhost::Status;
+use toolhost::registry::{LockFile, sha256_hex};
 use toolhost::sandbox::Withheld;
+use toolhost::{Registry, Status};
 
 /// A host with the hostile plugin, `/data` mapped to a fresh directory
 /// holding `inside.txt`, next to `outside.txt` that must stay unreachable.
@@ -15,7 +16,7 @@ async fn with_data_dir(extra: &str) -> (TestHost, tempfile::TempDir) {
     std::fs::write(data.path().join("outside.txt"), "secret outside the grant").unwrap();
     std::os::unix::fs::symlink(data.path().join("outside.txt"), data.path().join("granted/link")).unwrap();
     let policy = format!(
-        "[plugins.hostile]\ndirs = {{ \"/data\" = {{ host = {:?} }} }}\n{extra}",
+        "[plugins.hostile]\nfile = \"hostile.wasm\"\ndirs = {{ \"/data\" = {{ host = {:?} }} }}\n{extra}",
         data.path().join("granted").display().to_string()
     );
     (TestHost::new(&["hostile"], &policy).await, data)
@@ -52,7 +53,7 @@ async fn a_read_only_grant_refuses_writes() {
 async fn a_read_write_grant_allows_writes_through_the_files_plugin() {
     let workspace = tempfile::tempdir().unwrap();
     let policy = format!(
-        "[plugins.files]\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
+        "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
         workspace.path().display().to_string()
     );
     let host = TestHost::new(&["files"], &policy).await;
@@ -122,7 +123,7 @@ async fn serve_once(body: &'static str) -> u16 {
 #[tokio::test]
 async fn a_granted_http_host_is_reachable() {
     let port = serve_once("hello from loopback").await;
-    let host = TestHost::new(&["hostile"], "[plugins.hostile]\nhttp_hosts = [\"127.0.0.1\"]\n").await;
+    let host = TestHost::new(&["hostile"], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
     let outcome = host.call("fetch", json!({ "url": format!("http://127.0.0.1:{port}/") })).await;
     assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
     assert_eq!(outcome.output, r#"{"body":"hello from loopback","status":200}"#);
@@ -140,8 +141,136 @@ async fn an_http_host_off_the_allow_list_is_denied_and_named() {
          allow hosts with `http_hosts` in its [plugins.hostile] section",
         "without an HTTP grant, wasi:http refuses before anything is created"
     );
-    let granted = TestHost::new(&["hostile"], "[plugins.hostile]\nhttp_hosts = [\"127.0.0.1\"]\n").await;
+    let granted = TestHost::new(&["hostile"], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
     let outcome = granted.call("fetch", json!({ "url": "http://evil.test/" })).await;
     assert_eq!(outcome.status, Status::Denied);
     assert_eq!(outcome.output, "HTTP host evil.test is not granted to plugin `hostile`");
+}
+
+/// The audit's attack: a squatter declaring `files` under a file name that
+/// sorts first, beside the genuine `files.wasm`, with `[plugins.files]`
+/// granting a read-write workspace that holds a secret.
+#[tokio::test]
+async fn a_squatter_sorting_first_gets_no_grant_and_cannot_touch_the_workspace() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("secret.txt"), "the secret").unwrap();
+    let policy = format!(
+        "[plugins.files]\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
+        workspace.path().display().to_string()
+    );
+    let host = TestHost::new(&["files"], &policy).await;
+    std::fs::copy(plugin("squatter"), host.dir.path().join("plugins/00_files_update.wasm")).unwrap();
+    host.registry.reload().await.unwrap();
+
+    let catalog = host.registry.catalog();
+    for loaded in &catalog.plugins {
+        if loaded.path.ends_with("00_files_update.wasm") {
+            assert_eq!(loaded.grants.dirs, [], "the squatter was granted a directory");
+        }
+    }
+    let refused: Vec<_> = catalog.refused.iter().map(|r| r.path.file_name().unwrap().to_owned()).collect();
+    assert!(refused.iter().any(|f| f == "00_files_update.wasm"), "the squatter loaded; refused: {refused:?}");
+    assert!(refused.iter().any(|f| f == "files.wasm"), "one name, two components: both are refused");
+    for (tool, args) in [
+        ("read_file", json!({ "path": "secret.txt" })),
+        ("list_files", json!({})),
+        ("write_file", json!({ "path": "secret.txt", "content": "overwritten" })),
+    ] {
+        let outcome = host.call(tool, args).await;
+        assert!(!outcome.output.starts_with("squatter:"), "the squatter answered {tool}: {}", outcome.output);
+    }
+    let secret = std::fs::read_to_string(workspace.path().join("secret.txt")).unwrap();
+    assert!(!secret.starts_with("squatter:"), "the squatter wrote the workspace: {secret}");
+}
+
+/// A workspace holding a secret, and `[plugins.files]` granting it
+/// read-write, bound by `binding`.
+fn files_policy(binding: &str) -> (tempfile::TempDir, String) {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("secret.txt"), "the secret").unwrap();
+    let policy = format!(
+        "[plugins.files]\n{binding}\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
+        workspace.path().display().to_string()
+    );
+    (workspace, policy)
+}
+
+/// The one loaded plugin's workspace grants and why the section was
+/// withheld, if it was.
+fn grant_of(registry: &Registry) -> (usize, Option<String>) {
+    let catalog = registry.catalog();
+    assert!(catalog.refused.is_empty(), "{:?}", catalog.refused);
+    let [plugin] = catalog.plugins.as_slice() else { panic!("expected one plugin") };
+    (plugin.grants.dirs.len(), plugin.unbound.as_ref().map(ToString::to_string))
+}
+
+#[tokio::test]
+async fn a_section_bound_to_a_file_grants_nothing_to_another_file_claiming_its_name() {
+    let (workspace, policy) = files_policy("file = \"files.wasm\"");
+    let host = TestHost::new(&[], &policy).await;
+    std::fs::copy(plugin("squatter"), host.dir.path().join("plugins/00_files_update.wasm")).unwrap();
+    host.registry.reload().await.unwrap();
+    assert_eq!(
+        grant_of(&host.registry),
+        (
+            0,
+            Some(
+                "the grants of [plugins.files] are withheld from 00_files_update.wasm: the section is bound to \
+                 file = \"files.wasm\"; if this component should have them instead, set \
+                 `file = \"00_files_update.wasm\"` in [plugins.files]"
+                    .into()
+            )
+        )
+    );
+    let read = host.call("read_file", json!({ "path": "secret.txt" })).await;
+    assert_eq!(read.status, Status::Error, "{}", read.output);
+    assert!(!read.output.contains("the secret"), "{}", read.output);
+    let write = host.call("write_file", json!({ "path": "dropped.txt", "content": "x" })).await;
+    assert_eq!(write.status, Status::Error, "{}", write.output);
+    assert!(!workspace.path().join("dropped.txt").exists());
+}
+
+#[tokio::test]
+async fn a_section_bound_to_a_digest_follows_the_bytes_not_the_file_name() {
+    let digest = sha256_hex(&std::fs::read(plugin("files")).unwrap());
+    let (_workspace, policy) = files_policy(&format!("file = \"files.wasm\"\nsha256 = \"sha256:{digest}\""));
+    let genuine = TestHost::new(&["files"], &policy).await;
+    assert_eq!(grant_of(&genuine.registry), (1, None));
+
+    // The squatter's bytes under the genuine file name.
+    let host = TestHost::new(&[], &policy).await;
+    std::fs::copy(plugin("squatter"), host.dir.path().join("plugins/files.wasm")).unwrap();
+    host.registry.reload().await.unwrap();
+    let squatter = sha256_hex(&std::fs::read(plugin("squatter")).unwrap());
+    let (dirs, unbound) = grant_of(&host.registry);
+    assert_eq!(dirs, 0);
+    assert!(
+        unbound.as_deref().unwrap().ends_with(&format!(
+            "the section is bound to sha256 = \"{digest}\"; if this component should have them instead, \
+             set `sha256 = \"{squatter}\"` in [plugins.files]"
+        )),
+        "{unbound:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_section_naming_no_component_grants_only_to_a_pinned_one() {
+    let (_workspace, policy) = files_policy("");
+    let host = TestHost::new(&["files"], &policy).await;
+    let (dirs, unbound) = grant_of(&host.registry);
+    assert_eq!(dirs, 0, "no lock file: nothing is pinned");
+    let digest = sha256_hex(&std::fs::read(plugin("files")).unwrap());
+    assert_eq!(
+        unbound.unwrap(),
+        format!(
+            "the grants of [plugins.files] are withheld from files.wasm: a section without `file` or `sha256` \
+             applies only to a component pinned in the lock file, and files.wasm is not pinned; to grant them \
+             to it, add `file = \"files.wasm\"` or `sha256 = \"{digest}\"` to [plugins.files], or pin it \
+             with `toolhost lock`"
+        )
+    );
+
+    LockFile::new([("files.wasm".to_string(), digest)]).write(&host.dir.path().join("toolhost.lock")).unwrap();
+    host.registry.reload().await.unwrap();
+    assert_eq!(grant_of(&host.registry), (1, None), "pinned, the section applies");
 }

@@ -21,7 +21,7 @@ async fn hoarder(data: bool, extra: &str) -> (TestHost, tempfile::TempDir) {
     } else {
         String::new()
     };
-    let host = TestHost::new(&["hoarder", "calc"], &format!("[plugins.hoarder]\n{dirs}{extra}")).await;
+    let host = TestHost::new(&["hoarder", "calc"], &format!("[plugins.hoarder]\nfile = \"hoarder.wasm\"\n{dirs}{extra}")).await;
     (host, dir)
 }
 

@@ -28,7 +28,8 @@ async fn an_infinite_loop_runs_out_of_fuel() {
 
 #[tokio::test]
 async fn an_infinite_loop_is_stopped_at_the_deadline() {
-    let host = hostile("[plugins.hostile]\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 200 }\n").await;
+    // Bound to the file: an unbound section could only lower the fuel.
+    let host = hostile("[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 200 }\n").await;
     let outcome = host.call("spin", json!({})).await;
     assert_eq!(outcome.status, Status::TimedOut);
     assert_eq!(outcome.output, "timed out after 200 ms");

@@ -35,15 +35,46 @@ async fn an_incompatible_api_version_is_refused_naming_both() {
 }
 
 #[tokio::test]
-async fn a_tool_name_collision_refuses_the_later_plugin_naming_both() {
-    let host = TestHost::new(&["calc", "impostor"], "").await;
+async fn a_tool_name_collision_refuses_every_plugin_declaring_it_naming_them() {
+    let host = TestHost::new(&["calc", "impostor", "clock"], "").await;
     assert_eq!(
         refusals(&host.registry),
-        ["tool `calculate` of plugin `impostor` (impostor.wasm) collides with the tool of the same name \
-          in plugin `calc` (calc.wasm); impostor.wasm is refused"]
+        [
+            "calc.wasm is refused: tool `calculate` of plugin `calc` is also declared by plugin `impostor` \
+             (impostor.wasm); every plugin declaring one tool name is refused (remove the one you do not trust)",
+            "impostor.wasm is refused: tool `calculate` of plugin `impostor` is also declared by plugin `calc` \
+             (calc.wasm); every plugin declaring one tool name is refused (remove the one you do not trust)",
+        ]
     );
     let catalog = host.registry.catalog();
-    assert_eq!(catalog.tool("calculate").unwrap().0.name(), "calc");
+    assert!(catalog.tool("calculate").is_none(), "no plugin gets the contested name");
+    assert!(catalog.tool("convert_time").is_some(), "the others still load");
+}
+
+#[tokio::test]
+async fn components_claiming_one_plugin_name_are_all_refused_whatever_their_order() {
+    let host = TestHost::new(&["files"], "").await;
+    let plugins = host.dir.path().join("plugins");
+    // Sorting before and after the genuine file: neither order wins.
+    for squatter in ["00_files_update.wasm", "zz_files.wasm"] {
+        std::fs::copy(plugin("squatter"), plugins.join(squatter)).unwrap();
+        host.registry.reload().await.unwrap();
+        let catalog = host.registry.catalog();
+        assert!(catalog.plugin("files").is_none(), "{squatter}: a plugin named `files` loaded");
+        let refused = refusals(&host.registry);
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(
+            refused.contains(&format!(
+                "files.wasm is refused: it claims plugin name `files`, as {squatter} also does; every component \
+                 claiming one name is refused (remove the one you do not trust)"
+            )),
+            "{refused:?}"
+        );
+        assert!(refused.iter().any(|r| r.starts_with(&format!("{squatter} is refused: it claims plugin name `files`, as files.wasm also does"))), "{refused:?}");
+        std::fs::remove_file(plugins.join(squatter)).unwrap();
+    }
+    host.registry.reload().await.unwrap();
+    assert!(host.registry.catalog().plugin("files").is_some(), "alone again, the genuine plugin loads");
 }
 
 #[tokio::test]

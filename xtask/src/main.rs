@@ -123,12 +123,15 @@ cache_dir = "cache"
 lock_file = "toolhost.lock"
 
 [plugins.dirtree]
+file = "dirtree.wasm"
 dirs = {{ "/tree" = {{ host = "workspace" }} }}
 
 [plugins.files]
+file = "files.wasm"
 dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
 
 [plugins.hostile]
+file = "hostile.wasm"
 limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
 "#,
             examples = plugins.join("examples").display()

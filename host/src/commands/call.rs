@@ -1,4 +1,5 @@
 use super::GlobalOptions;
+use super::output;
 use crate::call::ToolCall;
 use crate::executor::Executor;
 use crate::manifest::ParamType;
@@ -9,7 +10,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Call a tool once and print its output. Status, duration and fuel go to
-/// stderr; the exit code is non-zero unless the call succeeded.
+/// stderr; the exit code is non-zero unless the call succeeded. Control
+/// characters in the output are shown escaped on a terminal and written
+/// as they are to a pipe or a file; in an error, always escaped.
 #[derive(Debug, clap::Args)]
 pub(super) struct CallCommand {
     /// The tool's name.
@@ -46,16 +49,16 @@ impl CallCommand {
         };
         let outcome = Executor::new(registry.clone()).call(&ToolCall::new("cli-1", &self.tool, args)).await;
         if outcome.status == Status::Success {
-            println!("{}", outcome.output);
+            output::data(&outcome.output)?;
         } else {
-            eprintln!("{}", outcome.output);
+            output::note_lines(&outcome.output);
         }
-        eprintln!(
+        output::note(format_args!(
             "status: {} · {:.2} ms · fuel {}",
             outcome.status,
             outcome.duration.as_secs_f64() * 1000.0,
             outcome.fuel_used
-        );
+        ));
         Ok(if outcome.status == Status::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
     }
 }

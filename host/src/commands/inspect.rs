@@ -1,13 +1,18 @@
 use super::GlobalOptions;
 use super::list::params_cell;
+use super::output;
+use crate::printable::printable;
 use crate::registry::{LockFile, Registry};
 use crate::sandbox::Withheld;
+use anyhow::anyhow;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Load one component and show its manifest, its pin, its limits, and the
-/// capabilities it asks for next to those the policy grants.
+/// capabilities it asks for next to those the policy grants (and, when the
+/// policy section of its name is not bound to this component, why not).
+/// Control characters in what the plugin declares are shown escaped.
 #[derive(Debug, clap::Args)]
 pub(super) struct InspectCommand {
     /// The component file.
@@ -19,11 +24,11 @@ pub(super) struct InspectCommand {
 
 impl InspectCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
-        let mut policy = global.policy()?;
+        let policy = global.policy()?;
         let lock = LockFile::read(&policy.lock_file)?;
-        policy.plugin_dirs.clear();
-        let registry = Registry::load(policy).await?;
-        let plugin = registry.inspect(&self.file).await?;
+        let registry = Registry::new(policy)?;
+        // Its text is the plugin's: one line, escaped, like a `refused:` line.
+        let plugin = registry.inspect(&self.file).await.map_err(|e| anyhow!("{}", printable(&e.to_string())))?;
         let file_name = self.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let pin = match lock.as_ref().map(|l| l.pin(&file_name)) {
             None => "no lock file".to_owned(),
@@ -39,6 +44,7 @@ impl InspectCommand {
                 "pin": pin,
                 "manifest": manifest,
                 "granted": plugin.grants,
+                "unbound": plugin.unbound.as_ref().map(ToString::to_string),
                 "limits": {
                     "fuel": plugin.limits.fuel,
                     "timeout_ms": plugin.limits.timeout.as_millis() as u64,
@@ -46,21 +52,21 @@ impl InspectCommand {
                     "output_bytes": plugin.limits.output_bytes,
                 },
             });
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            output::json(&value)?;
             return Ok(ExitCode::SUCCESS);
         }
-        println!("{} — {}", plugin.label(), manifest.description);
-        println!("file:        {}", self.file.display());
-        println!("sha256:      {} ({pin})", plugin.sha256);
-        println!("api version: {}", manifest.api_version);
-        println!(
+        output::line(format_args!("{} — {}", plugin.label(), manifest.description))?;
+        output::line(format_args!("file:        {}", self.file.display()))?;
+        output::line(format_args!("sha256:      {} ({pin})", plugin.sha256))?;
+        output::line(format_args!("api version: {}", manifest.api_version))?;
+        output::line(format_args!(
             "limits:      fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
             plugin.limits.fuel,
             plugin.limits.timeout.as_millis(),
             plugin.limits.memory_bytes >> 20,
             plugin.limits.output_bytes >> 10
-        );
-        println!("tools:");
+        ))?;
+        output::line("tools:")?;
         for tool in &manifest.tools {
             let mut flags = vec![tool.permission.as_str().to_owned()];
             for (on, flag) in [
@@ -72,34 +78,46 @@ impl InspectCommand {
                     flags.push(flag.into());
                 }
             }
-            println!("  {} ({}) — {}", tool.name, flags.join(", "), tool.description);
-            println!("    params: {}", params_cell(tool));
+            output::line(format_args!("  {} ({}) — {}", tool.name, flags.join(", "), tool.description))?;
+            output::line(format_args!("    params: {}", params_cell(tool)))?;
+            for param in tool.params.iter().filter(|p| !p.description.is_empty()) {
+                output::line(format_args!("      {} — {}", param.name, param.description))?;
+            }
+            if !tool.tags.is_empty() {
+                output::line(format_args!("    tags: {}", tool.tags.join(", ")))?;
+            }
+            if let Some(example) = &tool.example {
+                output::line(format_args!("    example: {example}"))?;
+            }
         }
         let caps = &manifest.capabilities;
-        println!("capabilities requested:");
+        output::line("capabilities requested:")?;
         for dir in &caps.directories {
             let granted = plugin.grants.dirs.iter().find(|g| g.guest_path == dir.guest_path);
             let status = match granted {
                 Some(g) => format!("granted {} → {}", g.access.as_str(), g.host_path.display()),
                 None => "withheld".to_owned(),
             };
-            println!("  dir {} ({}): {status}", dir.guest_path, dir.access.as_str());
+            output::line(format_args!("  dir {} ({}): {status}", dir.guest_path, dir.access.as_str()))?;
         }
         for name in &caps.env {
             let status = if plugin.grants.env.iter().any(|e| &e.name == name) { "granted" } else { "withheld" };
-            println!("  env {name}: {status}");
+            output::line(format_args!("  env {name}: {status}"))?;
         }
         for host in &caps.http_hosts {
             let status = if plugin.grants.http_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) { "granted" } else { "withheld" };
-            println!("  http {host}: {status}");
+            output::line(format_args!("  http {host}: {status}"))?;
         }
         if caps.directories.is_empty() && caps.env.is_empty() && caps.http_hosts.is_empty() {
-            println!("  none");
+            output::line("  none")?;
         }
         for withheld in &plugin.grants.withheld {
             if let Withheld::Env { reason, name } = withheld {
-                println!("  (env {name}: {reason})");
+                output::line(format_args!("  (env {name}: {reason})"))?;
             }
+        }
+        if let Some(unbound) = &plugin.unbound {
+            output::line(format_args!("  ({unbound})"))?;
         }
         Ok(ExitCode::SUCCESS)
     }

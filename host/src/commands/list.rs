@@ -1,6 +1,8 @@
 use super::GlobalOptions;
+use super::output;
 use crate::registry::LoadedPlugin;
 use crate::manifest::ToolSpec;
+use crate::printable::printable;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -35,7 +37,7 @@ impl ListCommand {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&tools)?);
+            output::json(&tools)?;
             return Ok(ExitCode::SUCCESS);
         }
         let mut rows = vec![["TOOL", "PLUGIN", "PERMISSION", "PARAMS", "GRANTED"].map(String::from)];
@@ -48,7 +50,7 @@ impl ListCommand {
                 grants_cell(plugin),
             ]);
         }
-        print_table(&rows);
+        print_table(&rows)?;
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -84,15 +86,19 @@ pub(super) fn grants_cell(plugin: &LoadedPlugin) -> String {
     if parts.is_empty() { "none".into() } else { parts.join(", ") }
 }
 
-fn print_table(rows: &[[String; 5]]) {
+/// Cells are escaped before they are measured, so columns line up.
+fn print_table(rows: &[[String; 5]]) -> anyhow::Result<()> {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|row| row.iter().map(|cell| printable(cell).into_owned()).collect()).collect();
     let widths: Vec<usize> =
         (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    for row in rows {
+    for row in &rows {
         let line: Vec<String> = row
             .iter()
             .zip(&widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", line.join("  ").trim_end());
+        output::line(line.join("  ").trim_end())?;
     }
+    Ok(())
 }

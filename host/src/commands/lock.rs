@@ -1,28 +1,91 @@
 use super::GlobalOptions;
-use crate::registry::{LockFile, component_files, sha256_hex};
-use anyhow::Context;
+use super::output;
+use crate::registry::{LoadError, LockFile, Registry, component_files, sha256_hex};
+use anyhow::{Context, bail};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Pin the SHA-256 of every component in the plugin directories into the
 /// lock file. Once it exists, a component that is not pinned, or whose bytes
-/// changed, is refused with both digests.
+/// changed, is refused with both digests, and a policy section without
+/// `file` or `sha256` grants only to pinned components.
+///
+/// First it shows each component as new, changed (old → new digest),
+/// unchanged or removed. It writes nothing when two components claim one
+/// plugin name or one tool name, or two directories hold files of one name.
+/// Pinning a new or changed component trusts it: on a terminal it asks
+/// first; otherwise pass --yes.
 #[derive(Debug, clap::Args)]
-pub(super) struct LockCommand {}
+pub(super) struct LockCommand {
+    /// Pin new and changed components without asking.
+    #[arg(long, short)]
+    yes: bool,
+}
 
 impl LockCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let policy = global.policy()?;
+        let old = LockFile::read(&policy.lock_file)?;
+        let mut by_name: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
         let mut pins = Vec::new();
         for path in component_files(&policy.plugin_dirs)? {
             let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let digest = sha256_hex(&bytes);
-            println!("{name}  sha256:{digest}");
-            pins.push((name, digest));
+            pins.push((name.clone(), sha256_hex(&bytes)));
+            by_name.entry(name).or_default().push(path);
         }
-        let count = pins.len();
-        LockFile::new(pins).write(&policy.lock_file)?;
-        eprintln!("pinned {count} components in {}", policy.lock_file.display());
+        let lock = LockFile::new(pins);
+        let changes = lock.changes(old.as_ref());
+        for change in &changes {
+            output::line(change)?;
+        }
+
+        // Pins are by file name, so one name in two directories is ambiguous.
+        let mut conflicts = false;
+        for (name, paths) in by_name.iter().filter(|(_, paths)| paths.len() > 1) {
+            let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            output::note(format_args!("refused: {name} is in more than one plugin directory: {}", paths.join(", ")));
+            conflicts = true;
+        }
+        let lock_file = policy.lock_file.clone();
+        let survey = Registry::new(policy)?.survey(&|_| {}).await.context("loading plugins")?;
+        for refusal in &survey.refused {
+            let claim = matches!(refusal.error, LoadError::DuplicatePlugin { .. } | LoadError::Collision { .. });
+            conflicts |= claim;
+            let (prefix, suffix) = if claim { ("refused", "") } else { ("warning", " (pinned, but it does not load)") };
+            output::note(format_args!("{prefix}: {}{suffix}", refusal.error));
+        }
+        if conflicts {
+            bail!(
+                "{} was not written: the components refused above claim a name another one claims; \
+                 remove the ones you do not trust, then lock again",
+                lock_file.display()
+            );
+        }
+
+        let trusted = changes.iter().filter(|c| c.trusts_new_bytes()).count();
+        if trusted > 0 && !self.yes && !confirm(trusted, &lock_file)? {
+            bail!(
+                "{} was not written: {trusted} new or changed components; check them above, then run \
+                 `toolhost lock --yes` to pin them",
+                lock_file.display()
+            );
+        }
+        lock.write(&lock_file)?;
+        output::note(format_args!("pinned {} components in {}", lock.pins.len(), lock_file.display()));
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// Ask on the terminal whether to pin; false without one to ask on.
+fn confirm(trusted: usize, lock_file: &std::path::Path) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    output::note(format_args!("pin {trusted} new or changed components in {}? [y/N]", lock_file.display()));
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).context("reading the answer")?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }

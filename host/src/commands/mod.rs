@@ -6,6 +6,7 @@ mod call;
 mod inspect;
 mod list;
 mod lock;
+mod output;
 mod parse;
 mod prompt;
 
@@ -53,21 +54,23 @@ enum Command {
 }
 
 /// Parse the command line, run the subcommand, print any error with its
-/// whole cause chain.
+/// whole cause chain. A closed stdout ends the command quietly.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            output::note(format_args!("error: cannot start the async runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(cli.execute()) {
         Ok(code) => code,
+        // The reader has what it wanted (`| head`): not an error.
+        Err(error) if error.is::<output::StdoutClosed>() => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            output::note_lines(format_args!("error: {error:#}"));
             ExitCode::FAILURE
         }
     }
@@ -113,13 +116,17 @@ impl GlobalOptions {
         let show = std::io::stderr().is_terminal() || self.verbose > 0;
         let registry = Registry::load_with_progress(policy, &|p| {
             if show {
-                eprintln!("compiling {} ({}/{})", p.file.display(), p.index, p.total);
+                output::note(format_args!("compiling {} ({}/{})", p.file.display(), p.index, p.total));
             }
         })
         .await
         .context("loading plugins")?;
-        for refusal in &registry.catalog().refused {
-            eprintln!("refused: {}", refusal.error);
+        let catalog = registry.catalog();
+        for refusal in &catalog.refused {
+            output::note(format_args!("refused: {}", refusal.error));
+        }
+        for unbound in catalog.plugins.iter().filter_map(|p| p.unbound.as_ref()) {
+            output::note(format_args!("note: {unbound}"));
         }
         Ok(registry)
     }
@@ -134,5 +141,10 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("warn,toolhost={default}")));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colour only on a terminal: a log file should hold text, not escapes.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }

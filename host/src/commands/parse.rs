@@ -1,4 +1,5 @@
 use super::GlobalOptions;
+use super::output;
 use crate::arguments;
 use crate::manifest::ToolSpec;
 use crate::protocol::{Declared, ProtocolId};
@@ -68,7 +69,7 @@ impl ParseCommand {
             calls.push(json!({ "name": call.name, "arguments": Value::Object(arguments) }));
         }
         let out = json!({ "calls": calls, "content": parsed.content, "warnings": warnings });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        output::json(&out)?;
         Ok(ExitCode::SUCCESS)
     }
 }

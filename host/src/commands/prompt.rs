@@ -1,4 +1,5 @@
 use super::GlobalOptions;
+use super::output;
 use crate::discovery::{PromptCache, ToolCallConfig};
 use crate::protocol::ProtocolId;
 use anyhow::{Context, bail};
@@ -6,7 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Print the system prompt that tells a model about the tools, rendered in
-/// a protocol; its token estimate goes to stderr.
+/// a protocol; its token estimate goes to stderr. Control characters are
+/// shown escaped on a terminal and written as they are to a pipe or a file.
 #[derive(Debug, clap::Args)]
 pub(super) struct PromptCommand {
     /// The protocol [default: the agent's, else vcp].
@@ -41,8 +43,13 @@ impl PromptCommand {
             None => "{{tools}}".to_owned(),
         };
         let prompt = PromptCache::new().render(&registry.catalog(), &agent, &config, protocol, &template);
-        println!("{}", prompt.text);
-        eprintln!("{} tokens (o200k_base), {} bytes, protocol {}", prompt.tokens, prompt.text.len(), protocol.as_str());
+        output::data(&prompt.text)?;
+        output::note(format_args!(
+            "{} tokens (o200k_base), {} bytes, protocol {}",
+            prompt.tokens,
+            prompt.text.len(),
+            protocol.as_str()
+        ));
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -73,6 +73,30 @@ impl LockFile {
         self.pins.get(file_name).map(|pin| pin.strip_prefix("sha256:").unwrap_or(pin))
     }
 
+    /// How each pin of `self` differs from `old` (the lock file as it was,
+    /// if there was one), in file-name order.
+    pub fn changes(&self, old: Option<&LockFile>) -> Vec<PinChange> {
+        let empty = LockFile::default();
+        let old = old.unwrap_or(&empty);
+        let mut changes: Vec<PinChange> = self
+            .pins
+            .keys()
+            .map(|file| {
+                let new = self.pin(file).unwrap_or_default().to_owned();
+                match old.pin(file) {
+                    None => PinChange::New { file: file.clone(), sha256: new },
+                    Some(was) if was != new => PinChange::Changed { file: file.clone(), old: was.to_owned(), new },
+                    Some(_) => PinChange::Unchanged { file: file.clone(), sha256: new },
+                }
+            })
+            .collect();
+        changes.extend(old.pins.keys().filter(|file| !self.pins.contains_key(*file)).map(|file| {
+            PinChange::Removed { file: file.clone(), sha256: old.pin(file).unwrap_or_default().to_owned() }
+        }));
+        changes.sort_by(|a, b| a.file().cmp(b.file()));
+        changes
+    }
+
     /// Write atomically to `path`.
     pub fn write(&self, path: &Path) -> Result<(), LockError> {
         let io = |source| LockError::Io { path: path.display().to_string(), source };
@@ -84,6 +108,70 @@ impl LockFile {
             .map_err(io)?;
         file.persist(path).map_err(|e| io(e.error))?;
         Ok(())
+    }
+}
+
+/// How one pin differs between the lock file and the components on disk.
+/// Displayed as the line `toolhost lock` shows for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinChange {
+    /// A component the lock file does not pin yet.
+    New {
+        /// Its file name.
+        file: String,
+        /// Its digest, hex.
+        sha256: String,
+    },
+    /// A component whose bytes differ from its pin.
+    Changed {
+        /// Its file name.
+        file: String,
+        /// The pinned digest.
+        old: String,
+        /// The digest of the file now.
+        new: String,
+    },
+    /// A component that matches its pin.
+    Unchanged {
+        /// Its file name.
+        file: String,
+        /// Its digest.
+        sha256: String,
+    },
+    /// A pin whose component is gone.
+    Removed {
+        /// Its file name.
+        file: String,
+        /// The pinned digest.
+        sha256: String,
+    },
+}
+
+impl PinChange {
+    /// The component's file name.
+    pub fn file(&self) -> &str {
+        match self {
+            PinChange::New { file, .. }
+            | PinChange::Changed { file, .. }
+            | PinChange::Unchanged { file, .. }
+            | PinChange::Removed { file, .. } => file,
+        }
+    }
+
+    /// Whether it pins bytes that were not pinned before.
+    pub fn trusts_new_bytes(&self) -> bool {
+        matches!(self, PinChange::New { .. } | PinChange::Changed { .. })
+    }
+}
+
+impl std::fmt::Display for PinChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PinChange::New { file, sha256 } => write!(f, "new        {file}  sha256:{sha256}"),
+            PinChange::Changed { file, old, new } => write!(f, "changed    {file}  sha256:{old} → sha256:{new}"),
+            PinChange::Unchanged { file, sha256 } => write!(f, "unchanged  {file}  sha256:{sha256}"),
+            PinChange::Removed { file, sha256 } => write!(f, "removed    {file}  sha256:{sha256}"),
+        }
     }
 }
 
@@ -102,5 +190,23 @@ mod tests {
         assert_eq!(read.pin("calc.wasm"), Some("ab12"));
         std::fs::write(&path, "version = 2\n[pins]\n").unwrap();
         assert!(LockFile::read(&path).unwrap_err().to_string().contains("version 2"));
+    }
+
+    #[test]
+    fn changes_name_new_changed_unchanged_and_removed_pins() {
+        let pins = |pairs: &[(&str, &str)]| LockFile::new(pairs.iter().map(|(f, d)| (f.to_string(), d.to_string())));
+        let old = pins(&[("a.wasm", "aa"), ("b.wasm", "bb"), ("gone.wasm", "cc")]);
+        let new = pins(&[("a.wasm", "aa"), ("b.wasm", "b2"), ("c.wasm", "c1")]);
+        let lines: Vec<String> = new.changes(Some(&old)).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "unchanged  a.wasm  sha256:aa",
+                "changed    b.wasm  sha256:bb → sha256:b2",
+                "new        c.wasm  sha256:c1",
+                "removed    gone.wasm  sha256:cc",
+            ]
+        );
+        assert!(new.changes(None).iter().all(PinChange::trusts_new_bytes), "without a lock file, every pin is new");
     }
 }

@@ -5,27 +5,34 @@
 //! its pin when a lock file exists; compile it (or take the verified
 //! artifact from the [`ArtifactCache`]); link it once; read its manifest in
 //! a tightly limited sandbox with no grants; validate the manifest (semver,
-//! API compatibility, names); and resolve its grants against the policy. A
-//! component that fails any step is refused with the reason, and the others
-//! load. Tool names must be unique across plugins; a collision refuses the
-//! later plugin and names both.
+//! API compatibility, names); and resolve its grants against the policy
+//! section of its name, if that section is bound to this component (see
+//! [`binding`]). A component that fails any step is refused with the reason,
+//! and the others load.
+//!
+//! A plugin name, and a tool name, belongs to one component. When several
+//! claim one, every one of them is refused and each refusal names the
+//! others: "first wins" would let a file that sorts first take the name.
 //!
 //! The loaded set is an immutable [`Catalog`] snapshot; [`Registry::reload`]
 //! builds a new one (reusing unchanged plugins) and notifies subscribers.
 
+pub mod binding;
 mod cache;
 mod lock;
 
+pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheUse};
-pub use lock::{LockError, LockFile};
+pub use lock::{LockError, LockFile, PinChange};
 
 use crate::config::Policy;
 use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
+use crate::printable::printable;
 use crate::sandbox::{
     CallFailure, CallState, Export, Grants, Invocation, Limits, PluginPre, Returned, Sandbox, SandboxError,
 };
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
@@ -43,6 +50,11 @@ pub struct LoadedPlugin {
     pub grants: Grants,
     /// Its per-call limits.
     pub limits: Limits,
+    /// Whether the lock file pins it.
+    pub pinned: bool,
+    /// Why the policy section of its name gave it nothing, if it did not
+    /// apply to this component.
+    pub unbound: Option<UnboundSection>,
     /// Whether it came from the compiled cache.
     pub cache: CacheUse,
     pre: PluginPre<CallState>,
@@ -113,10 +125,25 @@ pub enum LoadError {
         /// What is wrong.
         error: ManifestError,
     },
-    /// A tool name is taken by an earlier plugin.
+    /// Other components claim the same plugin name; all of them are refused.
     #[error(
-        "tool `{tool}` of plugin `{plugin}` ({file}) collides with the tool of the same name \
-         in plugin `{first_plugin}` ({first_file}); {file} is refused"
+        "{file} is refused: it claims plugin name `{plugin}`, as {} also does; every component \
+         claiming one name is refused (remove the one you do not trust)",
+        and_list(others)
+    )]
+    DuplicatePlugin {
+        /// The plugin name.
+        plugin: String,
+        /// The refused file.
+        file: String,
+        /// The other files claiming the name.
+        others: Vec<String>,
+    },
+    /// Other plugins declare the same tool name; all of them are refused.
+    #[error(
+        "{file} is refused: tool `{tool}` of plugin `{plugin}` is also declared by {}; every \
+         plugin declaring one tool name is refused (remove the one you do not trust)",
+        and_list(others)
     )]
     Collision {
         /// The tool name.
@@ -125,21 +152,34 @@ pub enum LoadError {
         plugin: String,
         /// Its file.
         file: String,
-        /// The plugin that has the name.
-        first_plugin: String,
-        /// Its file.
-        first_file: String,
+        /// The other plugins declaring it.
+        others: Vec<Claimant>,
     },
-    /// A plugin name is taken by an earlier file.
-    #[error("plugin `{plugin}` in {file} is already loaded from {first_file}; {file} is refused")]
-    DuplicatePlugin {
-        /// The plugin name.
-        plugin: String,
-        /// The refused file.
-        file: String,
-        /// The file already loaded.
-        first_file: String,
-    },
+}
+
+/// A plugin that claims a name, and the file it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimant {
+    /// The plugin name.
+    pub plugin: String,
+    /// Its component's file name.
+    pub file: String,
+}
+
+impl std::fmt::Display for Claimant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "plugin `{}` ({})", self.plugin, self.file)
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list<T: std::fmt::Display>(items: &[T]) -> String {
+    let items: Vec<String> = items.iter().map(ToString::to_string).collect();
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// A refused component and why.
@@ -253,6 +293,16 @@ impl Registry {
         policy: Policy,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Self, RegistryError> {
+        let registry = Self::new(policy)?;
+        let lock = LockFile::read(&registry.policy.lock_file)?;
+        let catalog = registry.scan(&Catalog::empty(), lock.as_ref(), progress).await?;
+        *registry.catalog.write().expect("catalog lock") = Arc::new(catalog);
+        Ok(registry)
+    }
+
+    /// A registry with the engine and the cache set up and nothing loaded,
+    /// for [`Registry::inspect`] and [`Registry::survey`].
+    pub fn new(policy: Policy) -> Result<Self, RegistryError> {
         let sandbox = Arc::new(Sandbox::new()?);
         let cache = match &policy.cache_dir {
             Some(dir) => Some(
@@ -261,17 +311,21 @@ impl Registry {
             ),
             None => None,
         };
-        let registry = Registry {
+        Ok(Registry {
             sandbox,
             policy,
             cache,
             catalog: RwLock::new(Arc::new(Catalog::empty())),
             events: broadcast::channel(16).0,
             reloading: tokio::sync::Mutex::new(()),
-        };
-        let catalog = registry.scan(&Catalog::empty(), progress).await?;
-        *registry.catalog.write().expect("catalog lock") = Arc::new(catalog);
-        Ok(registry)
+        })
+    }
+
+    /// Every component in the plugin directories loaded as if there were no
+    /// lock file, with every other check and refusal: what `toolhost lock`
+    /// is about to pin. The registry's own catalog is left as it is.
+    pub async fn survey(&self, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Catalog, RegistryError> {
+        self.scan(&Catalog::empty(), None, progress).await
     }
 
     /// The current snapshot.
@@ -294,7 +348,8 @@ impl Registry {
     pub async fn reload(&self) -> Result<RegistryEvent, RegistryError> {
         let _one_at_a_time = self.reloading.lock().await;
         let old = self.catalog();
-        let new = self.scan(&old, &|_| {}).await?;
+        let lock = LockFile::read(&self.policy.lock_file)?;
+        let new = self.scan(&old, lock.as_ref(), &|_| {}).await?;
         let files = |c: &Catalog| -> HashMap<PathBuf, String> {
             c.plugins.iter().map(|p| (p.path.clone(), p.sha256.clone())).collect()
         };
@@ -343,43 +398,45 @@ impl Registry {
     }
 
     /// Load one component file outside the catalog, as `toolhost inspect`
-    /// does: the same checks, but no pin and no collision check.
+    /// does: the same checks, but no pin and no collision check. Its grants
+    /// are those it would get in the catalog.
     pub async fn inspect(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
-        self.load_component(path, &wasm, sha256_hex(&wasm)).await
+        let sha256 = sha256_hex(&wasm);
+        // An unreadable lock pins nothing; the caller reports it.
+        let lock = LockFile::read(&self.policy.lock_file).ok().flatten();
+        let pinned = lock.is_some_and(|lock| lock.pin(&file_name(path)) == Some(sha256.as_str()));
+        self.load_component(path, &wasm, sha256, pinned).await
     }
 
     async fn scan(
         &self,
         previous: &Catalog,
+        lock: Option<&LockFile>,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Catalog, RegistryError> {
-        let lock = LockFile::read(&self.policy.lock_file)?;
         let files = component_files(&self.policy.plugin_dirs)?;
-        let mut plugins: Vec<Arc<LoadedPlugin>> = Vec::new();
-        let mut refused = Vec::new();
-        let mut index: HashMap<String, (usize, usize)> = HashMap::new();
+        let mut loaded = Vec::with_capacity(files.len());
         for (position, path) in files.iter().enumerate() {
-            let loaded = match self
-                .load_file(path, lock.as_ref(), previous, LoadProgress { file: path, index: position + 1, total: files.len() }, progress)
-                .await
-            {
-                Ok(plugin) => plugin,
-                Err(error) => {
-                    tracing::info!("{error}");
-                    refused.push(Refusal { path: path.clone(), error });
-                    continue;
+            let position = LoadProgress { file: path, index: position + 1, total: files.len() };
+            loaded.push((path.clone(), self.load_file(path, lock, previous, position, progress).await));
+        }
+        let mut conflicts = conflicts(&loaded);
+        let (mut plugins, mut refused) = (Vec::new(), Vec::new());
+        let mut index: HashMap<String, (usize, usize)> = HashMap::new();
+        for (position, (path, result)) in loaded.into_iter().enumerate() {
+            match result.and_then(|plugin| conflicts.remove(&position).map_or(Ok(plugin), Err)) {
+                Ok(plugin) => {
+                    for (t, tool) in plugin.manifest.tools.iter().enumerate() {
+                        index.insert(tool.name.clone(), (plugins.len(), t));
+                    }
+                    plugins.push(plugin);
                 }
-            };
-            if let Some(error) = conflict(&loaded, &plugins, &index) {
-                tracing::info!("{error}");
-                refused.push(Refusal { path: path.clone(), error });
-                continue;
+                Err(error) => {
+                    tracing::info!("refused: {}", printable(&error.to_string()));
+                    refused.push(Refusal { path, error });
+                }
             }
-            for (t, tool) in loaded.manifest.tools.iter().enumerate() {
-                index.insert(tool.name.clone(), (plugins.len(), t));
-            }
-            plugins.push(loaded);
         }
         Ok(Catalog { generation: previous.generation + 1, plugins, refused, index })
     }
@@ -404,16 +461,26 @@ impl Registry {
                 Some(_) => {}
             }
         }
-        if let Some(same) = previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256) {
+        // Past the check above, a lock file means a pin at this digest.
+        let pinned = lock.is_some();
+        if let Some(same) =
+            previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256 && p.pinned == pinned)
+        {
             return Ok(same.clone());
         }
         if self.cache.as_ref().is_none_or(|c| !c.path_for(&sha256).exists()) {
             progress(position);
         }
-        self.load_component(path, &wasm, sha256).await.map(Arc::new)
+        self.load_component(path, &wasm, sha256, pinned).await.map(Arc::new)
     }
 
-    async fn load_component(&self, path: &Path, wasm: &[u8], sha256: String) -> Result<LoadedPlugin, LoadError> {
+    async fn load_component(
+        &self,
+        path: &Path,
+        wasm: &[u8],
+        sha256: String,
+        pinned: bool,
+    ) -> Result<LoadedPlugin, LoadError> {
         let file = file_name(path);
         let engine = self.sandbox.engine();
         let compile_error = |e: wasmtime::Error| LoadError::Compile { file: file.clone(), message: format!("{e:#}") };
@@ -434,7 +501,8 @@ impl Registry {
         };
         let manifest =
             PluginManifest::validate(raw.into()).map_err(|error| LoadError::Invalid { file: file.clone(), error })?;
-        let policy = self.policy.for_plugin(&manifest.name);
+        let identity = ComponentId { file: &file, sha256: &sha256, pinned };
+        let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
         let pre = if grants.http_hosts.is_empty() {
             bare
@@ -443,9 +511,11 @@ impl Registry {
         };
         Ok(LoadedPlugin {
             path: path.to_owned(),
-            sha256,
             grants,
             limits: policy.limits,
+            pinned,
+            unbound: policy.unbound,
+            sha256,
             manifest,
             cache,
             pre,
@@ -459,29 +529,46 @@ impl Catalog {
     }
 }
 
-/// A reason to refuse `loaded` given the plugins already accepted.
-fn conflict(
-    loaded: &LoadedPlugin,
-    plugins: &[Arc<LoadedPlugin>],
-    index: &HashMap<String, (usize, usize)>,
-) -> Option<LoadError> {
-    if let Some(first) = plugins.iter().find(|p| p.name() == loaded.name()) {
-        return Some(LoadError::DuplicatePlugin {
-            plugin: loaded.name().to_owned(),
-            file: file_name(&loaded.path),
-            first_file: file_name(&first.path),
-        });
+/// Why each loaded component that shares a plugin or tool name with another
+/// is refused, by position. Decided over the whole set, so the order of the
+/// files changes nothing.
+fn conflicts(loaded: &[(PathBuf, Result<Arc<LoadedPlugin>, LoadError>)]) -> HashMap<usize, LoadError> {
+    let plugins: Vec<(usize, &LoadedPlugin)> =
+        loaded.iter().enumerate().filter_map(|(i, (_, r))| Some((i, r.as_deref().ok()?))).collect();
+    let mut by_name: BTreeMap<&str, Vec<(usize, &LoadedPlugin)>> = BTreeMap::new();
+    let mut by_tool: BTreeMap<&str, Vec<(usize, &LoadedPlugin)>> = BTreeMap::new();
+    for &(i, plugin) in &plugins {
+        by_name.entry(plugin.name()).or_default().push((i, plugin));
+        for tool in &plugin.manifest.tools {
+            by_tool.entry(&tool.name).or_default().push((i, plugin));
+        }
     }
-    loaded.manifest.tools.iter().find_map(|tool| {
-        let &(p, _) = index.get(&tool.name)?;
-        Some(LoadError::Collision {
-            tool: tool.name.clone(),
-            plugin: loaded.name().to_owned(),
-            file: file_name(&loaded.path),
-            first_plugin: plugins[p].name().to_owned(),
-            first_file: file_name(&plugins[p].path),
-        })
-    })
+    let others = |claims: &[(usize, &LoadedPlugin)], me: usize| -> Vec<Claimant> {
+        claims
+            .iter()
+            .filter(|(i, _)| *i != me)
+            .map(|(_, p)| Claimant { plugin: p.name().to_owned(), file: file_name(&p.path) })
+            .collect()
+    };
+    let mut refused = HashMap::new();
+    for &(i, plugin) in &plugins {
+        let file = file_name(&plugin.path);
+        let same_name = others(&by_name[plugin.name()], i);
+        let error = if !same_name.is_empty() {
+            let others = same_name.into_iter().map(|c| c.file).collect();
+            LoadError::DuplicatePlugin { plugin: plugin.name().to_owned(), file, others }
+        } else {
+            let Some((tool, others)) = plugin.manifest.tools.iter().find_map(|tool| {
+                let others = others(&by_tool[tool.name.as_str()], i);
+                (!others.is_empty()).then_some((tool, others))
+            }) else {
+                continue;
+            };
+            LoadError::Collision { tool: tool.name.clone(), plugin: plugin.name().to_owned(), file, others }
+        };
+        refused.insert(i, error);
+    }
+    refused
 }
 
 /// Every `*.wasm` file in `dirs`, directory by directory, sorted by name.

@@ -1,5 +1,5 @@
 //! `impostor`: declares `calculate`, which `calc` already offers, so tests
-//! can show that a name collision refuses the later plugin.
+//! can show that a tool-name collision refuses both plugins.
 
 use toolhost_sdk::prelude::*;
 

@@ -1,0 +1,57 @@
+//! Where a command's words go, and how they are made safe to show.
+//!
+//! Results go to stdout. A write there fails with [`StdoutClosed`] once the
+//! reader has gone (`toolhost inspect --json x.wasm | head -1`), and `main`
+//! ends the command quietly on it. Notes go to stderr; a failed write there
+//! is ignored, as there is nowhere left to report it.
+//!
+//! Everything shown to a person passes through [`printable`]: plugins and
+//! plugin directories choose descriptions, messages and file names. Tool
+//! output and prompts are data: written raw when stdout is a pipe or a file
+//! (so `toolhost call x > out` keeps the exact bytes) and escaped, lines
+//! kept, when it is a terminal.
+
+use crate::printable::{printable, printable_lines, to_json_pretty};
+use serde::Serialize;
+use std::fmt::Display;
+use std::io::{IsTerminal, Write};
+
+/// Standard output was closed by its reader; the command stops quietly.
+#[derive(Debug, thiserror::Error)]
+#[error("standard output was closed")]
+pub(super) struct StdoutClosed;
+
+/// One line for a person, escaped.
+pub(super) fn line(text: impl Display) -> anyhow::Result<()> {
+    write_stdout(&printable(&text.to_string()))
+}
+
+/// Pretty JSON, with no control, bidirectional or invisible character raw.
+pub(super) fn json(value: &(impl Serialize + ?Sized)) -> anyhow::Result<()> {
+    write_stdout(&to_json_pretty(value)?)
+}
+
+/// Data a tool or a template produced: raw unless stdout is a terminal.
+pub(super) fn data(text: &str) -> anyhow::Result<()> {
+    if std::io::stdout().is_terminal() { write_stdout(&printable_lines(text)) } else { write_stdout(text) }
+}
+
+/// One line on stderr, escaped.
+pub(super) fn note(text: impl Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{}", printable(&text.to_string()));
+}
+
+/// Several lines on stderr (an error message, a tool's error), escaped
+/// but for newlines and tabs.
+pub(super) fn note_lines(text: impl Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{}", printable_lines(&text.to_string()));
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+        Ok(()) => Ok(()),
+    }
+}
