@@ -465,3 +465,44 @@ fn every_command_exits_quietly_when_stdout_is_closed_early() {
     assert!(status.success(), "parse exited with {status}: {stderr}");
     assert_eq!(stderr, "");
 }
+
+/// Wait for `child` at most `limit`; kill it and fail if it is still running.
+fn exits_within(mut child: std::process::Child, limit: std::time::Duration) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("toolhost was still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_fifo_in_a_grant_neither_hangs_the_call_nor_keeps_the_process_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(plugins("hostile").join("hoarder.wasm"), dir.path().join("plugins/hoarder.wasm")).unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    assert!(Command::new("mkfifo").arg(dir.path().join("data/pipe")).status().unwrap().success());
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "plugin_dirs = [\"plugins\"]\n[plugins.hoarder]\nfile = \"hoarder.wasm\"\nlimits = { timeout_ms = 1_000 }\n\
+         dirs = { \"/data\" = { host = \"data\" } }\n",
+    )
+    .unwrap();
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .env("XDG_CACHE_HOME", cache)
+        .args(["call", "read_file", "--arg", "name=pipe"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = exits_within(child, std::time::Duration::from_secs(20));
+    assert!(!status.success(), "reading a FIFO is refused");
+}

@@ -53,6 +53,9 @@ enum Command {
     Parse(parse::ParseCommand),
 }
 
+/// How long the command waits for background work when it is done.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Parse the command line, run the subcommand, print any error with its
 /// whole cause chain. A closed stdout ends the command quietly.
 pub fn main() -> ExitCode {
@@ -65,7 +68,11 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli.execute()) {
+    let result = runtime.block_on(cli.execute());
+    // A host call stopped at its deadline may leave a blocking thread in a
+    // system call; the process does not wait for it.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    match result {
         Ok(code) => code,
         // The reader has what it wanted (`| head`): not an error.
         Err(error) if error.is::<output::StdoutClosed>() => ExitCode::SUCCESS,
