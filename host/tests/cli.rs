@@ -498,7 +498,7 @@ fn a_fifo_in_a_grant_neither_hangs_the_call_nor_keeps_the_process_alive() {
     let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .current_dir(dir.path())
         .env("XDG_CACHE_HOME", cache)
-        .args(["call", "read_file", "--arg", "name=pipe"])
+        .args(["call", "read_data", "--arg", "name=pipe"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

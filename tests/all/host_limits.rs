@@ -208,11 +208,11 @@ async fn a_fifo_in_a_granted_directory_is_refused_without_blocking() {
     let (host, dir) = hoarder(true, "limits = { timeout_ms = 2_000 }\n").await;
     let made = std::process::Command::new("mkfifo").arg(dir.path().join("data/pipe")).status().unwrap();
     assert!(made.success());
-    let outcome = host.call("read_file", json!({ "name": "pipe" })).await;
+    let outcome = host.call("read_data", json!({ "name": "pipe" })).await;
     assert_eq!(outcome.status, Status::Error, "{}", outcome.output);
     assert!(outcome.output.starts_with("cannot read /data/pipe: "), "{}", outcome.output);
     assert!(outcome.duration < Duration::from_secs(1), "refused at once, not at the deadline: {:?}", outcome.duration);
-    let regular = host.call("read_file", json!({ "name": "inside.txt" })).await;
+    let regular = host.call("read_data", json!({ "name": "inside.txt" })).await;
     assert_eq!(regular.output, "inside");
 }
 

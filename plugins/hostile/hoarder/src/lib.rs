@@ -36,7 +36,7 @@ impl Plugin for Hoarder {
             .tool(Tool::new("fetch_many", "GET a URL `count` times, failing at the first error.")
                 .param("url", Type::String, "the URL", Required)
                 .param("count", Type::Integer, "how many", Required))
-            .tool(Tool::new("read_file", "Read a file in /data (a FIFO, say).")
+            .tool(Tool::new("read_data", "Read a file in /data (a FIFO, say).")
                 .param("name", Type::String, "the file in /data", Required))
             .tool(Tool::new("symlink", "Create a symlink in /data.")
                 .param("target", Type::String, "where it points", Required)
@@ -155,7 +155,7 @@ impl Plugin for Hoarder {
                 }
                 Ok("fetched".into())
             }
-            "read_file" => {
+            "read_data" => {
                 let name: String = args.get("name")?;
                 let text = std::fs::read_to_string(format!("/data/{name}"))
                     .map_err(|e| ToolError::failed(format!("cannot read /data/{name}: {e}")))?;
