@@ -3,6 +3,7 @@
 //! module per area.
 
 mod concurrency;
+mod declarations;
 mod grants;
 mod limits;
 mod protocols;
