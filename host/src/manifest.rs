@@ -1,8 +1,16 @@
 //! The host-side view of a plugin's declarations: [`PluginManifest`],
 //! [`ToolSpec`], [`ParamSpec`], [`Permission`] and [`Capabilities`], and the
-//! checks every manifest passes before its plugin is loaded, among them that
-//! a prompt can show its declared text without mistaking it for its own
-//! structure or for a call.
+//! checks every manifest passes before its plugin is loaded: sizes within
+//! the limits in [`limits`](self#constants), and declared text that a prompt
+//! can show without mistaking it for its own structure or for a call.
+
+mod limits;
+
+pub use limits::{
+    MAX_CAPABILITY_ENTRIES, MAX_CAPABILITY_ENTRY_BYTES, MAX_EXAMPLE_BYTES, MAX_PARAM_DESCRIPTION_BYTES, MAX_PARAMS,
+    MAX_PLUGIN_DESCRIPTION_BYTES, MAX_TAG_BYTES, MAX_TAGS, MAX_TOOL_DESCRIPTION_BYTES, MAX_TOOL_NAME_LEN, MAX_TOOLS,
+    MAX_VERSION_BYTES, STRING_OVERHEAD_BYTES,
+};
 
 use crate::protocol::{call_syntax, is_line_break, vcp};
 use serde::Serialize;
@@ -11,9 +19,6 @@ use std::collections::HashSet;
 /// The toolhost plugin API this host speaks. A plugin built against API
 /// `X` loads only when `^X` (the semver caret rule) admits this version.
 pub const HOST_API_VERSION: &str = "0.1.0";
-
-/// The longest tool name every text protocol can carry.
-pub const MAX_TOOL_NAME_LEN: usize = 64;
 
 
 /// The JSON type a parameter's value must have.
@@ -286,6 +291,50 @@ pub enum ManifestError {
         /// The parameter.
         param: String,
     },
+    /// The manifest as a whole is over the manifest output limit.
+    #[error(
+        "plugin `{plugin}`: manifest of {} exceeds the limit of {}; its largest field is {largest}: {} (limit {})",
+        approx_bytes(*size), approx_bytes(*limit), approx_bytes(*largest_size), approx_bytes(*largest_limit)
+    )]
+    TooLarge {
+        /// The plugin.
+        plugin: String,
+        /// The manifest's size in bytes: its strings, each with
+        /// [`STRING_OVERHEAD_BYTES`].
+        size: usize,
+        /// The manifest output limit in bytes.
+        limit: usize,
+        /// Its largest field.
+        largest: Field,
+        /// That field's size in bytes.
+        largest_size: usize,
+        /// That field's own limit in bytes.
+        largest_limit: usize,
+    },
+    /// A declared string is longer than its limit.
+    #[error("plugin `{plugin}`: {field} is {}, over the limit of {}", approx_bytes(*size), approx_bytes(*limit))]
+    TooLong {
+        /// The plugin.
+        plugin: String,
+        /// Where.
+        field: Field,
+        /// Its length in bytes.
+        size: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A list is longer than its limit.
+    #[error("plugin `{plugin}`: {count} {what}, over the limit of {limit}")]
+    TooMany {
+        /// The plugin.
+        plugin: String,
+        /// What is counted: "tools", "parameters of tool `x`", …
+        what: String,
+        /// How many there are.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// Declared text holds a control character, or a line break where it
     /// cannot span lines.
     #[error(
@@ -406,14 +455,16 @@ pub fn is_valid_name(name: &str) -> bool {
 
 impl PluginManifest {
     /// Check everything a manifest promises that the type system cannot:
-    /// names, declared text that a prompt could mistake for its own
-    /// structure or for a call, semver versions, API compatibility,
-    /// uniqueness, and examples that use only declared parameters with
-    /// values of their types. Names come first, so that every later error
-    /// can quote them.
-    pub(crate) fn validate(raw: RawManifest) -> Result<Self, ManifestError> {
+    /// names, the size of the whole (at most `max_bytes`) and of each part,
+    /// declared text that a prompt could mistake for its own structure or
+    /// for a call, semver versions, API compatibility, uniqueness, and
+    /// examples that use only declared parameters with values of their
+    /// types. Names come first, so that every later error can quote them.
+    pub(crate) fn validate(raw: RawManifest, max_bytes: usize) -> Result<Self, ManifestError> {
         check_names(&raw)?;
         let plugin = raw.name.clone();
+        check_counts(&raw)?;
+        check_size(&raw, max_bytes)?;
         each_text(&raw, |at, text| check_text(&raw, at, text))?;
         let parse = |what: &'static str, value: &str| {
             semver::Version::parse(value).map_err(|e| ManifestError::BadVersion {
@@ -479,10 +530,75 @@ fn check_names(raw: &RawManifest) -> Result<(), ManifestError> {
     Ok(())
 }
 
-/// One declared string, if a prompt shows it, holds neither control
-/// characters nor call syntax.
+/// No list is longer than its limit.
+fn check_counts(raw: &RawManifest) -> Result<(), ManifestError> {
+    let check = |count: usize, limit: usize, what: &dyn Fn() -> String| {
+        if count > limit {
+            return Err(ManifestError::TooMany { plugin: raw.name.clone(), what: what(), count, limit });
+        }
+        Ok(())
+    };
+    let capabilities = &raw.capabilities;
+    check(raw.tools.len(), MAX_TOOLS, &|| "tools".into())?;
+    check(capabilities.directories.len(), MAX_CAPABILITY_ENTRIES, &|| "directories".into())?;
+    check(capabilities.env.len(), MAX_CAPABILITY_ENTRIES, &|| "environment variables".into())?;
+    check(capabilities.http_hosts.len(), MAX_CAPABILITY_ENTRIES, &|| "HTTP hosts".into())?;
+    for RawTool { spec: tool, .. } in &raw.tools {
+        check(tool.params.len(), MAX_PARAMS, &|| format!("parameters of tool `{}`", tool.name))?;
+        check(tool.tags.len(), MAX_TAGS, &|| format!("tags of tool `{}`", tool.name))?;
+    }
+    Ok(())
+}
+
+/// The manifest's strings, each with [`STRING_OVERHEAD_BYTES`], come to at
+/// most `max_bytes`; a refusal names the largest field, where cutting
+/// helps most.
+fn check_size(raw: &RawManifest, max_bytes: usize) -> Result<(), ManifestError> {
+    let Size { total, largest, largest_size } = Size::of(raw);
+    if total <= max_bytes {
+        return Ok(());
+    }
+    Err(ManifestError::TooLarge {
+        plugin: raw.name.clone(),
+        size: total,
+        limit: max_bytes,
+        largest: largest.field(raw),
+        largest_size,
+        largest_limit: largest.limit(),
+    })
+}
+
+/// What a manifest's strings come to.
+struct Size {
+    /// Their bytes, each with [`STRING_OVERHEAD_BYTES`].
+    total: usize,
+    /// Where the longest stands.
+    largest: At,
+    /// Its bytes.
+    largest_size: usize,
+}
+
+impl Size {
+    fn of(raw: &RawManifest) -> Size {
+        let mut size = Size { total: 0, largest: At::PluginName, largest_size: 0 };
+        let _ = each_text(raw, |at, text| {
+            size.total += text.len() + STRING_OVERHEAD_BYTES;
+            if text.len() > size.largest_size {
+                (size.largest, size.largest_size) = (at, text.len());
+            }
+            Ok::<(), ()>(())
+        });
+        size
+    }
+}
+
+/// One declared string is within its limit and, if a prompt shows it,
+/// holds neither control characters nor call syntax.
 fn check_text(raw: &RawManifest, at: At, text: &str) -> Result<(), ManifestError> {
     let plugin = || raw.name.clone();
+    if text.len() > at.limit() {
+        return Err(ManifestError::TooLong { plugin: plugin(), field: at.field(raw), size: text.len(), limit: at.limit() });
+    }
     let lines = match at.shown() {
         Shown::Not => return Ok(()),
         Shown::Line => false,
@@ -614,6 +730,20 @@ enum Shown {
 }
 
 impl At {
+    /// The string's limit in bytes.
+    fn limit(self) -> usize {
+        match self {
+            At::PluginName | At::ToolName(_) | At::ParamName(..) => MAX_TOOL_NAME_LEN,
+            At::Version | At::ApiVersion => MAX_VERSION_BYTES,
+            At::PluginDescription => MAX_PLUGIN_DESCRIPTION_BYTES,
+            At::ToolDescription(_) => MAX_TOOL_DESCRIPTION_BYTES,
+            At::ParamDescription(..) => MAX_PARAM_DESCRIPTION_BYTES,
+            At::Tag(..) => MAX_TAG_BYTES,
+            At::Example(_) => MAX_EXAMPLE_BYTES,
+            At::Directory(_) | At::Env(_) | At::HttpHost(_) => MAX_CAPABILITY_ENTRY_BYTES,
+        }
+    }
+
     /// How a prompt shows it. The plugin's description and tags are not in
     /// prompts today, but are held to the same rules as the tools' text so
     /// that a renderer may show them; an example is checked value by value
@@ -691,6 +821,19 @@ fn excerpt(text: &str) -> String {
     out
 }
 
+/// A size the way a refusal reports it: bytes below 1 KiB, whole KiB
+/// (rounded up, so a size over a limit never reads as the limit) below
+/// 1 MiB, then MiB to a tenth.
+fn approx_bytes(bytes: usize) -> String {
+    const KIB: usize = 1 << 10;
+    const MIB: usize = 1 << 20;
+    match bytes {
+        0..KIB => format!("{bytes} bytes"),
+        KIB..MIB => format!("{} KiB", bytes.div_ceil(KIB)),
+        _ => format!("{:.1} MiB", bytes as f64 / MIB as f64),
+    }
+}
+
 fn check_api(plugin: &str, plugin_api: &semver::Version) -> Result<(), ManifestError> {
     let host = semver::Version::parse(HOST_API_VERSION).expect("HOST_API_VERSION is semver");
     let admits = semver::VersionReq::parse(&format!("^{plugin_api}"))
@@ -729,6 +872,12 @@ pub(crate) struct RawTool {
 mod tests {
     use super::*;
     use crate::protocol::call_syntax;
+    use crate::sandbox::Limits;
+
+    /// The manifest output limit the registry passes in.
+    fn max_bytes() -> usize {
+        Limits::for_manifest().output_bytes
+    }
 
     fn raw(api: &str) -> RawManifest {
         RawManifest {
@@ -748,7 +897,7 @@ mod tests {
     }
 
     fn validate(raw: RawManifest) -> Result<PluginManifest, ManifestError> {
-        PluginManifest::validate(raw)
+        PluginManifest::validate(raw, max_bytes())
     }
 
     /// `raw("0.1.0")` changed by `change`, validated; the error's text.
@@ -911,11 +1060,95 @@ mod tests {
     }
 
     #[test]
+    fn every_string_over_its_limit_is_refused_naming_field_and_limit() {
+        let over = |limit: usize| "x".repeat(limit + 1);
+        let cases: Vec<(Set, usize, &str)> = vec![
+            (|m, text| m.description = text, MAX_PLUGIN_DESCRIPTION_BYTES, "its description is 5 KiB, over the limit of 4 KiB"),
+            (|m, text| m.tools[0].spec.description = text, MAX_TOOL_DESCRIPTION_BYTES, "the description of tool `t` is 17 KiB, over the limit of 16 KiB"),
+            (
+                |m, text| m.tools[0].spec.params[0].description = text,
+                MAX_PARAM_DESCRIPTION_BYTES,
+                "the description of parameter `a` of tool `t` is 5 KiB, over the limit of 4 KiB",
+            ),
+            (|m, text| m.tools[0].spec.tags = vec![text], MAX_TAG_BYTES, "tag 1 of tool `t` is 65 bytes, over the limit of 64 bytes"),
+            (
+                |m, text| m.tools[0].example = Some(format!("{{\"a\": 1, \"pad\": \"{text}\"}}")),
+                MAX_EXAMPLE_BYTES - 19,
+                "the example of tool `t` is 9 KiB, over the limit of 8 KiB",
+            ),
+            (|m, text| m.version = text, MAX_VERSION_BYTES, "its version is 129 bytes, over the limit of 128 bytes"),
+            (
+                |m, text| m.capabilities.http_hosts = vec!["example.com".into(), text],
+                MAX_CAPABILITY_ENTRY_BYTES,
+                "entry 2 of its http-hosts capabilities is 5 KiB, over the limit of 4 KiB",
+            ),
+        ];
+        for (set, limit, expected) in cases {
+            let error = refusal(|m| set(m, over(limit)));
+            assert_eq!(error, format!("plugin `demo`: {expected}"));
+        }
+    }
+
+    #[test]
+    fn lists_over_their_limits_are_refused_naming_the_count() {
+        let error = refusal(|m| {
+            let tool = m.tools[0].clone();
+            m.tools = (0..=MAX_TOOLS).map(|_| tool.clone()).collect();
+        });
+        assert_eq!(error, "plugin `demo`: 129 tools, over the limit of 128");
+        let error = refusal(|m| m.tools[0].spec.tags = vec!["x".into(); MAX_TAGS + 1]);
+        assert_eq!(error, "plugin `demo`: 33 tags of tool `t`, over the limit of 32");
+        let error = refusal(|m| {
+            let param = m.tools[0].spec.params[0].clone();
+            m.tools[0].spec.params = vec![param; MAX_PARAMS + 1];
+        });
+        assert_eq!(error, "plugin `demo`: 65 parameters of tool `t`, over the limit of 64");
+        let error = refusal(|m| m.capabilities.env = vec!["HOME".into(); MAX_CAPABILITY_ENTRIES + 1]);
+        assert_eq!(error, "plugin `demo`: 65 environment variables, over the limit of 64");
+    }
+
+    #[test]
+    fn a_manifest_over_the_output_limit_is_refused_naming_size_limit_and_largest_field() {
+        let error = refusal(|m| m.tools[0].spec.description = "x".repeat(4 << 20));
+        assert_eq!(
+            error,
+            "plugin `demo`: manifest of 4.0 MiB exceeds the limit of 256 KiB; its largest field is \
+             the description of tool `t`: 4.0 MiB (limit 16 KiB)"
+        );
+        // Within every field's limit, but not in sum.
+        let error = refusal(|m| {
+            let mut tool = m.tools[0].clone();
+            tool.spec.description = "x".repeat(MAX_TOOL_DESCRIPTION_BYTES);
+            m.tools = (0..20).map(|i| RawTool { spec: ToolSpec { name: format!("t{i}"), ..tool.spec.clone() }, ..tool.clone() }).collect();
+        });
+        assert!(error.starts_with("plugin `demo`: manifest of 322 KiB exceeds the limit of 256 KiB"), "{error}");
+    }
+
+    #[test]
+    fn empty_strings_count_toward_the_size() {
+        let mut manifest = raw("0.1.0");
+        manifest.tools[0].spec.tags = vec![String::new(); MAX_TAGS];
+        let size = Size::of(&manifest).total;
+        assert!(size > MAX_TAGS * STRING_OVERHEAD_BYTES);
+        assert!(PluginManifest::validate(manifest.clone(), size).is_ok());
+        assert!(matches!(PluginManifest::validate(manifest, size - 1), Err(ManifestError::TooLarge { .. })));
+    }
+
+    #[test]
     fn untrusted_text_in_errors_is_short_and_escaped() {
         let error = refusal(|m| m.name = format!("\u{1b}[2J{}", "a".repeat(1 << 20)));
         assert_eq!(
             error,
             format!("plugin `\\u{{1b}}[2J{a}…`: plugin name `\\u{{1b}}[2J{a}…` must match ^[A-Za-z0-9_-]{{1,64}}$", a = "a".repeat(60))
         );
+    }
+
+    #[test]
+    fn sizes_are_reported_readably() {
+        assert_eq!(approx_bytes(64), "64 bytes");
+        assert_eq!(approx_bytes(16 << 10), "16 KiB");
+        assert_eq!(approx_bytes((16 << 10) + 1), "17 KiB");
+        assert_eq!(approx_bytes(256 << 10), "256 KiB");
+        assert_eq!(approx_bytes((4 << 20) + 100), "4.0 MiB");
     }
 }

@@ -1,5 +1,6 @@
-//! What a plugin declares reaches the host's prompts only within bounds:
-//! declarations cannot inject calls or forge prompt structure.
+//! What a plugin declares reaches the host's prompts and memory only within
+//! bounds: declarations cannot inject calls or forge prompt structure, and
+//! a manifest larger than the manifest cap is refused.
 
 use crate::support::TestHost;
 use toolhost::discovery::{PromptCache, ToolCallConfig, visible_tools};
@@ -62,4 +63,17 @@ async fn no_prompt_holds_a_call_but_the_examples() {
             }
         }
     }
+}
+
+#[tokio::test]
+async fn a_manifest_over_the_cap_is_refused_naming_its_size_the_limit_and_the_largest_field() {
+    let host = TestHost::new(&["bloated", "calc"], "").await;
+    assert_eq!(
+        refusals(&host),
+        ["bloated.wasm: plugin `bloated`: manifest of 4.0 MiB exceeds the limit of 256 KiB; \
+          its largest field is the description of tool `flood`: 4.0 MiB (limit 16 KiB)"]
+    );
+    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let prompt = PromptCache::new().render(&host.registry.catalog(), "test", &config, ProtocolId::Vcp, "{{tools}}");
+    assert!(prompt.tokens < 1_000, "only calc is in the prompt: {} tokens", prompt.tokens);
 }

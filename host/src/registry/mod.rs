@@ -432,8 +432,8 @@ impl Registry {
             Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
-        let manifest =
-            PluginManifest::validate(raw.into()).map_err(|error| LoadError::Invalid { file, error })?;
+        let manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
+            .map_err(|error| LoadError::Invalid { file, error })?;
         let policy = self.policy.for_plugin(&manifest.name);
         Ok(LoadedPlugin {
             path: path.to_owned(),
