@@ -328,20 +328,23 @@ fn list_and_inspect_show_plugin_text_escaped() {
         assert_shown_not_obeyed(&format!("stdout of {args:?}"), &out.stdout);
         assert_shown_not_obeyed(&format!("stderr of {args:?}"), &out.stderr);
     }
+    // Declarations may carry reversing and invisible characters (control
+    // characters get a plugin refused); a person sees them escaped.
     let inspect = text(&toolhost(dir.path(), &["inspect", escapes]).stdout);
+    let hidden = "\\u{202e}txt.exe\\u{202c}\\u{200b}\\u{e0041}";
     for shown in [
-        "escapes@0.1.0 — Harmless\\e[2J\\e[Hall plugins verified",
-        "shout (public, agent-callable) — Echo the text\\e]0;trusted\\u{7}\\e]52;c;cm0gLXJmIH4K\\u{7}",
-        "text — what to echo\\u{202e}txt.exe\\u{202c}\\u{200b}\\u{e0041}",
-        "tags: safe\\r\\e[Kstatus: success",
-        "example: {\"text\":\"hi\\u001b[2J\\u001b[Hall plugins verified\"}",
-        "dir /data\\r\\e[Kstatus: success (read): withheld",
-        "env HOME\\u{8}\\u{8}\\u{8}\\u{8}ok\\u{7}\\u{9b}31m: withheld",
+        format!("escapes@0.1.0 — Harmless{hidden}"),
+        format!("shout (public, agent-callable) — Echo the text{hidden}"),
+        format!("text — what to echo{hidden}"),
+        format!("tags: safe{hidden}"),
+        format!("example: {{\"text\":\"hi{hidden}\"}}"),
+        format!("dir /data{hidden} (read): withheld"),
+        format!("env HOME{hidden}: withheld"),
     ] {
-        assert!(inspect.contains(shown), "missing {shown:?} in:\n{inspect}");
+        assert!(inspect.contains(&shown), "missing {shown:?} in:\n{inspect}");
     }
     let json = text(&toolhost(dir.path(), &["inspect", "--json", escapes]).stdout);
-    assert!(json.contains(r#""description": "Harmless\u001b[2J\u001b[Hall plugins verified""#), "{json}");
+    assert!(json.contains(r#""description": "Harmless\u202etxt.exe\u202c\u200b\udb40\udc41""#), "{json}");
     assert!(json.contains(r#"what to echo\u202etxt.exe\u202c\u200b\udb40\udc41"#), "{json}");
 }
 

@@ -3,6 +3,7 @@
 //! module per area.
 
 mod concurrency;
+mod declarations;
 mod grants;
 mod host_limits;
 mod limits;

@@ -56,10 +56,17 @@ impl Protocol for Auto {
     }
 }
 
+/// Opens a `<function=name>{…}</function>` call.
+pub(crate) const FUNCTION_OPEN: &str = "<function=";
+/// Closes it.
+pub(crate) const FUNCTION_CLOSE: &str = "</function>";
+/// Mistral's and Llama's prefixes before a call.
+pub(crate) const PREFIXES: [&str; 2] = ["[TOOL_CALLS]", "<|python_tag|>"];
+
 /// `<function=name>{…}</function>`.
 fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_>) {
-    const OPEN: &str = "<function=";
-    const CLOSE: &str = "</function>";
+    const OPEN: &str = FUNCTION_OPEN;
+    const CLOSE: &str = FUNCTION_CLOSE;
     let mut at = 0;
     while let Some(open) = find(reply, at, OPEN) {
         at = open + OPEN.len();
@@ -88,7 +95,7 @@ fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_
 
 /// Mistral's `[TOOL_CALLS]` and Llama's `<|python_tag|>` prefixes.
 fn scan_prefixed(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
-    for marker in ["[TOOL_CALLS]", "<|python_tag|>"] {
+    for marker in PREFIXES {
         let mut at = 0;
         while let Some(found) = find(reply, at, marker) {
             at = found + marker.len();
@@ -145,7 +152,6 @@ fn scan_tool_calls_message(reply: &str, declared: &Declared, out: &mut Collector
 /// lists of declared tools. After a failed attempt the scan resumes where
 /// reading stopped, so the time stays linear on any input.
 fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
-    let bytes = reply.as_bytes();
     let mut at = 0;
     loop {
         // A resume point can fall inside a multi-byte character, or past
@@ -160,22 +166,15 @@ fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut 
             at = end;
             continue;
         }
-        let after = skip_ws(bytes, found + 1);
-        if bytes[found] == b'[' && bytes.get(after).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') {
-            if let Some(end) = pythonic(reply, found, declared, out) {
-                at = end;
+        match bare_opening(reply, found) {
+            BareOpening::Pythonic => {
+                if let Some(end) = pythonic(reply, found, declared, out) {
+                    at = end;
+                }
+                continue;
             }
-            continue;
-        }
-        let looks_like_call = match bytes[found] {
-            b'{' => reply[after..].starts_with("\"name\"") || reply[after..].starts_with("'name'"),
-            _ => bytes.get(after) == Some(&b'{') && {
-                let inner = skip_ws(bytes, after + 1);
-                reply[inner..].starts_with("\"name\"") || reply[inner..].starts_with("'name'")
-            },
-        };
-        if !looks_like_call {
-            continue;
+            BareOpening::Json => {}
+            BareOpening::Neither => continue,
         }
         match lenient_json::parse_prefix(&reply[found..]) {
             Ok((value, used, repairs)) => {
@@ -192,6 +191,48 @@ fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut 
     }
 }
 
+/// What the bracket at `open` may start, read as a bare call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BareOpening {
+    /// `[name`: a pythonic list, if `name(` follows and is declared.
+    Pythonic,
+    /// `{"name"` or `[{"name"` (or single-quoted): a JSON call, if it names
+    /// a declared tool.
+    Json,
+    /// Neither.
+    Neither,
+}
+
+/// What the `{` or `[` at `open` of `reply` may start.
+pub(crate) fn bare_opening(reply: &str, open: usize) -> BareOpening {
+    let bytes = reply.as_bytes();
+    let after = skip_ws(bytes, open + 1);
+    let names_first = |at: usize| reply[at..].starts_with("\"name\"") || reply[at..].starts_with("'name'");
+    match bytes[open] {
+        b'[' if bytes.get(after).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') => BareOpening::Pythonic,
+        b'{' if names_first(after) => BareOpening::Json,
+        b'[' if bytes.get(after) == Some(&b'{') && names_first(skip_ws(bytes, after + 1)) => BareOpening::Json,
+        _ => BareOpening::Neither,
+    }
+}
+
+/// The first function of a pythonic list at `open`, `[name(`, whether or
+/// not it is declared.
+pub(crate) fn pythonic_head(reply: &str, open: usize) -> Option<&str> {
+    let bytes = reply.as_bytes();
+    let start = skip_ws(bytes, open + 1);
+    let end = function_name_end(bytes, start);
+    (end > start && bytes.get(end) == Some(&b'(')).then(|| &reply[start..end])
+}
+
+/// Where a pythonic function name starting at `p` ends.
+fn function_name_end(bytes: &[u8], mut p: usize) -> usize {
+    while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.') {
+        p += 1;
+    }
+    p
+}
+
 /// `[f(a=1, b="x"), g()]` at `open`, if every function is declared.
 /// Returns where reading stopped.
 fn pythonic(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'_>) -> Option<usize> {
@@ -201,9 +242,7 @@ fn pythonic(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'
     loop {
         p = skip_ws(bytes, p);
         let name_start = p;
-        while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.') {
-            p += 1;
-        }
+        p = function_name_end(bytes, p);
         let name = &reply[name_start..p];
         if name.is_empty() || !declared.contains(name) || bytes.get(p) != Some(&b'(') {
             return Some(p.max(open + 1));

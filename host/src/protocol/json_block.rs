@@ -5,7 +5,7 @@
 
 use super::json_call::{self, Trust};
 use super::scan::{Collector, Reasoning, find};
-use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, example_arguments};
+use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, describe_tool, example_arguments};
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;
 use serde_json::json;
@@ -13,6 +13,9 @@ use serde_json::json;
 /// The json-block protocol.
 #[derive(Debug, Clone, Copy)]
 pub struct JsonBlock;
+
+/// Opens and closes a fenced block.
+pub(crate) const FENCE: &str = "```";
 
 const BASE_RULES: &str = "## How to call a tool
 
@@ -59,9 +62,9 @@ pub(crate) fn render_layers(rules: &str, tools: &[ToolSpec], example: impl Fn(&T
     out.push_str("\n## Tools\n");
     for tool in tools {
         out.push_str(&format!(
-            "\n### {}\n{}\nPermission: {}\n{}Example:\n{}\n",
+            "\n### {}\n{}Permission: {}\n{}Example:\n{}\n",
             tool.name,
-            tool.description,
+            describe_tool(tool),
             tool.permission.as_str(),
             describe_params(tool),
             example(tool)
@@ -103,13 +106,13 @@ fn guidance(tools: &[ToolSpec]) -> String {
 /// `any_language`, empty too) is read as JSON calls.
 pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declared, any_language: bool, out: &mut Collector<'_>) {
     let mut at = 0;
-    while let Some(open) = find(reply, at, "```") {
-        let info_start = open + 3;
+    while let Some(open) = find(reply, at, FENCE) {
+        let info_start = open + FENCE.len();
         let line_end = find(reply, info_start, "\n").unwrap_or(reply.len());
         let language = reply[info_start..line_end].trim();
         let body = (line_end + 1).min(reply.len());
-        let close = find(reply, body, "```");
-        let next = close.map_or(reply.len(), |c| c + 3);
+        let close = find(reply, body, FENCE);
+        let next = close.map_or(reply.len(), |c| c + FENCE.len());
         if reasoning.contains(open) {
             at = reasoning.skip(open).unwrap_or(next);
             continue;
@@ -121,7 +124,7 @@ pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declare
             Some(close) if wanted => {
                 let text = &reply[body..close];
                 if text.trim_start().starts_with(['{', '[']) {
-                    json_call::collect_text(text, body, open..close + 3, Trust::Declared, declared, out);
+                    json_call::collect_text(text, body, open..close + FENCE.len(), Trust::Declared, declared, out);
                 }
             }
             Some(_) => {}

@@ -101,7 +101,15 @@ fn call_from(
     if trust == Trust::Declared && !says_call && !declared.contains(&name) {
         return None;
     }
-    let raw = object.remove("arguments").or_else(|| object.remove("parameters"));
+    let raw = match object.remove("arguments") {
+        Some(arguments) => Some(arguments),
+        // A tool definition, as the native prompt lists them, names a tool
+        // too; its `parameters` are a JSON Schema, not arguments.
+        None => match object.remove("parameters") {
+            Some(parameters) if is_object_schema(&parameters) => return None,
+            parameters => parameters,
+        },
+    };
     let arguments = match raw {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map,
@@ -112,6 +120,12 @@ fn call_from(
         }
     };
     Some(ParsedCall { name, arguments, reserved: Map::new(), span: span.clone() })
+}
+
+/// `{"type": "object", "properties": {…}}`: the schema of a tool's
+/// parameters.
+fn is_object_schema(value: &Value) -> bool {
+    value.get("type").and_then(Value::as_str) == Some("object") && value.get("properties").is_some_and(Value::is_object)
 }
 
 /// `"arguments": "{\"a\": 1}"`, possibly encoded more than once.

@@ -18,6 +18,11 @@ pub(crate) fn find_open_bracket(text: &str, from: usize) -> Option<usize> {
     memchr::memchr2(b'{', b'[', rest).map(|i| i + from)
 }
 
+/// Opens a reasoning region.
+pub(crate) const THINK_OPEN: &str = "<think>";
+/// Closes a reasoning region.
+pub(crate) const THINK_CLOSE: &str = "</think>";
+
 /// The `<think>…</think>` regions of a reply; after an unclosed `<think>`
 /// the rest of the reply is reasoning.
 pub(crate) struct Reasoning {
@@ -28,11 +33,11 @@ impl Reasoning {
     pub(crate) fn find(reply: &str) -> Self {
         let mut regions = Vec::new();
         let mut at = 0;
-        while let Some(open) = find(reply, at, "<think>") {
-            let body = open + "<think>".len();
-            match find(reply, body, "</think>") {
+        while let Some(open) = find(reply, at, THINK_OPEN) {
+            let body = open + THINK_OPEN.len();
+            match find(reply, body, THINK_CLOSE) {
                 Some(close) => {
-                    let end = close + "</think>".len();
+                    let end = close + THINK_CLOSE.len();
                     regions.push(open..end);
                     at = end;
                 }

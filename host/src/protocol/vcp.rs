@@ -3,7 +3,7 @@
 //! its result payload (§3).
 
 use super::scan::{Collector, Forward, Reasoning};
-use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId, describe_params, example_arguments};
+use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId, describe_params, describe_tool, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::outcome::{Status, ToolOutcome};
 use serde_json::{Map, Value};
@@ -22,6 +22,21 @@ const LENIENT_VALUE_CLOSE: &str = "{末}";
 const ESCAPE_OPEN: &str = "「始ESCAPE」";
 const ESCAPE_CLOSE: &str = "「末ESCAPE」";
 const DOC_VALUE_OPEN: &str = "「始exp」";
+/// Every marker the parser reads. (`[TOOL_REQUEST]` stands for all its
+/// bracketings.)
+pub(crate) const MARKERS: [&str; 9] = [
+    OPEN,
+    CLOSE,
+    VALUE_OPEN,
+    VALUE_CLOSE,
+    LENIENT_VALUE_OPEN,
+    LENIENT_VALUE_CLOSE,
+    ESCAPE_OPEN,
+    ESCAPE_CLOSE,
+    DOC_VALUE_OPEN,
+];
+/// The key that names the tool, beside the arguments.
+pub(crate) const TOOL_NAME_KEY: &str = "tool_name";
 
 /// The VCP protocol. With `lenient_markers`, `<<[TOOL_REQUEST]>>` to
 /// `<<<<[TOOL_REQUEST]>>>>` and `{始}`/`{末}` are accepted too, as the VCP
@@ -41,10 +56,13 @@ impl Protocol for Vcp {
     }
 
     fn render(&self, tools: &[ToolSpec]) -> String {
+        // The JSON example is the prompt's first bracket, so a parser that
+        // reads a text's first JSON value (native) reads it, never JSON a
+        // declaration holds.
         let mut out = String::from(
             "To call a tool, write a block like the one shown for it, anywhere in your reply. \
-             Every value goes between 「始」 and 「末」. You may write several blocks; each is one call. \
-             Results come back in the next message.\n\n",
+             Every value goes between 「始」 and 「末」; a json parameter's value is JSON, e.g. [\"a\", \"b\"]. \
+             You may write several blocks; each is one call. Results come back in the next message.\n\n",
         );
         let definitions: Vec<String> = tools.iter().map(render_tool).collect();
         out.push_str(&definitions.join("\n\n---\n\n"));
@@ -73,13 +91,8 @@ impl Protocol for Vcp {
 
 /// One tool's definition with a ready-to-copy example block.
 pub(crate) fn render_tool(tool: &ToolSpec) -> String {
-    let mut out = format!(
-        "Tool: {}\nPlugin: {}\nPermission: {}\n{}\n",
-        tool.name,
-        tool.plugin,
-        tool.permission.as_str(),
-        tool.description
-    );
+    let mut out = format!("Tool: {}\nPlugin: {}\nPermission: {}\n", tool.name, tool.plugin, tool.permission.as_str());
+    out.push_str(&describe_tool(tool));
     out.push_str(&describe_params(tool));
     out.push_str("Example:\n");
     out.push_str(&request_block(&tool.name, &example_arguments(tool)));
@@ -88,7 +101,7 @@ pub(crate) fn render_tool(tool: &ToolSpec) -> String {
 
 /// A `<<<[TOOL_REQUEST]>>>` block calling `tool` with `args`.
 pub fn request_block(tool: &str, args: &Map<String, Value>) -> String {
-    let mut fields = vec![format!("tool_name:{VALUE_OPEN}{tool}{VALUE_CLOSE}")];
+    let mut fields = vec![format!("{TOOL_NAME_KEY}:{VALUE_OPEN}{tool}{VALUE_CLOSE}")];
     for (key, value) in args {
         let text = match value {
             Value::String(s) => s.clone(),
@@ -179,7 +192,8 @@ impl Vcp {
                 if p >= close.start {
                     break;
                 }
-                let key_end = skip(reply, p, |c| c.is_ascii_alphanumeric() || c == '_');
+                // `-` too: every declared parameter name can be a key.
+                let key_end = skip(reply, p, |c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
                 if key_end == p {
                     out.warn(p, "expected a field name; the block's fields end here");
                     break;
@@ -258,7 +272,7 @@ impl Vcp {
         let mut arguments = Map::new();
         let mut reserved = Map::new();
         for (key, value) in fields {
-            if key == "tool_name" {
+            if key == TOOL_NAME_KEY {
                 name = Some(value);
             } else if RESERVED_KEYS.contains(&key.as_str()) {
                 reserved.insert(key, Value::String(value));

@@ -26,8 +26,8 @@ Rules:
 - After the tags, stop. The results come back in the next message; never invent them.
 ";
 
-/// The tags whose content is a JSON call.
-pub(crate) const TAGS: &[&str] = &["tool_code", "tool_call"];
+/// The tags whose content is a JSON call, open and close.
+pub(crate) const TAGS: &[(&str, &str)] = &[("<tool_code>", "</tool_code>"), ("<tool_call>", "</tool_call>")];
 
 impl Protocol for XmlTag {
     fn id(&self) -> ProtocolId {
@@ -54,18 +54,16 @@ impl Protocol for XmlTag {
 
 /// Every `<tool_code>` / `<tool_call>` element outside reasoning.
 pub(crate) fn scan_tags(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
-    for tag in TAGS {
-        let open_tag = format!("<{tag}>");
-        let close_tag = format!("</{tag}>");
+    for &(open_tag, close_tag) in TAGS {
         let mut at = 0;
-        while let Some(open) = find(reply, at, &open_tag) {
+        while let Some(open) = find(reply, at, open_tag) {
             if let Some(end) = reasoning.skip(open) {
                 at = end;
                 continue;
             }
             let body = open + open_tag.len();
-            let Some(close) = find(reply, body, &close_tag) else {
-                out.warn(open, format!("<{tag}> is not closed; it is not a call"));
+            let Some(close) = find(reply, body, close_tag) else {
+                out.warn(open, format!("{open_tag} is not closed; it is not a call"));
                 break;
             };
             json_call::collect_text(&reply[body..close], body, open..close + close_tag.len(), Trust::Explicit, declared, out);

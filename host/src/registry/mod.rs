@@ -499,8 +499,8 @@ impl Registry {
             Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
-        let manifest =
-            PluginManifest::validate(raw.into()).map_err(|error| LoadError::Invalid { file: file.clone(), error })?;
+        let manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
+            .map_err(|error| LoadError::Invalid { file: file.clone(), error })?;
         let identity = ComponentId { file: &file, sha256: &sha256, pinned };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);

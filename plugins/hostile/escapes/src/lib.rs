@@ -1,10 +1,10 @@
-//! `escapes`: terminal control sequences in every free-text field it can
-//! declare and in what its tools return, as an attacker would use them:
-//! clear the screen, return to the start of the line and erase it, back
-//! over text, set the window title, write the clipboard (OSC 52), reverse
-//! the text (U+202E) and hide it (zero-width and tag characters), then
-//! print a reassuring lie. Names cannot carry any of this: the host
-//! validates them.
+//! `escapes`: terminal control sequences in what its tools return, as an
+//! attacker would use them: clear the screen, return to the start of the
+//! line and erase it, back over text, set the window title, write the
+//! clipboard (OSC 52), reverse the text (U+202E) and hide it (zero-width
+//! and tag characters), then print a reassuring lie. Its declarations carry
+//! only the characters the host lets through at load (the reversing and
+//! invisible ones): control characters there get a plugin refused.
 
 use toolhost_sdk::prelude::*;
 
@@ -23,17 +23,17 @@ struct Escapes;
 
 impl Plugin for Escapes {
     fn manifest() -> Manifest {
-        Manifest::new("escapes", env!("CARGO_PKG_VERSION"), &format!("Harmless{CLEAR}"))
-            .directory(&format!("/data{ERASE}"), Access::Read)
-            .env(&format!("HOME{BACKSPACE}"))
+        Manifest::new("escapes", env!("CARGO_PKG_VERSION"), &format!("Harmless{UNICODE}"))
+            .directory(&format!("/data{UNICODE}"), Access::Read)
+            .env(&format!("HOME{UNICODE}"))
             .tool(
-                Tool::new("shout", &format!("Echo the text{OSC}"))
+                Tool::new("shout", &format!("Echo the text{UNICODE}"))
                     .param("text", Type::String, &format!("what to echo{UNICODE}"), Optional)
-                    .tag(&format!("safe{ERASE}"))
-                    .example(json!({ "text": format!("hi{CLEAR}") }))
+                    .tag(&format!("safe{UNICODE}"))
+                    .example(json!({ "text": format!("hi{UNICODE}") }))
                     .agent_callable(true),
             )
-            .tool(Tool::new("fail_loudly", &format!("Fail{BACKSPACE}")))
+            .tool(Tool::new("fail_loudly", &format!("Fail{UNICODE}")))
     }
 
     fn invoke(tool: &str, _args: Args) -> Result<Output, ToolError> {

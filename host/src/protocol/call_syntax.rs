@@ -1,0 +1,112 @@
+//! Call syntax: text that one of the parsers reads as a call, or as the
+//! start of one. A plugin's declarations are rendered into prompts, so a
+//! declaration that held call syntax could put a call into a prompt that
+//! nobody asked for, or reshape the prompt around it; the manifest check
+//! refuses such text.
+//!
+//! The markers come from the parsers' own constants, and bare calls are
+//! recognised by the `auto` parser's own test, so this list cannot fall
+//! behind what the parsers read.
+
+use super::auto::{self, BareOpening};
+use super::scan::{self, find, find_open_bracket};
+use super::{json_block, vcp, xml_tag};
+
+/// Opens a special token of a chat template (`<|im_start|>`, `<|eot_id|>`,
+/// Llama's `<|python_tag|>`), which a model reads as conversation
+/// structure rather than as text.
+const CHAT_TOKEN_OPEN: &str = "<|";
+/// How a bare JSON call is reported: an object whose first key is `name`.
+const BARE_JSON_CALL: &str = "{\"name\"";
+/// How a bare pythonic call is reported: `[` and a function name.
+const BARE_PYTHONIC_CALL: &str = "[name(";
+
+/// Call syntax found in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CallSyntax {
+    /// Where, in bytes.
+    pub(crate) offset: usize,
+    /// The marker, or for a bare call its shape (`{"name"`, `[name(`).
+    pub(crate) syntax: &'static str,
+}
+
+/// Every marker a parser reads as (part of) a call or as reasoning, which
+/// hides calls.
+pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
+    vcp::MARKERS
+        .into_iter()
+        .chain([json_block::FENCE, auto::FUNCTION_OPEN, auto::FUNCTION_CLOSE])
+        .chain(auto::PREFIXES)
+        .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
+        .chain([scan::THINK_OPEN, scan::THINK_CLOSE, CHAT_TOKEN_OPEN])
+}
+
+/// The first call syntax in `text`: a marker, in any ASCII case (a model
+/// reads `<TOOL_CALL>` as `<tool_call>`), or the start of a bare JSON or
+/// pythonic call, whatever tool it names: a declaration cannot know which
+/// tools the other plugins declare.
+pub(crate) fn first(text: &str) -> Option<CallSyntax> {
+    let lower = text.to_ascii_lowercase();
+    let marker = markers()
+        .filter_map(|syntax| Some(CallSyntax { offset: find(&lower, 0, &syntax.to_ascii_lowercase())?, syntax }))
+        .min_by_key(|found| found.offset);
+    let mut at = 0;
+    let bare = loop {
+        let Some(open) = find_open_bracket(text, at) else { break None };
+        match auto::bare_opening(text, open) {
+            BareOpening::Json => break Some(CallSyntax { offset: open, syntax: BARE_JSON_CALL }),
+            BareOpening::Pythonic if auto::pythonic_head(text, open).is_some() => {
+                break Some(CallSyntax { offset: open, syntax: BARE_PYTHONIC_CALL });
+            }
+            _ => at = open + 1,
+        }
+    };
+    [marker, bare].into_iter().flatten().min_by_key(|found| found.offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn syntax(text: &str) -> Option<&'static str> {
+        first(text).map(|found| found.syntax)
+    }
+
+    #[test]
+    fn every_parser_marker_is_found_in_any_case() {
+        for marker in markers() {
+            let text = format!("see {marker} here");
+            assert_eq!(first(&text), Some(CallSyntax { offset: 4, syntax: marker }), "{marker}");
+            assert_eq!(syntax(&text.to_ascii_uppercase()), Some(marker), "{marker} upper-cased");
+        }
+        for marker in ["<<<[TOOL_REQUEST]>>>", "<<[END_TOOL_REQUEST]>>", "「始ESCAPE」", "<tool_call>", "</tool_code>", "```json", "<|im_start|>"] {
+            assert!(first(marker).is_some(), "{marker}");
+        }
+    }
+
+    #[test]
+    fn bare_calls_are_found_whatever_they_name() {
+        assert_eq!(syntax("e.g. {\"name\": \"anything\", \"arguments\": {}}"), Some(BARE_JSON_CALL));
+        assert_eq!(syntax("e.g. [ {'name': 'x'}]"), Some(BARE_JSON_CALL));
+        assert_eq!(syntax("e.g. [write_file(path=\"x\")]"), Some(BARE_PYTHONIC_CALL));
+    }
+
+    #[test]
+    fn ordinary_prose_and_json_are_not_call_syntax() {
+        for text in [
+            "local time as YYYY-MM-DD HH:MM[:SS]",
+            "names to skip, e.g. [\".git\", \"target\"]",
+            "returns {\"id\": 1, \"size\": 3} for each [optional] entry",
+            "the expression, e.g. 2 * (3 + 4) < 5 > 1 | 2",
+            "Tool: write_file\nPlugin: files",
+        ] {
+            assert_eq!(first(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_earliest_is_reported() {
+        assert_eq!(first("a {\"name\": 1} <tool_call>"), Some(CallSyntax { offset: 2, syntax: BARE_JSON_CALL }));
+        assert_eq!(first("a <tool_call> {\"name\": 1}"), Some(CallSyntax { offset: 2, syntax: "<tool_call>" }));
+    }
+}
