@@ -252,20 +252,22 @@ fn the_manifests_the_property_draws_are_often_accepted() {
 /// The fastest of three parses of `reply` with `protocol`.
 fn time(protocol: ProtocolId, reply: &str) -> Duration {
     let declared = Declared::new(["calc"]);
-    (0..3)
+    (0..5)
         .map(|_| {
             let start = Instant::now();
             std::hint::black_box(protocol.protocol().parse(reply, &declared));
             start.elapsed()
         })
         .min()
-        .expect("three runs")
+        .expect("five runs")
 }
 
 /// Adversarial inputs of 1 MB parse in time proportional to their size:
 /// ten times the input may take at most 30 times as long (a quadratic
-/// parser would take about 100 times as long). A ratio, not a deadline, so
-/// a slow or busy machine does not fail it.
+/// parser would take about 100 times as long, and seconds, not
+/// milliseconds). A ratio, not a deadline, so a slow or busy machine does
+/// not fail it; under 100 ms for 1 MB passes whatever the ratio, since
+/// preemption on a loaded machine can stretch one size and not the other.
 #[test]
 fn adversarial_input_parses_in_linear_time() {
     let patterns = [
@@ -287,7 +289,7 @@ fn adversarial_input_parses_in_linear_time() {
             let (t_small, t_large) = (time(protocol, &small), time(protocol, &large));
             let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-6);
             assert!(
-                ratio < 30.0 || t_large < Duration::from_millis(20),
+                ratio < 30.0 || t_large < Duration::from_millis(100),
                 "{protocol:?} on {pattern:?}: 100 KB took {t_small:?}, 1 MB took {t_large:?} ({ratio:.0}x)"
             );
         }
