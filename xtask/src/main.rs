@@ -154,7 +154,11 @@ limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
     step("reading it back", &["call", "read_file", "--arg", "path=hello.txt"], true)?;
     step("an escape attempt is refused by the plugin and the sandbox", &["call", "read_file", "--arg", "path=../../Cargo.toml"], false)?;
     step("a host the policy does not allow", &["call", "http_get", "--arg", "url=https://example.com/"], false)?;
-    let hostile = plugins.join("hostile");
+    // Only the one hostile plugin the demo calls; the rest misbehave at
+    // load, which the tests cover.
+    let hostile = demo.join("hostile");
+    std::fs::create_dir_all(&hostile)?;
+    std::fs::copy(plugins.join("hostile/hostile.wasm"), hostile.join("hostile.wasm"))?;
     let hostile = hostile.to_str().context("non-UTF-8 path")?;
     step("a hostile plugin that loops forever, stopped by its fuel limit", &["--plugins", hostile, "call", "spin"], false)?;
     step("a hostile plugin that hoards memory, stopped at its memory limit", &["--plugins", hostile, "call", "exhaust_memory"], false)?;

@@ -181,10 +181,13 @@ pub enum CallFailure {
         hosts: Vec<String>,
     },
     /// The plugin called an interface it was not granted.
-    #[error("plugin `{plugin}` called `{function}`, but {}", missing_grant(*capability, plugin))]
+    #[error("plugin `{plugin}` called `{function}`, but {}", missing_grant(*capability, plugin, *reading_manifest))]
     NotGranted {
-        /// The plugin.
+        /// The plugin (its file, while its manifest is read).
         plugin: String,
+        /// Whether this happened while its manifest was read, when no
+        /// plugin has any grant.
+        reading_manifest: bool,
         /// Which capability it lacks.
         capability: GrantKind,
         /// The function it called.
@@ -224,8 +227,9 @@ pub enum GrantKind {
     Sockets,
 }
 
-fn missing_grant(capability: GrantKind, plugin: &str) -> String {
+fn missing_grant(capability: GrantKind, plugin: &str, reading_manifest: bool) -> String {
     match capability {
+        _ if reading_manifest => "a manifest is read with no grants at all".into(),
         GrantKind::Http => format!(
             "no HTTP host is granted to it; allow hosts with `http_hosts` in its [plugins.{plugin}] section"
         ),
@@ -265,6 +269,7 @@ impl Sandbox {
         };
 
         let meter = store.data().work.memory.meter();
+        let reading_manifest = matches!(export, Export::Manifest);
         let call = async {
             let instance = pre.instantiate_async(&mut store).await?;
             match export {
@@ -282,7 +287,7 @@ impl Sandbox {
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let result = match outcome {
             Err(_elapsed) => Err(CallFailure::TimedOut { limit: limits.timeout }),
-            Ok(Err(error)) => Err(classify(&error, store.data(), &stderr)),
+            Ok(Err(error)) => Err(classify(&error, store.data(), &stderr, reading_manifest)),
             Ok(Ok(returned)) => Ok(returned),
         };
         let result = result.and_then(|returned| check_returned(returned, store.data()));
@@ -394,7 +399,7 @@ fn floor_char_boundary(text: &str, at: usize) -> usize {
 /// Name what ended a failed call: the error itself says so (a trap, a
 /// host limit, a refused grant, an exit); a growth the limiter refused
 /// earlier only explains a trap that has no other cause.
-fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture) -> CallFailure {
+fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture, reading_manifest: bool) -> CallFailure {
     let limits = &state.limits;
     if let Some(limit) = error.downcast_ref::<HostLimit>() {
         return match *limit {
@@ -405,6 +410,7 @@ fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture) -> Cal
     if let Some(refused) = error.downcast_ref::<NotGranted>() {
         return CallFailure::NotGranted {
             plugin: state.plugin.clone(),
+            reading_manifest,
             capability: refused.capability,
             function: refused.function.clone(),
         };
