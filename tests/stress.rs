@@ -250,6 +250,9 @@ fn hostile_calls(registry: &Registry, url: &str) -> Vec<ToolCall> {
             "hoard_listings" => json!({ "files": 500 }),
             "fetch_many" => json!({ "url": url, "count": 100 }),
             "shout" => json!({ "text": "\u{1b}[2J all plugins verified" }),
+            "log_huge" => json!({ "mib": 8 }),
+            "poll_many" => json!({ "count": 2_000_000 }),
+            "touch" => json!({ "name": "pipe" }),
             _ => json!({}),
         }
     };

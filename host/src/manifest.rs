@@ -659,17 +659,20 @@ impl Unfit {
     }
 }
 
-/// Why `text` cannot go into a prompt, if it cannot. Tabs are plain text;
-/// a line break (`\n`, or a Unicode one, which is not a control character
-/// but reads as a break) only where the prompt shows the text as `lines`:
-/// a renderer quotes each line, so none can pass for its own. Call syntax
+/// Why `text` cannot go into a prompt, if it cannot. Refused: what
+/// [`printable`](crate::printable) would escape for a person — control
+/// characters, bidirectional controls, and invisible characters (zero-width,
+/// tag characters), which hide text from people but not from models. Tabs
+/// are plain text; a line break (`\n`, or a Unicode one) only where the
+/// prompt shows the text as `lines`: a renderer quotes each line, so none
+/// can pass for its own. Call syntax
 /// is refused outright rather than escaped: no escape works in every
 /// protocol (VCP values are raw text), and a refusal that names the field
 /// is clearer to the plugin's author than silently changed text.
 fn unfit(text: &str, lines: bool) -> Option<Unfit> {
     let control = text.chars().find(|&c| {
-        let break_allowed = lines && (c == '\n' || !c.is_control());
-        (c.is_control() || is_line_break(c)) && c != '\t' && !break_allowed
+        let break_allowed = lines && (c == '\n' || (is_line_break(c) && !c.is_control()));
+        crate::printable::needs_escape(c) && c != '\t' && !break_allowed
     });
     control.map(Unfit::Character).or_else(|| call_syntax::first(text).map(|found| Unfit::CallSyntax(found.syntax)))
 }

@@ -113,6 +113,8 @@ fn status_of(failure: &CallFailure) -> Status {
         CallFailure::HttpDenied { .. } | CallFailure::NotGranted { .. } => Status::Denied,
         CallFailure::MemoryLimit { .. }
         | CallFailure::HostMemoryLimit { .. }
+        | CallFailure::HostCallTooLarge { .. }
+        | CallFailure::HttpRequestsLimit { .. }
         | CallFailure::StackOverflow { .. }
         | CallFailure::OutputTooLarge { .. }
         | CallFailure::ResourceLimit { .. } => Status::LimitExceeded,

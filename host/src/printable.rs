@@ -65,7 +65,8 @@ fn escape(text: &str, also: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn needs_escape(c: char) -> bool {
+/// Whether [`printable`] escapes `c`.
+pub(crate) fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(c,
             // line and paragraph separators: some terminals break lines there

@@ -319,33 +319,20 @@ fn escapes_dir() -> tempfile::TempDir {
 
 #[test]
 fn list_and_inspect_show_plugin_text_escaped() {
+    // Declarations cannot carry control, reversing or invisible characters
+    // (the plugin is refused at load, see manifest.rs); a file name can.
     let dir = escapes_dir();
-    let escapes = dir.path().join("plugins/escapes.wasm");
-    let escapes = escapes.to_str().unwrap();
-    for args in [&["list"][..], &["list", "--json"], &["-v", "inspect", escapes], &["inspect", "--json", escapes]] {
+    let named = dir.path().join("plugins/\x1b[2J\u{202e}escapes.wasm");
+    std::fs::rename(dir.path().join("plugins/escapes.wasm"), &named).unwrap();
+    let named = named.to_str().unwrap();
+    for args in [&["list"][..], &["list", "--json"], &["-v", "inspect", named], &["inspect", "--json", named]] {
         let out = toolhost(dir.path(), args);
         assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
         assert_shown_not_obeyed(&format!("stdout of {args:?}"), &out.stdout);
         assert_shown_not_obeyed(&format!("stderr of {args:?}"), &out.stderr);
     }
-    // Declarations may carry reversing and invisible characters (control
-    // characters get a plugin refused); a person sees them escaped.
-    let inspect = text(&toolhost(dir.path(), &["inspect", escapes]).stdout);
-    let hidden = "\\u{202e}txt.exe\\u{202c}\\u{200b}\\u{e0041}";
-    for shown in [
-        format!("escapes@0.1.0 — Harmless{hidden}"),
-        format!("shout (public, agent-callable) — Echo the text{hidden}"),
-        format!("text — what to echo{hidden}"),
-        format!("tags: safe{hidden}"),
-        format!("example: {{\"text\":\"hi{hidden}\"}}"),
-        format!("dir /data{hidden} (read): withheld"),
-        format!("env HOME{hidden}: withheld"),
-    ] {
-        assert!(inspect.contains(&shown), "missing {shown:?} in:\n{inspect}");
-    }
-    let json = text(&toolhost(dir.path(), &["inspect", "--json", escapes]).stdout);
-    assert!(json.contains(r#""description": "Harmless\u202etxt.exe\u202c\u200b\udb40\udc41""#), "{json}");
-    assert!(json.contains(r#"what to echo\u202etxt.exe\u202c\u200b\udb40\udc41"#), "{json}");
+    let inspect = text(&toolhost(dir.path(), &["inspect", named]).stdout);
+    assert!(inspect.contains("\\e[2J\\u{202e}escapes.wasm"), "{inspect}");
 }
 
 #[test]

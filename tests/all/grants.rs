@@ -144,7 +144,11 @@ async fn an_http_host_off_the_allow_list_is_denied_and_named() {
     let granted = TestHost::new(&["hostile"], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
     let outcome = granted.call("fetch", json!({ "url": "http://evil.test/" })).await;
     assert_eq!(outcome.status, Status::Denied);
-    assert_eq!(outcome.output, "HTTP host evil.test is not granted to plugin `hostile`");
+    assert_eq!(
+        outcome.output,
+        "HTTP host evil.test is not granted to plugin `hostile`; the plugin then failed: \
+         GET http://evil.test/ failed: ErrorCode::HttpRequestDenied"
+    );
 }
 
 /// The audit's attack: a squatter declaring `files` under a file name that

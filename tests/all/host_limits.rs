@@ -89,10 +89,30 @@ async fn empty_log_records_cost_fuel_and_are_capped() {
 #[tokio::test]
 async fn copying_huge_log_messages_costs_fuel_so_the_call_ends_long_before_its_deadline() {
     let (host, _dir) = hoarder(false, "").await;
-    let outcome = host.call("log_huge", json!({})).await;
+    let outcome = host.call("log_huge", json!({ "mib": 8 })).await;
     assert_eq!(outcome.status, Status::OutOfFuel, "{}", outcome.output);
     assert_eq!(outcome.fuel_used, toolhost::sandbox::DEFAULT_FUEL);
     assert!(outcome.duration < Duration::from_secs(10), "took {:?}", outcome.duration);
+    next_call_works(&host).await;
+}
+
+#[tokio::test]
+async fn one_host_call_cannot_take_more_than_its_share_of_host_memory_at_once() {
+    let (host, _dir) = hoarder(false, "").await;
+    let outcome = host.call("log_huge", json!({ "mib": 20 })).await;
+    assert_eq!(outcome.status, Status::LimitExceeded, "{}", outcome.output);
+    assert_eq!(outcome.output, "a host call was handed more than 16 MiB at once, the limit for one call");
+    next_call_works(&host).await;
+}
+
+#[tokio::test]
+async fn a_poll_list_longer_than_the_resources_limit_is_refused_before_it_is_indexed() {
+    let (host, _dir) = hoarder(false, "").await;
+    let within = host.call("poll_many", json!({ "count": 10 })).await;
+    assert_eq!(within.status, Status::Success, "{}", within.output);
+    let over = host.call("poll_many", json!({ "count": 5_000 })).await;
+    assert_eq!(over.status, Status::LimitExceeded, "{}", over.output);
+    assert_eq!(over.output, "poll list limit 1000 exceeded");
     next_call_works(&host).await;
 }
 
@@ -199,7 +219,11 @@ async fn outbound_http_requests_are_capped_per_call() {
     assert_eq!(within.status, Status::Success, "{}", within.output);
     let over = host.call("fetch_many", json!({ "url": url, "count": 10 })).await;
     assert_eq!(over.status, Status::LimitExceeded, "{}", over.output);
-    assert_eq!(over.output, "HTTP requests limit 3 exceeded");
+    assert!(
+        over.output.starts_with("HTTP requests limit 3 exceeded; the plugin then failed: request 3 failed: "),
+        "the limit, with the plugin's own words: {}",
+        over.output
+    );
     next_call_works(&host).await;
 }
 
@@ -214,6 +238,12 @@ async fn a_fifo_in_a_granted_directory_is_refused_without_blocking() {
     assert!(outcome.duration < Duration::from_secs(1), "refused at once, not at the deadline: {:?}", outcome.duration);
     let regular = host.call("read_data", json!({ "name": "inside.txt" })).await;
     assert_eq!(regular.output, "inside");
+    // Setting times follows the path to the FIFO: refused, not blocked.
+    let touched = host.call("touch", json!({ "name": "pipe" })).await;
+    assert_eq!(touched.status, Status::Error, "{}", touched.output);
+    assert!(touched.duration < Duration::from_secs(1), "{:?}", touched.duration);
+    let regular = host.call("touch", json!({ "name": "inside.txt" })).await;
+    assert_eq!(regular.status, Status::Success, "{}", regular.output);
 }
 
 #[tokio::test]

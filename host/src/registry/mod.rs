@@ -123,7 +123,7 @@ pub enum LoadError {
         /// The file name.
         file: String,
         /// What is wrong.
-        error: ManifestError,
+        error: Box<ManifestError>,
     },
     /// Other components claim the same plugin name; all of them are refused.
     #[error(
@@ -500,7 +500,7 @@ impl Registry {
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
         let manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
-            .map_err(|error| LoadError::Invalid { file: file.clone(), error })?;
+            .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
         let identity = ComponentId { file: &file, sha256: &sha256, pinned };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);

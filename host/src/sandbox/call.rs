@@ -19,6 +19,16 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Guest stdout and stderr kept per call; more is counted and dropped.
 const STDIO_CAPTURE_BYTES: usize = 64 << 10;
+/// Lines of each captured stream written to the host's debug log.
+const STDIO_LOG_LINES: usize = 64;
+/// The longest captured line written to the host's debug log.
+const STDIO_LOG_LINE_BYTES: usize = 1 << 10;
+/// Host memory one host call may receive from the guest at once (strings,
+/// lists it passes), at most: wasmtime's default is 128 MiB per call,
+/// outside every other limit.
+const MAX_HOSTCALL_BYTES: usize = 16 << 20;
+/// Component-model handles (guest-defined resources) a call may hold.
+const MAX_COMPONENT_HANDLES: usize = 10_000;
 /// Random bytes one `get-random-bytes` call may ask the host for (WASI's
 /// default is 64 MiB, allocated on the host).
 const MAX_RANDOM_BYTES: u64 = 1 << 20;
@@ -37,6 +47,23 @@ pub(crate) struct CallState {
     pub(crate) listings: Listings,
     /// Last, so that everything above is freed while the account is open.
     pub(crate) work: HostWork,
+}
+
+impl CallState {
+    /// Host memory held for the call: what the allocator counted, and the
+    /// estimated directory listings it could not.
+    pub(crate) fn host_memory_held(&self) -> usize {
+        self.work.memory.held() + self.listings.bytes()
+    }
+
+    /// A line the host logs because of the plugin (a refused open), paid
+    /// from the plugin's own log budget like its records.
+    pub(crate) fn notice(&mut self, message: &str) {
+        if let Some(message) = self.log.admit(&self.plugin, message) {
+            let plugin = self.plugin.as_str();
+            tracing::warn!(plugin, "{message}");
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -149,6 +176,12 @@ pub enum CallFailure {
         /// The host-memory limit in bytes.
         limit: usize,
     },
+    /// One host call was handed more data than the host takes at once.
+    #[error("a host call was handed more than {} at once, the limit for one call", human_bytes(*limit))]
+    HostCallTooLarge {
+        /// The bytes one host call may take.
+        limit: usize,
+    },
     /// The WebAssembly stack was exhausted.
     #[error("stack limit {} exceeded", human_bytes(*limit))]
     StackOverflow {
@@ -172,13 +205,23 @@ pub enum CallFailure {
         /// Its limit.
         limit: usize,
     },
-    /// The plugin reached an HTTP host it was not granted.
-    #[error("HTTP host {} is not granted to plugin `{plugin}`", hosts.join(", "))]
+    /// The plugin reached an HTTP host it was not granted, then failed.
+    #[error("HTTP host {} is not granted to plugin `{plugin}`; the plugin then failed: {plugin_error}", hosts.join(", "))]
     HttpDenied {
         /// The plugin.
         plugin: String,
         /// The hosts it tried (the first few, then how many more).
         hosts: Vec<String>,
+        /// What the plugin said when it failed.
+        plugin_error: String,
+    },
+    /// The plugin sent more HTTP requests than allowed, then failed.
+    #[error("HTTP requests limit {limit} exceeded; the plugin then failed: {plugin_error}")]
+    HttpRequestsLimit {
+        /// The limit.
+        limit: usize,
+        /// What the plugin said when it failed.
+        plugin_error: String,
     },
     /// The plugin called an interface it was not granted.
     #[error("plugin `{plugin}` called `{function}`, but {}", missing_grant(*capability, plugin, *reading_manifest))]
@@ -270,8 +313,10 @@ impl Sandbox {
 
         let meter = store.data().work.memory.meter();
         let reading_manifest = matches!(export, Export::Manifest);
+        let mut instantiated = false;
         let call = async {
             let instance = pre.instantiate_async(&mut store).await?;
+            instantiated = true;
             match export {
                 Export::Manifest => instance.call_manifest(&mut store).await.map(Returned::Manifest),
                 Export::Invoke { tool, args_json } => instance
@@ -287,7 +332,7 @@ impl Sandbox {
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let result = match outcome {
             Err(_elapsed) => Err(CallFailure::TimedOut { limit: limits.timeout }),
-            Ok(Err(error)) => Err(classify(&error, store.data(), &stderr, reading_manifest)),
+            Ok(Err(error)) => Err(classify(&error, store.data(), &stderr, reading_manifest, instantiated)),
             Ok(Ok(returned)) => Ok(returned),
         };
         let result = result.and_then(|returned| check_returned(returned, store.data()));
@@ -305,6 +350,9 @@ impl Sandbox {
     ) -> wasmtime::Result<Store<CallState>> {
         let mut table = ResourceTable::new();
         table.set_max_capacity(limits.resources);
+        let work = HostWork::new().ok_or_else(|| {
+            wasmtime::format_err!("more than {} calls at once: no host-memory account is free", super::host_memory::SLOTS)
+        })?;
         let state = CallState {
             wasi: grants.wasi_ctx(stdout, stderr, MAX_RANDOM_BYTES)?,
             http: WasiHttpCtx::new(),
@@ -316,10 +364,12 @@ impl Sandbox {
             log: LogBudget::new(),
             open_files: OpenFiles::new(limits.open_files),
             listings: Listings::default(),
-            work: HostWork::new(),
+            work,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
+        store.set_hostcall_fuel(hostcall_bytes(limits));
+        store.set_max_component_handles(MAX_COMPONENT_HANDLES);
         store.call_hook(|store, hook| match hook {
             CallHook::ReturningFromHost => host_work::after_host_call(store),
             _ => Ok(()),
@@ -335,7 +385,6 @@ impl Sandbox {
     /// Instantiate once and call `invoke` `times` times on the same
     /// instance: the floor a fresh instance per call is measured against.
     /// For benchmarks only; toolhost never reuses an instance.
-    #[doc(hidden)]
     pub(crate) async fn invoke_reused(
         &self,
         pre: &PluginPre<CallState>,
@@ -362,50 +411,67 @@ impl Sandbox {
 /// into its own error.
 fn check_returned(returned: Returned, state: &CallState) -> Result<Returned, CallFailure> {
     let limit = state.limits.output_bytes;
-    match returned {
-        Returned::Invoke(Ok(output)) if output.as_str().len() > limit => {
-            Err(CallFailure::OutputTooLarge { size: output.as_str().len(), limit })
-        }
-        Returned::Invoke(Err(_)) if !state.http_gate.denied.is_empty() => Err(CallFailure::HttpDenied {
+    if let Some(exceeded) = state.work.exceeded {
+        // The last host call went over; the guest returned before its next
+        // instruction could trap.
+        return Err(exceeded.into());
+    }
+    let Returned::Invoke(Err(mut failure)) = returned else {
+        return match returned {
+            Returned::Invoke(Ok(output)) if output.as_str().len() > limit => {
+                Err(CallFailure::OutputTooLarge { size: output.as_str().len(), limit })
+            }
+            returned => Ok(returned),
+        };
+    };
+    if failure.message.len() > limit {
+        let size = failure.message.len();
+        failure.message.truncate(failure.message.floor_char_boundary(limit));
+        failure.message.push_str(&format!(
+            " … [the plugin's error message of {} was cut at the output limit of {}]",
+            human_bytes(size),
+            human_bytes(limit)
+        ));
+    }
+    // A refused request explains the failure that followed; the plugin's
+    // own words stay, as context.
+    if !state.http_gate.denied.is_empty() {
+        return Err(CallFailure::HttpDenied {
             plugin: state.plugin.clone(),
             hosts: state.http_gate.denied_hosts(),
-        }),
-        Returned::Invoke(Err(_)) if state.http_gate.out_of_requests => {
-            Err(CallFailure::ResourceLimit { what: "HTTP requests", limit: state.limits.http_requests })
-        }
-        Returned::Invoke(Err(mut failure)) if failure.message.len() > limit => {
-            let size = failure.message.len();
-            failure.message.truncate(floor_char_boundary(&failure.message, limit));
-            failure.message.push_str(&format!(
-                " … [the plugin's error message of {} was cut at the output limit of {}]",
-                human_bytes(size),
-                human_bytes(limit)
-            ));
-            Ok(Returned::Invoke(Err(failure)))
-        }
-        returned => Ok(returned),
+            plugin_error: failure.message,
+        });
     }
+    if state.http_gate.out_of_requests {
+        return Err(CallFailure::HttpRequestsLimit { limit: state.limits.http_requests, plugin_error: failure.message });
+    }
+    Ok(Returned::Invoke(Err(failure)))
 }
 
-/// The largest char boundary of `text` at or below `at`.
-fn floor_char_boundary(text: &str, at: usize) -> usize {
-    let mut cut = at.min(text.len());
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
+impl From<HostLimit> for CallFailure {
+    fn from(limit: HostLimit) -> Self {
+        match limit {
+            HostLimit::HostMemory { limit } => CallFailure::HostMemoryLimit { limit },
+            HostLimit::OpenFiles { limit } => CallFailure::ResourceLimit { what: "open files", limit },
+            HostLimit::OpenFilesAllCalls { limit } => CallFailure::ResourceLimit { what: "open files of all calls", limit },
+            HostLimit::PollList { limit } => CallFailure::ResourceLimit { what: "poll list", limit },
+        }
     }
-    cut
 }
 
 /// Name what ended a failed call: the error itself says so (a trap, a
 /// host limit, a refused grant, an exit); a growth the limiter refused
 /// earlier only explains a trap that has no other cause.
-fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture, reading_manifest: bool) -> CallFailure {
+fn classify(
+    error: &wasmtime::Error,
+    state: &CallState,
+    stderr: &Capture,
+    reading_manifest: bool,
+    instantiated: bool,
+) -> CallFailure {
     let limits = &state.limits;
-    if let Some(limit) = error.downcast_ref::<HostLimit>() {
-        return match *limit {
-            HostLimit::HostMemory { limit } => CallFailure::HostMemoryLimit { limit },
-            HostLimit::OpenFiles { limit } => CallFailure::ResourceLimit { what: "open files", limit },
-        };
+    if let Some(&limit) = error.downcast_ref::<HostLimit>() {
+        return limit.into();
     }
     if let Some(refused) = error.downcast_ref::<NotGranted>() {
         return CallFailure::NotGranted {
@@ -422,6 +488,8 @@ fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture, readin
         return CallFailure::ResourceLimit { what: "resources", limit: limits.resources };
     }
     match error.downcast_ref::<Trap>() {
+        // The hook takes the fuel of a call over its host-memory limit.
+        Some(Trap::OutOfFuel) if state.work.exceeded.is_some() => state.work.exceeded.map(CallFailure::from).expect("checked"),
         Some(Trap::OutOfFuel) => CallFailure::OutOfFuel { limit: limits.fuel },
         Some(Trap::Interrupt) => CallFailure::TimedOut { limit: limits.timeout },
         Some(Trap::StackOverflow) => CallFailure::StackOverflow { limit: STACK_LIMIT_BYTES },
@@ -439,11 +507,13 @@ fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture, readin
                 (refused, _) => CallFailure::Trapped { trap: trap.to_string(), stderr, refused: refused.map(refusal_note) },
             }
         }
-        // Not a trap: instantiation failed. A refused growth is why.
-        None if state.limiter.refused.is_some() => match state.limiter.refused {
+        // Not a trap, before the instance existed: a refused growth is why
+        // instantiation failed.
+        None if !instantiated && state.limiter.refused.is_some() => match state.limiter.refused {
             Some(Refusal::Memory { limit }) => CallFailure::MemoryLimit { limit },
             _ => CallFailure::ResourceLimit { what: "table elements", limit: limits.table_elements },
         },
+        None if is_hostcall_overflow(error) => CallFailure::HostCallTooLarge { limit: hostcall_bytes(limits) },
         None => {
             let message = format!("{error:#}");
             // wasmtime reports count limits only as text: "resource limit
@@ -459,6 +529,18 @@ fn classify(error: &wasmtime::Error, state: &CallState, stderr: &Capture, readin
     }
 }
 
+/// What one host call may take from the guest under `limits`.
+fn hostcall_bytes(limits: &Limits) -> usize {
+    MAX_HOSTCALL_BYTES.min(limits.host_memory_bytes)
+}
+
+/// Whether wasmtime refused to copy more than [`hostcall_bytes`] from
+/// the guest in one host call. Its error type is private in wasmtime 48, so
+/// this is the one place that reads its text.
+fn is_hostcall_overflow(error: &wasmtime::Error) -> bool {
+    error.chain().any(|cause| cause.to_string().starts_with("too much data is being copied between the host and the guest"))
+}
+
 fn refusal_note(refused: Refusal) -> String {
     match refused {
         Refusal::Memory { limit } => format!("memory growth past the limit of {} was refused", human_bytes(limit)),
@@ -472,22 +554,28 @@ fn tail(bytes: &[u8]) -> String {
     const KEEP: usize = 400;
     let text = String::from_utf8_lossy(bytes);
     let text = text.trim();
-    let mut start = text.len().saturating_sub(KEEP);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
+    let start = text.ceil_char_boundary(text.len().saturating_sub(KEEP));
     printable(&text[start..]).into_owned()
 }
 
+/// What a call printed, into the host's debug log: at most
+/// [`STDIO_LOG_LINES`] records per stream, each escaped, then a count of
+/// the rest, so that 64 KiB of newlines is not 65 000 log records.
 fn emit_stdio(plugin: &str, stdout: &Capture, stderr: &Capture) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
     for (stream, capture) in [("stdout", stdout), ("stderr", stderr)] {
         let bytes = capture.contents();
-        for line in String::from_utf8_lossy(&bytes).lines() {
-            let line = printable(line);
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines = text.lines().filter(|line| !line.trim().is_empty());
+        for line in lines.by_ref().take(STDIO_LOG_LINES) {
+            let line = printable(&line[..line.floor_char_boundary(STDIO_LOG_LINE_BYTES)]);
             tracing::debug!(plugin, stream, "{line}");
         }
-        if capture.dropped() > 0 {
-            tracing::debug!(plugin, stream, "… {} more bytes dropped (cap {STDIO_CAPTURE_BYTES})", capture.dropped());
+        let more = lines.count();
+        if more > 0 || capture.dropped() > 0 {
+            tracing::debug!(plugin, stream, "… {more} more lines, and {} bytes past the {STDIO_CAPTURE_BYTES}-byte capture", capture.dropped());
         }
     }
 }

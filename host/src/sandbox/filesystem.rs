@@ -1,10 +1,12 @@
 //! The filesystem calls toolhost answers itself instead of WASI's own:
 //!
-//! - `open-at` opens without blocking (`O_NONBLOCK`), so a FIFO in a
-//!   granted directory cannot hang a host thread, and hands out only
+//! - `open-at` opens without blocking (`O_NONBLOCK`, `O_NOCTTY`), so a FIFO
+//!   in a granted directory cannot hang a host thread, and hands out only
 //!   regular files and directories: FIFOs, sockets and devices are refused
-//!   with `access`. It also counts the files a call holds open and ends the
-//!   call when it would pass its open-files limit.
+//!   with `access`. It counts the files a call holds open, against the
+//!   call's open-files limit and the process-wide share (`descriptors`).
+//! - `set-times-at` opens its target the same way before setting times on
+//!   it (WASI's opens the target blocking, which waits forever on a FIFO).
 //! - `symlink-at` refuses a link whose target is absolute or climbs with
 //!   `..`: the sandbox never follows such links, but they would stay on disk
 //!   for other programs to follow out of the grant.
@@ -13,30 +15,37 @@
 //!   the descriptor is dropped.
 //! - `read-directory` reads the whole directory on a blocking thread, where
 //!   the host-memory allocator cannot see whose it is; its size is
-//!   estimated first and counted against the host-memory limit while the
-//!   stream lives.
+//!   estimated first (charged as host work, and stopped once it passes
+//!   what the call may still hold) and counted against the host-memory
+//!   limit while the stream lives.
 //!
 //! Everything else (permissions, path resolution inside the grant) is the
 //! same as WASI's: paths are resolved by `cap-primitives`, which never
 //! leaves the directory it starts from.
 
 use super::call::CallState;
+use super::descriptors::Descriptors;
 use super::host_work::HostLimit;
 use super::linking::WASI_FILESYSTEM_TYPES;
-use cap_primitives::fs::{FollowSymlinks, OpenOptions};
+use cap_primitives::fs::{FollowSymlinks, OpenOptions, OpenOptionsExt};
+use rustix::fs::OFlags;
 use std::collections::HashMap;
 use std::path::{Component, Path};
 use std::sync::Arc;
+use std::time::SystemTime;
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::clocks::wall_clock::Datetime;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
+    DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsResult, ReaddirIterator};
 use wasmtime_wasi::OpenMode;
 
 /// What one directory entry costs the host in a listing, beyond its name.
 const LISTING_BYTES_PER_ENTRY: usize = 64;
+/// The most of a plugin-chosen path a host log line shows.
+const LOGGED_PATH_CHARS: usize = 200;
 
 /// Replace the functions above in `linker`, which already holds WASI's
 /// filesystem.
@@ -50,9 +59,15 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         },
     )?;
     types.func_wrap_async(
+        "[method]descriptor.set-times-at",
+        |mut store, (fd, path_flags, path, accessed, modified): (Resource<Descriptor>, PathFlags, String, NewTimestamp, NewTimestamp)| {
+            Box::new(async move { Ok((set_times_at(store.data_mut(), fd, path_flags, path, accessed, modified).await?,)) })
+        },
+    )?;
+    types.func_wrap_async(
         "[method]descriptor.symlink-at",
         |mut store, (fd, target, link): (Resource<Descriptor>, String, String)| {
-            Box::new(async move { Ok((symlink_at(store.data_mut(), fd, target, link).await,)) })
+            Box::new(async move { Ok((symlink_at(store.data_mut(), fd, target, link).await?,)) })
         },
     )?;
     types.func_wrap("[method]descriptor.read-via-stream", |mut store, (fd, offset): (Resource<Descriptor>, u64)| {
@@ -80,6 +95,11 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     Ok(())
 }
 
+/// Whether the table still holds a `T` at `rep`.
+fn alive<T: 'static>(table: &ResourceTable, rep: u32) -> bool {
+    table.get(&Resource::<T>::new_borrow(rep)).is_ok()
+}
+
 /// What keeps a file open: its descriptor, or a stream over it.
 #[derive(Debug, Clone, Copy)]
 enum Handle {
@@ -88,33 +108,60 @@ enum Handle {
     Output,
 }
 
-/// The files one call holds open, to hold it to its open-files limit.
+impl Handle {
+    fn alive(self, table: &ResourceTable, rep: u32) -> bool {
+        match self {
+            Handle::Descriptor => alive::<Descriptor>(table, rep),
+            Handle::Input => alive::<DynInputStream>(table, rep),
+            Handle::Output => alive::<DynOutputStream>(table, rep),
+        }
+    }
+}
+
+/// The files one call holds open, to hold it to its open-files limit and
+/// its part of the process-wide share.
 pub(crate) struct OpenFiles {
     limit: usize,
     /// Table slots of the handles it opened; a slot whose handle was
-    /// dropped is pruned when the count nears the limit. A reused slot is
+    /// dropped is pruned when the count nears a limit. A reused slot is
     /// the same key, so nothing is counted twice.
     handles: HashMap<u32, Handle>,
+    shared: Descriptors,
 }
 
 impl OpenFiles {
     pub(crate) fn new(limit: usize) -> Self {
-        OpenFiles { limit, handles: HashMap::new() }
+        OpenFiles { limit, handles: HashMap::new(), shared: Descriptors::default() }
     }
 
     /// Make room for one more, or say which limit stops it.
     fn reserve(&mut self, table: &ResourceTable) -> Result<(), HostLimit> {
         if self.handles.len() >= self.limit {
-            self.handles.retain(|&rep, handle| match handle {
-                Handle::Descriptor => table.get(&Resource::<Descriptor>::new_borrow(rep)).is_ok(),
-                Handle::Input => table.get(&Resource::<DynInputStream>::new_borrow(rep)).is_ok(),
-                Handle::Output => table.get(&Resource::<DynOutputStream>::new_borrow(rep)).is_ok(),
-            });
+            self.prune(table);
         }
         if self.handles.len() >= self.limit {
             return Err(HostLimit::OpenFiles { limit: self.limit });
         }
+        if self.shared.take().is_err() {
+            self.prune(table);
+            self.shared.take().map_err(|limit| HostLimit::OpenFilesAllCalls { limit })?;
+        }
         Ok(())
+    }
+
+    fn prune(&mut self, table: &ResourceTable) {
+        let before = self.handles.len();
+        self.handles.retain(|&rep, handle| handle.alive(table, rep));
+        self.shared.give_back(before - self.handles.len());
+    }
+
+    /// Count what was opened after [`reserve`](Self::reserve), or give the
+    /// reservation back when nothing was.
+    fn record(&mut self, rep: Option<u32>, handle: Handle) {
+        match rep {
+            Some(rep) if self.handles.insert(rep, handle).is_none() => {}
+            _ => self.shared.give_back(1),
+        }
     }
 
     /// Count a stream WASI opened, and give its result the WIT shape.
@@ -123,11 +170,9 @@ impl OpenFiles {
         stream: FsResult<Resource<T>>,
         handle: Handle,
     ) -> wasmtime::Result<(Result<Resource<T>, ErrorCode>,)> {
+        self.record(stream.as_ref().ok().map(Resource::rep), handle);
         match stream {
-            Ok(stream) => {
-                self.handles.insert(stream.rep(), handle);
-                Ok((Ok(stream),))
-            }
+            Ok(stream) => Ok((Ok(stream),)),
             Err(error) => Ok((Err(error.downcast()?),)),
         }
     }
@@ -137,52 +182,45 @@ impl OpenFiles {
 #[derive(Default)]
 pub(crate) struct Listings {
     live: HashMap<u32, usize>,
+    /// The sum of `live`, which may include listings since dropped until
+    /// [`prune`](Self::prune) runs.
+    bytes: usize,
 }
 
 impl Listings {
-    /// The estimated bytes of the listings still open.
-    pub(crate) fn held(&mut self, table: &ResourceTable) -> usize {
-        if self.live.is_empty() {
-            return 0;
+    /// The estimated bytes of the listings it holds, dropped ones included
+    /// until pruned.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Forget the listings whose streams were dropped.
+    pub(crate) fn prune(&mut self, table: &ResourceTable) {
+        self.live.retain(|&rep, _| alive::<ReaddirIterator>(table, rep));
+        self.bytes = self.live.values().sum();
+    }
+
+    fn insert(&mut self, rep: u32, bytes: usize) {
+        if let Some(replaced) = self.live.insert(rep, bytes) {
+            self.bytes -= replaced;
         }
-        self.live.retain(|&rep, _| table.get(&Resource::<ReaddirIterator>::new_borrow(rep)).is_ok());
-        self.live.values().sum()
+        self.bytes += bytes;
     }
 }
 
-async fn read_directory(
-    state: &mut CallState,
-    fd: Resource<Descriptor>,
-) -> wasmtime::Result<(Result<Resource<ReaddirIterator>, ErrorCode>,)> {
-    let dir = match state.table.get(&fd)? {
-        Descriptor::Dir(dir) => Arc::clone(&dir.dir),
-        Descriptor::File(_) => return Ok((Err(ErrorCode::NotDirectory),)),
-    };
-    // Count before WASI reads it all, so a huge directory is refused
-    // before the host holds its listing.
-    let estimate = tokio::task::spawn_blocking(move || -> std::io::Result<usize> {
-        let mut bytes = 0;
-        for entry in cap_primitives::fs::read_base_dir(&dir)? {
-            bytes += LISTING_BYTES_PER_ENTRY + entry?.file_name().len();
-        }
-        Ok(bytes)
+/// The directory behind `fd`, or the error code WASI gives for a file.
+fn dir_of(state: &CallState, fd: &Resource<Descriptor>) -> wasmtime::Result<Result<Dir, ErrorCode>> {
+    Ok(match state.table.get(fd)? {
+        Descriptor::Dir(dir) => Ok(dir.clone()),
+        Descriptor::File(_) => Err(ErrorCode::NotDirectory),
     })
-    .await?;
-    let estimate = match estimate {
-        Ok(bytes) => bytes,
-        Err(error) => return Ok((Err(ErrorCode::from(error)),)),
-    };
-    let limit = state.limits.host_memory_bytes;
-    if state.work.memory.held() + state.listings.held(&state.table) + estimate > limit {
-        return Err(HostLimit::HostMemory { limit }.into());
-    }
-    match state.filesystem().read_directory(fd).await {
-        Ok(stream) => {
-            state.listings.live.insert(stream.rep(), estimate);
-            Ok((Ok(stream),))
-        }
-        Err(error) => Ok((Err(error.downcast()?),)),
-    }
+}
+
+/// [`dir_of`], refused where the grant is read-only.
+fn writable_dir(state: &CallState, fd: &Resource<Descriptor>) -> wasmtime::Result<Result<Dir, ErrorCode>> {
+    Ok(dir_of(state, fd)?.and_then(|dir| {
+        if dir.perms.write_not_permitted() { Err(ErrorCode::NotPermitted) } else { Ok(dir) }
+    }))
 }
 
 async fn open_at(
@@ -193,41 +231,26 @@ async fn open_at(
     oflags: OpenFlags,
     flags: DescriptorFlags,
 ) -> wasmtime::Result<Result<Resource<Descriptor>, ErrorCode>> {
-    let dir = match state.table.get(&fd)? {
-        Descriptor::Dir(dir) => dir.clone(),
-        Descriptor::File(_) => return Ok(Err(ErrorCode::NotDirectory)),
+    let dir = match dir_of(state, &fd)? {
+        Ok(dir) => dir,
+        Err(code) => return Ok(Err(code)),
     };
     let (options, open_mode) = match open_options(&dir, path_flags, oflags, flags) {
         Ok(found) => found,
         Err(code) => return Ok(Err(code)),
     };
     state.open_files.reserve(&state.table)?;
-    let parent = Arc::clone(&dir.dir);
-    let plugin = state.plugin.clone();
-    let opened = tokio::task::spawn_blocking(move || -> Result<Opened, ErrorCode> {
-        let file = cap_primitives::fs::open(&parent, Path::new(&path), &options)?;
-        let kind = file.metadata()?.file_type();
-        if kind.is_dir() {
-            Ok(Opened::Dir(file))
-        } else if kind.is_file() {
-            if oflags.contains(OpenFlags::DIRECTORY) {
-                return Err(ErrorCode::NotDirectory);
-            }
-            Ok(Opened::File(file))
-        } else {
-            tracing::warn!(plugin, path, "refused to open a FIFO, socket or device in a granted directory");
-            Err(ErrorCode::Access)
-        }
-    })
-    .await?;
-    let descriptor = match opened {
+    let descriptor = match open_plain(state, &dir, path, options, oflags.contains(OpenFlags::DIRECTORY)).await? {
         Ok(Opened::Dir(file)) => Descriptor::Dir(Dir::new(file, dir.perms, open_mode, false)),
         Ok(Opened::File(file)) => Descriptor::File(File::new(file, dir.perms, open_mode, false)),
-        Err(code) => return Ok(Err(code)),
+        Err(code) => {
+            state.open_files.record(None, Handle::Descriptor);
+            return Ok(Err(code));
+        }
     };
-    let resource = state.table.push(descriptor)?;
-    state.open_files.handles.insert(resource.rep(), Handle::Descriptor);
-    Ok(Ok(resource))
+    let resource = state.table.push(descriptor);
+    state.open_files.record(resource.as_ref().ok().map(Resource::rep), Handle::Descriptor);
+    Ok(Ok(resource?))
 }
 
 enum Opened {
@@ -235,8 +258,47 @@ enum Opened {
     File(std::fs::File),
 }
 
-/// WASI's open flags as `cap-primitives` options, always non-blocking, and
-/// the mode the descriptor records; refused where the grant is read-only.
+/// Open `path` under `dir` with `options` (non-blocking) on a blocking
+/// thread, and keep it only if it is a regular file or a directory.
+async fn open_plain(
+    state: &mut CallState,
+    dir: &Dir,
+    path: String,
+    mut options: OpenOptions,
+    directory_only: bool,
+) -> wasmtime::Result<Result<Opened, ErrorCode>> {
+    // A FIFO opened for reading would wait for a writer, and a terminal
+    // would become the controlling one: never block, never adopt.
+    options.custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
+    let parent = Arc::clone(&dir.dir);
+    let shown: String = path.chars().take(LOGGED_PATH_CHARS).collect();
+    let opened = tokio::task::spawn_blocking(move || -> Result<Opened, ErrorCode> {
+        let file = cap_primitives::fs::open(&parent, Path::new(&path), &options)?;
+        let kind = file.metadata()?.file_type();
+        if kind.is_dir() {
+            return Ok(Opened::Dir(file));
+        }
+        if !kind.is_file() {
+            return Err(ErrorCode::Access);
+        }
+        if directory_only {
+            return Err(ErrorCode::NotDirectory);
+        }
+        // Reads of a regular file block as WASI expects; on network
+        // filesystems a non-blocking descriptor could fail with EAGAIN.
+        let flags = rustix::fs::fcntl_getfl(&file).map_err(std::io::Error::from)?;
+        rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(std::io::Error::from)?;
+        Ok(Opened::File(file))
+    })
+    .await?;
+    if opened.as_ref().is_err_and(|code| *code == ErrorCode::Access) {
+        state.notice(&format!("refused to open {shown}: FIFOs, sockets and devices are not handed out"));
+    }
+    Ok(opened)
+}
+
+/// WASI's open flags as `cap-primitives` options, and the mode the
+/// descriptor records; refused where the grant is read-only.
 fn open_options(
     dir: &Dir,
     path_flags: PathFlags,
@@ -271,10 +333,7 @@ fn open_options(
         options.read(true);
         mode |= OpenMode::READ;
     }
-    let follow = if path_flags.contains(PathFlags::SYMLINK_FOLLOW) { FollowSymlinks::Yes } else { FollowSymlinks::No };
-    options._cap_fs_ext_follow(follow);
-    // A FIFO opened for reading would wait for a writer: never block.
-    options._cap_fs_ext_nonblock(true);
+    options._cap_fs_ext_follow(follow(path_flags));
     let sync = DescriptorFlags::FILE_INTEGRITY_SYNC | DescriptorFlags::DATA_INTEGRITY_SYNC | DescriptorFlags::REQUESTED_WRITE_SYNC;
     if flags.intersects(sync) {
         return Err(ErrorCode::Unsupported);
@@ -288,24 +347,77 @@ fn open_options(
     Ok((options, mode))
 }
 
-async fn symlink_at(state: &mut CallState, fd: Resource<Descriptor>, target: String, link: String) -> Result<(), ErrorCode> {
-    let dir = match state.table.get(&fd) {
-        Ok(Descriptor::Dir(dir)) => dir.clone(),
-        Ok(Descriptor::File(_)) => return Err(ErrorCode::NotDirectory),
-        Err(_) => return Err(ErrorCode::BadDescriptor),
+fn follow(path_flags: PathFlags) -> FollowSymlinks {
+    if path_flags.contains(PathFlags::SYMLINK_FOLLOW) { FollowSymlinks::Yes } else { FollowSymlinks::No }
+}
+
+async fn set_times_at(
+    state: &mut CallState,
+    fd: Resource<Descriptor>,
+    path_flags: PathFlags,
+    path: String,
+    accessed: NewTimestamp,
+    modified: NewTimestamp,
+) -> wasmtime::Result<Result<(), ErrorCode>> {
+    let dir = match writable_dir(state, &fd)? {
+        Ok(dir) => dir,
+        Err(code) => return Ok(Err(code)),
     };
-    if dir.perms.write_not_permitted() {
-        return Err(ErrorCode::NotPermitted);
+    let times = match (file_time(accessed), file_time(modified)) {
+        (Ok(accessed), Ok(modified)) => (accessed, modified),
+        (Err(code), _) | (_, Err(code)) => return Ok(Err(code)),
+    };
+    let mut options = OpenOptions::new();
+    options.read(true)._cap_fs_ext_follow(follow(path_flags));
+    let file = match open_plain(state, &dir, path, options, false).await? {
+        Ok(Opened::Dir(file) | Opened::File(file)) => file,
+        Err(code) => return Ok(Err(code)),
+    };
+    let set = tokio::task::spawn_blocking(move || {
+        let mut new = std::fs::FileTimes::new();
+        if let Some(accessed) = times.0 {
+            new = new.set_accessed(accessed);
+        }
+        if let Some(modified) = times.1 {
+            new = new.set_modified(modified);
+        }
+        file.set_times(new)
+    })
+    .await?;
+    Ok(set.map_err(ErrorCode::from))
+}
+
+/// A WASI timestamp as a time to set, or `None` to leave it.
+fn file_time(timestamp: NewTimestamp) -> Result<Option<SystemTime>, ErrorCode> {
+    match timestamp {
+        NewTimestamp::NoChange => Ok(None),
+        NewTimestamp::Now => Ok(Some(SystemTime::now())),
+        NewTimestamp::Timestamp(Datetime { seconds, nanoseconds }) => {
+            let since_epoch = std::time::Duration::new(seconds, nanoseconds);
+            SystemTime::UNIX_EPOCH.checked_add(since_epoch).map(Some).ok_or(ErrorCode::Overflow)
+        }
     }
+}
+
+async fn symlink_at(
+    state: &mut CallState,
+    fd: Resource<Descriptor>,
+    target: String,
+    link: String,
+) -> wasmtime::Result<Result<(), ErrorCode>> {
+    let dir = match writable_dir(state, &fd)? {
+        Ok(dir) => dir,
+        Err(code) => return Ok(Err(code)),
+    };
     if !stays_inside(&target) {
-        tracing::warn!(plugin = state.plugin, target, "refused a symlink whose target leaves the grant");
-        return Err(ErrorCode::NotPermitted);
+        let shown: String = target.chars().take(LOGGED_PATH_CHARS).collect();
+        state.notice(&format!("refused a symlink to {shown}, which leaves the grant"));
+        return Ok(Err(ErrorCode::NotPermitted));
     }
     let parent = Arc::clone(&dir.dir);
-    tokio::task::spawn_blocking(move || cap_primitives::fs::symlink_contents(&target, &parent, Path::new(&link)))
-        .await
-        .map_err(|_| ErrorCode::Io)?
-        .map_err(ErrorCode::from)
+    let made = tokio::task::spawn_blocking(move || cap_primitives::fs::symlink_contents(&target, &parent, Path::new(&link)))
+        .await?;
+    Ok(made.map_err(ErrorCode::from))
 }
 
 /// Whether a link target resolves below the link's own directory: relative
@@ -313,6 +425,47 @@ async fn symlink_at(state: &mut CallState, fd: Resource<Descriptor>, target: Str
 fn stays_inside(target: &str) -> bool {
     !target.is_empty()
         && Path::new(target).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+async fn read_directory(
+    state: &mut CallState,
+    fd: Resource<Descriptor>,
+) -> wasmtime::Result<(Result<Resource<ReaddirIterator>, ErrorCode>,)> {
+    let dir = match dir_of(state, &fd)? {
+        Ok(dir) => dir.dir,
+        Err(code) => return Ok((Err(code),)),
+    };
+    let limit = state.limits.host_memory_bytes;
+    state.listings.prune(&state.table);
+    let room = limit.saturating_sub(state.host_memory_held());
+    // Count before WASI reads it all, and stop once past the room left, so
+    // a huge directory is refused before the host holds its listing.
+    let estimate = tokio::task::spawn_blocking(move || -> std::io::Result<usize> {
+        let mut bytes = 0;
+        for entry in cap_primitives::fs::read_base_dir(&dir)? {
+            bytes += LISTING_BYTES_PER_ENTRY + entry?.file_name().len();
+            if bytes > room {
+                break;
+            }
+        }
+        Ok(bytes)
+    })
+    .await?;
+    let estimate = match estimate {
+        Ok(bytes) => bytes,
+        Err(error) => return Ok((Err(ErrorCode::from(error)),)),
+    };
+    state.work.pending_bytes += estimate as u64;
+    if estimate > room {
+        return Err(HostLimit::HostMemory { limit }.into());
+    }
+    match state.filesystem().read_directory(fd).await {
+        Ok(stream) => {
+            state.listings.insert(stream.rep(), estimate);
+            Ok((Ok(stream),))
+        }
+        Err(error) => Ok((Err(error.downcast()?),)),
+    }
 }
 
 #[cfg(test)]
@@ -327,5 +480,12 @@ mod tests {
         for outside in ["", "/etc/passwd", "../x", "a/../../x", "a/.."] {
             assert!(!stays_inside(outside), "{outside}");
         }
+    }
+
+    #[test]
+    fn timestamps_map_to_times_to_set() {
+        assert_eq!(file_time(NewTimestamp::NoChange), Ok(None));
+        let at = file_time(NewTimestamp::Timestamp(Datetime { seconds: 1, nanoseconds: 5 })).unwrap().unwrap();
+        assert_eq!(at.duration_since(SystemTime::UNIX_EPOCH).unwrap(), std::time::Duration::new(1, 5));
     }
 }

@@ -15,6 +15,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use super::capture::Capture;
+use super::descriptors::Descriptors;
+use crate::printable::printable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
@@ -173,40 +175,51 @@ impl Grants {
 /// plugin cannot grow the list (or the outcome) without bound.
 const DENIED_HOSTS_KEPT: usize = 4;
 /// The longest host name kept for a refusal message.
-const DENIED_HOST_CHARS: usize = 255;
+const DENIED_HOST_BYTES: usize = 255;
 
 /// The `wasi:http` gate of one call: requests to granted hosts go out,
 /// others are refused and remembered so the outcome can name them.
 pub(crate) struct HttpGate {
     allowed: Vec<String>,
+    /// Refused hosts as the plugin wrote them, cut to a length.
     pub(crate) denied: Vec<String>,
     denied_more: usize,
     /// Requests the call may still send; each holds a connection.
     requests_left: usize,
     /// Whether a request was refused because none were left.
     pub(crate) out_of_requests: bool,
+    /// The connections' share of the process's descriptors.
+    descriptors: Descriptors,
 }
 
 impl HttpGate {
     pub(crate) fn new(allowed: Vec<String>, requests: usize) -> Self {
-        HttpGate { allowed, denied: Vec::new(), denied_more: 0, requests_left: requests, out_of_requests: false }
+        HttpGate {
+            allowed,
+            denied: Vec::new(),
+            denied_more: 0,
+            requests_left: requests,
+            out_of_requests: false,
+            descriptors: Descriptors::default(),
+        }
     }
 
-    fn deny(&mut self, authority: String) {
-        if self.denied.contains(&authority) {
+    fn deny(&mut self, authority: &str) {
+        let cut = &authority[..authority.floor_char_boundary(DENIED_HOST_BYTES)];
+        if self.denied.iter().any(|d| d == cut) {
             return;
         }
         if self.denied.len() < DENIED_HOSTS_KEPT {
-            let cut: String = authority.chars().take(DENIED_HOST_CHARS).collect();
-            self.denied.push(crate::printable::printable(&cut).into_owned());
+            self.denied.push(cut.to_owned());
         } else {
             self.denied_more += 1;
         }
     }
 
-    /// The refused hosts for a message: the first few, then how many more.
+    /// The refused hosts for a message, escaped: the first few, then how
+    /// many more.
     pub(crate) fn denied_hosts(&self) -> Vec<String> {
-        let mut hosts = self.denied.clone();
+        let mut hosts: Vec<String> = self.denied.iter().map(|h| printable(h).into_owned()).collect();
         if self.denied_more > 0 {
             hosts.push(format!("and {} more", self.denied_more));
         }
@@ -236,11 +249,11 @@ impl WasiHttpHooks for HttpGate {
         _response_errors: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
     ) -> Box<dyn Future<Output = SendResult> + Send> {
         if !self.admits(request.uri()) {
-            let authority = request.uri().authority().map_or_else(String::new, |a| a.to_string());
+            let authority = request.uri().authority().map_or("", |a| a.as_str());
             self.deny(authority);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
-        if self.requests_left == 0 {
+        if self.requests_left == 0 || self.descriptors.take().is_err() {
             self.out_of_requests = true;
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }

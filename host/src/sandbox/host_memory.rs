@@ -30,6 +30,10 @@
 //! Without it, calls still run, but host memory is not counted (the
 //! resource-count and open-file limits still apply) and
 //! [`accounting_active`] returns false.
+//!
+//! The owner is kept in a `const` thread-local with no destructor, which
+//! never allocates on platforms with native thread-local storage (every
+//! platform wasmtime runs on).
 
 #![allow(unsafe_code, reason = "a global allocator is unsafe by contract")]
 
@@ -42,7 +46,7 @@ use std::task::{Context, Poll};
 
 /// Accounts that can be open at once: every call in flight holds one.
 /// More than [`super::MAX_CONCURRENT_CALLS`], so every call gets one.
-const SLOTS: usize = 4096;
+pub(crate) const SLOTS: usize = 4096;
 
 /// One account's counters. A slot is reused by later calls; the generation
 /// tells a late free of an earlier call's memory apart.
@@ -128,7 +132,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for HostMemoryAllocator<A> {
         // SAFETY: the block was allocated by `inner` with `full`.
         unsafe { self.inner.dealloc(ptr, full) };
         if let Some(slot) = untag(owner) {
-            slot.held.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+            credit(slot, owner, -(layout.size() as i64));
         }
     }
 
@@ -157,7 +161,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for HostMemoryAllocator<A> {
         // SAFETY: `new_offset + TAG <= new_full.size()`.
         unsafe { grown.add(new_offset).cast::<u64>().write_unaligned(owner) };
         if let Some((slot, delta)) = charge {
-            slot.held.fetch_add(delta, Ordering::Relaxed);
+            credit(slot, owner, delta);
         }
         if new_size > layout.size()
             && let Some(slot) = untag(current)
@@ -181,10 +185,21 @@ impl<A: GlobalAlloc> HostMemoryAllocator<A> {
         // SAFETY: `offset + TAG <= full.size()`.
         unsafe { block.add(offset).cast::<u64>().write_unaligned(owner) };
         if let Some(slot) = untag(owner) {
-            slot.held.fetch_add(layout.size() as i64, Ordering::Relaxed);
+            credit(slot, owner, layout.size() as i64);
             slot.allocated.fetch_add(layout.size() as u64, Ordering::Relaxed);
         }
         block
+    }
+}
+
+/// Add `delta` to the bytes `slot` holds for the account `owner`. The
+/// generation is checked again afterwards: a late free of a finished call's
+/// memory that raced with the slot being reopened is taken back, so a new
+/// call's count is off by at most that one free, and only for a moment.
+fn credit(slot: &Slot, owner: u64, delta: i64) {
+    slot.held.fetch_add(delta, Ordering::Relaxed);
+    if slot.generation.load(Ordering::Acquire) != owner as u32 {
+        slot.held.fetch_sub(delta, Ordering::Relaxed);
     }
 }
 
@@ -195,21 +210,21 @@ pub(crate) struct HostMemory {
 }
 
 impl HostMemory {
-    /// Open an account, or a dummy one when all slots are busy (never with
-    /// the host's own concurrency cap).
-    pub(crate) fn open() -> Self {
+    /// Open an account, or `None` when every slot is taken (more than
+    /// [`SLOTS`] calls at once: never within the host's own cap).
+    pub(crate) fn open() -> Option<Self> {
         let start = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
         for i in 0..SLOTS {
             let index = 1 + (start + i) % (SLOTS - 1);
             let slot = &SLOTS_TABLE[index];
             if slot.in_use.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                let generation = slot.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
                 slot.held.store(0, Ordering::Relaxed);
                 slot.allocated.store(0, Ordering::Relaxed);
-                let generation = slot.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-                return HostMemory { tag: tag(index, generation) };
+                return Some(HostMemory { tag: tag(index, generation) });
             }
         }
-        HostMemory { tag: 0 }
+        None
     }
 
     /// Bytes the call's allocations still hold.
@@ -278,7 +293,7 @@ impl Drop for Restore {
 /// Whether the process's global allocator counts host memory, checked by
 /// allocating inside a probe account.
 pub fn accounting_active() -> bool {
-    let account = HostMemory::open();
+    let Some(account) = HostMemory::open() else { return false };
     let probe = {
         let previous = CURRENT.with(|c| c.replace(account.tag));
         let probe = std::hint::black_box(Box::new([0u8; 64]));
@@ -306,7 +321,7 @@ mod tests {
         if !accounting_active() {
             return; // the test binary runs without the feature's allocator
         }
-        let account = HostMemory::open();
+        let account = HostMemory::open().unwrap();
         let kept: Vec<u8> = poll_once(account.meter().around(async { vec![7u8; 1 << 20] }));
         assert!(account.held() >= 1 << 20, "held {}", account.held());
         assert!(account.allocated() >= 1 << 20);
@@ -319,13 +334,13 @@ mod tests {
         if !accounting_active() {
             return;
         }
-        let account = HostMemory::open();
+        let account = HostMemory::open().unwrap();
         let kept: Vec<u8> = poll_once(account.meter().around(async { vec![1u8; 4096] }));
         let slot = account.tag >> 32;
         drop(account);
         drop(kept);
         for _ in 0..SLOTS {
-            let next = HostMemory::open();
+            let next = HostMemory::open().unwrap();
             if next.tag >> 32 == slot {
                 assert_eq!(next.held(), 0, "a new generation starts at zero");
                 return;

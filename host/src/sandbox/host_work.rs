@@ -2,23 +2,30 @@
 //!
 //! Fuel meters the guest's own instructions. The host also copies and
 //! keeps bytes for it — log messages, file and HTTP reads and writes,
-//! strings it passes in — so every return from a host call charges
-//! [`HOST_CALL_FUEL`] plus [`FUEL_PER_HOST_BYTE`] for each byte the host
-//! allocated for the guest (see `host_memory`) or read for it (stream and
-//! file reads, which happen on other threads and are counted here), and
+//! strings it passes in — so every return to the guest from the host (a
+//! host function, or one of wasmtime's own libcalls such as `memory.grow`)
+//! charges [`HOST_CALL_FUEL`] plus [`FUEL_PER_HOST_BYTE`] for each byte the
+//! host allocated for the guest (see `host_memory`) or read for it (stream
+//! and file reads, which happen on other threads and are counted here), and
 //! checks the bytes the host still holds for the call against its
 //! host-memory limit. Either ends the call with an outcome that names it.
+//!
+//! The hook never fails the host call it follows, since wasmtime would then
+//! drop that call's own result (an `exit`, a refusal): it takes the fuel,
+//! and the guest traps out of fuel at its next instruction; a host-memory
+//! overrun is recorded first so the outcome names it instead.
 
 use super::call::CallState;
 use super::host_memory::HostMemory;
 use super::limits::human_bytes;
-use super::linking::{WASI_FILESYSTEM_TYPES, WASI_IO_STREAMS};
+use super::linking::{WASI_FILESYSTEM_TYPES, WASI_IO_POLL, WASI_IO_STREAMS};
 use wasmtime::component::{Linker, Resource};
-use wasmtime::{StoreContextMut, Trap};
+use wasmtime::StoreContextMut;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::HostDescriptor;
 use wasmtime_wasi::p2::bindings::io::streams::{Host as _, HostInputStream, HostOutputStream, StreamError};
-use wasmtime_wasi::p2::{DynInputStream, DynOutputStream};
+use wasmtime_wasi::p2::bindings::io::poll::Host as PollHost;
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable};
 
 /// Fuel every return from the host costs, whatever it did: a host call
 /// costs the host far more than one guest instruction, and a guest that
@@ -30,7 +37,9 @@ pub const HOST_CALL_FUEL: u64 = 1_000;
 /// fuel (1e9) to about 1 GB of host copying per call.
 pub const FUEL_PER_HOST_BYTE: u64 = 1;
 
-/// A host-side limit that ended a call.
+/// A host-side limit that ended a call. Raised as a trap where a host
+/// function refuses (open files), recorded by the hook where it cannot
+/// (host memory); named by the outcome either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum HostLimit {
     /// The host held more memory for the call than allowed.
@@ -39,6 +48,12 @@ pub(crate) enum HostLimit {
     /// The call tried to hold more files open than allowed.
     #[error("open files limit {limit} exceeded")]
     OpenFiles { limit: usize },
+    /// A poll list longer than the call can have pollables.
+    #[error("poll list limit {limit} exceeded")]
+    PollList { limit: usize },
+    /// All calls together hold the process's share of descriptors.
+    #[error("open files of all calls limit {limit} exceeded")]
+    OpenFilesAllCalls { limit: usize },
 }
 
 /// One call's host work: its host-memory account and what is charged.
@@ -46,35 +61,38 @@ pub(crate) struct HostWork {
     pub(crate) memory: HostMemory,
     /// `memory.allocated()` when fuel was last charged for it.
     charged_allocations: u64,
-    /// Bytes read for the guest since fuel was last charged.
-    pending_reads: u64,
+    /// Bytes read or estimated for the guest since fuel was last charged.
+    pub(crate) pending_bytes: u64,
+    /// The host-memory overrun the hook found, for the outcome.
+    pub(crate) exceeded: Option<HostLimit>,
 }
 
 impl HostWork {
-    pub(crate) fn new() -> Self {
-        HostWork { memory: HostMemory::open(), charged_allocations: 0, pending_reads: 0 }
+    /// `None` when no account is free (more calls at once than the
+    /// allocator has accounts for).
+    pub(crate) fn new() -> Option<Self> {
+        Some(HostWork { memory: HostMemory::open()?, charged_allocations: 0, pending_bytes: 0, exceeded: None })
     }
 }
 
-/// The call hook after every host call: enforce the host-memory limit and
-/// charge fuel for the host's work.
+/// The call hook after every return from the host: enforce the host-memory
+/// limit and charge fuel for the host's work.
 pub(crate) fn after_host_call(mut store: StoreContextMut<'_, CallState>) -> wasmtime::Result<()> {
     let state = store.data_mut();
     let limit = state.limits.host_memory_bytes;
-    if state.work.memory.held() + state.listings.held(&state.table) > limit {
-        return Err(HostLimit::HostMemory { limit }.into());
+    if state.host_memory_held() > limit {
+        state.listings.prune(&state.table);
+    }
+    if state.host_memory_held() > limit {
+        state.work.exceeded = Some(HostLimit::HostMemory { limit });
+        return store.set_fuel(0);
     }
     let allocated = state.work.memory.allocated();
-    let bytes = allocated.saturating_sub(state.work.charged_allocations) + std::mem::take(&mut state.work.pending_reads);
+    let bytes = allocated.saturating_sub(state.work.charged_allocations) + std::mem::take(&mut state.work.pending_bytes);
     state.work.charged_allocations = allocated;
     let charge = HOST_CALL_FUEL.saturating_add(bytes.saturating_mul(FUEL_PER_HOST_BYTE));
     let fuel = store.get_fuel()?;
-    if charge > fuel {
-        store.set_fuel(0)?;
-        return Err(Trap::OutOfFuel.into());
-    }
-    store.set_fuel(fuel - charge)?;
-    Ok(())
+    store.set_fuel(fuel.saturating_sub(charge))
 }
 
 
@@ -131,6 +149,19 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
             })
         },
     )?;
+    // A poll list is lifted, then indexed in maps: as long as the call's
+    // resources limit at most, since there are no more pollables than that.
+    let mut poll = linker.instance(WASI_IO_POLL)?;
+    poll.func_wrap_async("poll", |mut store, (pollables,): (Vec<Resource<DynPollable>>,)| {
+        Box::new(async move {
+            let state = store.data_mut();
+            let limit = state.limits.resources;
+            if pollables.len() > limit {
+                return Err(HostLimit::PollList { limit }.into());
+            }
+            Ok((PollHost::poll(&mut state.table, pollables).await?,))
+        })
+    })?;
     let mut files = linker.instance(WASI_FILESYSTEM_TYPES)?;
     files.func_wrap_async(
         "[method]descriptor.read",
@@ -139,7 +170,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
                 let state = store.data_mut();
                 match state.filesystem().read(fd, len, offset).await {
                     Ok((bytes, end)) => {
-                        state.work.pending_reads += bytes.len() as u64;
+                        state.work.pending_bytes += bytes.len() as u64;
                         Ok((Ok((bytes, end)),))
                     }
                     Err(error) => Ok((Err(error.downcast()?),)),
@@ -159,7 +190,7 @@ fn counted<T>(
 ) -> wasmtime::Result<(Result<T, StreamError>,)> {
     match result {
         Ok(value) => {
-            state.work.pending_reads += bytes(&value);
+            state.work.pending_bytes += bytes(&value);
             Ok((Ok(value),))
         }
         Err(error) => Ok((Err(state.table.convert_stream_error(error)?),)),

@@ -10,9 +10,9 @@
 //! A plugin may still import what it was not granted — an SDK links
 //! `wasi:http` whether or not the host grants a host. The functions of
 //! such interfaces are stubs that refuse: calling one ends the call with an
-//! outcome naming the missing grant, before the host creates anything for
-//! it. An import toolhost does not offer at all makes the component fail to
-//! load.
+//! outcome naming the missing grant, before the host creates any resource
+//! for it. An import toolhost does not offer at all makes the component
+//! fail to load.
 
 use super::call::{CallState, GrantKind};
 use super::grants::Grants;
@@ -26,6 +26,19 @@ use wasmtime::Engine;
 /// links to them by semver).
 pub(crate) const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 pub(crate) const WASI_IO_STREAMS: &str = "wasi:io/streams@0.2.12";
+pub(crate) const WASI_IO_POLL: &str = "wasi:io/poll@0.2.12";
+
+/// The WASI 0.2 version `wasmtime-wasi` 48 links.
+const WASI_LINKED_VERSION: &str = "0.2.12";
+
+/// `wasi:http/types@0.2.0` as the linker names it: `wasi:http/types@0.2.12`.
+/// Other versions are left as they are.
+fn at_linked_version(interface: &str) -> String {
+    match interface.split_once("@0.2.") {
+        Some((name, _)) => format!("{name}@{WASI_LINKED_VERSION}"),
+        None => interface.to_owned(),
+    }
+}
 
 /// The capability an interface belongs to, for those linked only where
 /// granted: `wasi:http` (with an HTTP grant) and `wasi:sockets` (never).
@@ -78,7 +91,10 @@ impl Linkers {
             if capability == GrantKind::Http && !grants.http_hosts.is_empty() {
                 continue;
             }
-            let mut stubs = linker.instance(name)?;
+            // The linker holds each interface once, at WASI's own 0.2.x
+            // version; a plugin built against an older one links to it by
+            // semver, so that is the instance to stub.
+            let mut stubs = linker.instance(&at_linked_version(name))?;
             for (item, ty) in instance.exports(engine) {
                 if let ComponentItem::ComponentFunc(_) = ty.ty {
                     let function = format!("{name}#{item}");
@@ -89,5 +105,17 @@ impl Linkers {
             }
         }
         Ok(linker)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn older_wasi_versions_are_stubbed_where_the_linker_holds_them() {
+        assert_eq!(at_linked_version("wasi:http/types@0.2.0"), "wasi:http/types@0.2.12");
+        assert_eq!(at_linked_version("wasi:sockets/tcp@0.2.3"), "wasi:sockets/tcp@0.2.12");
+        assert_eq!(at_linked_version("wasi:http/types@0.3.0"), "wasi:http/types@0.3.0");
     }
 }

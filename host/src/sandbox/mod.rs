@@ -7,6 +7,7 @@
 mod bindings;
 mod call;
 mod capture;
+mod descriptors;
 mod filesystem;
 mod grants;
 mod host_memory;
@@ -94,6 +95,7 @@ impl Sandbox {
         let engine = Engine::new(&config).map_err(error)?;
 
         let linkers = linking::Linkers::new(&engine).map_err(error)?;
+        descriptors::init();
         if !accounting_active() {
             tracing::warn!(
                 "host memory is not counted: the global allocator is not toolhost::HostMemoryAllocator \

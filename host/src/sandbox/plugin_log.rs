@@ -44,10 +44,7 @@ impl LogBudget {
         }
         self.records -= 1;
         self.bytes -= LOG_RECORD_COST;
-        let mut cut = message.len().min(self.bytes);
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
+        let cut = message.floor_char_boundary(self.bytes);
         self.bytes -= cut;
         Some(printable(&message[..cut]))
     }

@@ -2,9 +2,8 @@
 //! attacker would use them: clear the screen, return to the start of the
 //! line and erase it, back over text, set the window title, write the
 //! clipboard (OSC 52), reverse the text (U+202E) and hide it (zero-width
-//! and tag characters), then print a reassuring lie. Its declarations carry
-//! only the characters the host lets through at load (the reversing and
-//! invisible ones): control characters there get a plugin refused.
+//! and tag characters), then print a reassuring lie. Its declarations are
+//! plain: the host refuses a plugin whose declarations hold any of these.
 
 use toolhost_sdk::prelude::*;
 
@@ -23,17 +22,17 @@ struct Escapes;
 
 impl Plugin for Escapes {
     fn manifest() -> Manifest {
-        Manifest::new("escapes", env!("CARGO_PKG_VERSION"), &format!("Harmless{UNICODE}"))
-            .directory(&format!("/data{UNICODE}"), Access::Read)
-            .env(&format!("HOME{UNICODE}"))
+        Manifest::new("escapes", env!("CARGO_PKG_VERSION"), "Harmless")
+            .directory("/data", Access::Read)
+            .env("HOME")
             .tool(
-                Tool::new("shout", &format!("Echo the text{UNICODE}"))
-                    .param("text", Type::String, &format!("what to echo{UNICODE}"), Optional)
-                    .tag(&format!("safe{UNICODE}"))
-                    .example(json!({ "text": format!("hi{UNICODE}") }))
+                Tool::new("shout", "Echo the text")
+                    .param("text", Type::String, "what to echo", Optional)
+                    .tag("safe")
+                    .example(json!({ "text": "hi" }))
                     .agent_callable(true),
             )
-            .tool(Tool::new("fail_loudly", &format!("Fail{UNICODE}")))
+            .tool(Tool::new("fail_loudly", "Fail"))
     }
 
     fn invoke(tool: &str, _args: Args) -> Result<Output, ToolError> {

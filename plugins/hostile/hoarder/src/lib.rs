@@ -21,7 +21,12 @@ impl Plugin for Hoarder {
             .tool(Tool::new("hoard_paths", "Keep outgoing requests whose path is 60 KB each."))
             .tool(Tool::new("hoard_pollables", "Keep clock pollables."))
             .tool(count(Tool::new("log_empty", "Log empty records.")))
-            .tool(Tool::new("log_huge", "Log 32 MiB records forever."))
+            .tool(Tool::new("log_huge", "Log records of `mib` MiB forever.")
+                .param("mib", Type::Integer, "each record's size", Required))
+            .tool(Tool::new("poll_many", "Poll one pollable listed `count` times.")
+                .param("count", Type::Integer, "how many times it is listed", Required))
+            .tool(Tool::new("touch", "Set the times of a file in /data, following links.")
+                .param("name", Type::String, "the file in /data", Required))
             .tool(Tool::new("log_forged", "Log a record that tries to forge host log lines."))
             .tool(Tool::new("huge_error", "Fail with an error message of `mib` MiB.")
                 .param("mib", Type::Integer, "the message's size", Required)
@@ -80,10 +85,23 @@ impl Plugin for Hoarder {
                 Ok("logged".into())
             }
             "log_huge" => {
-                let message = "m".repeat(32 << 20);
+                let message = "m".repeat((args.get::<u64>("mib")? as usize) << 20);
                 loop {
                     log(LogLevel::Info, &message);
                 }
+            }
+            "poll_many" => {
+                let pollable = wasip2::clocks::monotonic_clock::subscribe_duration(0);
+                let list: Vec<&wasip2::io::poll::Pollable> = (0..args.get::<u64>("count")?).map(|_| &pollable).collect();
+                Ok(json!({ "ready": wasip2::io::poll::poll(&list).len() }).into())
+            }
+            "touch" => {
+                let name: String = args.get("name")?;
+                let now = wasip2::filesystem::types::NewTimestamp::Now;
+                data_dir()?
+                    .set_times_at(PathFlags::SYMLINK_FOLLOW, &name, now, now)
+                    .map_err(|e| ToolError::failed(format!("cannot touch /data/{name}: {e:?}")))?;
+                Ok("touched".into())
             }
             "log_forged" => {
                 log(LogLevel::Warn, "ok\n2026-01-01T00:00:00Z  INFO toolhost: all plugins verified\r\x1b[2K");

@@ -1,0 +1,74 @@
+//! File descriptors across all calls.
+//!
+//! Each call is held to its own open-files and HTTP-requests limits, but
+//! many calls at once could still take every descriptor the process may
+//! open, and then the host itself could not open a plugin or a socket. So
+//! the host raises its soft descriptor limit to the hard one when the
+//! sandbox starts, and calls together may hold at most
+//! [`SHARE_FOR_PLUGINS_PERCENT`] of it; an open past that ends the call
+//! with an outcome naming the limit.
+
+use rustix::process::{Resource, getrlimit, setrlimit};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The share of the process's descriptors that plugin calls may hold.
+pub const SHARE_FOR_PLUGINS_PERCENT: usize = 75;
+/// When the process's limit cannot be read.
+const ASSUMED_PROCESS_LIMIT: usize = 1_024;
+
+/// Descriptors all calls hold now.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static LIMIT: OnceLock<usize> = OnceLock::new();
+
+/// Raise the soft descriptor limit to the hard one and fix the share all
+/// calls may hold. Done once; later calls return the same share.
+pub(crate) fn init() -> usize {
+    *LIMIT.get_or_init(|| {
+        let mut limit = getrlimit(Resource::Nofile);
+        if let (Some(current), Some(maximum)) = (limit.current, limit.maximum)
+            && current < maximum
+        {
+            limit.current = Some(maximum);
+            if let Err(error) = setrlimit(Resource::Nofile, limit) {
+                tracing::debug!("could not raise the descriptor limit: {error}");
+            }
+        }
+        let current = getrlimit(Resource::Nofile).current.map_or(ASSUMED_PROCESS_LIMIT, |n| n.min(usize::MAX as u64) as usize);
+        current / 100 * SHARE_FOR_PLUGINS_PERCENT
+    })
+}
+
+/// The descriptors one call holds toward the shared budget; given back
+/// when dropped.
+#[derive(Debug, Default)]
+pub(crate) struct Descriptors {
+    held: usize,
+}
+
+impl Descriptors {
+    /// Take one, or return the shared limit that stops it.
+    pub(crate) fn take(&mut self) -> Result<(), usize> {
+        let limit = init();
+        let previous = HELD.fetch_add(1, Ordering::AcqRel);
+        if previous >= limit {
+            HELD.fetch_sub(1, Ordering::AcqRel);
+            return Err(limit);
+        }
+        self.held += 1;
+        Ok(())
+    }
+
+    /// Give back `count` the call no longer holds.
+    pub(crate) fn give_back(&mut self, count: usize) {
+        let count = count.min(self.held);
+        self.held -= count;
+        HELD.fetch_sub(count, Ordering::AcqRel);
+    }
+}
+
+impl Drop for Descriptors {
+    fn drop(&mut self) {
+        self.give_back(self.held);
+    }
+}
