@@ -9,9 +9,9 @@
 //! Each figure is a median.
 
 use std::time::{Duration, Instant};
-use toolhost::discovery::{PromptCache, ToolCallConfig};
-use toolhost::manifest::{ParamSpec, ParamType, Permission, ToolSpec};
-use toolhost::protocol::{Declared, ProtocolId};
+use toolhost::{PromptCache, ToolCallConfig};
+use toolhost::{ParamSpec, ParamType, Permission, ToolSpec};
+use toolhost::{Declared, ProtocolId};
 
 const PROSE_BYTES: usize = 1 << 20;
 

@@ -6,7 +6,8 @@
 //! - (c) a native process spawned per call doing the same work (`expr 1 + 1`),
 //!   the process-per-call model of stdio tool servers;
 //! - (d) loading the plugin with a cold compiled-artifact cache (compile and
-//!   store) versus a warm one (read, verify, deserialize).
+//!   store) versus a warm one (read, verify, deserialize), each including
+//!   linking, reading the manifest and validating it.
 //!
 //! Each figure is a median; the ratios are computed from the same run.
 
@@ -14,8 +15,6 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::registry::ArtifactCache;
-use toolhost::sandbox::Sandbox;
 use toolhost::{Executor, Policy, Registry, Status, ToolCall};
 
 const FRESH_CALLS: usize = 5_000;
@@ -78,27 +77,33 @@ fn main() -> anyhow::Result<()> {
     }
     let process = median(samples);
 
-    // (d) Cold versus warm compiled cache.
-    let sandbox = Sandbox::new()?;
-    let wasm = std::fs::read(examples.join("calc.wasm"))?;
-    let digest = toolhost::registry::sha256_hex(&wasm);
+    // (d) Loading one plugin (read, digest, compile or cached artifact,
+    // link, manifest, validation) with a cold versus a warm compiled cache.
+    let calc = examples.join("calc.wasm");
+    let wasm = std::fs::read(&calc)?;
+    let empty = tempfile::tempdir()?;
+    let registry_with_cache = |cache: &std::path::Path| {
+        let policy = Policy { cache_dir: Some(cache.to_owned()), lock_file: empty.path().join("none.lock"), ..Policy::default() };
+        runtime.block_on(Registry::load(policy))
+    };
     let mut cold_samples = Vec::with_capacity(COLD_LOADS);
     for _ in 0..COLD_LOADS {
-        let dir = tempfile::tempdir()?;
-        let cache = ArtifactCache::new(dir.path(), sandbox.engine())?;
+        let cache = tempfile::tempdir()?;
+        let registry = registry_with_cache(cache.path())?;
         let start = Instant::now();
-        cache.load_or_compile(sandbox.engine(), &digest, &wasm)?;
+        let plugin = runtime.block_on(registry.inspect(&calc))?;
         cold_samples.push(start.elapsed());
+        assert_eq!(plugin.cache, toolhost::CacheUse::Compiled);
     }
-    let warm_dir = tempfile::tempdir()?;
-    let cache = ArtifactCache::new(warm_dir.path(), sandbox.engine())?;
-    cache.load_or_compile(sandbox.engine(), &digest, &wasm)?;
+    let warm_cache = tempfile::tempdir()?;
+    let registry = registry_with_cache(warm_cache.path())?;
+    runtime.block_on(registry.inspect(&calc))?;
     let mut warm_samples = Vec::with_capacity(WARM_LOADS);
     for _ in 0..WARM_LOADS {
         let start = Instant::now();
-        let (_, how) = cache.load_or_compile(sandbox.engine(), &digest, &wasm)?;
+        let plugin = runtime.block_on(registry.inspect(&calc))?;
         warm_samples.push(start.elapsed());
-        assert_eq!(how, toolhost::registry::CacheUse::Hit);
+        assert_eq!(plugin.cache, toolhost::CacheUse::Hit);
     }
     let (cold, warm) = (median(cold_samples), median(warm_samples));
 

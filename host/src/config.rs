@@ -24,13 +24,13 @@
 //! http_hosts = ["example.com"]
 //! dirs = { "/workspace" = { host = "./workspace", access = "read-write" } }
 //!
-//! [agents.coder]                     # see `discovery::ToolCallConfig`
+//! [agents.coder]                     # see `agent::ToolCallConfig`
 //! enabled = true
 //! protocol = "json-block"
 //! tool_toggles = { write_file = false }
 //! ```
 
-use crate::discovery::ToolCallConfig;
+use crate::agent::ToolCallConfig;
 use crate::manifest::DirAccess;
 use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
 use serde::Deserialize;

@@ -9,70 +9,13 @@
 //! protocol, agent, configuration and template, for one registry
 //! generation; a reload empties the cache.
 
+use crate::agent::ToolCallConfig;
 use crate::manifest::ToolSpec;
 use crate::protocol::ProtocolId;
 use crate::registry::Catalog;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// Whether calls run as soon as they are parsed or wait for a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CallMode {
-    /// Calls run as the permission policy allows.
-    Auto,
-    /// Every call waits for a person.
-    Manual,
-}
-
-/// How one agent uses tools, as `[agents.NAME]` in `toolhost.toml` says.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ToolCallConfig {
-    /// Whether the agent calls tools at all. Default false.
-    pub enabled: bool,
-    /// Auto or manual. Default auto.
-    pub mode: CallMode,
-    /// Per-tool switches by tool name. Default none.
-    pub tool_toggles: BTreeMap<String, bool>,
-    /// Whether a tool without a toggle is on. Default true.
-    pub default_tool_enabled: bool,
-    /// Rounds of calls per reply chain. Default 5.
-    pub max_iterations: u32,
-    /// Per-call timeout in milliseconds. Default 30 000.
-    pub timeout_ms: u64,
-    /// Ask a person before every call. Default false.
-    pub require_confirmation: bool,
-    /// Run one round's calls in parallel. Default false.
-    pub parallel_execution: bool,
-    /// The text protocol. Default vcp.
-    pub protocol: ProtocolId,
-}
-
-impl Default for ToolCallConfig {
-    fn default() -> Self {
-        ToolCallConfig {
-            enabled: false,
-            mode: CallMode::Auto,
-            tool_toggles: BTreeMap::new(),
-            default_tool_enabled: true,
-            max_iterations: 5,
-            timeout_ms: 30_000,
-            require_confirmation: false,
-            parallel_execution: false,
-            protocol: ProtocolId::Vcp,
-        }
-    }
-}
-
-impl ToolCallConfig {
-    /// Whether `tool` reaches the model under this configuration.
-    pub fn offers(&self, tool: &ToolSpec) -> bool {
-        tool.agent_callable && self.tool_toggles.get(&tool.name).copied().unwrap_or(self.default_tool_enabled)
-    }
-}
 
 /// The tools `config` offers, ordered by plugin name, then declaration.
 pub fn visible_tools<'a>(catalog: &'a Catalog, config: &ToolCallConfig) -> Vec<&'a ToolSpec> {

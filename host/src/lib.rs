@@ -26,26 +26,54 @@
 //! # }
 //! ```
 
-pub mod arguments;
-pub mod call;
-pub mod commands;
-pub mod config;
-pub mod discovery;
-pub mod executor;
-pub mod manifest;
-pub mod outcome;
+mod agent;
+mod arguments;
+mod call;
+mod config;
+mod discovery;
+mod executor;
+mod manifest;
+mod outcome;
 mod printable;
-pub mod protocol;
-pub mod registry;
-pub mod sandbox;
-pub mod suggest;
+mod protocol;
+mod registry;
+mod sandbox;
+mod suggest;
 
+pub use agent::{CallMode, ToolCallConfig};
+pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
-pub use config::Policy;
+pub use config::{Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, PluginPolicy, Policy};
+pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
 pub use executor::Executor;
+pub use manifest::{
+    Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
+    PluginManifest, ToolSpec, is_valid_name,
+};
 pub use outcome::{Status, ToolOutcome};
-pub use registry::Registry;
-pub use sandbox::HostMemoryAllocator;
+pub use printable::{printable, printable_lines, to_json_pretty};
+pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
+pub use registry::{
+    CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, Refusal,
+    Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
+};
+pub use suggest::unknown_tool;
+pub use sandbox::{
+    Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, ToolFailure,
+    ToolFailureKind, ToolOutput, Withheld, accounting_active,
+};
+
+/// Every limit's default, and the fixed limits, as `docs/SECURITY.md`
+/// lists them.
+pub mod limits {
+    pub use crate::sandbox::{
+        DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_HTTP_REQUESTS, DEFAULT_INSTANCES, DEFAULT_MEMORIES,
+        DEFAULT_MEMORY_BYTES, DEFAULT_OPEN_FILES, DEFAULT_OUTPUT_BYTES, DEFAULT_RESOURCES, DEFAULT_TABLE_ELEMENTS,
+        DEFAULT_TABLES, DEFAULT_TIMEOUT, EPOCH_TICK, FUEL_PER_HOST_BYTE, HOST_CALL_FUEL, LOG_BYTES_PER_CALL,
+        LOG_RECORD_COST, LOG_RECORDS_PER_CALL, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
+        STACK_LIMIT_BYTES,
+    };
+}
 
 /// Counts the host memory each call causes, so that the per-call
 /// host-memory limit holds; see [`HostMemoryAllocator`]. Turn the

@@ -3,8 +3,8 @@
 //! a manifest larger than the manifest cap is refused.
 
 use crate::support::TestHost;
-use toolhost::discovery::{PromptCache, ToolCallConfig, visible_tools};
-use toolhost::protocol::{Declared, ProtocolId};
+use toolhost::{PromptCache, ToolCallConfig, visible_tools};
+use toolhost::{Declared, ProtocolId};
 
 /// The protocols a prompt is rendered in (`auto` renders as json-block).
 const RENDERED: [ProtocolId; 4] = [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag, ProtocolId::Native];

@@ -81,7 +81,7 @@ async fn empty_log_records_cost_fuel_and_are_capped() {
     assert_eq!(outcome.status, Status::OutOfFuel, "{}", outcome.output);
     assert!(outcome.duration < Duration::from_secs(10), "{:?}", outcome.duration);
     let records = logs.lock().unwrap().iter().filter(|(plugin, _)| plugin == "hoarder").count();
-    assert!(records <= toolhost::sandbox::LOG_RECORDS_PER_CALL + 1, "{records} records written");
+    assert!(records <= toolhost::limits::LOG_RECORDS_PER_CALL + 1, "{records} records written");
     assert!(records > 100, "records up to the cap are written: {records}");
     next_call_works(&host).await;
 }
@@ -91,7 +91,7 @@ async fn copying_huge_log_messages_costs_fuel_so_the_call_ends_long_before_its_d
     let (host, _dir) = hoarder(false, "").await;
     let outcome = host.call("log_huge", json!({ "mib": 8 })).await;
     assert_eq!(outcome.status, Status::OutOfFuel, "{}", outcome.output);
-    assert_eq!(outcome.fuel_used, toolhost::sandbox::DEFAULT_FUEL);
+    assert_eq!(outcome.fuel_used, toolhost::limits::DEFAULT_FUEL);
     assert!(outcome.duration < Duration::from_secs(10), "took {:?}", outcome.duration);
     next_call_works(&host).await;
 }
@@ -185,7 +185,7 @@ async fn the_default_open_files_limit_is_far_below_the_process_limit() {
     let (host, dir) = hoarder(true, "").await;
     let outcome = host.call("hold_files", json!({})).await;
     assert_eq!(outcome.status, Status::LimitExceeded, "{}", outcome.output);
-    assert_eq!(outcome.output, format!("open files limit {} exceeded", toolhost::sandbox::DEFAULT_OPEN_FILES));
+    assert_eq!(outcome.output, format!("open files limit {} exceeded", toolhost::limits::DEFAULT_OPEN_FILES));
     assert_eq!(open_fds_under(dir.path()), 0);
 }
 
@@ -276,7 +276,7 @@ async fn a_manifest_that_floods_the_log_and_reaches_for_http_is_refused_and_boun
     );
     let records: Vec<String> =
         logs.lock().unwrap().iter().filter(|(p, _)| p == "manifest_hog.wasm").map(|(_, m)| m.clone()).collect();
-    assert!(records.len() <= toolhost::sandbox::LOG_RECORDS_PER_CALL + 1, "{} records", records.len());
+    assert!(records.len() <= toolhost::limits::LOG_RECORDS_PER_CALL + 1, "{} records", records.len());
     assert!(records.iter().all(|m| !m.contains('\n')), "{records:?}");
     next_call_works(&host).await;
 }

@@ -4,8 +4,8 @@
 use crate::support::TestHost;
 use std::path::Path;
 use std::sync::Arc;
-use toolhost::discovery::{PromptCache, ToolCallConfig};
-use toolhost::protocol::ProtocolId;
+use toolhost::{PromptCache, ToolCallConfig};
+use toolhost::ProtocolId;
 
 const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
 
@@ -63,6 +63,6 @@ async fn an_agent_sees_only_its_agent_callable_toggled_tools_in_plugin_order() {
     let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
     config.tool_toggles.insert("write_file".into(), false);
     let catalog = host.registry.catalog();
-    let names: Vec<&str> = toolhost::discovery::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = toolhost::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["calculate", "list_files", "read_file"], "hostile tools are not agent-callable");
 }

@@ -3,7 +3,7 @@
 
 use crate::support::{TestHost, plugin};
 use toolhost::Registry;
-use toolhost::registry::{CacheUse, LoadError, LockFile, sha256_hex};
+use toolhost::{CacheUse, LoadError, LockFile, sha256_hex};
 
 fn refusals(registry: &Registry) -> Vec<String> {
     registry.catalog().refused.iter().map(|r| r.error.to_string()).collect()
@@ -20,7 +20,7 @@ async fn the_example_plugins_load_with_their_tools() {
     assert!(read_file.result_approval, "read_file needs result approval");
     let (_, write_file) = catalog.tool("write_file").unwrap();
     assert!(!write_file.result_approval);
-    assert_eq!(write_file.permission, toolhost::manifest::Permission::Sensitive);
+    assert_eq!(write_file.permission, toolhost::Permission::Sensitive);
 }
 
 #[tokio::test]

@@ -48,7 +48,7 @@ fn main() -> anyhow::Result<()> {
         }
         "demo" => {
             build_plugins(&root)?;
-            run(cargo(&root).args(["build", "--release", "-p", "toolhost"]))?;
+            run(cargo(&root).args(["build", "--release", "-p", "toolhost-cli"]))?;
             demo(&root)
         }
         "bench" => {

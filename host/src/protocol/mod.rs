@@ -10,17 +10,17 @@
 //! Parsing never panics and never fails: every problem becomes a
 //! [`Warning`] with a byte offset, and time is linear in the reply's length.
 
-pub mod auto;
+mod auto;
 pub(crate) mod call_syntax;
-pub mod json_block;
+mod json_block;
 mod json_call;
-pub mod lenient_json;
-pub mod native;
+pub(crate) mod lenient_json;
+mod native;
 #[cfg(test)]
 mod properties;
 mod scan;
-pub mod vcp;
-pub mod xml_tag;
+pub(crate) mod vcp;
+mod xml_tag;
 
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
@@ -112,7 +112,7 @@ pub trait Protocol: Send + Sync {
 }
 
 /// The protocols toolhost speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProtocolId {
     /// VCP `<<<[TOOL_REQUEST]>>>` blocks.
@@ -128,6 +128,10 @@ pub enum ProtocolId {
 }
 
 impl ProtocolId {
+    /// Every protocol, in the order help texts list them.
+    pub const ALL: [ProtocolId; 5] =
+        [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag, ProtocolId::Native, ProtocolId::Auto];
+
     /// The kebab-case name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -148,6 +152,25 @@ impl ProtocolId {
             ProtocolId::Native => &native::Native,
             ProtocolId::Auto => &auto::Auto,
         }
+    }
+}
+
+impl std::fmt::Display for ProtocolId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A protocol name that is not one of [`ProtocolId::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown protocol `{0}`; expected one of vcp, json-block, xml-tag, native, auto")]
+pub struct UnknownProtocol(String);
+
+impl std::str::FromStr for ProtocolId {
+    type Err = UnknownProtocol;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        ProtocolId::ALL.into_iter().find(|p| p.as_str() == name).ok_or_else(|| UnknownProtocol(name.to_owned()))
     }
 }
 

@@ -11,7 +11,7 @@
 //! (so `toolhost call x > out` keeps the exact bytes) and escaped, lines
 //! kept, when it is a terminal.
 
-use crate::printable::{printable, printable_lines, to_json_pretty};
+use toolhost::{printable, printable_lines, to_json_pretty};
 use serde::Serialize;
 use std::fmt::Display;
 use std::io::{IsTerminal, Write};

@@ -1,9 +1,9 @@
 use super::GlobalOptions;
 use super::list::params_cell;
 use super::output;
-use crate::printable::printable;
-use crate::registry::{LockFile, Registry};
-use crate::sandbox::Withheld;
+use toolhost::printable;
+use toolhost::{LockFile, Registry};
+use toolhost::Withheld;
 use anyhow::anyhow;
 use serde_json::json;
 use std::path::PathBuf;

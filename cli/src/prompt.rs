@@ -1,7 +1,7 @@
 use super::GlobalOptions;
 use super::output;
-use crate::discovery::{PromptCache, ToolCallConfig};
-use crate::protocol::ProtocolId;
+use toolhost::{PromptCache, ToolCallConfig};
+use toolhost::ProtocolId;
 use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,8 +11,9 @@ use std::process::ExitCode;
 /// shown escaped on a terminal and written as they are to a pipe or a file.
 #[derive(Debug, clap::Args)]
 pub(super) struct PromptCommand {
-    /// The protocol [default: the agent's, else vcp].
-    #[arg(long, value_enum)]
+    /// The protocol: vcp, json-block, xml-tag or native [default: the
+    /// agent's, else vcp].
+    #[arg(long)]
     protocol: Option<ProtocolId>,
     /// An agent from `[agents.NAME]` in the policy: its tool toggles apply.
     /// Without it, every agent-callable tool is offered.

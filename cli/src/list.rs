@@ -1,8 +1,8 @@
 use super::GlobalOptions;
 use super::output;
-use crate::registry::LoadedPlugin;
-use crate::manifest::ToolSpec;
-use crate::printable::printable;
+use toolhost::LoadedPlugin;
+use toolhost::ToolSpec;
+use toolhost::printable;
 use serde_json::json;
 use std::process::ExitCode;
 

@@ -1,6 +1,7 @@
 //! The `toolhost` command line: one file per subcommand, each a clap-derive
 //! struct whose doc comment is its `--help` and whose `execute` does the
-//! work. The binary only calls [`main`].
+//! work. Everything it does goes through the `toolhost` library's public
+//! API.
 
 mod call;
 mod inspect;
@@ -10,8 +11,8 @@ mod output;
 mod parse;
 mod prompt;
 
-use crate::config::{DEFAULT_CONFIG_FILE, Policy};
-use crate::registry::Registry;
+use toolhost::{DEFAULT_CONFIG_FILE, Policy};
+use toolhost::Registry;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 /// Run sandboxed WebAssembly tools for LLMs.
 #[derive(Debug, Parser)]
 #[command(name = "toolhost", version)]
-pub struct Cli {
+struct Cli {
     #[command(flatten)]
     global: GlobalOptions,
     #[command(subcommand)]
@@ -58,7 +59,7 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200
 
 /// Parse the command line, run the subcommand, print any error with its
 /// whole cause chain. A closed stdout ends the command quietly.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.global.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

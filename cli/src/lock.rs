@@ -1,6 +1,6 @@
 use super::GlobalOptions;
 use super::output;
-use crate::registry::{LoadError, LockFile, Registry, component_files, sha256_hex};
+use toolhost::{LoadError, LockFile, Registry, component_files, sha256_hex};
 use anyhow::{Context, bail};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;

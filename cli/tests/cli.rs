@@ -122,7 +122,7 @@ fn plugin_dir(components: &[(&str, PathBuf)]) -> tempfile::TempDir {
 }
 
 fn sha256_of(path: &Path) -> String {
-    toolhost::registry::sha256_hex(&std::fs::read(path).unwrap())
+    toolhost::sha256_hex(&std::fs::read(path).unwrap())
 }
 
 #[test]

@@ -1,9 +1,9 @@
 use super::GlobalOptions;
 use super::output;
-use crate::call::ToolCall;
-use crate::executor::Executor;
-use crate::manifest::ParamType;
-use crate::outcome::Status;
+use toolhost::ToolCall;
+use toolhost::Executor;
+use toolhost::ParamType;
+use toolhost::Status;
 use anyhow::{Context, bail};
 use serde_json::{Map, Value};
 use std::process::ExitCode;

@@ -1,10 +1,9 @@
 use super::GlobalOptions;
 use super::output;
-use crate::arguments;
-use crate::manifest::ToolSpec;
-use crate::protocol::{Declared, ProtocolId};
-use crate::registry::Registry;
-use crate::suggest::unknown_tool;
+use toolhost::ToolSpec;
+use toolhost::{Declared, ProtocolId};
+use toolhost::Registry;
+use toolhost::unknown_tool;
 use anyhow::Context;
 use serde_json::{Value, json};
 use std::io::Read;
@@ -17,8 +16,8 @@ use std::process::ExitCode;
 /// the declared types.
 #[derive(Debug, clap::Args)]
 pub(super) struct ParseCommand {
-    /// The protocol.
-    #[arg(long, value_enum, default_value = "auto")]
+    /// The protocol: vcp, json-block, xml-tag, native or auto.
+    #[arg(long, default_value = "auto")]
     protocol: ProtocolId,
     /// Declare a tool name (when no plugins are loaded); repeatable.
     #[arg(long = "tool", value_name = "NAME")]
@@ -51,7 +50,7 @@ impl ParseCommand {
         let mut calls = Vec::new();
         for (index, call) in parsed.calls.iter().enumerate() {
             let arguments = if specs.iter().any(|t| t.name == call.name) {
-                match arguments::check(call, &format!("call-{}", index + 1), &specs) {
+                match toolhost::check_call(call, &format!("call-{}", index + 1), &specs) {
                     Ok(checked) => checked.args,
                     Err(error) => {
                         warnings.push(format!("at byte {}: {error}", call.span.start));
