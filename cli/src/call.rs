@@ -1,15 +1,14 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::ToolCall;
-use toolhost::Executor;
-use toolhost::ParamType;
-use toolhost::Status;
 use anyhow::{Context, bail};
 use serde_json::{Map, Value};
 use std::process::ExitCode;
-use std::sync::Arc;
+use toolhost::{ProtocolId, Status, ToolCall, Turn};
 
-/// Call a tool once and print its output. Status, duration and fuel go to
+/// Call a tool once, through the same checks and approval as a model's
+/// calls, and print its output. Arguments are coerced to the declared
+/// types; a moderate or sensitive tool asks on a terminal, runs with
+/// `--yes`, and is denied otherwise. Status, duration and fuel go to
 /// stderr; the exit code is non-zero unless the call succeeded. Control
 /// characters in the output are shown escaped on a terminal and written
 /// as they are to a pipe or a file; in an error, always escaped.
@@ -17,20 +16,22 @@ use std::sync::Arc;
 pub(super) struct CallCommand {
     /// The tool's name.
     tool: String,
-    /// An argument as KEY=VALUE; repeatable. A value is taken as a string
-    /// for string parameters and as JSON otherwise.
+    /// An argument as KEY=VALUE; repeatable. VALUE is read as JSON when it
+    /// is JSON (`2`, `true`, `[1]`) and as a string otherwise; either way
+    /// it is then coerced to the parameter's declared type.
     #[arg(long = "arg", value_name = "KEY=VALUE", conflicts_with = "json")]
     args: Vec<String>,
     /// All arguments as one JSON object.
     #[arg(long, value_name = "OBJECT")]
     json: Option<String>,
+    /// Allow the call without asking, where it needs approval (deny rules
+    /// still apply).
+    #[arg(long)]
+    yes: bool,
 }
 
 impl CallCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
-        let registry = Arc::new(global.registry().await?);
-        let catalog = registry.catalog();
-        let declared = |key: &str| catalog.tool(&self.tool).and_then(|(_, t)| t.param(key)).map(|p| p.ty);
         let args = match &self.json {
             Some(text) => match serde_json::from_str(text).context("--json is not valid JSON")? {
                 Value::Object(map) => map,
@@ -42,12 +43,16 @@ impl CallCommand {
                     let Some((key, value)) = pair.split_once('=') else {
                         bail!("--arg `{pair}` is not KEY=VALUE");
                     };
-                    map.insert(key.to_owned(), arg_value(declared(key), value));
+                    let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+                    map.insert(key.to_owned(), value);
                 }
                 map
             }
         };
-        let outcome = Executor::new(registry.clone()).call(&ToolCall::new("cli-1", &self.tool, args)).await;
+        let pipeline = global.pipeline(self.yes).await?;
+        let turn = Turn::direct(ProtocolId::JsonBlock);
+        let result = pipeline.run(&turn, vec![ToolCall::new("cli-1", &self.tool, args)]).await;
+        let outcome = &result.outcomes[0];
         if outcome.status == Status::Success {
             output::data(&outcome.output)?;
         } else {
@@ -60,14 +65,5 @@ impl CallCommand {
             outcome.fuel_used
         ));
         Ok(if outcome.status == Status::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-    }
-}
-
-/// A string for string (or undeclared-and-not-JSON) parameters, JSON
-/// otherwise.
-fn arg_value(ty: Option<ParamType>, text: &str) -> Value {
-    match ty {
-        Some(ParamType::String) => Value::String(text.to_owned()),
-        _ => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
     }
 }

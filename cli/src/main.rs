@@ -10,9 +10,11 @@ mod lock;
 mod output;
 mod parse;
 mod prompt;
+mod run;
 
 use toolhost::{DEFAULT_CONFIG_FILE, Policy};
-use toolhost::Registry;
+use std::sync::Arc;
+use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
@@ -52,6 +54,7 @@ enum Command {
     Lock(lock::LockCommand),
     Prompt(prompt::PromptCommand),
     Parse(parse::ParseCommand),
+    Run(run::RunCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -93,6 +96,7 @@ impl Cli {
             Command::Lock(c) => c.execute(&self.global).await,
             Command::Prompt(c) => c.execute(&self.global).await,
             Command::Parse(c) => c.execute(&self.global).await,
+            Command::Run(c) => c.execute(&self.global).await,
         }
     }
 }
@@ -137,6 +141,16 @@ impl GlobalOptions {
             output::note(format_args!("note: {unbound}"));
         }
         Ok(registry)
+    }
+}
+
+impl GlobalOptions {
+    /// The turn pipeline over the policy's plugins: approval by the
+    /// policy, and by `--yes`, a person at the terminal, or nobody.
+    async fn pipeline(&self, yes: bool) -> anyhow::Result<Pipeline> {
+        let registry = Arc::new(self.registry().await?);
+        let approver: Arc<dyn Approver> = if yes { Arc::new(AllowAll) } else { Arc::new(DenyAll) };
+        Ok(Pipeline::new(Executor::new(registry), Arc::new(Approvals::default()), approver))
     }
 }
 

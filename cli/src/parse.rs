@@ -1,6 +1,6 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::ToolSpec;
+use toolhost::{ToolCall, ToolSpec};
 use toolhost::{Declared, ProtocolId};
 use toolhost::Registry;
 use toolhost::unknown_tool;
@@ -48,9 +48,9 @@ impl ParseCommand {
         let mut warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
         let nothing_declared = specs.is_empty() && self.tools.is_empty();
         let mut calls = Vec::new();
-        for (index, call) in parsed.calls.iter().enumerate() {
+        for (call, tool_call) in parsed.calls.iter().zip(ToolCall::from_reply(&reply, &parsed.calls)) {
             let arguments = if specs.iter().any(|t| t.name == call.name) {
-                match toolhost::check_call(call, &format!("call-{}", index + 1), &specs) {
+                match toolhost::check_call(&tool_call, &specs) {
                     Ok(checked) => checked.args,
                     Err(error) => {
                         warnings.push(format!("at byte {}: {error}", call.span.start));

@@ -496,3 +496,44 @@ fn a_fifo_in_a_grant_neither_hangs_the_call_nor_keeps_the_process_alive() {
     let status = exits_within(child, std::time::Duration::from_secs(20));
     assert!(!status.success(), "reading a FIFO is refused");
 }
+
+/// Run `toolhost` in `cwd` with `args`, `input` on stdin (not a terminal).
+fn toolhost_with_input(cwd: &Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn run_executes_a_replys_calls_and_denies_what_nobody_approved() {
+    let dir = demo_dir();
+    let reply = "Computing, then saving.\n\
+        ```json\n{\"action\": \"tool_call\", \"name\": \"calculate\", \"arguments\": {\"expression\": \"6*7\"}}\n```\n\
+        ```json\n{\"action\": \"tool_call\", \"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"42\"}}\n```\n";
+    let statuses = |out: &Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        value["outcomes"].as_array().unwrap().iter().map(|o| o["status"].as_str().unwrap().to_owned()).collect()
+    };
+    let unattended = toolhost_with_input(dir.path(), &["run", "--json"], reply);
+    assert_eq!(statuses(&unattended), ["success", "denied"]);
+    assert!(!dir.path().join("ws/a.txt").exists());
+    let value: serde_json::Value = serde_json::from_slice(&unattended.stdout).unwrap();
+    let message = &value["messages"][0];
+    assert_eq!(message["role"], "user");
+    assert!(message["content"].as_str().unwrap().contains(r#""toolCallId": "call-2""#), "{message}");
+
+    let approved = toolhost_with_input(dir.path(), &["run", "--json", "--yes"], reply);
+    assert_eq!(statuses(&approved), ["success", "success"]);
+    assert_eq!(std::fs::read_to_string(dir.path().join("ws/a.txt")).unwrap(), "42");
+}

@@ -6,31 +6,35 @@
 
 use crate::call::ToolCall;
 use crate::manifest::{ParamType, ToolSpec};
-use crate::protocol::{ParsedCall, lenient_json};
+use crate::protocol::lenient_json;
 use crate::suggest::unknown_tool;
 use serde_json::{Map, Number, Value};
 
-/// Why a parsed call cannot run, worded for the model.
+/// Why a call cannot run, worded for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ArgumentError {
     /// The tool named by the call.
     pub tool: String,
+    /// Whether the tool is unknown (else the arguments are wrong).
+    pub unknown_tool: bool,
     /// What is wrong and how to fix it.
     pub message: String,
 }
 
-/// Check `call` against the declared `tools` and turn it into a
-/// [`ToolCall`] with id `id`.
-pub fn check(call: &ParsedCall, id: &str, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentError> {
-    let error = |message: String| ArgumentError { tool: call.name.clone(), message };
-    let Some(spec) = tools.iter().find(|t| t.name == call.name) else {
+/// Check `call` against the declared `tools`: the tool must exist (else
+/// the message names the closest), required parameters must be there, and
+/// values are coerced to the declared types. Returns the call with its
+/// arguments coerced; id, raw text and reserved keys are kept.
+pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentError> {
+    let error = |message: String| ArgumentError { tool: call.tool.clone(), unknown_tool: false, message };
+    let Some(spec) = tools.iter().find(|t| t.name == call.tool) else {
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        return Err(error(unknown_tool(&call.name, &names)));
+        return Err(ArgumentError { unknown_tool: true, ..error(unknown_tool(&call.tool, &names)) });
     };
     let mut args = Map::new();
     for param in &spec.params {
-        match call.arguments.get(&param.name) {
+        match call.args.get(&param.name) {
             None | Some(Value::Null) if param.required => {
                 return Err(error(format!(
                     "`{}` needs the parameter `{}` ({}): {}",
@@ -56,12 +60,12 @@ pub fn check(call: &ParsedCall, id: &str, tools: &[&ToolSpec]) -> Result<ToolCal
         }
     }
     // Undeclared arguments pass through; the plugin may ignore them.
-    for (key, value) in &call.arguments {
+    for (key, value) in &call.args {
         if spec.param(key).is_none() {
             args.insert(key.clone(), value.clone());
         }
     }
-    Ok(ToolCall { id: id.to_owned(), tool: spec.name.clone(), args, raw: String::new() })
+    Ok(ToolCall { args, ..call.clone() })
 }
 
 /// `value` as type `ty`, or `None` when it cannot be.
@@ -154,13 +158,10 @@ mod tests {
         }
     }
 
-    fn parsed(name: &str, args: Value) -> ParsedCall {
-        ParsedCall { name: name.into(), arguments: args.as_object().unwrap().clone(), reserved: Map::new(), span: 0..0 }
-    }
-
     fn run(name: &str, args: Value) -> Result<Value, String> {
         let spec = spec();
-        check(&parsed(name, args), "1", &[&spec]).map(|c| Value::Object(c.args)).map_err(|e| e.message)
+        let call = ToolCall::new("1", name, args.as_object().unwrap().clone());
+        check(&call, &[&spec]).map(|c| Value::Object(c.args)).map_err(|e| e.message)
     }
 
     #[test]

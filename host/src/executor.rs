@@ -1,23 +1,78 @@
-//! The executor: runs calls against the registry, one at a time or in
-//! parallel, and turns each into a [`ToolOutcome`]. Every call gets a fresh
-//! instance; a failure of one never affects another.
+//! The executor runs calls: each in a fresh instance, at most
+//! [`Executor::concurrency`] at once across everything that uses it, with
+//! a timeout that can only shorten the plugin's own, serially or in
+//! parallel, and cancellable. A failure of one call — a trap, a limit, a
+//! panic in the task running it — becomes that call's outcome and never
+//! affects another.
+//!
+//! The concurrency cap defaults to the machine's cores
+//! ([`default_concurrency`]). Calls are mostly CPU-bound guest code: on the
+//! 2-core development machine, 20 000 trivial calls ran 1.21–1.30× faster
+//! unbounded than one after another, but 1.70–1.89× faster with two at a
+//! time, since instances interleaved beyond the cores only add cache and
+//! scheduling cost. Calls that wait (HTTP, sleeps) hold their slot while
+//! they wait; a host whose tools mostly wait raises the cap
+//! (`Executor::with_concurrency`), up to the pool's
+//! [`MAX_CONCURRENT_CALLS`](crate::limits::MAX_CONCURRENT_CALLS).
 
 use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
 use crate::registry::Registry;
+use crate::sandbox::MAX_CONCURRENT_CALLS;
 use crate::suggest::unknown_tool;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// How a batch of calls runs.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Run the calls at once (up to the executor's cap) rather than one
+    /// after another.
+    pub parallel: bool,
+    /// A deadline per call, applied where it is shorter than the plugin's
+    /// own (an agent's `timeout_ms`).
+    pub timeout: Option<Duration>,
+    /// Cancels the batch: running calls stop within one epoch tick, calls
+    /// not yet started do not start, finished results are kept.
+    pub cancel: CancellationToken,
+}
+
+/// The default concurrency cap: the machine's cores (see the module docs
+/// for why).
+pub fn default_concurrency() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
 
 /// Runs tool calls.
 #[derive(Clone)]
 pub struct Executor {
     registry: Arc<Registry>,
+    slots: Arc<Semaphore>,
+    concurrency: usize,
+    running: Arc<Running>,
+}
+
+/// Calls running now, and the most that ever ran at once.
+#[derive(Default)]
+struct Running {
+    now: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 impl Executor {
-    /// An executor over `registry`.
+    /// An executor over `registry` with the [`default_concurrency`].
     pub fn new(registry: Arc<Registry>) -> Self {
-        Executor { registry }
+        Self::with_concurrency(registry, default_concurrency())
+    }
+
+    /// An executor that runs at most `concurrency` calls at once, between 1
+    /// and the pool's [`MAX_CONCURRENT_CALLS`](crate::limits::MAX_CONCURRENT_CALLS).
+    pub fn with_concurrency(registry: Arc<Registry>, concurrency: usize) -> Self {
+        let concurrency = concurrency.clamp(1, MAX_CONCURRENT_CALLS as usize);
+        Executor { registry, slots: Arc::new(Semaphore::new(concurrency)), concurrency, running: Arc::default() }
     }
 
     /// The registry calls run against.
@@ -25,39 +80,90 @@ impl Executor {
         &self.registry
     }
 
+    /// The most calls it runs at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// The most calls that have run at once so far.
+    pub fn peak_concurrency(&self) -> usize {
+        self.running.peak.load(Ordering::Relaxed)
+    }
+
+    /// Run one call with default options.
+    pub async fn call(&self, call: &ToolCall) -> ToolOutcome {
+        self.run(call, &RunOptions::default()).await
+    }
+
     /// Run one call. An unknown tool gives a not-found outcome that names
     /// the closest loaded tools.
-    pub async fn call(&self, call: &ToolCall) -> ToolOutcome {
+    pub async fn run(&self, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
         let catalog = self.registry.catalog();
         let Some((plugin, _spec)) = catalog.tool(&call.tool) else {
             let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
             return ToolOutcome::without_running(&call.id, &call.tool, Status::NotFound, unknown_tool(&call.tool, &names));
         };
+        let slot = tokio::select! {
+            biased;
+            () = options.cancel.cancelled() => return cancelled(call),
+            slot = self.slots.acquire() => slot.expect("the executor's semaphore is never closed"),
+        };
+        let _counted = self.running.enter();
+        let mut limits = plugin.limits;
+        if let Some(timeout) = options.timeout {
+            limits.timeout = limits.timeout.min(timeout);
+        }
         let args_json = serde_json::to_string(&call.args).expect("a JSON map serializes");
-        let invocation = self.registry.invoke(plugin, &call.tool, &args_json).await;
+        let invocation = self.registry.invoke(plugin, &call.tool, &args_json, &limits, &options.cancel).await;
+        drop(slot);
         ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
     }
 
-    /// Run `calls`, in order or all at once; outcomes keep the calls' order.
-    pub async fn call_all(&self, calls: Vec<ToolCall>, parallel: bool) -> Vec<ToolOutcome> {
-        if !parallel {
+    /// Run `calls` as `options` say; outcomes keep the calls' order.
+    pub async fn run_all(&self, calls: &[ToolCall], options: &RunOptions) -> Vec<ToolOutcome> {
+        if !options.parallel {
             let mut outcomes = Vec::with_capacity(calls.len());
-            for call in &calls {
-                outcomes.push(self.call(call).await);
+            for call in calls {
+                outcomes.push(self.run(call, options).await);
             }
             return outcomes;
         }
+        // One task per call: they wait for a slot, so at most the cap run.
         let tasks: Vec<_> = calls
-            .into_iter()
+            .iter()
             .map(|call| {
-                let executor = self.clone();
-                tokio::spawn(async move { executor.call(&call).await })
+                let (executor, call, options) = (self.clone(), call.clone(), options.clone());
+                tokio::spawn(async move { executor.run(&call, &options).await })
             })
             .collect();
         let mut outcomes = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            outcomes.push(task.await.expect("a call task does not panic"));
+        for (task, call) in tasks.into_iter().zip(calls) {
+            outcomes.push(task.await.unwrap_or_else(|error| {
+                let why = if error.is_panic() { "panicked" } else { "was stopped" };
+                ToolOutcome::without_running(&call.id, &call.tool, Status::Error, format!("the host task running this call {why}"))
+            }));
         }
         outcomes
+    }
+}
+
+fn cancelled(call: &ToolCall) -> ToolOutcome {
+    ToolOutcome::without_running(&call.id, &call.tool, Status::Cancelled, "cancelled before it started".into())
+}
+
+impl Running {
+    /// Count a call as running until the guard drops.
+    fn enter(self: &Arc<Self>) -> RunningGuard {
+        let now = self.now.fetch_add(1, Ordering::AcqRel) + 1;
+        self.peak.fetch_max(now, Ordering::AcqRel);
+        RunningGuard(self.clone())
+    }
+}
+
+struct RunningGuard(Arc<Running>);
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::AcqRel);
     }
 }

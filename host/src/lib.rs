@@ -27,13 +27,16 @@
 //! ```
 
 mod agent;
+mod approval;
 mod arguments;
 mod call;
 mod config;
 mod discovery;
 mod executor;
 mod manifest;
+mod message;
 mod outcome;
+mod pipeline;
 mod printable;
 mod protocol;
 mod registry;
@@ -41,23 +44,29 @@ mod sandbox;
 mod suggest;
 
 pub use agent::{CallMode, ToolCallConfig};
+pub use approval::{
+    AllowAll, Approvals, Approver, AskReason, Assessment, CallDecision, DecidedBy, DenyAll, PendingCall, ResultDecision,
+};
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
 pub use config::{Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, PluginPolicy, Policy};
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
-pub use executor::Executor;
+pub use executor::{Executor, RunOptions, default_concurrency};
+pub use tokio_util::sync::CancellationToken;
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, ToolSpec, is_valid_name,
 };
+pub use message::{Message, Role};
 pub use outcome::{Status, ToolOutcome};
+pub use pipeline::{DIRECT_AGENT, Pipeline, Turn, TurnResult};
 pub use printable::{printable, printable_lines, to_json_pretty};
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{
     CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, Refusal,
     Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
-pub use suggest::unknown_tool;
+pub use suggest::{did_you_mean, unknown_tool};
 pub use sandbox::{
     Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, ToolFailure,
     ToolFailureKind, ToolOutput, Withheld, accounting_active,

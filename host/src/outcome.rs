@@ -20,6 +20,8 @@ pub enum Status {
     ResultRejected,
     /// No tool of that name is loaded.
     NotFound,
+    /// The arguments do not fit the tool's declaration.
+    InvalidArgs,
     /// The wall-clock deadline passed.
     TimedOut,
     /// The fuel limit was reached.
@@ -39,6 +41,7 @@ impl Status {
             Status::Denied => "denied",
             Status::ResultRejected => "result-rejected",
             Status::NotFound => "not-found",
+            Status::InvalidArgs => "invalid-args",
             Status::TimedOut => "timed-out",
             Status::OutOfFuel => "out-of-fuel",
             Status::LimitExceeded => "limit-exceeded",
@@ -65,8 +68,8 @@ pub struct ToolOutcome {
     /// The result, or the message that says what went wrong (naming the
     /// limit and its value where one was hit).
     pub output: String,
-    /// Wall-clock time.
-    #[serde(with = "millis")]
+    /// Wall-clock time (serialized as `duration_ms`).
+    #[serde(rename = "duration_ms", with = "millis")]
     pub duration: Duration,
     /// Fuel burned.
     pub fuel_used: u64,
@@ -109,6 +112,7 @@ fn status_of(failure: &CallFailure) -> Status {
             Status::Error
         }
         CallFailure::OutOfFuel { .. } => Status::OutOfFuel,
+        CallFailure::Cancelled => Status::Cancelled,
         CallFailure::TimedOut { .. } => Status::TimedOut,
         CallFailure::HttpDenied { .. } | CallFailure::NotGranted { .. } => Status::Denied,
         CallFailure::MemoryLimit { .. }
@@ -125,7 +129,8 @@ mod millis {
     use serde::Serializer;
     use std::time::Duration;
 
+    /// Milliseconds to the microsecond: `0.06`, not `0.060232999999999995`.
     pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
+        serializer.serialize_f64(duration.as_micros() as f64 / 1000.0)
     }
 }

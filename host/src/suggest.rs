@@ -3,6 +3,12 @@
 /// The message for an unknown tool, naming the closest of `known`:
 /// "no tool named `x`; did you mean `y`, `z`?"
 pub fn unknown_tool(name: &str, known: &[&str]) -> String {
+    format!("no tool named `{name}` is loaded{}", did_you_mean(name, known))
+}
+
+/// `; did you mean `a`, `b`?` naming up to three of `known` closest to
+/// `name` (within half its length in edits), or nothing.
+pub fn did_you_mean(name: &str, known: &[&str]) -> String {
     let mut ranked: Vec<(usize, &str)> = known.iter().map(|k| (edit_distance(name, k), *k)).collect();
     ranked.sort();
     let close: Vec<String> = ranked
@@ -11,11 +17,7 @@ pub fn unknown_tool(name: &str, known: &[&str]) -> String {
         .take(3)
         .map(|(_, k)| format!("`{k}`"))
         .collect();
-    if close.is_empty() {
-        format!("no tool named `{name}` is loaded")
-    } else {
-        format!("no tool named `{name}` is loaded; did you mean {}?", close.join(", "))
-    }
+    if close.is_empty() { String::new() } else { format!("; did you mean {}?", close.join(", ")) }
 }
 
 /// Levenshtein distance over chars.

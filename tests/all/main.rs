@@ -6,6 +6,7 @@ mod concurrency;
 mod declarations;
 mod grants;
 mod host_limits;
+mod pipeline;
 mod limits;
 mod protocols;
 mod registry;

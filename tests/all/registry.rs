@@ -137,22 +137,12 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
             "{why}"
         );
     }
-    let outcome = TestHostCall::calc(&recovered).await;
-    assert!(outcome.contains("42"), "{outcome}");
+    let recovered = std::sync::Arc::new(recovered);
+    let call = toolhost::ToolCall::new("1", "calculate", serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone());
+    let outcome = toolhost::Executor::new(recovered).call(&call).await;
+    assert!(outcome.output.contains("42"), "{}", outcome.output);
     let again = Registry::load(policy).await.unwrap();
     assert_eq!(uses(&again), [CacheUse::Hit, CacheUse::Hit], "the recompiled artifacts were stored");
-}
-
-/// Calls on a bare registry.
-struct TestHostCall;
-
-impl TestHostCall {
-    async fn calc(registry: &Registry) -> String {
-        let catalog = registry.catalog();
-        let (plugin, _) = catalog.tool("calculate").unwrap();
-        let invocation = registry.invoke(plugin, "calculate", r#"{"expression":"6*7"}"#).await;
-        invocation.result.unwrap().as_str().to_owned()
-    }
 }
 
 #[tokio::test]

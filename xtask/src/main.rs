@@ -150,9 +150,10 @@ limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
     step("arithmetic", &["call", "calculate", "--arg", "expression=2 * (3 + 4) ^ 2"], true)?;
     step("time-zone conversion", &["call", "convert_time", "--arg", "time=2026-03-01 09:30", "--arg", "from=America/New_York", "--arg", "to=Asia/Tokyo"], true)?;
     step("a tree of the granted directory", &["call", "dir_tree", "--arg", "max_depth=2"], true)?;
-    step("a write into the granted workspace", &["call", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"], true)?;
-    step("reading it back", &["call", "read_file", "--arg", "path=hello.txt"], true)?;
-    step("an escape attempt is refused by the plugin and the sandbox", &["call", "read_file", "--arg", "path=../../Cargo.toml"], false)?;
+    step("a sensitive tool without a person to approve it is denied", &["call", "write_file", "--arg", "path=hello.txt", "--arg", "content=never written"], false)?;
+    step("approved with --yes, it writes into the granted workspace", &["call", "--yes", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"], true)?;
+    step("reading it back (its result needs approval too)", &["call", "--yes", "read_file", "--arg", "path=hello.txt"], true)?;
+    step("an escape attempt is refused by the plugin and the sandbox", &["call", "--yes", "read_file", "--arg", "path=../../Cargo.toml"], false)?;
     step("a host the policy does not allow", &["call", "http_get", "--arg", "url=https://example.com/"], false)?;
     // Only the one hostile plugin the demo calls; the rest misbehave at
     // load, which the tests cover.

@@ -17,6 +17,10 @@
 //! (Interface agreed between the pipeline and this module; the
 //! implementation fills in the rest.)
 
+mod interim;
+
+pub use interim::{AllowAll, Approvals, Assessment, DecidedBy, DenyAll};
+
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};

@@ -21,6 +21,7 @@ use super::vcp::VCP;
 use super::xml_tag::scan_tags;
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
 use crate::manifest::ToolSpec;
+use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};
 
@@ -51,7 +52,7 @@ impl Protocol for Auto {
         out.finish()
     }
 
-    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> Vec<Message> {
         format_json_results(outcomes)
     }
 }
@@ -87,7 +88,7 @@ fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_
             object_at(reply, body + (reply[body..close].len() - reply[body..close].trim_start().len()), out)
         };
         if let Some(arguments) = arguments {
-            out.call(ParsedCall { name: name.to_owned(), arguments, reserved: Map::new(), span: open..close + CLOSE.len() });
+            out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: open..close + CLOSE.len() });
         }
         at = close + CLOSE.len();
     }
@@ -127,7 +128,7 @@ fn scan_prefixed(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &
             }
             if let Ok((Value::Object(arguments), used, repairs)) = lenient_json::parse_prefix(&reply[args_at..]) {
                 json_call::report(&repairs, args_at, out);
-                out.call(ParsedCall { name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
+                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
                 at = args_at + used;
             } else {
                 out.warn(args_at, format!("the arguments of `{name}` are not a JSON object"));
@@ -292,7 +293,7 @@ fn pythonic(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'
     let span = open..p;
     let calls = calls
         .into_iter()
-        .map(|(name, arguments)| ParsedCall { name, arguments, reserved: Map::new(), span: span.clone() })
+        .map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: span.clone() })
         .collect();
     out.calls(span, calls);
     Some(p)

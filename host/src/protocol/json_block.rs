@@ -5,8 +5,9 @@
 
 use super::json_call::{self, Trust};
 use super::scan::{Collector, Reasoning, find};
-use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, describe_tool, example_arguments};
+use super::{Declared, Parsed, Protocol, ProtocolId, result_text, describe_params, describe_tool, example_arguments};
 use crate::manifest::{Permission, ToolSpec};
+use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::json;
 
@@ -50,7 +51,7 @@ impl Protocol for JsonBlock {
         out.finish()
     }
 
-    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> Vec<Message> {
         format_json_results(outcomes)
     }
 }
@@ -74,13 +75,16 @@ pub(crate) fn render_layers(rules: &str, tools: &[ToolSpec], example: impl Fn(&T
     out
 }
 
-/// Results as a fenced JSON array of `{name, status, output}`.
-pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> String {
+/// Results as one user message: a fenced JSON array of
+/// `{"tool_call_result": {"toolCallId", "result"}}` entries. Backticks in
+/// results are written `\u0060`, so a result cannot close the fence.
+pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> Vec<Message> {
     let results: Vec<_> = outcomes
         .iter()
-        .map(|o| json!({ "name": o.tool, "status": o.status, "output": o.output }))
+        .map(|o| json!({ "tool_call_result": { "toolCallId": o.id, "result": result_text(o) } }))
         .collect();
-    format!("Tool results:\n```json\n{}\n```", serde_json::to_string_pretty(&results).unwrap_or_default())
+    let array = serde_json::to_string_pretty(&results).unwrap_or_default().replace('`', "\\u0060");
+    vec![Message::user(format!("Tool results:\n```json\n{array}\n```"))]
 }
 
 /// The third layer: how to treat tools by permission level.

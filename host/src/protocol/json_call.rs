@@ -73,7 +73,12 @@ fn gather(
                 return;
             }
             if let Some(Value::Object(function)) = object.remove("function") {
+                let found = calls.len();
                 gather(Value::Object(function), span, trust, declared, out, calls, depth + 1);
+                // The id sits beside `function`: {"id", "type", "function"}.
+                if let (Some(Value::String(id)), Some(call)) = (object.remove("id"), calls.get_mut(found)) {
+                    call.id = Some(id);
+                }
                 return;
             }
             if let Some(call) = call_from(object, span, trust, declared, out) {
@@ -110,6 +115,10 @@ fn call_from(
             parameters => parameters,
         },
     };
+    let id = match object.remove("id") {
+        Some(Value::String(id)) => Some(id),
+        _ => None,
+    };
     let arguments = match raw {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map,
@@ -119,7 +128,7 @@ fn call_from(
             return None;
         }
     };
-    Some(ParsedCall { name, arguments, reserved: Map::new(), span: span.clone() })
+    Some(ParsedCall { id, name, arguments, reserved: Map::new(), span: span.clone() })
 }
 
 /// `{"type": "object", "properties": {…}}`: the schema of a tool's

@@ -23,7 +23,8 @@ pub(crate) mod vcp;
 mod xml_tag;
 
 use crate::manifest::ToolSpec;
-use crate::outcome::ToolOutcome;
+use crate::message::Message;
+use crate::outcome::{Status, ToolOutcome};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -37,6 +38,10 @@ pub const MAX_WARNINGS: usize = 100;
 /// tool's declaration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ParsedCall {
+    /// The call's id where the model gave one (a native `tool_calls` id),
+    /// to be used unchanged in the result message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The tool's name as written.
     pub name: String,
     /// The arguments as written (strings for VCP).
@@ -107,8 +112,9 @@ pub trait Protocol: Send + Sync {
     /// Every call in a finished reply.
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed;
 
-    /// The results of one round of calls, as the next message to the model.
-    fn format_results(&self, outcomes: &[ToolOutcome]) -> String;
+    /// The results of one round of calls, as the messages the model sees
+    /// next, in the calls' order.
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> Vec<Message>;
 }
 
 /// The protocols toolhost speaks.
@@ -171,6 +177,15 @@ impl std::str::FromStr for ProtocolId {
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         ProtocolId::ALL.into_iter().find(|p| p.as_str() == name).ok_or_else(|| UnknownProtocol(name.to_owned()))
+    }
+}
+
+/// What the model reads of one outcome: the output of a success, else the
+/// status and the message that says what went wrong.
+pub(crate) fn result_text(outcome: &ToolOutcome) -> String {
+    match outcome.status {
+        Status::Success => outcome.output.clone(),
+        status => format!("{status}: {}", outcome.output),
     }
 }
 

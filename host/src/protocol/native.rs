@@ -4,8 +4,9 @@
 use super::json_call::{self, Trust};
 use super::lenient_json;
 use super::scan::{Collector, Reasoning, find_open_bracket};
-use super::{Declared, Parsed, Protocol, ProtocolId};
+use super::{Declared, Parsed, Protocol, ProtocolId, result_text};
 use crate::manifest::{ParamType, ToolSpec};
+use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value, json};
 
@@ -46,12 +47,9 @@ impl Protocol for Native {
         out.finish()
     }
 
-    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
-        let messages: Vec<Value> = outcomes
-            .iter()
-            .map(|o| json!({ "role": "tool", "tool_call_id": o.id, "name": o.tool, "content": o.output }))
-            .collect();
-        Value::Array(messages).to_string()
+    /// One `tool` message per call, answering its `tool_call_id`.
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> Vec<Message> {
+        outcomes.iter().map(|o| Message::tool(&o.id, result_text(o))).collect()
     }
 }
 

@@ -5,6 +5,7 @@
 use super::scan::{Collector, Forward, Reasoning};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId, describe_params, describe_tool, example_arguments};
 use crate::manifest::ToolSpec;
+use crate::message::Message;
 use crate::outcome::{Status, ToolOutcome};
 use serde_json::{Map, Value};
 
@@ -75,7 +76,9 @@ impl Protocol for Vcp {
         collector.finish()
     }
 
-    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+    /// One user message: the `<!-- VCP_TOOL_PAYLOAD -->` marker and a
+    /// JSON array of text parts, one per call.
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> Vec<Message> {
         let items: Vec<Value> = outcomes
             .iter()
             .map(|o| {
@@ -85,7 +88,7 @@ impl Protocol for Vcp {
                 })
             })
             .collect();
-        format!("<!-- VCP_TOOL_PAYLOAD -->\n{}", Value::Array(items))
+        vec![Message::user(format!("<!-- VCP_TOOL_PAYLOAD -->\n{}", Value::Array(items)))]
     }
 }
 
@@ -282,7 +285,7 @@ impl Vcp {
             }
         }
         match name {
-            Some(name) if !name.is_empty() => out.call(ParsedCall { name, arguments, reserved, span }),
+            Some(name) if !name.is_empty() => out.call(ParsedCall { id: None, name, arguments, reserved, span }),
             _ => out.warn(span.start, "a tool request has no tool_name; it is dropped"),
         }
     }
@@ -395,7 +398,9 @@ mod tests {
     fn results_use_the_payload_form_and_the_summary_form() {
         let outcome = ToolOutcome::without_running("1", "EchoTest", Status::Success, "echo: hello".into());
         let payload = VCP.format_results(std::slice::from_ref(&outcome));
-        assert_eq!(payload, "<!-- VCP_TOOL_PAYLOAD -->\n[{\"type\":\"text\",\"text\":\"Result of EchoTest (success):\\necho: hello\"}]");
+        assert_eq!(payload.len(), 1);
+        assert_eq!(payload[0].role, crate::message::Role::User);
+        assert_eq!(payload[0].content, "<!-- VCP_TOOL_PAYLOAD -->\n[{\"type\":\"text\",\"text\":\"Result of EchoTest (success):\\necho: hello\"}]");
         assert_eq!(
             summary(&[outcome]),
             "[[VCP调用结果信息汇总:\n- 工具名称: EchoTest\n- 执行状态: ✅ SUCCESS\n- 返回内容: echo: hello\nVCP调用结果结束]]"

@@ -7,6 +7,7 @@ use super::json_call::{self, Trust};
 use super::scan::{Collector, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
+use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::json;
 
@@ -47,7 +48,7 @@ impl Protocol for XmlTag {
         out.finish()
     }
 
-    fn format_results(&self, outcomes: &[ToolOutcome]) -> String {
+    fn format_results(&self, outcomes: &[ToolOutcome]) -> Vec<Message> {
         format_json_results(outcomes)
     }
 }

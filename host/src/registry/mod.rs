@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 
 /// A plugin that loaded.
@@ -373,10 +374,17 @@ impl Registry {
 
     /// Run `tool` of `plugin` with `args_json` in a fresh instance under the
     /// plugin's limits and grants.
-    pub async fn invoke(&self, plugin: &LoadedPlugin, tool: &str, args_json: &str) -> Invocation {
+    pub(crate) async fn invoke(
+        &self,
+        plugin: &LoadedPlugin,
+        tool: &str,
+        args_json: &str,
+        limits: &Limits,
+        cancel: &CancellationToken,
+    ) -> Invocation {
         let export = Export::Invoke { tool, args_json };
         let (result, fuel_used, duration) =
-            self.sandbox.run(&plugin.pre, plugin.name(), &plugin.grants, &plugin.limits, export).await;
+            self.sandbox.run(&plugin.pre, plugin.name(), &plugin.grants, limits, export, cancel).await;
         let result = result.and_then(|returned| match returned {
             Returned::Invoke(r) => r.map_err(CallFailure::Tool),
             Returned::Manifest(_) => unreachable!("invoke returns an invoke result"),
@@ -492,7 +500,7 @@ impl Registry {
         let bare = self.sandbox.prepare(&component, &Grants::none()).map_err(compile_error)?;
         let (returned, _, _) = self
             .sandbox
-            .run(&bare, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest)
+            .run(&bare, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())
             .await;
         let raw = match returned {
             Ok(Returned::Manifest(raw)) => raw,

@@ -13,7 +13,8 @@ use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, STACK_LIMIT_BYTES, Sandbox};
 use crate::printable::printable;
 use std::time::{Duration, Instant};
 use wasmtime::component::{ResourceTable, ResourceTableError};
-use wasmtime::{CallHook, Store, Trap};
+use tokio_util::sync::CancellationToken;
+use wasmtime::{CallHook, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -45,6 +46,10 @@ pub(crate) struct CallState {
     log: LogBudget,
     pub(crate) open_files: OpenFiles,
     pub(crate) listings: Listings,
+    /// Cancels the call; checked every epoch tick.
+    cancel: CancellationToken,
+    /// When the call's time is up; checked every epoch tick.
+    deadline: Instant,
     /// Last, so that everything above is freed while the account is open.
     pub(crate) work: HostWork,
 }
@@ -256,10 +261,18 @@ pub enum CallFailure {
         /// A growth the limiter refused before the trap, if any.
         refused: Option<String>,
     },
+    /// The call was cancelled before it finished.
+    #[error("cancelled before it finished")]
+    Cancelled,
     /// The plugin could not be instantiated or called.
     #[error("the host could not run the plugin: {0}")]
     Host(String),
 }
+
+/// Raised by the epoch check when a call's token is cancelled.
+#[derive(Debug, thiserror::Error)]
+#[error("the call was cancelled")]
+struct CancelledByToken;
 
 /// A capability linked only where granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +308,8 @@ impl Sandbox {
     /// Run `export` in a fresh store and instance of `pre` under `limits`
     /// with exactly `grants`. Never panics on guest behaviour; every trap
     /// and limit becomes a [`CallFailure`].
+    /// A cancelled `cancel` stops the call within one epoch tick, also
+    /// while it waits in the host.
     pub(crate) async fn run(
         &self,
         pre: &PluginPre<CallState>,
@@ -302,11 +317,12 @@ impl Sandbox {
         grants: &Grants,
         limits: &Limits,
         export: Export<'_>,
+        cancel: &CancellationToken,
     ) -> (Result<Returned, CallFailure>, u64, Duration) {
         let start = Instant::now();
         let stderr = Capture::new(STDIO_CAPTURE_BYTES);
         let stdout = Capture::new(STDIO_CAPTURE_BYTES);
-        let mut store = match self.new_store(plugin, grants, limits, stdout.clone(), stderr.clone()) {
+        let mut store = match self.new_store(plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone()) {
             Ok(store) => store,
             Err(e) => return (Err(CallFailure::Host(format!("{e:#}"))), 0, start.elapsed()),
         };
@@ -327,13 +343,18 @@ impl Sandbox {
         };
         // The epoch deadline stops guest code; this stops a guest that is
         // waiting inside a host call (a sleep, a slow HTTP response).
-        let outcome = tokio::time::timeout(limits.timeout + 2 * EPOCH_TICK, meter.around(call)).await;
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            outcome = tokio::time::timeout(limits.timeout + 2 * EPOCH_TICK, meter.around(call)) => Some(outcome),
+        };
 
         let fuel_used = limits.fuel.saturating_sub(store.get_fuel().unwrap_or(0));
         let result = match outcome {
-            Err(_elapsed) => Err(CallFailure::TimedOut { limit: limits.timeout }),
-            Ok(Err(error)) => Err(classify(&error, store.data(), &stderr, reading_manifest, instantiated)),
-            Ok(Ok(returned)) => Ok(returned),
+            None => Err(CallFailure::Cancelled),
+            Some(Err(_elapsed)) => Err(CallFailure::TimedOut { limit: limits.timeout }),
+            Some(Ok(Err(error))) => Err(classify(&error, store.data(), &stderr, reading_manifest, instantiated)),
+            Some(Ok(Ok(returned))) => Ok(returned),
         };
         let result = result.and_then(|returned| check_returned(returned, store.data()));
         emit_stdio(plugin, &stdout, &stderr);
@@ -347,6 +368,7 @@ impl Sandbox {
         limits: &Limits,
         stdout: Capture,
         stderr: Capture,
+        cancel: CancellationToken,
     ) -> wasmtime::Result<Store<CallState>> {
         let mut table = ResourceTable::new();
         table.set_max_capacity(limits.resources);
@@ -364,6 +386,8 @@ impl Sandbox {
             log: LogBudget::new(),
             open_files: OpenFiles::new(limits.open_files),
             listings: Listings::default(),
+            cancel,
+            deadline: Instant::now() + limits.timeout,
             work,
         };
         let mut store = Store::new(&self.engine, state);
@@ -376,9 +400,16 @@ impl Sandbox {
         });
         store.set_fuel(limits.fuel)?;
         store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))?;
-        let tick = EPOCH_TICK.as_nanos();
-        store.set_epoch_deadline(limits.timeout.as_nanos().div_ceil(tick) as u64);
-        store.epoch_deadline_trap();
+        // Every tick, guest code checks whether its call was cancelled or
+        // its time is up.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|store| {
+            let state = store.data();
+            if state.cancel.is_cancelled() {
+                return Err(CancelledByToken.into());
+            }
+            Ok(if Instant::now() >= state.deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Continue(1) })
+        });
         Ok(store)
     }
 
@@ -395,7 +426,7 @@ impl Sandbox {
     ) -> wasmtime::Result<Duration> {
         let limits = Limits { fuel: u64::MAX / 2, ..Limits::default() };
         let pipe = || Capture::new(STDIO_CAPTURE_BYTES);
-        let mut store = self.new_store("bench", grants, &limits, pipe(), pipe())?;
+        let mut store = self.new_store("bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;
         store.set_epoch_deadline(u64::MAX / 2);
         let instance = pre.instantiate_async(&mut store).await?;
         let start = Instant::now();
@@ -480,6 +511,9 @@ fn classify(
             capability: refused.capability,
             function: refused.function.clone(),
         };
+    }
+    if error.downcast_ref::<CancelledByToken>().is_some() {
+        return CallFailure::Cancelled;
     }
     if let Some(exit) = error.downcast_ref::<I32Exit>() {
         return CallFailure::Exited { status: exit.0 };

@@ -1,0 +1,252 @@
+//! The turn pipeline: what every door (chat, the VCP node, MCP, the CLI)
+//! does with the calls of one reply.
+//!
+//! 1. **check** each call against its declaration: the tool must exist for
+//!    the agent (else the closest names), required parameters must be
+//!    there, values are coerced to the declared types;
+//! 2. **approve** the calls that need it, as one batch to the [`Approver`],
+//!    after the policy's rules and levels ([`Approvals`]);
+//! 3. **execute** the approved ones on the [`Executor`], serially or in
+//!    parallel as the agent says, within its timeout, cancellable;
+//! 4. **approve results** of tools that declare result approval: a
+//!    rejected result's text goes nowhere;
+//! 5. **format** the outcomes as the protocol's messages for the model,
+//!    plus a summary for people.
+//!
+//! Outcomes keep the calls' order and ids; each call is audited.
+
+use crate::agent::ToolCallConfig;
+use crate::approval::{
+    Approvals, Approver, AskReason, Assessment, CallDecision, DecidedBy, PendingCall, ResultDecision,
+};
+use crate::arguments;
+use crate::call::ToolCall;
+use crate::executor::{Executor, RunOptions};
+use crate::manifest::{Permission, ToolSpec};
+use crate::message::Message;
+use crate::outcome::{Status, ToolOutcome};
+use crate::protocol::ProtocolId;
+use crate::registry::Catalog;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Who calls, and how: the agent's configuration and protocol.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The agent the reply came from; `None` for a direct call (the CLI's
+    /// `call`), which may call any loaded tool.
+    pub agent: Option<String>,
+    /// The agent's tool settings: which tools it has, `timeout_ms`,
+    /// `parallel_execution`, `require_confirmation`.
+    pub config: ToolCallConfig,
+    /// The protocol the results are formatted in.
+    pub protocol: ProtocolId,
+    /// Cancels the turn: calls not yet finished end `cancelled`.
+    pub cancel: CancellationToken,
+}
+
+impl Turn {
+    /// A direct call: no agent, default settings, results in `protocol`.
+    pub fn direct(protocol: ProtocolId) -> Self {
+        Turn { agent: None, config: ToolCallConfig::default(), protocol, cancel: CancellationToken::new() }
+    }
+
+    /// A turn of `agent` with `config`, in the agent's protocol.
+    pub fn for_agent(agent: impl Into<String>, config: ToolCallConfig) -> Self {
+        let protocol = config.protocol;
+        Turn { agent: Some(agent.into()), config, protocol, cancel: CancellationToken::new() }
+    }
+
+    fn agent_name(&self) -> &str {
+        self.agent.as_deref().unwrap_or(DIRECT_AGENT)
+    }
+}
+
+/// The agent name direct calls are approved and audited under.
+pub const DIRECT_AGENT: &str = "direct";
+
+/// What a turn produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    /// One outcome per call, in the calls' order.
+    pub outcomes: Vec<ToolOutcome>,
+    /// What the model sees next, in the turn's protocol.
+    pub messages: Vec<Message>,
+    /// One line per call for people: tool, status, time.
+    pub summary: String,
+}
+
+/// The one path from parsed calls to results.
+#[derive(Clone)]
+pub struct Pipeline {
+    executor: Executor,
+    approvals: Arc<Approvals>,
+    approver: Arc<dyn Approver>,
+}
+
+/// Where a call stands as it goes through the steps.
+enum Slot {
+    /// Checked, waiting for a decision or to run.
+    Pending { call: ToolCall, plugin: String, sha256: String, spec: ToolSpec, decided: Option<DecidedBy> },
+    /// Done: refused, denied, or run.
+    Done { outcome: ToolOutcome, decided: Option<DecidedBy> },
+}
+
+impl Pipeline {
+    /// A pipeline running calls on `executor`, approving them under
+    /// `approvals` and asking `approver` where a person must decide.
+    pub fn new(executor: Executor, approvals: Arc<Approvals>, approver: Arc<dyn Approver>) -> Self {
+        Pipeline { executor, approvals, approver }
+    }
+
+    /// The executor calls run on.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// Run the calls of one reply through every step.
+    pub async fn run(&self, turn: &Turn, calls: Vec<ToolCall>) -> TurnResult {
+        let catalog = self.executor.registry().catalog();
+        let mut slots: Vec<Slot> = calls.into_iter().map(|call| check(&catalog, turn, call)).collect();
+        self.approve_calls(turn, &mut slots).await;
+        self.execute(turn, &mut slots).await;
+        let outcomes = self.approve_results(&mut slots).await;
+        let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
+        TurnResult { summary: summary(&outcomes), outcomes, messages }
+    }
+
+    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot]) {
+        let agent = turn.agent_name();
+        let mut asked = Vec::new();
+        for (index, slot) in slots.iter_mut().enumerate() {
+            let Slot::Pending { call, plugin, sha256, spec, decided } = slot else { continue };
+            match self.approvals.assess(agent, turn.config.require_confirmation, plugin, sha256, spec, &call.args) {
+                Assessment::Run { by } => *decided = Some(by),
+                Assessment::Ask(reason) => asked.push((index, pending(agent, call, plugin, spec, reason))),
+                Assessment::Deny { by, reason } => {
+                    let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason);
+                    *slot = Slot::Done { outcome, decided: Some(by) };
+                }
+            }
+        }
+        if asked.is_empty() {
+            return;
+        }
+        let batch: Vec<PendingCall> = asked.iter().map(|(_, pending)| pending.clone()).collect();
+        let mut decisions = self.approver.approve_calls(&batch).await.into_iter();
+        for (index, _) in asked {
+            let decision = decisions.next().unwrap_or(CallDecision::Deny { reason: Some("the approver gave no decision".into()) });
+            let slot = &mut slots[index];
+            let Slot::Pending { call, plugin, sha256, spec, decided } = slot else { continue };
+            match decision {
+                CallDecision::AllowAlways if spec.permission == Permission::Moderate => {
+                    self.approvals.remember(agent, plugin, sha256, &call.tool);
+                    *decided = Some(DecidedBy::Person);
+                }
+                CallDecision::AllowOnce | CallDecision::AllowAlways => *decided = Some(DecidedBy::Person),
+                CallDecision::Deny { reason } => {
+                    let message = reason.unwrap_or_else(|| format!("a person denied the call to `{}`", call.tool));
+                    let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, message);
+                    *slot = Slot::Done { outcome, decided: Some(DecidedBy::Person) };
+                }
+            }
+        }
+    }
+
+    async fn execute(&self, turn: &Turn, slots: &mut [Slot]) {
+        let runnable: Vec<(usize, ToolCall)> = slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| match slot {
+                Slot::Pending { call, .. } => Some((index, call.clone())),
+                Slot::Done { .. } => None,
+            })
+            .collect();
+        let calls: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
+        let options = RunOptions {
+            parallel: turn.config.parallel_execution,
+            timeout: Some(Duration::from_millis(turn.config.timeout_ms)),
+            cancel: turn.cancel.clone(),
+        };
+        let outcomes = self.executor.run_all(&calls, &options).await;
+        for ((index, _), outcome) in runnable.into_iter().zip(outcomes) {
+            let decided = match &mut slots[index] {
+                Slot::Pending { decided, .. } => decided.take(),
+                Slot::Done { .. } => None,
+            };
+            slots[index] = Slot::Done { outcome, decided };
+        }
+    }
+
+    async fn approve_results(&self, slots: &mut [Slot]) -> Vec<ToolOutcome> {
+        let catalog = self.executor.registry().catalog();
+        let mut outcomes = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let Slot::Done { outcome, .. } = slot else { unreachable!("every call is done after execute") };
+            let needs_approval = catalog.tool(&outcome.tool).is_some_and(|(_, spec)| spec.result_approval);
+            if needs_approval && outcome.status == Status::Success {
+                let (_, spec) = catalog.tool(&outcome.tool).expect("checked above");
+                if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
+                    // The rejected text is replaced here, before any message
+                    // or summary is built from the outcome.
+                    outcome.status = Status::ResultRejected;
+                    outcome.output = match reason {
+                        Some(reason) => format!("a person withheld the result: {reason}"),
+                        None => "a person withheld the result".into(),
+                    };
+                }
+            }
+            outcomes.push(outcome.clone());
+        }
+        outcomes
+    }
+}
+
+/// Step 1 for one call: the tool, as the turn's agent sees it, and the
+/// arguments, coerced.
+fn check(catalog: &Catalog, turn: &Turn, call: ToolCall) -> Slot {
+    if let Some(agent) = turn.agent.as_deref().filter(|_| !turn.config.enabled) {
+        let message = format!("tool calling is off for agent `{agent}`");
+        return Slot::Done { outcome: ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, message), decided: None };
+    }
+    let offered: Vec<&ToolSpec> =
+        catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.config.offers(spec)).collect();
+    match arguments::check(&call, &offered) {
+        Ok(checked) => {
+            let (plugin, spec) = catalog.tool(&checked.tool).expect("a checked tool is in the catalog");
+            Slot::Pending {
+                plugin: plugin.name().to_owned(),
+                sha256: plugin.sha256.clone(),
+                spec: spec.clone(),
+                call: checked,
+                decided: None,
+            }
+        }
+        Err(error) => {
+            let status = if error.unknown_tool { Status::NotFound } else { Status::InvalidArgs };
+            Slot::Done { outcome: ToolOutcome::without_running(&call.id, &call.tool, status, error.message), decided: None }
+        }
+    }
+}
+
+fn pending(agent: &str, call: &ToolCall, plugin: &str, spec: &ToolSpec, reason: AskReason) -> PendingCall {
+    PendingCall {
+        id: call.id.clone(),
+        agent: agent.to_owned(),
+        plugin: plugin.to_owned(),
+        tool: call.tool.clone(),
+        permission: spec.permission,
+        args: call.args.clone(),
+        reason,
+    }
+}
+
+/// `calculate: success (0.05 ms)`, one line per outcome.
+fn summary(outcomes: &[ToolOutcome]) -> String {
+    outcomes
+        .iter()
+        .map(|o| format!("{}: {} ({:.2} ms)", o.tool, o.status, o.duration.as_secs_f64() * 1000.0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,155 @@
+//! The turn pipeline over real plugins: ids, checks, approval, results,
+//! messages; and the executor's cap and cancellation.
+
+use crate::support::TestHost;
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use toolhost::{
+    AllowAll, Approvals, Approver, CallDecision, Declared, Executor, Message, PendingCall, Pipeline, ProtocolId,
+    ResultDecision, Role, RunOptions, Status, ToolCall, ToolOutcome, ToolSpec, Turn,
+};
+
+fn call(id: &str, tool: &str, args: serde_json::Value) -> ToolCall {
+    ToolCall::new(id, tool, args.as_object().unwrap().clone())
+}
+
+fn pipeline(host: &TestHost, approver: Arc<dyn Approver>) -> Pipeline {
+    Pipeline::new(host.executor.clone(), Arc::new(Approvals::default()), approver)
+}
+
+/// Passes calls, rejects every result, and counts what it was asked.
+#[derive(Default)]
+struct RejectResults {
+    results_seen: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Approver for RejectResults {
+    async fn approve_calls(&self, calls: &[PendingCall]) -> Vec<CallDecision> {
+        calls.iter().map(|_| CallDecision::AllowOnce).collect()
+    }
+
+    async fn approve_result(&self, _outcome: &ToolOutcome, _tool: &ToolSpec) -> ResultDecision {
+        self.results_seen.fetch_add(1, Ordering::SeqCst);
+        ResultDecision::Reject { reason: Some("it holds a secret".into()) }
+    }
+}
+
+#[tokio::test]
+async fn native_call_ids_come_back_unchanged_in_the_tool_messages() {
+    let host = TestHost::new(&["calc"], "").await;
+    let reply = r#"{"tool_calls": [
+        {"id": "call_Xk2p9", "type": "function", "function": {"name": "calculate", "arguments": "{\"expression\": \"2+2\"}"}},
+        {"id": "toolu_01A", "type": "function", "function": {"name": "calculate", "arguments": "{\"expression\": \"3*3\"}"}}
+    ]}"#;
+    let parsed = ProtocolId::Native.protocol().parse(reply, &Declared::new(["calculate"]));
+    let calls = ToolCall::from_reply(reply, &parsed.calls);
+    let result = pipeline(&host, Arc::new(AllowAll)).run(&Turn::direct(ProtocolId::Native), calls).await;
+    assert_eq!(result.outcomes.iter().map(|o| o.status).collect::<Vec<_>>(), [Status::Success, Status::Success]);
+    let ids: Vec<_> = result.messages.iter().map(|m| (m.role, m.tool_call_id.clone().unwrap())).collect();
+    assert_eq!(ids, [(Role::Tool, "call_Xk2p9".to_string()), (Role::Tool, "toolu_01A".to_string())]);
+    assert!(result.messages[1].content.contains("\"value\":9.0"), "{}", result.messages[1].content);
+}
+
+#[tokio::test]
+async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
+    let host = TestHost::new(&["calc", "dirtree"], "").await;
+    let calls = vec![
+        call("a", "calculate", json!({ "expression": "1+1" })),
+        call("b", "calculat", json!({ "expression": "1+1" })),
+        call("c", "calculate", json!({})),
+        call("d", "dir_tree", json!({ "max_depth": "two" })),
+    ];
+    let result = pipeline(&host, Arc::new(AllowAll)).run(&Turn::direct(ProtocolId::JsonBlock), calls).await;
+    let statuses: Vec<_> = result.outcomes.iter().map(|o| (o.id.as_str(), o.status)).collect();
+    assert_eq!(statuses, [("a", Status::Success), ("b", Status::NotFound), ("c", Status::InvalidArgs), ("d", Status::InvalidArgs)]);
+    assert_eq!(result.outcomes[1].output, "no tool named `calculat` is loaded; did you mean `calculate`?");
+    assert!(result.outcomes[2].output.starts_with("`calculate` needs the parameter `expression` (string)"), "{}", result.outcomes[2].output);
+    assert_eq!(result.messages.len(), 1, "json-block results are one user message");
+    let content = &result.messages[0].content;
+    assert!(content.contains(r#""toolCallId": "b""#) && content.contains("not-found: no tool named"), "{content}");
+}
+
+#[tokio::test]
+async fn an_agent_only_calls_the_tools_it_is_offered() {
+    let host = TestHost::new(&["calc", "files"], "").await;
+    let mut config = toolhost::ToolCallConfig { enabled: true, ..Default::default() };
+    config.tool_toggles.insert("calculate".into(), false);
+    let turn = Turn::for_agent("coder", config.clone());
+    let result = pipeline(&host, Arc::new(AllowAll)).run(&turn, vec![call("1", "calculate", json!({ "expression": "1" }))]).await;
+    assert_eq!(result.outcomes[0].status, Status::NotFound, "{}", result.outcomes[0].output);
+    config.enabled = false;
+    let off = Turn::for_agent("coder", config);
+    let result = pipeline(&host, Arc::new(AllowAll)).run(&off, vec![call("1", "list_files", json!({}))]).await;
+    assert_eq!(result.outcomes[0].status, Status::Denied);
+    assert_eq!(result.outcomes[0].output, "tool calling is off for agent `coder`");
+}
+
+#[tokio::test]
+async fn a_rejected_result_never_appears_in_any_message() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("secret.txt"), "the launch code is 0000").unwrap();
+    let policy = format!(
+        "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?} }} }}\n",
+        workspace.path().display().to_string()
+    );
+    let host = TestHost::new(&["files"], &policy).await;
+    let approver = Arc::new(RejectResults::default());
+    for protocol in [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag, ProtocolId::Native] {
+        let calls = vec![call("r1", "read_file", json!({ "path": "secret.txt" }))];
+        let result = pipeline(&host, approver.clone()).run(&Turn::direct(protocol), calls).await;
+        assert_eq!(result.outcomes[0].status, Status::ResultRejected, "{protocol}");
+        assert_eq!(result.outcomes[0].output, "a person withheld the result: it holds a secret");
+        let everything: Vec<&Message> = result.messages.iter().collect();
+        assert!(!everything.is_empty());
+        for message in everything {
+            assert!(!message.content.contains("launch code"), "{protocol}: {}", message.content);
+        }
+        assert!(!result.summary.contains("launch code"));
+    }
+    assert_eq!(approver.results_seen.load(Ordering::SeqCst), 4, "read_file declares result approval");
+}
+
+/// More worker threads than the cap, so that a broken cap would show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 16)]
+async fn a_thousand_parallel_calls_under_a_cap_of_eight_each_return_their_own_result() {
+    let host = TestHost::new(&["calc"], "").await;
+    let executor = Executor::with_concurrency(host.registry.clone(), 8);
+    let calls: Vec<ToolCall> =
+        (0..1_000).map(|i| call(&format!("c{i}"), "calculate", json!({ "expression": format!("{i} * 3") }))).collect();
+    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    let outcomes = executor.run_all(&calls, &options).await;
+    assert_eq!(outcomes.len(), 1_000);
+    for (i, outcome) in outcomes.iter().enumerate() {
+        assert_eq!(outcome.id, format!("c{i}"));
+        assert_eq!(outcome.output, json!({ "expression": format!("{i} * 3"), "value": (i * 3) as f64 }).to_string());
+    }
+    assert!(executor.peak_concurrency() <= 8, "peak {}", executor.peak_concurrency());
+    assert!(executor.peak_concurrency() >= 2, "the calls did run in parallel: peak {}", executor.peak_concurrency());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_batch_stops_a_spinning_plugin_and_keeps_finished_results() {
+    let host = TestHost::new(&["hostile", "calc"], "[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 60_000 }\n").await;
+    let calls = vec![
+        call("done", "calculate", json!({ "expression": "1+1" })),
+        call("spin", "spin", json!({})),
+        call("later", "calculate", json!({ "expression": "2+2" })),
+    ];
+    let options = RunOptions { parallel: false, ..RunOptions::default() };
+    let cancel = options.cancel.clone();
+    let executor = host.executor.clone();
+    let batch = tokio::spawn(async move { executor.run_all(&calls, &options).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancelled_at = Instant::now();
+    cancel.cancel();
+    let outcomes = batch.await.unwrap();
+    let stopped_after = cancelled_at.elapsed();
+    assert_eq!(outcomes[0].status, Status::Success, "a finished result is kept");
+    assert_eq!(outcomes[1].status, Status::Cancelled, "{}", outcomes[1].output);
+    assert_eq!(outcomes[2].status, Status::Cancelled, "{}", outcomes[2].output);
+    assert_eq!(outcomes[2].output, "cancelled before it started");
+    assert!(stopped_after < Duration::from_millis(50), "stopped {stopped_after:?} after the cancel");
+}
