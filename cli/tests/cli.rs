@@ -531,7 +531,7 @@ fn run_executes_a_replys_calls_and_denies_what_nobody_approved() {
     let value: serde_json::Value = serde_json::from_slice(&unattended.stdout).unwrap();
     let message = &value["messages"][0];
     assert_eq!(message["role"], "user");
-    assert!(message["content"].as_str().unwrap().contains(r#""toolCallId": "call-2""#), "{message}");
+    assert!(message["content"].as_str().unwrap().contains(r#""toolCallId":"call-2""#), "{message}");
 
     let approved = toolhost_with_input(dir.path(), &["run", "--json", "--yes"], reply);
     assert_eq!(statuses(&approved), ["success", "success"]);

@@ -5,6 +5,10 @@
 //! - (b) the same call on one reused instance: the floor;
 //! - (c) a native process spawned per call doing the same work (`expr 1 + 1`),
 //!   the process-per-call model of stdio tool servers;
+//! - (e) 20 000 trivial calls through the executor, serially and in
+//!   parallel under the default cap (parallel scaling);
+//! - (f) a batch of 10 trivial calls through the whole turn pipeline,
+//!   auto-approved, against the same batch on the bare executor;
 //! - (d) loading the plugin with a cold compiled-artifact cache (compile and
 //!   store) versus a warm one (read, verify, deserialize), each including
 //!   linking, reading the manifest and validating it.
@@ -15,7 +19,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::{Executor, Policy, Registry, Status, ToolCall};
+use toolhost::{AllowAll, Approvals, Executor, Pipeline, Policy, ProtocolId, Registry, RunOptions, Status, ToolCall, Turn};
 
 const FRESH_CALLS: usize = 5_000;
 const REUSED_BATCHES: usize = 20;
@@ -23,6 +27,9 @@ const REUSED_BATCH: u32 = 1_000;
 const PROCESS_SPAWNS: usize = 300;
 const COLD_LOADS: usize = 7;
 const WARM_LOADS: usize = 50;
+const SCALING_CALLS: usize = 20_000;
+const SCALING_ROUNDS: usize = 5;
+const PIPELINE_ROUNDS: usize = 2_000;
 
 fn main() -> anyhow::Result<()> {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
@@ -89,23 +96,69 @@ fn main() -> anyhow::Result<()> {
     let mut cold_samples = Vec::with_capacity(COLD_LOADS);
     for _ in 0..COLD_LOADS {
         let cache = tempfile::tempdir()?;
-        let registry = registry_with_cache(cache.path())?;
+        let loader = registry_with_cache(cache.path())?;
         let start = Instant::now();
-        let plugin = runtime.block_on(registry.inspect(&calc))?;
+        let plugin = runtime.block_on(loader.inspect(&calc))?;
         cold_samples.push(start.elapsed());
         assert_eq!(plugin.cache, toolhost::CacheUse::Compiled);
     }
     let warm_cache = tempfile::tempdir()?;
-    let registry = registry_with_cache(warm_cache.path())?;
-    runtime.block_on(registry.inspect(&calc))?;
+    let loader = registry_with_cache(warm_cache.path())?;
+    runtime.block_on(loader.inspect(&calc))?;
     let mut warm_samples = Vec::with_capacity(WARM_LOADS);
     for _ in 0..WARM_LOADS {
         let start = Instant::now();
-        let plugin = runtime.block_on(registry.inspect(&calc))?;
+        let plugin = runtime.block_on(loader.inspect(&calc))?;
         warm_samples.push(start.elapsed());
         assert_eq!(plugin.cache, toolhost::CacheUse::Hit);
     }
     let (cold, warm) = (median(cold_samples), median(warm_samples));
+
+    // (e) N trivial calls through the executor: serially, then in parallel
+    // under the default cap (the machine's cores), on a runtime with as
+    // many worker threads.
+    let cores = toolhost::default_concurrency();
+    let workers = tokio::runtime::Builder::new_multi_thread().worker_threads(cores).enable_all().build()?;
+    let batch: Vec<ToolCall> = (0..SCALING_CALLS).map(|i| ToolCall::new(format!("c{i}"), "calculate", call.args.clone())).collect();
+    let (serial, parallel) = workers.block_on(async {
+        let executor = Executor::new(registry.clone());
+        let time = |parallel: bool| {
+            let (executor, batch) = (executor.clone(), batch.clone());
+            async move {
+                let options = RunOptions { parallel, ..RunOptions::default() };
+                let start = Instant::now();
+                let outcomes = executor.run_all(&batch, &options).await;
+                assert!(outcomes.iter().all(|o| o.status == Status::Success));
+                start.elapsed()
+            }
+        };
+        let (mut serial, mut parallel) = (Vec::new(), Vec::new());
+        for _ in 0..SCALING_ROUNDS {
+            serial.push(time(false).await);
+            parallel.push(time(true).await);
+        }
+        (median(serial), median(parallel))
+    });
+
+    // (f) A batch of 10 trivial calls through the whole turn pipeline
+    // (checked, auto-approved, run, formatted) against the same 10 on the
+    // bare executor.
+    let ten: Vec<ToolCall> = batch[..10].to_vec();
+    let (bare, piped) = runtime.block_on(async {
+        let pipeline = Pipeline::new(executor.clone(), Arc::new(Approvals::default()), Arc::new(AllowAll));
+        let turn = Turn::direct(ProtocolId::JsonBlock);
+        let options = RunOptions::default();
+        let (mut bare, mut piped) = (Vec::new(), Vec::new());
+        for _ in 0..PIPELINE_ROUNDS {
+            let start = Instant::now();
+            std::hint::black_box(executor.run_all(&ten, &options).await);
+            bare.push(start.elapsed());
+            let start = Instant::now();
+            std::hint::black_box(pipeline.run(&turn, ten.clone()).await);
+            piped.push(start.elapsed());
+        }
+        (median(bare), median(piped))
+    });
 
     println!("toolhost runtime benchmark (medians; calc.wasm is {} KiB)", wasm.len() >> 10);
     println!("(a) fresh instance per call, full path   {:>12}", show(fresh));
@@ -113,6 +166,10 @@ fn main() -> anyhow::Result<()> {
     println!("(c) native process per call (expr)        {:>12}", show(process));
     println!("(d) plugin load, cold cache (compile)     {:>12}", show(cold));
     println!("    plugin load, warm cache (deserialize) {:>12}", show(warm));
+    println!("(e) {SCALING_CALLS} calls, serial                    {:>12}", show(serial));
+    println!("    {SCALING_CALLS} calls, parallel (cap {cores})           {:>12}", show(parallel));
+    println!("(f) 10 calls on the bare executor          {:>12}", show(bare));
+    println!("    10 calls through the turn pipeline     {:>12}", show(piped));
     println!();
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     let check = |ok: bool| if ok { "meets target" } else { "MISSES target" };
@@ -122,6 +179,10 @@ fn main() -> anyhow::Result<()> {
     println!("(c)/(a)          {:>10.1}x  target >= 20: {}", per_process, check(per_process >= 20.0));
     let cache_gain = ratio(cold, warm);
     println!("cold/warm        {:>10.1}x  target >= 50: {}", cache_gain, check(cache_gain >= 50.0));
+    let scaling = ratio(serial, parallel);
+    println!("(e) serial/parallel {:>7.2}x  target >= 1.8 on 2 cores: {}", scaling, check(scaling >= 1.8));
+    let overhead = ratio(piped, bare);
+    println!("(f) pipeline/bare   {:>7.2}x  target <= 1.2: {}", overhead, check(overhead <= 1.2));
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// One request to run a tool.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolCall {
     /// Identifies the call within its batch: the id the model gave it (a
     /// native `tool_calls` id, returned unchanged with the result), or

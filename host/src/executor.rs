@@ -20,6 +20,8 @@ use crate::outcome::{Status, ToolOutcome};
 use crate::registry::Registry;
 use crate::sandbox::MAX_CONCURRENT_CALLS;
 use crate::suggest::unknown_tool;
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -128,23 +130,40 @@ impl Executor {
             }
             return outcomes;
         }
-        // One task per call: they wait for a slot, so at most the cap run.
-        let tasks: Vec<_> = calls
-            .iter()
-            .map(|call| {
-                let (executor, call, options) = (self.clone(), call.clone(), options.clone());
-                tokio::spawn(async move { executor.run(&call, &options).await })
+        // As many workers as may run at once, each taking the next call:
+        // a task per call would cost more than a trivial call itself. A
+        // panic while running one call becomes that call's outcome; the
+        // worker goes on with the next.
+        let calls: Arc<[ToolCall]> = calls.into();
+        let next = Arc::new(AtomicUsize::new(0));
+        let workers: Vec<_> = (0..self.concurrency.min(calls.len()))
+            .map(|_| {
+                let (executor, calls, next, options) = (self.clone(), calls.clone(), next.clone(), options.clone());
+                tokio::spawn(async move {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(call) = calls.get(index) else { break done };
+                        let outcome = AssertUnwindSafe(executor.run(call, &options)).catch_unwind().await;
+                        done.push((index, outcome.unwrap_or_else(|_| task_failed(call))));
+                    }
+                })
             })
             .collect();
-        let mut outcomes = Vec::with_capacity(tasks.len());
-        for (task, call) in tasks.into_iter().zip(calls) {
-            outcomes.push(task.await.unwrap_or_else(|error| {
-                let why = if error.is_panic() { "panicked" } else { "was stopped" };
-                ToolOutcome::without_running(&call.id, &call.tool, Status::Error, format!("the host task running this call {why}"))
-            }));
+        let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
+        for worker in workers {
+            if let Ok(done) = worker.await {
+                for (index, outcome) in done {
+                    outcomes[index] = Some(outcome);
+                }
+            }
         }
-        outcomes
+        outcomes.into_iter().zip(calls.iter()).map(|(outcome, call)| outcome.unwrap_or_else(|| task_failed(call))).collect()
     }
+}
+
+fn task_failed(call: &ToolCall) -> ToolOutcome {
+    ToolOutcome::without_running(&call.id, &call.tool, Status::Error, "the host task running this call failed".into())
 }
 
 fn cancelled(call: &ToolCall) -> ToolOutcome {

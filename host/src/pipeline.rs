@@ -26,7 +26,7 @@ use crate::manifest::{Permission, ToolSpec};
 use crate::message::Message;
 use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::ProtocolId;
-use crate::registry::Catalog;
+use crate::registry::{Catalog, LoadedPlugin};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -85,10 +85,11 @@ pub struct Pipeline {
     approver: Arc<dyn Approver>,
 }
 
-/// Where a call stands as it goes through the steps.
-enum Slot {
+/// Where a call stands as it goes through the steps; declarations are
+/// borrowed from the turn's catalog snapshot.
+enum Slot<'c> {
     /// Checked, waiting for a decision or to run.
-    Pending { call: ToolCall, plugin: String, sha256: String, spec: ToolSpec, decided: Option<DecidedBy> },
+    Pending { call: ToolCall, plugin: &'c LoadedPlugin, spec: &'c ToolSpec, decided: Option<DecidedBy> },
     /// Done: refused, denied, or run.
     Done { outcome: ToolOutcome, decided: Option<DecidedBy> },
 }
@@ -108,22 +109,24 @@ impl Pipeline {
     /// Run the calls of one reply through every step.
     pub async fn run(&self, turn: &Turn, calls: Vec<ToolCall>) -> TurnResult {
         let catalog = self.executor.registry().catalog();
-        let mut slots: Vec<Slot> = calls.into_iter().map(|call| check(&catalog, turn, call)).collect();
+        let offered: Vec<&ToolSpec> =
+            catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.config.offers(spec)).collect();
+        let mut slots: Vec<Slot<'_>> = calls.into_iter().map(|call| check(&catalog, &offered, turn, call)).collect();
         self.approve_calls(turn, &mut slots).await;
         self.execute(turn, &mut slots).await;
-        let outcomes = self.approve_results(&mut slots).await;
+        let outcomes = into_outcomes(slots);
         let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
         TurnResult { summary: summary(&outcomes), outcomes, messages }
     }
 
-    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot]) {
+    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot<'_>]) {
         let agent = turn.agent_name();
         let mut asked = Vec::new();
         for (index, slot) in slots.iter_mut().enumerate() {
-            let Slot::Pending { call, plugin, sha256, spec, decided } = slot else { continue };
-            match self.approvals.assess(agent, turn.config.require_confirmation, plugin, sha256, spec, &call.args) {
+            let Slot::Pending { call, plugin, spec, decided } = slot else { continue };
+            match self.approvals.assess(agent, turn.config.require_confirmation, plugin.name(), &plugin.sha256, spec, &call.args) {
                 Assessment::Run { by } => *decided = Some(by),
-                Assessment::Ask(reason) => asked.push((index, pending(agent, call, plugin, spec, reason))),
+                Assessment::Ask(reason) => asked.push((index, pending(agent, call, plugin.name(), spec, reason))),
                 Assessment::Deny { by, reason } => {
                     let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason);
                     *slot = Slot::Done { outcome, decided: Some(by) };
@@ -138,10 +141,10 @@ impl Pipeline {
         for (index, _) in asked {
             let decision = decisions.next().unwrap_or(CallDecision::Deny { reason: Some("the approver gave no decision".into()) });
             let slot = &mut slots[index];
-            let Slot::Pending { call, plugin, sha256, spec, decided } = slot else { continue };
+            let Slot::Pending { call, plugin, spec, decided } = slot else { continue };
             match decision {
                 CallDecision::AllowAlways if spec.permission == Permission::Moderate => {
-                    self.approvals.remember(agent, plugin, sha256, &call.tool);
+                    self.approvals.remember(agent, plugin.name(), &plugin.sha256, &call.tool);
                     *decided = Some(DecidedBy::Person);
                 }
                 CallDecision::AllowOnce | CallDecision::AllowAlways => *decided = Some(DecidedBy::Person),
@@ -154,74 +157,71 @@ impl Pipeline {
         }
     }
 
-    async fn execute(&self, turn: &Turn, slots: &mut [Slot]) {
-        let runnable: Vec<(usize, ToolCall)> = slots
+    async fn execute(&self, turn: &Turn, slots: &mut [Slot<'_>]) {
+        let runnable: Vec<usize> =
+            (0..slots.len()).filter(|&index| matches!(slots[index], Slot::Pending { .. })).collect();
+        let calls: Vec<ToolCall> = runnable
             .iter()
-            .enumerate()
-            .filter_map(|(index, slot)| match slot {
-                Slot::Pending { call, .. } => Some((index, call.clone())),
-                Slot::Done { .. } => None,
+            .map(|&index| match &mut slots[index] {
+                Slot::Pending { call, .. } => std::mem::take(call),
+                Slot::Done { .. } => unreachable!("filtered above"),
             })
             .collect();
-        let calls: Vec<ToolCall> = runnable.iter().map(|(_, call)| call.clone()).collect();
         let options = RunOptions {
             parallel: turn.config.parallel_execution,
             timeout: Some(Duration::from_millis(turn.config.timeout_ms)),
             cancel: turn.cancel.clone(),
         };
         let outcomes = self.executor.run_all(&calls, &options).await;
-        for ((index, _), outcome) in runnable.into_iter().zip(outcomes) {
-            let decided = match &mut slots[index] {
-                Slot::Pending { decided, .. } => decided.take(),
-                Slot::Done { .. } => None,
-            };
+        for (index, outcome) in runnable.into_iter().zip(outcomes) {
+            let Slot::Pending { spec, decided, .. } = &mut slots[index] else { unreachable!("filtered above") };
+            let (spec, decided) = (*spec, decided.take());
             slots[index] = Slot::Done { outcome, decided };
+            self.approve_result(&mut slots[index], spec).await;
         }
     }
 
-    async fn approve_results(&self, slots: &mut [Slot]) -> Vec<ToolOutcome> {
-        let catalog = self.executor.registry().catalog();
-        let mut outcomes = Vec::with_capacity(slots.len());
-        for slot in slots {
-            let Slot::Done { outcome, .. } = slot else { unreachable!("every call is done after execute") };
-            let needs_approval = catalog.tool(&outcome.tool).is_some_and(|(_, spec)| spec.result_approval);
-            if needs_approval && outcome.status == Status::Success {
-                let (_, spec) = catalog.tool(&outcome.tool).expect("checked above");
-                if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
-                    // The rejected text is replaced here, before any message
-                    // or summary is built from the outcome.
-                    outcome.status = Status::ResultRejected;
-                    outcome.output = match reason {
-                        Some(reason) => format!("a person withheld the result: {reason}"),
-                        None => "a person withheld the result".into(),
-                    };
-                }
+    /// Step 4 for one call: a successful result of a tool that declares
+    /// result approval is shown to a person first.
+    async fn approve_result(&self, slot: &mut Slot<'_>, spec: &ToolSpec) {
+        let Slot::Done { outcome, .. } = slot else { return };
+        if spec.result_approval && outcome.status == Status::Success {
+            if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
+                // The rejected text is replaced here, before any message
+                // or summary is built from the outcome.
+                outcome.status = Status::ResultRejected;
+                outcome.output = match reason {
+                    Some(reason) => format!("a person withheld the result: {reason}"),
+                    None => "a person withheld the result".into(),
+                };
             }
-            outcomes.push(outcome.clone());
         }
-        outcomes
     }
+
 }
 
-/// Step 1 for one call: the tool, as the turn's agent sees it, and the
-/// arguments, coerced.
-fn check(catalog: &Catalog, turn: &Turn, call: ToolCall) -> Slot {
+/// The outcomes, in the calls' order, once every call is done.
+fn into_outcomes(slots: Vec<Slot<'_>>) -> Vec<ToolOutcome> {
+    slots
+        .into_iter()
+        .map(|slot| match slot {
+            Slot::Done { outcome, .. } => outcome,
+            Slot::Pending { .. } => unreachable!("every call is done after execute"),
+        })
+        .collect()
+}
+
+/// Step 1 for one call: the tool, among those `offered` to the turn's
+/// agent, and the arguments, coerced.
+fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, call: ToolCall) -> Slot<'c> {
     if let Some(agent) = turn.agent.as_deref().filter(|_| !turn.config.enabled) {
         let message = format!("tool calling is off for agent `{agent}`");
         return Slot::Done { outcome: ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, message), decided: None };
     }
-    let offered: Vec<&ToolSpec> =
-        catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.config.offers(spec)).collect();
-    match arguments::check(&call, &offered) {
+    match arguments::check(&call, offered) {
         Ok(checked) => {
             let (plugin, spec) = catalog.tool(&checked.tool).expect("a checked tool is in the catalog");
-            Slot::Pending {
-                plugin: plugin.name().to_owned(),
-                sha256: plugin.sha256.clone(),
-                spec: spec.clone(),
-                call: checked,
-                decided: None,
-            }
+            Slot::Pending { plugin, spec, call: checked, decided: None }
         }
         Err(error) => {
             let status = if error.unknown_tool { Status::NotFound } else { Status::InvalidArgs };

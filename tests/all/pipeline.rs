@@ -69,7 +69,7 @@ async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
     assert!(result.outcomes[2].output.starts_with("`calculate` needs the parameter `expression` (string)"), "{}", result.outcomes[2].output);
     assert_eq!(result.messages.len(), 1, "json-block results are one user message");
     let content = &result.messages[0].content;
-    assert!(content.contains(r#""toolCallId": "b""#) && content.contains("not-found: no tool named"), "{content}");
+    assert!(content.contains(r#""toolCallId":"b""#) && content.contains("not-found: no tool named"), "{content}");
 }
 
 #[tokio::test]

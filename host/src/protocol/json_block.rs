@@ -76,14 +76,15 @@ pub(crate) fn render_layers(rules: &str, tools: &[ToolSpec], example: impl Fn(&T
 }
 
 /// Results as one user message: a fenced JSON array of
-/// `{"tool_call_result": {"toolCallId", "result"}}` entries. Backticks in
-/// results are written `\u0060`, so a result cannot close the fence.
+/// `{"tool_call_result": {"toolCallId", "result"}}` entries, one per line.
+/// Backticks in results are written `\u0060`, so a result cannot close
+/// the fence.
 pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> Vec<Message> {
-    let results: Vec<_> = outcomes
+    let entries: Vec<String> = outcomes
         .iter()
-        .map(|o| json!({ "tool_call_result": { "toolCallId": o.id, "result": result_text(o) } }))
+        .map(|o| json!({ "tool_call_result": { "toolCallId": o.id, "result": result_text(o) } }).to_string())
         .collect();
-    let array = serde_json::to_string_pretty(&results).unwrap_or_default().replace('`', "\\u0060");
+    let array = format!("[\n{}\n]", entries.join(",\n")).replace('`', "\\u0060");
     vec![Message::user(format!("Tool results:\n```json\n{array}\n```"))]
 }
 
