@@ -1,30 +1,57 @@
 //! toolhost runs tools written as sandboxed WebAssembly components for any
-//! LLM.
+//! LLM, whether or not the model has a native tool-call API.
 //!
 //! The most interesting items:
 //! - [`Registry`]: loads the components in the plugin directories, verifies
-//!   them (pins, API version, names) and keeps them ready to run;
-//! - [`Executor`]: runs [`ToolCall`]s, each in a fresh, capability-limited
-//!   instance, and returns [`ToolOutcome`]s that name any limit that was hit;
-//! - [`Policy`]: the host's `toolhost.toml`: limits and grants per plugin.
+//!   them (pins, API version, names, declarations) and keeps them ready;
+//! - [`PromptCache`] and [`Protocol`]: tell a model about the tools an
+//!   agent may use, in a text protocol ([`ProtocolId`]) or the native
+//!   schema, and find the calls in its finished reply;
+//! - [`Pipeline`]: one turn — check the calls against their declarations,
+//!   approve them ([`Approvals`], [`Approver`]), run them on the
+//!   [`Executor`] (each in a fresh, capability-limited instance), approve
+//!   results, and format them as [`Message`]s for the model;
+//! - [`Policy`]: the host's `toolhost.toml`: limits, grants, agents.
+//!
+//! One whole turn:
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::{Executor, Policy, Registry, ToolCall};
+//! use toolhost::{
+//!     AllowAll, Approvals, Declared, Executor, Pipeline, Policy, PromptCache, Registry, ToolCall, ToolCallConfig, Turn,
+//! };
 //!
 //! # async fn demo() -> anyhow::Result<()> {
-//! let mut policy = Policy::default();
-//! policy.plugin_dirs.push("plugins".into());
+//! // Load the plugins the policy names.
+//! let policy = Policy::load("toolhost.toml".as_ref())?;
 //! let registry = Arc::new(Registry::load(policy).await?);
-//! let executor = Executor::new(registry);
+//! let agent = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
 //!
-//! let args = serde_json::json!({ "expression": "6 * 7" });
-//! let call = ToolCall::new("call-1", "calculate", args.as_object().unwrap().clone());
-//! let outcome = executor.call(&call).await;
-//! println!("{}: {}", outcome.status, outcome.output);
+//! // Tell the model about the tools: this is its system prompt.
+//! let catalog = registry.catalog();
+//! let prompt = PromptCache::new().render(&catalog, "assistant", &agent, agent.protocol, "Tools:\n{{tools}}");
+//! println!("{}", prompt.text);
+//!
+//! // The model's finished reply (here, a VCP call), and the calls in it.
+//! let reply = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>";
+//! let declared = Declared::new(catalog.tools().map(|(_, tool)| tool.name.clone()));
+//! let parsed = agent.protocol.protocol().parse(reply, &declared);
+//!
+//! // Check, approve (here: everything), run, and format the results.
+//! let approvals = Arc::new(Approvals::default());
+//! let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(AllowAll));
+//! let turn = Turn::for_agent("assistant", agent);
+//! let result = pipeline.run(&turn, ToolCall::from_reply(reply, &parsed.calls)).await;
+//! for message in &result.messages {
+//!     println!("{:?}: {}", message.role, message.content); // what the model sees next
+//! }
+//! eprintln!("{}", result.summary); // for people
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The crate's own layout is described in `docs/ARCHITECTURE.md`; what the
+//! sandbox promises, in `docs/SECURITY.md`.
 
 mod agent;
 mod approval;
