@@ -7,6 +7,8 @@
 //!   the process-per-call model of stdio tool servers;
 //! - (e) 20 000 trivial calls through the executor, serially and in
 //!   parallel under the default cap (parallel scaling);
+//! - (g) 64 calls that each wait 20 ms in the host, and the 20 000
+//!   CPU-bound calls, at caps 2, 4, 8 and 32: what the default cap trades;
 //! - (f) a batch of 10 trivial calls through the whole turn pipeline,
 //!   auto-approved, against the same batch on the bare executor;
 //! - (d) loading the plugin with a cold compiled-artifact cache (compile and
@@ -30,6 +32,9 @@ const WARM_LOADS: usize = 50;
 const SCALING_CALLS: usize = 20_000;
 const SCALING_ROUNDS: usize = 5;
 const PIPELINE_ROUNDS: usize = 2_000;
+const WAITING_CALLS: usize = 64;
+const WAIT_MS: u64 = 20;
+const CAPS: [usize; 4] = [2, 4, 8, 32];
 
 fn main() -> anyhow::Result<()> {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
@@ -140,6 +145,34 @@ fn main() -> anyhow::Result<()> {
         (median(serial), median(parallel))
     });
 
+    // (g) Calls that wait (64 calls each waiting 20 ms in the host, as an
+    // HTTP tool does) at several caps, against CPU-bound calls at the
+    // same caps: what the default cap trades.
+    let hostile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/hostile");
+    let waiting_registry = Arc::new(workers.block_on(Registry::load(Policy {
+        plugin_dirs: vec![examples.clone(), hostile],
+        cache_dir: Some(cache_dir.path().to_owned()),
+        lock_file: cache_dir.path().join("none.lock"),
+        ..Policy::default()
+    }))?);
+    let wait_args = serde_json::json!({ "ms": WAIT_MS }).as_object().cloned().unwrap_or_default();
+    let waiting: Vec<ToolCall> = (0..WAITING_CALLS).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", wait_args.clone())).collect();
+    let mut sweep = Vec::new();
+    for cap in CAPS {
+        let executor = Executor::with_concurrency(waiting_registry.clone(), cap);
+        let options = RunOptions { parallel: true, ..RunOptions::default() };
+        let (wait, cpu) = workers.block_on(async {
+            let start = Instant::now();
+            let outcomes = executor.run_all(&waiting, &options).await;
+            assert!(outcomes.iter().all(|o| o.status == Status::Success), "{:?}", outcomes[0]);
+            let wait = start.elapsed();
+            let start = Instant::now();
+            executor.run_all(&batch, &options).await;
+            (wait, start.elapsed())
+        });
+        sweep.push((cap, wait, cpu));
+    }
+
     // (f) A batch of 10 trivial calls through the whole turn pipeline
     // (checked, auto-approved, run, formatted) against the same 10 on the
     // bare executor.
@@ -168,6 +201,9 @@ fn main() -> anyhow::Result<()> {
     println!("    plugin load, warm cache (deserialize) {:>12}", show(warm));
     println!("(e) {SCALING_CALLS} calls, serial                    {:>12}", show(serial));
     println!("    {SCALING_CALLS} calls, parallel (cap {cores})           {:>12}", show(parallel));
+    for (cap, wait, cpu) in &sweep {
+        println!("(g) cap {cap:>2}: {WAITING_CALLS} calls waiting {WAIT_MS} ms {:>10}; {SCALING_CALLS} CPU-bound calls {:>10}", show(*wait), show(*cpu));
+    }
     println!("(f) 10 calls on the bare executor          {:>12}", show(bare));
     println!("    10 calls through the turn pipeline     {:>12}", show(piped));
     println!();

@@ -33,6 +33,8 @@ impl Plugin for Hostile {
             .tool(Tool::new("count_calls", "Count calls in a static."))
             .tool(Tool::new("sleep", "Sleep inside a host call.")
                 .param("seconds", Type::Integer, "how long", Required))
+            .tool(Tool::new("wait_ms", "Wait inside a host call, as a tool waiting on I/O does.")
+                .param("ms", Type::Integer, "how long", Required))
     }
 
     fn invoke(tool: &str, args: Args) -> Result<Output, ToolError> {
@@ -88,6 +90,10 @@ impl Plugin for Hostile {
                 Ok("done".into())
             }
             "count_calls" => Ok(json!({ "calls": CALLS.fetch_add(1, Ordering::SeqCst) + 1 }).into()),
+            "wait_ms" => {
+                std::thread::sleep(std::time::Duration::from_millis(args.get("ms")?));
+                Ok("waited".into())
+            }
             "sleep" => {
                 let seconds: u64 = args.get("seconds")?;
                 std::thread::sleep(std::time::Duration::from_secs(seconds));
