@@ -6,7 +6,10 @@
 //!   them (pins, API version, names) and keeps them ready to run;
 //! - [`Executor`]: runs [`ToolCall`]s, each in a fresh, capability-limited
 //!   instance, and returns [`ToolOutcome`]s that name any limit that was hit;
-//! - [`Policy`]: the host's `toolhost.toml`: limits and grants per plugin.
+//! - [`Policy`]: the host's `toolhost.toml`: limits and grants per plugin;
+//! - [`Approvals`]: which calls run, which a person is asked about through
+//!   an [`Approver`], and which are denied; remembered decisions and the
+//!   audit log.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -27,6 +30,7 @@
 //! ```
 
 mod agent;
+mod approval;
 mod arguments;
 mod call;
 mod config;
@@ -41,9 +45,16 @@ mod sandbox;
 mod suggest;
 
 pub use agent::{CallMode, ToolCallConfig};
+pub use approval::{
+    AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
+    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MemoryError, PendingCall,
+    RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
+};
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
-pub use config::{Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, PluginPolicy, Policy};
+pub use config::{
+    Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy,
+};
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
 pub use executor::Executor;
 pub use manifest::{
