@@ -3,6 +3,7 @@
 //! work. Everything it does goes through the `toolhost` library's public
 //! API.
 
+mod approvals;
 mod call;
 mod inspect;
 mod list;
@@ -52,6 +53,7 @@ enum Command {
     Lock(lock::LockCommand),
     Prompt(prompt::PromptCommand),
     Parse(parse::ParseCommand),
+    Approvals(approvals::ApprovalsCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -93,6 +95,7 @@ impl Cli {
             Command::Lock(c) => c.execute(&self.global).await,
             Command::Prompt(c) => c.execute(&self.global).await,
             Command::Parse(c) => c.execute(&self.global).await,
+            Command::Approvals(c) => c.execute(&self.global).await,
         }
     }
 }
