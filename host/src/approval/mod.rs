@@ -26,7 +26,9 @@
 //!   timeout);
 //! - [`ApprovalMemory`]: the remembered decisions, one crash-safe file.
 //!
-//! One turn's approval step, as the pipeline runs it:
+//! A host builds one [`Approvals`] from [`Policy::approval`](crate::Policy::approval)
+//! and shows a person its [`take_warnings`](Approvals::take_warnings) (a
+//! corrupt memory file, say). One turn's approval step then runs like this:
 //!
 //! ```no_run
 //! use toolhost::{Approvals, Assessment, AuditRecord, DenyAll, PendingCall, ToolOutcome, ToolSpec};
