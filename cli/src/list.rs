@@ -2,7 +2,6 @@ use super::GlobalOptions;
 use super::output;
 use toolhost::LoadedPlugin;
 use toolhost::ToolSpec;
-use toolhost::printable;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -50,7 +49,7 @@ impl ListCommand {
                 grants_cell(plugin),
             ]);
         }
-        print_table(&rows)?;
+        output::table(&rows)?;
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -84,21 +83,4 @@ pub(super) fn grants_cell(plugin: &LoadedPlugin) -> String {
     parts.extend(grants.env.iter().map(|e| format!("env {}", e.name)));
     parts.extend(grants.http_hosts.iter().map(|h| format!("http {h}")));
     if parts.is_empty() { "none".into() } else { parts.join(", ") }
-}
-
-/// Cells are escaped before they are measured, so columns line up.
-fn print_table(rows: &[[String; 5]]) -> anyhow::Result<()> {
-    let rows: Vec<Vec<String>> =
-        rows.iter().map(|row| row.iter().map(|cell| printable(cell).into_owned()).collect()).collect();
-    let widths: Vec<usize> =
-        (0..5).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        output::line(line.join("  ").trim_end())?;
-    }
-    Ok(())
 }

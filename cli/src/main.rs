@@ -3,6 +3,7 @@
 //! work. Everything it does goes through the `toolhost` library's public
 //! API.
 
+mod approvals;
 mod call;
 mod inspect;
 mod list;
@@ -14,7 +15,7 @@ mod run;
 
 use toolhost::{DEFAULT_CONFIG_FILE, Policy};
 use std::sync::Arc;
-use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry};
+use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
@@ -55,6 +56,7 @@ enum Command {
     Prompt(prompt::PromptCommand),
     Parse(parse::ParseCommand),
     Run(run::RunCommand),
+    Approvals(approvals::ApprovalsCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -97,6 +99,7 @@ impl Cli {
             Command::Prompt(c) => c.execute(&self.global).await,
             Command::Parse(c) => c.execute(&self.global).await,
             Command::Run(c) => c.execute(&self.global).await,
+            Command::Approvals(c) => c.execute(&self.global).await,
         }
     }
 }
@@ -149,8 +152,18 @@ impl GlobalOptions {
     /// policy, and by `--yes`, a person at the terminal, or nobody.
     async fn pipeline(&self, yes: bool) -> anyhow::Result<Pipeline> {
         let registry = Arc::new(self.registry().await?);
-        let approver: Arc<dyn Approver> = if yes { Arc::new(AllowAll) } else { Arc::new(DenyAll) };
-        Ok(Pipeline::new(Executor::new(registry), Arc::new(Approvals::default()), approver))
+        let approvals = Approvals::new(&registry.policy().approval);
+        for warning in approvals.take_warnings() {
+            output::note(format_args!("warning: {warning}"));
+        }
+        let approver: Arc<dyn Approver> = if yes {
+            Arc::new(AllowAll)
+        } else if std::io::stdin().is_terminal() {
+            Arc::new(TerminalApprover::stdio())
+        } else {
+            Arc::new(DenyAll)
+        };
+        Ok(Pipeline::new(Executor::new(registry), Arc::new(approvals), approver))
     }
 }
 

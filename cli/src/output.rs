@@ -26,6 +26,24 @@ pub(super) fn line(text: impl Display) -> anyhow::Result<()> {
     write_stdout(&printable(&text.to_string()))
 }
 
+/// Rows of cells in aligned columns, the first row a header. Cells are
+/// escaped before they are measured, so columns line up.
+pub(super) fn table<const N: usize>(rows: &[[String; N]]) -> anyhow::Result<()> {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|row| row.iter().map(|cell| printable(cell).into_owned()).collect()).collect();
+    let widths: Vec<usize> =
+        (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        line(cells.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
 /// Pretty JSON, with no control, bidirectional or invisible character raw.
 pub(super) fn json(value: &(impl Serialize + ?Sized)) -> anyhow::Result<()> {
     write_stdout(&to_json_pretty(value)?)

@@ -153,6 +153,59 @@ fn an_unknown_config_key_is_an_error_naming_it() {
     assert!(text(&out.stderr).contains("unknown field `plugin_dir`"), "{}", text(&out.stderr));
 }
 
+#[test]
+fn approvals_lists_revokes_and_clears_remembered_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "lock_file = \"state/toolhost.lock\"\n").unwrap();
+    std::fs::create_dir(dir.path().join("state")).unwrap();
+    let file = dir.path().join("state/toolhost.approvals.json");
+    let sha = "0123456789abcdef".repeat(4);
+    let memory = toolhost::ApprovalMemory::open(&file);
+    for (agent, plugin, tool) in [("coder", "files", "read_file"), ("writer", "files", "read_file"), ("coder", "http_get", "http_get")] {
+        memory.remember(agent, plugin, tool, &sha).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let out = toolhost(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+        text(&out.stdout)
+    };
+
+    let list = run(&["approvals", "list"]);
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 4, "{list}");
+    assert!(lines[0].starts_with("AGENT   PLUGIN    TOOL       SHA256        SINCE"), "{list}");
+    assert!(lines[1].starts_with("coder   files     read_file  0123456789ab  20"), "{list}");
+    assert!(lines[1].ends_with('Z') && !list.contains(&sha), "the date in RFC 3339, the digest short: {list}");
+
+    let revoked = run(&["approvals", "revoke", "read_file", "--agent", "coder"]);
+    assert_eq!(revoked.trim(), "revoked 1 remembered approval(s) of read_file for agent coder in state/toolhost.approvals.json");
+    assert!(!memory.contains("coder", "files", "read_file", &sha) && memory.contains("writer", "files", "read_file", &sha));
+    assert!(run(&["approvals", "revoke", "read_file"]).starts_with("revoked 1 remembered approval(s) of read_file in"));
+    assert!(run(&["approvals", "revoke", "nothing"]).starts_with("revoked 0 "));
+
+    assert!(run(&["approvals", "clear"]).starts_with("cleared 1 remembered approval(s) from"));
+    assert!(memory.entries().is_empty());
+    assert_eq!(run(&["approvals", "list"]).trim(), "no remembered approvals in state/toolhost.approvals.json");
+
+    std::fs::write(&file, "{ not json").unwrap();
+    let out = toolhost(dir.path(), &["approvals", "list"]);
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("warning: remembered approvals") && stderr.contains("are corrupt"), "{stderr}");
+    assert!(text(&out.stdout).starts_with("no remembered approvals"), "a corrupt file grants nothing");
+}
+
+#[test]
+fn a_bad_approval_rule_is_an_error_naming_the_rule_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = "[[approval.rules]]\naction = \"allow\"\ntool = \"write_file\"\nargs = { path = \"notes/[\" }\n";
+    std::fs::write(dir.path().join("toolhost.toml"), rule).unwrap();
+    let out = toolhost(dir.path(), &["approvals", "list"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("approval.rules[0].args.path = \"notes/[\" is invalid"), "{}", text(&out.stderr));
+}
+
 /// Run `toolhost parse` on `reply` from stdin.
 fn parse(cwd: &Path, args: &[&str], reply: &str) -> serde_json::Value {
     use std::io::Write;

@@ -178,7 +178,8 @@ fn main() -> anyhow::Result<()> {
     // bare executor.
     let ten: Vec<ToolCall> = batch[..10].to_vec();
     let (bare, piped) = runtime.block_on(async {
-        let pipeline = Pipeline::new(executor.clone(), Arc::new(Approvals::default()), Arc::new(AllowAll));
+        let approvals = Approvals::new(&toolhost::ApprovalConfig { memory_file: cache_dir.path().join("approvals.json"), ..Default::default() });
+        let pipeline = Pipeline::new(executor.clone(), Arc::new(approvals), Arc::new(AllowAll));
         let turn = Turn::direct(ProtocolId::JsonBlock);
         let options = RunOptions::default();
         let (mut bare, mut piped) = (Vec::new(), Vec::new());

@@ -28,9 +28,20 @@
 //! enabled = true
 //! protocol = "json-block"
 //! tool_toggles = { write_file = false }
+//!
+//! [approval]                         # see `approval`
+//! memory_file = "toolhost.approvals.json"  # remembered "allow always"; default: beside the lock file
+//! audit_log = "audit.jsonl"          # one JSON line per call; default: none
+//! [[approval.rules]]                 # deny, then ask, then allow rules are tried
+//! action = "allow"                   # allow | ask | deny
+//! tool = "write_file"                # a tool name or a glob: "read_*", "*"
+//! agent = "coder"                    # only for this agent; default: every agent
+//! args = { path = "notes/**" }       # every listed argument must match its glob
+//! reason = "…"                       # deny and ask only: the words the model or the person gets
 //! ```
 
 use crate::agent::ToolCallConfig;
+use crate::approval::{ApprovalConfig, Rule, RuleAction};
 use crate::manifest::DirAccess;
 use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
 use serde::Deserialize;
@@ -42,6 +53,9 @@ use std::time::Duration;
 pub const DEFAULT_CONFIG_FILE: &str = "toolhost.toml";
 /// The lock file's name when the policy names none.
 pub const DEFAULT_LOCK_FILE: &str = "toolhost.lock";
+/// The remembered approvals' file name when the policy names none; it
+/// sits beside the lock file.
+pub const DEFAULT_MEMORY_FILE: &str = "toolhost.approvals.json";
 
 /// An error reading `toolhost.toml`.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +117,8 @@ pub struct Policy {
     pub plugins: BTreeMap<String, PluginPolicy>,
     /// How each agent uses tools, by agent name (`[agents.NAME]`).
     pub agents: BTreeMap<String, ToolCallConfig>,
+    /// Approval rules, remembered decisions and the audit log (`[approval]`).
+    pub approval: ApprovalConfig,
 }
 
 /// The policy for one plugin.
@@ -130,7 +146,8 @@ pub struct Binding {
 
 impl Default for Policy {
     /// No plugin directories, the default limits, nothing allowed, the
-    /// user cache directory, `toolhost.lock` in the working directory.
+    /// user cache directory, `toolhost.lock` and `toolhost.approvals.json`
+    /// in the working directory, no approval rules, no audit log.
     fn default() -> Self {
         Policy {
             plugin_dirs: Vec::new(),
@@ -139,6 +156,7 @@ impl Default for Policy {
             limits: Limits::default(),
             plugins: BTreeMap::new(),
             agents: BTreeMap::new(),
+            approval: ApprovalConfig::default(),
         }
     }
 }
@@ -178,13 +196,16 @@ impl Policy {
             };
             plugins.insert(name, PluginPolicy { limits, allowance, binding });
         }
+        let lock_file = resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE)));
+        let approval = file.approval.resolve(&lock_file, &resolve, path)?;
         Ok(Policy {
             plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
             cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
-            lock_file: resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE))),
+            lock_file,
             limits,
             plugins,
             agents: file.agents,
+            approval,
         })
     }
 
@@ -252,6 +273,48 @@ struct ConfigFile {
     plugins: BTreeMap<String, PluginSection>,
     #[serde(default)]
     agents: BTreeMap<String, ToolCallConfig>,
+    #[serde(default)]
+    approval: ApprovalSection,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ApprovalSection {
+    memory_file: Option<PathBuf>,
+    audit_log: Option<PathBuf>,
+    #[serde(default)]
+    rules: Vec<RuleSection>,
+}
+
+impl ApprovalSection {
+    /// Paths resolved, the memory file beside the lock file unless named,
+    /// every rule compiled; a bad rule names its place, `approval.rules[i].key`.
+    fn resolve(self, lock_file: &Path, resolve: &dyn Fn(PathBuf) -> PathBuf, path: &Path) -> Result<ApprovalConfig, ConfigError> {
+        let rules = self.rules.into_iter().enumerate().map(|(i, rule)| {
+            Rule::new(rule.action, &rule.tool, rule.agent, rule.args, rule.reason).map_err(|e| ConfigError::Invalid {
+                path: path.to_owned(),
+                key: format!("approval.rules[{i}].{}", e.key),
+                value: e.value,
+                why: e.why,
+            })
+        });
+        Ok(ApprovalConfig {
+            memory_file: self.memory_file.map_or_else(|| lock_file.with_file_name(DEFAULT_MEMORY_FILE), resolve),
+            audit_log: self.audit_log.map(resolve),
+            rules: rules.collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleSection {
+    action: RuleAction,
+    tool: String,
+    agent: Option<String>,
+    #[serde(default)]
+    args: BTreeMap<String, String>,
+    reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -430,6 +493,59 @@ mod tests {
         assert!(error.contains("unknown field `envs`"), "{error}");
         let error = parse("[plugins.calc.dirs]\n\"/x\" = { host = \"a\", acess = \"read\" }\n").unwrap_err().to_string();
         assert!(error.contains("unknown field `acess`"), "{error}");
+    }
+
+    #[test]
+    fn the_approval_table_resolves_paths_and_compiles_rules() {
+        let policy = parse(
+            r#"
+            lock_file = "state/toolhost.lock"
+            [approval]
+            audit_log = "logs/audit.jsonl"
+            [[approval.rules]]
+            action = "deny"
+            tool = "write_*"
+            agent = "coder"
+            args = { path = "secrets/**" }
+            reason = "secrets stay put"
+            [[approval.rules]]
+            action = "allow"
+            tool = "read_file"
+            "#,
+        )
+        .unwrap();
+        let approval = &policy.approval;
+        assert_eq!(approval.memory_file, PathBuf::from("/etc/toolhost/state/toolhost.approvals.json"), "beside the lock file");
+        assert_eq!(approval.audit_log, Some(PathBuf::from("/etc/toolhost/logs/audit.jsonl")));
+        assert_eq!(approval.rules.len(), 2);
+        assert_eq!(approval.rules[0].to_string(), r#"deny write_* for agent coder where path = "secrets/**""#);
+        assert_eq!(approval.rules[0].reason(), Some("secrets stay put"));
+        let named = parse("[approval]\nmemory_file = \"/var/lib/toolhost/approvals.json\"\n").unwrap();
+        assert_eq!(named.approval.memory_file, PathBuf::from("/var/lib/toolhost/approvals.json"));
+        assert_eq!(parse("").unwrap().approval.memory_file, PathBuf::from("/etc/toolhost/toolhost.approvals.json"));
+    }
+
+    #[test]
+    fn bad_approval_rules_name_the_rule_and_key() {
+        let rule = |body: &str| format!("[[approval.rules]]\naction = \"allow\"\ntool = \"calculate\"\n[[approval.rules]]\n{body}");
+        let error = parse(&rule("action = \"allow\"\ntool = \"write_file\"\nargs = { path = \"notes/[a\" }\n")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "/etc/toolhost/toolhost.toml: approval.rules[1].args.path = \"notes/[a\" is invalid: unclosed character class; missing ']'"
+        );
+        let refused = |text: &str, says: &str| {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.contains(says), "{error}");
+        };
+        refused(&rule("action = \"deny\"\ntool = \"{read,write\"\n"), "approval.rules[1].tool = \"{read,write\" is invalid");
+        refused(
+            &rule("action = \"allow\"\ntool = \"x\"\nreason = \"why not\"\n"),
+            "approval.rules[1].reason = \"why not\" is invalid: an allow rule gives no reason",
+        );
+        refused(&rule("action = \"permit\"\ntool = \"x\"\n"), "unknown variant `permit`, expected one of `allow`, `ask`, `deny`");
+        refused(&rule("action = \"deny\"\ntools = \"x\"\n"), "unknown field `tools`");
+        refused(&rule("action = \"deny\"\n"), "missing field `tool`");
+        refused("[approval]\nmemory = \"x.json\"\n", "unknown field `memory`, expected one of `memory_file`, `audit_log`, `rules`");
     }
 
     #[test]

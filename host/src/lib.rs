@@ -37,8 +37,8 @@
 //! let declared = Declared::new(catalog.tools().map(|(_, tool)| tool.name.clone()));
 //! let parsed = agent.protocol.protocol().parse(reply, &declared);
 //!
-//! // Check, approve (here: everything), run, and format the results.
-//! let approvals = Arc::new(Approvals::default());
+//! // Check, approve (here: everything the rules allow), run, and format.
+//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
 //! let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(AllowAll));
 //! let turn = Turn::for_agent("assistant", agent);
 //! let result = pipeline.run(&turn, ToolCall::from_reply(reply, &parsed.calls)).await;
@@ -72,11 +72,15 @@ mod suggest;
 
 pub use agent::{CallMode, ToolCallConfig};
 pub use approval::{
-    AllowAll, Approvals, Approver, AskReason, Assessment, CallDecision, DecidedBy, DenyAll, PendingCall, ResultDecision,
+    AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
+    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MemoryError, PendingCall,
+    RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
-pub use config::{Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, PluginPolicy, Policy};
+pub use config::{
+    Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy,
+};
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
 pub use executor::{Executor, RunOptions, default_concurrency};
 pub use tokio_util::sync::CancellationToken;
@@ -88,6 +92,7 @@ pub use message::{Message, Role};
 pub use outcome::{Status, ToolOutcome};
 pub use pipeline::{DIRECT_AGENT, Pipeline, Turn, TurnResult};
 pub use printable::{printable, printable_lines, to_json_pretty};
+pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{
     CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, Refusal,

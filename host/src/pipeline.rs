@@ -16,13 +16,11 @@
 //! Outcomes keep the calls' order and ids; each call is audited.
 
 use crate::agent::ToolCallConfig;
-use crate::approval::{
-    Approvals, Approver, AskReason, Assessment, CallDecision, DecidedBy, PendingCall, ResultDecision,
-};
+use crate::approval::{Approvals, Approver, AskReason, Assessment, AuditRecord, PendingCall, ResultDecision};
 use crate::arguments;
 use crate::call::ToolCall;
 use crate::executor::{Executor, RunOptions};
-use crate::manifest::{Permission, ToolSpec};
+use crate::manifest::ToolSpec;
 use crate::message::Message;
 use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::ProtocolId;
@@ -88,10 +86,11 @@ pub struct Pipeline {
 /// Where a call stands as it goes through the steps; declarations are
 /// borrowed from the turn's catalog snapshot.
 enum Slot<'c> {
-    /// Checked, waiting for a decision or to run.
-    Pending { call: ToolCall, plugin: &'c LoadedPlugin, spec: &'c ToolSpec, decided: Option<DecidedBy> },
-    /// Done: refused, denied, or run.
-    Done { outcome: ToolOutcome, decided: Option<DecidedBy> },
+    /// Checked, waiting for a decision or to run; `decided` is how
+    /// approval ended (run, by whom), once it has.
+    Pending { call: ToolCall, plugin: &'c LoadedPlugin, spec: &'c ToolSpec, decided: Option<Assessment> },
+    /// Done: refused, denied, or run; what the audit log records.
+    Done { outcome: ToolOutcome, audit: AuditRecord },
 }
 
 impl Pipeline {
@@ -114,7 +113,7 @@ impl Pipeline {
         let mut slots: Vec<Slot<'_>> = calls.into_iter().map(|call| check(&catalog, &offered, turn, call)).collect();
         self.approve_calls(turn, &mut slots).await;
         self.execute(turn, &mut slots).await;
-        let outcomes = into_outcomes(slots);
+        let outcomes = into_outcomes(&self.approvals, slots);
         let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
         TurnResult { summary: summary(&outcomes), outcomes, messages }
     }
@@ -124,35 +123,24 @@ impl Pipeline {
         let mut asked = Vec::new();
         for (index, slot) in slots.iter_mut().enumerate() {
             let Slot::Pending { call, plugin, spec, decided } = slot else { continue };
-            match self.approvals.assess(agent, turn.config.require_confirmation, plugin.name(), &plugin.sha256, spec, &call.args) {
-                Assessment::Run { by } => *decided = Some(by),
-                Assessment::Ask(reason) => asked.push((index, pending(agent, call, plugin.name(), spec, reason))),
-                Assessment::Deny { by, reason } => {
-                    let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason);
-                    *slot = Slot::Done { outcome, decided: Some(by) };
-                }
+            match self.approvals.assess(agent, turn.config.require_confirmation, &plugin.sha256, spec, &call.args) {
+                Assessment::Ask(reason) => asked.push((index, pending(agent, call, spec, reason))),
+                assessment => *decided = Some(assessment),
             }
         }
-        if asked.is_empty() {
-            return;
-        }
         let batch: Vec<PendingCall> = asked.iter().map(|(_, pending)| pending.clone()).collect();
-        let mut decisions = self.approver.approve_calls(&batch).await.into_iter();
-        for (index, _) in asked {
-            let decision = decisions.next().unwrap_or(CallDecision::Deny { reason: Some("the approver gave no decision".into()) });
-            let slot = &mut slots[index];
-            let Slot::Pending { call, plugin, spec, decided } = slot else { continue };
-            match decision {
-                CallDecision::AllowAlways if spec.permission == Permission::Moderate => {
-                    self.approvals.remember(agent, plugin.name(), &plugin.sha256, &call.tool);
-                    *decided = Some(DecidedBy::Person);
-                }
-                CallDecision::AllowOnce | CallDecision::AllowAlways => *decided = Some(DecidedBy::Person),
-                CallDecision::Deny { reason } => {
-                    let message = reason.unwrap_or_else(|| format!("a person denied the call to `{}`", call.tool));
-                    let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, message);
-                    *slot = Slot::Done { outcome, decided: Some(DecidedBy::Person) };
-                }
+        let answers = self.approvals.ask(self.approver.as_ref(), &batch).await;
+        for ((index, pending), answer) in asked.into_iter().zip(answers) {
+            let Slot::Pending { plugin, decided, .. } = &mut slots[index] else { continue };
+            *decided = Some(self.approvals.settle(&pending, &plugin.sha256, answer).await);
+        }
+        // A denial ends the call here, with its reason for the model.
+        for slot in slots.iter_mut() {
+            if let Slot::Pending { call, plugin, decided: Some(decided @ Assessment::Deny { .. }), .. } = slot {
+                let Assessment::Deny { reason, .. } = &decided else { unreachable!("matched above") };
+                let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason.clone());
+                let audit = AuditRecord::new(agent, Some(plugin.name()), &call.args, Some(decided), &outcome);
+                *slot = Slot::Done { outcome, audit };
             }
         }
     }
@@ -173,18 +161,19 @@ impl Pipeline {
             cancel: turn.cancel.clone(),
         };
         let outcomes = self.executor.run_all(&calls, &options).await;
-        for (index, outcome) in runnable.into_iter().zip(outcomes) {
-            let Slot::Pending { spec, decided, .. } = &mut slots[index] else { unreachable!("filtered above") };
-            let (spec, decided) = (*spec, decided.take());
-            slots[index] = Slot::Done { outcome, decided };
-            self.approve_result(&mut slots[index], spec).await;
+        for ((index, outcome), call) in runnable.into_iter().zip(outcomes).zip(calls) {
+            let Slot::Pending { plugin, spec, decided, .. } = &mut slots[index] else { unreachable!("filtered above") };
+            let (plugin, spec, decided) = (*plugin, *spec, decided.take());
+            let mut outcome = outcome;
+            self.approve_result(&mut outcome, spec).await;
+            let audit = AuditRecord::new(turn.agent_name(), Some(plugin.name()), &call.args, decided.as_ref(), &outcome);
+            slots[index] = Slot::Done { outcome, audit };
         }
     }
 
     /// Step 4 for one call: a successful result of a tool that declares
     /// result approval is shown to a person first.
-    async fn approve_result(&self, slot: &mut Slot<'_>, spec: &ToolSpec) {
-        let Slot::Done { outcome, .. } = slot else { return };
+    async fn approve_result(&self, outcome: &mut ToolOutcome, spec: &ToolSpec) {
         if spec.result_approval && outcome.status == Status::Success {
             if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
                 // The rejected text is replaced here, before any message
@@ -200,12 +189,16 @@ impl Pipeline {
 
 }
 
-/// The outcomes, in the calls' order, once every call is done.
-fn into_outcomes(slots: Vec<Slot<'_>>) -> Vec<ToolOutcome> {
+/// The outcomes, in the calls' order, once every call is done; each is
+/// audited.
+fn into_outcomes(approvals: &Approvals, slots: Vec<Slot<'_>>) -> Vec<ToolOutcome> {
     slots
         .into_iter()
         .map(|slot| match slot {
-            Slot::Done { outcome, .. } => outcome,
+            Slot::Done { outcome, audit } => {
+                approvals.audit(&audit);
+                outcome
+            }
             Slot::Pending { .. } => unreachable!("every call is done after execute"),
         })
         .collect()
@@ -214,9 +207,13 @@ fn into_outcomes(slots: Vec<Slot<'_>>) -> Vec<ToolOutcome> {
 /// Step 1 for one call: the tool, among those `offered` to the turn's
 /// agent, and the arguments, coerced.
 fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, call: ToolCall) -> Slot<'c> {
+    let refused = |call: &ToolCall, status, message: String| {
+        let outcome = ToolOutcome::without_running(&call.id, &call.tool, status, message);
+        let audit = AuditRecord::new(turn.agent_name(), None, &call.args, None, &outcome);
+        Slot::Done { outcome, audit }
+    };
     if let Some(agent) = turn.agent.as_deref().filter(|_| !turn.config.enabled) {
-        let message = format!("tool calling is off for agent `{agent}`");
-        return Slot::Done { outcome: ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, message), decided: None };
+        return refused(&call, Status::Denied, format!("tool calling is off for agent `{agent}`"));
     }
     match arguments::check(&call, offered) {
         Ok(checked) => {
@@ -225,16 +222,16 @@ fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, call: Too
         }
         Err(error) => {
             let status = if error.unknown_tool { Status::NotFound } else { Status::InvalidArgs };
-            Slot::Done { outcome: ToolOutcome::without_running(&call.id, &call.tool, status, error.message), decided: None }
+            refused(&call, status, error.message)
         }
     }
 }
 
-fn pending(agent: &str, call: &ToolCall, plugin: &str, spec: &ToolSpec, reason: AskReason) -> PendingCall {
+fn pending(agent: &str, call: &ToolCall, spec: &ToolSpec, reason: AskReason) -> PendingCall {
     PendingCall {
         id: call.id.clone(),
         agent: agent.to_owned(),
-        plugin: plugin.to_owned(),
+        plugin: spec.plugin.clone(),
         tool: call.tool.clone(),
         permission: spec.permission,
         args: call.args.clone(),

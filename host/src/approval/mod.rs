@@ -9,21 +9,85 @@
 //! | any, agent has `require_confirmation` | asks every call |
 //! | result approval | the result is shown to a person before it goes anywhere |
 //!
-//! Rules in `toolhost.toml` (`[[approval.rules]]`) are evaluated deny →
-//! ask → allow; the first match of the strictest kind wins, optionally
-//! narrowed by argument patterns. An [`Approver`] takes a batch of pending
-//! calls and returns one decision each.
+//! Rules in `toolhost.toml` (`[[approval.rules]]`, see [`Rule`]) are
+//! evaluated deny → ask → allow; the first match of the strictest kind
+//! wins, optionally narrowed by argument patterns. A rule can make a tool
+//! stricter than its level, or explicitly looser; `require_confirmation`
+//! is never loosened by an allow rule. An [`Approver`] takes a batch of
+//! pending calls and returns one decision each.
 //!
-//! (Interface agreed between the pipeline and this module; the
-//! implementation fills in the rest.)
+//! The most interesting items:
+//! - [`Approvals`]: [`assess`](Approvals::assess) a call, [`ask`](Approvals::ask)
+//!   an approver about a batch, [`settle`](Approvals::settle) each answer
+//!   (remembering "allow always"), [`audit`](Approvals::audit) the outcome;
+//! - the adapters: [`DenyAll`] (nobody attached), [`AllowAll`] (`--yes`),
+//!   [`TerminalApprover`] (a person at a terminal, or any reader and
+//!   writer), [`ChannelApprover`] (a UI or an embedding program, with a
+//!   timeout);
+//! - [`ApprovalMemory`]: the remembered decisions, one crash-safe file.
+//!
+//! A host builds one [`Approvals`] from [`Policy::approval`](crate::Policy::approval)
+//! and shows a person its [`take_warnings`](Approvals::take_warnings) (a
+//! corrupt memory file, say). One turn's approval step then runs like this:
+//!
+//! ```no_run
+//! use toolhost::{Approvals, Assessment, AuditRecord, DenyAll, PendingCall, ToolOutcome, ToolSpec};
+//! # async fn turn(approvals: &Approvals, tool: &ToolSpec, sha256: &str, args: serde_json::Map<String, serde_json::Value>) {
+//! let approver = DenyAll; // or AllowAll, a TerminalApprover, a ChannelApprover
+//! let mut pending = Vec::new();
+//! let assessment = approvals.assess("coder", false, sha256, tool, &args);
+//! if let Assessment::Ask(reason) = assessment {
+//!     pending.push(PendingCall {
+//!         id: "call-1".into(),
+//!         agent: "coder".into(),
+//!         plugin: tool.plugin.clone(),
+//!         tool: tool.name.clone(),
+//!         permission: tool.permission,
+//!         args: args.clone(),
+//!         reason,
+//!     });
+//! }
+//! // All of a turn's asked calls go to the approver as one batch.
+//! for (call, answer) in pending.iter().zip(approvals.ask(&approver, &pending).await) {
+//!     match approvals.settle(call, sha256, answer).await {
+//!         Assessment::Run { by } => { /* execute; audit with `by` */ }
+//!         Assessment::Deny { by, reason } => {
+//!             let outcome = ToolOutcome::without_running(&call.id, &call.tool, toolhost::Status::Denied, reason.clone());
+//!             let decided = Assessment::Deny { by, reason };
+//!             approvals.audit(&AuditRecord::new(&call.agent, Some(&call.plugin), &call.args, Some(&decided), &outcome));
+//!         }
+//!         Assessment::Ask(_) => unreachable!("settled calls run or are denied"),
+//!     }
+//! }
+//! # }
+//! ```
+//!
+//! Results of tools with `result_approval` go to
+//! [`Approver::approve_result`] before any message is formed; a rejected
+//! result's text must go nowhere, only the rejection and its reason.
 
-mod interim;
+mod adapters;
+mod approvals;
+mod audit;
+mod channel;
+mod memory;
+mod rules;
+mod terminal;
 
-pub use interim::{AllowAll, Approvals, Assessment, DecidedBy, DenyAll};
+pub use adapters::{AllowAll, DenyAll};
+pub use approvals::{Approvals, Assessment};
+pub use audit::AuditRecord;
+pub use channel::{ApprovalRequest, ChannelApprover};
+pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MemoryError, RememberedApproval};
+pub use rules::{ApprovalConfig, Rule, RuleAction, RuleError};
+pub use terminal::TerminalApprover;
+
+
 
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};
+use std::fmt;
 
 /// Why a call waits for a person.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +100,66 @@ pub enum AskReason {
     RequireConfirmation,
     /// An `ask` rule matched; its description.
     Rule(String),
+}
+
+/// `it is sensitive: every call is asked`: why, as a person reads it.
+impl fmt::Display for AskReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AskReason::Moderate => f.write_str("it is moderate and no \"allow always\" is remembered for it"),
+            AskReason::Sensitive => f.write_str("it is sensitive: every call is asked"),
+            AskReason::RequireConfirmation => f.write_str("its agent has require_confirmation = true: every call is asked"),
+            AskReason::Rule(rule) => write!(f, "an approval rule asks for it: {rule}"),
+        }
+    }
+}
+
+/// Who or what decided a call, as the audit log records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecidedBy {
+    /// The tool's permission level (a public tool runs).
+    Level,
+    /// A rule, as `approval.rules[0]: deny write_file`.
+    Rule(String),
+    /// A remembered "allow always".
+    Remembered,
+    /// A person.
+    Person,
+    /// The allow-all adapter (`--yes`).
+    AllowAll,
+    /// The deny-all adapter: nobody could approve.
+    DenyAll,
+    /// Nobody answered within the approver's timeout.
+    TimedOut,
+    /// The approver ended without an answer: input closed, channel gone,
+    /// or fewer answers than calls.
+    NoAnswer,
+}
+
+/// `level`, `rule approval.rules[0]: …`, `remembered`, `person`,
+/// `allow-all`, `deny-all`, `timed-out`, `no-answer`.
+impl fmt::Display for DecidedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecidedBy::Level => f.write_str("level"),
+            DecidedBy::Rule(rule) => write!(f, "rule {rule}"),
+            DecidedBy::Remembered => f.write_str("remembered"),
+            DecidedBy::Person => f.write_str("person"),
+            DecidedBy::AllowAll => f.write_str("allow-all"),
+            DecidedBy::DenyAll => f.write_str("deny-all"),
+            DecidedBy::TimedOut => f.write_str("timed-out"),
+            DecidedBy::NoAnswer => f.write_str("no-answer"),
+        }
+    }
+}
+
+/// A decision on one pending call, with who made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The decision.
+    pub decision: CallDecision,
+    /// Who made it.
+    pub by: DecidedBy,
 }
 
 /// A call waiting for a person's decision.
@@ -93,4 +217,13 @@ pub trait Approver: Send + Sync {
 
     /// Whether `outcome` of `tool` may go on.
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision;
+
+    /// [`approve_calls`](Self::approve_calls), saying who made each
+    /// decision, for the audit log. The default says a person made them
+    /// all; adapters that decide by themselves (deny-all, allow-all, a
+    /// timeout, closed input) say so.
+    async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
+        let decisions = self.approve_calls(calls).await;
+        decisions.into_iter().map(|decision| Answer { decision, by: DecidedBy::Person }).collect()
+    }
 }

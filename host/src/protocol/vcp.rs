@@ -116,7 +116,7 @@ pub fn request_block(tool: &str, args: &Map<String, Value>) -> String {
 }
 
 /// The human summary of a round's results, as the VCP server shows it to a
-/// person (not to the model).
+/// person (not to the model): `[[VCP调用结果信息汇总: …]]`.
 pub fn summary(outcomes: &[ToolOutcome]) -> String {
     let mut out = String::from("[[VCP调用结果信息汇总:\n");
     for o in outcomes {

@@ -1,0 +1,407 @@
+//! [`Approvals`]: the rules, the remembered decisions and the audit log
+//! together, deciding which calls run, which are asked and which are
+//! denied.
+
+use super::audit::{AuditLog, AuditRecord};
+use super::memory::{ApprovalMemory, MemoryError};
+use super::rules::{ApprovalConfig, Rule, RuleAction};
+use super::{Answer, Approver, AskReason, CallDecision, DecidedBy, PendingCall};
+use crate::manifest::{Permission, ToolSpec};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// What becomes of a call before any person sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assessment {
+    /// It runs.
+    Run {
+        /// Who or what let it.
+        by: DecidedBy,
+    },
+    /// A person must decide.
+    Ask(AskReason),
+    /// It does not run; `reason` reaches the model.
+    Deny {
+        /// Who or what refused it.
+        by: DecidedBy,
+        /// Why, in words for the model.
+        reason: String,
+    },
+}
+
+/// The approval policy at work: `[approval]` rules, the remembered
+/// decisions and the audit log. Shared by every turn (`&self` throughout).
+#[derive(Debug)]
+pub struct Approvals {
+    rules: Vec<Rule>,
+    memory: Arc<ApprovalMemory>,
+    audit: Option<AuditLog>,
+}
+
+impl Approvals {
+    /// The policy `config` describes, its memory file read now. A memory
+    /// file that cannot be trusted is read as empty; see
+    /// [`take_warnings`](Self::take_warnings).
+    pub fn new(config: &ApprovalConfig) -> Self {
+        Approvals {
+            rules: config.rules.clone(),
+            memory: Arc::new(ApprovalMemory::open(&config.memory_file)),
+            audit: config.audit_log.clone().map(AuditLog::new),
+        }
+    }
+
+    /// The remembered decisions.
+    pub fn memory(&self) -> &ApprovalMemory {
+        &self.memory
+    }
+
+    /// What becomes of a call of `tool` by `agent` with the checked `args`,
+    /// its plugin's component having `plugin_sha256`:
+    ///
+    /// 1. a matching deny rule denies (even with `require_confirmation`);
+    /// 2. a matching ask rule asks;
+    /// 3. `require_confirmation` asks, whatever allow rules say;
+    /// 4. a matching allow rule runs it (a sensitive tool too);
+    /// 5. otherwise its level: public runs, moderate asks unless "allow
+    ///    always" is remembered for this agent, plugin, tool and SHA-256,
+    ///    sensitive asks.
+    pub fn assess(
+        &self,
+        agent: &str,
+        require_confirmation: bool,
+        plugin_sha256: &str,
+        tool: &ToolSpec,
+        args: &Map<String, Value>,
+    ) -> Assessment {
+        let first = |action| {
+            self.rules
+                .iter()
+                .enumerate()
+                .find(|(_, rule)| rule.action() == action && rule.matches(agent, &tool.name, args))
+                .map(|(i, rule)| (describe(i, rule), rule))
+        };
+        if let Some((which, rule)) = first(RuleAction::Deny) {
+            let reason = rule.reason().map_or_else(|| format!("denied by {which}"), str::to_owned);
+            return Assessment::Deny { by: DecidedBy::Rule(which), reason };
+        }
+        if let Some((which, rule)) = first(RuleAction::Ask) {
+            return Assessment::Ask(AskReason::Rule(match rule.reason() {
+                Some(reason) => format!("{which} ({reason})"),
+                None => which,
+            }));
+        }
+        if require_confirmation {
+            return Assessment::Ask(AskReason::RequireConfirmation);
+        }
+        if let Some((which, _)) = first(RuleAction::Allow) {
+            return Assessment::Run { by: DecidedBy::Rule(which) };
+        }
+        match tool.permission {
+            Permission::Public => Assessment::Run { by: DecidedBy::Level },
+            Permission::Moderate if self.memory.contains(agent, &tool.plugin, &tool.name, plugin_sha256) => {
+                Assessment::Run { by: DecidedBy::Remembered }
+            }
+            Permission::Moderate => Assessment::Ask(AskReason::Moderate),
+            Permission::Sensitive => Assessment::Ask(AskReason::Sensitive),
+        }
+    }
+
+    /// Ask `approver` about `calls` (one batch, so a person can answer all
+    /// at once): one answer per call, in order. An approver that answers
+    /// too few calls is taken to deny the rest.
+    pub async fn ask(&self, approver: &dyn Approver, calls: &[PendingCall]) -> Vec<Answer> {
+        if calls.is_empty() {
+            return Vec::new();
+        }
+        let mut answers = approver.answer_calls(calls).await;
+        if answers.len() != calls.len() {
+            tracing::warn!("the approver answered {} of {} calls; the rest are denied", answers.len(), calls.len());
+            answers.truncate(calls.len());
+            answers.resize_with(calls.len(), || Answer {
+                decision: CallDecision::Deny { reason: Some("the approver gave no decision for this call".into()) },
+                by: DecidedBy::NoAnswer,
+            });
+        }
+        answers
+    }
+
+    /// What `answer` makes of `call`, whose plugin's component has
+    /// `plugin_sha256`: run or deny. "Allow always" on a moderate tool is
+    /// remembered (a failure to write it is logged; the call still runs);
+    /// on another it counts as once. A denial without words gets some.
+    pub async fn settle(&self, call: &PendingCall, plugin_sha256: &str, answer: Answer) -> Assessment {
+        match answer.decision {
+            CallDecision::AllowAlways if call.permission == Permission::Moderate => {
+                if let Err(e) = self.remember(&call.agent, &call.plugin, &call.tool, plugin_sha256).await {
+                    tracing::warn!("{e}");
+                }
+                Assessment::Run { by: answer.by }
+            }
+            CallDecision::AllowOnce | CallDecision::AllowAlways => Assessment::Run { by: answer.by },
+            CallDecision::Deny { reason } => Assessment::Deny {
+                reason: reason.unwrap_or_else(|| DENIED_WITHOUT_REASON.to_owned()),
+                by: answer.by,
+            },
+        }
+    }
+
+    /// Remember "allow always" for `tool` of `plugin` at `plugin_sha256`,
+    /// for `agent`. The file is written on a blocking thread.
+    pub async fn remember(&self, agent: &str, plugin: &str, tool: &str, plugin_sha256: &str) -> Result<(), MemoryError> {
+        let memory = Arc::clone(&self.memory);
+        let key = [agent, plugin, tool, plugin_sha256].map(str::to_owned);
+        let write = move || memory.remember(&key[0], &key[1], &key[2], &key[3]);
+        match tokio::task::spawn_blocking(write).await {
+            Ok(result) => result,
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        }
+    }
+
+    /// Append `record` to the audit log, if there is one. A failure is
+    /// logged, never returned: auditing does not stop calls.
+    pub fn audit(&self, record: &AuditRecord) {
+        if let Some(log) = &self.audit {
+            log.append(record);
+        }
+    }
+
+    /// Problems met reading the memory file since the last call, for the
+    /// caller to show; each was also logged.
+    pub fn take_warnings(&self) -> Vec<MemoryError> {
+        self.memory.take_warnings()
+    }
+}
+
+/// What the model reads when a call is denied without a reason.
+const DENIED_WITHOUT_REASON: &str = "the call was not approved (no reason was given)";
+
+/// How a rule is named in decisions and the audit log:
+/// `approval.rules[0]: deny write_file where path = "secrets/**"`.
+fn describe(index: usize, rule: &Rule) -> String {
+    format!("approval.rules[{index}]: {rule}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::{AllowAll, DenyAll};
+    use serde_json::json;
+
+    const SHA: &str = "1111";
+
+    struct Setup {
+        _dir: tempfile::TempDir,
+        approvals: Approvals,
+    }
+
+    fn with_rules(rules: Vec<Rule>) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ApprovalConfig {
+            memory_file: dir.path().join("approvals.json"),
+            audit_log: Some(dir.path().join("audit.jsonl")),
+            rules,
+        };
+        Setup { approvals: Approvals::new(&config), _dir: dir }
+    }
+
+    fn rule(action: RuleAction, tool: &str) -> Rule {
+        Rule::new(action, tool, None, [], None).unwrap()
+    }
+
+    fn tool(name: &str, permission: Permission) -> ToolSpec {
+        ToolSpec { permission, ..ToolSpec::new(name, "files", "a tool") }
+    }
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    fn assess(setup: &Setup, tool: &ToolSpec, args: &Map<String, Value>) -> Assessment {
+        setup.approvals.assess("coder", false, SHA, tool, args)
+    }
+
+    fn by_rule(index: usize, text: &str) -> DecidedBy {
+        DecidedBy::Rule(format!("approval.rules[{index}]: {text}"))
+    }
+
+    #[test]
+    fn without_rules_the_level_decides() {
+        let setup = with_rules(Vec::new());
+        let none = Map::new();
+        assert_eq!(assess(&setup, &tool("calculate", Permission::Public), &none), Assessment::Run { by: DecidedBy::Level });
+        assert_eq!(assess(&setup, &tool("read_file", Permission::Moderate), &none), Assessment::Ask(AskReason::Moderate));
+        assert_eq!(assess(&setup, &tool("write_file", Permission::Sensitive), &none), Assessment::Ask(AskReason::Sensitive));
+    }
+
+    #[test]
+    fn deny_beats_allow_whatever_the_order() {
+        let mut deny = Rule::new(RuleAction::Deny, "write_*", None, [], Some("writes are off today".into())).unwrap();
+        let setup = with_rules(vec![rule(RuleAction::Allow, "write_file"), deny.clone()]);
+        let write = tool("write_file", Permission::Sensitive);
+        let expected = Assessment::Deny { by: by_rule(1, "deny write_*"), reason: "writes are off today".into() };
+        assert_eq!(assess(&setup, &write, &Map::new()), expected);
+        assert_eq!(
+            setup.approvals.assess("coder", true, SHA, &write, &Map::new()),
+            expected,
+            "deny rules win over require_confirmation too"
+        );
+        deny = rule(RuleAction::Deny, "write_file");
+        let setup = with_rules(vec![deny]);
+        assert_eq!(
+            assess(&setup, &write, &Map::new()),
+            Assessment::Deny { by: by_rule(0, "deny write_file"), reason: "denied by approval.rules[0]: deny write_file".into() }
+        );
+    }
+
+    #[test]
+    fn an_ask_rule_makes_a_public_tool_ask_and_beats_allow() {
+        let ask = Rule::new(RuleAction::Ask, "calc*", None, [], Some("costly".into())).unwrap();
+        let setup = with_rules(vec![rule(RuleAction::Allow, "*"), ask]);
+        assert_eq!(
+            assess(&setup, &tool("calculate", Permission::Public), &Map::new()),
+            Assessment::Ask(AskReason::Rule("approval.rules[1]: ask calc* (costly)".into()))
+        );
+    }
+
+    #[test]
+    fn an_allow_rule_makes_a_sensitive_tool_run() {
+        let setup = with_rules(vec![rule(RuleAction::Allow, "write_file")]);
+        assert_eq!(
+            assess(&setup, &tool("write_file", Permission::Sensitive), &Map::new()),
+            Assessment::Run { by: by_rule(0, "allow write_file") }
+        );
+        assert_eq!(
+            assess(&setup, &tool("delete_file", Permission::Sensitive), &Map::new()),
+            Assessment::Ask(AskReason::Sensitive)
+        );
+    }
+
+    #[test]
+    fn an_argument_pattern_allows_one_path_and_asks_for_another() {
+        let notes = Rule::new(RuleAction::Allow, "write_file", None, [("path".into(), "notes/**".into())], None).unwrap();
+        let setup = with_rules(vec![notes]);
+        let write = tool("write_file", Permission::Sensitive);
+        assert_eq!(
+            assess(&setup, &write, &args(json!({ "path": "notes/today.md", "content": "x" }))),
+            Assessment::Run { by: by_rule(0, r#"allow write_file where path = "notes/**""#) }
+        );
+        for path in ["src/main.rs", "notes/../src/main.rs"] {
+            assert_eq!(
+                assess(&setup, &write, &args(json!({ "path": path }))),
+                Assessment::Ask(AskReason::Sensitive),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_agent_narrowed_rule_applies_to_that_agent_only() {
+        let coder = Rule::new(RuleAction::Allow, "write_file", Some("coder".into()), [], None).unwrap();
+        let setup = with_rules(vec![coder]);
+        let write = tool("write_file", Permission::Sensitive);
+        assert!(matches!(setup.approvals.assess("coder", false, SHA, &write, &Map::new()), Assessment::Run { .. }));
+        assert_eq!(setup.approvals.assess("writer", false, SHA, &write, &Map::new()), Assessment::Ask(AskReason::Sensitive));
+    }
+
+    #[tokio::test]
+    async fn require_confirmation_asks_for_public_tools_and_past_allow_rules_and_memory() {
+        let setup = with_rules(vec![rule(RuleAction::Allow, "write_file")]);
+        let approvals = &setup.approvals;
+        let ask = Assessment::Ask(AskReason::RequireConfirmation);
+        assert_eq!(approvals.assess("coder", true, SHA, &tool("calculate", Permission::Public), &Map::new()), ask);
+        assert_eq!(approvals.assess("coder", true, SHA, &tool("write_file", Permission::Sensitive), &Map::new()), ask);
+        let read = tool("read_file", Permission::Moderate);
+        approvals.remember("coder", "files", "read_file", SHA).await.unwrap();
+        assert_eq!(approvals.assess("coder", true, SHA, &read, &Map::new()), ask);
+        assert_eq!(approvals.assess("coder", false, SHA, &read, &Map::new()), Assessment::Run { by: DecidedBy::Remembered });
+    }
+
+    #[tokio::test]
+    async fn allow_always_on_a_moderate_tool_is_remembered_until_the_plugin_changes() {
+        let setup = with_rules(Vec::new());
+        let read = tool("read_file", Permission::Moderate);
+        let Assessment::Ask(reason) = assess(&setup, &read, &Map::new()) else { panic!("moderate asks") };
+        let call = pending(&read, reason);
+        let always = Answer { decision: CallDecision::AllowAlways, by: DecidedBy::Person };
+        assert_eq!(setup.approvals.settle(&call, SHA, always.clone()).await, Assessment::Run { by: DecidedBy::Person });
+        assert_eq!(assess(&setup, &read, &Map::new()), Assessment::Run { by: DecidedBy::Remembered });
+        assert_eq!(
+            setup.approvals.assess("coder", false, "2222", &read, &Map::new()),
+            Assessment::Ask(AskReason::Moderate),
+            "a changed plugin asks again"
+        );
+        assert_eq!(
+            setup.approvals.assess("writer", false, SHA, &read, &Map::new()),
+            Assessment::Ask(AskReason::Moderate),
+            "remembered per agent"
+        );
+        let reopened = Approvals::new(&ApprovalConfig {
+            memory_file: setup.approvals.memory().path().to_owned(),
+            audit_log: None,
+            rules: Vec::new(),
+        });
+        assert_eq!(reopened.assess("coder", false, SHA, &read, &Map::new()), Assessment::Run { by: DecidedBy::Remembered });
+
+        let write = tool("write_file", Permission::Sensitive);
+        let call = pending(&write, AskReason::Sensitive);
+        assert_eq!(setup.approvals.settle(&call, SHA, always).await, Assessment::Run { by: DecidedBy::Person });
+        assert_eq!(
+            assess(&setup, &write, &Map::new()),
+            Assessment::Ask(AskReason::Sensitive),
+            "\"always\" on a sensitive tool counts as once"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_memory_file_is_reported_and_grants_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory_file = dir.path().join("approvals.json");
+        std::fs::write(&memory_file, "{\"version\": 1, \"allowed\": [{\"agent\": \"coder\"").unwrap();
+        let approvals = Approvals::new(&ApprovalConfig { memory_file, audit_log: None, rules: Vec::new() });
+        let warnings = approvals.take_warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].to_string().contains("corrupt"), "{}", warnings[0]);
+        let read = tool("read_file", Permission::Moderate);
+        assert_eq!(approvals.assess("coder", false, SHA, &read, &Map::new()), Assessment::Ask(AskReason::Moderate));
+    }
+
+    #[tokio::test]
+    async fn answers_are_one_per_call_and_denials_carry_words() {
+        struct Silent;
+        #[async_trait::async_trait]
+        impl Approver for Silent {
+            async fn approve_calls(&self, _: &[PendingCall]) -> Vec<CallDecision> {
+                vec![CallDecision::Deny { reason: None }]
+            }
+            async fn approve_result(&self, _: &crate::ToolOutcome, _: &ToolSpec) -> super::super::ResultDecision {
+                super::super::ResultDecision::Pass
+            }
+        }
+        let setup = with_rules(Vec::new());
+        let write = tool("write_file", Permission::Sensitive);
+        let calls = [pending(&write, AskReason::Sensitive), pending(&write, AskReason::Sensitive)];
+        let answers = setup.approvals.ask(&Silent, &calls).await;
+        assert_eq!(answers.len(), 2);
+        assert_eq!(answers[1].by, DecidedBy::NoAnswer);
+        assert_eq!(
+            setup.approvals.settle(&calls[0], SHA, answers[0].clone()).await,
+            Assessment::Deny { by: DecidedBy::Person, reason: DENIED_WITHOUT_REASON.into() }
+        );
+        let allowed = setup.approvals.ask(&AllowAll, &calls).await;
+        assert!(allowed.iter().all(|a| a.by == DecidedBy::AllowAll && a.decision == CallDecision::AllowOnce));
+        let denied = setup.approvals.ask(&DenyAll, &calls).await;
+        assert!(denied.iter().all(|a| a.by == DecidedBy::DenyAll));
+    }
+
+    fn pending(tool: &ToolSpec, reason: AskReason) -> PendingCall {
+        PendingCall {
+            id: "c1".into(),
+            agent: "coder".into(),
+            plugin: tool.plugin.clone(),
+            tool: tool.name.clone(),
+            permission: tool.permission,
+            args: Map::new(),
+            reason,
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The audit log: one JSON line per call, appended to `[approval]
+//! audit_log`.
+//!
+//! ```json
+//! {"time":"2026-11-23T03:57:37.120Z","agent":"coder","plugin":"files","tool":"write_file",
+//!  "args_sha256":"3c9a…","decision":"deny","by":"rule approval.rules[0]: deny write_file",
+//!  "reason":"…","status":"denied","duration_ms":0,"fuel":0}
+//! ```
+//!
+//! The arguments are recorded by the SHA-256 of their canonical JSON (keys
+//! sorted at every level, no spaces), so a log can show that two calls had
+//! the same arguments without holding what may be private. A failed write
+//! is logged through `tracing` and never fails the call.
+
+use super::{Assessment, DecidedBy};
+use crate::outcome::{Status, ToolOutcome};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// One call, as the audit log records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// When the call ended.
+    pub time: SystemTime,
+    /// The agent it came from.
+    pub agent: String,
+    /// The plugin that offers the tool; `None` when no tool has the name.
+    pub plugin: Option<String>,
+    /// The tool, as called.
+    pub tool: String,
+    /// The SHA-256 of the arguments' canonical JSON, hex.
+    pub args_sha256: String,
+    /// How approval ended: run or deny, and who or which rule decided.
+    /// `None` when the call never reached approval (an unknown tool,
+    /// invalid arguments).
+    pub approval: Option<Assessment>,
+    /// How the call ended.
+    pub status: Status,
+    /// Its wall-clock time.
+    pub duration: Duration,
+    /// The fuel it burned.
+    pub fuel: u64,
+}
+
+impl AuditRecord {
+    /// The record of `outcome`, a call by `agent` of a tool of `plugin`
+    /// with `args`, approved (or not) as `approval` says, ending now.
+    pub fn new(
+        agent: &str,
+        plugin: Option<&str>,
+        args: &Map<String, Value>,
+        approval: Option<&Assessment>,
+        outcome: &ToolOutcome,
+    ) -> Self {
+        AuditRecord {
+            time: SystemTime::now(),
+            agent: agent.to_owned(),
+            plugin: plugin.map(str::to_owned),
+            tool: outcome.tool.clone(),
+            args_sha256: args_sha256(args),
+            approval: approval.cloned(),
+            status: outcome.status,
+            duration: outcome.duration,
+            fuel: outcome.fuel_used,
+        }
+    }
+
+    /// The record as one JSON line, without the line break.
+    pub fn to_json_line(&self) -> String {
+        let (decision, by, reason) = match &self.approval {
+            None => (None, None, None),
+            Some(Assessment::Run { by }) => (Some("run"), Some(by), None),
+            Some(Assessment::Ask(_)) => (Some("ask"), None, None),
+            Some(Assessment::Deny { by, reason }) => (Some("deny"), Some(by), Some(reason.as_str())),
+        };
+        let line = Line {
+            time: humantime::format_rfc3339_millis(self.time).to_string(),
+            agent: &self.agent,
+            plugin: self.plugin.as_deref(),
+            tool: &self.tool,
+            args_sha256: &self.args_sha256,
+            decision,
+            by: by.map(DecidedBy::to_string),
+            reason,
+            status: self.status,
+            duration_ms: u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            fuel: self.fuel,
+        };
+        serde_json::to_string(&line).expect("an audit line serializes")
+    }
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    time: String,
+    agent: &'a str,
+    plugin: Option<&'a str>,
+    tool: &'a str,
+    args_sha256: &'a str,
+    decision: Option<&'static str>,
+    by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    status: Status,
+    duration_ms: u64,
+    fuel: u64,
+}
+
+/// The SHA-256 of `args` as canonical JSON, hex.
+fn args_sha256(args: &Map<String, Value>) -> String {
+    let mut text = String::new();
+    write_canonical(&mut text, &Value::Object(args.clone()));
+    crate::registry::sha256_hex(text.as_bytes())
+}
+
+/// Compact JSON with every object's keys sorted: the same arguments give
+/// the same text whatever order the model wrote them in.
+fn write_canonical(out: &mut String, value: &Value) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push(':');
+                write_canonical(out, value);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// The open audit log file; opened on the first record.
+#[derive(Debug)]
+pub(super) struct AuditLog {
+    path: PathBuf,
+    file: Mutex<Option<File>>,
+}
+
+impl AuditLog {
+    pub(super) fn new(path: PathBuf) -> Self {
+        AuditLog { path, file: Mutex::new(None) }
+    }
+
+    /// Append `record`; a failure is logged and the file reopened next time.
+    pub(super) fn append(&self, record: &AuditRecord) {
+        let mut line = record.to_json_line();
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // One write per line, in append mode: lines from several processes
+        // do not interleave.
+        let written = match &mut *file {
+            Some(open) => open.write_all(line.as_bytes()),
+            None => OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path).and_then(|mut open| {
+                let written = open.write_all(line.as_bytes());
+                *file = Some(open);
+                written
+            }),
+        };
+        if let Err(e) = written {
+            tracing::warn!("cannot write to the audit log {}: {e}", self.path.display());
+            *file = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn outcome(status: Status) -> ToolOutcome {
+        let mut outcome = ToolOutcome::without_running("c1", "write_file", status, String::new());
+        outcome.duration = Duration::from_millis(12);
+        outcome.fuel_used = 345;
+        outcome
+    }
+
+    #[test]
+    fn the_same_arguments_in_any_order_hash_alike() {
+        let a = json!({ "b": [1, { "y": 2, "x": "é\n" }], "a": null });
+        let b = json!({ "a": null, "b": [1, { "x": "é\n", "y": 2 }] });
+        assert_eq!(args_sha256(a.as_object().unwrap()), args_sha256(b.as_object().unwrap()));
+        let mut text = String::new();
+        write_canonical(&mut text, &a);
+        assert_eq!(text, r#"{"a":null,"b":[1,{"x":"é\n","y":2}]}"#);
+        let c = json!({ "a": null, "b": [{ "x": "é\n", "y": 2 }, 1] });
+        assert_ne!(args_sha256(a.as_object().unwrap()), args_sha256(c.as_object().unwrap()));
+    }
+
+    #[test]
+    fn a_record_is_one_json_line_with_every_field() {
+        let args = json!({ "path": "secrets/key" });
+        let denied = Assessment::Deny { by: DecidedBy::Rule("approval.rules[0]: deny write_file".into()), reason: "no".into() };
+        let record = AuditRecord::new("coder", Some("files"), args.as_object().unwrap(), Some(&denied), &outcome(Status::Denied));
+        let line = record.to_json_line();
+        assert!(!line.contains('\n'));
+        let value: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(value["agent"], "coder");
+        assert_eq!(value["plugin"], "files");
+        assert_eq!(value["tool"], "write_file");
+        assert_eq!(value["args_sha256"], args_sha256(args.as_object().unwrap()));
+        assert_eq!(value["decision"], "deny");
+        assert_eq!(value["by"], "rule approval.rules[0]: deny write_file");
+        assert_eq!(value["reason"], "no");
+        assert_eq!(value["status"], "denied");
+        assert_eq!(value["duration_ms"], 12);
+        assert_eq!(value["fuel"], 345);
+        let time = value["time"].as_str().unwrap();
+        assert!(humantime::parse_rfc3339(time).is_ok() && time.ends_with('Z'), "{time}");
+
+        let unknown = AuditRecord::new("coder", None, &Map::new(), None, &outcome(Status::NotFound));
+        let value: Value = serde_json::from_str(&unknown.to_json_line()).unwrap();
+        assert_eq!((value["plugin"].clone(), value["decision"].clone(), value["by"].clone()), (Value::Null, Value::Null, Value::Null));
+        assert!(value.get("reason").is_none());
+    }
+
+    #[test]
+    fn records_are_appended_and_a_failure_is_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::new(dir.path().join("audit.jsonl"));
+        let ran = Assessment::Run { by: DecidedBy::Level };
+        for _ in 0..3 {
+            log.append(&AuditRecord::new("a", Some("calc"), &Map::new(), Some(&ran), &outcome(Status::Success)));
+        }
+        let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.lines().all(|l| serde_json::from_str::<Value>(l).unwrap()["by"] == "level"));
+
+        let nowhere = AuditLog::new(dir.path().join("missing/audit.jsonl"));
+        nowhere.append(&AuditRecord::new("a", None, &Map::new(), None, &outcome(Status::NotFound)));
+    }
+}

@@ -1,0 +1,303 @@
+//! Approval rules: `[[approval.rules]]` in `toolhost.toml`, compiled once
+//! when the policy is read, and the `[approval]` table they live in.
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::fmt;
+use std::path::PathBuf;
+
+/// The `[approval]` table: where decisions are remembered, where they are
+/// audited, and the rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalConfig {
+    /// The file of remembered "allow always" decisions. Default:
+    /// [`DEFAULT_MEMORY_FILE`](crate::DEFAULT_MEMORY_FILE) beside the lock
+    /// file.
+    pub memory_file: PathBuf,
+    /// Where every decision is appended as a JSON line; `None` (the
+    /// default) audits nothing.
+    pub audit_log: Option<PathBuf>,
+    /// The rules, in file order.
+    pub rules: Vec<Rule>,
+}
+
+impl Default for ApprovalConfig {
+    /// No rules, no audit log, the memory file in the working directory.
+    fn default() -> Self {
+        ApprovalConfig {
+            memory_file: PathBuf::from(crate::config::DEFAULT_MEMORY_FILE),
+            audit_log: None,
+            rules: Vec::new(),
+        }
+    }
+}
+
+/// What a rule does to the calls it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleAction {
+    /// Run without asking (even a sensitive tool; not past an agent's
+    /// `require_confirmation`).
+    Allow,
+    /// Ask a person, whatever the tool's level.
+    Ask,
+    /// Never run; the rule's reason reaches the model.
+    Deny,
+}
+
+impl RuleAction {
+    /// The lowercase name, as in `toolhost.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleAction::Allow => "allow",
+            RuleAction::Ask => "ask",
+            RuleAction::Deny => "deny",
+        }
+    }
+}
+
+/// One approval rule: an action for the calls of the tools its `tool`
+/// glob matches, optionally only for one agent and only where every listed
+/// argument matches its glob.
+///
+/// Globs are globset's, with `*` and `?` stopping at `/` and `**` crossing
+/// it, so `notes/*` is one level and `notes/**` the whole tree. A string
+/// argument is matched as it is; any other value as its JSON text
+/// (`5`, `true`, `{"a":1}`); a missing argument matches no pattern.
+///
+/// Arguments are often paths, so `..` is handled on the safe side: an
+/// `allow` pattern never matches a value with a `..` component
+/// (`notes/../secret` is not under `notes/`), and `deny` and `ask` patterns
+/// also match the value with `.` and `..` resolved and `//` folded, so
+/// `notes/../secrets/key` meets a `secrets/**` deny. Symbolic links are
+/// not resolved: the rules see the text the model wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    action: RuleAction,
+    tool: Pattern,
+    agent: Option<String>,
+    args: Vec<(String, Pattern)>,
+    reason: Option<String>,
+}
+
+/// Why a rule could not be built. `key` is the rule's own key
+/// (`tool`, `args.path`, `reason`); the policy adds where the rule is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} = {value:?} is invalid: {why}")]
+pub struct RuleError {
+    /// The key within the rule.
+    pub key: String,
+    /// The value given.
+    pub value: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl Rule {
+    /// A rule that takes `action` on calls of the tools matching the glob
+    /// `tool`, for `agent` only if given, where each `(argument, glob)` in
+    /// `args` matches. `reason` is what a deny tells the model, or what an
+    /// ask tells the person; an allow rule takes none.
+    pub fn new(
+        action: RuleAction,
+        tool: &str,
+        agent: Option<String>,
+        args: impl IntoIterator<Item = (String, String)>,
+        reason: Option<String>,
+    ) -> Result<Self, RuleError> {
+        let error = |key: &str, value: &str, why: String| RuleError { key: key.into(), value: value.into(), why };
+        let has_glob = tool.contains(['*', '?', '[', '{', '\\']);
+        if !has_glob && !crate::manifest::is_valid_name(tool) {
+            return Err(error("tool", tool, "expected a tool name or a glob like \"read_*\"; \"*\" is every tool".into()));
+        }
+        let tool = Pattern::new(tool).map_err(|why| error("tool", tool, why))?;
+        let args = args
+            .into_iter()
+            .map(|(name, glob)| match Pattern::new(&glob) {
+                Ok(pattern) => Ok((name, pattern)),
+                Err(why) => Err(error(&format!("args.{name}"), &glob, why)),
+            })
+            .collect::<Result<_, _>>()?;
+        if let (RuleAction::Allow, Some(reason)) = (action, &reason) {
+            return Err(error("reason", reason, "an allow rule gives no reason; only deny and ask rules use one".into()));
+        }
+        Ok(Rule { action, tool, agent, args, reason })
+    }
+
+    /// What the rule does.
+    pub fn action(&self) -> RuleAction {
+        self.action
+    }
+
+    /// The words it gives, if any.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// Whether the rule applies to a call of `tool` by `agent` with `args`.
+    pub fn matches(&self, agent: &str, tool: &str, args: &Map<String, Value>) -> bool {
+        self.agent.as_deref().is_none_or(|a| a == agent)
+            && self.tool.matcher.is_match(tool)
+            && self.args.iter().all(|(name, pattern)| args.get(name).is_some_and(|value| self.arg_matches(pattern, value)))
+    }
+
+    fn arg_matches(&self, pattern: &Pattern, value: &Value) -> bool {
+        let text: Cow<'_, str> = match value {
+            Value::String(s) => Cow::Borrowed(s),
+            other => Cow::Owned(other.to_string()),
+        };
+        match self.action {
+            RuleAction::Allow => !has_parent_component(&text) && pattern.matcher.is_match(&*text),
+            RuleAction::Ask | RuleAction::Deny => {
+                pattern.matcher.is_match(&*text) || pattern.matcher.is_match(lexically_normal(&text))
+            }
+        }
+    }
+}
+
+/// `deny write_file for agent coder where path = "secrets/**"`.
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.action.as_str(), self.tool.glob.glob())?;
+        if let Some(agent) = &self.agent {
+            write!(f, " for agent {agent}")?;
+        }
+        for (i, (name, pattern)) in self.args.iter().enumerate() {
+            let joiner = if i == 0 { " where" } else { "," };
+            write!(f, "{joiner} {name} = {:?}", pattern.glob.glob())?;
+        }
+        Ok(())
+    }
+}
+
+/// A compiled glob; equal when written alike.
+#[derive(Debug, Clone)]
+struct Pattern {
+    glob: Glob,
+    matcher: GlobMatcher,
+}
+
+impl Pattern {
+    fn new(text: &str) -> Result<Self, String> {
+        let glob = GlobBuilder::new(text).literal_separator(true).build().map_err(|e| e.kind().to_string())?;
+        Ok(Pattern { matcher: glob.compile_matcher(), glob })
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.glob == other.glob
+    }
+}
+
+/// Whether `text`, read as a path, climbs with a `..` component (either
+/// separator, as a plugin may treat `\` as one).
+fn has_parent_component(text: &str) -> bool {
+    text.split(['/', '\\']).any(|c| c == "..")
+}
+
+/// `text` as a path with `.` and empty components dropped and `..` taken
+/// back where it can be; the root stays.
+fn lexically_normal(text: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for component in text.split('/') {
+        match component {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            // Above the root is the root.
+            ".." if text.starts_with('/') => {}
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    if text.starts_with('/') { format!("/{joined}") } else { joined }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    fn rule(action: RuleAction, tool: &str, arg: Option<(&str, &str)>) -> Rule {
+        let args = arg.map(|(k, v)| (k.to_owned(), v.to_owned()));
+        Rule::new(action, tool, None, args, None).unwrap()
+    }
+
+    #[test]
+    fn tool_globs_and_argument_globs_match() {
+        let read = rule(RuleAction::Ask, "read_*", None);
+        assert!(read.matches("a", "read_file", &Map::new()));
+        assert!(!read.matches("a", "write_file", &Map::new()));
+        let notes = rule(RuleAction::Allow, "write_file", Some(("path", "notes/**")));
+        assert!(notes.matches("a", "write_file", &args(json!({ "path": "notes/a/b.txt" }))));
+        assert!(!notes.matches("a", "write_file", &args(json!({ "path": "src/main.rs" }))));
+        assert!(!notes.matches("a", "write_file", &Map::new()), "a missing argument does not match");
+        let one_level = rule(RuleAction::Allow, "write_file", Some(("path", "notes/*")));
+        assert!(!one_level.matches("a", "write_file", &args(json!({ "path": "notes/a/b.txt" }))), "* stops at /");
+    }
+
+    #[test]
+    fn other_json_values_match_as_their_json_text() {
+        let small = rule(RuleAction::Allow, "*", Some(("count", "[0-9]")));
+        assert!(small.matches("a", "t", &args(json!({ "count": 7 }))));
+        assert!(!small.matches("a", "t", &args(json!({ "count": 12 }))));
+        let yes = rule(RuleAction::Deny, "*", Some(("force", "true")));
+        assert!(yes.matches("a", "t", &args(json!({ "force": true }))));
+        assert!(!yes.matches("a", "t", &args(json!({ "force": "false" }))));
+    }
+
+    #[test]
+    fn parent_components_never_widen_an_allow_and_never_escape_a_deny() {
+        let allow = rule(RuleAction::Allow, "write_file", Some(("path", "notes/**")));
+        for path in ["notes/../secrets/key", "notes/a/../../etc", "notes\\..\\x"] {
+            assert!(!allow.matches("a", "write_file", &args(json!({ "path": path }))), "{path}");
+        }
+        let deny = rule(RuleAction::Deny, "write_file", Some(("path", "secrets/**")));
+        for path in ["secrets/key", "notes/../secrets/key", "./secrets//key", "a/b/../../secrets/key"] {
+            assert!(deny.matches("a", "write_file", &args(json!({ "path": path }))), "{path}");
+        }
+        assert!(!deny.matches("a", "write_file", &args(json!({ "path": "notes/secrets/key" }))));
+        assert_eq!(lexically_normal("/../a/./b//../c"), "/a/c");
+        assert_eq!(lexically_normal("../a/.."), "..");
+    }
+
+    #[test]
+    fn agent_narrows_a_rule() {
+        let coder = Rule::new(RuleAction::Deny, "*", Some("coder".into()), [], None).unwrap();
+        assert!(coder.matches("coder", "t", &Map::new()));
+        assert!(!coder.matches("writer", "t", &Map::new()));
+    }
+
+    #[test]
+    fn bad_rules_name_the_key() {
+        let error = Rule::new(RuleAction::Allow, "write_file", None, [("path".into(), "notes/[".into())], None);
+        let error = error.unwrap_err();
+        assert_eq!(error.key, "args.path");
+        assert!(error.why.contains("unclosed character class"), "{error}");
+        let error = Rule::new(RuleAction::Deny, "write file", None, [], None).unwrap_err();
+        assert_eq!(error.key, "tool");
+        let error = Rule::new(RuleAction::Allow, "x", None, [], Some("because".into())).unwrap_err();
+        assert_eq!(error.key, "reason");
+    }
+
+    #[test]
+    fn a_rule_reads_as_it_was_written() {
+        let rule = Rule::new(
+            RuleAction::Deny,
+            "write_*",
+            Some("coder".into()),
+            [("path".into(), "secrets/**".into()), ("mode".into(), "a*".into())],
+            None,
+        )
+        .unwrap();
+        assert_eq!(rule.to_string(), r#"deny write_* for agent coder where path = "secrets/**", mode = "a*""#);
+    }
+}
