@@ -2,6 +2,7 @@
 //! loaded into a real registry and run in the real sandbox. One binary, one
 //! module per area.
 
+mod approval;
 mod concurrency;
 mod declarations;
 mod grants;

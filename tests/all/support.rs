@@ -51,6 +51,12 @@ impl TestHost {
         policy_in(self.dir.path(), policy)
     }
 
+    /// The policy this host was loaded with, read again from its file (as
+    /// a restarted host would).
+    pub fn policy_text_reloaded(&self) -> Policy {
+        Policy::load(&self.dir.path().join("toolhost.toml")).unwrap()
+    }
+
     /// Call `tool` with `args` (a JSON object).
     pub async fn call(&self, tool: &str, args: Value) -> ToolOutcome {
         let Value::Object(args) = args else { panic!("args must be an object") };
