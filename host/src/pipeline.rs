@@ -174,19 +174,19 @@ impl Pipeline {
     /// Step 4 for one call: a successful result of a tool that declares
     /// result approval is shown to a person first.
     async fn approve_result(&self, outcome: &mut ToolOutcome, spec: &ToolSpec) {
-        if spec.result_approval && outcome.status == Status::Success {
-            if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
-                // The rejected text is replaced here, before any message
-                // or summary is built from the outcome.
-                outcome.status = Status::ResultRejected;
-                outcome.output = match reason {
-                    Some(reason) => format!("a person withheld the result: {reason}"),
-                    None => "a person withheld the result".into(),
-                };
-            }
+        if !spec.result_approval || outcome.status != Status::Success {
+            return;
+        }
+        if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
+            // The rejected text is replaced here, before any message or
+            // summary is built from the outcome.
+            outcome.status = Status::ResultRejected;
+            outcome.output = match reason {
+                Some(reason) => format!("a person withheld the result: {reason}"),
+                None => "a person withheld the result".into(),
+            };
         }
     }
-
 }
 
 /// The outcomes, in the calls' order, once every call is done; each is
