@@ -1,13 +1,13 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::ToolCall;
-use toolhost::Executor;
-use toolhost::ParamType;
-use toolhost::Status;
+use toolhost::{Executor, ParsedCall, Status, ToolOutcome, ToolSpec, check_call};
 use anyhow::{Context, bail};
 use serde_json::{Map, Value};
 use std::process::ExitCode;
 use std::sync::Arc;
+
+/// The id of the one call this command makes.
+const CALL_ID: &str = "cli-1";
 
 /// Call a tool once and print its output. Status, duration and fuel go to
 /// stderr; the exit code is non-zero unless the call succeeded. Control
@@ -17,8 +17,8 @@ use std::sync::Arc;
 pub(super) struct CallCommand {
     /// The tool's name.
     tool: String,
-    /// An argument as KEY=VALUE; repeatable. A value is taken as a string
-    /// for string parameters and as JSON otherwise.
+    /// An argument as KEY=VALUE; repeatable. The value is text, converted
+    /// to the parameter's declared type ("3" for an integer is 3).
     #[arg(long = "arg", value_name = "KEY=VALUE", conflicts_with = "json")]
     args: Vec<String>,
     /// All arguments as one JSON object.
@@ -30,7 +30,6 @@ impl CallCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let registry = Arc::new(global.registry().await?);
         let catalog = registry.catalog();
-        let declared = |key: &str| catalog.tool(&self.tool).and_then(|(_, t)| t.param(key)).map(|p| p.ty);
         let args = match &self.json {
             Some(text) => match serde_json::from_str(text).context("--json is not valid JSON")? {
                 Value::Object(map) => map,
@@ -42,12 +41,21 @@ impl CallCommand {
                     let Some((key, value)) = pair.split_once('=') else {
                         bail!("--arg `{pair}` is not KEY=VALUE");
                     };
-                    map.insert(key.to_owned(), arg_value(declared(key), value));
+                    map.insert(key.to_owned(), Value::String(value.to_owned()));
                 }
                 map
             }
         };
-        let outcome = Executor::new(registry.clone()).call(&ToolCall::new("cli-1", &self.tool, args)).await;
+        // The library checks and coerces the arguments, as for a model's call.
+        let tools: Vec<&ToolSpec> = catalog.tools().map(|(_, tool)| tool).collect();
+        let parsed = ParsedCall { name: self.tool.clone(), arguments: args, reserved: Map::new(), span: 0..0 };
+        let outcome = match check_call(&parsed, CALL_ID, &tools) {
+            Ok(call) => Executor::new(registry.clone()).call(&call).await,
+            Err(error) => {
+                let status = if catalog.tool(&self.tool).is_some() { Status::Error } else { Status::NotFound };
+                ToolOutcome::without_running(CALL_ID, &self.tool, status, error.message)
+            }
+        };
         if outcome.status == Status::Success {
             output::data(&outcome.output)?;
         } else {
@@ -60,14 +68,5 @@ impl CallCommand {
             outcome.fuel_used
         ));
         Ok(if outcome.status == Status::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-    }
-}
-
-/// A string for string (or undeclared-and-not-JSON) parameters, JSON
-/// otherwise.
-fn arg_value(ty: Option<ParamType>, text: &str) -> Value {
-    match ty {
-        Some(ParamType::String) => Value::String(text.to_owned()),
-        _ => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned())),
     }
 }

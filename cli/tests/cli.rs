@@ -80,6 +80,25 @@ fn call_prints_the_output_and_reports_status_on_stderr() {
 }
 
 #[test]
+fn call_checks_and_coerces_arguments_against_the_declaration() {
+    let dir = demo_dir();
+    let coerced = toolhost(dir.path(), &["call", "calculate", "--json", r#"{"expression": 42}"#]);
+    assert!(coerced.status.success(), "{}", text(&coerced.stderr));
+    assert_eq!(text(&coerced.stdout).trim(), r#"{"expression":"42","value":42.0}"#, "a number became the string declared");
+
+    let wrong_type = toolhost(dir.path(), &["call", "dir_tree", "--arg", "max_depth=deep"]);
+    assert!(!wrong_type.status.success());
+    let stderr = text(&wrong_type.stderr);
+    assert!(stderr.contains("the parameter `max_depth` of `dir_tree` must be an integer, got the string \"deep\""), "{stderr}");
+    assert!(stderr.contains("status: error"), "{stderr}");
+
+    let missing = toolhost(dir.path(), &["call", "calculate"]);
+    assert!(!missing.status.success());
+    let stderr = text(&missing.stderr);
+    assert!(stderr.contains("`calculate` needs the parameter `expression` (string)"), "{stderr}");
+}
+
+#[test]
 fn a_failed_call_exits_non_zero_and_names_the_limit() {
     let dir = demo_dir();
     let hostile = plugins("hostile");
