@@ -151,15 +151,22 @@ fn lock_pins_and_a_changed_component_is_refused_with_both_hashes() {
     let lock = toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]);
     assert!(lock.status.success(), "{}", text(&lock.stderr));
     let pinned = sha256_of(&own.join("calc.wasm"));
-    assert_eq!(text(&lock.stdout), format!("new        calc.wasm  sha256:{pinned}\n"));
+    assert_eq!(text(&lock.stdout), format!("new        plugins/calc.wasm  sha256:{pinned}\n"));
     assert!(dir.path().join("toolhost.lock").exists());
 
     std::fs::copy(plugins("examples").join("clock.wasm"), own.join("calc.wasm")).unwrap();
     let list = toolhost(dir.path(), &["--plugins", "plugins", "list"]);
     let stderr = text(&list.stderr);
     assert!(
-        stderr.contains(&format!("refused: calc.wasm does not match its pin: pinned sha256:{pinned}, found sha256:")),
+        stderr.contains(&format!("refused: plugins/calc.wasm does not match its pin: pinned sha256:{pinned}, found sha256:")),
         "{stderr}"
+    );
+    let inspect = toolhost(dir.path(), &["--plugins", "plugins", "inspect", "plugins/calc.wasm"]);
+    let changed = sha256_of(&own.join("calc.wasm"));
+    assert!(
+        text(&inspect.stdout).contains(&format!("({})", toolhost::PinState::Mismatch { pinned, actual: changed })),
+        "inspect says what loading says: {}",
+        text(&inspect.stdout)
     );
 }
 
@@ -258,9 +265,9 @@ fn lock_shows_what_it_pins_and_asks_before_trusting_new_bytes() {
         sha256_of(&examples.join("files.wasm")),
     );
     let expected = format!(
-        "changed    calc.wasm  sha256:{calc} → sha256:{dirtree}\n\
-         unchanged  clock.wasm  sha256:{clock}\n\
-         new        files.wasm  sha256:{files}\n"
+        "changed    plugins/calc.wasm  sha256:{calc} → sha256:{dirtree}\n\
+         unchanged  plugins/clock.wasm  sha256:{clock}\n\
+         new        plugins/files.wasm  sha256:{files}\n"
     );
     let asked = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
     assert!(!asked.status.success(), "stdin is not a terminal: pinning new bytes needs --yes");
@@ -280,12 +287,40 @@ fn lock_shows_what_it_pins_and_asks_before_trusting_new_bytes() {
     assert!(pinned.status.success(), "nothing new to trust: {}", text(&pinned.stderr));
     assert_eq!(
         text(&pinned.stdout),
-        format!("unchanged  calc.wasm  sha256:{dirtree}\nunchanged  clock.wasm  sha256:{clock}\nunchanged  files.wasm  sha256:{files}\n")
+        format!(
+            "unchanged  plugins/calc.wasm  sha256:{dirtree}\nunchanged  plugins/clock.wasm  sha256:{clock}\n\
+             unchanged  plugins/files.wasm  sha256:{files}\n"
+        )
     );
     std::fs::remove_file(own.join("files.wasm")).unwrap();
     let removed = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
     assert!(removed.status.success(), "dropping a pin trusts nothing new: {}", text(&removed.stderr));
-    assert!(text(&removed.stdout).contains(&format!("removed    files.wasm  sha256:{files}\n")), "{}", text(&removed.stdout));
+    assert!(text(&removed.stdout).contains(&format!("removed    plugins/files.wasm  sha256:{files}\n")), "{}", text(&removed.stdout));
+}
+
+#[test]
+fn one_file_name_in_two_plugin_directories_is_pinned_and_loaded_by_path() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sub, built) in [("one", "calc.wasm"), ("two", "clock.wasm")] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::copy(plugins("examples").join(built), dir.path().join(sub).join("calc.wasm")).unwrap();
+    }
+    let (calc, clock) = (sha256_of(&dir.path().join("one/calc.wasm")), sha256_of(&dir.path().join("two/calc.wasm")));
+    let both = ["--plugins", "one", "--plugins", "two"];
+    let lock = toolhost(dir.path(), &[&both[..], &["lock", "--yes"]].concat());
+    assert!(lock.status.success(), "{}", text(&lock.stderr));
+    assert_eq!(text(&lock.stdout), format!("new        one/calc.wasm  sha256:{calc}\nnew        two/calc.wasm  sha256:{clock}\n"));
+
+    let list = toolhost(dir.path(), &[&both[..], &["list"]].concat());
+    assert!(list.status.success() && !text(&list.stderr).contains("refused"), "{}", text(&list.stderr));
+    assert!(text(&list.stdout).contains("calculate") && text(&list.stdout).contains("convert_time"), "{}", text(&list.stdout));
+
+    std::fs::copy(plugins("examples").join("dirtree.wasm"), dir.path().join("two/calc.wasm")).unwrap();
+    let changed = toolhost(dir.path(), &[&both[..], &["list"]].concat());
+    let stderr = text(&changed.stderr);
+    assert!(stderr.contains(&format!("refused: two/calc.wasm does not match its pin: pinned sha256:{clock}")), "{stderr}");
+    assert!(!stderr.contains("one/calc.wasm"), "{stderr}");
+    assert!(text(&changed.stdout).contains("calculate"), "the other calc.wasm still loads");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use crate::support::{TestHost, plugin};
 use toolhost::Registry;
-use toolhost::{CacheUse, LoadError, LockFile, sha256_hex};
+use toolhost::{CacheUse, LoadError, LockFile, PinState, component_files, sha256_hex};
 
 fn refusals(registry: &Registry) -> Vec<String> {
     registry.catalog().refused.iter().map(|r| r.error.to_string()).collect()
@@ -82,14 +82,12 @@ async fn a_pin_mismatch_refuses_the_plugin_and_prints_both_hashes() {
     let host = TestHost::new(&["calc", "clock"], "").await;
     let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
     let wrong = "0".repeat(64);
-    LockFile::new([("calc.wasm".to_string(), calc.clone()), ("clock.wasm".to_string(), wrong.clone())])
-        .write(&host.dir.path().join("toolhost.lock"))
-        .unwrap();
+    host.write_lock(&[("calc.wasm", &calc), ("clock.wasm", &wrong)]);
     let clock = sha256_hex(&std::fs::read(plugin("clock")).unwrap());
     let registry = Registry::load(host.policy("")).await.unwrap();
     assert_eq!(
         refusals(&registry),
-        [format!("clock.wasm does not match its pin: pinned sha256:{wrong}, found sha256:{clock}")]
+        [format!("plugins/clock.wasm does not match its pin: pinned sha256:{wrong}, found sha256:{clock}")]
     );
     assert!(registry.catalog().plugin("calc").is_some());
 }
@@ -98,13 +96,39 @@ async fn a_pin_mismatch_refuses_the_plugin_and_prints_both_hashes() {
 async fn an_unpinned_plugin_is_refused_once_a_lock_file_exists() {
     let host = TestHost::new(&["calc", "clock"], "").await;
     let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
-    let lock = host.dir.path().join("toolhost.lock");
-    LockFile::new([("calc.wasm".to_string(), calc)]).write(&lock).unwrap();
+    host.write_lock(&[("calc.wasm", &calc)]);
     let registry = Registry::load(host.policy("")).await.unwrap();
     let refused = refusals(&registry);
     assert_eq!(refused.len(), 1);
-    assert!(refused[0].starts_with("clock.wasm is not pinned in "), "{refused:?}");
+    assert!(refused[0].starts_with("plugins/clock.wasm is not pinned in "), "{refused:?}");
     assert!(matches!(registry.catalog().refused[0].error, LoadError::NotPinned { .. }));
+}
+
+#[tokio::test]
+async fn one_file_name_in_two_plugin_directories_has_a_pin_of_its_own() {
+    let host = TestHost::new(&["calc"], "").await;
+    let more = host.dir.path().join("more");
+    std::fs::create_dir(&more).unwrap();
+    std::fs::copy(plugin("clock"), more.join("calc.wasm")).unwrap();
+    let mut policy = host.policy("");
+    policy.plugin_dirs.push(more.clone());
+    let pins = component_files(&policy.plugin_dirs).unwrap().into_iter().map(|path| {
+        (LockFile::key(&policy.lock_file, &path), sha256_hex(&std::fs::read(&path).unwrap()))
+    });
+    LockFile::new(pins).write(&policy.lock_file).unwrap();
+
+    let registry = Registry::load(policy).await.unwrap();
+    assert!(refusals(&registry).is_empty(), "{:?}", refusals(&registry));
+    let catalog = registry.catalog();
+    assert!(catalog.plugins.iter().all(|p| p.pin == PinState::Matches));
+    assert!(catalog.tool("calculate").is_some() && catalog.tool("convert_time").is_some());
+
+    std::fs::copy(plugin("dirtree"), more.join("calc.wasm")).unwrap();
+    registry.reload().await.unwrap();
+    let refused = refusals(&registry);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].starts_with("more/calc.wasm does not match its pin"), "{refused:?}");
+    assert!(registry.catalog().tool("calculate").is_some(), "the other calc.wasm keeps its own pin");
 }
 
 #[tokio::test]

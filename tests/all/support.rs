@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tempfile::TempDir;
-use toolhost::{Executor, Policy, Registry, ToolCall, ToolOutcome};
+use toolhost::{Executor, LockFile, Policy, Registry, ToolCall, ToolOutcome};
 
 /// The component `name`, from the examples or the hostile plugins.
 pub fn plugin(name: &str) -> PathBuf {
@@ -49,6 +49,16 @@ impl TestHost {
     /// The policy file's contents for this host.
     pub fn policy(&self, policy: &str) -> Policy {
         policy_in(self.dir.path(), policy)
+    }
+
+    /// Write the lock file pinning each component of `plugins/` named in
+    /// `pins` (file name, hex digest), keyed as `toolhost lock` keys it.
+    pub fn write_lock(&self, pins: &[(&str, &str)]) {
+        let lock_file = self.dir.path().join("toolhost.lock");
+        let keyed = pins.iter().map(|(file, digest)| {
+            (LockFile::key(&lock_file, &self.dir.path().join("plugins").join(file)), digest.to_string())
+        });
+        LockFile::new(keyed).write(&lock_file).unwrap();
     }
 
     /// Call `tool` with `args` (a JSON object).

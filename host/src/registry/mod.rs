@@ -23,7 +23,7 @@ mod lock;
 
 pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheUse};
-pub use lock::{LockError, LockFile, PinChange};
+pub use lock::{LockError, LockFile, PinChange, PinState};
 
 use crate::config::Policy;
 use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
@@ -50,8 +50,10 @@ pub struct LoadedPlugin {
     pub grants: Grants,
     /// Its per-call limits.
     pub limits: Limits,
-    /// Whether the lock file pins it.
-    pub pinned: bool,
+    /// Where it stands with the lock file: in a catalog, no lock file or a
+    /// matching pin (anything else is refused); from [`Registry::inspect`],
+    /// any state.
+    pub pin: PinState,
     /// Why the policy section of its name gave it nothing, if it did not
     /// apply to this component.
     pub unbound: Option<UnboundSection>,
@@ -86,7 +88,7 @@ pub enum LoadError {
     /// A lock file exists and does not pin this component.
     #[error("{file} is not pinned in {}; run `toolhost lock` to pin it", lock.display())]
     NotPinned {
-        /// The file name.
+        /// The component, as the lock file names it ([`LockFile::key`]).
         file: String,
         /// The lock file.
         lock: PathBuf,
@@ -94,7 +96,7 @@ pub enum LoadError {
     /// The component's digest differs from its pin.
     #[error("{file} does not match its pin: pinned sha256:{pinned}, found sha256:{actual}")]
     PinMismatch {
-        /// The file name.
+        /// The component, as the lock file names it ([`LockFile::key`]).
         file: String,
         /// The pinned digest.
         pinned: String,
@@ -405,8 +407,8 @@ impl Registry {
         let sha256 = sha256_hex(&wasm);
         // An unreadable lock pins nothing; the caller reports it.
         let lock = LockFile::read(&self.policy.lock_file).ok().flatten();
-        let pinned = lock.is_some_and(|lock| lock.pin(&file_name(path)) == Some(sha256.as_str()));
-        self.load_component(path, &wasm, sha256, pinned).await
+        let pin = PinState::of(lock.as_ref(), &LockFile::key(&self.policy.lock_file, path), &sha256);
+        self.load_component(path, &wasm, sha256, pin).await
     }
 
     async fn scan(
@@ -451,27 +453,19 @@ impl Registry {
     ) -> Result<Arc<LoadedPlugin>, LoadError> {
         let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
         let sha256 = sha256_hex(&wasm);
-        let file = file_name(path);
-        if let Some(lock) = lock {
-            match lock.pin(&file) {
-                None => return Err(LoadError::NotPinned { file, lock: self.policy.lock_file.clone() }),
-                Some(pinned) if pinned != sha256 => {
-                    return Err(LoadError::PinMismatch { file, pinned: pinned.to_owned(), actual: sha256 });
-                }
-                Some(_) => {}
-            }
-        }
-        // Past the check above, a lock file means a pin at this digest.
-        let pinned = lock.is_some();
-        if let Some(same) =
-            previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256 && p.pinned == pinned)
-        {
+        let key = LockFile::key(&self.policy.lock_file, path);
+        let pin = match PinState::of(lock, &key, &sha256) {
+            PinState::NotPinned => return Err(LoadError::NotPinned { file: key, lock: self.policy.lock_file.clone() }),
+            PinState::Mismatch { pinned, actual } => return Err(LoadError::PinMismatch { file: key, pinned, actual }),
+            loadable @ (PinState::NoLockFile | PinState::Matches) => loadable,
+        };
+        if let Some(same) = previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256 && p.pin == pin) {
             return Ok(same.clone());
         }
         if self.cache.as_ref().is_none_or(|c| !c.path_for(&sha256).exists()) {
             progress(position);
         }
-        self.load_component(path, &wasm, sha256, pinned).await.map(Arc::new)
+        self.load_component(path, &wasm, sha256, pin).await.map(Arc::new)
     }
 
     async fn load_component(
@@ -479,7 +473,7 @@ impl Registry {
         path: &Path,
         wasm: &[u8],
         sha256: String,
-        pinned: bool,
+        pin: PinState,
     ) -> Result<LoadedPlugin, LoadError> {
         let file = file_name(path);
         let engine = self.sandbox.engine();
@@ -501,7 +495,7 @@ impl Registry {
         };
         let manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
-        let identity = ComponentId { file: &file, sha256: &sha256, pinned };
+        let identity = ComponentId { file: &file, sha256: &sha256, pinned: pin.is_pinned() };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
         let pre = if grants.http_hosts.is_empty() {
@@ -513,7 +507,7 @@ impl Registry {
             path: path.to_owned(),
             grants,
             limits: policy.limits,
-            pinned,
+            pin,
             unbound: policy.unbound,
             sha256,
             manifest,
