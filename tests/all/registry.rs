@@ -1,7 +1,7 @@
 //! Loading: pins, API versions, name collisions, the compiled cache and
 //! reloads.
 
-use crate::support::{TestHost, plugin};
+use crate::support::{TestHost, plugin, policy_in};
 use toolhost::Registry;
 use toolhost::{CacheUse, LoadError, LockFile, PinState, component_files, sha256_hex};
 
@@ -165,6 +165,71 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     assert!(outcome.contains("42"), "{outcome}");
     let again = Registry::load(policy).await.unwrap();
     assert_eq!(uses(&again), [CacheUse::Hit, CacheUse::Hit], "the recompiled artifacts were stored");
+}
+
+/// How long the test below waits before it stops waiting for the load and
+/// feeds the cache file itself: far longer than a load takes.
+const RESCUE_AFTER: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Loading reads and compiles on blocking threads, so the runtime's own
+/// threads keep serving other tasks. The compiled-cache file is made a
+/// FIFO, so reading it waits for a writer; on a current-thread runtime the
+/// writer is a task on the runtime's one thread, which can run only if the
+/// load leaves that thread free. Otherwise a watchdog thread writes,
+/// and the test fails.
+#[test]
+fn loading_reads_and_compiles_off_the_runtime_thread() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(plugin("calc"), dir.path().join("plugins/calc.wasm")).unwrap();
+    let mut policy = policy_in(dir.path(), "");
+    let cache = dir.path().join("cache");
+    policy.cache_dir = Some(cache.clone());
+    runtime.block_on(Registry::load(policy.clone())).unwrap();
+    let entries: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    let [entry] = &entries[..] else { panic!("one cache file expected: {entries:?}") };
+    std::fs::remove_file(entry).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(entry).status().unwrap().success());
+
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let fifo = entry.clone();
+    let watchdog = std::thread::spawn(move || {
+        let rescued = finished.recv_timeout(RESCUE_AFTER).is_err();
+        if rescued {
+            std::fs::write(&fifo, b"written by the watchdog").unwrap();
+        }
+        rescued
+    });
+    let registry = runtime.block_on(async {
+        let feeder = tokio::spawn(feed_fifo(entry.clone()));
+        let registry = Registry::load(policy).await.unwrap();
+        // Done, or waiting for a reader that came and went: not needed now.
+        feeder.abort();
+        registry
+    });
+    // After a rescue the watchdog no longer listens.
+    let _ = done.send(());
+    assert!(!watchdog.join().unwrap(), "the load held the runtime's thread while it read the cache file");
+    let CacheUse::Recovered(why) = &registry.catalog().plugins[0].cache else { panic!("the FIFO was not read") };
+    assert!(why.contains("is not a toolhost cache file"), "{why}");
+}
+
+/// Write to the FIFO at `path` once a reader has it open, without ever
+/// blocking the runtime's thread.
+async fn feed_fifo(path: std::path::PathBuf) {
+    use rustix::fs::{Mode, OFlags};
+    loop {
+        // Without a reader, a non-blocking open for writing fails (ENXIO).
+        match rustix::fs::open(&path, OFlags::WRONLY | OFlags::NONBLOCK, Mode::empty()) {
+            Ok(fd) => {
+                std::io::Write::write_all(&mut std::fs::File::from(fd), b"written by a task").unwrap();
+                return;
+            }
+            Err(rustix::io::Errno::NXIO) => tokio::time::sleep(std::time::Duration::from_millis(1)).await,
+            Err(e) => panic!("opening {}: {e}", path.display()),
+        }
+    }
 }
 
 /// Calls on a bare registry.

@@ -16,6 +16,10 @@
 //!
 //! The loaded set is an immutable [`Catalog`] snapshot; [`Registry::reload`]
 //! builds a new one (reusing unchanged plugins) and notifies subscribers.
+//!
+//! File I/O and compilation run on tokio's blocking threads (see
+//! [`blocking`]): a cold load compiles for a tenth of a second per
+//! component, which would stall every other task on a runtime thread.
 
 pub mod binding;
 mod cache;
@@ -295,8 +299,8 @@ impl Registry {
         policy: Policy,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Self, RegistryError> {
-        let registry = Self::new(policy)?;
-        let lock = LockFile::read(&registry.policy.lock_file)?;
+        let registry = blocking(move || Self::new(policy)).await?;
+        let lock = registry.read_lock().await?;
         let catalog = registry.scan(&Catalog::empty(), lock.as_ref(), progress).await?;
         *registry.catalog.write().expect("catalog lock") = Arc::new(catalog);
         Ok(registry)
@@ -350,7 +354,7 @@ impl Registry {
     pub async fn reload(&self) -> Result<RegistryEvent, RegistryError> {
         let _one_at_a_time = self.reloading.lock().await;
         let old = self.catalog();
-        let lock = LockFile::read(&self.policy.lock_file)?;
+        let lock = self.read_lock().await?;
         let new = self.scan(&old, lock.as_ref(), &|_| {}).await?;
         let files = |c: &Catalog| -> HashMap<PathBuf, String> {
             c.plugins.iter().map(|p| (p.path.clone(), p.sha256.clone())).collect()
@@ -403,12 +407,28 @@ impl Registry {
     /// does: the same checks, but no pin and no collision check. Its grants
     /// are those it would get in the catalog.
     pub async fn inspect(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
-        let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
-        let sha256 = sha256_hex(&wasm);
+        let file = self.read_component(path).await?;
         // An unreadable lock pins nothing; the caller reports it.
-        let lock = LockFile::read(&self.policy.lock_file).ok().flatten();
-        let pin = PinState::of(lock.as_ref(), &LockFile::key(&self.policy.lock_file, path), &sha256);
-        self.load_component(path, &wasm, sha256, pin).await
+        let lock = self.read_lock().await.ok().flatten();
+        let pin = PinState::of(lock.as_ref(), &file.key, &file.sha256);
+        self.load_component(path, file.wasm, file.sha256, pin).await
+    }
+
+    async fn read_lock(&self) -> Result<Option<LockFile>, LockError> {
+        let lock_file = self.policy.lock_file.clone();
+        blocking(move || LockFile::read(&lock_file)).await
+    }
+
+    /// Read the component at `path`, on a blocking thread.
+    async fn read_component(&self, path: &Path) -> Result<ComponentFile, LoadError> {
+        let (path, lock_file, cache) = (path.to_owned(), self.policy.lock_file.clone(), self.cache.clone());
+        blocking(move || {
+            let wasm = std::fs::read(&path).map_err(|source| LoadError::Read { path: path.clone(), source })?;
+            let sha256 = sha256_hex(&wasm);
+            let cached = cache.is_some_and(|cache| cache.path_for(&sha256).exists());
+            Ok(ComponentFile { key: LockFile::key(&lock_file, &path), wasm, sha256, cached })
+        })
+        .await
     }
 
     async fn scan(
@@ -417,7 +437,8 @@ impl Registry {
         lock: Option<&LockFile>,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Catalog, RegistryError> {
-        let files = component_files(&self.policy.plugin_dirs)?;
+        let dirs = self.policy.plugin_dirs.clone();
+        let files = blocking(move || component_files(&dirs)).await?;
         let mut loaded = Vec::with_capacity(files.len());
         for (position, path) in files.iter().enumerate() {
             let position = LoadProgress { file: path, index: position + 1, total: files.len() };
@@ -451,9 +472,7 @@ impl Registry {
         position: LoadProgress<'_>,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Arc<LoadedPlugin>, LoadError> {
-        let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
-        let sha256 = sha256_hex(&wasm);
-        let key = LockFile::key(&self.policy.lock_file, path);
+        let ComponentFile { wasm, sha256, key, cached } = self.read_component(path).await?;
         let pin = match PinState::of(lock, &key, &sha256) {
             PinState::NotPinned => return Err(LoadError::NotPinned { file: key, lock: self.policy.lock_file.clone() }),
             PinState::Mismatch { pinned, actual } => return Err(LoadError::PinMismatch { file: key, pinned, actual }),
@@ -462,26 +481,28 @@ impl Registry {
         if let Some(same) = previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256 && p.pin == pin) {
             return Ok(same.clone());
         }
-        if self.cache.as_ref().is_none_or(|c| !c.path_for(&sha256).exists()) {
+        if !cached {
             progress(position);
         }
-        self.load_component(path, &wasm, sha256, pin).await.map(Arc::new)
+        self.load_component(path, wasm, sha256, pin).await.map(Arc::new)
     }
 
     async fn load_component(
         &self,
         path: &Path,
-        wasm: &[u8],
+        wasm: Vec<u8>,
         sha256: String,
         pin: PinState,
     ) -> Result<LoadedPlugin, LoadError> {
         let file = file_name(path);
-        let engine = self.sandbox.engine();
         let compile_error = |e: wasmtime::Error| LoadError::Compile { file: file.clone(), message: format!("{e:#}") };
-        let (component, cache) = match &self.cache {
-            Some(cache) => cache.load_or_compile(engine, &sha256, wasm).map_err(compile_error)?,
-            None => (Component::new(engine, wasm).map_err(compile_error)?, CacheUse::Compiled),
-        };
+        let (engine, cache, digest) = (self.sandbox.engine().clone(), self.cache.clone(), sha256.clone());
+        let (component, cache) = blocking(move || match &cache {
+            Some(cache) => cache.load_or_compile(&engine, &digest, &wasm),
+            None => Component::new(&engine, &wasm).map(|component| (component, CacheUse::Compiled)),
+        })
+        .await
+        .map_err(compile_error)?;
         // The manifest is read with no grants; calls run with the plugin's.
         let bare = self.sandbox.prepare(&component, &Grants::none()).map_err(compile_error)?;
         let (returned, _, _) = self
@@ -514,6 +535,25 @@ impl Registry {
             cache,
             pre,
         })
+    }
+}
+
+/// A component file as read: its bytes, their digest, its key in the lock
+/// file, and whether the compiled cache has an artifact for it.
+struct ComponentFile {
+    wasm: Vec<u8>,
+    sha256: String,
+    key: String,
+    cached: bool,
+}
+
+/// Run `work` on one of tokio's blocking threads and wait for it. A panic
+/// in it is resumed here, as if it had run in place.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(error) => panic!("the runtime shut down while loading plugins: {error}"),
     }
 }
 
