@@ -9,12 +9,18 @@ fn plugins(dir: &str) -> PathBuf {
     path
 }
 
+/// `command` with the user's cache and state directories (the compiled
+/// cache and its key) in the build's target directory, shared by the tests
+/// and apart from the real user's.
+fn in_test_home(command: &mut Command) -> &mut Command {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    command.env("XDG_CACHE_HOME", target.join("toolhost-test-cache")).env("XDG_STATE_HOME", target.join("toolhost-test-state"))
+}
+
 /// Run `toolhost` in `cwd` with `args`.
 fn toolhost(cwd: &Path, args: &[&str]) -> Output {
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .env_remove("RUST_LOG")
         .args(args)
         .output()
@@ -182,10 +188,8 @@ fn an_unknown_config_key_is_an_error_naming_it() {
 /// Run `toolhost parse` on `reply` from stdin.
 fn parse(cwd: &Path, args: &[&str], reply: &str) -> serde_json::Value {
     use std::io::Write;
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let mut child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .arg("parse")
         .args(args)
         .stdin(std::process::Stdio::piped())
@@ -439,12 +443,10 @@ fn call_escapes_errors_always_and_output_on_a_terminal_only() {
 /// terminal from adding CRs of its own; its output is the terminal's.
 fn on_a_terminal(cwd: &Path, args: &str, input: &str) -> Output {
     use std::io::Write;
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
     let command = format!("stty raw -echo; '{}' {args}", env!("CARGO_BIN_EXE_toolhost"));
-    let mut child = Command::new("script")
+    let mut child = in_test_home(&mut Command::new("script"))
         .args(["-q", "-e", "-c", &command, "/dev/null"])
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -458,10 +460,8 @@ fn on_a_terminal(cwd: &Path, args: &str, input: &str) -> Output {
 /// lines; returns its exit status and stderr.
 fn with_stdout_closed(cwd: &Path, args: &[&str], stdin: &str, read_lines: usize) -> (std::process::ExitStatus, String) {
     use std::io::{BufRead, Read, Write};
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let mut child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -538,10 +538,8 @@ fn a_fifo_in_a_grant_neither_hangs_the_call_nor_keeps_the_process_alive() {
          dirs = { \"/data\" = { host = \"data\" } }\n",
     )
     .unwrap();
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(dir.path())
-        .env("XDG_CACHE_HOME", cache)
         .args(["call", "read_data", "--arg", "name=pipe"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -2,6 +2,9 @@
 //! reloads.
 
 use crate::support::{TestHost, plugin, policy_in};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use toolhost::Policy;
 use toolhost::Registry;
 use toolhost::{CacheUse, LoadError, LockFile, PinState, component_files, sha256_hex};
 
@@ -156,10 +159,7 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     let recovered = Registry::load(policy.clone()).await.unwrap();
     for use_ in uses(&recovered) {
         let CacheUse::Recovered(why) = use_ else { panic!("expected a recompile, got {use_:?}") };
-        assert!(
-            why.contains("checksum mismatch") || why.contains("is not a toolhost cache file"),
-            "{why}"
-        );
+        assert!(why.contains("its HMAC does not match") || why.contains("is not a toolhost cache file"), "{why}");
     }
     let outcome = TestHostCall::calc(&recovered).await;
     assert!(outcome.contains("42"), "{outcome}");
@@ -187,10 +187,9 @@ fn loading_reads_and_compiles_off_the_runtime_thread() {
     let cache = dir.path().join("cache");
     policy.cache_dir = Some(cache.clone());
     runtime.block_on(Registry::load(policy.clone())).unwrap();
-    let entries: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
-    let [entry] = &entries[..] else { panic!("one cache file expected: {entries:?}") };
-    std::fs::remove_file(entry).unwrap();
-    assert!(std::process::Command::new("mkfifo").arg(entry).status().unwrap().success());
+    let entry = only_file(&cache);
+    std::fs::remove_file(&entry).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&entry).status().unwrap().success());
 
     let (done, finished) = std::sync::mpsc::channel::<()>();
     let fifo = entry.clone();
@@ -230,6 +229,106 @@ async fn feed_fifo(path: std::path::PathBuf) {
             Err(e) => panic!("opening {}: {e}", path.display()),
         }
     }
+}
+
+/// The one file in `dir`.
+fn only_file(dir: &Path) -> PathBuf {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let [file] = &files[..] else { panic!("one file expected in {}: {files:?}", dir.display()) };
+    file.clone()
+}
+
+/// A host over the one plugin `name`, with a compiled cache and a cache key
+/// of its own, loaded once so the cache holds its artifact; and that file.
+async fn cached_alone(name: &str) -> (TestHost, Policy, PathBuf) {
+    let host = TestHost::new(&[name], "").await;
+    let mut policy = host.policy("");
+    policy.cache_dir = Some(host.dir.path().join("cache"));
+    policy.cache_key = Some(host.dir.path().join("state/cache.key"));
+    Registry::load(policy.clone()).await.unwrap();
+    let entry = only_file(&host.dir.path().join("cache"));
+    (host, policy, entry)
+}
+
+#[tokio::test]
+async fn a_forged_cache_entry_with_a_valid_plain_sha256_is_recompiled_not_loaded() {
+    let (_calc, policy, entry) = cached_alone("calc").await;
+    let (_clock, _, clock_entry) = cached_alone("clock").await;
+    // Clock's native code in calc's place, under a genuine header and a
+    // correct plain SHA-256 where the HMAC goes.
+    let (header, clock_file) = (std::fs::read(&entry).unwrap(), std::fs::read(&clock_entry).unwrap());
+    let code = &clock_file[HEADER_BYTES..];
+    let checksum = sha256_hex(code);
+    let forged = [&header[..MAGIC_BYTES], &hex_bytes(&checksum), code].concat();
+    std::fs::write(&entry, forged).unwrap();
+
+    let registry = Registry::load(policy.clone()).await.unwrap();
+    let catalog = registry.catalog();
+    assert_eq!(catalog.plugins[0].name(), "calc", "the forged artifact was loaded in calc's place");
+    let CacheUse::Recovered(why) = &catalog.plugins[0].cache else { panic!("{:?}", catalog.plugins[0].cache) };
+    assert!(why.contains("failed authentication: its HMAC does not match this user's cache key"), "{why}");
+    assert!(TestHostCall::calc(&registry).await.contains("42"));
+    let again = Registry::load(policy).await.unwrap();
+    assert_eq!(again.catalog().plugins[0].cache, CacheUse::Hit, "the recompiled artifact replaced the forgery");
+}
+
+#[tokio::test]
+async fn a_cache_written_under_another_key_is_recompiled() {
+    let (_host, policy, _) = cached_alone("calc").await;
+    std::fs::remove_file(policy.cache_key.as_ref().unwrap()).unwrap();
+    let registry = Registry::load(policy).await.unwrap();
+    let CacheUse::Recovered(why) = &registry.catalog().plugins[0].cache else { panic!("a foreign file was loaded") };
+    assert!(why.contains("its HMAC does not match"), "{why}");
+}
+
+#[test]
+fn a_cache_directory_others_may_write_is_refused_naming_it_its_owner_and_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let mut policy = policy_in(dir.path(), "");
+    policy.cache_dir = Some(cache.clone());
+    let error = Registry::new(policy).err().expect("a group-writable cache directory is refused");
+    let owner = std::fs::metadata(&cache).unwrap().uid();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cache directory {cache} (owner uid {owner}, mode 0775) is writable by group or others, who could make \
+             toolhost run their code; run `chmod go-w {cache}`, or set cache_dir to a directory of your own",
+            cache = cache.display()
+        )
+    );
+}
+
+#[test]
+fn the_cache_key_is_made_once_readable_by_its_owner_alone_and_refused_when_it_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, key) = (dir.path().join("new/cache"), dir.path().join("state/toolhost/cache.key"));
+    let mut policy = policy_in(dir.path(), "");
+    (policy.cache_dir, policy.cache_key) = (Some(cache.clone()), Some(key.clone()));
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().mode() & 0o777;
+    Registry::new(policy.clone()).unwrap();
+    assert_eq!(mode(&cache), 0o700, "a new cache directory is the user's alone");
+    assert_eq!(mode(&key), 0o600);
+    let secret = std::fs::read(&key).unwrap();
+    assert_eq!(secret.len(), 32);
+    Registry::new(policy.clone()).unwrap();
+    assert_eq!(std::fs::read(&key).unwrap(), secret, "the key is made once");
+
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let error = Registry::new(policy).err().expect("a key others can read is refused").to_string();
+    let owner = std::fs::metadata(&key).unwrap().uid();
+    let expected = format!("cache key file {} (owner uid {owner}, mode 0640) is open to group or others", key.display());
+    assert!(error.starts_with(&expected), "{error}");
+}
+
+/// The header of a cache file: its magic line, then a 32-byte tag.
+const MAGIC_BYTES: usize = 16;
+const HEADER_BYTES: usize = MAGIC_BYTES + 32;
+
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
 }
 
 /// Calls on a bare registry.

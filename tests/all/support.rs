@@ -23,9 +23,15 @@ pub fn shared_cache() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache")
 }
 
+/// The key of the shared cache: in the build's target directory, apart from
+/// the real user's.
+pub fn shared_cache_key() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-state/toolhost/cache.key")
+}
+
 /// A host over a temporary directory holding `plugins`, with `policy`
 /// appended to a `toolhost.toml` that names the directory, the shared cache
-/// and a lock file in the temporary directory.
+/// and its key, and a lock file in the temporary directory.
 pub struct TestHost {
     /// The temporary directory; `plugins/` holds the components.
     pub dir: TempDir,
@@ -71,8 +77,9 @@ impl TestHost {
 /// Write `toolhost.toml` in `dir` and load it.
 pub fn policy_in(dir: &Path, policy: &str) -> Policy {
     let text = format!(
-        "plugin_dirs = [\"plugins\"]\ncache_dir = {:?}\nlock_file = \"toolhost.lock\"\n{policy}",
-        shared_cache().display().to_string()
+        "plugin_dirs = [\"plugins\"]\ncache_dir = {:?}\ncache_key = {:?}\nlock_file = \"toolhost.lock\"\n{policy}",
+        shared_cache().display().to_string(),
+        shared_cache_key().display().to_string()
     );
     let path = dir.join("toolhost.toml");
     std::fs::write(&path, text).unwrap();

@@ -26,7 +26,7 @@ mod cache;
 mod lock;
 
 pub use binding::{ComponentId, UnboundSection};
-pub use cache::{ArtifactCache, CacheUse};
+pub use cache::{ArtifactCache, CacheError, CacheUse};
 pub use lock::{LockError, LockFile, PinChange, PinState};
 
 use crate::config::Policy;
@@ -214,14 +214,9 @@ pub enum RegistryError {
         /// Why.
         source: std::io::Error,
     },
-    /// The cache directory could not be created.
-    #[error("cannot use cache directory {}: {source}", dir.display())]
-    Cache {
-        /// The directory.
-        dir: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    /// The compiled cache, or its key, is unusable or not private.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
 }
 
 /// An immutable snapshot of the loaded plugins.
@@ -310,12 +305,10 @@ impl Registry {
     /// for [`Registry::inspect`] and [`Registry::survey`].
     pub fn new(policy: Policy) -> Result<Self, RegistryError> {
         let sandbox = Arc::new(Sandbox::new()?);
-        let cache = match &policy.cache_dir {
-            Some(dir) => Some(
-                ArtifactCache::new(dir, sandbox.engine())
-                    .map_err(|source| RegistryError::Cache { dir: dir.clone(), source })?,
-            ),
-            None => None,
+        let cache = match (&policy.cache_dir, &policy.cache_key) {
+            (Some(dir), Some(key_file)) => Some(ArtifactCache::new(dir, key_file, sandbox.engine())?),
+            (Some(dir), None) => return Err(CacheError::NoKeyFile { dir: dir.clone() }.into()),
+            (None, _) => None,
         };
         Ok(Registry {
             sandbox,
