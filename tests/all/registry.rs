@@ -149,8 +149,7 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     let warm = Registry::load(policy.clone()).await.unwrap();
     assert_eq!(uses(&warm), [CacheUse::Hit, CacheUse::Hit]);
 
-    let mut files: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
+    let files = files_in(cache.path());
     assert_eq!(files.len(), 2, "one artifact per component, no temporary files left");
     let truncated = std::fs::read(&files[0]).unwrap();
     std::fs::write(&files[0], &truncated[..truncated.len() / 2]).unwrap();
@@ -231,9 +230,16 @@ async fn feed_fifo(path: std::path::PathBuf) {
     }
 }
 
+/// The files in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
 /// The one file in `dir`.
 fn only_file(dir: &Path) -> PathBuf {
-    let files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let files = files_in(dir);
     let [file] = &files[..] else { panic!("one file expected in {}: {files:?}", dir.display()) };
     file.clone()
 }
@@ -279,6 +285,27 @@ async fn a_cache_written_under_another_key_is_recompiled() {
     let registry = Registry::load(policy).await.unwrap();
     let CacheUse::Recovered(why) = &registry.catalog().plugins[0].cache else { panic!("a foreign file was loaded") };
     assert!(why.contains("its HMAC does not match"), "{why}");
+}
+
+#[tokio::test]
+async fn cache_files_swapped_between_components_are_recompiled() {
+    let host = TestHost::new(&["calc", "clock"], "").await;
+    let mut policy = host.policy("");
+    policy.cache_dir = Some(host.dir.path().join("cache"));
+    Registry::load(policy.clone()).await.unwrap();
+    let files = files_in(&host.dir.path().join("cache"));
+    let [a, b] = &files[..] else { panic!("two cache files expected: {files:?}") };
+    let (a_bytes, b_bytes) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    std::fs::write(a, b_bytes).unwrap();
+    std::fs::write(b, a_bytes).unwrap();
+
+    let catalog = Registry::load(policy).await.unwrap().catalog();
+    let names: Vec<&str> = catalog.plugins.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["calc", "clock"], "each component runs its own code");
+    for plugin in &catalog.plugins {
+        let CacheUse::Recovered(why) = &plugin.cache else { panic!("{}: {:?}", plugin.name(), plugin.cache) };
+        assert!(why.contains("its HMAC does not match"), "{why}");
+    }
 }
 
 #[test]
