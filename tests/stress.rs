@@ -168,18 +168,20 @@ impl Host {
         std::fs::write(dir.join("hoarder/inside.txt"), "inside")?;
         Command::new("mkfifo").arg(dir.join("hoarder/pipe")).status()?;
         let port = serve_forever().await?;
-        let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+        let (cache, key) = (target.join("toolhost-test-cache"), target.join("toolhost-test-state/toolhost/cache.key"));
         let limits = "limits = { fuel = 50_000_000, timeout_ms = 300, memory_mib = 16, host_memory_mib = 8, \
                       output_kib = 256, open_files = 16, resources = 200, http_requests = 4 }";
         let policy_text = format!(
-            "plugin_dirs = [\"plugins\"]\ncache_dir = {cache:?}\nlock_file = \"none.lock\"\n\
+            "plugin_dirs = [\"plugins\"]\ncache_dir = {cache:?}\ncache_key = {key:?}\nlock_file = \"none.lock\"\n\
              [plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = \"workspace\", access = \"read-write\" }} }}\n\
              [plugins.hostile]\nfile = \"hostile.wasm\"\n{limits}\nenv = [\"PATH\"]\nhttp_hosts = [\"127.0.0.1\"]\n\
              dirs = {{ \"/data\" = {{ host = \"data\" }} }}\n\
              [plugins.hoarder]\nfile = \"hoarder.wasm\"\n{limits}\nhttp_hosts = [\"127.0.0.1\"]\n\
              dirs = {{ \"/data\" = {{ host = \"hoarder\", access = \"read-write\" }} }}\n\
              [plugins.escapes]\nfile = \"escapes.wasm\"\n{limits}\n",
-            cache = cache.display().to_string()
+            cache = cache.display().to_string(),
+            key = key.display().to_string()
         );
         std::fs::write(dir.join("toolhost.toml"), policy_text)?;
         let registry = Arc::new(Registry::load(Policy::load(&dir.join("toolhost.toml"))?).await?);

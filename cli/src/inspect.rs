@@ -25,17 +25,12 @@ pub(super) struct InspectCommand {
 impl InspectCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let policy = global.policy()?;
-        let lock = LockFile::read(&policy.lock_file)?;
+        // The registry reads an unreadable lock file as no pins; say so here.
+        LockFile::read(&policy.lock_file)?;
         let registry = Registry::new(policy)?;
         // Its text is the plugin's: one line, escaped, like a `refused:` line.
         let plugin = registry.inspect(&self.file).await.map_err(|e| anyhow!("{}", printable(&e.to_string())))?;
-        let file_name = self.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let pin = match lock.as_ref().map(|l| l.pin(&file_name)) {
-            None => "no lock file".to_owned(),
-            Some(None) => "not pinned".to_owned(),
-            Some(Some(p)) if p == plugin.sha256 => "pinned, matches".to_owned(),
-            Some(Some(p)) => format!("MISMATCH: pinned sha256:{p}"),
-        };
+        let pin = plugin.pin.to_string();
         let manifest = &plugin.manifest;
         if self.json {
             let value = json!({

@@ -2,19 +2,18 @@ use super::GlobalOptions;
 use super::output;
 use toolhost::{LoadError, LockFile, Registry, component_files, sha256_hex};
 use anyhow::{Context, bail};
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Pin the SHA-256 of every component in the plugin directories into the
-/// lock file. Once it exists, a component that is not pinned, or whose bytes
-/// changed, is refused with both digests, and a policy section without
-/// `file` or `sha256` grants only to pinned components.
+/// lock file, each by its path relative to the lock file's directory. Once
+/// it exists, a component that is not pinned, or whose bytes changed, is
+/// refused with both digests, and a policy section without `file` or
+/// `sha256` grants only to pinned components.
 ///
 /// First it shows each component as new, changed (old → new digest),
 /// unchanged or removed. It writes nothing when two components claim one
-/// plugin name or one tool name, or two directories hold files of one name.
+/// plugin name or one tool name.
 /// Pinning a new or changed component trusts it: on a terminal it asks
 /// first; otherwise pass --yes.
 #[derive(Debug, clap::Args)]
@@ -28,13 +27,10 @@ impl LockCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let policy = global.policy()?;
         let old = LockFile::read(&policy.lock_file)?;
-        let mut by_name: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
         let mut pins = Vec::new();
         for path in component_files(&policy.plugin_dirs)? {
             let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            pins.push((name.clone(), sha256_hex(&bytes)));
-            by_name.entry(name).or_default().push(path);
+            pins.push((LockFile::key(&policy.lock_file, &path), sha256_hex(&bytes)));
         }
         let lock = LockFile::new(pins);
         let changes = lock.changes(old.as_ref());
@@ -42,13 +38,7 @@ impl LockCommand {
             output::line(change)?;
         }
 
-        // Pins are by file name, so one name in two directories is ambiguous.
         let mut conflicts = false;
-        for (name, paths) in by_name.iter().filter(|(_, paths)| paths.len() > 1) {
-            let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            output::note(format_args!("refused: {name} is in more than one plugin directory: {}", paths.join(", ")));
-            conflicts = true;
-        }
         let lock_file = policy.lock_file.clone();
         let survey = Registry::new(policy)?.survey(&|_| {}).await.context("loading plugins")?;
         for refusal in &survey.refused {

@@ -9,12 +9,18 @@ fn plugins(dir: &str) -> PathBuf {
     path
 }
 
+/// `command` with the user's cache and state directories (the compiled
+/// cache and its key) in the build's target directory, shared by the tests
+/// and apart from the real user's.
+fn in_test_home(command: &mut Command) -> &mut Command {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    command.env("XDG_CACHE_HOME", target.join("toolhost-test-cache")).env("XDG_STATE_HOME", target.join("toolhost-test-state"))
+}
+
 /// Run `toolhost` in `cwd` with `args`.
 fn toolhost(cwd: &Path, args: &[&str]) -> Output {
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .env_remove("RUST_LOG")
         .args(args)
         .output()
@@ -80,6 +86,25 @@ fn call_prints_the_output_and_reports_status_on_stderr() {
 }
 
 #[test]
+fn call_checks_and_coerces_arguments_against_the_declaration() {
+    let dir = demo_dir();
+    let coerced = toolhost(dir.path(), &["call", "calculate", "--json", r#"{"expression": 42}"#]);
+    assert!(coerced.status.success(), "{}", text(&coerced.stderr));
+    assert_eq!(text(&coerced.stdout).trim(), r#"{"expression":"42","value":42.0}"#, "a number became the string declared");
+
+    let wrong_type = toolhost(dir.path(), &["call", "dir_tree", "--arg", "max_depth=deep"]);
+    assert!(!wrong_type.status.success());
+    let stderr = text(&wrong_type.stderr);
+    assert!(stderr.contains("the parameter `max_depth` of `dir_tree` must be an integer, got the string \"deep\""), "{stderr}");
+    assert!(stderr.contains("status: invalid-args"), "{stderr}");
+
+    let missing = toolhost(dir.path(), &["call", "calculate"]);
+    assert!(!missing.status.success());
+    let stderr = text(&missing.stderr);
+    assert!(stderr.contains("`calculate` needs the parameter `expression` (string)"), "{stderr}");
+}
+
+#[test]
 fn a_failed_call_exits_non_zero_and_names_the_limit() {
     let dir = demo_dir();
     let hostile = plugins("hostile");
@@ -132,15 +157,22 @@ fn lock_pins_and_a_changed_component_is_refused_with_both_hashes() {
     let lock = toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]);
     assert!(lock.status.success(), "{}", text(&lock.stderr));
     let pinned = sha256_of(&own.join("calc.wasm"));
-    assert_eq!(text(&lock.stdout), format!("new        calc.wasm  sha256:{pinned}\n"));
+    assert_eq!(text(&lock.stdout), format!("new        plugins/calc.wasm  sha256:{pinned}\n"));
     assert!(dir.path().join("toolhost.lock").exists());
 
     std::fs::copy(plugins("examples").join("clock.wasm"), own.join("calc.wasm")).unwrap();
     let list = toolhost(dir.path(), &["--plugins", "plugins", "list"]);
     let stderr = text(&list.stderr);
     assert!(
-        stderr.contains(&format!("refused: calc.wasm does not match its pin: pinned sha256:{pinned}, found sha256:")),
+        stderr.contains(&format!("refused: plugins/calc.wasm does not match its pin: pinned sha256:{pinned}, found sha256:")),
         "{stderr}"
+    );
+    let inspect = toolhost(dir.path(), &["--plugins", "plugins", "inspect", "plugins/calc.wasm"]);
+    let changed = sha256_of(&own.join("calc.wasm"));
+    assert!(
+        text(&inspect.stdout).contains(&format!("({})", toolhost::PinState::Mismatch { pinned, actual: changed })),
+        "inspect says what loading says: {}",
+        text(&inspect.stdout)
     );
 }
 
@@ -209,10 +241,8 @@ fn a_bad_approval_rule_is_an_error_naming_the_rule_and_key() {
 /// Run `toolhost parse` on `reply` from stdin.
 fn parse(cwd: &Path, args: &[&str], reply: &str) -> serde_json::Value {
     use std::io::Write;
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let mut child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .arg("parse")
         .args(args)
         .stdin(std::process::Stdio::piped())
@@ -292,9 +322,9 @@ fn lock_shows_what_it_pins_and_asks_before_trusting_new_bytes() {
         sha256_of(&examples.join("files.wasm")),
     );
     let expected = format!(
-        "changed    calc.wasm  sha256:{calc} → sha256:{dirtree}\n\
-         unchanged  clock.wasm  sha256:{clock}\n\
-         new        files.wasm  sha256:{files}\n"
+        "changed    plugins/calc.wasm  sha256:{calc} → sha256:{dirtree}\n\
+         unchanged  plugins/clock.wasm  sha256:{clock}\n\
+         new        plugins/files.wasm  sha256:{files}\n"
     );
     let asked = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
     assert!(!asked.status.success(), "stdin is not a terminal: pinning new bytes needs --yes");
@@ -314,12 +344,40 @@ fn lock_shows_what_it_pins_and_asks_before_trusting_new_bytes() {
     assert!(pinned.status.success(), "nothing new to trust: {}", text(&pinned.stderr));
     assert_eq!(
         text(&pinned.stdout),
-        format!("unchanged  calc.wasm  sha256:{dirtree}\nunchanged  clock.wasm  sha256:{clock}\nunchanged  files.wasm  sha256:{files}\n")
+        format!(
+            "unchanged  plugins/calc.wasm  sha256:{dirtree}\nunchanged  plugins/clock.wasm  sha256:{clock}\n\
+             unchanged  plugins/files.wasm  sha256:{files}\n"
+        )
     );
     std::fs::remove_file(own.join("files.wasm")).unwrap();
     let removed = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
     assert!(removed.status.success(), "dropping a pin trusts nothing new: {}", text(&removed.stderr));
-    assert!(text(&removed.stdout).contains(&format!("removed    files.wasm  sha256:{files}\n")), "{}", text(&removed.stdout));
+    assert!(text(&removed.stdout).contains(&format!("removed    plugins/files.wasm  sha256:{files}\n")), "{}", text(&removed.stdout));
+}
+
+#[test]
+fn one_file_name_in_two_plugin_directories_is_pinned_and_loaded_by_path() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sub, built) in [("one", "calc.wasm"), ("two", "clock.wasm")] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::copy(plugins("examples").join(built), dir.path().join(sub).join("calc.wasm")).unwrap();
+    }
+    let (calc, clock) = (sha256_of(&dir.path().join("one/calc.wasm")), sha256_of(&dir.path().join("two/calc.wasm")));
+    let both = ["--plugins", "one", "--plugins", "two"];
+    let lock = toolhost(dir.path(), &[&both[..], &["lock", "--yes"]].concat());
+    assert!(lock.status.success(), "{}", text(&lock.stderr));
+    assert_eq!(text(&lock.stdout), format!("new        one/calc.wasm  sha256:{calc}\nnew        two/calc.wasm  sha256:{clock}\n"));
+
+    let list = toolhost(dir.path(), &[&both[..], &["list"]].concat());
+    assert!(list.status.success() && !text(&list.stderr).contains("refused"), "{}", text(&list.stderr));
+    assert!(text(&list.stdout).contains("calculate") && text(&list.stdout).contains("convert_time"), "{}", text(&list.stdout));
+
+    std::fs::copy(plugins("examples").join("dirtree.wasm"), dir.path().join("two/calc.wasm")).unwrap();
+    let changed = toolhost(dir.path(), &[&both[..], &["list"]].concat());
+    let stderr = text(&changed.stderr);
+    assert!(stderr.contains(&format!("refused: two/calc.wasm does not match its pin: pinned sha256:{clock}")), "{stderr}");
+    assert!(!stderr.contains("one/calc.wasm"), "{stderr}");
+    assert!(text(&changed.stdout).contains("calculate"), "the other calc.wasm still loads");
 }
 
 #[test]
@@ -438,12 +496,10 @@ fn call_escapes_errors_always_and_output_on_a_terminal_only() {
 /// terminal from adding CRs of its own; its output is the terminal's.
 fn on_a_terminal(cwd: &Path, args: &str, input: &str) -> Output {
     use std::io::Write;
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
     let command = format!("stty raw -echo; '{}' {args}", env!("CARGO_BIN_EXE_toolhost"));
-    let mut child = Command::new("script")
+    let mut child = in_test_home(&mut Command::new("script"))
         .args(["-q", "-e", "-c", &command, "/dev/null"])
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -457,10 +513,8 @@ fn on_a_terminal(cwd: &Path, args: &str, input: &str) -> Output {
 /// lines; returns its exit status and stderr.
 fn with_stdout_closed(cwd: &Path, args: &[&str], stdin: &str, read_lines: usize) -> (std::process::ExitStatus, String) {
     use std::io::{BufRead, Read, Write};
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let mut child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -537,10 +591,8 @@ fn a_fifo_in_a_grant_neither_hangs_the_call_nor_keeps_the_process_alive() {
          dirs = { \"/data\" = { host = \"data\" } }\n",
     )
     .unwrap();
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(dir.path())
-        .env("XDG_CACHE_HOME", cache)
         .args(["call", "read_data", "--arg", "name=pipe"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

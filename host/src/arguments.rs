@@ -74,16 +74,10 @@ pub fn coerce(value: &Value, ty: ParamType) -> Option<Value> {
         (ParamType::String, Value::String(_)) => Some(value.clone()),
         (ParamType::String, Value::Number(_) | Value::Bool(_)) => Some(Value::String(value.to_string())),
         (ParamType::String, _) => None,
-        (ParamType::Integer, Value::Number(n)) => integer(n.as_f64()?).or_else(|| n.as_u64().map(Value::from)),
-        (ParamType::Integer, Value::String(s)) => {
-            let s = s.trim();
-            s.parse::<i64>().ok().map(Value::from).or_else(|| integer(s.parse().ok()?))
-        }
+        (ParamType::Integer, Value::Number(n)) => integer(n),
+        (ParamType::Integer, Value::String(s)) => integer(&number(s)?),
         (ParamType::Number, Value::Number(_)) => Some(value.clone()),
-        (ParamType::Number, Value::String(s)) => {
-            let n: f64 = s.trim().parse().ok()?;
-            Number::from_f64(n).map(Value::Number)
-        }
+        (ParamType::Number, Value::String(s)) => number(s).map(Value::Number),
         (ParamType::Boolean, Value::Bool(_)) => Some(value.clone()),
         (ParamType::Boolean, Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
             "true" | "yes" | "1" => Some(Value::Bool(true)),
@@ -103,9 +97,31 @@ pub fn coerce(value: &Value, ty: ParamType) -> Option<Value> {
     }
 }
 
-/// A whole float as an integer value.
-fn integer(f: f64) -> Option<Value> {
-    (f.fract() == 0.0 && f.abs() < 9.0e15).then(|| Value::from(f as i64))
+/// 2^53, the largest magnitude below which every integer is a float: past
+/// it, a whole float may not be the integer that was written.
+const MAX_EXACT_FLOAT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// Number text, trimmed: an integer that fits i64 or u64 exactly, anything
+/// else as a float; `None` unless it is a finite number.
+fn number(text: &str) -> Option<Number> {
+    let text = text.trim();
+    if let Ok(i) = text.parse::<i64>() {
+        return Some(i.into());
+    }
+    if let Ok(u) = text.parse::<u64>() {
+        return Some(u.into());
+    }
+    Number::from_f64(text.parse().ok()?)
+}
+
+/// `n` as an integer: as it is when it is one, or a whole float that is
+/// exactly an integer.
+fn integer(n: &Number) -> Option<Value> {
+    if n.is_i64() || n.is_u64() {
+        return Some(Value::Number(n.clone()));
+    }
+    let f = n.as_f64()?;
+    (f.fract() == 0.0 && f.abs() <= MAX_EXACT_FLOAT_INTEGER).then(|| Value::from(f as i64))
 }
 
 fn article(ty: ParamType) -> &'static str {
@@ -183,6 +199,32 @@ mod tests {
             run("search", json!({"query": "q", "exact": "perhaps"})),
             Err("the parameter `exact` of `search` must be true or false, got the string \"perhaps\"".into())
         );
+    }
+
+    #[test]
+    fn integers_of_any_magnitude_json_carries_are_kept_exactly() {
+        let integer = |value: Value| coerce(&value, ParamType::Integer);
+        for exact in [json!(-10000000000000000_i64), json!(i64::MIN), json!(i64::MAX), json!(u64::MAX)] {
+            assert_eq!(integer(exact.clone()), Some(exact.clone()), "{exact}");
+            assert_eq!(integer(json!(exact.to_string())), Some(exact.clone()), "{exact} as a string");
+        }
+        assert_eq!(integer(json!(" -10000000000000000 ")), Some(json!(-10000000000000000_i64)));
+        assert_eq!(integer(json!(-4096.0)), Some(json!(-4096)), "a whole float is an integer");
+        assert_eq!(integer(json!("1e3")), Some(json!(1000)));
+        assert_eq!(integer(json!(1.0e16)), None, "a float past 2^53 may not be the integer that was written");
+        assert_eq!(integer(json!("18446744073709551616")), None, "past u64, JSON carries no integer");
+        assert_eq!(integer(json!(0.5)), None);
+    }
+
+    #[test]
+    fn numbers_written_as_strings_keep_their_integer_digits() {
+        let number = |value: Value| coerce(&value, ParamType::Number);
+        assert_eq!(number(json!("-10000000000000000")), Some(json!(-10000000000000000_i64)));
+        assert_eq!(number(json!("18446744073709551615")), Some(json!(u64::MAX)));
+        assert_eq!(number(json!(" 2.5e300 ")), Some(json!(2.5e300)));
+        assert_eq!(number(json!(-10000000000000000_i64)), Some(json!(-10000000000000000_i64)));
+        assert_eq!(number(json!("1e400")), None, "JSON carries no infinity");
+        assert_eq!(number(json!("NaN")), None);
     }
 
     #[test]

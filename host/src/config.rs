@@ -5,6 +5,7 @@
 //! ```toml
 //! plugin_dirs = ["plugins"]          # relative to this file
 //! cache_dir = ".toolhost/cache"      # compiled artifacts; default: the user cache dir
+//! cache_key = "keys/cache.key"       # authenticates them; default: the user state dir
 //! lock_file = "toolhost.lock"        # sha-256 pins; default: beside this file
 //!
 //! [limits]                           # every plugin's defaults
@@ -109,6 +110,10 @@ pub struct Policy {
     pub plugin_dirs: Vec<PathBuf>,
     /// Where compiled artifacts are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// The file holding the per-user secret key that authenticates cached
+    /// artifacts; made on first use. `None` only when there is no home
+    /// directory to default to.
+    pub cache_key: Option<PathBuf>,
     /// The lock file holding sha-256 pins.
     pub lock_file: PathBuf,
     /// Limits for plugins without their own.
@@ -152,6 +157,7 @@ impl Default for Policy {
         Policy {
             plugin_dirs: Vec::new(),
             cache_dir: default_cache_dir(),
+            cache_key: default_cache_key(),
             lock_file: PathBuf::from(DEFAULT_LOCK_FILE),
             limits: Limits::default(),
             plugins: BTreeMap::new(),
@@ -201,6 +207,7 @@ impl Policy {
         Ok(Policy {
             plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
             cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
+            cache_key: file.cache_key.map(resolve).or_else(default_cache_key),
             lock_file,
             limits,
             plugins,
@@ -255,9 +262,22 @@ fn check_sha256(digest: &str, path: &Path, plugin: &str) -> Result<String, Confi
 
 /// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
 fn default_cache_dir() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
-    let home = || std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"));
-    xdg.or_else(home).map(|dir| dir.join("toolhost"))
+    user_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("toolhost"))
+}
+
+/// `$XDG_STATE_HOME/toolhost/cache.key`, else
+/// `$HOME/.local/state/toolhost/cache.key`: state of this user on this
+/// machine, apart from the cache it authenticates (a copied or shared
+/// cache directory does not bring its key along) and from configuration,
+/// which people publish.
+fn default_cache_key() -> Option<PathBuf> {
+    user_dir("XDG_STATE_HOME", ".local/state").map(|dir| dir.join("toolhost").join("cache.key"))
+}
+
+/// The XDG base directory `$var`, else `$HOME/fallback`.
+fn user_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    let xdg = std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    xdg.or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(fallback)))
 }
 
 #[derive(Deserialize)]
@@ -266,6 +286,7 @@ struct ConfigFile {
     #[serde(default)]
     plugin_dirs: Vec<PathBuf>,
     cache_dir: Option<PathBuf>,
+    cache_key: Option<PathBuf>,
     lock_file: Option<PathBuf>,
     #[serde(default)]
     limits: LimitOverrides,
@@ -430,6 +451,7 @@ mod tests {
         let policy = parse(
             r#"
             plugin_dirs = ["plugins", "/opt/tools"]
+            cache_key = "keys/cache.key"
             [limits]
             fuel = 5
             timeout_ms = 250
@@ -444,6 +466,7 @@ mod tests {
         .unwrap();
         assert_eq!(policy.plugin_dirs, [PathBuf::from("/etc/toolhost/plugins"), PathBuf::from("/opt/tools")]);
         assert_eq!(policy.lock_file, PathBuf::from("/etc/toolhost/toolhost.lock"));
+        assert_eq!(policy.cache_key, Some(PathBuf::from("/etc/toolhost/keys/cache.key")));
         let files = policy.for_plugin("files");
         assert_eq!(files.limits.fuel, 5, "plugin limits start from the global ones");
         assert_eq!(files.limits.timeout, Duration::from_millis(250));

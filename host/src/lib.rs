@@ -95,8 +95,8 @@ pub use printable::{printable, printable_lines, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{
-    CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, Refusal,
-    Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
+    CacheError, CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, PinState,
+    Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
 pub use suggest::{did_you_mean, unknown_tool};
 pub use sandbox::{

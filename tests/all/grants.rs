@@ -3,7 +3,7 @@
 
 use crate::support::{TestHost, plugin};
 use serde_json::json;
-use toolhost::{LockFile, sha256_hex};
+use toolhost::sha256_hex;
 use toolhost::Withheld;
 use toolhost::{Registry, Status};
 
@@ -274,7 +274,7 @@ async fn a_section_naming_no_component_grants_only_to_a_pinned_one() {
         )
     );
 
-    LockFile::new([("files.wasm".to_string(), digest)]).write(&host.dir.path().join("toolhost.lock")).unwrap();
+    host.write_lock(&[("files.wasm", &digest)]);
     host.registry.reload().await.unwrap();
     assert_eq!(grant_of(&host.registry), (1, None), "pinned, the section applies");
 }

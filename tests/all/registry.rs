@@ -1,9 +1,12 @@
 //! Loading: pins, API versions, name collisions, the compiled cache and
 //! reloads.
 
-use crate::support::{TestHost, plugin};
+use crate::support::{TestHost, plugin, policy_in};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use toolhost::Policy;
 use toolhost::Registry;
-use toolhost::{CacheUse, LoadError, LockFile, sha256_hex};
+use toolhost::{CacheUse, LoadError, LockFile, PinState, component_files, sha256_hex};
 
 fn refusals(registry: &Registry) -> Vec<String> {
     registry.catalog().refused.iter().map(|r| r.error.to_string()).collect()
@@ -82,14 +85,12 @@ async fn a_pin_mismatch_refuses_the_plugin_and_prints_both_hashes() {
     let host = TestHost::new(&["calc", "clock"], "").await;
     let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
     let wrong = "0".repeat(64);
-    LockFile::new([("calc.wasm".to_string(), calc.clone()), ("clock.wasm".to_string(), wrong.clone())])
-        .write(&host.dir.path().join("toolhost.lock"))
-        .unwrap();
+    host.write_lock(&[("calc.wasm", &calc), ("clock.wasm", &wrong)]);
     let clock = sha256_hex(&std::fs::read(plugin("clock")).unwrap());
     let registry = Registry::load(host.policy("")).await.unwrap();
     assert_eq!(
         refusals(&registry),
-        [format!("clock.wasm does not match its pin: pinned sha256:{wrong}, found sha256:{clock}")]
+        [format!("plugins/clock.wasm does not match its pin: pinned sha256:{wrong}, found sha256:{clock}")]
     );
     assert!(registry.catalog().plugin("calc").is_some());
 }
@@ -98,13 +99,39 @@ async fn a_pin_mismatch_refuses_the_plugin_and_prints_both_hashes() {
 async fn an_unpinned_plugin_is_refused_once_a_lock_file_exists() {
     let host = TestHost::new(&["calc", "clock"], "").await;
     let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
-    let lock = host.dir.path().join("toolhost.lock");
-    LockFile::new([("calc.wasm".to_string(), calc)]).write(&lock).unwrap();
+    host.write_lock(&[("calc.wasm", &calc)]);
     let registry = Registry::load(host.policy("")).await.unwrap();
     let refused = refusals(&registry);
     assert_eq!(refused.len(), 1);
-    assert!(refused[0].starts_with("clock.wasm is not pinned in "), "{refused:?}");
+    assert!(refused[0].starts_with("plugins/clock.wasm is not pinned in "), "{refused:?}");
     assert!(matches!(registry.catalog().refused[0].error, LoadError::NotPinned { .. }));
+}
+
+#[tokio::test]
+async fn one_file_name_in_two_plugin_directories_has_a_pin_of_its_own() {
+    let host = TestHost::new(&["calc"], "").await;
+    let more = host.dir.path().join("more");
+    std::fs::create_dir(&more).unwrap();
+    std::fs::copy(plugin("clock"), more.join("calc.wasm")).unwrap();
+    let mut policy = host.policy("");
+    policy.plugin_dirs.push(more.clone());
+    let pins = component_files(&policy.plugin_dirs).unwrap().into_iter().map(|path| {
+        (LockFile::key(&policy.lock_file, &path), sha256_hex(&std::fs::read(&path).unwrap()))
+    });
+    LockFile::new(pins).write(&policy.lock_file).unwrap();
+
+    let registry = Registry::load(policy).await.unwrap();
+    assert!(refusals(&registry).is_empty(), "{:?}", refusals(&registry));
+    let catalog = registry.catalog();
+    assert!(catalog.plugins.iter().all(|p| p.pin == PinState::Matches));
+    assert!(catalog.tool("calculate").is_some() && catalog.tool("convert_time").is_some());
+
+    std::fs::copy(plugin("dirtree"), more.join("calc.wasm")).unwrap();
+    registry.reload().await.unwrap();
+    let refused = refusals(&registry);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].starts_with("more/calc.wasm does not match its pin"), "{refused:?}");
+    assert!(registry.catalog().tool("calculate").is_some(), "the other calc.wasm keeps its own pin");
 }
 
 #[tokio::test]
@@ -122,8 +149,7 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     let warm = Registry::load(policy.clone()).await.unwrap();
     assert_eq!(uses(&warm), [CacheUse::Hit, CacheUse::Hit]);
 
-    let mut files: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
+    let files = files_in(cache.path());
     assert_eq!(files.len(), 2, "one artifact per component, no temporary files left");
     let truncated = std::fs::read(&files[0]).unwrap();
     std::fs::write(&files[0], &truncated[..truncated.len() / 2]).unwrap();
@@ -132,10 +158,7 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     let recovered = Registry::load(policy.clone()).await.unwrap();
     for use_ in uses(&recovered) {
         let CacheUse::Recovered(why) = use_ else { panic!("expected a recompile, got {use_:?}") };
-        assert!(
-            why.contains("checksum mismatch") || why.contains("is not a toolhost cache file"),
-            "{why}"
-        );
+        assert!(why.contains("its HMAC does not match") || why.contains("is not a toolhost cache file"), "{why}");
     }
     let recovered = std::sync::Arc::new(recovered);
     let call = toolhost::ToolCall::new("1", "calculate", serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone());
@@ -143,6 +166,204 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     assert!(outcome.output.contains("42"), "{}", outcome.output);
     let again = Registry::load(policy).await.unwrap();
     assert_eq!(uses(&again), [CacheUse::Hit, CacheUse::Hit], "the recompiled artifacts were stored");
+}
+
+/// How long the test below waits before it stops waiting for the load and
+/// feeds the cache file itself: far longer than a load takes.
+const RESCUE_AFTER: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Loading reads and compiles on blocking threads, so the runtime's own
+/// threads keep serving other tasks. The compiled-cache file is made a
+/// FIFO, so reading it waits for a writer; on a current-thread runtime the
+/// writer is a task on the runtime's one thread, which can run only if the
+/// load leaves that thread free. Otherwise a watchdog thread writes,
+/// and the test fails.
+#[test]
+fn loading_reads_and_compiles_off_the_runtime_thread() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(plugin("calc"), dir.path().join("plugins/calc.wasm")).unwrap();
+    let mut policy = policy_in(dir.path(), "");
+    let cache = dir.path().join("cache");
+    policy.cache_dir = Some(cache.clone());
+    runtime.block_on(Registry::load(policy.clone())).unwrap();
+    let entry = only_file(&cache);
+    std::fs::remove_file(&entry).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&entry).status().unwrap().success());
+
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let fifo = entry.clone();
+    let watchdog = std::thread::spawn(move || {
+        let rescued = finished.recv_timeout(RESCUE_AFTER).is_err();
+        if rescued {
+            std::fs::write(&fifo, b"written by the watchdog").unwrap();
+        }
+        rescued
+    });
+    let registry = runtime.block_on(async {
+        let feeder = tokio::spawn(feed_fifo(entry.clone()));
+        let registry = Registry::load(policy).await.unwrap();
+        // Done, or waiting for a reader that came and went: not needed now.
+        feeder.abort();
+        registry
+    });
+    // After a rescue the watchdog no longer listens.
+    let _ = done.send(());
+    assert!(!watchdog.join().unwrap(), "the load held the runtime's thread while it read the cache file");
+    let CacheUse::Recovered(why) = &registry.catalog().plugins[0].cache else { panic!("the FIFO was not read") };
+    assert!(why.contains("is not a toolhost cache file"), "{why}");
+}
+
+/// Write to the FIFO at `path` once a reader has it open, without ever
+/// blocking the runtime's thread.
+async fn feed_fifo(path: std::path::PathBuf) {
+    use rustix::fs::{Mode, OFlags};
+    loop {
+        // Without a reader, a non-blocking open for writing fails (ENXIO).
+        match rustix::fs::open(&path, OFlags::WRONLY | OFlags::NONBLOCK, Mode::empty()) {
+            Ok(fd) => {
+                std::io::Write::write_all(&mut std::fs::File::from(fd), b"written by a task").unwrap();
+                return;
+            }
+            Err(rustix::io::Errno::NXIO) => tokio::time::sleep(std::time::Duration::from_millis(1)).await,
+            Err(e) => panic!("opening {}: {e}", path.display()),
+        }
+    }
+}
+
+/// The files in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+/// The one file in `dir`.
+fn only_file(dir: &Path) -> PathBuf {
+    let files = files_in(dir);
+    let [file] = &files[..] else { panic!("one file expected in {}: {files:?}", dir.display()) };
+    file.clone()
+}
+
+/// A host over the one plugin `name`, with a compiled cache and a cache key
+/// of its own, loaded once so the cache holds its artifact; and that file.
+async fn cached_alone(name: &str) -> (TestHost, Policy, PathBuf) {
+    let host = TestHost::new(&[name], "").await;
+    let mut policy = host.policy("");
+    policy.cache_dir = Some(host.dir.path().join("cache"));
+    policy.cache_key = Some(host.dir.path().join("state/cache.key"));
+    Registry::load(policy.clone()).await.unwrap();
+    let entry = only_file(&host.dir.path().join("cache"));
+    (host, policy, entry)
+}
+
+#[tokio::test]
+async fn a_forged_cache_entry_with_a_valid_plain_sha256_is_recompiled_not_loaded() {
+    let (_calc, policy, entry) = cached_alone("calc").await;
+    let (_clock, _, clock_entry) = cached_alone("clock").await;
+    // Clock's native code in calc's place, under a genuine header and a
+    // correct plain SHA-256 where the HMAC goes.
+    let (header, clock_file) = (std::fs::read(&entry).unwrap(), std::fs::read(&clock_entry).unwrap());
+    let code = &clock_file[HEADER_BYTES..];
+    let checksum = sha256_hex(code);
+    let forged = [&header[..MAGIC_BYTES], &hex_bytes(&checksum), code].concat();
+    std::fs::write(&entry, forged).unwrap();
+
+    let registry = Registry::load(policy.clone()).await.unwrap();
+    let catalog = registry.catalog();
+    assert_eq!(catalog.plugins[0].name(), "calc", "the forged artifact was loaded in calc's place");
+    let CacheUse::Recovered(why) = &catalog.plugins[0].cache else { panic!("{:?}", catalog.plugins[0].cache) };
+    assert!(why.contains("failed authentication: its HMAC does not match this user's cache key"), "{why}");
+    assert!(calc_on(registry).await.contains("42"));
+    let again = Registry::load(policy).await.unwrap();
+    assert_eq!(again.catalog().plugins[0].cache, CacheUse::Hit, "the recompiled artifact replaced the forgery");
+}
+
+#[tokio::test]
+async fn a_cache_written_under_another_key_is_recompiled() {
+    let (_host, policy, _) = cached_alone("calc").await;
+    std::fs::remove_file(policy.cache_key.as_ref().unwrap()).unwrap();
+    let registry = Registry::load(policy).await.unwrap();
+    let CacheUse::Recovered(why) = &registry.catalog().plugins[0].cache else { panic!("a foreign file was loaded") };
+    assert!(why.contains("its HMAC does not match"), "{why}");
+}
+
+#[tokio::test]
+async fn cache_files_swapped_between_components_are_recompiled() {
+    let host = TestHost::new(&["calc", "clock"], "").await;
+    let mut policy = host.policy("");
+    policy.cache_dir = Some(host.dir.path().join("cache"));
+    Registry::load(policy.clone()).await.unwrap();
+    let files = files_in(&host.dir.path().join("cache"));
+    let [a, b] = &files[..] else { panic!("two cache files expected: {files:?}") };
+    let (a_bytes, b_bytes) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    std::fs::write(a, b_bytes).unwrap();
+    std::fs::write(b, a_bytes).unwrap();
+
+    let catalog = Registry::load(policy).await.unwrap().catalog();
+    let names: Vec<&str> = catalog.plugins.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["calc", "clock"], "each component runs its own code");
+    for plugin in &catalog.plugins {
+        let CacheUse::Recovered(why) = &plugin.cache else { panic!("{}: {:?}", plugin.name(), plugin.cache) };
+        assert!(why.contains("its HMAC does not match"), "{why}");
+    }
+}
+
+#[test]
+fn a_cache_directory_others_may_write_is_refused_naming_it_its_owner_and_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let mut policy = policy_in(dir.path(), "");
+    policy.cache_dir = Some(cache.clone());
+    let error = Registry::new(policy).err().expect("a group-writable cache directory is refused");
+    let owner = std::fs::metadata(&cache).unwrap().uid();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cache directory {cache} (owner uid {owner}, mode 0775) is writable by group or others, who could make \
+             toolhost run their code; run `chmod go-w {cache}`, or set cache_dir to a directory of your own",
+            cache = cache.display()
+        )
+    );
+}
+
+#[test]
+fn the_cache_key_is_made_once_readable_by_its_owner_alone_and_refused_when_it_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, key) = (dir.path().join("new/cache"), dir.path().join("state/toolhost/cache.key"));
+    let mut policy = policy_in(dir.path(), "");
+    (policy.cache_dir, policy.cache_key) = (Some(cache.clone()), Some(key.clone()));
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().mode() & 0o777;
+    Registry::new(policy.clone()).unwrap();
+    assert_eq!(mode(&cache), 0o700, "a new cache directory is the user's alone");
+    assert_eq!(mode(&key), 0o600);
+    let secret = std::fs::read(&key).unwrap();
+    assert_eq!(secret.len(), 32);
+    Registry::new(policy.clone()).unwrap();
+    assert_eq!(std::fs::read(&key).unwrap(), secret, "the key is made once");
+
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let error = Registry::new(policy).err().expect("a key others can read is refused").to_string();
+    let owner = std::fs::metadata(&key).unwrap().uid();
+    let expected = format!("cache key file {} (owner uid {owner}, mode 0640) is open to group or others", key.display());
+    assert!(error.starts_with(&expected), "{error}");
+}
+
+/// The header of a cache file: its magic line, then a 32-byte tag.
+const MAGIC_BYTES: usize = 16;
+const HEADER_BYTES: usize = MAGIC_BYTES + 32;
+
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+}
+
+/// `calculate` on `6*7` through a bare registry, returning the output.
+async fn calc_on(registry: Registry) -> String {
+    let call = toolhost::ToolCall::new("1", "calculate", serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone());
+    toolhost::Executor::new(std::sync::Arc::new(registry)).call(&call).await.output
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tempfile::TempDir;
-use toolhost::{Executor, Policy, Registry, ToolCall, ToolOutcome};
+use toolhost::{Executor, LockFile, Policy, Registry, ToolCall, ToolOutcome};
 
 /// The component `name`, from the examples or the hostile plugins.
 pub fn plugin(name: &str) -> PathBuf {
@@ -23,9 +23,15 @@ pub fn shared_cache() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache")
 }
 
+/// The key of the shared cache: in the build's target directory, apart from
+/// the real user's.
+pub fn shared_cache_key() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-state/toolhost/cache.key")
+}
+
 /// A host over a temporary directory holding `plugins`, with `policy`
 /// appended to a `toolhost.toml` that names the directory, the shared cache
-/// and a lock file in the temporary directory.
+/// and its key, and a lock file in the temporary directory.
 pub struct TestHost {
     /// The temporary directory; `plugins/` holds the components.
     pub dir: TempDir,
@@ -57,6 +63,16 @@ impl TestHost {
         Policy::load(&self.dir.path().join("toolhost.toml")).unwrap()
     }
 
+    /// Write the lock file pinning each component of `plugins/` named in
+    /// `pins` (file name, hex digest), keyed as `toolhost lock` keys it.
+    pub fn write_lock(&self, pins: &[(&str, &str)]) {
+        let lock_file = self.dir.path().join("toolhost.lock");
+        let keyed = pins.iter().map(|(file, digest)| {
+            (LockFile::key(&lock_file, &self.dir.path().join("plugins").join(file)), digest.to_string())
+        });
+        LockFile::new(keyed).write(&lock_file).unwrap();
+    }
+
     /// Call `tool` with `args` (a JSON object).
     pub async fn call(&self, tool: &str, args: Value) -> ToolOutcome {
         let Value::Object(args) = args else { panic!("args must be an object") };
@@ -67,8 +83,9 @@ impl TestHost {
 /// Write `toolhost.toml` in `dir` and load it.
 pub fn policy_in(dir: &Path, policy: &str) -> Policy {
     let text = format!(
-        "plugin_dirs = [\"plugins\"]\ncache_dir = {:?}\nlock_file = \"toolhost.lock\"\n{policy}",
-        shared_cache().display().to_string()
+        "plugin_dirs = [\"plugins\"]\ncache_dir = {:?}\ncache_key = {:?}\nlock_file = \"toolhost.lock\"\n{policy}",
+        shared_cache().display().to_string(),
+        shared_cache_key().display().to_string()
     );
     let path = dir.join("toolhost.toml");
     std::fs::write(&path, text).unwrap();

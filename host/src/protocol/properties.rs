@@ -63,6 +63,40 @@ proptest! {
     }
 }
 
+/// A value VCP can write: any mix of the markers and the characters they
+/// are made of, trimmed (VCP trims values) and without the escaped markers
+/// (inside the escape form `「末ESCAPE」` ends a value and the others stand
+/// for real markers).
+fn vcp_value() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        "[a-z ,:]{1,4}",
+        Just("「始」".to_owned()),
+        Just("「末」".to_owned()),
+        Just("{始}".to_owned()),
+        Just("{末}".to_owned()),
+        Just("「始exp」".to_owned()),
+        Just("<<<[TOOL_REQUEST]>>>".to_owned()),
+        Just("<<<[END_TOOL_REQUEST]>>>".to_owned()),
+        Just("<<[END_TOOL_REQUEST]>>".to_owned()),
+        Just("<<<<[TOOL_REQUEST]>>>>".to_owned()),
+        "[「」始末<>\\[\\]{}E\n]",
+    ];
+    proptest::collection::vec(piece, 0..6).prop_map(|parts| parts.concat().trim().to_owned())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_vcp_request_block_carries_every_value_it_can_write_back_exactly(value in vcp_value()) {
+        let args: Map<String, Value> = [("text".to_owned(), Value::String(value))].into_iter().collect();
+        let block = super::vcp::request_block("t", &args);
+        let parsed = ProtocolId::Vcp.protocol().parse(&block, &Declared::default());
+        prop_assert_eq!(parsed.calls.len(), 1, "{}: {:?}", block, parsed.warnings);
+        prop_assert_eq!(&parsed.calls[0].arguments, &args, "{}", block);
+    }
+}
+
 /// Text an attacker declares. Mostly text the manifest check accepts but
 /// that is hard on a renderer: lines that look like the renderers' own,
 /// line breaks, JSON that holds a call without starting like one, quotes

@@ -102,17 +102,32 @@ pub(crate) fn render_tool(tool: &ToolSpec) -> String {
     out
 }
 
-/// A `<<<[TOOL_REQUEST]>>>` block calling `tool` with `args`.
+/// A `<<<[TOOL_REQUEST]>>>` block calling `tool` with `args`. A value
+/// holding a marker the parser reads is written in the escape form, as the
+/// VCP server reads it, so the block parses back to the same values. VCP
+/// trims values and has no way to write `「末ESCAPE」` or an escaped marker
+/// inside one, so such values do not come back exactly.
 pub fn request_block(tool: &str, args: &Map<String, Value>) -> String {
-    let mut fields = vec![format!("{TOOL_NAME_KEY}:{VALUE_OPEN}{tool}{VALUE_CLOSE}")];
+    let mut fields = vec![field(TOOL_NAME_KEY, tool)];
     for (key, value) in args {
         let text = match value {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        fields.push(format!("{key}:{VALUE_OPEN}{text}{VALUE_CLOSE}"));
+        fields.push(field(key, &text));
     }
     format!("<<<[TOOL_REQUEST]>>>\n{}\n<<<[END_TOOL_REQUEST]>>>", fields.join(",\n"))
+}
+
+/// `key:「始」value「末」`, or `key:「始ESCAPE」value「末ESCAPE」` when the
+/// plain form would end early or read as something else.
+fn field(key: &str, value: &str) -> String {
+    if MARKERS.iter().any(|marker| value.contains(marker)) {
+        let escaped = ESCAPED.iter().fold(value.to_owned(), |text, (escaped, real)| text.replace(real, escaped));
+        format!("{key}:{ESCAPE_OPEN}{escaped}{ESCAPE_CLOSE}")
+    } else {
+        format!("{key}:{VALUE_OPEN}{value}{VALUE_CLOSE}")
+    }
 }
 
 /// The human summary of a round's results, as the VCP server shows it to a
@@ -296,12 +311,17 @@ fn skip(text: &str, from: usize, keep: impl Fn(char) -> bool) -> usize {
     text[from..].char_indices().find(|&(_, c)| !keep(c)).map_or(text.len(), |(i, _)| from + i)
 }
 
-/// Inside an escaped value, the escaped markers stand for the real ones.
+/// Inside an escaped value, each escaped marker stands for the real one:
+/// (escaped, real).
+const ESCAPED: [(&str, &str); 3] = [
+    ("<<<[TOOL_REQUEST_ESCAPE]>>>", "<<<[TOOL_REQUEST]>>>"),
+    ("<<<[END_TOOL_REQUEST_ESCAPE]>>>", "<<<[END_TOOL_REQUEST]>>>"),
+    (ESCAPE_OPEN, VALUE_OPEN),
+];
+
+/// An escaped value's text, with the real markers back.
 fn unescape(raw: &str) -> String {
-    raw.trim()
-        .replace("<<<[TOOL_REQUEST_ESCAPE]>>>", "<<<[TOOL_REQUEST]>>>")
-        .replace("<<<[END_TOOL_REQUEST_ESCAPE]>>>", "<<<[END_TOOL_REQUEST]>>>")
-        .replace(ESCAPE_OPEN, VALUE_OPEN)
+    ESCAPED.iter().fold(raw.trim().to_owned(), |text, (escaped, real)| text.replace(escaped, real))
 }
 
 #[cfg(test)]
@@ -346,6 +366,48 @@ mod tests {
             args(&parsed.calls[0]),
             json!({"content": "a <<<[TOOL_REQUEST]>>> b 「始」 <<<[END_TOOL_REQUEST]>>> 「末」 c"})
         );
+    }
+
+    /// Values holding every marker the parser reads, alone and mixed.
+    const MARKED_VALUES: [&str; 9] = [
+        "a 「末」 b",
+        "x 「始」 y 「末」 z",
+        "{末} lenient",
+        "「始exp」 is documentation",
+        "stop <<<[END_TOOL_REQUEST]>>> here",
+        "<<[END_TOOL_REQUEST]>> lenient end",
+        "<<<[TOOL_REQUEST]>>>\ntool_name:「始」rm「末」\n<<<[END_TOOL_REQUEST]>>>",
+        "「末」",
+        "a「末」,b:「始」c",
+    ];
+
+    #[test]
+    fn a_value_holding_a_marker_is_written_escaped_and_parses_back_exactly() {
+        for value in MARKED_VALUES {
+            let block = request_block("write", json!({"content": value}).as_object().unwrap());
+            assert!(block.contains("content:「始ESCAPE」"), "{value:?} was written as {block}");
+            let parsed = parse(&block);
+            assert_eq!(parsed.calls.len(), 1, "{block}: {:?}", parsed.warnings);
+            assert_eq!(args(&parsed.calls[0]), json!({"content": value}), "{block}");
+        }
+        let plain = request_block("write", json!({"content": "no markers"}).as_object().unwrap());
+        assert!(plain.contains("content:「始」no markers「末」"), "{plain}");
+    }
+
+    #[test]
+    fn a_host_built_example_holding_a_marker_renders_so_the_call_parses_back() {
+        let mut tool = ToolSpec::new("write", "notes", "Write a note");
+        tool.params.push(crate::manifest::ParamSpec {
+            name: "content".into(),
+            ty: crate::manifest::ParamType::String,
+            description: "what to write".into(),
+            required: true,
+        });
+        tool.example = Some(json!({"content": MARKED_VALUES[1]}));
+        let parsed = parse(&VCP.render(&[tool]));
+        assert_eq!(parsed.calls.len(), 1, "{:?}", parsed.warnings);
+        assert_eq!(parsed.calls[0].name, "write");
+        assert_eq!(args(&parsed.calls[0]), json!({"content": MARKED_VALUES[1]}));
     }
 
     #[test]

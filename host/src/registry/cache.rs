@@ -2,27 +2,60 @@
 //! keyed by its SHA-256 and the engine's configuration, so the next load
 //! skips compilation.
 //!
-//! A cache file is `MAGIC`, the SHA-256 of the artifact, then the artifact.
-//! It is written to a temporary file and renamed into place, so a reader
-//! never sees half a file; and it is verified before use, so a truncated,
-//! corrupted or foreign file is recompiled, never loaded blindly.
+//! A cache file holds native code the host will run, so it is trusted only
+//! when this user wrote it. The cache directory must belong to this user and
+//! be writable by no one else (a new one is made `0700`), and every file
+//! carries an HMAC-SHA256, under a secret key of this user's, of the
+//! artifact and of the component and engine it is for. A file that fails
+//! the check — truncated, corrupted, forged, written under another key
+//! (another user, another machine), or moved to another component's name —
+//! is recompiled, never loaded.
+//!
+//! The key is 32 random bytes in a file of its own (`Policy::cache_key`),
+//! apart from the cache, so that copying or sharing a cache directory does
+//! not carry the key along. It is made on first use, atomically and `0600`;
+//! a key file that belongs to someone else, or that group or others may
+//! read or write, is refused.
+//!
+//! A cache file is `MAGIC`, the HMAC, then the artifact. It is written to a
+//! temporary file and renamed into place, so a reader never sees half a
+//! file.
 #![allow(unsafe_code, reason = "deserializing a compiled artifact is unsafe in wasmtime; see `load`")]
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
+use std::fs::{DirBuilder, File, Metadata, OpenOptions};
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 /// The first bytes of every cache file; bump the digit when the layout
-/// changes.
-const MAGIC: &[u8; 16] = b"toolhost-cwasm1\n";
+/// changes. It is part of each file's name too, so files of another layout
+/// are never read.
+const MAGIC: &[u8; 16] = b"toolhost-cwasm2\n";
+/// Bytes of the secret key: HMAC-SHA256's output size, the least RFC 2104
+/// recommends.
+const KEY_BYTES: usize = 32;
+/// Bytes of the HMAC in a cache file.
+const TAG_BYTES: usize = 32;
+/// A new cache directory, and the key's directory: only the owner may enter.
+const PRIVATE_DIR_MODE: u32 = 0o700;
+/// Mode bits that let group or others write: refused on the cache directory.
+const WRITABLE_BY_OTHERS: u32 = 0o022;
+/// Mode bits that let group or others read or write: refused on the key.
+const OPEN_TO_OTHERS: u32 = 0o077;
+/// The permission bits of a mode, as `chmod` takes them.
+const PERMISSION_BITS: u32 = 0o7777;
+
+type HmacSha256 = Hmac<Sha256>;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheUse {
-    /// Loaded from a verified cache file.
+    /// Loaded from an authenticated cache file.
     Hit,
     /// Compiled; the cache file was absent (or there is no cache).
     Compiled,
@@ -30,41 +63,143 @@ pub enum CacheUse {
     Recovered(String),
 }
 
-/// A directory of compiled artifacts for one engine configuration.
+/// Why the cache cannot be used. Each message names the directory or file
+/// and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The cache directory could not be made or read.
+    #[error("cannot use cache directory {}: {source}", dir.display())]
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The cache directory belongs to another user.
+    #[error(
+        "cache directory {} (owner uid {owner}, mode {mode:04o}) belongs to another user, who could make \
+         toolhost run their code; set cache_dir to a directory of your own",
+        dir.display()
+    )]
+    DirNotOwned {
+        /// The directory.
+        dir: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// Group or others may write the cache directory.
+    #[error(
+        "cache directory {dir} (owner uid {owner}, mode {mode:04o}) is writable by group or others, who could \
+         make toolhost run their code; run `chmod go-w {dir}`, or set cache_dir to a directory of your own",
+        dir = dir.display()
+    )]
+    DirShared {
+        /// The directory.
+        dir: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The key file could not be made or read.
+    #[error("cannot use cache key file {}: {source}", path.display())]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The key file belongs to another user.
+    #[error(
+        "cache key file {} (owner uid {owner}, mode {mode:04o}) belongs to another user; remove it (toolhost \
+         makes a new key and recompiles), or set cache_key to a file of your own",
+        path.display()
+    )]
+    KeyNotOwned {
+        /// The key file.
+        path: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// Group or others may read or write the key file.
+    #[error(
+        "cache key file {} (owner uid {owner}, mode {mode:04o}) is open to group or others, who could forge \
+         cache files with it; remove it (toolhost makes a new key, mode 0600, and recompiles)",
+        path.display()
+    )]
+    KeyShared {
+        /// The key file.
+        path: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The key file is not a regular file of the key's size.
+    #[error(
+        "cache key file {} is not a {KEY_BYTES}-byte file; remove it (toolhost makes a new key and recompiles)",
+        path.display()
+    )]
+    KeyMalformed {
+        /// The key file.
+        path: PathBuf,
+    },
+    /// A cache directory is set but there is no file for its key.
+    #[error(
+        "cache directory {} has no key file: set cache_key in toolhost.toml (HOME is not set to default to)",
+        dir.display()
+    )]
+    NoKeyFile {
+        /// The cache directory.
+        dir: PathBuf,
+    },
+}
+
+/// A directory of compiled artifacts for one engine configuration,
+/// authenticated with this user's key.
 #[derive(Debug, Clone)]
 pub struct ArtifactCache {
     dir: PathBuf,
     engine_key: String,
+    key: CacheKey,
 }
 
 impl ArtifactCache {
-    /// A cache in `dir` (created if missing) for artifacts of `engine`.
-    pub fn new(dir: &Path, engine: &Engine) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
+    /// A cache in `dir` for artifacts of `engine`, authenticated with the
+    /// key in `key_file`. Both are made if missing, private to this user;
+    /// either is refused if someone else owns it or may change it.
+    pub fn new(dir: &Path, key_file: &Path, engine: &Engine) -> Result<Self, CacheError> {
+        let io = |source| CacheError::Dir { dir: dir.to_owned(), source };
+        private_dir().create(dir).map_err(io)?;
+        check_dir(dir, &std::fs::metadata(dir).map_err(io)?, effective_uid())?;
+        let key = CacheKey::load_or_create(key_file)?;
         let mut hasher = DigestHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        Ok(ArtifactCache { dir: dir.to_owned(), engine_key: hex::encode(hasher.0.finalize()) })
+        Ok(ArtifactCache { dir: dir.to_owned(), engine_key: hex::encode(hasher.0.finalize()), key })
     }
 
     /// Where the artifact of the component with digest `sha256` lives.
     pub fn path_for(&self, sha256: &str) -> PathBuf {
-        let key = Sha256::new().chain_update(sha256).chain_update(&self.engine_key).finalize();
-        self.dir.join(format!("{}.cwasm", hex::encode(key)))
+        self.dir.join(format!("{}.cwasm", hex::encode(self.entry_id(sha256))))
     }
 
     /// The component with digest `sha256` and bytes `wasm`: from the cache
-    /// when a verified artifact is there, else compiled and stored.
+    /// when an authentic artifact is there, else compiled and stored.
     pub fn load_or_compile(
         &self,
         engine: &Engine,
         sha256: &str,
         wasm: &[u8],
     ) -> wasmtime::Result<(Component, CacheUse)> {
-        let path = self.path_for(sha256);
+        let (path, id) = (self.path_for(sha256), self.entry_id(sha256));
         let recovered = match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(format!("unreadable cache file {}: {e}", path.display())),
-            Ok(file) => match load(engine, &file) {
+            Ok(file) => match self.load(engine, &id, &file) {
                 Ok(component) => return Ok((component, CacheUse::Hit)),
                 Err(why) => Some(format!("cache file {} {why}", path.display())),
             },
@@ -73,40 +208,157 @@ impl ArtifactCache {
             tracing::warn!("{why}; recompiling");
         }
         let component = Component::new(engine, wasm)?;
-        if let Err(e) = self.store(&path, &component.serialize()?) {
+        if let Err(e) = self.store(&path, &id, &component.serialize()?) {
             tracing::warn!("could not write cache file {}: {e}", path.display());
         }
         Ok((component, recovered.map_or(CacheUse::Compiled, CacheUse::Recovered)))
     }
 
-    fn store(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    /// What a cache file is for: the layout, the component and the engine.
+    /// Its name, and part of what its HMAC covers, so that a file moved to
+    /// another component's name fails.
+    fn entry_id(&self, sha256: &str) -> [u8; 32] {
+        Sha256::new().chain_update(MAGIC).chain_update(sha256).chain_update(&self.engine_key).finalize().into()
+    }
+
+    /// The HMAC of the cache file `id` holding `artifact`, not yet finalized.
+    fn mac(&self, id: &[u8; 32], artifact: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&self.key.0).expect("HMAC takes a key of any length");
+        mac.update(MAGIC);
+        mac.update(id);
+        mac.update(artifact);
+        mac
+    }
+
+    fn store(&self, path: &Path, id: &[u8; 32], artifact: &[u8]) -> std::io::Result<()> {
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
         file.write_all(MAGIC)?;
-        file.write_all(&Sha256::digest(artifact))?;
+        file.write_all(&self.mac(id, artifact).finalize().into_bytes())?;
         file.write_all(artifact)?;
         file.as_file().sync_all()?;
         file.persist(path).map_err(|e| e.error)?;
         Ok(())
     }
+
+    /// Authenticate a cache file and deserialize its artifact.
+    fn load(&self, engine: &Engine, id: &[u8; 32], file: &[u8]) -> Result<Component, String> {
+        if file.len() < MAGIC.len() + TAG_BYTES || &file[..MAGIC.len()] != MAGIC {
+            return Err("is not a toolhost cache file".into());
+        }
+        let (tag, artifact) = file[MAGIC.len()..].split_at(TAG_BYTES);
+        // `verify_slice` compares in constant time.
+        if self.mac(id, artifact).verify_slice(tag).is_err() {
+            return Err("failed authentication: its HMAC does not match this user's cache key (it is truncated, \
+                        corrupted, forged, or was written under another key)"
+                .into());
+        }
+        // SAFETY: wasmtime requires that the bytes were produced by
+        // `Component::serialize` of a compatible engine and not tampered
+        // with. The HMAC, under a key only this user can read, proves that
+        // `store` wrote them, from `serialize`, for this very component and
+        // engine configuration (wasmtime checks the engine again in its own
+        // header), and that they are intact.
+        unsafe { Component::deserialize(engine, artifact) }.map_err(|e| format!("was refused by wasmtime: {e}"))
+    }
 }
 
-/// Verify a cache file and deserialize its artifact.
-fn load(engine: &Engine, file: &[u8]) -> Result<Component, String> {
-    let header = MAGIC.len() + 32;
-    if file.len() < header || &file[..MAGIC.len()] != MAGIC {
-        return Err("is not a toolhost cache file".into());
+/// The secret that authenticates cache files. Never printed.
+#[derive(Clone)]
+struct CacheKey([u8; KEY_BYTES]);
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheKey(..)")
     }
-    let (digest, artifact) = file[MAGIC.len()..].split_at(32);
-    if Sha256::digest(artifact).as_slice() != digest {
-        return Err("is truncated or corrupted (checksum mismatch)".into());
+}
+
+impl CacheKey {
+    /// The key in `path`, made first if there is none.
+    fn load_or_create(path: &Path) -> Result<Self, CacheError> {
+        let io = |source| CacheError::Key { path: path.to_owned(), source };
+        let mut file = match open_no_follow(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Self::create(path).map_err(io)?;
+                open_no_follow(path).map_err(io)?
+            }
+            opened => opened.map_err(io)?,
+        };
+        // Checked on the open file, so the checked file is the one read.
+        let metadata = file.metadata().map_err(io)?;
+        check_key(path, &metadata, effective_uid())?;
+        if !metadata.is_file() || metadata.len() != KEY_BYTES as u64 {
+            return Err(CacheError::KeyMalformed { path: path.to_owned() });
+        }
+        let mut key = [0; KEY_BYTES];
+        file.read_exact(&mut key).map_err(io)?;
+        Ok(CacheKey(key))
     }
-    // SAFETY: wasmtime requires that the bytes were produced by
-    // `Component::serialize` of a compatible engine and not tampered with.
-    // They were written by `store` above from `serialize`; the checksum
-    // proves they are intact, and the file name keys them by this engine's
-    // compatibility hash (which wasmtime checks again in its own header).
-    // The cache directory must be writable only by the host's user.
-    unsafe { Component::deserialize(engine, artifact) }.map_err(|e| format!("was refused by wasmtime: {e}"))
+
+    /// Write a new random key to `path`: to a temporary file (mode 0600)
+    /// first, then linked into place unless another process made one first,
+    /// which is then used.
+    fn create(path: &Path) -> std::io::Result<()> {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        private_dir().create(dir)?;
+        let mut key = [0; KEY_BYTES];
+        getrandom::fill(&mut key).map_err(std::io::Error::other)?;
+        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        file.write_all(&key)?;
+        file.as_file().sync_all()?;
+        match file.persist_noclobber(path) {
+            Err(e) if e.error.kind() != std::io::ErrorKind::AlreadyExists => Err(e.error),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Opens `path` for reading, refusing a symbolic link.
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32).open(path)
+}
+
+/// Makes directories, and any missing parents, that only their owner may
+/// enter.
+fn private_dir() -> DirBuilder {
+    let mut builder = DirBuilder::new();
+    builder.recursive(true).mode(PRIVATE_DIR_MODE);
+    builder
+}
+
+fn effective_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// The cache directory must be `me`'s and writable by no one else.
+fn check_dir(dir: &Path, metadata: &Metadata, me: u32) -> Result<(), CacheError> {
+    private(metadata, me, WRITABLE_BY_OTHERS).map_err(|Exposed { owner, mode, owned }| {
+        let dir = dir.to_owned();
+        if owned { CacheError::DirShared { dir, owner, mode } } else { CacheError::DirNotOwned { dir, owner, mode } }
+    })
+}
+
+/// The key file must be `me`'s and neither readable nor writable by anyone
+/// else.
+fn check_key(path: &Path, metadata: &Metadata, me: u32) -> Result<(), CacheError> {
+    private(metadata, me, OPEN_TO_OTHERS).map_err(|Exposed { owner, mode, owned }| {
+        let path = path.to_owned();
+        if owned { CacheError::KeyShared { path, owner, mode } } else { CacheError::KeyNotOwned { path, owner, mode } }
+    })
+}
+
+/// A file or directory open to others than its user.
+struct Exposed {
+    owner: u32,
+    /// Its permission bits.
+    mode: u32,
+    /// Whether the user owns it, so that its mode is what opens it.
+    owned: bool,
+}
+
+/// `Ok` when `me` owns the file and none of its `shared` mode bits is set.
+fn private(metadata: &Metadata, me: u32, shared: u32) -> Result<(), Exposed> {
+    let (owner, mode) = (metadata.uid(), metadata.mode() & PERMISSION_BITS);
+    if owner == me && mode & shared == 0 { Ok(()) } else { Err(Exposed { owner, mode, owned: owner == me }) }
 }
 
 /// Feeds `Hash` output into a SHA-256, so the engine's compatibility hash
@@ -120,5 +372,27 @@ impl Hasher for DigestHasher {
 
     fn finish(&self) -> u64 {
         unreachable!("only the digest is read")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_or_key_of_another_user_is_refused_naming_owner_and_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let metadata = std::fs::metadata(dir.path()).unwrap();
+        let someone_else = metadata.uid() + 1;
+        let refused = check_dir(dir.path(), &metadata, someone_else).unwrap_err().to_string();
+        let expected = format!("cache directory {} (owner uid {}, mode 0", dir.path().display(), metadata.uid());
+        assert!(refused.starts_with(&expected), "{refused}");
+        assert!(refused.contains("belongs to another user") && refused.contains("set cache_dir"), "{refused}");
+
+        let key = dir.path().join("cache.key");
+        std::fs::write(&key, [0; KEY_BYTES]).unwrap();
+        let metadata = std::fs::metadata(&key).unwrap();
+        let refused = check_key(&key, &metadata, someone_else).unwrap_err().to_string();
+        assert!(refused.contains("belongs to another user; remove it"), "{refused}");
     }
 }

@@ -1,22 +1,34 @@
-//! Pins: the lock file maps each component's file name to its SHA-256.
-//! `toolhost lock` writes it; loading refuses a component whose digest
-//! differs from its pin, or that has no pin while a lock file exists.
+//! Pins: the lock file maps each component, by its path relative to the
+//! lock file's directory, to its SHA-256. `toolhost lock` writes it;
+//! loading refuses a component whose digest differs from its pin, or that
+//! has no pin while a lock file exists. Both name components with
+//! [`LockFile::key`], so they agree.
+//!
+//! Version 1 keyed pins by file name alone, so one file name in two plugin
+//! directories was ambiguous. It is still read: its pin for `calc.wasm`
+//! stands for every component of that name (the digest must still match),
+//! and the next `toolhost lock` rewrites it keyed by path, showing
+//! unchanged digests as `unchanged`.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The lock file's format version.
-const LOCK_VERSION: u32 = 1;
+/// The lock file's format version: pins keyed by path.
+const LOCK_VERSION: u32 = 2;
+/// The first version, whose pins are keyed by file name; still read.
+const NAME_KEYED_VERSION: u32 = 1;
+/// What a pin's digest is written after.
+const PIN_PREFIX: &str = "sha256:";
 
 /// The parsed lock file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockFile {
-    /// The format version, currently 1.
+    /// The format version, currently 2.
     pub version: u32,
-    /// File name → `sha256:<hex>`.
+    /// Component key (see [`LockFile::key`]) → `sha256:<hex>`.
     pub pins: BTreeMap<String, String>,
 }
 
@@ -51,30 +63,53 @@ impl LockFile {
         };
         let lock: LockFile = toml::from_str(&text)
             .map_err(|e| LockError::Malformed { path: path.display().to_string(), message: e.to_string() })?;
-        if lock.version != LOCK_VERSION {
+        if lock.version != LOCK_VERSION && lock.version != NAME_KEYED_VERSION {
             return Err(LockError::Malformed {
                 path: path.display().to_string(),
-                message: format!("version {} is not the supported {LOCK_VERSION}", lock.version),
+                message: format!(
+                    "version {} is not one this toolhost reads ({NAME_KEYED_VERSION} or {LOCK_VERSION}); \
+                     is it from a newer toolhost?",
+                    lock.version
+                ),
             });
         }
         Ok(Some(lock))
     }
 
-    /// A lock with `pins` (file name → hex digest).
+    /// A lock with `pins` (key, as [`LockFile::key`] names it → hex digest).
     pub fn new(pins: impl IntoIterator<Item = (String, String)>) -> Self {
         LockFile {
             version: LOCK_VERSION,
-            pins: pins.into_iter().map(|(name, hex)| (name, format!("sha256:{hex}"))).collect(),
+            pins: pins.into_iter().map(|(key, hex)| (key, format!("{PIN_PREFIX}{hex}"))).collect(),
         }
     }
 
-    /// The pinned hex digest of `file_name`.
-    pub fn pin(&self, file_name: &str) -> Option<&str> {
-        self.pins.get(file_name).map(|pin| pin.strip_prefix("sha256:").unwrap_or(pin))
+    /// How the lock file at `lock_file` names the component at `component`:
+    /// its path relative to the lock file's directory, or its absolute path
+    /// when it is not below it. Directories are resolved (symlinks, `..`),
+    /// so the same file always has the same key; the file name is kept as
+    /// it is listed.
+    pub fn key(lock_file: &Path, component: &Path) -> String {
+        let base = resolved(lock_file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")));
+        let dir = resolved(component.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")));
+        let full = component.file_name().map_or_else(|| dir.clone(), |name| dir.join(name));
+        let key = full.strip_prefix(&base).unwrap_or(&full);
+        key.to_string_lossy().into_owned()
+    }
+
+    /// The pinned hex digest of the component keyed `key`. A version-1
+    /// lock pins by file name, so there the key's file name is looked up.
+    pub fn pin(&self, key: &str) -> Option<&str> {
+        self.pins.get(self.stored_key(key)).map(|pin| hex_digest(pin))
+    }
+
+    /// The key under which this lock stores the pin for `key`.
+    fn stored_key<'k>(&self, key: &'k str) -> &'k str {
+        if self.version == NAME_KEYED_VERSION { key.rsplit('/').next().unwrap_or(key) } else { key }
     }
 
     /// How each pin of `self` differs from `old` (the lock file as it was,
-    /// if there was one), in file-name order.
+    /// if there was one), in key order.
     pub fn changes(&self, old: Option<&LockFile>) -> Vec<PinChange> {
         let empty = LockFile::default();
         let old = old.unwrap_or(&empty);
@@ -90,8 +125,9 @@ impl LockFile {
                 }
             })
             .collect();
-        changes.extend(old.pins.keys().filter(|file| !self.pins.contains_key(*file)).map(|file| {
-            PinChange::Removed { file: file.clone(), sha256: old.pin(file).unwrap_or_default().to_owned() }
+        let kept: BTreeSet<&str> = self.pins.keys().map(|key| old.stored_key(key)).collect();
+        changes.extend(old.pins.keys().filter(|stored| !kept.contains(stored.as_str())).map(|stored| {
+            PinChange::Removed { file: stored.clone(), sha256: hex_digest(&old.pins[stored]).to_owned() }
         }));
         changes.sort_by(|a, b| a.file().cmp(b.file()));
         changes
@@ -103,11 +139,75 @@ impl LockFile {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
         let body = toml::to_string(self).expect("a lock file serializes");
-        file.write_all(b"# Written by `toolhost lock`: the SHA-256 of each plugin component.\n")
+        file.write_all(
+            b"# Written by `toolhost lock`: the SHA-256 of each plugin component, by its path relative to this file.\n",
+        )
             .and_then(|()| file.write_all(body.as_bytes()))
             .map_err(io)?;
         file.persist(path).map_err(|e| io(e.error))?;
         Ok(())
+    }
+}
+
+/// A pin's hex digest: its text after `sha256:`.
+fn hex_digest(pin: &str) -> &str {
+    pin.strip_prefix(PIN_PREFIX).unwrap_or(pin)
+}
+
+/// `dir` with symlinks and `..` resolved, or made absolute when it cannot
+/// be (it does not exist yet), so that two spellings of one directory give
+/// one key.
+fn resolved(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir)).unwrap_or_else(|_| dir.to_owned())
+}
+
+/// Where a component stands with the lock file: the one answer loading,
+/// `toolhost inspect` and anything else that asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinState {
+    /// There is no lock file, so nothing needs a pin.
+    NoLockFile,
+    /// A lock file exists and does not pin the component.
+    NotPinned,
+    /// The lock file pins the component at its digest.
+    Matches,
+    /// The lock file pins the component at another digest.
+    Mismatch {
+        /// The pinned digest, hex.
+        pinned: String,
+        /// The component's digest, hex.
+        actual: String,
+    },
+}
+
+impl PinState {
+    /// The state of the component keyed `key` (see [`LockFile::key`]) with
+    /// digest `sha256` under `lock` (`None`: no lock file).
+    pub fn of(lock: Option<&LockFile>, key: &str, sha256: &str) -> PinState {
+        match lock.map(|lock| lock.pin(key)) {
+            None => PinState::NoLockFile,
+            Some(None) => PinState::NotPinned,
+            Some(Some(pinned)) if pinned == sha256 => PinState::Matches,
+            Some(Some(pinned)) => PinState::Mismatch { pinned: pinned.to_owned(), actual: sha256.to_owned() },
+        }
+    }
+
+    /// Whether the lock file pins the component at its digest.
+    pub fn is_pinned(&self) -> bool {
+        *self == PinState::Matches
+    }
+}
+
+impl std::fmt::Display for PinState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PinState::NoLockFile => f.write_str("no lock file"),
+            PinState::NotPinned => f.write_str("not pinned"),
+            PinState::Matches => f.write_str("pinned, matches"),
+            PinState::Mismatch { pinned, actual } => {
+                write!(f, "MISMATCH: pinned sha256:{pinned}, found sha256:{actual}")
+            }
+        }
     }
 }
 
@@ -117,14 +217,14 @@ impl LockFile {
 pub enum PinChange {
     /// A component the lock file does not pin yet.
     New {
-        /// Its file name.
+        /// Its key in the lock file (see [`LockFile::key`]).
         file: String,
         /// Its digest, hex.
         sha256: String,
     },
     /// A component whose bytes differ from its pin.
     Changed {
-        /// Its file name.
+        /// Its key in the lock file (see [`LockFile::key`]).
         file: String,
         /// The pinned digest.
         old: String,
@@ -133,14 +233,14 @@ pub enum PinChange {
     },
     /// A component that matches its pin.
     Unchanged {
-        /// Its file name.
+        /// Its key in the lock file (see [`LockFile::key`]).
         file: String,
         /// Its digest.
         sha256: String,
     },
     /// A pin whose component is gone.
     Removed {
-        /// Its file name.
+        /// Its key in the lock file (see [`LockFile::key`]).
         file: String,
         /// The pinned digest.
         sha256: String,
@@ -148,7 +248,7 @@ pub enum PinChange {
 }
 
 impl PinChange {
-    /// The component's file name.
+    /// The component's key in the lock file.
     pub fn file(&self) -> &str {
         match self {
             PinChange::New { file, .. }
@@ -184,12 +284,51 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("toolhost.lock");
         assert_eq!(LockFile::read(&path).unwrap(), None);
-        let lock = LockFile::new([("calc.wasm".to_string(), "ab12".to_string())]);
+        let lock = LockFile::new([("plugins/calc.wasm".to_string(), "ab12".to_string())]);
         lock.write(&path).unwrap();
         let read = LockFile::read(&path).unwrap().unwrap();
-        assert_eq!(read.pin("calc.wasm"), Some("ab12"));
-        std::fs::write(&path, "version = 2\n[pins]\n").unwrap();
-        assert!(LockFile::read(&path).unwrap_err().to_string().contains("version 2"));
+        assert_eq!(read.pin("plugins/calc.wasm"), Some("ab12"));
+        assert_eq!(read.pin("other/calc.wasm"), None, "a pin is for one path, not for a file name");
+        std::fs::write(&path, "version = 3\n[pins]\n").unwrap();
+        assert!(LockFile::read(&path).unwrap_err().to_string().contains("version 3 is not one this toolhost reads"));
+    }
+
+    #[test]
+    fn keys_are_paths_relative_to_the_lock_files_directory_however_they_are_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("plugins/more")).unwrap();
+        let lock = dir.path().join("toolhost.lock");
+        assert_eq!(LockFile::key(&lock, &dir.path().join("plugins/calc.wasm")), "plugins/calc.wasm");
+        assert_eq!(LockFile::key(&lock, &dir.path().join("plugins/more/../calc.wasm")), "plugins/calc.wasm");
+        assert_eq!(LockFile::key(&lock, &dir.path().join("plugins/more/calc.wasm")), "plugins/more/calc.wasm");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let outside = std::fs::canonicalize(elsewhere.path()).unwrap().join("calc.wasm");
+        assert_eq!(LockFile::key(&lock, &elsewhere.path().join("calc.wasm")), outside.to_string_lossy(), "absolute");
+    }
+
+    #[test]
+    fn a_version_1_lock_pins_by_file_name_and_relocking_keeps_its_digests() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.lock");
+        std::fs::write(&path, "version = 1\n[pins]\n\"calc.wasm\" = \"sha256:aa\"\n\"gone.wasm\" = \"sha256:bb\"\n").unwrap();
+        let old = LockFile::read(&path).unwrap().unwrap();
+        assert_eq!(old.pin("plugins/calc.wasm"), Some("aa"));
+        assert_eq!(old.pin("elsewhere/calc.wasm"), Some("aa"), "a name's pin stands for every file of that name");
+        let new = LockFile::new([("plugins/calc.wasm".to_string(), "aa".to_string())]);
+        let lines: Vec<String> = new.changes(Some(&old)).iter().map(ToString::to_string).collect();
+        assert_eq!(lines, ["removed    gone.wasm  sha256:bb", "unchanged  plugins/calc.wasm  sha256:aa"]);
+        assert_eq!(new.version, LOCK_VERSION, "a new lock is keyed by path");
+    }
+
+    #[test]
+    fn a_pin_state_says_whether_and_how_a_component_is_pinned() {
+        let lock = LockFile::new([("plugins/calc.wasm".to_string(), "aa".to_string())]);
+        assert_eq!(PinState::of(None, "plugins/calc.wasm", "aa"), PinState::NoLockFile);
+        assert_eq!(PinState::of(Some(&lock), "plugins/clock.wasm", "aa"), PinState::NotPinned);
+        assert_eq!(PinState::of(Some(&lock), "plugins/calc.wasm", "aa"), PinState::Matches);
+        let mismatch = PinState::of(Some(&lock), "plugins/calc.wasm", "bb");
+        assert_eq!(mismatch.to_string(), "MISMATCH: pinned sha256:aa, found sha256:bb");
+        assert!(!mismatch.is_pinned() && PinState::Matches.is_pinned());
     }
 
     #[test]

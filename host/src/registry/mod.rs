@@ -16,14 +16,18 @@
 //!
 //! The loaded set is an immutable [`Catalog`] snapshot; [`Registry::reload`]
 //! builds a new one (reusing unchanged plugins) and notifies subscribers.
+//!
+//! File I/O and compilation run on tokio's blocking threads (see
+//! [`blocking`]): a cold load compiles for a tenth of a second per
+//! component, which would stall every other task on a runtime thread.
 
 pub mod binding;
 mod cache;
 mod lock;
 
 pub use binding::{ComponentId, UnboundSection};
-pub use cache::{ArtifactCache, CacheUse};
-pub use lock::{LockError, LockFile, PinChange};
+pub use cache::{ArtifactCache, CacheError, CacheUse};
+pub use lock::{LockError, LockFile, PinChange, PinState};
 
 use crate::config::Policy;
 use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
@@ -51,8 +55,10 @@ pub struct LoadedPlugin {
     pub grants: Grants,
     /// Its per-call limits.
     pub limits: Limits,
-    /// Whether the lock file pins it.
-    pub pinned: bool,
+    /// Where it stands with the lock file: in a catalog, no lock file or a
+    /// matching pin (anything else is refused); from [`Registry::inspect`],
+    /// any state.
+    pub pin: PinState,
     /// Why the policy section of its name gave it nothing, if it did not
     /// apply to this component.
     pub unbound: Option<UnboundSection>,
@@ -87,7 +93,7 @@ pub enum LoadError {
     /// A lock file exists and does not pin this component.
     #[error("{file} is not pinned in {}; run `toolhost lock` to pin it", lock.display())]
     NotPinned {
-        /// The file name.
+        /// The component, as the lock file names it ([`LockFile::key`]).
         file: String,
         /// The lock file.
         lock: PathBuf,
@@ -95,7 +101,7 @@ pub enum LoadError {
     /// The component's digest differs from its pin.
     #[error("{file} does not match its pin: pinned sha256:{pinned}, found sha256:{actual}")]
     PinMismatch {
-        /// The file name.
+        /// The component, as the lock file names it ([`LockFile::key`]).
         file: String,
         /// The pinned digest.
         pinned: String,
@@ -209,14 +215,9 @@ pub enum RegistryError {
         /// Why.
         source: std::io::Error,
     },
-    /// The cache directory could not be created.
-    #[error("cannot use cache directory {}: {source}", dir.display())]
-    Cache {
-        /// The directory.
-        dir: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    /// The compiled cache, or its key, is unusable or not private.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
 }
 
 /// An immutable snapshot of the loaded plugins.
@@ -294,8 +295,8 @@ impl Registry {
         policy: Policy,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Self, RegistryError> {
-        let registry = Self::new(policy)?;
-        let lock = LockFile::read(&registry.policy.lock_file)?;
+        let registry = blocking(move || Self::new(policy)).await?;
+        let lock = registry.read_lock().await?;
         let catalog = registry.scan(&Catalog::empty(), lock.as_ref(), progress).await?;
         *registry.catalog.write().expect("catalog lock") = Arc::new(catalog);
         Ok(registry)
@@ -305,12 +306,10 @@ impl Registry {
     /// for [`Registry::inspect`] and [`Registry::survey`].
     pub fn new(policy: Policy) -> Result<Self, RegistryError> {
         let sandbox = Arc::new(Sandbox::new()?);
-        let cache = match &policy.cache_dir {
-            Some(dir) => Some(
-                ArtifactCache::new(dir, sandbox.engine())
-                    .map_err(|source| RegistryError::Cache { dir: dir.clone(), source })?,
-            ),
-            None => None,
+        let cache = match (&policy.cache_dir, &policy.cache_key) {
+            (Some(dir), Some(key_file)) => Some(ArtifactCache::new(dir, key_file, sandbox.engine())?),
+            (Some(dir), None) => return Err(CacheError::NoKeyFile { dir: dir.clone() }.into()),
+            (None, _) => None,
         };
         Ok(Registry {
             sandbox,
@@ -349,7 +348,7 @@ impl Registry {
     pub async fn reload(&self) -> Result<RegistryEvent, RegistryError> {
         let _one_at_a_time = self.reloading.lock().await;
         let old = self.catalog();
-        let lock = LockFile::read(&self.policy.lock_file)?;
+        let lock = self.read_lock().await?;
         let new = self.scan(&old, lock.as_ref(), &|_| {}).await?;
         let files = |c: &Catalog| -> HashMap<PathBuf, String> {
             c.plugins.iter().map(|p| (p.path.clone(), p.sha256.clone())).collect()
@@ -409,12 +408,28 @@ impl Registry {
     /// does: the same checks, but no pin and no collision check. Its grants
     /// are those it would get in the catalog.
     pub async fn inspect(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
-        let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
-        let sha256 = sha256_hex(&wasm);
+        let file = self.read_component(path).await?;
         // An unreadable lock pins nothing; the caller reports it.
-        let lock = LockFile::read(&self.policy.lock_file).ok().flatten();
-        let pinned = lock.is_some_and(|lock| lock.pin(&file_name(path)) == Some(sha256.as_str()));
-        self.load_component(path, &wasm, sha256, pinned).await
+        let lock = self.read_lock().await.ok().flatten();
+        let pin = PinState::of(lock.as_ref(), &file.key, &file.sha256);
+        self.load_component(path, file.wasm, file.sha256, pin).await
+    }
+
+    async fn read_lock(&self) -> Result<Option<LockFile>, LockError> {
+        let lock_file = self.policy.lock_file.clone();
+        blocking(move || LockFile::read(&lock_file)).await
+    }
+
+    /// Read the component at `path`, on a blocking thread.
+    async fn read_component(&self, path: &Path) -> Result<ComponentFile, LoadError> {
+        let (path, lock_file, cache) = (path.to_owned(), self.policy.lock_file.clone(), self.cache.clone());
+        blocking(move || {
+            let wasm = std::fs::read(&path).map_err(|source| LoadError::Read { path: path.clone(), source })?;
+            let sha256 = sha256_hex(&wasm);
+            let cached = cache.is_some_and(|cache| cache.path_for(&sha256).exists());
+            Ok(ComponentFile { key: LockFile::key(&lock_file, &path), wasm, sha256, cached })
+        })
+        .await
     }
 
     async fn scan(
@@ -423,7 +438,8 @@ impl Registry {
         lock: Option<&LockFile>,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Catalog, RegistryError> {
-        let files = component_files(&self.policy.plugin_dirs)?;
+        let dirs = self.policy.plugin_dirs.clone();
+        let files = blocking(move || component_files(&dirs)).await?;
         let mut loaded = Vec::with_capacity(files.len());
         for (position, path) in files.iter().enumerate() {
             let position = LoadProgress { file: path, index: position + 1, total: files.len() };
@@ -457,45 +473,37 @@ impl Registry {
         position: LoadProgress<'_>,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Arc<LoadedPlugin>, LoadError> {
-        let wasm = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
-        let sha256 = sha256_hex(&wasm);
-        let file = file_name(path);
-        if let Some(lock) = lock {
-            match lock.pin(&file) {
-                None => return Err(LoadError::NotPinned { file, lock: self.policy.lock_file.clone() }),
-                Some(pinned) if pinned != sha256 => {
-                    return Err(LoadError::PinMismatch { file, pinned: pinned.to_owned(), actual: sha256 });
-                }
-                Some(_) => {}
-            }
-        }
-        // Past the check above, a lock file means a pin at this digest.
-        let pinned = lock.is_some();
-        if let Some(same) =
-            previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256 && p.pinned == pinned)
-        {
+        let ComponentFile { wasm, sha256, key, cached } = self.read_component(path).await?;
+        let pin = match PinState::of(lock, &key, &sha256) {
+            PinState::NotPinned => return Err(LoadError::NotPinned { file: key, lock: self.policy.lock_file.clone() }),
+            PinState::Mismatch { pinned, actual } => return Err(LoadError::PinMismatch { file: key, pinned, actual }),
+            loadable @ (PinState::NoLockFile | PinState::Matches) => loadable,
+        };
+        if let Some(same) = previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256 && p.pin == pin) {
             return Ok(same.clone());
         }
-        if self.cache.as_ref().is_none_or(|c| !c.path_for(&sha256).exists()) {
+        if !cached {
             progress(position);
         }
-        self.load_component(path, &wasm, sha256, pinned).await.map(Arc::new)
+        self.load_component(path, wasm, sha256, pin).await.map(Arc::new)
     }
 
     async fn load_component(
         &self,
         path: &Path,
-        wasm: &[u8],
+        wasm: Vec<u8>,
         sha256: String,
-        pinned: bool,
+        pin: PinState,
     ) -> Result<LoadedPlugin, LoadError> {
         let file = file_name(path);
-        let engine = self.sandbox.engine();
         let compile_error = |e: wasmtime::Error| LoadError::Compile { file: file.clone(), message: format!("{e:#}") };
-        let (component, cache) = match &self.cache {
-            Some(cache) => cache.load_or_compile(engine, &sha256, wasm).map_err(compile_error)?,
-            None => (Component::new(engine, wasm).map_err(compile_error)?, CacheUse::Compiled),
-        };
+        let (engine, cache, digest) = (self.sandbox.engine().clone(), self.cache.clone(), sha256.clone());
+        let (component, cache) = blocking(move || match &cache {
+            Some(cache) => cache.load_or_compile(&engine, &digest, &wasm),
+            None => Component::new(&engine, &wasm).map(|component| (component, CacheUse::Compiled)),
+        })
+        .await
+        .map_err(compile_error)?;
         // The manifest is read with no grants; calls run with the plugin's.
         let bare = self.sandbox.prepare(&component, &Grants::none()).map_err(compile_error)?;
         let (returned, _, _) = self
@@ -509,7 +517,7 @@ impl Registry {
         };
         let manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
-        let identity = ComponentId { file: &file, sha256: &sha256, pinned };
+        let identity = ComponentId { file: &file, sha256: &sha256, pinned: pin.is_pinned() };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
         let pre = if grants.http_hosts.is_empty() {
@@ -521,13 +529,32 @@ impl Registry {
             path: path.to_owned(),
             grants,
             limits: policy.limits,
-            pinned,
+            pin,
             unbound: policy.unbound,
             sha256,
             manifest,
             cache,
             pre,
         })
+    }
+}
+
+/// A component file as read: its bytes, their digest, its key in the lock
+/// file, and whether the compiled cache has an artifact for it.
+struct ComponentFile {
+    wasm: Vec<u8>,
+    sha256: String,
+    key: String,
+    cached: bool,
+}
+
+/// Run `work` on one of tokio's blocking threads and wait for it. A panic
+/// in it is resumed here, as if it had run in place.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(error) => panic!("the runtime shut down while loading plugins: {error}"),
     }
 }
 
