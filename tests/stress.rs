@@ -108,6 +108,7 @@ fn attack() -> ExitCode {
 async fn run() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let host = Host::new(dir.path()).await?;
+    host.warm_up().await?;
     let fds_before = open_fds();
     let rss_before = rss("VmRSS");
     println!("stress: {} hostile tools x {ROUNDS}, {TASKS} tasks; rss {} MiB, {fds_before} descriptors", host.hostile.len(), rss_before >> 20);
@@ -190,6 +191,26 @@ impl Host {
         let url = format!("http://127.0.0.1:{port}/");
         let hostile = hostile_calls(&registry, &url);
         Ok(Host { executor: Executor::new(registry.clone()), registry, hostile, loaded_only })
+    }
+
+    /// A harmless call to each plugin in each engine shard (calls take
+    /// turns over the shards), so that what an engine creates on a
+    /// plugin's first instance (its memory images) exists before the
+    /// descriptors are counted.
+    async fn warm_up(&self) -> anyhow::Result<()> {
+        let harmless = [
+            ("calculate", json!({ "expression": "1" })),
+            ("list_files", json!({})),
+            ("count_calls", json!({})),
+            ("log_forged", json!({})),
+            ("shout", json!({})),
+        ];
+        for _ in 0..toolhost::limits::MAX_SHARDS {
+            for (tool, args) in &harmless {
+                self.call(tool, args.clone()).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Task `task`'s share: every hostile call `ROUNDS` times in all (the

@@ -6,18 +6,19 @@
 //! affects another.
 //!
 //! The concurrency cap defaults to the machine's cores
-//! ([`default_concurrency`]). Calls are mostly CPU-bound guest code: on the
-//! 2-core development machine, 20 000 trivial calls ran 1.21–1.30× faster
-//! unbounded than one after another, but 1.70–1.89× faster with two at a
-//! time, since instances interleaved beyond the cores only add cache and
-//! scheduling cost. Calls that wait (HTTP, sleeps) hold their slot while
-//! they wait; a host whose tools mostly wait raises the cap
+//! ([`default_concurrency`]), measured on the 2-core development machine
+//! (`cargo xtask bench`, (e) and (g)): 20 000 trivial, CPU-bound calls ran
+//! 1.7–1.8× faster than one after another at a cap of 2, and slower at
+//! caps of 4, 8 and 32 (instances interleaved beyond the cores only add
+//! cache and scheduling cost). Calls that wait (HTTP, sleeps) hold their
+//! slot while they wait: 64 calls waiting 20 ms each took 680 ms at a cap
+//! of 2 and 46 ms at 32. A host whose tools mostly wait raises the cap
 //! (`Executor::with_concurrency`), up to the pool's
 //! [`MAX_CONCURRENT_CALLS`](crate::limits::MAX_CONCURRENT_CALLS).
 
 use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
-use crate::registry::Registry;
+use crate::registry::{Catalog, Registry};
 use crate::sandbox::MAX_CONCURRENT_CALLS;
 use crate::suggest::unknown_tool;
 use futures::FutureExt;
@@ -25,8 +26,11 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
+
+/// Calls a parallel worker takes at a time from the batch.
+const CALLS_PER_TAKE: usize = 8;
 
 /// How a batch of calls runs.
 #[derive(Debug, Clone, Default)]
@@ -55,6 +59,8 @@ pub struct Executor {
     slots: Arc<Semaphore>,
     concurrency: usize,
     running: Arc<Running>,
+    /// The engine shard the next single call runs in: calls take turns.
+    next_shard: Arc<AtomicUsize>,
 }
 
 /// Calls running now, and the most that ever ran at once.
@@ -74,7 +80,13 @@ impl Executor {
     /// and the pool's [`MAX_CONCURRENT_CALLS`](crate::limits::MAX_CONCURRENT_CALLS).
     pub fn with_concurrency(registry: Arc<Registry>, concurrency: usize) -> Self {
         let concurrency = concurrency.clamp(1, MAX_CONCURRENT_CALLS as usize);
-        Executor { registry, slots: Arc::new(Semaphore::new(concurrency)), concurrency, running: Arc::default() }
+        Executor {
+            registry,
+            slots: Arc::new(Semaphore::new(concurrency)),
+            concurrency,
+            running: Arc::default(),
+            next_shard: Arc::default(),
+        }
     }
 
     /// The registry calls run against.
@@ -100,24 +112,36 @@ impl Executor {
     /// Run one call. An unknown tool gives a not-found outcome that names
     /// the closest loaded tools.
     pub async fn run(&self, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
-        let catalog = self.registry.catalog();
+        let shard = self.next_shard.fetch_add(1, Ordering::Relaxed);
+        let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call) };
+        self.run_in(&self.registry.catalog(), call, options, shard).await
+    }
+
+    /// Wait for a slot (counted as running while held), or `None` when
+    /// `cancel` fires first.
+    async fn take_slot(&self, cancel: &CancellationToken) -> Option<(SemaphorePermit<'_>, RunningGuard)> {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            slot = self.slots.acquire() => Some((slot.expect("the executor's semaphore is never closed"), self.running.enter())),
+        }
+    }
+
+    /// Run one call in engine shard `shard`, holding a slot.
+    async fn run_in(&self, catalog: &Catalog, call: &ToolCall, options: &RunOptions, shard: usize) -> ToolOutcome {
         let Some((plugin, _spec)) = catalog.tool(&call.tool) else {
             let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
             return ToolOutcome::without_running(&call.id, &call.tool, Status::NotFound, unknown_tool(&call.tool, &names));
         };
-        let slot = tokio::select! {
-            biased;
-            () = options.cancel.cancelled() => return cancelled(call),
-            slot = self.slots.acquire() => slot.expect("the executor's semaphore is never closed"),
-        };
-        let _counted = self.running.enter();
+        if options.cancel.is_cancelled() {
+            return cancelled(call);
+        }
         let mut limits = plugin.limits;
         if let Some(timeout) = options.timeout {
             limits.timeout = limits.timeout.min(timeout);
         }
         let args_json = serde_json::to_string(&call.args).expect("a JSON map serializes");
-        let invocation = self.registry.invoke(plugin, &call.tool, &args_json, &limits, &options.cancel).await;
-        drop(slot);
+        let invocation = self.registry.invoke(plugin, shard, &call.tool, &args_json, &limits, &options.cancel).await;
         ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
     }
 
@@ -130,22 +154,43 @@ impl Executor {
             }
             return outcomes;
         }
-        // As many workers as may run at once, each taking the next call:
-        // a task per call would cost more than a trivial call itself. A
-        // panic while running one call becomes that call's outcome; the
-        // worker goes on with the next.
+        // As many workers as may run at once, each holding one slot and
+        // taking the next few calls until none are left: a task or a slot
+        // per call would cost more than a trivial call, and shared counters
+        // touched per call slow two cores down. Each worker keeps to one
+        // engine shard, so workers on two cores do not contend inside one
+        // engine. A panic while running one call becomes that call's
+        // outcome; the worker goes on with the next.
         let calls: Arc<[ToolCall]> = calls.into();
         let next = Arc::new(AtomicUsize::new(0));
-        let workers: Vec<_> = (0..self.concurrency.min(calls.len()))
-            .map(|_| {
-                let (executor, calls, next, options) = (self.clone(), calls.clone(), next.clone(), options.clone());
+        let first_shard = self.next_shard.fetch_add(self.concurrency, Ordering::Relaxed);
+        let worker_count = self.concurrency.min(calls.len());
+        // Few calls for many workers are taken one at a time, so that every
+        // worker gets some.
+        let per_take = (calls.len() / (worker_count * 8)).clamp(1, CALLS_PER_TAKE);
+        let workers: Vec<_> = (0..worker_count)
+            .map(|worker| {
+                let (executor, calls, next) = (self.clone(), calls.clone(), next.clone());
+                // A token of its own (cancelled with the batch's), so that
+                // workers do not wait on one token's lock per call.
+                let options = RunOptions { cancel: options.cancel.child_token(), ..options.clone() };
+                let shard = first_shard + worker;
                 tokio::spawn(async move {
                     let mut done = Vec::new();
+                    let Some(_slot) = executor.take_slot(&options.cancel).await else { return done };
+                    let catalog = executor.registry.catalog();
                     loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(call) = calls.get(index) else { break done };
-                        let outcome = AssertUnwindSafe(executor.run(call, &options)).catch_unwind().await;
-                        done.push((index, outcome.unwrap_or_else(|_| task_failed(call))));
+                        let start = next.fetch_add(per_take, Ordering::Relaxed);
+                        let Some(taken) = calls.get(start..(start + per_take).min(calls.len())) else { break done };
+                        for (offset, call) in taken.iter().enumerate() {
+                            let running = executor.run_in(&catalog, call, &options, shard);
+                            let outcome = AssertUnwindSafe(running).catch_unwind().await;
+                            done.push((start + offset, outcome.unwrap_or_else(|_| task_failed(call))));
+                        }
+                        // Short calls never wait; yielding now and then lets
+                        // the runtime move a worker that shares a thread
+                        // with another to an idle one.
+                        tokio::task::yield_now().await;
                     }
                 })
             })

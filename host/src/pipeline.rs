@@ -89,8 +89,9 @@ enum Slot<'c> {
     /// Checked, waiting for a decision or to run; `decided` is how
     /// approval ended (run, by whom), once it has.
     Pending { call: ToolCall, plugin: &'c LoadedPlugin, spec: &'c ToolSpec, decided: Option<Assessment> },
-    /// Done: refused, denied, or run; what the audit log records.
-    Done { outcome: ToolOutcome, audit: AuditRecord },
+    /// Done: refused, denied, or run; what the audit log records, when
+    /// there is one.
+    Done { outcome: ToolOutcome, audit: Option<AuditRecord> },
 }
 
 impl Pipeline {
@@ -110,7 +111,8 @@ impl Pipeline {
         let catalog = self.executor.registry().catalog();
         let offered: Vec<&ToolSpec> =
             catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.config.offers(spec)).collect();
-        let mut slots: Vec<Slot<'_>> = calls.into_iter().map(|call| check(&catalog, &offered, turn, call)).collect();
+        let audits = self.approvals.audits();
+        let mut slots: Vec<Slot<'_>> = calls.into_iter().map(|call| check(&catalog, &offered, turn, audits, call)).collect();
         self.approve_calls(turn, &mut slots).await;
         self.execute(turn, &mut slots).await;
         let outcomes = into_outcomes(&self.approvals, slots);
@@ -139,7 +141,10 @@ impl Pipeline {
             if let Slot::Pending { call, plugin, decided: Some(decided @ Assessment::Deny { .. }), .. } = slot {
                 let Assessment::Deny { reason, .. } = &decided else { unreachable!("matched above") };
                 let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason.clone());
-                let audit = AuditRecord::new(agent, Some(plugin.name()), &call.args, Some(decided), &outcome);
+                let audit = self
+                    .approvals
+                    .audits()
+                    .then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, Some(decided), &outcome));
                 *slot = Slot::Done { outcome, audit };
             }
         }
@@ -166,7 +171,10 @@ impl Pipeline {
             let (plugin, spec, decided) = (*plugin, *spec, decided.take());
             let mut outcome = outcome;
             self.approve_result(&mut outcome, spec).await;
-            let audit = AuditRecord::new(turn.agent_name(), Some(plugin.name()), &call.args, decided.as_ref(), &outcome);
+            let audit = self
+                .approvals
+                .audits()
+                .then(|| AuditRecord::new(turn.agent_name(), Some(plugin.name()), &call.args, decided.as_ref(), &outcome));
             slots[index] = Slot::Done { outcome, audit };
         }
     }
@@ -196,7 +204,9 @@ fn into_outcomes(approvals: &Approvals, slots: Vec<Slot<'_>>) -> Vec<ToolOutcome
         .into_iter()
         .map(|slot| match slot {
             Slot::Done { outcome, audit } => {
-                approvals.audit(&audit);
+                if let Some(audit) = audit {
+                    approvals.audit(&audit);
+                }
                 outcome
             }
             Slot::Pending { .. } => unreachable!("every call is done after execute"),
@@ -206,10 +216,10 @@ fn into_outcomes(approvals: &Approvals, slots: Vec<Slot<'_>>) -> Vec<ToolOutcome
 
 /// Step 1 for one call: the tool, among those `offered` to the turn's
 /// agent, and the arguments, coerced.
-fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, call: ToolCall) -> Slot<'c> {
+fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, audits: bool, call: ToolCall) -> Slot<'c> {
     let refused = |call: &ToolCall, status, message: String| {
         let outcome = ToolOutcome::without_running(&call.id, &call.tool, status, message);
-        let audit = AuditRecord::new(turn.agent_name(), None, &call.args, None, &outcome);
+        let audit = audits.then(|| AuditRecord::new(turn.agent_name(), None, &call.args, None, &outcome));
         Slot::Done { outcome, audit }
     };
     if let Some(agent) = turn.agent.as_deref().filter(|_| !turn.config.enabled) {

@@ -157,6 +157,12 @@ impl Approvals {
         }
     }
 
+    /// Whether records are written at all: without an audit log, callers
+    /// need not build them.
+    pub fn audits(&self) -> bool {
+        self.audit.is_some()
+    }
+
     /// Append `record` to the audit log, if there is one. A failure is
     /// logged, never returned: auditing does not stop calls.
     pub fn audit(&self, record: &AuditRecord) {

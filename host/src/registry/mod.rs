@@ -33,7 +33,7 @@ use crate::config::Policy;
 use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
 use crate::printable::printable;
 use crate::sandbox::{
-    CallFailure, CallState, Export, Grants, Invocation, Limits, PluginPre, Returned, Sandbox, SandboxError,
+    CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError,
 };
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -64,7 +64,7 @@ pub struct LoadedPlugin {
     pub unbound: Option<UnboundSection>,
     /// Whether it came from the compiled cache.
     pub cache: CacheUse,
-    pre: PluginPre<CallState>,
+    prepared: Prepared,
 }
 
 impl LoadedPlugin {
@@ -373,9 +373,12 @@ impl Registry {
 
     /// Run `tool` of `plugin` with `args_json` in a fresh instance under the
     /// plugin's limits and grants.
+    /// Run `tool` in shard `shard` (see `Sandbox`): callers running at once
+    /// pass different shards.
     pub(crate) async fn invoke(
         &self,
         plugin: &LoadedPlugin,
+        shard: usize,
         tool: &str,
         args_json: &str,
         limits: &Limits,
@@ -383,7 +386,7 @@ impl Registry {
     ) -> Invocation {
         let export = Export::Invoke { tool, args_json };
         let (result, fuel_used, duration) =
-            self.sandbox.run(&plugin.pre, plugin.name(), &plugin.grants, limits, export, cancel).await;
+            self.sandbox.run(&plugin.prepared, shard, plugin.name(), &plugin.grants, limits, export, cancel).await;
         let result = result.and_then(|returned| match returned {
             Returned::Invoke(r) => r.map_err(CallFailure::Tool),
             Returned::Manifest(_) => unreachable!("invoke returns an invoke result"),
@@ -401,7 +404,7 @@ impl Registry {
         args_json: &str,
         times: u32,
     ) -> anyhow::Result<std::time::Duration> {
-        Ok(self.sandbox.invoke_reused(&plugin.pre, &plugin.grants, tool, args_json, times).await?)
+        Ok(self.sandbox.invoke_reused(&plugin.prepared, &plugin.grants, tool, args_json, times).await?)
     }
 
     /// Load one component file outside the catalog, as `toolhost inspect`
@@ -497,18 +500,22 @@ impl Registry {
     ) -> Result<LoadedPlugin, LoadError> {
         let file = file_name(path);
         let compile_error = |e: wasmtime::Error| LoadError::Compile { file: file.clone(), message: format!("{e:#}") };
-        let (engine, cache, digest) = (self.sandbox.engine().clone(), self.cache.clone(), sha256.clone());
-        let (component, cache) = blocking(move || match &cache {
-            Some(cache) => cache.load_or_compile(&engine, &digest, &wasm),
-            None => Component::new(&engine, &wasm).map(|component| (component, CacheUse::Compiled)),
+        let (sandbox, cache, digest) = (self.sandbox.clone(), self.cache.clone(), sha256.clone());
+        let (components, cache) = blocking(move || {
+            let engine = sandbox.engine();
+            let (component, cache) = match &cache {
+                Some(cache) => cache.load_or_compile(engine, &digest, &wasm)?,
+                None => (Component::new(engine, &wasm)?, CacheUse::Compiled),
+            };
+            wasmtime::Result::Ok((sandbox.replicate(&component)?, cache))
         })
         .await
         .map_err(compile_error)?;
         // The manifest is read with no grants; calls run with the plugin's.
-        let bare = self.sandbox.prepare(&component, &Grants::none()).map_err(compile_error)?;
+        let bare = self.sandbox.prepare(&components, &Grants::none()).map_err(compile_error)?;
         let (returned, _, _) = self
             .sandbox
-            .run(&bare, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())
+            .run(&bare, 0, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())
             .await;
         let raw = match returned {
             Ok(Returned::Manifest(raw)) => raw,
@@ -520,10 +527,10 @@ impl Registry {
         let identity = ComponentId { file: &file, sha256: &sha256, pinned: pin.is_pinned() };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
-        let pre = if grants.http_hosts.is_empty() {
+        let prepared = if grants.http_hosts.is_empty() {
             bare
         } else {
-            self.sandbox.prepare(&component, &grants).map_err(compile_error)?
+            self.sandbox.prepare(&components, &grants).map_err(compile_error)?
         };
         Ok(LoadedPlugin {
             path: path.to_owned(),
@@ -534,7 +541,7 @@ impl Registry {
             sha256,
             manifest,
             cache,
-            pre,
+            prepared,
         })
     }
 }

@@ -1,7 +1,7 @@
 //! One call: a fresh store and instance, the limits armed, the export
 //! called, and whatever happened turned into an [`Invocation`].
 
-use super::bindings::{PluginPre, toolhost::plugin::host, toolhost::plugin::types as wit};
+use super::bindings::{toolhost::plugin::host, toolhost::plugin::types as wit};
 use super::capture::Capture;
 use super::filesystem::{Listings, OpenFiles};
 use super::grants::{Grants, HttpGate};
@@ -9,7 +9,7 @@ use super::host_work::{self, HostLimit, HostWork};
 use super::limits::{CallLimiter, Limits, Refusal, grouped, human_bytes, human_duration};
 use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
-use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, STACK_LIMIT_BYTES, Sandbox};
+use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
 use crate::printable::printable;
 use std::time::{Duration, Instant};
 use wasmtime::component::{ResourceTable, ResourceTableError};
@@ -305,14 +305,16 @@ pub struct Invocation {
 }
 
 impl Sandbox {
-    /// Run `export` in a fresh store and instance of `pre` under `limits`
-    /// with exactly `grants`. Never panics on guest behaviour; every trap
-    /// and limit becomes a [`CallFailure`].
-    /// A cancelled `cancel` stops the call within one epoch tick, also
-    /// while it waits in the host.
+    /// Run `export` in a fresh store and instance of `prepared`, in shard
+    /// `shard`, under `limits` with exactly `grants`. Never panics on guest
+    /// behaviour; every trap and limit becomes a [`CallFailure`]. A
+    /// cancelled `cancel` stops the call within one epoch tick, also while
+    /// it waits in the host.
+    #[allow(clippy::too_many_arguments, reason = "one call's every input, each used once")]
     pub(crate) async fn run(
         &self,
-        pre: &PluginPre<CallState>,
+        prepared: &Prepared,
+        shard: usize,
         plugin: &str,
         grants: &Grants,
         limits: &Limits,
@@ -322,7 +324,9 @@ impl Sandbox {
         let start = Instant::now();
         let stderr = Capture::new(STDIO_CAPTURE_BYTES);
         let stdout = Capture::new(STDIO_CAPTURE_BYTES);
-        let mut store = match self.new_store(plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone()) {
+        let (shard, pre) = prepared.in_shard(shard);
+        let store = self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone());
+        let mut store = match store {
             Ok(store) => store,
             Err(e) => return (Err(CallFailure::Host(format!("{e:#}"))), 0, start.elapsed()),
         };
@@ -361,8 +365,10 @@ impl Sandbox {
         (result, fuel_used, start.elapsed())
     }
 
+    #[allow(clippy::too_many_arguments, reason = "one store's every input, each used once")]
     fn new_store(
         &self,
+        shard: usize,
         plugin: &str,
         grants: &Grants,
         limits: &Limits,
@@ -390,7 +396,7 @@ impl Sandbox {
             deadline: Instant::now() + limits.timeout,
             work,
         };
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(self.engine_of(shard), state);
         store.limiter(|state| &mut state.limiter);
         store.set_hostcall_fuel(hostcall_bytes(limits));
         store.set_max_component_handles(MAX_COMPONENT_HANDLES);
@@ -418,7 +424,7 @@ impl Sandbox {
     /// For benchmarks only; toolhost never reuses an instance.
     pub(crate) async fn invoke_reused(
         &self,
-        pre: &PluginPre<CallState>,
+        prepared: &Prepared,
         grants: &Grants,
         tool: &str,
         args_json: &str,
@@ -426,7 +432,8 @@ impl Sandbox {
     ) -> wasmtime::Result<Duration> {
         let limits = Limits { fuel: u64::MAX / 2, ..Limits::default() };
         let pipe = || Capture::new(STDIO_CAPTURE_BYTES);
-        let mut store = self.new_store("bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;
+        let (shard, pre) = prepared.in_shard(0);
+        let mut store = self.new_store(shard, "bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;
         store.set_epoch_deadline(u64::MAX / 2);
         let instance = pre.instantiate_async(&mut store).await?;
         let start = Instant::now();

@@ -49,7 +49,11 @@ use std::task::{Context, Poll};
 pub(crate) const SLOTS: usize = 4096;
 
 /// One account's counters. A slot is reused by later calls; the generation
-/// tells a late free of an earlier call's memory apart.
+/// tells a late free of an earlier call's memory apart. Every allocation
+/// of a call updates its slot, so each slot has cache lines of its own:
+/// calls running on two cores must not share one (false sharing cost 30%
+/// of parallel throughput on trivial calls).
+#[repr(align(128))]
 struct Slot {
     in_use: AtomicBool,
     generation: AtomicU32,
@@ -69,12 +73,16 @@ impl Slot {
 }
 
 static SLOTS_TABLE: [Slot; SLOTS] = [const { Slot::new() }; SLOTS];
-/// Where the next search for a free slot starts, so slots are spread out.
-static NEXT_SLOT: AtomicUsize = AtomicUsize::new(1);
+/// Where each thread's search for a free slot starts, so threads use
+/// slots of their own without touching a shared counter per call.
+static NEXT_THREAD_START: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
     /// The tag of the account allocations on this thread belong to, or 0.
     static CURRENT: Cell<u64> = const { Cell::new(0) };
+    /// Where this thread's next search for a free slot starts; 0 until
+    /// first used.
+    static NEXT_SLOT: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Slot 0 is never handed out, so a tag of 0 means "no owner".
@@ -213,7 +221,12 @@ impl HostMemory {
     /// Open an account, or `None` when every slot is taken (more than
     /// [`SLOTS`] calls at once: never within the host's own cap).
     pub(crate) fn open() -> Option<Self> {
-        let start = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+        let start = NEXT_SLOT.with(|next| {
+            if next.get() == 0 {
+                next.set(NEXT_THREAD_START.fetch_add(SLOTS / 64, Ordering::Relaxed));
+            }
+            next.replace(next.get() + 1)
+        });
         for i in 0..SLOTS {
             let index = 1 + (start + i) % (SLOTS - 1);
             let slot = &SLOTS_TABLE[index];

@@ -5,6 +5,8 @@
 //! counting the host memory and host work it causes.
 
 mod bindings;
+
+use bindings::PluginPre;
 mod call;
 mod capture;
 mod descriptors;
@@ -16,7 +18,6 @@ mod limits;
 mod linking;
 mod plugin_log;
 
-pub(crate) use bindings::PluginPre;
 pub use call::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
 pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 pub(crate) use call::{CallState, Export, Returned};
@@ -58,11 +59,41 @@ pub const MAX_CONCURRENT_CALLS: u32 = 1_000;
 #[error("could not set up the WebAssembly engine: {0}")]
 pub struct SandboxError(String);
 
-/// The engine, the linkers and the epoch ticker shared by every call.
+/// The most engines the sandbox runs side by side (see [`Sandbox`]).
+pub const MAX_SHARDS: usize = 4;
+
+/// The engines, their linkers and the epoch ticker shared by every call.
+///
+/// Calls run in one of several identical engines ("shards"), as many as
+/// the machine has cores up to [`MAX_SHARDS`]: instantiating takes locks
+/// and reference counts inside an engine (its instance pool, its type
+/// registry), so two cores instantiating in one engine slow each other
+/// down. Measured on 2 cores, 20 000 trivial calls ran 1.3× faster than
+/// serially on two workers sharing one engine and 1.8× faster on two
+/// engines. A plugin is compiled once and its code loaded into each.
 pub struct Sandbox {
+    shards: Vec<Shard>,
+    ticker: EpochTicker,
+}
+
+/// One engine and what links plugins for it.
+struct Shard {
     engine: Engine,
     linkers: linking::Linkers,
-    ticker: EpochTicker,
+}
+
+/// A plugin linked once in every shard, so that each call only
+/// instantiates, in the shard it is given.
+pub(crate) struct Prepared {
+    pres: Vec<PluginPre<CallState>>,
+}
+
+impl Prepared {
+    /// The plugin as linked in shard `shard` (wrapping around).
+    pub(crate) fn in_shard(&self, shard: usize) -> (usize, &PluginPre<CallState>) {
+        let index = shard % self.pres.len();
+        (index, &self.pres[index])
+    }
 }
 
 impl Sandbox {
@@ -92,9 +123,15 @@ impl Sandbox {
             .epoch_interruption(true)
             .max_wasm_stack(STACK_LIMIT_BYTES)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(error)?;
-
-        let linkers = linking::Linkers::new(&engine).map_err(error)?;
+        let count = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, MAX_SHARDS);
+        let shards = (0..count)
+            .map(|_| {
+                let engine = Engine::new(&config)?;
+                let linkers = linking::Linkers::new(&engine)?;
+                Ok(Shard { engine, linkers })
+            })
+            .collect::<wasmtime::Result<Vec<_>>>()
+            .map_err(error)?;
         descriptors::init();
         if !accounting_active() {
             tracing::warn!(
@@ -103,19 +140,47 @@ impl Sandbox {
                  the host-memory limit and per-byte fuel for host work do not apply"
             );
         }
-        let ticker = EpochTicker::start(engine.clone());
-        Ok(Sandbox { engine, linkers, ticker })
+        let ticker = EpochTicker::start(shards.iter().map(|s| s.engine.clone()).collect());
+        Ok(Sandbox { shards, ticker })
     }
 
-    /// The engine every plugin is compiled for.
+    /// The engine plugins are compiled for (the first shard's; the others
+    /// load the same code).
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.shards[0].engine
     }
 
-    /// Link a compiled component once for `grants`, so that each call only
-    /// instantiates.
-    pub(crate) fn prepare(&self, component: &Component, grants: &Grants) -> wasmtime::Result<PluginPre<CallState>> {
-        PluginPre::new(self.linkers.for_plugin(component, grants)?.instantiate_pre(component)?)
+    fn engine_of(&self, shard: usize) -> &Engine {
+        &self.shards[shard].engine
+    }
+
+    /// `component`, compiled for [`Sandbox::engine`], loaded into every
+    /// shard: one component per shard, the given one first.
+    #[allow(unsafe_code, reason = "loading compiled code into an engine is unsafe in wasmtime")]
+    pub(crate) fn replicate(&self, component: &Component) -> wasmtime::Result<Vec<Component>> {
+        let mut all = vec![component.clone()];
+        if self.shards.len() > 1 {
+            let code = component.serialize()?;
+            for shard in &self.shards[1..] {
+                // SAFETY: `code` was serialized just now, by an engine of
+                // the same configuration, from a component it compiled or
+                // authenticated; nothing else could have written it.
+                all.push(unsafe { Component::deserialize(&shard.engine, &code) }?);
+            }
+        }
+        Ok(all)
+    }
+
+    /// Link `components` (one per shard, from [`Sandbox::replicate`]) for
+    /// `grants`, so that each call only instantiates.
+    pub(crate) fn prepare(&self, components: &[Component], grants: &Grants) -> wasmtime::Result<Prepared> {
+        let pres = self
+            .shards
+            .iter()
+            .zip(components)
+            .map(|(shard, component)| PluginPre::new(shard.linkers.for_plugin(component, grants)?.instantiate_pre(component)?))
+            .collect::<wasmtime::Result<Vec<_>>>()?;
+        Ok(Prepared { pres })
     }
 }
 
@@ -125,14 +190,14 @@ impl Drop for Sandbox {
     }
 }
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] on its own thread, so
+/// Advances the engines' epoch every [`EPOCH_TICK`] on its own thread, so
 /// that deadlines fire even while every executor thread runs guest code.
 struct EpochTicker {
     stop: Arc<AtomicBool>,
 }
 
 impl EpochTicker {
-    fn start(engine: Engine) -> Self {
+    fn start(engines: Vec<Engine>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         std::thread::Builder::new()
@@ -140,7 +205,9 @@ impl EpochTicker {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
+                    for engine in &engines {
+                        engine.increment_epoch();
+                    }
                 }
             })
             .expect("spawning the epoch thread");
