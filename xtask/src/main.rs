@@ -154,7 +154,7 @@ limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
     step("approved with --yes, it writes into the granted workspace", &["call", "--yes", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"], true)?;
     step("reading it back (its result needs approval too)", &["call", "--yes", "read_file", "--arg", "path=hello.txt"], true)?;
     step("an escape attempt is refused by the plugin and the sandbox", &["call", "--yes", "read_file", "--arg", "path=../../Cargo.toml"], false)?;
-    step("a host the policy does not allow", &["call", "http_get", "--arg", "url=https://example.com/"], false)?;
+    step("a host the policy does not allow, even approved", &["call", "--yes", "http_get", "--arg", "url=https://example.com/"], false)?;
     // Only the one hostile plugin the demo calls; the rest misbehave at
     // load, which the tests cover.
     let hostile = demo.join("hostile");
