@@ -60,6 +60,7 @@ mod call;
 mod config;
 mod discovery;
 mod executor;
+mod llm;
 mod manifest;
 mod message;
 mod outcome;
@@ -69,8 +70,9 @@ mod protocol;
 mod registry;
 mod sandbox;
 mod suggest;
+mod transcript;
 
-pub use agent::{CallMode, ToolCallConfig};
+pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
 pub use approval::{
     AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
     AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MemoryError, PendingCall,
@@ -84,11 +86,13 @@ pub use config::{
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
 pub use executor::{Executor, RunOptions, default_concurrency};
 pub use tokio_util::sync::CancellationToken;
+pub use llm::{
+    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, LlmClient, LlmError, LlmProfile, OpenAiClient, Reply, RetryPolicy, StreamEvent, Usage};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, ToolSpec, is_valid_name,
 };
-pub use message::{Message, Role};
+pub use message::{Message, NativeCall, Role};
 pub use outcome::{Status, ToolOutcome};
 pub use pipeline::{DIRECT_AGENT, Pipeline, Turn, TurnResult};
 pub use printable::{printable, printable_lines, to_json_pretty};
@@ -99,6 +103,7 @@ pub use registry::{
     Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
 pub use suggest::{did_you_mean, unknown_tool};
+pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use sandbox::{
     Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, ToolFailure,
     ToolFailureKind, ToolOutput, Withheld, accounting_active,
