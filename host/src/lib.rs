@@ -57,6 +57,7 @@ mod agent;
 mod approval;
 mod arguments;
 mod call;
+mod chain;
 mod config;
 mod discovery;
 mod executor;
@@ -80,6 +81,7 @@ pub use approval::{
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
+pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
 pub use config::{
     Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy,
 };
@@ -94,7 +96,7 @@ pub use manifest::{
 };
 pub use message::{Message, NativeCall, Role};
 pub use outcome::{Status, ToolOutcome};
-pub use pipeline::{DIRECT_AGENT, Pipeline, Turn, TurnResult};
+pub use pipeline::{DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use printable::{printable, printable_lines, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};

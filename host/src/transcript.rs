@@ -246,24 +246,28 @@ impl Transcript {
         Ok((transcript, warnings))
     }
 
-    /// Each requested call takes the status of the result that answers it.
+    /// Each requested call takes the status of the result that answers it
+    /// (the first result after the reply that asked for it; ids may repeat
+    /// across replies).
     fn settle_statuses(&mut self) {
-        let results: Vec<(String, Status, String)> = self
-            .entries
-            .iter()
-            .filter_map(|entry| match entry {
-                Entry::Tool { call_id, status, output, .. } => Some((call_id.clone(), *status, output.clone())),
-                _ => None,
-            })
-            .collect();
-        for entry in &mut self.entries {
-            if let Entry::Assistant { calls, .. } = entry {
-                for call in calls {
-                    if let Some((_, status, output)) = results.iter().rev().find(|(id, ..)| *id == call.id) {
-                        call.status = CallStatus::of(*status);
-                        call.error = (*status != Status::Success).then(|| output.clone());
+        let mut answers = Vec::new();
+        let mut reply = None;
+        for (index, entry) in self.entries.iter().enumerate() {
+            match entry {
+                Entry::Assistant { .. } => reply = Some(index),
+                Entry::Tool { call_id, status, output, .. } => {
+                    if let Some(reply) = reply {
+                        answers.push((reply, call_id.clone(), *status, output.clone()));
                     }
                 }
+                _ => {}
+            }
+        }
+        for (reply, id, status, output) in answers {
+            let Entry::Assistant { calls, .. } = &mut self.entries[reply] else { unreachable!("found above") };
+            if let Some(call) = calls.iter_mut().find(|c| c.id == id && c.status == CallStatus::Pending) {
+                call.status = CallStatus::of(status);
+                call.error = (status != Status::Success).then_some(output);
             }
         }
     }
