@@ -5,6 +5,7 @@
 
 mod approvals;
 mod call;
+mod chat;
 mod inspect;
 mod list;
 mod lock;
@@ -52,6 +53,7 @@ enum Command {
     List(list::ListCommand),
     Inspect(inspect::InspectCommand),
     Call(call::CallCommand),
+    Chat(chat::ChatCommand),
     Lock(lock::LockCommand),
     Prompt(prompt::PromptCommand),
     Parse(parse::ParseCommand),
@@ -95,6 +97,7 @@ impl Cli {
             Command::List(c) => c.execute(&self.global).await,
             Command::Inspect(c) => c.execute(&self.global).await,
             Command::Call(c) => c.execute(&self.global).await,
+            Command::Chat(c) => c.execute(&self.global).await,
             Command::Lock(c) => c.execute(&self.global).await,
             Command::Prompt(c) => c.execute(&self.global).await,
             Command::Parse(c) => c.execute(&self.global).await,
@@ -151,11 +154,6 @@ impl GlobalOptions {
     /// The turn pipeline over the policy's plugins: approval by the
     /// policy, and by `--yes`, a person at the terminal, or nobody.
     async fn pipeline(&self, yes: bool) -> anyhow::Result<Pipeline> {
-        let registry = Arc::new(self.registry().await?);
-        let approvals = Approvals::new(&registry.policy().approval);
-        for warning in approvals.take_warnings() {
-            output::note(format_args!("warning: {warning}"));
-        }
         let approver: Arc<dyn Approver> = if yes {
             Arc::new(AllowAll)
         } else if std::io::stdin().is_terminal() {
@@ -163,6 +161,16 @@ impl GlobalOptions {
         } else {
             Arc::new(DenyAll)
         };
+        self.pipeline_with(approver).await
+    }
+
+    /// The turn pipeline over the policy's plugins, asking `approver`.
+    async fn pipeline_with(&self, approver: Arc<dyn Approver>) -> anyhow::Result<Pipeline> {
+        let registry = Arc::new(self.registry().await?);
+        let approvals = Approvals::new(&registry.policy().approval);
+        for warning in approvals.take_warnings() {
+            output::note(format_args!("warning: {warning}"));
+        }
         Ok(Pipeline::new(Executor::new(registry), Arc::new(approvals), approver))
     }
 }
