@@ -520,3 +520,14 @@ async fn manual_mode_hands_back_the_calls_and_resumes_with_an_edited_one() {
     assert_eq!(serde_json::from_str::<Value>(arguments).unwrap(), json!({ "expression": "10 * 10" }), "the edit is recorded");
     assert_no_dangling_request(&transcript);
 }
+
+#[test]
+fn the_readme_chat_configuration_loads() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme.split("## Chat with tools").nth(1).unwrap().split("\n## ").next().unwrap();
+    let toml = section.split("```toml\n").nth(1).unwrap().split("```").next().unwrap();
+    let policy = toolhost::Policy::parse(toml, std::path::Path::new("/readme/toolhost.toml")).unwrap();
+    let local = &policy.llm["local"];
+    assert_eq!((local.model.as_str(), local.idle_timeout), ("qwen3-coder", Duration::from_secs(120)));
+    assert_eq!(policy.agents["helper"].llm.as_deref(), Some("local"));
+}
