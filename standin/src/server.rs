@@ -78,6 +78,13 @@ impl StandIn {
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
+        // Each SSE chunk is its own small write: without TCP_NODELAY,
+        // Nagle's algorithm holds them for the client's delayed ACK, and
+        // a local round trip takes tens of milliseconds instead of tens of
+        // microseconds, as no real server lets it.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+            let _ = stream.set_nodelay(true);
+        });
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
