@@ -13,7 +13,7 @@ use std::process::ExitCode;
 ///
 /// First it shows each component as new, changed (old → new digest),
 /// unchanged or removed. It writes nothing when two components claim one
-/// plugin name or one tool name.
+/// plugin name or one tool name, or when there is no component to pin.
 /// Pinning a new or changed component trusts it: on a terminal it asks
 /// first; otherwise pass --yes.
 #[derive(Debug, clap::Args)]
@@ -31,6 +31,16 @@ impl LockCommand {
         for path in component_files(&policy.plugin_dirs)? {
             let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
             pins.push((LockFile::key(&policy.lock_file, &path), sha256_hex(&bytes)));
+        }
+        if pins.is_empty() {
+            // An empty lock would refuse every component added later.
+            let dirs: Vec<String> = policy.plugin_dirs.iter().map(|d| d.display().to_string()).collect();
+            bail!(
+                "{} was not written: there is nothing to pin — no components (*.wasm) in {}; an empty lock file \
+                 would refuse every plugin added later. Check plugin_dirs (or --plugins), then lock again",
+                policy.lock_file.display(),
+                if dirs.is_empty() { "any plugin directory (none is configured)".to_owned() } else { dirs.join(", ") }
+            );
         }
         let lock = LockFile::new(pins);
         let changes = lock.changes(old.as_ref());

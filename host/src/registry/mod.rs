@@ -24,6 +24,7 @@
 pub mod binding;
 mod cache;
 mod lock;
+mod magic;
 
 pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheError, CacheUse};
@@ -499,6 +500,9 @@ impl Registry {
         pin: PinState,
     ) -> Result<LoadedPlugin, LoadError> {
         let file = file_name(path);
+        if let Some(message) = magic::not_a_component(&wasm) {
+            return Err(LoadError::Compile { file, message });
+        }
         let compile_error = |e: wasmtime::Error| LoadError::Compile { file: file.clone(), message: format!("{e:#}") };
         let (sandbox, cache, digest) = (self.sandbox.clone(), self.cache.clone(), sha256.clone());
         let (components, cache) = blocking(move || {

@@ -1,0 +1,50 @@
+//! The dead ends a new user met in their first hour, each held shut: run
+//! as the user runs `toolhost`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn toolhost(cwd: &Path, args: &[&str]) -> Output {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
+        .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
+        .env_remove("RUST_LOG")
+        .args(args)
+        .output()
+        .expect("toolhost runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn lock_refuses_to_write_an_empty_lock_that_would_refuse_every_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let out = toolhost(dir.path(), &["--plugins", "plugins", "lock", "--yes"]);
+    assert!(!out.status.success());
+    let said = stderr(&out);
+    assert!(said.contains("nothing to pin") && said.contains("plugins"), "{said}");
+    assert!(!dir.path().join("toolhost.lock").exists(), "no lock was written");
+}
+
+#[test]
+fn inspect_says_what_a_file_that_is_not_a_component_is_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: [(&str, &[u8], &str); 3] = [
+        ("libtool.so", b"\x7fELF\x02\x01\x01\0\0\0\0\0", "native ELF shared library"),
+        ("module.wasm", b"\0asm\x01\0\0\0", "core WebAssembly module, not a component"),
+        ("notes.wasm", b"hello", "not WebAssembly"),
+    ];
+    for (name, bytes, says) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+        let out = toolhost(dir.path(), &["inspect", name]);
+        let said = stderr(&out);
+        assert!(!out.status.success(), "{name}");
+        assert!(said.contains(says) && said.contains("--target wasm32-wasip2"), "{name}: {said}");
+        assert!(!said.contains("0x7f") && !said.contains("magic header"), "{name}: no byte dump: {said}");
+    }
+}
