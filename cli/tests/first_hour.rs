@@ -48,3 +48,21 @@ fn inspect_says_what_a_file_that_is_not_a_component_is_and_what_to_do() {
         assert!(!said.contains("0x7f") && !said.contains("magic header"), "{name}: no byte dump: {said}");
     }
 }
+
+#[test]
+fn a_grant_of_a_directory_that_does_not_exist_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
+    let policy = format!(
+        "plugin_dirs = [{:?}]\n[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = \"missing\" }} }}\n",
+        examples.display().to_string()
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), policy).unwrap();
+    let out = toolhost(dir.path(), &["list"]);
+    let said = stderr(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("plugins.files.dirs.\"/workspace\".host") && said.contains("missing"), "{said}");
+    std::fs::create_dir(dir.path().join("missing")).unwrap();
+    let out = toolhost(dir.path(), &["list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -177,7 +177,30 @@ impl Policy {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-        Self::parse(&text, path)
+        let policy = Self::parse(&text, path)?;
+        policy.check_grant_dirs(path)?;
+        Ok(policy)
+    }
+
+    /// Every directory a grant maps must exist on this machine: a missing
+    /// one would look granted and fail only at call time.
+    fn check_grant_dirs(&self, path: &Path) -> Result<(), ConfigError> {
+        for (name, plugin) in &self.plugins {
+            for (guest, (host, _)) in &plugin.allowance.dirs {
+                let why = match std::fs::metadata(host) {
+                    Ok(meta) if meta.is_dir() => continue,
+                    Ok(_) => format!("{} is not a directory", host.display()),
+                    Err(error) => format!("the directory {} cannot be used: {error}", host.display()),
+                };
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    key: format!("plugins.{name}.dirs.\"{guest}\".host"),
+                    value: host.display().to_string(),
+                    why,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Parse the text of `path` (used for error messages and to resolve
