@@ -14,7 +14,7 @@ mod parse;
 mod prompt;
 mod run;
 
-use toolhost::{DEFAULT_CONFIG_FILE, Policy};
+use toolhost::{DEFAULT_CONFIG_FILE, Policy, check_policy};
 use std::sync::Arc;
 use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
 use anyhow::{Context, bail};
@@ -145,6 +145,9 @@ impl GlobalOptions {
         }
         for unbound in catalog.plugins.iter().filter_map(|p| p.unbound.as_ref()) {
             output::note(format_args!("note: {unbound}"));
+        }
+        for warning in check_policy(registry.policy(), &catalog) {
+            output::note(format_args!("warning: {warning}"));
         }
         Ok(registry)
     }

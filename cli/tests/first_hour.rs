@@ -66,3 +66,31 @@ fn a_grant_of_a_directory_that_does_not_exist_is_an_error_naming_it() {
     let out = toolhost(dir.path(), &["list"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn policy_keys_that_do_nothing_are_warned_about_with_the_closest_names() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
+    let policy = format!(
+        "plugin_dirs = [{:?}]\n\
+         [plugins.calcc]\nlimits = {{ fuel = 1000 }}\n\
+         [plugins.files]\nfile = \"files.wasm\"\nenv = [\"HOME\"]\ndirs = {{ \"/workspce\" = {{ host = \"ws\" }} }}\n\
+         [agents.helper]\ntool_toggles = {{ calculat = false }}\n",
+        examples.display().to_string()
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), policy).unwrap();
+    let out = toolhost(dir.path(), &["list"]);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    for expected in [
+        "warning: plugins.calcc: no loaded plugin is named `calcc`; did you mean `calc`",
+        "warning: plugins.files.dirs.\"/workspce\": the plugin never asks for the directory `/workspce`",
+        "did you mean `/workspace`",
+        "warning: plugins.files.env: the plugin never asks for the variable `HOME`",
+        "warning: agents.helper.enabled: tool calling is off",
+        "warning: agents.helper.tool_toggles.calculat: no loaded tool is named `calculat`; did you mean `calculate`",
+    ] {
+        assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
+    }
+}

@@ -66,6 +66,7 @@ mod manifest;
 mod message;
 mod outcome;
 mod pipeline;
+mod policy_check;
 mod printable;
 mod protocol;
 mod registry;
@@ -104,6 +105,7 @@ pub use registry::{
     CacheError, CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, PinState,
     Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
+pub use policy_check::{PolicyWarning, check_policy};
 pub use suggest::{did_you_mean, unknown_tool};
 pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use sandbox::{

@@ -118,11 +118,6 @@ impl ChatCommand {
             }
             None => (CHAT_AGENT.to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() }),
         };
-        if !config.enabled {
-            output::note(format_args!(
-                "warning: tool calling is off for agent `{agent}` (set enabled = true in [agents.{agent}]): the model is offered no tools"
-            ));
-        }
         if let Some(protocol) = self.protocol {
             config.protocol = protocol;
         }

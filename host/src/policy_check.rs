@@ -1,0 +1,71 @@
+//! Policy mistakes that load without error but do nothing: a section for
+//! a plugin that is not loaded, a grant the plugin never asked for, a tool
+//! toggle naming no tool, an agent whose tool calling is off. Each is
+//! found against what actually loaded and named with the closest real
+//! name, so a typo is seen rather than silently ignored.
+
+use crate::config::Policy;
+use crate::registry::Catalog;
+use crate::suggest::did_you_mean;
+
+/// One mistake, in words for a person: the key and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyWarning {
+    /// The key, e.g. `plugins.file.dirs."/workspace"`.
+    pub key: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for PolicyWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+/// The mistakes in `policy`, judged against the plugins in `catalog`.
+pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
+    let mut warnings = Vec::new();
+    let mut warn = |key: String, message: String| warnings.push(PolicyWarning { key, message });
+    let plugins: Vec<&str> = catalog.plugins.iter().map(|p| p.name()).collect();
+    for (name, section) in &policy.plugins {
+        let Some(plugin) = catalog.plugins.iter().find(|p| p.name() == name) else {
+            warn(format!("plugins.{name}"), format!("no loaded plugin is named `{name}`{}", did_you_mean(name, &plugins)));
+            continue;
+        };
+        let asked = &plugin.manifest.capabilities;
+        let asked_dirs: Vec<&str> = asked.directories.iter().map(|d| d.guest_path.as_str()).collect();
+        for guest in section.allowance.dirs.keys() {
+            if !asked_dirs.contains(&guest.as_str()) {
+                warn(format!("plugins.{name}.dirs.\"{guest}\""), never_asked("directory", guest, &asked_dirs));
+            }
+        }
+        let asked_env: Vec<&str> = asked.env.iter().map(String::as_str).collect();
+        for variable in &section.allowance.env {
+            if !asked_env.contains(&variable.as_str()) {
+                warn(format!("plugins.{name}.env"), never_asked("variable", variable, &asked_env));
+            }
+        }
+        let asked_hosts: Vec<&str> = asked.http_hosts.iter().map(String::as_str).collect();
+        for host in &section.allowance.http_hosts {
+            if !asked_hosts.contains(&host.as_str()) {
+                warn(format!("plugins.{name}.http_hosts"), never_asked("HTTP host", host, &asked_hosts));
+            }
+        }
+    }
+    let tools: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
+    for (agent, config) in &policy.agents {
+        if !config.enabled {
+            warn(format!("agents.{agent}.enabled"), "tool calling is off for this agent: its model is offered no tools (set enabled = true)".into());
+        }
+        for tool in config.tool_toggles.keys().filter(|t| !tools.contains(&t.as_str())) {
+            warn(format!("agents.{agent}.tool_toggles.{tool}"), format!("no loaded tool is named `{tool}`{}", did_you_mean(tool, &tools)));
+        }
+    }
+    warnings
+}
+
+fn never_asked(what: &str, granted: &str, asked: &[&str]) -> String {
+    let asked_for = if asked.is_empty() { "nothing of the kind".to_owned() } else { asked.join(", ") };
+    format!("the plugin never asks for the {what} `{granted}`, so the grant does nothing (it asks for {asked_for}){}", did_you_mean(granted, asked))
+}
