@@ -12,6 +12,7 @@ mod output;
 mod parse;
 mod prompt;
 mod run;
+mod wit;
 
 use toolhost::{DEFAULT_CONFIG_FILE, Policy};
 use std::sync::Arc;
@@ -57,6 +58,7 @@ enum Command {
     Parse(parse::ParseCommand),
     Run(run::RunCommand),
     Approvals(approvals::ApprovalsCommand),
+    Wit(wit::WitCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -100,6 +102,7 @@ impl Cli {
             Command::Parse(c) => c.execute(&self.global).await,
             Command::Run(c) => c.execute(&self.global).await,
             Command::Approvals(c) => c.execute(&self.global).await,
+            Command::Wit(c) => c.execute(&self.global).await,
         }
     }
 }

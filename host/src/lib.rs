@@ -58,6 +58,7 @@ mod approval;
 mod arguments;
 mod call;
 mod config;
+mod contract;
 mod discovery;
 mod executor;
 mod manifest;
@@ -78,6 +79,7 @@ pub use approval::{
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
+pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
 pub use config::{
     Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy,
 };
