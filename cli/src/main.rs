@@ -8,6 +8,7 @@ mod call;
 mod inspect;
 mod list;
 mod lock;
+mod new;
 mod output;
 mod parse;
 mod prompt;
@@ -59,6 +60,7 @@ enum Command {
     Run(run::RunCommand),
     Approvals(approvals::ApprovalsCommand),
     Wit(wit::WitCommand),
+    New(new::NewCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -103,6 +105,7 @@ impl Cli {
             Command::Run(c) => c.execute(&self.global).await,
             Command::Approvals(c) => c.execute(&self.global).await,
             Command::Wit(c) => c.execute(&self.global).await,
+            Command::New(c) => c.execute(&self.global).await,
         }
     }
 }
