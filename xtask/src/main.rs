@@ -1,7 +1,9 @@
 //! Project automation, run as `cargo xtask <task>`:
 //!
 //! - `build-plugins`: build the plugins for wasm32-wasip2 and copy them to
-//!   `target/plugins/examples/` and `target/plugins/hostile/`;
+//!   `target/plugins/examples/` and `target/plugins/hostile/`, then install
+//!   the Python, JavaScript, C and Go toolchains and build their examples
+//!   into `target/plugins/polyglot/` (see `polyglot`);
 //! - `test`: build the plugins, then run every test;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, and show a hostile plugin stopped with its limit named;
@@ -10,6 +12,8 @@
 //!
 //! Each task first installs the `wasm32-wasip2` target with rustup, so it
 //! works on a fresh machine.
+
+mod polyglot;
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -39,16 +43,19 @@ fn main() -> anyhow::Result<()> {
         "build-plugins" => build_plugins(&root),
         "test" => {
             build_plugins(&root)?;
+            polyglot::install_registry();
             run(cargo(&root).args(["test", "--release", "--workspace"]))?;
             let host = host_triple()?;
             for name in NATIVE_TESTED {
                 run(cargo(&root.join("plugins")).args(["test", "--release", "-p", name, "--target", &host]))?;
             }
+            for (lang, reason) in polyglot::skipped(&root) {
+                eprintln!("xtask: the {lang} tests were SKIPPED: {reason}");
+            }
             Ok(())
         }
         "demo" => {
             build_plugins(&root)?;
-            run(cargo(&root).args(["build", "--release", "-p", "toolhost-cli"]))?;
             demo(&root)
         }
         "bench" => {
@@ -88,7 +95,8 @@ fn host_triple() -> anyhow::Result<String> {
 }
 
 /// Install the target, build the plugin workspace, and copy the components
-/// where the tests and the demo look for them.
+/// where the tests and the demo look for them; then build the CLI, which
+/// scaffolds the other languages' examples.
 fn build_plugins(root: &Path) -> anyhow::Result<()> {
     run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))?;
     run(cargo(&root.join("plugins")).args(["build", "--release"]))?;
@@ -102,6 +110,8 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
                 .with_context(|| format!("copying {file} to {}", out.display()))?;
         }
     }
+    run(cargo(root).args(["build", "--release", "-p", "toolhost-cli"]))?;
+    polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())
 }
