@@ -22,7 +22,8 @@ impl WitCommand {
                 let file = toolhost::write_wit(&dir).with_context(|| format!("writing the WIT into {}", dir.display()))?;
                 output::note(format_args!("wrote {}", file.display()));
             }
-            None => output::data(toolhost::PLUGIN_WIT)?,
+            // Byte for byte, so `toolhost wit > plugin.wit` is the file itself.
+            None => output::data(toolhost::PLUGIN_WIT.strip_suffix('\n').unwrap_or(toolhost::PLUGIN_WIT))?,
         }
         Ok(ExitCode::SUCCESS)
     }

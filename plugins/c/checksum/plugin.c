@@ -67,14 +67,21 @@ static void sha256(const unsigned char *data, size_t len, char hex[65]) {
     for (int i = 0; i < 8; i++) sprintf(hex + 8 * i, "%08x", h[i]);
 }
 
-/* The digest of `text` under `algorithm` in hex; false for an unknown one. */
-static int digest(const char *algorithm, const char *text, size_t len, char hex[65]) {
-    const unsigned char *bytes = (const unsigned char *)text;
-    if (strcmp(algorithm, "sha256") == 0) sha256(bytes, len, hex);
-    else if (strcmp(algorithm, "crc32") == 0) sprintf(hex, "%08x", crc32(bytes, len));
-    else if (strcmp(algorithm, "fnv1a") == 0) sprintf(hex, "%016llx", (unsigned long long)fnv1a(bytes, len));
-    else return 0;
-    return 1;
+/* The digest of the `text` argument under the `algorithm` one (sha256 if
+ * absent) in hex, its length in `len`; NULL, the result set to the error,
+ * for an unknown algorithm. */
+static const char *digest(const th_args *args, th_result *result, size_t *len, char hex[65]) {
+    const char *algorithm = th_string(args, "algorithm", NULL);
+    const unsigned char *bytes = (const unsigned char *)th_string(args, "text", len);
+    if (!algorithm) algorithm = "sha256";
+    if (strcmp(algorithm, "sha256") == 0) sha256(bytes, *len, hex);
+    else if (strcmp(algorithm, "crc32") == 0) sprintf(hex, "%08x", crc32(bytes, *len));
+    else if (strcmp(algorithm, "fnv1a") == 0) sprintf(hex, "%016llx", (unsigned long long)fnv1a(bytes, *len));
+    else {
+        th_invalid_args(result, "unknown algorithm `%s`: use sha256, crc32 or fnv1a", algorithm);
+        return NULL;
+    }
+    return algorithm;
 }
 
 static const th_param hash_params[] = {
@@ -84,13 +91,9 @@ static const th_param hash_params[] = {
 
 static void hash_text(const th_args *args, th_result *result) {
     size_t len;
-    const char *text = th_string(args, "text", &len);
-    const char *algorithm = th_string(args, "algorithm", NULL);
     char hex[65];
-    if (!algorithm) algorithm = "sha256";
-    if (!digest(algorithm, text, len, hex))
-        return th_invalid_args(result, "unknown algorithm `%s`: use sha256, crc32 or fnv1a", algorithm);
-    th_json(result, "{\"algorithm\":\"%s\",\"hex\":\"%s\",\"bytes\":%zu}", algorithm, hex, len);
+    const char *algorithm = digest(args, result, &len, hex);
+    if (algorithm) th_json(result, "{\"algorithm\":\"%s\",\"hex\":\"%s\",\"bytes\":%zu}", algorithm, hex, len);
 }
 
 static const th_param verify_params[] = {
@@ -101,14 +104,10 @@ static const th_param verify_params[] = {
 
 static void verify_digest(const th_args *args, th_result *result) {
     size_t len;
-    const char *text = th_string(args, "text", &len);
-    const char *expected = th_string(args, "expected", NULL);
-    const char *algorithm = th_string(args, "algorithm", NULL);
     char hex[65];
-    if (!algorithm) algorithm = "sha256";
-    if (!digest(algorithm, text, len, hex))
-        return th_invalid_args(result, "unknown algorithm `%s`: use sha256, crc32 or fnv1a", algorithm);
-    th_json(result, "{\"matches\":%s,\"actual\":\"%s\"}", strcasecmp(hex, expected) == 0 ? "true" : "false", hex);
+    const char *expected = th_string(args, "expected", NULL);
+    if (digest(args, result, &len, hex))
+        th_json(result, "{\"matches\":%s,\"actual\":\"%s\"}", strcasecmp(hex, expected) == 0 ? "true" : "false", hex);
 }
 
 static const char *const tags[] = { "hash", NULL };
