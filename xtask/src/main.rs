@@ -116,6 +116,14 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The demo's calls to the other languages' examples, by language.
+const POLYGLOT_STEPS: &[(&str, &str, &[&str])] = &[
+    ("python", "text statistics, in Python", &["call", "text_stats", "--arg", "text=The cat sat. The cat ran!", "--arg", "top=2"]),
+    ("js", "a JSONPath query, in JavaScript", &["call", "json_query", "--arg", r#"document={"books":[{"title":"Dune"},{"title":"Emma"}]}"#, "--arg", "path=$.books[*].title"]),
+    ("c", "a checksum, in C", &["call", "hash_text", "--arg", "text=hello", "--arg", "algorithm=crc32"]),
+    ("go", "semantic versions compared, in Go", &["call", "semver_compare", "--arg", "a=1.10.0", "--arg", "b=1.2.3"]),
+];
+
 /// The demo: a policy with a workspace and a tree to list, then real calls.
 fn demo(root: &Path) -> anyhow::Result<()> {
     let demo = root.join("target/demo");
@@ -128,7 +136,7 @@ fn demo(root: &Path) -> anyhow::Result<()> {
     std::fs::write(
         &config,
         format!(
-            r#"plugin_dirs = ["{examples}"]
+            r#"plugin_dirs = ["{examples}", "{polyglot}"]
 cache_dir = "cache"
 lock_file = "toolhost.lock"
 
@@ -144,7 +152,8 @@ dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
 file = "hostile.wasm"
 limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
 "#,
-            examples = plugins.join("examples").display()
+            examples = plugins.join("examples").display(),
+            polyglot = plugins.join("polyglot").display(),
         ),
     )?;
     let toolhost = root.join("target/release/toolhost");
@@ -160,6 +169,12 @@ limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
     step("arithmetic", &["call", "calculate", "--arg", "expression=2 * (3 + 4) ^ 2"], true)?;
     step("time-zone conversion", &["call", "convert_time", "--arg", "time=2026-03-01 09:30", "--arg", "from=America/New_York", "--arg", "to=Asia/Tokyo"], true)?;
     step("a tree of the granted directory", &["call", "dir_tree", "--arg", "max_depth=2"], true)?;
+    for (lang, title, args) in POLYGLOT_STEPS {
+        match polyglot::skipped(root).into_iter().find(|(skipped, _)| skipped == lang) {
+            Some((_, reason)) => println!("\n# {title}: SKIPPED, the {lang} toolchain did not install: {reason}"),
+            None => step(title, args, true)?,
+        }
+    }
     step("a sensitive tool without a person to approve it is denied", &["call", "write_file", "--arg", "path=hello.txt", "--arg", "content=never written"], false)?;
     step("approved with --yes, it writes into the granted workspace", &["call", "--yes", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"], true)?;
     step("reading it back (its result needs approval too)", &["call", "--yes", "read_file", "--arg", "path=hello.txt"], true)?;
