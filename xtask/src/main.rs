@@ -4,11 +4,13 @@
 //!   `target/plugins/examples/` and `target/plugins/hostile/`, then install
 //!   the Python, JavaScript, C and Go toolchains and build their examples
 //!   into `target/plugins/polyglot/` (see `polyglot`);
+//! - `build-samples`: build every language's `toolhost new` sample, as
+//!   the benchmark compares them (with the CLI already built);
 //! - `test`: build the plugins, then run every test;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, and show a hostile plugin stopped with its limit named;
-//! - `bench`: build the plugins, then run the runtime and protocol
-//!   benchmarks.
+//! - `bench`: build the plugins and every language's `toolhost new`
+//!   sample, then run the runtime and protocol benchmarks.
 //!
 //! Each task first installs the `wasm32-wasip2` target with rustup, so it
 //! works on a fresh machine.
@@ -41,6 +43,7 @@ fn main() -> anyhow::Result<()> {
     let root = workspace_root();
     match task.as_str() {
         "build-plugins" => build_plugins(&root),
+        "build-samples" => polyglot::build_samples(&root, &root.join("target/release/toolhost")),
         "test" => {
             build_plugins(&root)?;
             polyglot::install_registry();
@@ -60,9 +63,10 @@ fn main() -> anyhow::Result<()> {
         }
         "bench" => {
             build_plugins(&root)?;
+            polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol"]))
         }
-        _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench>"),
+        _ => bail!("usage: cargo xtask <build-plugins | build-samples | test | demo | bench>"),
     }
 }
 

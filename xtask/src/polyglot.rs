@@ -58,6 +58,7 @@ fn build_command(lang: &str, name: &str) -> Vec<String> {
     let command = match lang {
         "python" => format!("componentize-py -d wit -w plugin componentize app -o dist/{name}.wasm"),
         "js" => "npm run build".to_owned(),
+        "rust" => "cargo build --release".to_owned(),
         _ => "make".to_owned(),
     };
     command.split(' ').map(str::to_owned).collect()
@@ -131,16 +132,7 @@ impl Toolchains {
     }
 
     fn npm(&self) -> Result<(), String> {
-        let prefix = self.dir.join("js");
-        cached(&prefix, NPM_PACKAGES, || {
-            std::fs::create_dir_all(&prefix)?;
-            std::fs::write(prefix.join("package.json"), "{\"private\": true}\n")?;
-            run(Command::new("npm")
-                .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-                .arg(&prefix)
-                .args(NPM_PACKAGES))
-        })
-        .map_err(|e| format!("the npm packages {} did not install: {e:#}", NPM_PACKAGES.join(" ")))
+        npm_install(&self.dir.join("js"), NPM_PACKAGES)
     }
 
     fn wit_bindgen(&self) -> Result<(), String> {
@@ -190,6 +182,16 @@ impl Toolchains {
         command.envs(&self.env);
         command
     }
+}
+
+/// Install the npm `packages` into `prefix`, unless they are there.
+fn npm_install(prefix: &Path, packages: &[&str]) -> Result<(), String> {
+    cached(prefix, packages, || {
+        std::fs::create_dir_all(prefix)?;
+        std::fs::write(prefix.join("package.json"), "{\"private\": true}\n")?;
+        run(Command::new("npm").args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"]).arg(prefix).args(packages))
+    })
+    .map_err(|e| format!("the npm packages {} did not install: {e:#}", packages.join(" ")))
 }
 
 /// Install the Debian `packages` unless `probe` is already on PATH; only
@@ -282,15 +284,87 @@ pub fn build_examples(root: &Path, toolhost: &Path) -> anyhow::Result<()> {
 }
 
 fn build_example(root: &Path, toolhost: &Path, toolchains: &Toolchains, example: &Example, component: &Path) -> anyhow::Result<()> {
-    let project = root.join("target/polyglot").join(example.name);
-    if project.exists() {
-        std::fs::remove_dir_all(&project)?;
-    }
-    run(Command::new(toolhost).arg("new").arg(example.name).args(["--lang", example.lang, "--dir"]).arg(&project))?;
+    let project = scaffold(root, toolhost, example.lang, example.name)?;
     copy_dir(&root.join("plugins").join(example.lang).join(example.name), &project)?;
     let words = build_command(example.lang, example.name);
     run(toolchains.command(&words[0]).args(&words[1..]).current_dir(&project))?;
     std::fs::copy(project.join("dist").join(format!("{}.wasm", example.name)), component)?;
+    Ok(())
+}
+
+/// A fresh `toolhost new NAME --lang LANG` in `target/polyglot/NAME`.
+fn scaffold(root: &Path, toolhost: &Path, lang: &str, name: &str) -> anyhow::Result<PathBuf> {
+    let project = root.join("target/polyglot").join(name);
+    if project.exists() {
+        std::fs::remove_dir_all(&project)?;
+    }
+    run(Command::new(toolhost).arg("new").arg(name).args(["--lang", lang, "--dir"]).arg(&project))?;
+    Ok(project)
+}
+
+/// The languages whose unedited `toolhost new` sample the benchmark
+/// compares: one tool, `words_LANG`, counting the words of its `text`.
+const SAMPLE_LANGS: &[&str] = &["rust", "python", "js", "c", "go"];
+/// The Rust sample's target directory, kept between builds.
+const RUST_SAMPLES_TARGET: &str = "rust-samples";
+/// The other JavaScript toolchain, measured against componentize-qjs: the
+/// same sample built with componentize-js (SpiderMonkey), as `js-sm`.
+const NPM_SPIDERMONKEY: &[&str] = &["@bytecodealliance/componentize-js@0.23.0"];
+/// componentize-js without the WASI features it would otherwise import.
+const SPIDERMONKEY_BUILD: &str = "componentize-js app.js --wit wit -n plugin -d stdio random clocks http fetch-event -o";
+
+/// Build every language's sample, unedited, with its README's command
+/// into `target/plugins/samples/LANG/words_LANG.wasm` (each in a directory
+/// of its own, as the benchmark loads them one by one); and the JavaScript
+/// one also with componentize-js. A language that cannot build is left out
+/// with its reason printed.
+pub fn build_samples(root: &Path, toolhost: &Path) -> anyhow::Result<()> {
+    let toolchains = Toolchains::install(root);
+    let out = root.join("target/plugins/samples");
+    if out.exists() {
+        std::fs::remove_dir_all(&out)?;
+    }
+    let mut builds: Vec<(&str, &str, Result<Command, String>)> = SAMPLE_LANGS
+        .iter()
+        .map(|&lang| {
+            let words = build_command(lang, &format!("words_{lang}"));
+            let command = match toolchains.missing(lang) {
+                Some(reason) => Err(reason.to_owned()),
+                None => {
+                    let mut command = toolchains.command(&words[0]);
+                    command.args(&words[1..]).env("CARGO_TARGET_DIR", toolchains.dir.join(RUST_SAMPLES_TARGET));
+                    Ok(command)
+                }
+            };
+            (lang, lang, command)
+        })
+        .collect();
+    let spidermonkey = toolchains.dir.join("js-sm");
+    let command = npm_install(&spidermonkey, NPM_SPIDERMONKEY).map(|()| {
+        let words: Vec<&str> = SPIDERMONKEY_BUILD.split(' ').collect();
+        let mut command = toolchains.command(&spidermonkey.join("node_modules/.bin").join(words[0]).display().to_string());
+        command.args(&words[1..]).arg("dist/words_js_sm.wasm");
+        command
+    });
+    builds.push(("js", "js-sm", command));
+    for (lang, label, command) in builds {
+        let name = format!("words_{}", label.replace('-', "_"));
+        let result = command.map_err(anyhow::Error::msg).and_then(|mut command| {
+            let project = scaffold(root, toolhost, lang, &name)?;
+            run(command.current_dir(&project))?;
+            let built = match lang {
+                "rust" => toolchains.dir.join(RUST_SAMPLES_TARGET).join("wasm32-wasip2/release"),
+                _ => project.join("dist"),
+            };
+            let dir = out.join(label);
+            std::fs::create_dir_all(&dir)?;
+            std::fs::copy(built.join(format!("{name}.wasm")), dir.join(format!("{name}.wasm")))?;
+            Ok(())
+        });
+        if let Err(error) = result {
+            eprintln!("xtask: the benchmark leaves out the {label} sample: {error:#}");
+        }
+    }
     Ok(())
 }
 
