@@ -3,8 +3,10 @@
 //! work. Everything it does goes through the `toolhost` library's public
 //! API.
 
+mod add;
 mod approvals;
 mod call;
+mod confirm;
 mod inspect;
 mod list;
 mod lock;
@@ -12,7 +14,9 @@ mod new;
 mod output;
 mod parse;
 mod prompt;
+mod remove;
 mod run;
+mod source;
 mod wit;
 
 use toolhost::{DEFAULT_CONFIG_FILE, Policy};
@@ -37,7 +41,9 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 struct GlobalOptions {
-    /// The host policy file [default: ./toolhost.toml if it exists].
+    /// The host policy file [default: ./toolhost.toml if it exists; else
+    /// the per-user plugin directory, $XDG_DATA_HOME/toolhost/plugins, with
+    /// its own lock file].
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// A directory of plugin components; repeatable. Replaces the policy's
@@ -61,6 +67,8 @@ enum Command {
     Approvals(approvals::ApprovalsCommand),
     Wit(wit::WitCommand),
     New(new::NewCommand),
+    Add(add::AddCommand),
+    Remove(remove::RemoveCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -106,18 +114,28 @@ impl Cli {
             Command::Approvals(c) => c.execute(&self.global).await,
             Command::Wit(c) => c.execute(&self.global).await,
             Command::New(c) => c.execute(&self.global).await,
+            Command::Add(c) => c.execute(&self.global).await,
+            Command::Remove(c) => c.execute(&self.global).await,
         }
     }
 }
 
 impl GlobalOptions {
-    /// The policy from `--config`, `./toolhost.toml` or the defaults, with
-    /// `--plugins` applied.
+    /// The policy from `--config`, `./toolhost.toml`, or else the defaults
+    /// (over `--plugins` when given, the per-user plugin directory, made if
+    /// missing, when not), with `--plugins` applied.
     fn policy(&self) -> anyhow::Result<Policy> {
         let mut policy = match &self.config {
             Some(path) => Policy::load(path)?,
             None if std::path::Path::new(DEFAULT_CONFIG_FILE).exists() => {
                 Policy::load(std::path::Path::new(DEFAULT_CONFIG_FILE))?
+            }
+            None if self.plugins.is_empty() => {
+                let policy = Policy::user();
+                for dir in &policy.plugin_dirs {
+                    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+                }
+                policy
             }
             None => Policy::default(),
         };

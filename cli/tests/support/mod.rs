@@ -12,12 +12,15 @@ pub fn plugins(dir: &str) -> PathBuf {
     path
 }
 
-/// `command` with the user's cache and state directories (the compiled
-/// cache and its key) in the build's target directory, shared by the tests
-/// and apart from the real user's.
+/// `command` with the user's cache, state and data directories (the
+/// compiled cache, its key, the per-user plugin directory) in the build's
+/// target directory, shared by the tests and apart from the real user's.
 pub fn in_test_home(command: &mut Command) -> &mut Command {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    command.env("XDG_CACHE_HOME", target.join("toolhost-test-cache")).env("XDG_STATE_HOME", target.join("toolhost-test-state"))
+    command
+        .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
+        .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
+        .env("XDG_DATA_HOME", target.join("toolhost-test-data"))
 }
 
 /// Run `toolhost` in `cwd` with `args`.
