@@ -305,8 +305,9 @@ fn scaffold(root: &Path, toolhost: &Path, lang: &str, name: &str) -> anyhow::Res
 /// The languages whose unedited `toolhost new` sample the benchmark
 /// compares: one tool, `words_LANG`, counting the words of its `text`.
 const SAMPLE_LANGS: &[&str] = &["rust", "python", "js", "c", "go"];
-/// The Rust sample's target directory, kept between builds.
-const RUST_SAMPLES_TARGET: &str = "rust-samples";
+/// The Rust sample's target directory under `target/`, kept between
+/// builds and shared with the tests that build Rust scaffolds.
+const RUST_SAMPLES_TARGET: &str = "scaffold-rust-target";
 /// The other JavaScript toolchain, measured against componentize-qjs: the
 /// same sample built with componentize-js (SpiderMonkey), as `js-sm`.
 const NPM_SPIDERMONKEY: &[&str] = &["@bytecodealliance/componentize-js@0.23.0"];
@@ -332,7 +333,7 @@ pub fn build_samples(root: &Path, toolhost: &Path) -> anyhow::Result<()> {
                 Some(reason) => Err(reason.to_owned()),
                 None => {
                     let mut command = toolchains.command(&words[0]);
-                    command.args(&words[1..]).env("CARGO_TARGET_DIR", toolchains.dir.join(RUST_SAMPLES_TARGET));
+                    command.args(&words[1..]).env("CARGO_TARGET_DIR", root.join("target").join(RUST_SAMPLES_TARGET));
                     Ok(command)
                 }
             };
@@ -353,7 +354,7 @@ pub fn build_samples(root: &Path, toolhost: &Path) -> anyhow::Result<()> {
             let project = scaffold(root, toolhost, lang, &name)?;
             run(command.current_dir(&project))?;
             let built = match lang {
-                "rust" => toolchains.dir.join(RUST_SAMPLES_TARGET).join("wasm32-wasip2/release"),
+                "rust" => root.join("target").join(RUST_SAMPLES_TARGET).join("wasm32-wasip2/release"),
                 _ => project.join("dist"),
             };
             let dir = out.join(label);
