@@ -5,7 +5,8 @@ use super::confirm::confirm;
 use super::inspect;
 use anyhow::{Context, anyhow, bail};
 use std::process::ExitCode;
-use toolhost::{LockFile, Registry, printable, sha256_hex};
+use std::path::Path;
+use toolhost::{Catalog, LoadedPlugin, LockFile, Registry, printable, sha256_hex};
 
 /// Install a component into the plugin directory (the per-user one,
 /// `$XDG_DATA_HOME/toolhost/plugins`, when there is no policy file; else
@@ -15,7 +16,8 @@ use toolhost::{LockFile, Registry, printable, sha256_hex};
 /// reference, `oci://HOST/REPO:TAG` or `oci://HOST/REPO@sha256:DIGEST`
 /// (a Wasm OCI artifact; plain HTTP only to a registry on loopback). The
 /// component is loaded in the sandbox first and refused, with the reason,
-/// if it does not load; then what it offers and asks for is shown (each
+/// if it does not load or offers a tool another installed plugin offers;
+/// then what it offers and asks for is shown (each
 /// tool's permission level, each capability) and, on a terminal, you are
 /// asked to confirm. It is installed as `NAME.wasm`, NAME its plugin name,
 /// replacing an earlier version of it.
@@ -46,12 +48,18 @@ impl AddCommand {
         let staged = tempfile::Builder::new().prefix(".add-").suffix(STAGING_SUFFIX).tempfile_in(&dir)?;
         std::fs::write(staged.path(), &bytes)?;
         // Its text is the plugin's: one line, escaped.
-        let plugin = Registry::new(policy)?
+        let registry = Registry::new(policy)?;
+        let plugin = registry
             .inspect(staged.path())
             .await
             .map_err(|e| anyhow!("{} was not installed: {}", self.source, printable(&e.to_string())))?;
         let target = dir.join(format!("{}.wasm", plugin.manifest.name));
         inspect::show(&plugin, &target)?;
+        // The staged file is not `.wasm`, so this is what is installed now.
+        let installed = registry.survey(&|_| {}).await.context("loading the installed plugins")?;
+        if let Some(clash) = clash(&installed, &plugin, &target) {
+            bail!("{} was not installed: {}", self.source, printable(&clash));
+        }
         let key = LockFile::key(&lock_file, &target);
         let sha256 = sha256_hex(&bytes);
         match lock.pin(&key) {
@@ -71,4 +79,14 @@ impl AddCommand {
         output::note(format_args!("installed {} (sha256 {sha256}), pinned in {}", target.display(), lock_file.display()));
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// Why `plugin`, to be installed as `target`, cannot sit beside what is
+/// installed: a tool name another installed plugin offers. (Its plugin
+/// name cannot clash: it names the file, so that is a replacement.)
+fn clash(installed: &Catalog, plugin: &LoadedPlugin, target: &Path) -> Option<String> {
+    plugin.manifest.tools.iter().find_map(|tool| {
+        let (owner, _) = installed.tool(&tool.name).filter(|(owner, _)| owner.path != target)?;
+        Some(format!("its tool `{}` is offered already by plugin `{}` ({})", tool.name, owner.manifest.name, owner.path.display()))
+    })
 }

@@ -70,6 +70,14 @@ fn a_file_is_installed_pinned_listed_from_anywhere_called_and_removed() {
 
     let again = user.toolhost(&["add", calc().to_str().unwrap(), "--yes"]);
     assert!(text(&again.stderr).contains("already installed"), "{}", text(&again.stderr));
+    let impostor = plugins("hostile").join("impostor.wasm");
+    let clash = user.toolhost(&["add", impostor.to_str().unwrap(), "--yes"]);
+    assert!(
+        text(&clash.stderr).contains("its tool `calculate` is offered already by plugin `calc`"),
+        "{}",
+        text(&clash.stderr)
+    );
+    assert!(!user.plugin_dir().join("impostor.wasm").exists());
 
     let removed = user.toolhost(&["remove", "calc"]);
     assert!(removed.status.success(), "{}", text(&removed.stderr));
