@@ -162,8 +162,7 @@ impl LocalRegistry {
         runtime.block_on(async {
             let (config, layer) = WasmConfig::from_component(component, None).await.unwrap();
             let pushed = client.push(&reference, &RegistryAuth::Anonymous, layer, config, None).await.unwrap();
-            let manifest = pushed.manifest_url.rsplit('/').next().unwrap().to_owned();
-            manifest
+            pushed.manifest_url.rsplit('/').next().unwrap().to_owned()
         })
     }
 

@@ -70,7 +70,7 @@ fn scaffold_builds_and_answers(lang: &str) {
     let built = sh(&project, &env, &build);
     assert!(built.status.success(), "`{build}` failed:\n{}\n{}", text(&built.stdout), text(&built.stderr));
     let call = command_under(&readme, "## Try it");
-    assert!(call.starts_with(&format!("toolhost --plugins ")) && call.contains(&format!("call {name} ")), "{call}");
+    assert!(call.starts_with("toolhost --plugins ") && call.contains(&format!("call {name} ")), "{call}");
     let answered = sh(&project, &env, &call);
     assert!(answered.status.success(), "`{call}` failed:\n{}", text(&answered.stderr));
     let output: serde_json::Value = serde_json::from_slice(&answered.stdout).expect("JSON output");
