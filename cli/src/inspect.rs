@@ -2,11 +2,11 @@ use super::GlobalOptions;
 use super::list::params_cell;
 use super::output;
 use toolhost::printable;
-use toolhost::{LockFile, Registry};
+use toolhost::{LoadedPlugin, LockFile, Registry};
 use toolhost::Withheld;
 use anyhow::anyhow;
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Load one component and show its manifest, its pin, its limits, and the
@@ -50,70 +50,80 @@ impl InspectCommand {
             output::json(&value)?;
             return Ok(ExitCode::SUCCESS);
         }
-        output::line(format_args!("{} — {}", plugin.label(), manifest.description))?;
-        output::line(format_args!("file:        {}", self.file.display()))?;
-        output::line(format_args!("sha256:      {} ({pin})", plugin.sha256))?;
-        output::line(format_args!("api version: {}", manifest.api_version))?;
-        output::line(format_args!(
-            "limits:      fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
-            plugin.limits.fuel,
-            plugin.limits.timeout.as_millis(),
-            plugin.limits.memory_bytes >> 20,
-            plugin.limits.output_bytes >> 10
-        ))?;
-        output::line("tools:")?;
-        for tool in &manifest.tools {
-            let mut flags = vec![tool.permission.as_str().to_owned()];
-            for (on, flag) in [
-                (tool.result_approval, "result-approval"),
-                (tool.agent_callable, "agent-callable"),
-                (tool.distributed_exposed, "distributed-exposed"),
-            ] {
-                if on {
-                    flags.push(flag.into());
-                }
-            }
-            output::line(format_args!("  {} ({}) — {}", tool.name, flags.join(", "), tool.description))?;
-            output::line(format_args!("    params: {}", params_cell(tool)))?;
-            for param in tool.params.iter().filter(|p| !p.description.is_empty()) {
-                output::line(format_args!("      {} — {}", param.name, param.description))?;
-            }
-            if !tool.tags.is_empty() {
-                output::line(format_args!("    tags: {}", tool.tags.join(", ")))?;
-            }
-            if let Some(example) = &tool.example {
-                output::line(format_args!("    example: {example}"))?;
-            }
-        }
-        let caps = &manifest.capabilities;
-        output::line("capabilities requested:")?;
-        for dir in &caps.directories {
-            let granted = plugin.grants.dirs.iter().find(|g| g.guest_path == dir.guest_path);
-            let status = match granted {
-                Some(g) => format!("granted {} → {}", g.access.as_str(), g.host_path.display()),
-                None => "withheld".to_owned(),
-            };
-            output::line(format_args!("  dir {} ({}): {status}", dir.guest_path, dir.access.as_str()))?;
-        }
-        for name in &caps.env {
-            let status = if plugin.grants.env.iter().any(|e| &e.name == name) { "granted" } else { "withheld" };
-            output::line(format_args!("  env {name}: {status}"))?;
-        }
-        for host in &caps.http_hosts {
-            let status = if plugin.grants.http_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) { "granted" } else { "withheld" };
-            output::line(format_args!("  http {host}: {status}"))?;
-        }
-        if caps.directories.is_empty() && caps.env.is_empty() && caps.http_hosts.is_empty() {
-            output::line("  none")?;
-        }
-        for withheld in &plugin.grants.withheld {
-            if let Withheld::Env { reason, name } = withheld {
-                output::line(format_args!("  (env {name}: {reason})"))?;
-            }
-        }
-        if let Some(unbound) = &plugin.unbound {
-            output::line(format_args!("  ({unbound})"))?;
-        }
+        show(&plugin, &self.file)?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// What a loaded component is and asks for, as `toolhost inspect` and
+/// `toolhost add` show it: its manifest, pin and limits, each tool with its
+/// permission level, and each capability it requests, granted or withheld.
+pub(super) fn show(plugin: &LoadedPlugin, file: &Path) -> anyhow::Result<()> {
+    let pin = plugin.pin.to_string();
+    let manifest = &plugin.manifest;
+    output::line(format_args!("{} — {}", plugin.label(), manifest.description))?;
+    output::line(format_args!("file:        {}", file.display()))?;
+    output::line(format_args!("sha256:      {} ({pin})", plugin.sha256))?;
+    output::line(format_args!("api version: {}", manifest.api_version))?;
+    output::line(format_args!(
+        "limits:      fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
+        plugin.limits.fuel,
+        plugin.limits.timeout.as_millis(),
+        plugin.limits.memory_bytes >> 20,
+        plugin.limits.output_bytes >> 10
+    ))?;
+    output::line("tools:")?;
+    for tool in &manifest.tools {
+        let mut flags = vec![tool.permission.as_str().to_owned()];
+        for (on, flag) in [
+            (tool.result_approval, "result-approval"),
+            (tool.agent_callable, "agent-callable"),
+            (tool.distributed_exposed, "distributed-exposed"),
+        ] {
+            if on {
+                flags.push(flag.into());
+            }
+        }
+        output::line(format_args!("  {} ({}) — {}", tool.name, flags.join(", "), tool.description))?;
+        output::line(format_args!("    params: {}", params_cell(tool)))?;
+        for param in tool.params.iter().filter(|p| !p.description.is_empty()) {
+            output::line(format_args!("      {} — {}", param.name, param.description))?;
+        }
+        if !tool.tags.is_empty() {
+            output::line(format_args!("    tags: {}", tool.tags.join(", ")))?;
+        }
+        if let Some(example) = &tool.example {
+            output::line(format_args!("    example: {example}"))?;
+        }
+    }
+    let caps = &manifest.capabilities;
+    output::line("capabilities requested:")?;
+    for dir in &caps.directories {
+        let granted = plugin.grants.dirs.iter().find(|g| g.guest_path == dir.guest_path);
+        let status = match granted {
+            Some(g) => format!("granted {} → {}", g.access.as_str(), g.host_path.display()),
+            None => "withheld".to_owned(),
+        };
+        output::line(format_args!("  dir {} ({}): {status}", dir.guest_path, dir.access.as_str()))?;
+    }
+    for name in &caps.env {
+        let status = if plugin.grants.env.iter().any(|e| &e.name == name) { "granted" } else { "withheld" };
+        output::line(format_args!("  env {name}: {status}"))?;
+    }
+    for host in &caps.http_hosts {
+        let status = if plugin.grants.http_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) { "granted" } else { "withheld" };
+        output::line(format_args!("  http {host}: {status}"))?;
+    }
+    if caps.directories.is_empty() && caps.env.is_empty() && caps.http_hosts.is_empty() {
+        output::line("  none")?;
+    }
+    for withheld in &plugin.grants.withheld {
+        if let Withheld::Env { reason, name } = withheld {
+            output::line(format_args!("  (env {name}: {reason})"))?;
+        }
+    }
+    if let Some(unbound) = &plugin.unbound {
+        output::line(format_args!("  ({unbound})"))?;
+    }
+    Ok(())
 }

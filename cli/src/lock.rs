@@ -1,8 +1,8 @@
 use super::GlobalOptions;
+use super::confirm::confirm;
 use super::output;
 use toolhost::{LoadError, LockFile, Registry, component_files, sha256_hex};
 use anyhow::{Context, bail};
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// Pin the SHA-256 of every component in the plugin directories into the
@@ -66,7 +66,7 @@ impl LockCommand {
         }
 
         let trusted = changes.iter().filter(|c| c.trusts_new_bytes()).count();
-        if trusted > 0 && !self.yes && !confirm(trusted, &lock_file)? {
+        if trusted > 0 && !self.yes && !confirm(format_args!("pin {trusted} new or changed components in {}?", lock_file.display()))? {
             bail!(
                 "{} was not written: {trusted} new or changed components; check them above, then run \
                  `toolhost lock --yes` to pin them",
@@ -77,15 +77,4 @@ impl LockCommand {
         output::note(format_args!("pinned {} components in {}", lock.pins.len(), lock_file.display()));
         Ok(ExitCode::SUCCESS)
     }
-}
-
-/// Ask on the terminal whether to pin; false without one to ask on.
-fn confirm(trusted: usize, lock_file: &std::path::Path) -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Ok(false);
-    }
-    output::note(format_args!("pin {trusted} new or changed components in {}? [y/N]", lock_file.display()));
-    let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer).context("reading the answer")?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }

@@ -3,16 +3,22 @@
 //! work. Everything it does goes through the `toolhost` library's public
 //! API.
 
+mod add;
 mod approvals;
 mod call;
 mod chat;
+mod confirm;
 mod inspect;
 mod list;
 mod lock;
+mod new;
 mod output;
 mod parse;
 mod prompt;
+mod remove;
 mod run;
+mod source;
+mod wit;
 
 use toolhost::{DEFAULT_CONFIG_FILE, Policy, check_policy};
 use std::sync::Arc;
@@ -36,7 +42,9 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 struct GlobalOptions {
-    /// The host policy file [default: ./toolhost.toml if it exists].
+    /// The host policy file [default: ./toolhost.toml if it exists; else
+    /// the per-user plugin directory, $XDG_DATA_HOME/toolhost/plugins, with
+    /// its own lock file].
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// A directory of plugin components; repeatable. Replaces the policy's
@@ -59,6 +67,10 @@ enum Command {
     Parse(parse::ParseCommand),
     Run(run::RunCommand),
     Approvals(approvals::ApprovalsCommand),
+    Wit(wit::WitCommand),
+    New(new::NewCommand),
+    Add(add::AddCommand),
+    Remove(remove::RemoveCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -103,18 +115,30 @@ impl Cli {
             Command::Parse(c) => c.execute(&self.global).await,
             Command::Run(c) => c.execute(&self.global).await,
             Command::Approvals(c) => c.execute(&self.global).await,
+            Command::Wit(c) => c.execute(&self.global).await,
+            Command::New(c) => c.execute(&self.global).await,
+            Command::Add(c) => c.execute(&self.global).await,
+            Command::Remove(c) => c.execute(&self.global).await,
         }
     }
 }
 
 impl GlobalOptions {
-    /// The policy from `--config`, `./toolhost.toml` or the defaults, with
-    /// `--plugins` applied.
+    /// The policy from `--config`, `./toolhost.toml`, or else the defaults
+    /// (over `--plugins` when given, the per-user plugin directory, made if
+    /// missing, when not), with `--plugins` applied.
     fn policy(&self) -> anyhow::Result<Policy> {
         let mut policy = match &self.config {
             Some(path) => Policy::load(path)?,
             None if std::path::Path::new(DEFAULT_CONFIG_FILE).exists() => {
                 Policy::load(std::path::Path::new(DEFAULT_CONFIG_FILE))?
+            }
+            None if self.plugins.is_empty() => {
+                let policy = Policy::user();
+                for dir in &policy.plugin_dirs {
+                    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+                }
+                policy
             }
             None => Policy::default(),
         };

@@ -1,35 +1,10 @@
 //! The `toolhost` binary, run as a user runs it, over the built plugins.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn plugins(dir: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins").join(dir);
-    assert!(path.exists(), "{} is missing; run `cargo xtask build-plugins`", path.display());
-    path
-}
-
-/// `command` with the user's cache and state directories (the compiled
-/// cache and its key) in the build's target directory, shared by the tests
-/// and apart from the real user's.
-fn in_test_home(command: &mut Command) -> &mut Command {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    command.env("XDG_CACHE_HOME", target.join("toolhost-test-cache")).env("XDG_STATE_HOME", target.join("toolhost-test-state"))
-}
-
-/// Run `toolhost` in `cwd` with `args`.
-fn toolhost(cwd: &Path, args: &[&str]) -> Output {
-    in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
-        .current_dir(cwd)
-        .env_remove("RUST_LOG")
-        .args(args)
-        .output()
-        .expect("toolhost runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{in_test_home, plugins, text, toolhost};
 
 /// A directory with a `toolhost.toml` over the example plugins that maps
 /// `/workspace` and `/tree`.

@@ -15,6 +15,11 @@
 //!   store) versus a warm one (read, verify, deserialize), each including
 //!   linking, reading the manifest and validating it.
 //!
+//! - (h) the same tool, the `toolhost new` sample, in Rust, C, Go,
+//!   JavaScript (componentize-qjs, and componentize-js as `js-sm`) and
+//!   Python: load time with a cold and a warm cache, and a fresh-instance
+//!   call, each against Rust's.
+//!
 //! Each figure is a median; the ratios are computed from the same run.
 
 mod common;
@@ -39,6 +44,17 @@ const WAITING_CALLS: usize = 64;
 const WAIT_MS: u64 = 20;
 const CAPS: [usize; 4] = [2, 4, 8, 32];
 const SWEEP_ROUNDS: usize = 3;
+/// The `toolhost new` samples, Rust's first: the directory under
+/// `target/plugins/samples/`, and how many cold loads, warm loads and
+/// fresh calls to time (fewer for the large interpreters).
+const SAMPLES: [(&str, (usize, usize, usize)); 6] = [
+    ("rust", (7, 50, 5_000)),
+    ("c", (7, 50, 5_000)),
+    ("go", (3, 20, 1_000)),
+    ("js", (3, 20, 1_000)),
+    ("js-sm", (3, 10, 300)),
+    ("python", (3, 10, 300)),
+];
 
 fn main() -> anyhow::Result<()> {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
@@ -57,19 +73,7 @@ fn main() -> anyhow::Result<()> {
     let call = ToolCall::new("bench", "calculate", args);
 
     // (a) Fresh instance per call, through the executor.
-    let fresh = runtime.block_on(async {
-        for _ in 0..200 {
-            executor.call(&call).await; // warm-up
-        }
-        let mut samples = Vec::with_capacity(FRESH_CALLS);
-        for _ in 0..FRESH_CALLS {
-            let start = Instant::now();
-            let outcome = executor.call(&call).await;
-            samples.push(start.elapsed());
-            assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
-        }
-        median(samples)
-    });
+    let fresh = runtime.block_on(fresh_call(&executor, &call, FRESH_CALLS)).0;
 
     // (b) One instance, reused.
     let reused = runtime.block_on(async {
@@ -97,31 +101,7 @@ fn main() -> anyhow::Result<()> {
     // link, manifest, validation) with a cold versus a warm compiled cache.
     let calc = examples.join("calc.wasm");
     let wasm = std::fs::read(&calc)?;
-    let empty = tempfile::tempdir()?;
-    let registry_with_cache = |cache: &std::path::Path| {
-        let policy = Policy { cache_dir: Some(cache.to_owned()), lock_file: empty.path().join("none.lock"), ..Policy::default() };
-        runtime.block_on(Registry::load(policy))
-    };
-    let mut cold_samples = Vec::with_capacity(COLD_LOADS);
-    for _ in 0..COLD_LOADS {
-        let cache = tempfile::tempdir()?;
-        let loader = registry_with_cache(cache.path())?;
-        let start = Instant::now();
-        let plugin = runtime.block_on(loader.inspect(&calc))?;
-        cold_samples.push(start.elapsed());
-        assert_eq!(plugin.cache, toolhost::CacheUse::Compiled);
-    }
-    let warm_cache = tempfile::tempdir()?;
-    let loader = registry_with_cache(warm_cache.path())?;
-    runtime.block_on(loader.inspect(&calc))?;
-    let mut warm_samples = Vec::with_capacity(WARM_LOADS);
-    for _ in 0..WARM_LOADS {
-        let start = Instant::now();
-        let plugin = runtime.block_on(loader.inspect(&calc))?;
-        warm_samples.push(start.elapsed());
-        assert_eq!(plugin.cache, toolhost::CacheUse::Hit);
-    }
-    let (cold, warm) = (median(cold_samples), median(warm_samples));
+    let (cold, warm) = load_times(&runtime, &calc, COLD_LOADS, WARM_LOADS)?;
 
     // (e) N trivial calls through the executor: serially, then in parallel
     // under the default cap (the machine's cores), on a runtime with as
@@ -202,6 +182,26 @@ fn main() -> anyhow::Result<()> {
         (median(bare), median(piped))
     });
 
+    // (h) Every language's unedited `toolhost new` sample, the same
+    // word-count tool in each: load, cold and warm, and a fresh-instance call.
+    let samples_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/samples");
+    let mut languages = Vec::new();
+    for (label, loads) in SAMPLES {
+        let file = samples_dir.join(label).join(format!("words_{}.wasm", label.replace('-', "_")));
+        if !file.exists() {
+            println!("(h) {label}: no sample; `cargo xtask bench` builds it (or said why it could not)");
+            continue;
+        }
+        let size = std::fs::metadata(&file)?.len();
+        let (cold, warm) = load_times(&runtime, &file, loads.0, loads.1)?;
+        let policy = Policy { plugin_dirs: vec![samples_dir.join(label)], ..policy_with_cache(cache_dir.path()) };
+        let executor = Executor::new(Arc::new(runtime.block_on(Registry::load(policy))?));
+        let args = serde_json::json!({ "text": "one two three" }).as_object().cloned().unwrap_or_default();
+        let call = ToolCall::new("bench", format!("words_{}", label.replace('-', "_")), args);
+        let (call, fuel) = runtime.block_on(fresh_call(&executor, &call, loads.2));
+        languages.push((label, size, cold, warm, call, fuel));
+    }
+
     println!("toolhost runtime benchmark (medians; calc.wasm is {} KiB)", wasm.len() >> 10);
     println!("(a) fresh instance per call, full path   {:>12}", show(fresh));
     println!("(b) reused instance (floor)               {:>12}", show(reused));
@@ -215,8 +215,21 @@ fn main() -> anyhow::Result<()> {
     }
     println!("(f) 10 calls on the bare executor          {:>12}", show(bare));
     println!("    10 calls through the turn pipeline     {:>12}", show(piped));
-    println!();
+    println!("(h) the `toolhost new` sample in each language (one tool counting the words of `text`), ratios to Rust's:");
+    println!("    language   size        load cold          load warm          fresh call          fuel");
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    if let Some(&(_, _, rust_cold, rust_warm, rust_call, _)) = languages.first().filter(|l| l.0 == "rust") {
+        for (label, size, cold, warm, call, fuel) in &languages {
+            println!(
+                "    {label:<9} {:>6} KiB {:>9} {:>6.1}x {:>9} {:>6.1}x {:>9} {:>6.1}x {fuel:>9}",
+                size >> 10,
+                show(*cold), ratio(*cold, rust_cold),
+                show(*warm), ratio(*warm, rust_warm),
+                show(*call), ratio(*call, rust_call),
+            );
+        }
+    }
+    println!();
     let check = |ok: bool| if ok { "meets target" } else { "MISSES target" };
     println!("(a)              {:>10}   target <= 15 µs: {}", show(fresh), check(fresh <= Duration::from_micros(15)));
     println!("(a)/(b)          {:>10.1}x  cost of a fresh instance over the floor", ratio(fresh, reused));
@@ -230,3 +243,53 @@ fn main() -> anyhow::Result<()> {
     println!("(f) pipeline/bare   {:>7.2}x  target <= 1.2: {}", overhead, check(overhead <= 1.2));
     Ok(())
 }
+
+/// The median time of `n` calls of `call`, each on a fresh instance,
+/// after a warm-up, and the fuel the last one used.
+async fn fresh_call(executor: &Executor, call: &ToolCall, n: usize) -> (Duration, u64) {
+    for _ in 0..n / 20 + 1 {
+        executor.call(call).await; // warm-up
+    }
+    let mut samples = Vec::with_capacity(n);
+    let mut fuel = 0;
+    for _ in 0..n {
+        let start = Instant::now();
+        let outcome = executor.call(call).await;
+        samples.push(start.elapsed());
+        assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
+        fuel = outcome.fuel_used;
+    }
+    (median(samples), fuel)
+}
+
+/// A policy with no plugins, the compiled cache in `cache`.
+fn policy_with_cache(cache: &Path) -> Policy {
+    Policy { cache_dir: Some(cache.to_owned()), lock_file: cache.join("none.lock"), ..Policy::default() }
+}
+
+/// The median time to load `file` (read, digest, compile or cached
+/// artifact, link, manifest, validation) with a cold cache over `cold`
+/// loads, and with a warm one over `warm`.
+fn load_times(runtime: &tokio::runtime::Runtime, file: &Path, cold: usize, warm: usize) -> anyhow::Result<(Duration, Duration)> {
+    let mut cold_samples = Vec::with_capacity(cold);
+    for _ in 0..cold {
+        let cache = tempfile::tempdir()?;
+        let loader = runtime.block_on(Registry::load(policy_with_cache(cache.path())))?;
+        let start = Instant::now();
+        let plugin = runtime.block_on(loader.inspect(file))?;
+        cold_samples.push(start.elapsed());
+        assert_eq!(plugin.cache, toolhost::CacheUse::Compiled);
+    }
+    let cache = tempfile::tempdir()?;
+    let loader = runtime.block_on(Registry::load(policy_with_cache(cache.path())))?;
+    runtime.block_on(loader.inspect(file))?;
+    let mut warm_samples = Vec::with_capacity(warm);
+    for _ in 0..warm {
+        let start = Instant::now();
+        let plugin = runtime.block_on(loader.inspect(file))?;
+        warm_samples.push(start.elapsed());
+        assert_eq!(plugin.cache, toolhost::CacheUse::Hit);
+    }
+    Ok((median(cold_samples), median(warm_samples)))
+}
+

@@ -172,6 +172,18 @@ impl Default for Policy {
 }
 
 impl Policy {
+    /// The policy when there is no policy file: the defaults over the
+    /// per-user plugin directory ([`user_plugin_dir`]), pinned by the lock
+    /// file in it, so that what `toolhost add` installed loads from any
+    /// working directory. Without a home directory, the defaults.
+    pub fn user() -> Self {
+        let Some(dir) = user_plugin_dir() else { return Policy::default() };
+        let mut policy = Policy { lock_file: dir.join(DEFAULT_LOCK_FILE), ..Policy::default() };
+        policy.approval.memory_file = dir.join(DEFAULT_MEMORY_FILE);
+        policy.plugin_dirs = vec![dir];
+        policy
+    }
+
     /// Read and check `path`. Relative paths inside are relative to the
     /// file's directory.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -333,6 +345,14 @@ fn default_cache_dir() -> Option<PathBuf> {
 /// which people publish.
 fn default_cache_key() -> Option<PathBuf> {
     user_dir("XDG_STATE_HOME", ".local/state").map(|dir| dir.join("toolhost").join("cache.key"))
+}
+
+/// The per-user plugin directory, where `toolhost add` installs and which
+/// toolhost loads when there is no policy file:
+/// `$XDG_DATA_HOME/toolhost/plugins`, else
+/// `$HOME/.local/share/toolhost/plugins`. `None` without a home directory.
+pub fn user_plugin_dir() -> Option<PathBuf> {
+    user_dir("XDG_DATA_HOME", ".local/share").map(|dir| dir.join("toolhost").join("plugins"))
 }
 
 /// The XDG base directory `$var`, else `$HOME/fallback`.

@@ -59,6 +59,7 @@ mod arguments;
 mod call;
 mod chain;
 mod config;
+mod contract;
 mod discovery;
 mod executor;
 mod llm;
@@ -83,8 +84,9 @@ pub use approval::{
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
 pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
+pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
 pub use config::{
-    Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy,
+    Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy, user_plugin_dir,
 };
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
 pub use executor::{Executor, RunOptions, default_concurrency};

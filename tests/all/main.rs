@@ -10,6 +10,7 @@ mod grants;
 mod host_limits;
 mod pipeline;
 mod limits;
+mod polyglot;
 mod protocols;
 mod registry;
 mod support;

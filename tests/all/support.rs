@@ -7,14 +7,34 @@ use std::sync::Arc;
 use tempfile::TempDir;
 use toolhost::{Executor, LockFile, Policy, Registry, ToolCall, ToolOutcome};
 
-/// The component `name`, from the examples or the hostile plugins.
+/// The component `name`, from the examples (Rust or other languages) or
+/// the hostile plugins.
 pub fn plugin(name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    let path = ["examples", "hostile"]
+    let path = ["examples", "polyglot", "hostile"]
         .iter()
         .map(|dir| root.join(dir).join(format!("{name}.wasm")))
         .find(|p| p.exists());
     path.unwrap_or_else(|| panic!("{name}.wasm is not built; run `cargo xtask build-plugins` (or `cargo xtask test`)"))
+}
+
+/// Whether the example of `lang` (python, js, c, go) was built. When its
+/// toolchain did not install, `cargo xtask build-plugins` wrote why into
+/// `LANG.skipped`; this prints that reason and answers false, so the test
+/// returns early, skipped in so many words. Neither built nor skipped is a
+/// failure.
+pub fn polyglot_built(lang: &str, example: &str) -> bool {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/polyglot");
+    if dir.join(format!("{example}.wasm")).exists() {
+        return true;
+    }
+    match std::fs::read_to_string(dir.join(format!("{lang}.skipped"))) {
+        Ok(reason) => {
+            eprintln!("SKIPPED: the {lang} example {example} was not built: {reason}");
+            false
+        }
+        Err(_) => panic!("{example}.wasm is not built and no reason is recorded; run `cargo xtask build-plugins`"),
+    }
 }
 
 /// A compiled-artifact cache shared by the tests, so each component is

@@ -1,16 +1,23 @@
 //! Project automation, run as `cargo xtask <task>`:
 //!
 //! - `build-plugins`: build the plugins for wasm32-wasip2 and copy them to
-//!   `target/plugins/examples/` and `target/plugins/hostile/`;
+//!   `target/plugins/examples/` and `target/plugins/hostile/`, then install
+//!   the Python, JavaScript, C and Go toolchains and build their examples
+//!   into `target/plugins/polyglot/` (see `polyglot`);
+//! - `build-samples`: build every language's `toolhost new` sample, as
+//!   the benchmark compares them (with the CLI already built);
 //! - `test`: build the plugins, then run every test;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, show a hostile plugin stopped with its limit named, and end
 //!   with one chat turn against a scripted stand-in model;
-//! - `bench`: build the plugins, then run the runtime, protocol and
-//!   conversation-loop benchmarks.
+//! - `bench`: build the plugins and every language's `toolhost new`
+//!   sample, then run the runtime, protocol and conversation-loop
+//!   benchmarks.
 //!
 //! Each task first installs the `wasm32-wasip2` target with rustup, so it
 //! works on a fresh machine.
+
+mod polyglot;
 
 use anyhow::{Context, bail};
 use std::io::BufRead;
@@ -39,25 +46,31 @@ fn main() -> anyhow::Result<()> {
     let root = workspace_root();
     match task.as_str() {
         "build-plugins" => build_plugins(&root),
+        "build-samples" => polyglot::build_samples(&root, &root.join("target/release/toolhost")),
         "test" => {
             build_plugins(&root)?;
+            polyglot::install_registry();
             run(cargo(&root).args(["test", "--release", "--workspace"]))?;
             let host = host_triple()?;
             for name in NATIVE_TESTED {
                 run(cargo(&root.join("plugins")).args(["test", "--release", "-p", name, "--target", &host]))?;
             }
+            for (lang, reason) in polyglot::skipped(&root) {
+                eprintln!("xtask: the {lang} tests were SKIPPED: {reason}");
+            }
             Ok(())
         }
         "demo" => {
             build_plugins(&root)?;
-            run(cargo(&root).args(["build", "--release", "-p", "toolhost-cli", "-p", "toolhost-standin"]))?;
+            run(cargo(&root).args(["build", "--release", "-p", "toolhost-standin"]))?;
             demo(&root)
         }
         "bench" => {
             build_plugins(&root)?;
+            polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))
         }
-        _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench>"),
+        _ => bail!("usage: cargo xtask <build-plugins | build-samples | test | demo | bench>"),
     }
 }
 
@@ -90,7 +103,8 @@ fn host_triple() -> anyhow::Result<String> {
 }
 
 /// Install the target, build the plugin workspace, and copy the components
-/// where the tests and the demo look for them.
+/// where the tests and the demo look for them; then build the CLI, which
+/// scaffolds the other languages' examples.
 fn build_plugins(root: &Path) -> anyhow::Result<()> {
     run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))?;
     run(cargo(&root.join("plugins")).args(["build", "--release"]))?;
@@ -104,9 +118,19 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
                 .with_context(|| format!("copying {file} to {}", out.display()))?;
         }
     }
+    run(cargo(root).args(["build", "--release", "-p", "toolhost-cli"]))?;
+    polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())
 }
+
+/// The demo's calls to the other languages' examples, by language.
+const POLYGLOT_STEPS: &[(&str, &str, &[&str])] = &[
+    ("python", "text statistics, in Python", &["call", "text_stats", "--arg", "text=The cat sat. The cat ran!", "--arg", "top=2"]),
+    ("js", "a JSONPath query, in JavaScript", &["call", "json_query", "--arg", r#"document={"books":[{"title":"Dune"},{"title":"Emma"}]}"#, "--arg", "path=$.books[*].title"]),
+    ("c", "a checksum, in C", &["call", "hash_text", "--arg", "text=hello", "--arg", "algorithm=crc32"]),
+    ("go", "semantic versions compared, in Go", &["call", "semver_compare", "--arg", "a=1.10.0", "--arg", "b=1.2.3"]),
+];
 
 /// The demo: a policy with a workspace and a tree to list, then real calls.
 fn demo(root: &Path) -> anyhow::Result<()> {
@@ -120,7 +144,7 @@ fn demo(root: &Path) -> anyhow::Result<()> {
     std::fs::write(
         &config,
         format!(
-            r#"plugin_dirs = ["{examples}"]
+            r#"plugin_dirs = ["{examples}", "{polyglot}"]
 cache_dir = "cache"
 lock_file = "toolhost.lock"
 
@@ -136,7 +160,8 @@ dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
 file = "hostile.wasm"
 limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
 "#,
-            examples = plugins.join("examples").display()
+            examples = plugins.join("examples").display(),
+            polyglot = plugins.join("polyglot").display(),
         ),
     )?;
     let toolhost = root.join("target/release/toolhost");
@@ -152,6 +177,12 @@ limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
     step("arithmetic", &["call", "calculate", "--arg", "expression=2 * (3 + 4) ^ 2"], true)?;
     step("time-zone conversion", &["call", "convert_time", "--arg", "time=2026-03-01 09:30", "--arg", "from=America/New_York", "--arg", "to=Asia/Tokyo"], true)?;
     step("a tree of the granted directory", &["call", "dir_tree", "--arg", "max_depth=2"], true)?;
+    for (lang, title, args) in POLYGLOT_STEPS {
+        match polyglot::skipped(root).into_iter().find(|(skipped, _)| skipped == lang) {
+            Some((_, reason)) => println!("\n# {title}: SKIPPED, the {lang} toolchain did not install: {reason}"),
+            None => step(title, args, true)?,
+        }
+    }
     step("a sensitive tool without a person to approve it is denied", &["call", "write_file", "--arg", "path=hello.txt", "--arg", "content=never written"], false)?;
     step("approved with --yes, it writes into the granted workspace", &["call", "--yes", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"], true)?;
     step("reading it back (its result needs approval too)", &["call", "--yes", "read_file", "--arg", "path=hello.txt"], true)?;

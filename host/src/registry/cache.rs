@@ -41,6 +41,23 @@ const MAGIC: &[u8; 16] = b"toolhost-cwasm2\n";
 const KEY_BYTES: usize = 32;
 /// Bytes of the HMAC in a cache file.
 const TAG_BYTES: usize = 32;
+/// What precedes the artifact in a cache file.
+const HEADER_BYTES: usize = MAGIC.len() + TAG_BYTES;
+
+/// A component's serialized code, as `Component::serialize` wrote it for
+/// this engine configuration: just serialized, or read from a cache file
+/// whose HMAC proved that (the file's header kept, to spare a copy).
+pub struct Artifact {
+    bytes: Vec<u8>,
+    start: usize,
+}
+
+impl Artifact {
+    /// The serialized code.
+    pub fn code(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
+}
 /// A new cache directory, and the key's directory: only the owner may enter.
 const PRIVATE_DIR_MODE: u32 = 0o700;
 /// Mode bits that let group or others write: refused on the cache directory.
@@ -188,19 +205,21 @@ impl ArtifactCache {
     }
 
     /// The component with digest `sha256` and bytes `wasm`: from the cache
-    /// when an authentic artifact is there, else compiled and stored.
+    /// when an authentic artifact is there, else compiled and stored. With
+    /// it, its serialized code ([`Artifact`]), which loads it into the other
+    /// engines without serializing it again.
     pub fn load_or_compile(
         &self,
         engine: &Engine,
         sha256: &str,
         wasm: &[u8],
-    ) -> wasmtime::Result<(Component, CacheUse)> {
+    ) -> wasmtime::Result<(Component, Artifact, CacheUse)> {
         let (path, id) = (self.path_for(sha256), self.entry_id(sha256));
         let recovered = match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(format!("unreadable cache file {}: {e}", path.display())),
             Ok(file) => match self.load(engine, &id, &file) {
-                Ok(component) => return Ok((component, CacheUse::Hit)),
+                Ok(component) => return Ok((component, Artifact { bytes: file, start: HEADER_BYTES }, CacheUse::Hit)),
                 Err(why) => Some(format!("cache file {} {why}", path.display())),
             },
         };
@@ -208,10 +227,11 @@ impl ArtifactCache {
             tracing::warn!("{why}; recompiling");
         }
         let component = Component::new(engine, wasm)?;
-        if let Err(e) = self.store(&path, &id, &component.serialize()?) {
+        let artifact = Artifact { bytes: component.serialize()?, start: 0 };
+        if let Err(e) = self.store(&path, &id, artifact.code()) {
             tracing::warn!("could not write cache file {}: {e}", path.display());
         }
-        Ok((component, recovered.map_or(CacheUse::Compiled, CacheUse::Recovered)))
+        Ok((component, artifact, recovered.map_or(CacheUse::Compiled, CacheUse::Recovered)))
     }
 
     /// What a cache file is for: the layout, the component and the engine.
@@ -242,7 +262,7 @@ impl ArtifactCache {
 
     /// Authenticate a cache file and deserialize its artifact.
     fn load(&self, engine: &Engine, id: &[u8; 32], file: &[u8]) -> Result<Component, String> {
-        if file.len() < MAGIC.len() + TAG_BYTES || &file[..MAGIC.len()] != MAGIC {
+        if file.len() < HEADER_BYTES || &file[..MAGIC.len()] != MAGIC {
             return Err("is not a toolhost cache file".into());
         }
         let (tag, artifact) = file[MAGIC.len()..].split_at(TAG_BYTES);

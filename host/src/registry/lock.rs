@@ -103,6 +103,18 @@ impl LockFile {
         self.pins.get(self.stored_key(key)).map(|pin| hex_digest(pin))
     }
 
+    /// Pin the component keyed `key` to `sha256` (hex), replacing its pin.
+    pub fn set_pin(&mut self, key: &str, sha256: &str) {
+        let stored = self.stored_key(key).to_owned();
+        self.pins.insert(stored, format!("{PIN_PREFIX}{sha256}"));
+    }
+
+    /// Drop the pin of the component keyed `key`; its digest, if it had one.
+    pub fn remove_pin(&mut self, key: &str) -> Option<String> {
+        let stored = self.stored_key(key).to_owned();
+        self.pins.remove(&stored).map(|pin| hex_digest(&pin).to_owned())
+    }
+
     /// The key under which this lock stores the pin for `key`.
     fn stored_key<'k>(&self, key: &'k str) -> &'k str {
         if self.version == NAME_KEYED_VERSION { key.rsplit('/').next().unwrap_or(key) } else { key }

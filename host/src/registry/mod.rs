@@ -28,6 +28,7 @@ mod magic;
 
 pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheError, CacheUse};
+use cache::Artifact;
 pub use lock::{LockError, LockFile, PinChange, PinState};
 
 use crate::config::Policy;
@@ -507,11 +508,14 @@ impl Registry {
         let (sandbox, cache, digest) = (self.sandbox.clone(), self.cache.clone(), sha256.clone());
         let (components, cache) = blocking(move || {
             let engine = sandbox.engine();
-            let (component, cache) = match &cache {
-                Some(cache) => cache.load_or_compile(engine, &digest, &wasm)?,
-                None => (Component::new(engine, &wasm)?, CacheUse::Compiled),
+            let (component, artifact, cache) = match &cache {
+                Some(cache) => {
+                    let (component, artifact, cache) = cache.load_or_compile(engine, &digest, &wasm)?;
+                    (component, Some(artifact), cache)
+                }
+                None => (Component::new(engine, &wasm)?, None, CacheUse::Compiled),
             };
-            wasmtime::Result::Ok((sandbox.replicate(&component)?, cache))
+            wasmtime::Result::Ok((sandbox.replicate(&component, artifact.as_ref().map(Artifact::code))?, cache))
         })
         .await
         .map_err(compile_error)?;

@@ -6,7 +6,7 @@ use crate::manifest::{
 };
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "wit",
     world: "plugin",
     exports: { default: async },
 });

@@ -157,15 +157,28 @@ impl Sandbox {
     /// `component`, compiled for [`Sandbox::engine`], loaded into every
     /// shard: one component per shard, the given one first.
     #[allow(unsafe_code, reason = "loading compiled code into an engine is unsafe in wasmtime")]
-    pub(crate) fn replicate(&self, component: &Component) -> wasmtime::Result<Vec<Component>> {
+    ///
+    /// `code` is the component's serialized code when the caller has it (the
+    /// compiled cache's authenticated artifact, or what it just serialized
+    /// to store): serializing a large component again costs about as much as
+    /// loading it (48 ms for the 30 MiB of a Python component).
+    pub(crate) fn replicate(&self, component: &Component, code: Option<&[u8]>) -> wasmtime::Result<Vec<Component>> {
         let mut all = vec![component.clone()];
         if self.shards.len() > 1 {
-            let code = component.serialize()?;
+            let serialized;
+            let code = match code {
+                Some(code) => code,
+                None => {
+                    serialized = component.serialize()?;
+                    &serialized
+                }
+            };
             for shard in &self.shards[1..] {
-                // SAFETY: `code` was serialized just now, by an engine of
-                // the same configuration, from a component it compiled or
-                // authenticated; nothing else could have written it.
-                all.push(unsafe { Component::deserialize(&shard.engine, &code) }?);
+                // SAFETY: `code` was serialized by an engine of the same
+                // configuration, from `component`: just now, or read back
+                // from a cache file whose HMAC, under this user's key,
+                // proves that the cache wrote it so (see `registry::cache`).
+                all.push(unsafe { Component::deserialize(&shard.engine, code) }?);
             }
         }
         Ok(all)

@@ -1,0 +1,30 @@
+use super::GlobalOptions;
+use super::output;
+use anyhow::Context;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Print the plugin contract, the WIT package `toolhost:plugin` built into
+/// this binary, or write it into a directory for a component toolchain
+/// (`componentize-py -d DIR`, `wit-bindgen c DIR`, …). A plugin targets its
+/// world `plugin`.
+#[derive(Debug, clap::Args)]
+pub(super) struct WitCommand {
+    /// Write `plugin.wit` into DIR (made if missing) instead of printing it.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+impl WitCommand {
+    pub(super) async fn execute(self, _global: &GlobalOptions) -> anyhow::Result<ExitCode> {
+        match self.out {
+            Some(dir) => {
+                let file = toolhost::write_wit(&dir).with_context(|| format!("writing the WIT into {}", dir.display()))?;
+                output::note(format_args!("wrote {}", file.display()));
+            }
+            // Byte for byte, so `toolhost wit > plugin.wit` is the file itself.
+            None => output::data(toolhost::PLUGIN_WIT.strip_suffix('\n').unwrap_or(toolhost::PLUGIN_WIT))?,
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,222 @@
+//! `toolhost add` and `toolhost remove` over the per-user plugin directory:
+//! from a file, and from a real OCI registry (Debian's `docker-registry`)
+//! started on loopback, the component pushed with the same OCI crate.
+
+mod support;
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use oci_wasm::{WasmClient, WasmConfig};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+use support::{in_test_home, plugins, text};
+use toolhost::sha256_hex;
+
+/// A user with a data directory of their own, in a working directory with
+/// no policy file.
+struct User {
+    data: tempfile::TempDir,
+    cwd: tempfile::TempDir,
+}
+
+impl User {
+    fn new() -> User {
+        User { data: tempfile::tempdir().unwrap(), cwd: tempfile::tempdir().unwrap() }
+    }
+
+    fn toolhost(&self, args: &[&str]) -> Output {
+        in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
+            .env("XDG_DATA_HOME", self.data.path())
+            .current_dir(self.cwd.path())
+            .env_remove("RUST_LOG")
+            .args(args)
+            .output()
+            .expect("toolhost runs")
+    }
+
+    fn plugin_dir(&self) -> PathBuf {
+        self.data.path().join("toolhost/plugins")
+    }
+
+    /// The lock file's text, empty when there is none.
+    fn lock(&self) -> String {
+        std::fs::read_to_string(self.plugin_dir().join("toolhost.lock")).unwrap_or_default()
+    }
+}
+
+fn calc() -> PathBuf {
+    plugins("examples").join("calc.wasm")
+}
+
+#[test]
+fn a_file_is_installed_pinned_listed_from_anywhere_called_and_removed() {
+    let user = User::new();
+    let out = user.toolhost(&["add", calc().to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("calculate (public"), "the tool and its permission level: {shown}");
+    assert!(shown.contains("capabilities requested:\n  none"), "{shown}");
+    let installed = user.plugin_dir().join("calc.wasm");
+    let digest = sha256_hex(&std::fs::read(calc()).unwrap());
+    assert_eq!(sha256_hex(&std::fs::read(&installed).unwrap()), digest);
+    assert!(user.lock().contains(&format!("\"calc.wasm\" = \"sha256:{digest}\"")), "{}", user.lock());
+
+    let listed = user.toolhost(&["list"]);
+    assert!(text(&listed.stdout).contains("calculate"), "{}{}", text(&listed.stdout), text(&listed.stderr));
+    let called = user.toolhost(&["call", "calculate", "--arg", "expression=6*7"]);
+    assert!(text(&called.stdout).contains("42"), "{}", text(&called.stderr));
+
+    let again = user.toolhost(&["add", calc().to_str().unwrap(), "--yes"]);
+    assert!(text(&again.stderr).contains("already installed"), "{}", text(&again.stderr));
+    let impostor = plugins("hostile").join("impostor.wasm");
+    let clash = user.toolhost(&["add", impostor.to_str().unwrap(), "--yes"]);
+    assert!(
+        text(&clash.stderr).contains("its tool `calculate` is offered already by plugin `calc`"),
+        "{}",
+        text(&clash.stderr)
+    );
+    assert!(!user.plugin_dir().join("impostor.wasm").exists());
+
+    let removed = user.toolhost(&["remove", "calc"]);
+    assert!(removed.status.success(), "{}", text(&removed.stderr));
+    assert!(!installed.exists());
+    assert!(!user.lock().contains("calc.wasm"), "{}", user.lock());
+    let listed = user.toolhost(&["list"]);
+    assert!(!text(&listed.stdout).contains("calculate"), "{}", text(&listed.stdout));
+    let missing = user.toolhost(&["remove", "calc"]);
+    assert!(text(&missing.stderr).contains("no plugin `calc` is installed"), "{}", text(&missing.stderr));
+}
+
+#[test]
+fn what_does_not_load_or_match_or_was_not_confirmed_is_not_installed() {
+    let user = User::new();
+    let junk = user.cwd.path().join("junk.wasm");
+    std::fs::write(&junk, b"not a component").unwrap();
+    let calc = calc();
+    let calc = calc.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["add", junk.to_str().unwrap(), "--yes"], "was not installed"),
+        (&["add", calc, "--yes", "--sha256", &"0".repeat(64)], "was not installed"),
+        (&["add", calc], "pass --yes to install it"),
+        (&["add", "https://127.0.0.1:9/calc.wasm", "--yes"], "needs --sha256"),
+        (&["add", "http://example.com/calc.wasm", "--yes"], "only over https://"),
+    ];
+    for (args, says) in cases {
+        let out = user.toolhost(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(text(&out.stderr).contains(says), "{args:?}: {}", text(&out.stderr));
+    }
+    let left: Vec<_> = std::fs::read_dir(user.plugin_dir()).unwrap().collect();
+    assert!(left.is_empty(), "nothing installed or left staged: {left:?}");
+    assert_eq!(user.lock(), "");
+}
+
+/// Debian's OCI registry, serving from a directory of its own on a free
+/// loopback port; stopped when dropped.
+struct LocalRegistry {
+    child: Child,
+    storage: tempfile::TempDir,
+    host: String,
+}
+
+impl LocalRegistry {
+    /// Start it, or say why it cannot run here.
+    fn start() -> Result<LocalRegistry, String> {
+        let storage = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let host = format!("127.0.0.1:{port}");
+        let config = storage.path().join("config.yml");
+        let root = storage.path().join("data");
+        std::fs::write(
+            &config,
+            format!("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n", root.display()),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("docker-registry did not start ({e}); `apt-get install docker-registry`"))?;
+        let registry = LocalRegistry { child, storage, host };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(&registry.host).is_err() {
+            if Instant::now() > deadline {
+                return Err("docker-registry did not listen within 20 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(registry)
+    }
+
+    /// Push `component` to `repo:tag` as a Wasm OCI artifact; its manifest digest.
+    fn push(&self, component: &Path, repo: &str, tag: &str) -> String {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let reference: Reference = format!("{}/{repo}:{tag}", self.host).parse().unwrap();
+        let config = ClientConfig { protocol: ClientProtocol::Http, ..ClientConfig::default() };
+        let client = WasmClient::new(Client::new(config));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (config, layer) = WasmConfig::from_component(component, None).await.unwrap();
+            let pushed = client.push(&reference, &RegistryAuth::Anonymous, layer, config, None).await.unwrap();
+            pushed.manifest_url.rsplit('/').next().unwrap().to_owned()
+        })
+    }
+
+    /// The stored blob file of `digest` (`sha256:…`).
+    fn blob(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        self.storage.path().join(format!("data/docker/registry/v2/blobs/sha256/{}/{hex}/data", &hex[..2]))
+    }
+}
+
+impl Drop for LocalRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_oci_artifact_is_installed_and_pinned_by_tag_and_digest_and_a_tampered_one_refused() {
+    let registry = match LocalRegistry::start() {
+        Ok(registry) => registry,
+        Err(reason) => return eprintln!("SKIPPED: no local OCI registry: {reason}"),
+    };
+    let manifest = registry.push(&calc(), "tools/calc", "0.1.0");
+    let digest = sha256_hex(&std::fs::read(calc()).unwrap());
+
+    let user = User::new();
+    let by_tag = format!("oci://{}/tools/calc:0.1.0", registry.host);
+    let out = user.toolhost(&["add", &by_tag, "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(sha256_hex(&std::fs::read(user.plugin_dir().join("calc.wasm")).unwrap()), digest);
+    assert!(user.lock().contains(&format!("\"calc.wasm\" = \"sha256:{digest}\"")), "{}", user.lock());
+    let called = user.toolhost(&["call", "calculate", "--arg", "expression=6*7"]);
+    assert!(text(&called.stdout).contains("42"), "{}", text(&called.stderr));
+
+    let user = User::new();
+    let by_digest = format!("oci://{}/tools/calc@{manifest}", registry.host);
+    let out = user.toolhost(&["add", &by_digest, "--yes", "--sha256", &digest]);
+    assert!(out.status.success(), "{by_digest}: {}", text(&out.stderr));
+
+    let user = User::new();
+    let wrong = format!("oci://{}/tools/calc@sha256:{}", registry.host, "1".repeat(64));
+    let out = user.toolhost(&["add", &wrong, "--yes"]);
+    assert!(!out.status.success() && text(&out.stderr).contains("pulling"), "{}", text(&out.stderr));
+
+    // The layer's bytes changed under the registry: its digest no longer matches.
+    let blob = registry.blob(&format!("sha256:{digest}"));
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&blob, bytes).unwrap();
+    let out = user.toolhost(&["add", &by_tag, "--yes"]);
+    assert!(!out.status.success(), "a tampered layer was installed");
+    assert!(text(&out.stderr).to_lowercase().contains("digest"), "{}", text(&out.stderr));
+    assert!(!user.plugin_dir().join("calc.wasm").exists());
+    assert_eq!(user.lock(), "");
+}

@@ -1,0 +1,129 @@
+//! `toolhost wit` and `toolhost new`: for every language, a new project
+//! built with its README's one command, then the README's `toolhost call`,
+//! exactly as written.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{in_test_home, text, toolhost};
+
+fn target() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target")
+}
+
+/// The environment `cargo xtask build-plugins` built with (the toolchains
+/// on PATH, Go offline), with this `toolhost` first on PATH; or why the
+/// language's toolchain is missing.
+fn toolchain_env(lang: &str) -> Result<Vec<(String, String)>, String> {
+    if let Ok(reason) = std::fs::read_to_string(target().join(format!("plugins/polyglot/{lang}.skipped"))) {
+        return Err(reason);
+    }
+    let file = target().join("toolchains/env");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask build-plugins`", file.display()));
+    let bin = Path::new(env!("CARGO_BIN_EXE_toolhost")).parent().unwrap().display().to_string();
+    Ok(text
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(key, value)| {
+            let value = if key == "PATH" { format!("{bin}:{value}") } else { value.to_owned() };
+            (key.to_owned(), value)
+        })
+        .collect())
+}
+
+/// The first line of the first `sh` block under `heading` in `readme`.
+fn command_under(readme: &str, heading: &str) -> String {
+    let section = readme.split(heading).nth(1).unwrap_or_else(|| panic!("no {heading} in:\n{readme}"));
+    let block = section.split("```sh\n").nth(1).unwrap_or_else(|| panic!("no sh block under {heading}"));
+    block.lines().next().unwrap_or_default().to_owned()
+}
+
+fn sh(dir: &Path, env: &[(String, String)], command: &str) -> std::process::Output {
+    in_test_home(Command::new("sh").args(["-c", command]).current_dir(dir).envs(env.iter().cloned()))
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("sh runs")
+}
+
+/// `toolhost new NAME --lang LANG`, the README's build command, then its
+/// `toolhost call`, which must count three words.
+fn scaffold_builds_and_answers(lang: &str) {
+    let env = match toolchain_env(lang) {
+        Ok(env) => env,
+        Err(reason) => return eprintln!("SKIPPED: the {lang} toolchain did not install: {reason}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("words-{lang}");
+    let out = toolhost(dir.path(), &["new", &name, "--lang", lang]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let project = dir.path().join(&name);
+    if lang == "rust" {
+        // The project's own target directory, kept between runs.
+        let cached = target().join("scaffold-rust-target");
+        std::fs::create_dir_all(&cached).unwrap();
+        std::os::unix::fs::symlink(&cached, project.join("target")).unwrap();
+    }
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    let build = command_under(&readme, "## Build");
+    let built = sh(&project, &env, &build);
+    assert!(built.status.success(), "`{build}` failed:\n{}\n{}", text(&built.stdout), text(&built.stderr));
+    let call = command_under(&readme, "## Try it");
+    assert!(call.starts_with("toolhost --plugins ") && call.contains(&format!("call {name} ")), "{call}");
+    let answered = sh(&project, &env, &call);
+    assert!(answered.status.success(), "`{call}` failed:\n{}", text(&answered.stderr));
+    let output: serde_json::Value = serde_json::from_slice(&answered.stdout).expect("JSON output");
+    assert_eq!(output, serde_json::json!({ "words": 3 }), "{lang}");
+}
+
+#[test]
+fn a_new_rust_project_builds_and_its_tool_answers() {
+    scaffold_builds_and_answers("rust");
+}
+
+#[test]
+fn a_new_python_project_builds_and_its_tool_answers() {
+    scaffold_builds_and_answers("python");
+}
+
+#[test]
+fn a_new_js_project_builds_and_its_tool_answers() {
+    scaffold_builds_and_answers("js");
+}
+
+#[test]
+fn a_new_c_project_builds_and_its_tool_answers() {
+    scaffold_builds_and_answers("c");
+}
+
+#[test]
+fn a_new_go_project_builds_and_its_tool_answers() {
+    scaffold_builds_and_answers("go");
+}
+
+#[test]
+fn new_refuses_a_bad_name_and_a_directory_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolhost(dir.path(), &["new", "Bad Name", "--lang", "c"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("`Bad Name` cannot name a plugin project"), "{}", text(&out.stderr));
+    std::fs::create_dir(dir.path().join("taken")).unwrap();
+    std::fs::write(dir.path().join("taken/keep.txt"), "mine").unwrap();
+    let out = toolhost(dir.path(), &["new", "taken", "--lang", "python"]);
+    assert!(text(&out.stderr).contains("taken is not empty"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(dir.path().join("taken")).unwrap().count(), 1, "nothing written");
+}
+
+#[test]
+fn wit_prints_the_contract_and_writes_it_for_a_toolchain() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo_wit = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/plugin.wit")).unwrap();
+    let out = toolhost(dir.path(), &["wit"]);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), repo_wit);
+    let out = toolhost(dir.path(), &["wit", "--out", "deps/wit"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(dir.path().join("deps/wit/plugin.wit")).unwrap(), repo_wit);
+    assert_eq!(toolhost_sdk::WIT, repo_wit, "the SDK carries the same contract");
+}
