@@ -28,6 +28,7 @@ const HOSTILE: &[&str] = &[
     "bloated",
     "squatter",
     "escapes",
+    "exposed",
 ];
 /// Plugin crates whose unit tests run natively.
 const NATIVE_TESTED: &[&str] = &["calc"];
