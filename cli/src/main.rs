@@ -8,6 +8,7 @@ mod call;
 mod inspect;
 mod list;
 mod lock;
+mod node;
 mod output;
 mod parse;
 mod prompt;
@@ -57,6 +58,7 @@ enum Command {
     Parse(parse::ParseCommand),
     Run(run::RunCommand),
     Approvals(approvals::ApprovalsCommand),
+    Node(node::NodeCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -100,6 +102,7 @@ impl Cli {
             Command::Parse(c) => c.execute(&self.global).await,
             Command::Run(c) => c.execute(&self.global).await,
             Command::Approvals(c) => c.execute(&self.global).await,
+            Command::Node(c) => c.execute(&self.global).await,
         }
     }
 }
@@ -151,11 +154,6 @@ impl GlobalOptions {
     /// The turn pipeline over the policy's plugins: approval by the
     /// policy, and by `--yes`, a person at the terminal, or nobody.
     async fn pipeline(&self, yes: bool) -> anyhow::Result<Pipeline> {
-        let registry = Arc::new(self.registry().await?);
-        let approvals = Approvals::new(&registry.policy().approval);
-        for warning in approvals.take_warnings() {
-            output::note(format_args!("warning: {warning}"));
-        }
         let approver: Arc<dyn Approver> = if yes {
             Arc::new(AllowAll)
         } else if std::io::stdin().is_terminal() {
@@ -163,6 +161,17 @@ impl GlobalOptions {
         } else {
             Arc::new(DenyAll)
         };
+        self.pipeline_with(approver).await
+    }
+
+    /// The turn pipeline over the policy's plugins, approving by the
+    /// policy and `approver`.
+    async fn pipeline_with(&self, approver: Arc<dyn Approver>) -> anyhow::Result<Pipeline> {
+        let registry = Arc::new(self.registry().await?);
+        let approvals = Approvals::new(&registry.policy().approval);
+        for warning in approvals.take_warnings() {
+            output::note(format_args!("warning: {warning}"));
+        }
         Ok(Pipeline::new(Executor::new(registry), Arc::new(approvals), approver))
     }
 }

@@ -39,12 +39,16 @@
 //! agent = "coder"                    # only for this agent; default: every agent
 //! args = { path = "notes/**" }       # every listed argument must match its glob
 //! reason = "…"                       # deny and ask only: the words the model or the person gets
+//!
+//! [vcp]                              # joining a VCP server as a node; see `vcp_node::VcpConfig`
+//! server = "ws://127.0.0.1:6005"
 //! ```
 
 use crate::agent::ToolCallConfig;
 use crate::approval::{ApprovalConfig, Rule, RuleAction};
 use crate::manifest::DirAccess;
 use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
+use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -124,6 +128,9 @@ pub struct Policy {
     pub agents: BTreeMap<String, ToolCallConfig>,
     /// Approval rules, remembered decisions and the audit log (`[approval]`).
     pub approval: ApprovalConfig,
+    /// Joining a VCP server as a node (`[vcp]`, see [`VcpConfig`]); `None`
+    /// without that section.
+    pub vcp: Option<VcpConfig>,
 }
 
 /// The policy for one plugin.
@@ -163,6 +170,7 @@ impl Default for Policy {
             plugins: BTreeMap::new(),
             agents: BTreeMap::new(),
             approval: ApprovalConfig::default(),
+            vcp: None,
         }
     }
 }
@@ -204,6 +212,7 @@ impl Policy {
         }
         let lock_file = resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE)));
         let approval = file.approval.resolve(&lock_file, &resolve, path)?;
+        let vcp = file.vcp.map(|section| section.resolve(path, &resolve)).transpose()?;
         Ok(Policy {
             plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
             cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
@@ -213,6 +222,7 @@ impl Policy {
             plugins,
             agents: file.agents,
             approval,
+            vcp,
         })
     }
 
@@ -296,6 +306,7 @@ struct ConfigFile {
     agents: BTreeMap<String, ToolCallConfig>,
     #[serde(default)]
     approval: ApprovalSection,
+    vcp: Option<VcpSection>,
 }
 
 #[derive(Deserialize, Default)]
@@ -365,6 +376,20 @@ fn read_only() -> DirAccess {
     DirAccess::Read
 }
 
+/// `value` of `key` when it lies in `range`, else the error naming both.
+pub(crate) fn in_range(path: &Path, key: &str, value: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ConfigError> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::Range {
+            path: path.to_owned(),
+            key: key.to_owned(),
+            value: value.to_string(),
+            why: format!("expected {} to {}", range.start(), range.end()),
+        })
+    }
+}
+
 /// Limits as the file spells them, each optional.
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(deny_unknown_fields)]
@@ -385,18 +410,7 @@ struct LimitOverrides {
 
 impl LimitOverrides {
     fn apply(self, base: Limits, path: &Path, section: &str) -> Result<Limits, ConfigError> {
-        let range = |key: &str, value: u64, min: u64, max: u64| {
-            if (min..=max).contains(&value) {
-                Ok(value)
-            } else {
-                Err(ConfigError::Range {
-                    path: path.to_owned(),
-                    key: format!("{section}.{key}"),
-                    value: value.to_string(),
-                    why: format!("expected {min} to {max}"),
-                })
-            }
-        };
+        let range = |key: &str, value: u64, min: u64, max: u64| in_range(path, &format!("{section}.{key}"), value, min..=max);
         let mut limits = base;
         if let Some(v) = self.fuel {
             limits.fuel = range("fuel", v, 1, u64::MAX / 2)?;
