@@ -12,6 +12,7 @@ use crate::manifest::ToolSpec;
 use crate::protocol::ProtocolId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// Whether calls run as soon as they are parsed or wait for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -45,7 +46,20 @@ pub struct ToolCallConfig {
     pub parallel_execution: bool,
     /// The text protocol. Default vcp.
     pub protocol: ProtocolId,
+    /// The `[llm.NAME]` profile the agent talks to. Default none (the
+    /// caller says).
+    pub llm: Option<String>,
+    /// The system prompt, a template: `{{tools}}` becomes the tools the
+    /// agent may call. Default: [`DEFAULT_SYSTEM_PROMPT`].
+    pub system_prompt: Option<String>,
+    /// The system prompt's template in a file (relative to
+    /// `toolhost.toml`), instead of `system_prompt`.
+    pub system_prompt_file: Option<PathBuf>,
 }
+
+/// The system prompt of an agent that sets none.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant. You can use the tools below when they help; \
+call them exactly as shown, then wait for their results before you answer.\n\n{{tools}}";
 
 impl Default for ToolCallConfig {
     fn default() -> Self {
@@ -59,11 +73,24 @@ impl Default for ToolCallConfig {
             require_confirmation: false,
             parallel_execution: false,
             protocol: ProtocolId::Vcp,
+            llm: None,
+            system_prompt: None,
+            system_prompt_file: None,
         }
     }
 }
 
 impl ToolCallConfig {
+    /// The system prompt's template: the file, the inline text, or the
+    /// default.
+    pub fn system_prompt_template(&self) -> std::io::Result<String> {
+        match (&self.system_prompt_file, &self.system_prompt) {
+            (Some(file), _) => std::fs::read_to_string(file),
+            (None, Some(text)) => Ok(text.clone()),
+            (None, None) => Ok(DEFAULT_SYSTEM_PROMPT.to_owned()),
+        }
+    }
+
     /// Whether `tool` reaches the model under this configuration.
     pub fn offers(&self, tool: &ToolSpec) -> bool {
         tool.agent_callable && self.turned_on(&tool.name)

@@ -45,6 +45,7 @@
 //! ```
 
 use crate::agent::ToolCallConfig;
+use crate::llm::LlmProfile;
 use crate::approval::{ApprovalConfig, Rule, RuleAction};
 use crate::manifest::DirAccess;
 use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
@@ -131,6 +132,8 @@ pub struct Policy {
     /// Joining a VCP server as a node (`[vcp]`, see [`VcpConfig`]); `None`
     /// without that section.
     pub vcp: Option<VcpConfig>,
+    /// Model endpoints, by profile name (`[llm.NAME]`).
+    pub llm: BTreeMap<String, LlmProfile>,
 }
 
 /// The policy for one plugin.
@@ -169,6 +172,7 @@ impl Default for Policy {
             limits: Limits::default(),
             plugins: BTreeMap::new(),
             agents: BTreeMap::new(),
+            llm: BTreeMap::new(),
             approval: ApprovalConfig::default(),
             vcp: None,
         }
@@ -212,6 +216,16 @@ impl Policy {
         }
         let lock_file = resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE)));
         let approval = file.approval.resolve(&lock_file, &resolve, path)?;
+        let llm = file
+            .llm
+            .into_iter()
+            .map(|(name, section)| Ok((name.clone(), section.resolve(&name, path)?)))
+            .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
+        let mut agents = file.agents;
+        for (name, agent) in &mut agents {
+            check_agent(name, agent, &llm, path)?;
+            agent.system_prompt_file = agent.system_prompt_file.take().map(&resolve);
+        }
         let vcp = file.vcp.map(|section| section.resolve(path, &resolve)).transpose()?;
         Ok(Policy {
             plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
@@ -220,9 +234,10 @@ impl Policy {
             lock_file,
             limits,
             plugins,
-            agents: file.agents,
+            agents,
             approval,
             vcp,
+            llm,
         })
     }
 
@@ -270,6 +285,29 @@ fn check_sha256(digest: &str, path: &Path, plugin: &str) -> Result<String, Confi
     }
 }
 
+/// An agent's model profile exists, and its system prompt is given one
+/// way at most.
+fn check_agent(name: &str, agent: &ToolCallConfig, llm: &BTreeMap<String, LlmProfile>, path: &Path) -> Result<(), ConfigError> {
+    if let Some(profile) = agent.llm.as_deref().filter(|p| !llm.contains_key(*p)) {
+        let names: Vec<&str> = llm.keys().map(String::as_str).collect();
+        return Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            key: format!("agents.{name}.llm"),
+            value: profile.to_owned(),
+            why: format!("the name of an [llm.NAME] profile{}", crate::suggest::did_you_mean(profile, &names)),
+        });
+    }
+    if agent.system_prompt.is_some() && agent.system_prompt_file.is_some() {
+        return Err(ConfigError::Invalid {
+            path: path.to_owned(),
+            key: format!("agents.{name}.system_prompt_file"),
+            value: agent.system_prompt_file.as_deref().map(|p| p.display().to_string()).unwrap_or_default(),
+            why: "either system_prompt or system_prompt_file, not both".into(),
+        });
+    }
+    Ok(())
+}
+
 /// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
 fn default_cache_dir() -> Option<PathBuf> {
     user_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("toolhost"))
@@ -307,7 +345,63 @@ struct ConfigFile {
     #[serde(default)]
     approval: ApprovalSection,
     vcp: Option<VcpSection>,
+    #[serde(default)]
+    llm: BTreeMap<String, LlmSection>,
 }
+
+/// `[llm.NAME]` as the file spells it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LlmSection {
+    base_url: String,
+    model: String,
+    api_key_env: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    extra_body: toml::Table,
+    idle_timeout_ms: Option<u64>,
+    connect_timeout_ms: Option<u64>,
+    retries: Option<u32>,
+}
+
+impl LlmSection {
+    fn resolve(self, name: &str, path: &Path) -> Result<LlmProfile, ConfigError> {
+        let invalid = |key: &str, value: String, why: &str| ConfigError::Invalid {
+            path: path.to_owned(),
+            key: format!("llm.{name}.{key}"),
+            value,
+            why: why.to_owned(),
+        };
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return Err(invalid("base_url", self.base_url, "an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1"));
+        }
+        let mut profile = LlmProfile::new(self.base_url, self.model);
+        profile.api_key_env = self.api_key_env;
+        profile.headers = self.headers;
+        profile.extra_body = match serde_json::to_value(&self.extra_body) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => return Err(invalid("extra_body", format!("{:?}", self.extra_body), "a table of JSON-representable values")),
+        };
+        let millis = |key: &str, value: Option<u64>, default: Duration| match value {
+            None => Ok(default),
+            Some(ms @ 1..=3_600_000) => Ok(Duration::from_millis(ms)),
+            Some(ms) => Err(invalid(key, ms.to_string(), "1 to 3600000 milliseconds")),
+        };
+        profile.idle_timeout = millis("idle_timeout_ms", self.idle_timeout_ms, profile.idle_timeout)?;
+        profile.connect_timeout = millis("connect_timeout_ms", self.connect_timeout_ms, profile.connect_timeout)?;
+        if let Some(retries) = self.retries {
+            if retries > MAX_LLM_RETRIES {
+                return Err(invalid("retries", retries.to_string(), &format!("0 to {MAX_LLM_RETRIES}")));
+            }
+            profile.retry.retries = retries;
+        }
+        Ok(profile)
+    }
+}
+
+/// The most retries an `[llm.NAME]` profile may ask for.
+const MAX_LLM_RETRIES: u32 = 10;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]

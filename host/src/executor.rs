@@ -26,7 +26,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{Semaphore, SemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// Calls a parallel worker takes at a time from the batch.
@@ -44,6 +44,9 @@ pub struct RunOptions {
     /// Cancels the batch: running calls stop within one epoch tick, calls
     /// not yet started do not start, finished results are kept.
     pub cancel: CancellationToken,
+    /// Where each call's outcome is sent as it finishes, with the call's
+    /// index in the batch (for progress shown while the rest run).
+    pub report: Option<mpsc::UnboundedSender<(usize, ToolOutcome)>>,
 }
 
 /// The default concurrency cap: the machine's cores (see the module docs
@@ -149,8 +152,10 @@ impl Executor {
     pub async fn run_all(&self, calls: &[ToolCall], options: &RunOptions) -> Vec<ToolOutcome> {
         if !options.parallel {
             let mut outcomes = Vec::with_capacity(calls.len());
-            for call in calls {
-                outcomes.push(self.run(call, options).await);
+            for (index, call) in calls.iter().enumerate() {
+                let outcome = self.run(call, options).await;
+                report(options, index, &outcome);
+                outcomes.push(outcome);
             }
             return outcomes;
         }
@@ -185,7 +190,9 @@ impl Executor {
                         for (offset, call) in taken.iter().enumerate() {
                             let running = executor.run_in(&catalog, call, &options, shard);
                             let outcome = AssertUnwindSafe(running).catch_unwind().await;
-                            done.push((start + offset, outcome.unwrap_or_else(|_| task_failed(call))));
+                            let outcome = outcome.unwrap_or_else(|_| task_failed(call));
+                            report(&options, start + offset, &outcome);
+                            done.push((start + offset, outcome));
                         }
                         // Short calls never wait; yielding now and then lets
                         // the runtime move a worker that shares a thread
@@ -204,6 +211,14 @@ impl Executor {
             }
         }
         outcomes.into_iter().zip(calls.iter()).map(|(outcome, call)| outcome.unwrap_or_else(|| task_failed(call))).collect()
+    }
+}
+
+/// Send `outcome` of call `index` where `options` say, if anywhere.
+fn report(options: &RunOptions, index: usize, outcome: &ToolOutcome) {
+    if let Some(report) = &options.report {
+        // Nobody listening any more is not the call's concern.
+        let _ = report.send((index, outcome.clone()));
     }
 }
 

@@ -59,9 +59,11 @@ mod agent;
 mod approval;
 mod arguments;
 mod call;
+mod chain;
 mod config;
 mod discovery;
 mod executor;
+mod llm;
 mod manifest;
 mod message;
 mod outcome;
@@ -71,9 +73,10 @@ mod protocol;
 mod registry;
 mod sandbox;
 mod suggest;
+mod transcript;
 mod vcp_node;
 
-pub use agent::{CallMode, ToolCallConfig};
+pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
 pub use approval::{
     AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
     AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MemoryError, PendingCall,
@@ -81,19 +84,22 @@ pub use approval::{
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
+pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
 pub use config::{
     Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy,
 };
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
 pub use executor::{Executor, RunOptions, default_concurrency};
 pub use tokio_util::sync::CancellationToken;
+pub use llm::{
+    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, LlmClient, LlmError, LlmProfile, OpenAiClient, Reply, RetryPolicy, StreamEvent, Usage};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, ToolSpec, is_valid_name,
 };
-pub use message::{Message, Role};
+pub use message::{Message, NativeCall, Role};
 pub use outcome::{Status, ToolOutcome};
-pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnResult};
+pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use printable::{printable, printable_lines, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
@@ -102,6 +108,7 @@ pub use registry::{
     Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
 pub use suggest::{did_you_mean, unknown_tool};
+pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use vcp_node::{
     InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, Unattended,
     UnattendedAction, UnattendedApprover, VcpConfig, VcpNode,

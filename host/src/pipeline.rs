@@ -16,7 +16,9 @@
 //! Outcomes keep the calls' order and ids; each call is audited.
 
 use crate::agent::ToolCallConfig;
-use crate::approval::{Approvals, Approver, AskReason, Assessment, AuditRecord, PendingCall, ResultDecision};
+use crate::approval::{
+    Approvals, Approver, AskReason, Assessment, AuditRecord, DecidedBy, PendingCall, ResultDecision,
+};
 use crate::arguments;
 use crate::call::ToolCall;
 use crate::executor::{Executor, RunOptions};
@@ -40,10 +42,15 @@ pub struct Turn {
     pub config: ToolCallConfig,
     /// The protocol the results are formatted in.
     pub protocol: ProtocolId,
-    /// Cancels the turn: calls not yet finished end `cancelled`.
+    /// Cancels the turn: calls not yet finished end `cancelled`, whether
+    /// they wait for a person or run.
     pub cancel: CancellationToken,
     /// Whom the calls come from, which decides the tools they may call.
     pub audience: Audience,
+    /// A person already chose these calls (manual mode): questions the
+    /// permission levels or `require_confirmation` would ask are not asked
+    /// again. Deny rules still hold.
+    pub chosen_by_person: bool,
 }
 
 /// Whom a turn's calls come from.
@@ -68,13 +75,21 @@ impl Turn {
             protocol,
             cancel: CancellationToken::new(),
             audience: Audience::Model,
+            chosen_by_person: false,
         }
     }
 
     /// A turn of `agent` with `config`, in the agent's protocol.
     pub fn for_agent(agent: impl Into<String>, config: ToolCallConfig) -> Self {
         let protocol = config.protocol;
-        Turn { agent: Some(agent.into()), config, protocol, cancel: CancellationToken::new(), audience: Audience::Model }
+        Turn {
+            agent: Some(agent.into()),
+            config,
+            protocol,
+            cancel: CancellationToken::new(),
+            audience: Audience::Model,
+            chosen_by_person: false,
+        }
     }
 
     /// A turn of another system calling as `agent` (approved and audited
@@ -95,6 +110,22 @@ impl Turn {
         self.agent.as_deref().unwrap_or(DIRECT_AGENT)
     }
 }
+
+/// Watches a turn as it goes, to show progress: each method is called as
+/// the step happens. Every method does nothing by default.
+pub trait TurnObserver: Send + Sync {
+    /// These calls wait for a person.
+    fn awaiting_approval(&self, _calls: &[PendingCall]) {}
+    /// These calls start to run (one after another or at once, as the
+    /// agent says).
+    fn executing(&self, _calls: &[ToolCall]) {}
+    /// A call is done: refused, denied, cancelled or run (after its result
+    /// was approved, where the tool asks for that).
+    fn finished(&self, _outcome: &ToolOutcome) {}
+}
+
+/// Watches nothing.
+impl TurnObserver for () {}
 
 /// The agent name direct calls are approved and audited under.
 pub const DIRECT_AGENT: &str = "direct";
@@ -143,30 +174,60 @@ impl Pipeline {
 
     /// Run the calls of one reply through every step.
     pub async fn run(&self, turn: &Turn, calls: Vec<ToolCall>) -> TurnResult {
+        self.run_observed(turn, calls, &()).await
+    }
+
+    /// [`run`](Self::run), telling `observer` about each step as it
+    /// happens.
+    pub async fn run_observed(&self, turn: &Turn, calls: Vec<ToolCall>, observer: &dyn TurnObserver) -> TurnResult {
         let catalog = self.executor.registry().catalog();
         let offered: Vec<&ToolSpec> =
             catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.offers(spec)).collect();
         let audits = self.approvals.audits();
         let mut slots: Vec<Slot<'_>> = calls.into_iter().map(|call| check(&catalog, &offered, turn, audits, call)).collect();
-        self.approve_calls(turn, &mut slots).await;
-        self.execute(turn, &mut slots).await;
+        report_done(&slots, observer);
+        self.approve_calls(turn, &mut slots, observer).await;
+        self.execute(turn, &mut slots, observer).await;
         let outcomes = into_outcomes(&self.approvals, slots);
         let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
         TurnResult { summary: summary(&outcomes), outcomes, messages }
     }
 
-    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot<'_>]) {
+    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot<'_>], observer: &dyn TurnObserver) {
         let agent = turn.agent_name();
         let mut asked = Vec::new();
         for (index, slot) in slots.iter_mut().enumerate() {
             let Slot::Pending { call, plugin, spec, decided } = slot else { continue };
             match self.approvals.assess(agent, turn.config.require_confirmation, &plugin.sha256, spec, &call.args) {
+                Assessment::Ask(_) if turn.chosen_by_person => *decided = Some(Assessment::Run { by: DecidedBy::Person }),
                 Assessment::Ask(reason) => asked.push((index, pending(agent, call, spec, reason))),
                 assessment => *decided = Some(assessment),
             }
         }
         let batch: Vec<PendingCall> = asked.iter().map(|(_, pending)| pending.clone()).collect();
-        let answers = self.approvals.ask(self.approver.as_ref(), &batch).await;
+        if !batch.is_empty() {
+            observer.awaiting_approval(&batch);
+        }
+        // Cancelling the turn also ends the wait for a person.
+        let answers = tokio::select! {
+            answers = self.approvals.ask(self.approver.as_ref(), &batch) => Some(answers),
+            () = turn.cancel.cancelled() => None,
+        };
+        let Some(answers) = answers else {
+            for (index, _) in asked {
+                let Slot::Pending { call, plugin, .. } = &slots[index] else { continue };
+                let outcome = ToolOutcome::without_running(
+                    &call.id,
+                    &call.tool,
+                    Status::Cancelled,
+                    "cancelled while waiting for approval".into(),
+                );
+                let audit = self.approvals.audits().then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, None, &outcome));
+                observer.finished(&outcome);
+                slots[index] = Slot::Done { outcome, audit };
+            }
+            return;
+        };
         for ((index, pending), answer) in asked.into_iter().zip(answers) {
             let Slot::Pending { plugin, decided, .. } = &mut slots[index] else { continue };
             *decided = Some(self.approvals.settle(&pending, &plugin.sha256, answer).await);
@@ -180,12 +241,13 @@ impl Pipeline {
                     .approvals
                     .audits()
                     .then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, Some(decided), &outcome));
+                observer.finished(&outcome);
                 *slot = Slot::Done { outcome, audit };
             }
         }
     }
 
-    async fn execute(&self, turn: &Turn, slots: &mut [Slot<'_>]) {
+    async fn execute(&self, turn: &Turn, slots: &mut [Slot<'_>], observer: &dyn TurnObserver) {
         let runnable: Vec<usize> =
             (0..slots.len()).filter(|&index| matches!(slots[index], Slot::Pending { .. })).collect();
         let calls: Vec<ToolCall> = runnable
@@ -195,17 +257,49 @@ impl Pipeline {
                 Slot::Done { .. } => unreachable!("filtered above"),
             })
             .collect();
+        if calls.is_empty() {
+            return;
+        }
+        observer.executing(&calls);
+        // Outcomes are reported as each call finishes, except those whose
+        // result a person must see first: they are reported once passed.
+        let needs_result_approval: Vec<bool> = runnable
+            .iter()
+            .map(|&index| matches!(slots[index], Slot::Pending { spec, .. } if spec.result_approval))
+            .collect();
+        let (report, mut reports) = tokio::sync::mpsc::unbounded_channel();
         let options = RunOptions {
             parallel: turn.config.parallel_execution,
             timeout: Some(Duration::from_millis(turn.config.timeout_ms)),
             cancel: turn.cancel.clone(),
+            report: Some(report),
         };
-        let outcomes = self.executor.run_all(&calls, &options).await;
-        for ((index, outcome), call) in runnable.into_iter().zip(outcomes).zip(calls) {
+        let report_one = |(index, outcome): (usize, ToolOutcome)| {
+            if !(needs_result_approval[index] && outcome.status == Status::Success) {
+                observer.finished(&outcome);
+            }
+        };
+        let outcomes = {
+            let running = self.executor.run_all(&calls, &options);
+            tokio::pin!(running);
+            loop {
+                tokio::select! {
+                    outcomes = &mut running => break outcomes,
+                    Some(done) = reports.recv() => report_one(done),
+                }
+            }
+        };
+        while let Ok(done) = reports.try_recv() {
+            report_one(done);
+        }
+        for (((index, outcome), call), asks) in runnable.into_iter().zip(outcomes).zip(calls).zip(needs_result_approval) {
             let Slot::Pending { plugin, spec, decided, .. } = &mut slots[index] else { unreachable!("filtered above") };
             let (plugin, spec, decided) = (*plugin, *spec, decided.take());
             let mut outcome = outcome;
-            self.approve_result(&mut outcome, spec).await;
+            if asks && outcome.status == Status::Success {
+                self.approve_result(&mut outcome, spec).await;
+                observer.finished(&outcome);
+            }
             let audit = self
                 .approvals
                 .audits()
@@ -228,6 +322,15 @@ impl Pipeline {
                 Some(reason) => format!("a person withheld the result: {reason}"),
                 None => "a person withheld the result".into(),
             };
+        }
+    }
+}
+
+/// Tell `observer` about the calls already done (refused at the check).
+fn report_done(slots: &[Slot<'_>], observer: &dyn TurnObserver) {
+    for slot in slots {
+        if let Slot::Done { outcome, .. } = slot {
+            observer.finished(outcome);
         }
     }
 }

@@ -15,7 +15,7 @@ pub(crate) mod call_syntax;
 mod json_block;
 mod json_call;
 pub(crate) mod lenient_json;
-mod native;
+pub(crate) mod native;
 #[cfg(test)]
 mod properties;
 mod scan;

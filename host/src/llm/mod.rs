@@ -1,0 +1,153 @@
+//! Talking to a model: the [`LlmClient`] trait, and [`OpenAiClient`] for
+//! any OpenAI-compatible `/chat/completions` endpoint, streamed over SSE.
+//!
+//! A client sends the conversation so far and streams the reply: text and
+//! reasoning deltas as they arrive (through a callback, for a terminal or a
+//! page to show), then the whole [`Reply`]. Reasoning (`reasoning_content`
+//! or `reasoning`) is kept apart from the reply's text, shown to people and
+//! never parsed for calls. Native tool calls (`tool_calls`) arrive in
+//! pieces and are assembled per call.
+//!
+//! Failures are [`LlmError`]s that say what happened and keep whatever of
+//! the reply had arrived, so a transcript loses nothing.
+
+mod assemble;
+mod openai;
+
+pub use openai::{ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, LlmProfile, OpenAiClient, RetryPolicy};
+
+use crate::message::{Message, NativeCall};
+use tokio_util::sync::CancellationToken;
+
+/// What is sent to the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    /// The conversation, system prompt first.
+    pub messages: Vec<Message>,
+    /// The native `tools` schema, for the native protocol; `None` for the
+    /// text protocols, which describe the tools in the system prompt.
+    pub tools: Option<serde_json::Value>,
+}
+
+/// A piece of a reply as it streams in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// Reply text.
+    Text(String),
+    /// Reasoning text: for people, not parsed for calls.
+    Reasoning(String),
+}
+
+/// Token counts the provider reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Tokens sent.
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+}
+
+/// A reply, whole or as far as it came.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reply {
+    /// The reply's text.
+    pub content: String,
+    /// Its reasoning, apart.
+    pub reasoning: String,
+    /// Calls made through the native API, assembled.
+    pub tool_calls: Vec<NativeCall>,
+    /// Why it ended (`stop`, `tool_calls`, `length`…), when it said.
+    pub finish_reason: Option<String>,
+    /// Token counts, when reported.
+    pub usage: Option<Usage>,
+}
+
+/// Why a reply could not be had; every variant that streamed keeps what
+/// arrived.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LlmError {
+    /// No connection, after the retries.
+    #[error("cannot reach the model at {url}: {message}")]
+    Connect {
+        /// The endpoint.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The server answered with an error status, after any retries.
+    #[error("the model server answered {status}: {body}")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body it sent.
+        body: String,
+    },
+    /// An `error` object arrived in the stream (after HTTP 200).
+    #[error("the model server reported an error mid-reply: {message}")]
+    Stream {
+        /// Its message.
+        message: String,
+        /// What had arrived before.
+        partial: Reply,
+    },
+    /// The stream held something that is not the protocol.
+    #[error("the model server sent something unreadable: {message}")]
+    Malformed {
+        /// What.
+        message: String,
+        /// What had arrived before.
+        partial: Reply,
+    },
+    /// The stream ended without a finish reason or `[DONE]`.
+    #[error("the reply was cut off: the stream ended without a finish reason{}", describe_cut(.partial))]
+    CutOff {
+        /// What had arrived.
+        partial: Reply,
+    },
+    /// Nothing arrived for longer than allowed.
+    #[error("the model sent nothing for {seconds} s")]
+    Idle {
+        /// The idle limit.
+        seconds: u64,
+        /// What had arrived.
+        partial: Reply,
+    },
+    /// The request was cancelled.
+    #[error("cancelled")]
+    Cancelled {
+        /// What had arrived.
+        partial: Reply,
+    },
+}
+
+fn describe_cut(partial: &Reply) -> String {
+    if partial.content.is_empty() { String::new() } else { format!(" after {} bytes", partial.content.len()) }
+}
+
+impl LlmError {
+    /// What of the reply arrived before the failure.
+    pub fn partial(&self) -> Option<&Reply> {
+        match self {
+            LlmError::Stream { partial, .. }
+            | LlmError::Malformed { partial, .. }
+            | LlmError::CutOff { partial }
+            | LlmError::Idle { partial, .. }
+            | LlmError::Cancelled { partial } => Some(partial),
+            LlmError::Connect { .. } | LlmError::Status { .. } => None,
+        }
+    }
+}
+
+/// A model that replies to a conversation. Host applications can plug in
+/// their own; [`OpenAiClient`] speaks the OpenAI-compatible API.
+#[async_trait::async_trait]
+pub trait LlmClient: Send + Sync {
+    /// Send `request`, report deltas to `on_delta` as they arrive, and
+    /// return the whole reply; stop when `cancel` fires.
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<Reply, LlmError>;
+}

@@ -1,0 +1,291 @@
+//! [`OpenAiClient`]: any OpenAI-compatible `/chat/completions` endpoint
+//! (OpenAI, llama.cpp, vLLM, Ollama, LM Studio…), streamed over SSE.
+//!
+//! Connection errors, 429 (waiting as `Retry-After` says) and 5xx are
+//! retried with exponential backoff and jitter — never once any of a reply
+//! has arrived, since the model would be asked twice. The stream is read
+//! with `eventsource-stream`; `data: [DONE]` or a finish reason ends it,
+//! and a stream that ends without either is reported as cut off.
+
+use super::assemble::{Assembler, excerpt};
+use super::{ChatRequest, LlmClient, LlmError, Reply, StreamEvent};
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How long the model may send nothing before the reply is given up, by
+/// default: generous, as a local model may think a long while.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long connecting may take, by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest `Retry-After` honoured; a longer one is an error.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// Retries of a request that failed before any reply arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt. Default 3.
+    pub retries: u32,
+    /// The first wait; each next one doubles. Default 500 ms.
+    pub base: Duration,
+    /// The longest wait. Default 8 s.
+    pub cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { retries: 3, base: Duration::from_millis(500), cap: Duration::from_secs(8) }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry `attempt` (from 1): doubling, capped, with
+    /// ±50% jitter so many clients do not retry in step.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let doubled = self.base.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
+        doubled.min(self.cap).mul_f64(0.5 + fastrand::f64())
+    }
+}
+
+/// An endpoint profile: `[llm.NAME]` in `toolhost.toml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmProfile {
+    /// The API base, e.g. `http://127.0.0.1:8080/v1`; requests go to
+    /// `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// The model name sent with each request.
+    pub model: String,
+    /// The environment variable holding the API key, if the endpoint needs
+    /// one; the key itself is never in the policy.
+    pub api_key_env: Option<String>,
+    /// Extra request headers.
+    pub headers: BTreeMap<String, String>,
+    /// Extra fields merged into every request body (`temperature`, …).
+    pub extra_body: Map<String, Value>,
+    /// How long the model may send nothing. Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// How long connecting may take. Default [`DEFAULT_CONNECT_TIMEOUT`].
+    pub connect_timeout: Duration,
+    /// Retries before any reply arrived.
+    pub retry: RetryPolicy,
+}
+
+impl LlmProfile {
+    /// A profile for `base_url` and `model` with every other setting at its
+    /// default.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        LlmProfile {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key_env: None,
+            headers: BTreeMap::new(),
+            extra_body: Map::new(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// A client for one [`LlmProfile`].
+#[derive(Debug, Clone)]
+pub struct OpenAiClient {
+    profile: LlmProfile,
+    url: String,
+    api_key: Option<String>,
+    http: reqwest::Client,
+}
+
+/// Why a client could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The profile names an API-key variable that is not set.
+    #[error("the API key variable `{0}` is not set")]
+    MissingKey(String),
+    /// The HTTP client could not be built (a header that is not valid).
+    #[error("cannot build the HTTP client: {0}")]
+    Http(String),
+}
+
+impl OpenAiClient {
+    /// A client for `profile`, reading its API key from the environment.
+    pub fn new(profile: LlmProfile) -> Result<Self, ClientError> {
+        let api_key = match &profile.api_key_env {
+            Some(name) => Some(std::env::var(name).map_err(|_| ClientError::MissingKey(name.clone()))?),
+            None => None,
+        };
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &profile.headers {
+            let name = reqwest::header::HeaderName::try_from(name.as_str()).map_err(|e| ClientError::Http(format!("header `{name}`: {e}")))?;
+            let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(|e| ClientError::Http(format!("header value: {e}")))?;
+            headers.insert(name, value);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(profile.connect_timeout)
+            .default_headers(headers)
+            .build()
+            .map_err(|e| ClientError::Http(e.to_string()))?;
+        let url = format!("{}/chat/completions", profile.base_url.trim_end_matches('/'));
+        Ok(OpenAiClient { profile, url, api_key, http })
+    }
+
+    /// The request body for `request`.
+    fn body(&self, request: &ChatRequest) -> Value {
+        let mut body = json!({
+            "model": self.profile.model,
+            "messages": request.messages,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+        });
+        let object = body.as_object_mut().expect("an object");
+        if let Some(tools) = &request.tools {
+            object.insert("tools".into(), tools.clone());
+        }
+        for (key, value) in &self.profile.extra_body {
+            object.insert(key.clone(), value.clone());
+        }
+        body
+    }
+
+    /// Send once: the response, or a failure that may be retried (after
+    /// the wait the server asked for, if it did).
+    async fn attempt(&self, body: &Value) -> Result<reqwest::Response, Attempt> {
+        let mut request = self.http.post(&self.url).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|error| {
+            let failure = LlmError::Connect { url: self.url.clone(), message: error.to_string() };
+            if error.is_connect() || error.is_timeout() || error.is_request() { Attempt::Retry(failure, None) } else { Attempt::Fail(failure) }
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let wait = retry_after(&response);
+        let retryable = status.as_u16() == 429 || status.is_server_error();
+        let failure = LlmError::Status { status: status.as_u16(), body: excerpt(&response.text().await.unwrap_or_default()) };
+        match wait {
+            _ if !retryable => Err(Attempt::Fail(failure)),
+            Some(wait) if wait > MAX_RETRY_AFTER => Err(Attempt::Fail(failure)),
+            wait => Err(Attempt::Retry(failure, wait)),
+        }
+    }
+
+    /// The response to `body`, retrying what may be retried; the last
+    /// failure when every attempt failed.
+    async fn respond(&self, body: &Value, cancel: &CancellationToken) -> Result<reqwest::Response, LlmError> {
+        let cancelled = || LlmError::Cancelled { partial: Reply::default() };
+        let mut attempt = 0;
+        loop {
+            let outcome = tokio::select! {
+                () = cancel.cancelled() => return Err(cancelled()),
+                outcome = self.attempt(body) => outcome,
+            };
+            let (failure, wait) = match outcome {
+                Ok(response) => return Ok(response),
+                Err(Attempt::Fail(failure)) => return Err(failure),
+                Err(Attempt::Retry(failure, wait)) => (failure, wait),
+            };
+            attempt += 1;
+            if attempt > self.profile.retry.retries {
+                return Err(failure);
+            }
+            let wait = wait.unwrap_or_else(|| self.profile.retry.backoff(attempt));
+            tracing::info!("{failure}; retrying in {} ms", wait.as_millis());
+            tokio::select! {
+                () = cancel.cancelled() => return Err(cancelled()),
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+/// How one attempt failed.
+enum Attempt {
+    /// Try again, after the wait the server asked for where it did.
+    Retry(LlmError, Option<Duration>),
+    /// Give up.
+    Fail(LlmError),
+}
+
+/// `Retry-After` in seconds, where given.
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+#[async_trait::async_trait]
+impl LlmClient for OpenAiClient {
+    async fn complete(
+        &self,
+        request: &ChatRequest,
+        on_delta: &mut (dyn FnMut(StreamEvent) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<Reply, LlmError> {
+        let response = self.respond(&self.body(request), cancel).await?;
+        let mut events = response.bytes_stream().eventsource();
+        let mut assembler = Assembler::default();
+        loop {
+            let next = tokio::select! {
+                () = cancel.cancelled() => return Err(LlmError::Cancelled { partial: assembler.partial() }),
+                next = tokio::time::timeout(self.profile.idle_timeout, events.next()) => next,
+            };
+            let event = match next {
+                Err(_idle) => {
+                    return Err(LlmError::Idle { seconds: self.profile.idle_timeout.as_secs(), partial: assembler.partial() });
+                }
+                Ok(None) => break,
+                Ok(Some(Ok(event))) => event,
+                // The connection broke mid-stream: what came is kept, and
+                // the reply is reported cut off.
+                Ok(Some(Err(EventStreamError::Transport(error)))) => {
+                    tracing::debug!("the model's stream broke: {error}");
+                    break;
+                }
+                Ok(Some(Err(error))) => {
+                    return Err(LlmError::Malformed { message: error.to_string(), partial: assembler.partial() });
+                }
+            };
+            if event.data.trim() == "[DONE]" {
+                assembler.done();
+                break;
+            }
+            if !event.data.trim().is_empty() {
+                assembler.chunk(&event.data, on_delta)?;
+            }
+        }
+        assembler.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_with_jitter() {
+        let policy = RetryPolicy { retries: 5, base: Duration::from_millis(100), cap: Duration::from_millis(300) };
+        for _ in 0..50 {
+            let first = policy.backoff(1);
+            assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(150), "{first:?}");
+            let late = policy.backoff(5);
+            assert!(late <= Duration::from_millis(450), "capped: {late:?}");
+        }
+    }
+
+    #[test]
+    fn extra_body_fields_and_tools_join_the_request() {
+        let mut profile = LlmProfile::new("http://x/v1/", "m");
+        profile.extra_body.insert("temperature".into(), json!(0.2));
+        let client = OpenAiClient::new(profile).unwrap();
+        assert_eq!(client.url, "http://x/v1/chat/completions");
+        let body = client.body(&ChatRequest { messages: vec![], tools: Some(json!([])) });
+        assert_eq!(body["temperature"], json!(0.2));
+        assert_eq!(body["tools"], json!([]));
+        assert_eq!(body["stream"], json!(true));
+    }
+}
