@@ -12,3 +12,5 @@ mod limits;
 mod protocols;
 mod registry;
 mod support;
+mod vcp;
+mod vcp_standin;

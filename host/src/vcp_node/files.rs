@@ -90,6 +90,8 @@ fn read_inside(dir: &Path, inside: &Path, most: u64) -> Result<Vec<u8>, String> 
     // A FIFO would wait for a writer and a terminal would become ours:
     // never block, never adopt.
     options.custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32);
+    // The directory itself is `.`, refused below as not a regular file.
+    let inside = if inside.as_os_str().is_empty() { Path::new(".") } else { inside };
     let file = cap_primitives::fs::open(&base, inside, &options).map_err(|e| format!("cannot be served: {e}"))?;
     let metadata = file.metadata().map_err(|e| e.to_string())?;
     if !metadata.is_file() {
