@@ -11,12 +11,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, broadcast, mpsc};
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 
 /// How long a test waits for something the node should send.
 pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// How many frames a [`StandIn::subscribe`]r may fall behind by.
+const FRAME_BACKLOG: usize = 1 << 16;
 
 /// One frame a node sent, with the connection it came on (from 1).
 #[derive(Debug, Clone)]
@@ -44,7 +47,6 @@ enum Command {
     Silence,
 }
 
-#[derive(Default)]
 struct Shared {
     received: Mutex<Vec<Received>>,
     attempts: Mutex<Vec<Attempt>>,
@@ -53,6 +55,7 @@ struct Shared {
     closes: AtomicUsize,
     connections: AtomicUsize,
     changed: Notify,
+    frames: broadcast::Sender<Received>,
 }
 
 pub struct StandIn {
@@ -66,7 +69,17 @@ impl StandIn {
     pub async fn start(key: &str) -> StandIn {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let standin = StandIn { port, key: key.to_owned(), shared: Arc::default() };
+        let shared = Shared {
+            received: Mutex::default(),
+            attempts: Mutex::default(),
+            commands: Mutex::default(),
+            tasks: Mutex::default(),
+            closes: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            changed: Notify::new(),
+            frames: broadcast::Sender::new(FRAME_BACKLOG),
+        };
+        let standin = StandIn { port, key: key.to_owned(), shared: Arc::new(shared) };
         standin.accept(listener);
         standin
     }
@@ -153,6 +166,11 @@ impl StandIn {
         self.shared.closes.load(Ordering::SeqCst)
     }
 
+    /// Every frame received from now on, as it arrives.
+    pub fn subscribe(&self) -> broadcast::Receiver<Received> {
+        self.shared.frames.subscribe()
+    }
+
     /// Every frame received so far.
     pub fn received(&self) -> Vec<Received> {
         self.shared.received.lock().unwrap().clone()
@@ -231,7 +249,9 @@ async fn serve(stream: TcpStream, key: String, shared: Arc<Shared>) {
             frame = ws.next(), if !silent => match frame {
                 Some(Ok(Message::Text(text))) => {
                     let frame: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                    shared.received.lock().unwrap().push(Received { connection: n, frame });
+                    let received = Received { connection: n, frame };
+                    let _ = shared.frames.send(received.clone());
+                    shared.received.lock().unwrap().push(received);
                     shared.changed.notify_waiters();
                 }
                 Some(Ok(Message::Close(_))) => {
