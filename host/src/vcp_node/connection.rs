@@ -101,6 +101,9 @@ fn lost(server: &str, error: WsError) -> NodeError {
     NodeError::Lost { server: server.to_owned(), message: error.to_string() }
 }
 
+/// The most results gathered into one write.
+const MAX_REPLIES_PER_WRITE: u64 = 64;
+
 /// How a session ended.
 #[derive(Debug)]
 pub(super) enum Ended {
@@ -241,9 +244,8 @@ impl Session {
                         return Ended::Lost(error);
                     }
                 }
-                Some((request_id, frame)) = self.replies.recv() => {
-                    self.calls.remove(&request_id);
-                    if let Err(error) = self.send_result(&frame).await {
+                Some(reply) = self.replies.recv() => {
+                    if let Err(error) = self.send_replies(reply).await {
                         return Ended::Lost(error);
                     }
                 }
@@ -360,18 +362,41 @@ impl Session {
         Ok(())
     }
 
+    /// Send `first` and the results that are ready with it, flushed once:
+    /// under load one write carries many.
+    async fn send_replies(&mut self, first: (String, Value)) -> Result<(), NodeError> {
+        let mut reply = Some(first);
+        let (mut served, mut failed) = (0, 0);
+        while let Some((request_id, frame)) = reply.take() {
+            self.calls.remove(&request_id);
+            self.socket.feed(Message::text(frame.to_string())).await.map_err(|error| lost(&self.inner.config.server, error))?;
+            if frames::is_success(&frame) {
+                served += 1;
+            } else {
+                failed += 1;
+            }
+            if served + failed < MAX_REPLIES_PER_WRITE {
+                reply = self.replies.try_recv().ok();
+            }
+        }
+        self.socket.flush().await.map_err(|error| lost(&self.inner.config.server, error))?;
+        self.count(served, failed);
+        Ok(())
+    }
+
     /// Send a `tool_result` and count it.
     async fn send_result(&mut self, frame: &Value) -> Result<(), NodeError> {
         self.send(frame).await?;
         let success = frames::is_success(frame);
-        self.inner.update(|status| {
-            if success {
-                status.calls_served += 1;
-            } else {
-                status.calls_failed += 1;
-            }
-        });
+        self.count(u64::from(success), u64::from(!success));
         Ok(())
+    }
+
+    fn count(&self, served: u64, failed: u64) {
+        self.inner.update(|status| {
+            status.calls_served += served;
+            status.calls_failed += failed;
+        });
     }
 
     async fn send(&mut self, frame: &Value) -> Result<(), NodeError> {
