@@ -180,7 +180,10 @@ fn process_alive(pid: u32) -> Option<bool> {
 
 /// A line for a person when the connection's state or server id changed.
 fn transition(before: &NodeStatus, now: &NodeStatus) -> Option<String> {
-    if before.state == now.state && before.server_id == now.server_id {
+    // A new server id while connected is a new connection; elsewhere
+    // only the state is told.
+    let new_connection = now.state == NodeState::Connected && before.server_id != now.server_id;
+    if before.state == now.state && !new_connection {
         return None;
     }
     Some(match now.state {
@@ -289,6 +292,12 @@ mod tests {
         reconnecting.server_id = None;
         reconnecting.last_error = Some("the connection to the VCP server ws://127.0.0.1:6005 was lost: reset".into());
         assert_eq!(transition(&connected, &connected), None);
+        let mut closing = connected.clone();
+        closing.state = NodeState::ShuttingDown;
+        let mut closed = closing.clone();
+        closed.server_id = None;
+        assert_eq!(transition(&connected, &closing).unwrap(), "shutting-down");
+        assert_eq!(transition(&closing, &closed), None, "told once");
         assert_eq!(
             transition(&reconnecting, &connected).unwrap(),
             "connected to ws://127.0.0.1:6005 (serverId dist-7); registered calculate"

@@ -217,16 +217,17 @@ async fn two_hundred_concurrent_calls_are_each_answered_with_their_own_id() {
     let standin = StandIn::start(KEY).await;
     let node = Node::join(&standin, &["calc"], "", "").await;
     standin.registration(1).await;
+    let mut frames = standin.subscribe();
     for i in 0..200 {
         standin.execute(&format!("r{i}"), "calculate", json!({"expression": format!("{i} * 3")}));
     }
-    let results = standin
-        .wait_until("200 results", |received| {
-            let results: Vec<&Value> = received.iter().filter(|r| r.kind() == "tool_result").map(|r| &r.frame["data"]).collect();
-            (results.len() >= 200).then(|| results.into_iter().cloned().collect::<Vec<_>>())
-        })
-        .await;
-    assert_eq!(results.len(), 200, "one result per call");
+    let mut results = Vec::new();
+    while results.len() < 200 {
+        let received = tokio::time::timeout(PATIENCE, frames.recv()).await.expect("200 results").unwrap();
+        if received.kind() == "tool_result" {
+            results.push(received.frame["data"].clone());
+        }
+    }
     let mut seen = std::collections::BTreeSet::new();
     for result in &results {
         let id = result["requestId"].as_str().unwrap();
@@ -235,6 +236,8 @@ async fn two_hundred_concurrent_calls_are_each_answered_with_their_own_id() {
         assert!(seen.insert(id.to_owned()), "{id} answered once");
     }
     let status = node.until("all counted", |s| s.calls_served == 200).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(standin.received().iter().filter(|r| r.kind() == "tool_result").count(), 200, "one result per call");
     assert_eq!(status.calls_in_flight, 0);
 }
 

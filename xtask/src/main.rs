@@ -6,7 +6,7 @@
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, and show a hostile plugin stopped with its limit named;
 //! - `bench`: build the plugins, then run the runtime and protocol
-//!   benchmarks.
+//!   benchmarks and the VCP node's.
 //!
 //! Each task first installs the `wasm32-wasip2` target with rustup, so it
 //! works on a fresh machine.
@@ -54,7 +54,8 @@ fn main() -> anyhow::Result<()> {
         }
         "bench" => {
             build_plugins(&root)?;
-            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol"]))
+            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol"]))?;
+            run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench>"),
     }
