@@ -159,7 +159,7 @@ impl NodeCommand {
         if self.json {
             output::json(&status)?;
         } else {
-            let rows = status_rows(&status, process_alive(status.pid), SystemTime::now());
+            let rows = status_rows(&status, status.process_alive(), SystemTime::now());
             output::table(&rows)?;
         }
         Ok(ExitCode::SUCCESS)
@@ -171,11 +171,6 @@ impl NodeCommand {
 fn config_dir(global: &GlobalOptions) -> PathBuf {
     let file = global.config.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_FILE));
     file.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned()
-}
-
-/// Whether process `pid` exists; `None` where that cannot be told.
-fn process_alive(pid: u32) -> Option<bool> {
-    Path::new("/proc/self").exists().then(|| Path::new(&format!("/proc/{pid}")).exists())
 }
 
 /// A line for a person when the connection's state or server id changed.

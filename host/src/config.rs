@@ -227,6 +227,9 @@ impl Policy {
             agent.system_prompt_file = agent.system_prompt_file.take().map(&resolve);
         }
         let vcp = file.vcp.map(|section| section.resolve(path, &resolve)).transpose()?;
+        for (name, profile) in &llm {
+            check_vcp_server(name, profile, vcp.as_ref(), path)?;
+        }
         Ok(Policy {
             plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
             cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
@@ -308,6 +311,18 @@ fn check_agent(name: &str, agent: &ToolCallConfig, llm: &BTreeMap<String, LlmPro
     Ok(())
 }
 
+/// An `[llm.NAME]` profile's `vcp_server` must name the server `[vcp]`
+/// joins: the one whose node runs this host's tools.
+fn check_vcp_server(name: &str, profile: &LlmProfile, vcp: Option<&VcpConfig>, path: &Path) -> Result<(), ConfigError> {
+    let Some(server) = &profile.vcp_server else { return Ok(()) };
+    let why = match vcp {
+        Some(vcp) if vcp.is_server(server) => return Ok(()),
+        Some(vcp) => format!("expected the server [vcp] joins ({}): a chat hands its calls only to that one", vcp.server),
+        None => "expected a [vcp] section joining that server, the node through which it runs this host's tools".to_owned(),
+    };
+    Err(ConfigError::Invalid { path: path.to_owned(), key: format!("llm.{name}.vcp_server"), value: server.clone(), why })
+}
+
 /// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
 fn default_cache_dir() -> Option<PathBuf> {
     user_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("toolhost"))
@@ -363,6 +378,7 @@ struct LlmSection {
     idle_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     retries: Option<u32>,
+    vcp_server: Option<String>,
 }
 
 impl LlmSection {
@@ -396,6 +412,7 @@ impl LlmSection {
             }
             profile.retry.retries = retries;
         }
+        profile.vcp_server = self.vcp_server;
         Ok(profile)
     }
 }

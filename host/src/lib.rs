@@ -110,8 +110,8 @@ pub use registry::{
 pub use suggest::{did_you_mean, unknown_tool};
 pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use vcp_node::{
-    InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, Unattended,
-    UnattendedAction, UnattendedApprover, VcpConfig, VcpNode,
+    Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, Unattended, UnattendedAction,
+    UnattendedApprover, VcpConfig, VcpNode,
 };
 pub use sandbox::{
     Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, ToolFailure,

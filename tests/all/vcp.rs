@@ -397,3 +397,73 @@ async fn shutdown_lets_running_calls_finish_within_the_grace_period_then_closes(
     standin.wait_until("a close frame", |_| (standin.closes() == 1).then_some(())).await;
     assert_eq!(node.node.status().state, NodeState::Stopped);
 }
+
+/// The reply a VCP server's chat endpoint gives a client: two rounds of
+/// calls, the server's summary after each, then the answer.
+const SERVER_REPLY: &str = "Let me compute.\n\
+<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」1+1「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+<<<[TOOL_REQUEST]>>>\ntool_name:「始」FileOperator「末」,\ncommand:「始」ReadFile「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+[本轮工具调用摘要:]\ncalculate 调用成功。\nFileOperator 调用拒绝。\n[本轮工具调用摘要结束]\nAnd a slow one.\n\
+<<<[TOOL_REQUEST]>>>\ntool_name:「始」exposed_wait「末」,\nms:「始」1「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+[本轮工具调用摘要:]\nexposed_wait 调用超时。\n[本轮工具调用摘要结束]\nThe answer is 2.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers_statuses() {
+    use toolhost::{Chain, ChainEvent, Handover, LlmProfile, OpenAiClient, Status, Stop, ToolCallConfig, Transcript};
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc", "exposed"], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
+    node.until("connected", |s| s.state == NodeState::Connected).await;
+    let model = toolhost_standin::StandIn::start([toolhost_standin::Response::text(SERVER_REPLY)]).await.unwrap();
+    let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "vcp-agent")).unwrap());
+    let config =
+        ToolCallConfig { enabled: true, system_prompt: Some("Tools here:\n{{tools}}\nEnd.".into()), ..ToolCallConfig::default() };
+    let approvals = Arc::new(Approvals::new(&node.host.registry.policy().approval));
+    let pipeline = Pipeline::new(node.host.executor.clone(), approvals, Arc::new(UnattendedApprover::default()));
+    let chain = Chain::new(llm, pipeline, "hub", config).unwrap().handing_over(Handover::to_node(&node.node));
+
+    let prompt = chain.system_prompt().text.clone();
+    assert!(prompt.contains("calculate") && prompt.contains("typed_echo"), "the node's tools while connected: {prompt}");
+    assert!(!prompt.contains("unexposed_echo"), "{prompt}");
+
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let on_event = move |event: ChainEvent| sink.lock().unwrap().push(event);
+    let mut transcript = Transcript::in_memory();
+    let stop = chain.send(&mut transcript, "what is 1+1?", &on_event, &CancellationToken::new()).await.unwrap();
+    assert_eq!(stop, Stop::Answered);
+    assert_eq!(model.requests().len(), 1, "the chain does not loop: the server did");
+    assert!(model.requests()[0].messages()[0]["content"].as_str().unwrap().contains("calculate"));
+
+    let events = events.lock().unwrap().clone();
+    let statuses: Vec<(String, Status)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChainEvent::Outcome { tool, status, .. } => Some((tool.clone(), *status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, [
+        ("calculate".to_owned(), Status::Success),
+        ("FileOperator".to_owned(), Status::Denied),
+        ("exposed_wait".to_owned(), Status::TimedOut),
+    ]);
+    let parsed: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChainEvent::CallsParsed { calls, .. } => Some(calls.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parsed, [2, 1], "the server's two rounds, with their raw blocks parsed");
+    assert!(!events.iter().any(|e| matches!(e, ChainEvent::Executing { .. } | ChainEvent::AwaitingApproval { .. })));
+    let audit = std::fs::read_to_string(node.host.dir.path().join("audit.jsonl")).unwrap_or_default();
+    assert_eq!(audit, "", "nothing ran or was even checked here");
+    assert!(transcript.unanswered().is_empty(), "no call is left for the chain to answer");
+    assert!(transcript.entries().iter().any(|e| matches!(e, toolhost::Entry::Assistant { content, .. } if content == SERVER_REPLY)));
+
+    // Not connected: the model is told about no tools nobody could run.
+    standin.stop();
+    node.until("disconnected", |s| s.state != NodeState::Connected).await;
+    let prompt = chain.system_prompt().text.clone();
+    assert_eq!(prompt, "Tools here:\n\nEnd.");
+}

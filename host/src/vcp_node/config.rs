@@ -412,6 +412,18 @@ mod tests {
     }
 
     #[test]
+    fn an_llm_profile_hands_over_only_to_the_server_vcp_joins() {
+        let llm = "[llm.hub]\nbase_url = \"http://127.0.0.1:6005/v1\"\nmodel = \"m\"\nvcp_server = \"ws://127.0.0.1:6005/\"\n";
+        let path = Path::new("/etc/toolhost/toolhost.toml");
+        let joined = Policy::parse(&format!("[vcp]\nserver = \"ws://127.0.0.1:6005\"\n{llm}"), path).unwrap();
+        assert_eq!(joined.llm["hub"].vcp_server.as_deref(), Some("ws://127.0.0.1:6005/"));
+        let error = Policy::parse(llm, path).unwrap_err().to_string();
+        assert!(error.contains("llm.hub.vcp_server = \"ws://127.0.0.1:6005/\" is invalid: expected a [vcp] section"), "{error}");
+        let error = Policy::parse(&format!("[vcp]\nserver = \"ws://127.0.0.1:7000\"\n{llm}"), path).unwrap_err().to_string();
+        assert!(error.contains("expected the server [vcp] joins (ws://127.0.0.1:7000)"), "{error}");
+    }
+
+    #[test]
     fn server_urls_are_written_one_way() {
         for (given, written) in [
             ("ws://127.0.0.1:6005", "ws://127.0.0.1:6005"),

@@ -70,6 +70,7 @@ mod connection;
 mod error;
 mod files;
 mod frames;
+mod handover;
 mod status;
 mod unattended;
 
@@ -81,6 +82,8 @@ pub use config::{
 };
 pub(crate) use config::VcpSection;
 pub use error::NodeError;
+pub use handover::Handover;
+pub(crate) use handover::{reported_outcomes, server_rounds};
 pub use status::{NodeState, NodeStatus};
 pub use unattended::UnattendedApprover;
 

@@ -112,6 +112,13 @@ impl NodeStatus {
         (same && self.state == NodeState::Connected).then_some(self.registered.as_slice())
     }
 
+    /// Whether the process that wrote this status still exists; `None`
+    /// where that cannot be told (no `/proc`). A node that was killed
+    /// leaves its last status behind.
+    pub fn process_alive(&self) -> Option<bool> {
+        Path::new("/proc/self").exists().then(|| Path::new(&format!("/proc/{}", self.pid)).exists())
+    }
+
     /// The status `path` holds, as a running node wrote it.
     pub fn read(path: &Path) -> Result<Self, NodeError> {
         let error = |message: String| NodeError::StatusFile { path: path.to_owned(), message };
