@@ -467,3 +467,30 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
     let prompt = chain.system_prompt().text.clone();
     assert_eq!(prompt, "Tools here:\n\nEnd.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_to_a_node_another_process_runs_reads_its_status_file() {
+    use toolhost::Handover;
+    let standin = StandIn::start(KEY).await;
+    let mut node = Node::join(&standin, &["calc"], "", "").await;
+    node.until("connected", |s| s.state == NodeState::Connected).await;
+    let config = node.node.config().clone();
+    let handover = Handover::to_status_file(&config);
+    let deadline = Instant::now() + PATIENCE;
+    while handover.tools() != ["calculate"] {
+        assert!(Instant::now() < deadline, "the status file never said connected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    node.stop().await;
+    assert_eq!(handover.tools(), Vec::<String>::new(), "a stopped node offers nothing");
+    // A node that was killed leaves `connected` behind.
+    let mut left = NodeStatus::read(&config.status_file).unwrap();
+    left.state = NodeState::Connected;
+    left.registered = vec!["calculate".into()];
+    left.pid = u32::MAX;
+    left.write(&config.status_file).unwrap();
+    assert_eq!(handover.tools(), Vec::<String>::new(), "its process is gone");
+    left.pid = std::process::id();
+    left.write(&config.status_file).unwrap();
+    assert_eq!(handover.tools(), ["calculate"]);
+}
