@@ -5,6 +5,7 @@
 
 mod approvals;
 mod call;
+mod chat;
 mod inspect;
 mod list;
 mod lock;
@@ -53,6 +54,7 @@ enum Command {
     List(list::ListCommand),
     Inspect(inspect::InspectCommand),
     Call(call::CallCommand),
+    Chat(chat::ChatCommand),
     Lock(lock::LockCommand),
     Prompt(prompt::PromptCommand),
     Parse(parse::ParseCommand),
@@ -97,6 +99,7 @@ impl Cli {
             Command::List(c) => c.execute(&self.global).await,
             Command::Inspect(c) => c.execute(&self.global).await,
             Command::Call(c) => c.execute(&self.global).await,
+            Command::Chat(c) => c.execute(&self.global).await,
             Command::Lock(c) => c.execute(&self.global).await,
             Command::Prompt(c) => c.execute(&self.global).await,
             Command::Parse(c) => c.execute(&self.global).await,

@@ -11,7 +11,7 @@
 //! (so `toolhost call x > out` keeps the exact bytes) and escaped, lines
 //! kept, when it is a terminal.
 
-use toolhost::{printable, printable_lines, to_json_pretty};
+use toolhost::{printable, printable_lines, to_json_line, to_json_pretty};
 use serde::Serialize;
 use std::fmt::Display;
 use std::io::{IsTerminal, Write};
@@ -47,6 +47,11 @@ pub(super) fn table<const N: usize>(rows: &[[String; N]]) -> anyhow::Result<()> 
 /// Pretty JSON, with no control, bidirectional or invisible character raw.
 pub(super) fn json(value: &(impl Serialize + ?Sized)) -> anyhow::Result<()> {
     write_stdout(&to_json_pretty(value)?)
+}
+
+/// One line of JSON (JSON-lines output), escaped as [`json`] is.
+pub(super) fn json_line(value: &(impl Serialize + ?Sized)) -> anyhow::Result<()> {
+    write_stdout(&to_json_line(value)?)
 }
 
 /// Data a tool or a template produced: raw unless stdout is a terminal.

@@ -17,6 +17,9 @@
 //!
 //! Each figure is a median; the ratios are computed from the same run.
 
+mod common;
+
+use common::{median, show};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -226,14 +229,4 @@ fn main() -> anyhow::Result<()> {
     let overhead = ratio(piped, bare);
     println!("(f) pipeline/bare   {:>7.2}x  target <= 1.2: {}", overhead, check(overhead <= 1.2));
     Ok(())
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn show(d: Duration) -> String {
-    let micros = d.as_secs_f64() * 1e6;
-    if micros < 1_000.0 { format!("{micros:.2} µs") } else { format!("{:.2} ms", micros / 1000.0) }
 }

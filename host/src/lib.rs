@@ -100,7 +100,7 @@ pub use manifest::{
 pub use message::{Message, NativeCall, Role};
 pub use outcome::{Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
-pub use printable::{printable, printable_lines, to_json_pretty};
+pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{

@@ -21,7 +21,7 @@ pub enum Role {
 /// in an assistant message: `{"id", "type": "function", "function":
 /// {"name", "arguments"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "WireCall", try_from = "WireCall")]
+#[serde(into = "WireCall", from = "WireCall")]
 pub struct NativeCall {
     /// The id the provider gave it.
     pub id: String,
@@ -56,11 +56,9 @@ impl From<NativeCall> for WireCall {
     }
 }
 
-impl TryFrom<WireCall> for NativeCall {
-    type Error = std::convert::Infallible;
-
-    fn try_from(wire: WireCall) -> Result<Self, Self::Error> {
-        Ok(NativeCall { id: wire.id, name: wire.function.name, arguments: wire.function.arguments })
+impl From<WireCall> for NativeCall {
+    fn from(wire: WireCall) -> Self {
+        NativeCall { id: wire.id, name: wire.function.name, arguments: wire.function.arguments }
     }
 }
 

@@ -38,9 +38,17 @@ pub fn printable_lines(text: &str) -> Cow<'_, str> {
 /// written as a `\uXXXX` escape. serde_json escapes C0 already; this adds
 /// DEL, C1, bidirectional and invisible characters. The JSON means the same.
 pub fn to_json_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    escaped_json(value, serde_json::ser::PrettyFormatter::new())
+}
+
+/// [`to_json_pretty`] on one line: for JSON-lines output.
+pub fn to_json_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    escaped_json(value, serde_json::ser::CompactFormatter)
+}
+
+fn escaped_json<T: Serialize + ?Sized, F: serde_json::ser::Formatter>(value: &T, formatter: F) -> serde_json::Result<String> {
     let mut out = Vec::new();
-    let formatter = EscapingFormatter(serde_json::ser::PrettyFormatter::new());
-    value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, formatter))?;
+    value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, EscapingFormatter(formatter)))?;
     Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
 }
 
@@ -81,10 +89,11 @@ pub(crate) fn needs_escape(c: char) -> bool {
             | '\u{feff}' | '\u{e0000}'..='\u{e007f}')
 }
 
-/// Pretty JSON, with [`needs_escape`] characters in strings as `\uXXXX`.
-struct EscapingFormatter(serde_json::ser::PrettyFormatter<'static>);
+/// JSON laid out by `F`, with [`needs_escape`] characters in strings as
+/// `\uXXXX`.
+struct EscapingFormatter<F>(F);
 
-impl serde_json::ser::Formatter for EscapingFormatter {
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for EscapingFormatter<F> {
     fn write_string_fragment<W: ?Sized + std::io::Write>(&mut self, writer: &mut W, fragment: &str) -> std::io::Result<()> {
         let mut rest = fragment;
         while let Some(at) = rest.find(needs_escape) {
@@ -99,7 +108,7 @@ impl serde_json::ser::Formatter for EscapingFormatter {
         writer.write_all(rest.as_bytes())
     }
 
-    // The rest is pretty-printing, delegated.
+    // The rest is layout, delegated.
     fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
         self.0.begin_array(w)
     }
@@ -156,5 +165,8 @@ mod tests {
             "{\n  \"k\\u202e\": [\n    \"\\u001b[2J\\u007f\\u009b\",\n    \"tag\\udb40\\udc41\",\n    \"ok ü\"\n  ]\n}"
         );
         assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), value);
+        let line = to_json_line(&value).unwrap();
+        assert_eq!(line, "{\"k\\u202e\":[\"\\u001b[2J\\u007f\\u009b\",\"tag\\udb40\\udc41\",\"ok ü\"]}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&line).unwrap(), value);
     }
 }

@@ -223,6 +223,9 @@ impl Response {
     pub fn dropped_after(text: &str) -> Self {
         let mut frames = Reply::text(text).frames(text, "standin");
         frames.truncate(frames.len() - 3); // finish, usage, [DONE]
+        // A pause first, so what came is on the wire before the cut: the
+        // client sees a reply cut off, not a connection that failed.
+        frames.push(Frame::DelayMs(50));
         frames.push(Frame::Drop);
         Response::Stream(frames)
     }

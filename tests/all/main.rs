@@ -3,6 +3,7 @@
 //! module per area.
 
 mod approval;
+mod chat;
 mod concurrency;
 mod declarations;
 mod grants;

@@ -4,16 +4,18 @@
 //!   `target/plugins/examples/` and `target/plugins/hostile/`;
 //! - `test`: build the plugins, then run every test;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
-//!   calls, and show a hostile plugin stopped with its limit named;
-//! - `bench`: build the plugins, then run the runtime and protocol
-//!   benchmarks and the VCP node's.
+//!   calls, show a hostile plugin stopped with its limit named, and end
+//!   with one chat turn against a scripted stand-in model;
+//! - `bench`: build the plugins, then run the runtime, protocol and
+//!   conversation-loop benchmarks, and the VCP node's.
 //!
 //! Each task first installs the `wasm32-wasip2` target with rustup, so it
 //! works on a fresh machine.
 
 use anyhow::{Context, bail};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// The example plugins, shown by the demo and `toolhost list`.
 const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
@@ -49,12 +51,12 @@ fn main() -> anyhow::Result<()> {
         }
         "demo" => {
             build_plugins(&root)?;
-            run(cargo(&root).args(["build", "--release", "-p", "toolhost-cli"]))?;
+            run(cargo(&root).args(["build", "--release", "-p", "toolhost-cli", "-p", "toolhost-standin"]))?;
             demo(&root)
         }
         "bench" => {
             build_plugins(&root)?;
-            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol"]))?;
+            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench>"),
@@ -166,6 +168,61 @@ limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
     step("a hostile plugin that loops forever, stopped by its fuel limit", &["--plugins", hostile, "call", "spin"], false)?;
     step("a hostile plugin that hoards memory, stopped at its memory limit", &["--plugins", hostile, "call", "exhaust_memory"], false)?;
     step("the host still answers the next call", &["call", "calculate", "--arg", "expression=sqrt(2)"], true)?;
+    chat_turn(root, &demo, &config)?;
     println!("\ndemo finished: every step behaved as expected");
+    Ok(())
+}
+
+/// One chat turn against `standin-llm`, a scripted stand-in for a model:
+/// its first reply asks for a sensitive call (denied: nobody is there to
+/// approve it) and a public one; its second quotes both results.
+fn chat_turn(root: &Path, demo: &Path, config: &Path) -> anyhow::Result<()> {
+    let vcp = |tool: &str, args: &[(&str, &str)]| {
+        let args: String = args.iter().map(|(k, v)| format!(",\n{k}:「始」{v}「末」")).collect();
+        format!("<<<[TOOL_REQUEST]>>>\ntool_name:「始」{tool}「末」{args}\n<<<[END_TOOL_REQUEST]>>>")
+    };
+    let first = format!(
+        "I'll save your order and work out the total.\n{}\n{}",
+        vcp("write_file", &[("path", "order.txt"), ("content", "3 notebooks at 19.99")]),
+        vcp("calculate", &[("expression", "3 * 19.99")])
+    );
+    // The stand-in fills `{{last_message:REGEX}}` from what it was sent:
+    // the answer really uses the results.
+    let second = "I could not save the order: {{last_message:\\(denied\\):\\\\n([^.]+)}}.\n\
+                  The total is {{last_message:value\\\\?\"?:\\s*([0-9.]+)}}.";
+    let script = serde_json::json!([
+        { "reply": { "text": first, "reasoning": "Save the order first, then compute 3 × 19.99." } },
+        { "reply": { "text": second } },
+    ]);
+    let script_file = demo.join("chat-script.json");
+    std::fs::write(&script_file, serde_json::to_string_pretty(&script)?)?;
+    let mut model = Command::new(root.join("target/release/standin-llm")).arg(&script_file).stdout(Stdio::piped()).spawn()?;
+    let mut url = String::new();
+    std::io::BufReader::new(model.stdout.take().context("the stand-in's stdout")?).read_line(&mut url)?;
+    let transcript = demo.join("chat.jsonl");
+    let _ = std::fs::remove_file(&transcript);
+    let message = "Save my order of 3 notebooks at 19.99 each, and tell me the total.";
+    println!("\n$ toolhost chat --base-url {} --message \"{message}\" --transcript {}", url.trim(), transcript.display());
+    println!("# one chat turn. The model is SCRIPTED: standin-llm, a stand-in OpenAI-compatible server");
+    println!("# replaying {}; no real model is called. Nobody is there to approve", script_file.display());
+    println!("# the sensitive write_file, so it is denied and the model is told why; calculate runs.");
+    let status = Command::new(root.join("target/release/toolhost"))
+        .arg("--config")
+        .arg(config)
+        .args(["chat", "--base-url", url.trim(), "--message", message, "--transcript"])
+        .arg(&transcript)
+        .stdin(Stdio::null())
+        .status();
+    let _ = model.kill();
+    let _ = model.wait();
+    if !status?.success() {
+        bail!("`toolhost chat` failed");
+    }
+    let saved = std::fs::read_to_string(&transcript)?;
+    let answer = saved.lines().last().unwrap_or_default();
+    if !(answer.contains("59.97") && answer.contains("needs approval")) {
+        bail!("the final answer does not use the results: {answer}");
+    }
+    println!("# the transcript, {} entries: {}", saved.lines().count(), transcript.display());
     Ok(())
 }

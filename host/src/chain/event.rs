@@ -146,6 +146,25 @@ pub enum Stop {
     },
 }
 
+/// Why the loop stopped, as a person reads it.
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Answered => f.write_str("the model answered"),
+            Stop::IterationLimit { limit } => {
+                write!(f, "stopped after {limit} rounds of tool calls (the agent's max_iterations); the model got no further turn")
+            }
+            Stop::Repeated { tool } => write!(f, "stopped: the model kept calling `{tool}` with the same arguments"),
+            Stop::Cancelled => f.write_str("cancelled"),
+            Stop::ModelFailed { message } => write!(f, "the model failed: {message}"),
+            Stop::AwaitingDecisions { calls } => {
+                let count = calls.len();
+                write!(f, "{count} call{} wait{} for a decision", if count == 1 { "" } else { "s" }, if count == 1 { "s" } else { "" })
+            }
+        }
+    }
+}
+
 /// What a person does with one call in manual mode.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ManualDecision {

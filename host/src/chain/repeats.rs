@@ -44,13 +44,13 @@ mod tests {
         let same = ToolCall::new("x", "search", args(json!({"q": "a"})));
         let other = ToolCall::new("y", "search", args(json!({"q": "b"})));
         let entries = vec![
-            asked(&[same.clone()]),
+            asked(std::slice::from_ref(&same)),
             Entry::User { content: "again".into() },
-            asked(&[same.clone()]),
-            asked(&[other.clone()]),
+            asked(std::slice::from_ref(&same)),
+            asked(std::slice::from_ref(&other)),
             asked(&[same.clone(), other.clone()]),
-            asked(&[same.clone()]),
-            asked(&[same.clone()]),
+            asked(std::slice::from_ref(&same)),
+            asked(std::slice::from_ref(&same)),
         ];
         assert_eq!(rounds_in_a_row(&entries, 6, &same), 3);
         assert_eq!(rounds_in_a_row(&entries, 5, &same), 2);

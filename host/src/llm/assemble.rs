@@ -27,11 +27,11 @@ impl Assembler {
     pub(crate) fn chunk(&mut self, data: &str, on_delta: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<(), LlmError> {
         let chunk: Value = serde_json::from_str(data).map_err(|e| LlmError::Malformed {
             message: format!("a chunk is not JSON ({e}): {}", excerpt(data)),
-            partial: self.reply.clone(),
+            partial: Box::new(self.reply.clone()),
         })?;
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             let message = error.get("message").and_then(Value::as_str).map_or_else(|| error.to_string(), str::to_owned);
-            return Err(LlmError::Stream { message, partial: self.reply.clone() });
+            return Err(LlmError::Stream { message, partial: Box::new(self.reply.clone()) });
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
@@ -98,8 +98,8 @@ impl Assembler {
     }
 
     /// What has arrived.
-    pub(crate) fn partial(&self) -> Reply {
-        self.reply.clone()
+    pub(crate) fn partial(&self) -> Box<Reply> {
+        Box::new(self.reply.clone())
     }
 
     /// The reply, once the stream has ended: whole, or cut off. Calls the
@@ -110,7 +110,7 @@ impl Assembler {
                 call.id = format!("call-{}", n + 1);
             }
         }
-        if self.finished { Ok(self.reply) } else { Err(LlmError::CutOff { partial: self.reply }) }
+        if self.finished { Ok(self.reply) } else { Err(LlmError::CutOff { partial: Box::new(self.reply) }) }
     }
 }
 

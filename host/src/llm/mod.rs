@@ -88,7 +88,7 @@ pub enum LlmError {
         /// Its message.
         message: String,
         /// What had arrived before.
-        partial: Reply,
+        partial: Box<Reply>,
     },
     /// The stream held something that is not the protocol.
     #[error("the model server sent something unreadable: {message}")]
@@ -96,13 +96,13 @@ pub enum LlmError {
         /// What.
         message: String,
         /// What had arrived before.
-        partial: Reply,
+        partial: Box<Reply>,
     },
     /// The stream ended without a finish reason or `[DONE]`.
     #[error("the reply was cut off: the stream ended without a finish reason{}", describe_cut(.partial))]
     CutOff {
         /// What had arrived.
-        partial: Reply,
+        partial: Box<Reply>,
     },
     /// Nothing arrived for longer than allowed.
     #[error("the model sent nothing for {seconds} s")]
@@ -110,13 +110,13 @@ pub enum LlmError {
         /// The idle limit.
         seconds: u64,
         /// What had arrived.
-        partial: Reply,
+        partial: Box<Reply>,
     },
     /// The request was cancelled.
     #[error("cancelled")]
     Cancelled {
         /// What had arrived.
-        partial: Reply,
+        partial: Box<Reply>,
     },
 }
 

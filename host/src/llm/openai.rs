@@ -183,7 +183,7 @@ impl OpenAiClient {
     /// The response to `body`, retrying what may be retried; the last
     /// failure when every attempt failed.
     async fn respond(&self, body: &Value, cancel: &CancellationToken) -> Result<reqwest::Response, LlmError> {
-        let cancelled = || LlmError::Cancelled { partial: Reply::default() };
+        let cancelled = || LlmError::Cancelled { partial: Box::default() };
         let mut attempt = 0;
         loop {
             let outcome = tokio::select! {

@@ -1,5 +1,6 @@
 //! `hostile`: tools that misbehave on purpose, so tests can show the sandbox
-//! holds. Nothing here is agent-callable.
+//! holds. Only `spin` and `wait_ms` are agent-callable, so that tests of
+//! the conversation loop can have a model call a slow tool.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use toolhost_sdk::prelude::*;
@@ -16,7 +17,7 @@ impl Plugin for Hostile {
             .directory("/data", Access::Read)
             .env("PATH")
             .http_host("127.0.0.1")
-            .tool(Tool::new("spin", "Loop forever."))
+            .tool(Tool::new("spin", "Loop forever.").agent_callable(true))
             .tool(Tool::new("exhaust_memory", "Allocate until memory runs out."))
             .tool(Tool::new("recurse", "Recurse without end."))
             .tool(path(Tool::new("read_path", "Read any path it is given.")))
@@ -34,7 +35,7 @@ impl Plugin for Hostile {
             .tool(Tool::new("sleep", "Sleep inside a host call.")
                 .param("seconds", Type::Integer, "how long", Required))
             .tool(Tool::new("wait_ms", "Wait inside a host call, as a tool waiting on I/O does.")
-                .param("ms", Type::Integer, "how long", Required))
+                .param("ms", Type::Integer, "how long", Required).agent_callable(true))
     }
 
     fn invoke(tool: &str, args: Args) -> Result<Output, ToolError> {

@@ -1,0 +1,380 @@
+//! `toolhost chat`: a conversation with a model that calls the loaded
+//! tools, through the library's [`Chain`].
+
+mod display;
+mod terminal;
+
+use super::GlobalOptions;
+use super::output;
+use anyhow::{Context, bail};
+use display::Display;
+use std::future::Future;
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use terminal::{Line, Terminal};
+use toolhost::{
+    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DenyAll, LlmProfile, ManualDecision, OpenAiClient,
+    Policy, ProtocolId, RequestedCall, Stop, ToolCallConfig, Transcript, did_you_mean, printable, to_json_pretty, visible_tools,
+};
+
+/// The agent name a chat without `--agent` runs as (approvals remembered
+/// for it, audit records).
+const CHAT_AGENT: &str = "chat";
+/// Where the model is when nothing says: a local OpenAI-compatible server
+/// (llama.cpp's `llama-server`, vLLM, Ollama's `/v1`, …).
+const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080/v1";
+/// The model name sent when nothing says; local servers ignore it.
+const DEFAULT_MODEL: &str = "default";
+
+/// Chat with a model that calls the loaded tools.
+///
+/// Each reply streams in; the calls it makes are parsed in the agent's
+/// protocol (or taken from the native API), approved where their
+/// permission level says so — asked at the terminal, allowed with
+/// `--yes`, denied when there is nobody to ask — run in the sandbox, and
+/// sent back, until the model answers. Ctrl-C cancels the turn (a second
+/// one quits); Ctrl-D or `/quit` at the prompt ends the chat.
+///
+/// The model is any OpenAI-compatible endpoint: an `[llm.NAME]` profile
+/// (`--llm`, or the agent's `llm`), or `--base-url`/`--model` and the
+/// OPENAI_BASE_URL, OPENAI_MODEL and OPENAI_API_KEY variables.
+#[derive(Debug, clap::Args)]
+pub(super) struct ChatCommand {
+    /// The agent (`[agents.NAME]`): its tools, protocol, limits, mode,
+    /// system prompt and model. Without one: every agent-callable tool,
+    /// the vcp protocol, the default system prompt.
+    #[arg(long)]
+    agent: Option<String>,
+    /// The model endpoint, an `[llm.NAME]` profile [default: the agent's].
+    #[arg(long, value_name = "NAME")]
+    llm: Option<String>,
+    /// The endpoint's API base, over the profile's [default:
+    /// $OPENAI_BASE_URL, else http://127.0.0.1:8080/v1].
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The model name, over the profile's [default: $OPENAI_MODEL, else
+    /// "default"].
+    #[arg(long)]
+    model: Option<String>,
+    /// The environment variable holding the API key, over the profile's
+    /// [default: OPENAI_API_KEY when it is set].
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// The protocol tools are offered and called in: vcp, json-block,
+    /// xml-tag or native [default: the agent's].
+    #[arg(long)]
+    protocol: Option<ProtocolId>,
+    /// Manual mode: after each reply with calls, you run each (as written
+    /// or edited), answer it by hand, or skip it.
+    #[arg(long)]
+    manual: bool,
+    /// Allow calls that need approval without asking (deny rules still
+    /// apply); in manual mode without a terminal, run every call as
+    /// written.
+    #[arg(long)]
+    yes: bool,
+    /// Save the conversation in FILE, one JSON entry per line (FILE must
+    /// not exist yet).
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    transcript: Option<PathBuf>,
+    /// Go on with the conversation saved in FILE, adding to it.
+    #[arg(long, value_name = "FILE")]
+    resume: Option<PathBuf>,
+    /// Send this message, wait for the answer, and exit; repeatable (sent
+    /// in turn). Without it, messages are read at a prompt — or, when
+    /// stdin is not a terminal, all of stdin is one message.
+    #[arg(long, short)]
+    message: Vec<String>,
+    /// Print every event as a line of JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What a chat needs while it runs.
+struct Session {
+    chain: Chain,
+    transcript: Transcript,
+    display: Display,
+    /// The person's terminal, when stdin is one.
+    terminal: Option<Terminal>,
+    /// `--yes`.
+    yes: bool,
+    /// A turn ended because the model failed.
+    failed: bool,
+}
+
+impl ChatCommand {
+    pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
+        let policy = global.policy()?;
+        let (agent, mut config) = match &self.agent {
+            Some(name) => {
+                let config = policy.agents.get(name).cloned().with_context(|| {
+                    let names: Vec<&str> = policy.agents.keys().map(String::as_str).collect();
+                    format!("no agent `{name}` in the policy{}", did_you_mean(name, &names))
+                })?;
+                (name.clone(), config)
+            }
+            None => (CHAT_AGENT.to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() }),
+        };
+        if !config.enabled {
+            output::note(format_args!(
+                "warning: tool calling is off for agent `{agent}` (set enabled = true in [agents.{agent}]): the model is offered no tools"
+            ));
+        }
+        if let Some(protocol) = self.protocol {
+            config.protocol = protocol;
+        }
+        if self.manual {
+            config.mode = CallMode::Manual;
+        }
+        let profile = self.profile(&policy, &config)?;
+        let terminal = if std::io::stdin().is_terminal() { Some(Terminal::new()?) } else { None };
+        let approver: Arc<dyn Approver> = match &terminal {
+            _ if self.yes => Arc::new(AllowAll),
+            Some(terminal) => Arc::new(terminal.approver()),
+            None => Arc::new(DenyAll),
+        };
+        let pipeline = global.pipeline_with(approver).await?;
+        let offered = if config.enabled { visible_tools(&pipeline.executor().registry().catalog(), &config).len() } else { 0 };
+        let (url, model) = (profile.base_url.clone(), profile.model.clone());
+        let llm = Arc::new(OpenAiClient::new(profile).context("the model endpoint")?);
+        let protocol = config.protocol;
+        let chain = Chain::new(llm, pipeline, &agent, config)?;
+        output::note(format_args!("chat: model `{model}` at {url}, {offered} tools offered in {protocol} (agent `{agent}`)"));
+        if terminal.is_none() && !self.yes && offered > 0 {
+            output::note("note: no terminal to ask on: calls that need approval are denied (--yes allows them)");
+        }
+        let transcript = self.transcript()?;
+        let mut session = Session { chain, transcript, display: Display::new(self.json), terminal, yes: self.yes, failed: false };
+        let waiting = !session.transcript.unanswered().is_empty() && session.chain.config().mode == CallMode::Manual;
+        if waiting {
+            session.decide_waiting().await?;
+        }
+        if !self.message.is_empty() {
+            for message in &self.message {
+                session.turn(message).await?;
+            }
+        } else if session.terminal.is_some() {
+            session.prompt_loop().await?;
+        } else if !waiting {
+            let mut message = String::new();
+            std::io::stdin().read_to_string(&mut message).context("reading the message from stdin")?;
+            if message.trim().is_empty() {
+                bail!("no message: pass --message TEXT, pipe one in, or run at a terminal");
+            }
+            session.turn(message.trim_end()).await?;
+        }
+        if session.display.closed() {
+            return Err(output::StdoutClosed.into());
+        }
+        Ok(if session.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    }
+
+    /// The endpoint: the named profile (`--llm`, else the agent's) or one
+    /// from the environment, with the command line's overrides.
+    fn profile(&self, policy: &Policy, config: &ToolCallConfig) -> anyhow::Result<LlmProfile> {
+        let mut profile = match self.llm.as_deref().or(config.llm.as_deref()) {
+            Some(name) => policy.llm.get(name).cloned().with_context(|| {
+                let names: Vec<&str> = policy.llm.keys().map(String::as_str).collect();
+                format!("no model profile `{name}` ([llm.{name}]) in the policy{}", did_you_mean(name, &names))
+            })?,
+            None => {
+                let base_url = std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| DEFAULT_BASE_URL.to_owned());
+                let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| DEFAULT_MODEL.to_owned());
+                let mut profile = LlmProfile::new(base_url, model);
+                profile.api_key_env = std::env::var_os("OPENAI_API_KEY").map(|_| "OPENAI_API_KEY".to_owned());
+                profile
+            }
+        };
+        if let Some(url) = &self.base_url {
+            profile.base_url.clone_from(url);
+        }
+        if let Some(model) = &self.model {
+            profile.model.clone_from(model);
+        }
+        if let Some(variable) = &self.api_key_env {
+            profile.api_key_env = Some(variable.clone());
+        }
+        if !(profile.base_url.starts_with("http://") || profile.base_url.starts_with("https://")) {
+            bail!("the model's base URL `{}` is not an http:// or https:// URL", printable(&profile.base_url));
+        }
+        Ok(profile)
+    }
+
+    fn transcript(&self) -> anyhow::Result<Transcript> {
+        if let Some(path) = &self.resume {
+            let (transcript, warnings) = Transcript::resume(path)?;
+            for warning in warnings {
+                output::note(format_args!("warning: {warning}"));
+            }
+            let count = transcript.entries().len();
+            output::note(format_args!("resuming {} ({count} entries)", path.display()));
+            return Ok(transcript);
+        }
+        match &self.transcript {
+            Some(path) => Ok(Transcript::create(path)?),
+            None => Ok(Transcript::in_memory()),
+        }
+    }
+}
+
+impl Session {
+    /// Messages typed at the prompt, each a turn, until Ctrl-D or `/quit`.
+    async fn prompt_loop(&mut self) -> anyhow::Result<()> {
+        let terminal = self.terminal.clone().expect("a prompt loop runs at a terminal");
+        output::note("Type a message; Ctrl-C cancels a turn, Ctrl-D or /quit ends the chat.");
+        loop {
+            let message = match terminal.read("you> ", "").await? {
+                Line::Text(text) if matches!(text.trim(), "/quit" | "/exit") => return Ok(()),
+                Line::Text(text) if text.trim().is_empty() => continue,
+                Line::Text(text) => text,
+                Line::Interrupted => continue,
+                Line::Ended => return Ok(()),
+            };
+            self.turn(&message).await?;
+            if self.display.closed() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Send `message`, and in manual mode settle what the model asks for,
+    /// until the model answers or the loop stops.
+    async fn turn(&mut self, message: &str) -> anyhow::Result<()> {
+        let cancel = self.new_turn();
+        let display = &self.display;
+        let events = |event: ChainEvent| display.show(&event);
+        let stop = interruptible(self.chain.send(&mut self.transcript, message, &events, &cancel), &cancel).await?;
+        self.settle(stop, &cancel).await
+    }
+
+    /// Calls a saved conversation left waiting: decide them first.
+    async fn decide_waiting(&mut self) -> anyhow::Result<()> {
+        let waiting = self.transcript.unanswered();
+        let stop = Stop::AwaitingDecisions { calls: waiting };
+        output::note(format_args!("the saved conversation: {stop}"));
+        let cancel = self.new_turn();
+        self.settle(stop, &cancel).await
+    }
+
+    fn new_turn(&self) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        if let Some(terminal) = &self.terminal {
+            terminal.set_turn(cancel.clone());
+        }
+        cancel
+    }
+
+    /// Manual mode: decide waiting calls and go on, for as long as the
+    /// model asks; then note how the turn ended.
+    async fn settle(&mut self, mut stop: Stop, cancel: &CancellationToken) -> anyhow::Result<()> {
+        while let Stop::AwaitingDecisions { calls } = &stop {
+            let Some(decisions) = self.decisions(calls).await? else {
+                let how = if self.transcript.path().is_some() { "resume the transcript" } else { "save a transcript" };
+                output::note(format_args!(
+                    "{stop}; nothing ran. To decide them, {how} at a terminal (or with --yes to run them as written)."
+                ));
+                return Ok(());
+            };
+            let display = &self.display;
+            let events = |event: ChainEvent| display.show(&event);
+            stop = interruptible(self.chain.resume(&mut self.transcript, decisions, &events, cancel), cancel).await?;
+        }
+        self.failed |= matches!(stop, Stop::ModelFailed { .. });
+        Ok(())
+    }
+
+    /// A decision for each waiting call: asked at the terminal, or every
+    /// call run as written with `--yes`; `None` when nobody decides.
+    async fn decisions(&self, calls: &[RequestedCall]) -> anyhow::Result<Option<Vec<ManualDecision>>> {
+        let Some(terminal) = &self.terminal else {
+            let run_all = calls.iter().map(|c| ManualDecision::Run { id: c.id.clone(), arguments: None });
+            return Ok(self.yes.then(|| run_all.collect()));
+        };
+        let mut decisions = Vec::with_capacity(calls.len());
+        for (index, call) in calls.iter().enumerate() {
+            let arguments = &call.arguments;
+            output::note_lines(format_args!(
+                "[{}/{}] {} {}",
+                index + 1,
+                calls.len(),
+                printable(&call.tool),
+                to_json_pretty(arguments)?
+            ));
+            match ask_decision(terminal, call, arguments).await? {
+                Some(decision) => decisions.push(decision),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(decisions))
+    }
+}
+
+/// One call's decision, asked until the answer is one; `None` on Ctrl-C
+/// or the end of input.
+async fn ask_decision(
+    terminal: &Terminal,
+    call: &RequestedCall,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+) -> anyhow::Result<Option<ManualDecision>> {
+    let id = call.id.clone();
+    loop {
+        let Line::Text(answer) = terminal.read("run, edit, answer or skip? [r/e/a/s] ", "").await? else { return Ok(None) };
+        let decision = match answer.trim().to_ascii_lowercase().as_str() {
+            "r" | "run" => ManualDecision::Run { id: id.clone(), arguments: None },
+            "e" | "edit" => {
+                let initial = serde_json::Value::Object(arguments.clone()).to_string();
+                let Line::Text(edited) = terminal.read("arguments> ", &initial).await? else { return Ok(None) };
+                match serde_json::from_str::<serde_json::Value>(&edited) {
+                    Ok(serde_json::Value::Object(edited)) => ManualDecision::Run { id: id.clone(), arguments: Some(edited) },
+                    Ok(_) => {
+                        output::note("the arguments must be a JSON object");
+                        continue;
+                    }
+                    Err(error) => {
+                        output::note(format_args!("not JSON: {error}"));
+                        continue;
+                    }
+                }
+            }
+            "a" | "answer" => {
+                let Line::Text(output) = terminal.read("result> ", "").await? else { return Ok(None) };
+                ManualDecision::Answer { id: id.clone(), output }
+            }
+            "s" | "skip" => {
+                let Line::Text(reason) = terminal.read("why (optional)> ", "").await? else { return Ok(None) };
+                let reason = Some(reason.trim().to_owned()).filter(|r| !r.is_empty());
+                ManualDecision::Skip { id: id.clone(), reason }
+            }
+            _ => {
+                output::note("answer r (run as written), e (edit the arguments, then run), a (answer by hand) or s (skip)");
+                continue;
+            }
+        };
+        return Ok(Some(decision));
+    }
+}
+
+/// Await `work`; a Ctrl-C cancels `cancel` (the work then ends soon), and
+/// a second one quits.
+async fn interruptible<T>(work: impl Future<Output = T>, cancel: &CancellationToken) -> T {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            signal = tokio::signal::ctrl_c() => {
+                if signal.is_err() {
+                    return work.await;
+                }
+                if cancel.is_cancelled() {
+                    output::note("interrupted again: quitting");
+                    std::process::exit(130);
+                }
+                output::note("cancelling the turn (Ctrl-C again quits)");
+                cancel.cancel();
+            }
+        }
+    }
+}
