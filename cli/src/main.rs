@@ -12,6 +12,7 @@ mod inspect;
 mod list;
 mod lock;
 mod new;
+mod node;
 mod output;
 mod parse;
 mod prompt;
@@ -71,6 +72,7 @@ enum Command {
     New(new::NewCommand),
     Add(add::AddCommand),
     Remove(remove::RemoveCommand),
+    Node(node::NodeCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -119,6 +121,7 @@ impl Cli {
             Command::New(c) => c.execute(&self.global).await,
             Command::Add(c) => c.execute(&self.global).await,
             Command::Remove(c) => c.execute(&self.global).await,
+            Command::Node(c) => c.execute(&self.global).await,
         }
     }
 }
@@ -191,7 +194,8 @@ impl GlobalOptions {
         self.pipeline_with(approver).await
     }
 
-    /// The turn pipeline over the policy's plugins, asking `approver`.
+    /// The turn pipeline over the policy's plugins, approving by the
+    /// policy and `approver`.
     async fn pipeline_with(&self, approver: Arc<dyn Approver>) -> anyhow::Result<Pipeline> {
         let registry = Arc::new(self.registry().await?);
         let approvals = Approvals::new(&registry.policy().approval);

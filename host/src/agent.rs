@@ -93,7 +93,17 @@ impl ToolCallConfig {
 
     /// Whether `tool` reaches the model under this configuration.
     pub fn offers(&self, tool: &ToolSpec) -> bool {
-        tool.agent_callable && self.tool_toggles.get(&tool.name).copied().unwrap_or(self.default_tool_enabled)
+        tool.agent_callable && self.turned_on(&tool.name)
+    }
+
+    /// Whether `tool` is offered to another system (a VCP server) under
+    /// this configuration: distributed-exposed, and turned on.
+    pub fn exposes(&self, tool: &ToolSpec) -> bool {
+        tool.distributed_exposed && self.turned_on(&tool.name)
+    }
+
+    fn turned_on(&self, tool: &str) -> bool {
+        self.tool_toggles.get(tool).copied().unwrap_or(self.default_tool_enabled)
     }
 }
 

@@ -39,6 +39,9 @@
 //! agent = "coder"                    # only for this agent; default: every agent
 //! args = { path = "notes/**" }       # every listed argument must match its glob
 //! reason = "…"                       # deny and ask only: the words the model or the person gets
+//!
+//! [vcp]                              # joining a VCP server as a node; see `vcp_node::VcpConfig`
+//! server = "ws://127.0.0.1:6005"
 //! ```
 
 use crate::agent::ToolCallConfig;
@@ -46,6 +49,7 @@ use crate::llm::LlmProfile;
 use crate::approval::{ApprovalConfig, Rule, RuleAction};
 use crate::manifest::DirAccess;
 use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
+use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -125,6 +129,9 @@ pub struct Policy {
     pub agents: BTreeMap<String, ToolCallConfig>,
     /// Approval rules, remembered decisions and the audit log (`[approval]`).
     pub approval: ApprovalConfig,
+    /// Joining a VCP server as a node (`[vcp]`, see [`VcpConfig`]); `None`
+    /// without that section.
+    pub vcp: Option<VcpConfig>,
     /// Model endpoints, by profile name (`[llm.NAME]`).
     pub llm: BTreeMap<String, LlmProfile>,
 }
@@ -167,6 +174,7 @@ impl Default for Policy {
             agents: BTreeMap::new(),
             llm: BTreeMap::new(),
             approval: ApprovalConfig::default(),
+            vcp: None,
         }
     }
 }
@@ -253,6 +261,10 @@ impl Policy {
             check_agent(name, agent, &llm, path)?;
             agent.system_prompt_file = agent.system_prompt_file.take().map(&resolve);
         }
+        let vcp = file.vcp.map(|section| section.resolve(path, &resolve)).transpose()?;
+        for (name, profile) in &llm {
+            check_vcp_server(name, profile, vcp.as_ref(), path)?;
+        }
         Ok(Policy {
             plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
             cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
@@ -262,6 +274,7 @@ impl Policy {
             plugins,
             agents,
             approval,
+            vcp,
             llm,
         })
     }
@@ -333,6 +346,18 @@ fn check_agent(name: &str, agent: &ToolCallConfig, llm: &BTreeMap<String, LlmPro
     Ok(())
 }
 
+/// An `[llm.NAME]` profile's `vcp_server` must name the server `[vcp]`
+/// joins: the one whose node runs this host's tools.
+fn check_vcp_server(name: &str, profile: &LlmProfile, vcp: Option<&VcpConfig>, path: &Path) -> Result<(), ConfigError> {
+    let Some(server) = &profile.vcp_server else { return Ok(()) };
+    let why = match vcp {
+        Some(vcp) if vcp.is_server(server) => return Ok(()),
+        Some(vcp) => format!("expected the server [vcp] joins ({}): a chat hands its calls only to that one", vcp.server),
+        None => "expected a [vcp] section joining that server, the node through which it runs this host's tools".to_owned(),
+    };
+    Err(ConfigError::Invalid { path: path.to_owned(), key: format!("llm.{name}.vcp_server"), value: server.clone(), why })
+}
+
 /// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
 fn default_cache_dir() -> Option<PathBuf> {
     user_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("toolhost"))
@@ -377,6 +402,7 @@ struct ConfigFile {
     agents: BTreeMap<String, ToolCallConfig>,
     #[serde(default)]
     approval: ApprovalSection,
+    vcp: Option<VcpSection>,
     #[serde(default)]
     llm: BTreeMap<String, LlmSection>,
 }
@@ -395,6 +421,7 @@ struct LlmSection {
     idle_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     retries: Option<u32>,
+    vcp_server: Option<String>,
 }
 
 impl LlmSection {
@@ -428,6 +455,7 @@ impl LlmSection {
             }
             profile.retry.retries = retries;
         }
+        profile.vcp_server = self.vcp_server;
         Ok(profile)
     }
 }
@@ -502,6 +530,20 @@ fn read_only() -> DirAccess {
     DirAccess::Read
 }
 
+/// `value` of `key` when it lies in `range`, else the error naming both.
+pub(crate) fn in_range(path: &Path, key: &str, value: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ConfigError> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::Range {
+            path: path.to_owned(),
+            key: key.to_owned(),
+            value: value.to_string(),
+            why: format!("expected {} to {}", range.start(), range.end()),
+        })
+    }
+}
+
 /// Limits as the file spells them, each optional.
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(deny_unknown_fields)]
@@ -522,18 +564,7 @@ struct LimitOverrides {
 
 impl LimitOverrides {
     fn apply(self, base: Limits, path: &Path, section: &str) -> Result<Limits, ConfigError> {
-        let range = |key: &str, value: u64, min: u64, max: u64| {
-            if (min..=max).contains(&value) {
-                Ok(value)
-            } else {
-                Err(ConfigError::Range {
-                    path: path.to_owned(),
-                    key: format!("{section}.{key}"),
-                    value: value.to_string(),
-                    why: format!("expected {min} to {max}"),
-                })
-            }
-        };
+        let range = |key: &str, value: u64, min: u64, max: u64| in_range(path, &format!("{section}.{key}"), value, min..=max);
         let mut limits = base;
         if let Some(v) = self.fuel {
             limits.fuel = range("fuel", v, 1, u64::MAX / 2)?;

@@ -11,7 +11,9 @@
 //!   approve them ([`Approvals`], [`Approver`]), run them on the
 //!   [`Executor`] (each in a fresh, capability-limited instance), approve
 //!   results, and format them as [`Message`]s for the model;
-//! - [`Policy`]: the host's `toolhost.toml`: limits, grants, agents.
+//! - [`Policy`]: the host's `toolhost.toml`: limits, grants, agents;
+//! - [`VcpNode`]: the host joined to a VCP server as a distributed node,
+//!   its exposed tools run through the same [`Pipeline`].
 //!
 //! One whole turn:
 //!
@@ -74,6 +76,7 @@ mod registry;
 mod sandbox;
 mod suggest;
 mod transcript;
+mod vcp_node;
 
 pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
 pub use approval::{
@@ -99,7 +102,7 @@ pub use manifest::{
 };
 pub use message::{Message, NativeCall, Role};
 pub use outcome::{Status, ToolOutcome};
-pub use pipeline::{DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
+pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
@@ -110,6 +113,10 @@ pub use registry::{
 pub use policy_check::{PolicyWarning, check_policy};
 pub use suggest::{did_you_mean, unknown_tool};
 pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
+pub use vcp_node::{
+    Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, Unattended, UnattendedAction,
+    UnattendedApprover, VcpConfig, VcpNode,
+};
 pub use sandbox::{
     Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, ToolFailure,
     ToolFailureKind, ToolOutput, Withheld, accounting_active,
@@ -125,6 +132,15 @@ pub mod limits {
         LOG_RECORD_COST, LOG_RECORDS_PER_CALL, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS,
         STACK_LIMIT_BYTES,
     };
+
+    /// The VCP node's defaults and fixed limits.
+    pub mod vcp_node {
+        pub use crate::vcp_node::{
+            ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
+            DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, MAX_FRAME_BYTES,
+            MAX_PENDING_CALLS, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION, STATUS_WRITE_INTERVAL,
+        };
+    }
 }
 
 /// Counts the host memory each call causes, so that the per-call

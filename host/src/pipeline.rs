@@ -45,10 +45,25 @@ pub struct Turn {
     /// Cancels the turn: calls not yet finished end `cancelled`, whether
     /// they wait for a person or run.
     pub cancel: CancellationToken,
+    /// Whom the calls come from, which decides the tools they may call.
+    pub audience: Audience,
     /// A person already chose these calls (manual mode): questions the
     /// permission levels or `require_confirmation` would ask are not asked
     /// again. Deny rules still hold.
     pub chosen_by_person: bool,
+}
+
+/// Whom a turn's calls come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Audience {
+    /// A model, through its agent: the agent-callable tools its
+    /// configuration turns on ([`ToolCallConfig::offers`]).
+    #[default]
+    Model,
+    /// Another system, such as a VCP server this host joined as a node:
+    /// the distributed-exposed tools the configuration turns on
+    /// ([`ToolCallConfig::exposes`]).
+    Distributed,
 }
 
 impl Turn {
@@ -59,6 +74,7 @@ impl Turn {
             config: ToolCallConfig::default(),
             protocol,
             cancel: CancellationToken::new(),
+            audience: Audience::Model,
             chosen_by_person: false,
         }
     }
@@ -66,7 +82,28 @@ impl Turn {
     /// A turn of `agent` with `config`, in the agent's protocol.
     pub fn for_agent(agent: impl Into<String>, config: ToolCallConfig) -> Self {
         let protocol = config.protocol;
-        Turn { agent: Some(agent.into()), config, protocol, cancel: CancellationToken::new(), chosen_by_person: false }
+        Turn {
+            agent: Some(agent.into()),
+            config,
+            protocol,
+            cancel: CancellationToken::new(),
+            audience: Audience::Model,
+            chosen_by_person: false,
+        }
+    }
+
+    /// A turn of another system calling as `agent` (approved and audited
+    /// under that name), which may call the tools `config` exposes.
+    pub fn distributed(agent: impl Into<String>, config: ToolCallConfig) -> Self {
+        Turn { audience: Audience::Distributed, ..Self::for_agent(agent, config) }
+    }
+
+    /// Whether the turn's agent may call `spec`.
+    fn offers(&self, spec: &ToolSpec) -> bool {
+        match self.audience {
+            Audience::Model => self.config.offers(spec),
+            Audience::Distributed => self.config.exposes(spec),
+        }
     }
 
     fn agent_name(&self) -> &str {
@@ -145,7 +182,7 @@ impl Pipeline {
     pub async fn run_observed(&self, turn: &Turn, calls: Vec<ToolCall>, observer: &dyn TurnObserver) -> TurnResult {
         let catalog = self.executor.registry().catalog();
         let offered: Vec<&ToolSpec> =
-            catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.config.offers(spec)).collect();
+            catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.offers(spec)).collect();
         let audits = self.approvals.audits();
         let mut slots: Vec<Slot<'_>> = calls.into_iter().map(|call| check(&catalog, &offered, turn, audits, call)).collect();
         report_done(&slots, observer);

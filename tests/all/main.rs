@@ -14,3 +14,5 @@ mod polyglot;
 mod protocols;
 mod registry;
 mod support;
+mod vcp;
+mod vcp_standin;

@@ -12,7 +12,7 @@
 //!   with one chat turn against a scripted stand-in model;
 //! - `bench`: build the plugins and every language's `toolhost new`
 //!   sample, then run the runtime, protocol and conversation-loop
-//!   benchmarks.
+//!   benchmarks, and the VCP node's.
 //!
 //! Each task first installs the `wasm32-wasip2` target with rustup, so it
 //! works on a fresh machine.
@@ -37,6 +37,7 @@ const HOSTILE: &[&str] = &[
     "bloated",
     "squatter",
     "escapes",
+    "exposed",
 ];
 /// Plugin crates whose unit tests run natively.
 const NATIVE_TESTED: &[&str] = &["calc"];
@@ -68,7 +69,8 @@ fn main() -> anyhow::Result<()> {
         "bench" => {
             build_plugins(&root)?;
             polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
-            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))
+            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
+            run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         _ => bail!("usage: cargo xtask <build-plugins | build-samples | test | demo | bench>"),
     }

@@ -24,8 +24,14 @@
 //! parsing and hands back the calls ([`Stop::AwaitingDecisions`]); a
 //! person runs the ones they choose, possibly edited, answers or skips the
 //! others ([`ManualDecision`]), and [`Chain::resume`] goes on.
+//!
+//! When the model endpoint is a VCP server ([`Chain::handing_over`]), the
+//! server runs the calls and loops itself: the chain sends one request per
+//! message, runs nothing, and shows the server's rounds instead (see
+//! `handover`).
 
 mod event;
+mod handover;
 mod incoming;
 mod repeats;
 
@@ -35,13 +41,14 @@ use crate::agent::{CallMode, ToolCallConfig};
 use crate::approval::PendingCall;
 use crate::call::ToolCall;
 use crate::discovery::{PromptCache, RenderedPrompt, visible_tools};
-use crate::llm::{ChatRequest, LlmClient, LlmError, StreamEvent};
+use crate::llm::{ChatRequest, LlmClient, LlmError, Reply, StreamEvent};
 use crate::outcome::{Status, ToolOutcome};
 use crate::pipeline::{Pipeline, Turn, TurnObserver};
 use crate::protocol::native::tools_schema;
 use crate::protocol::{Declared, ProtocolId};
 use crate::registry::Catalog;
 use crate::transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
+use crate::vcp_node::Handover;
 use incoming::Incoming;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -78,6 +85,8 @@ pub struct Chain {
     agent: String,
     config: ToolCallConfig,
     template: String,
+    /// The VCP server that runs the calls, when the model endpoint is one.
+    handover: Option<Handover>,
 }
 
 /// What to do with one call of a round.
@@ -102,7 +111,15 @@ impl Chain {
             std::io::Error::new(error.kind(), format!("the system prompt file {file}: {error}"))
         })?;
         let prompts = Arc::new(PromptCache::new());
-        Ok(Chain { llm, pipeline, prompts, agent: agent.into(), config, template })
+        Ok(Chain { llm, pipeline, prompts, agent: agent.into(), config, template, handover: None })
+    }
+
+    /// The model endpoint is the VCP server `handover` names: it runs the
+    /// calls, so this chain runs none. `{{tools}}` renders this node's
+    /// tools only while the node is connected to that server.
+    pub fn handing_over(mut self, handover: Handover) -> Self {
+        self.handover = Some(handover);
+        self
     }
 
     /// Share `prompts` with other users of the registry.
@@ -123,6 +140,9 @@ impl Chain {
 
     /// The native protocol sends the tools as a schema, not in the prompt.
     fn prompt(&self, catalog: &Catalog) -> Arc<RenderedPrompt> {
+        if let Some(handover) = &self.handover {
+            return handover::prompt(handover, catalog, &self.template);
+        }
         let protocol = self.config.protocol;
         if protocol == ProtocolId::Native {
             let config = ToolCallConfig { enabled: false, ..self.config.clone() };
@@ -185,6 +205,9 @@ impl Chain {
 
     /// Ask the model, run its calls, repeat, until the loop stops.
     async fn drive(&self, transcript: &mut Transcript, events: Events<'_>, cancel: &CancellationToken) -> Result<Stop, ChainError> {
+        if self.handover.is_some() {
+            return self.hand_over(transcript, events, cancel).await;
+        }
         loop {
             if cancel.is_cancelled() {
                 return self.finish(transcript, Stop::Cancelled, events);
@@ -197,13 +220,7 @@ impl Chain {
                 messages: transcript.messages(&self.prompt(&catalog).text, self.config.protocol),
                 tools: native.then(|| tools_schema(&offered.iter().map(|t| (*t).clone()).collect::<Vec<_>>())),
             };
-            let mut on_delta = |delta| {
-                events(match delta {
-                    StreamEvent::Text(text) => ChainEvent::TextDelta { text },
-                    StreamEvent::Reasoning(text) => ChainEvent::ReasoningDelta { text },
-                })
-            };
-            let reply = match self.llm.complete(&request, &mut on_delta, cancel).await {
+            let reply = match self.ask(&request, events, cancel).await {
                 Ok(reply) => reply,
                 Err(error) => return self.model_failed(transcript, error, events),
             };
@@ -229,6 +246,18 @@ impl Chain {
                 return self.finish(transcript, stop, events);
             }
         }
+    }
+
+    /// Send `request`, passing the reply's text and reasoning on as they
+    /// stream in.
+    async fn ask(&self, request: &ChatRequest, events: Events<'_>, cancel: &CancellationToken) -> Result<Reply, LlmError> {
+        let mut on_delta = |delta| {
+            events(match delta {
+                StreamEvent::Text(text) => ChainEvent::TextDelta { text },
+                StreamEvent::Reasoning(text) => ChainEvent::ReasoningDelta { text },
+            })
+        };
+        self.llm.complete(request, &mut on_delta, cancel).await
     }
 
     /// Run one round's `plan`, record every outcome, and say whether the

@@ -71,6 +71,10 @@ pub struct LlmProfile {
     pub connect_timeout: Duration,
     /// Retries before any reply arrived.
     pub retry: RetryPolicy,
+    /// The endpoint is the VCP server this host joins as a node (`[vcp]
+    /// server`, written as there): that server runs the calls, and a chat
+    /// hands them over ([`Handover`](crate::Handover)).
+    pub vcp_server: Option<String>,
 }
 
 impl LlmProfile {
@@ -86,6 +90,7 @@ impl LlmProfile {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             retry: RetryPolicy::default(),
+            vcp_server: None,
         }
     }
 }

@@ -1,0 +1,310 @@
+//! Joining a VCP server as a distributed node: the host's exposed tools
+//! offered to every agent on that server, each call run here through the
+//! same [`Pipeline`] as any other door. The protocol is
+//! `shared/VCP-PROTOCOL.md` §4–§5.
+//!
+//! The most interesting items:
+//! - [`VcpNode`]: [`run`](VcpNode::run) connects, registers, serves calls
+//!   and reconnects until shutdown; [`status`](VcpNode::status) and
+//!   [`watch`](VcpNode::watch) say where it stands;
+//! - [`VcpConfig`]: `[vcp]` in `toolhost.toml` — server, node name, key
+//!   variable, exposed tools, unattended approval, reconnecting, served
+//!   files, the status file;
+//! - [`UnattendedApprover`]: approval when nobody is attached;
+//! - [`NodeStatus`]: the status, also kept in a file for other processes
+//!   (`toolhost node --status`); [`NodeStatus::tools_on`] says whether the
+//!   node is connected to a server and with which tools.
+//!
+//! What the node does on each connection:
+//!
+//! 1. connect to `SERVER/vcp-distributed-server/VCP_Key=KEY` and wait for
+//!    `connection_ack`;
+//! 2. send `register_tools` (one manifest per exposed tool, described by
+//!    the VCP protocol, `capabilities.cancelTool: true`), `report_ip` and
+//!    `update_static_placeholders`, and log what it registered (the server
+//!    never answers);
+//! 3. answer each `execute_tool` with a `tool_result`: the call becomes a
+//!    one-call [`Turn::distributed`] under the agent name `vcp:HOST:PORT`,
+//!    so it is checked against the exposed tools (anything else is refused
+//!    without running), coerced, approved, run with its own cancellation
+//!    token (`cancel_tool` stops exactly that call), at most as many at
+//!    once as the executor's cap;
+//! 4. ping; a server silent for two ping intervals is left.
+//!
+//! A lost connection cancels its running calls (the server has failed them
+//! already) and is retried with exponential backoff and jitter. A registry
+//! reload that changes the exposed tools ends the connection after its
+//! calls finish, so a new one registers them. Shutdown stops taking calls,
+//! gives running ones a grace period, cancels the rest and closes.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::{Approvals, Executor, Pipeline, Policy, Registry, UnattendedApprover, VcpConfig, VcpNode};
+//! use toolhost::CancellationToken;
+//!
+//! # async fn demo() -> anyhow::Result<()> {
+//! let policy = Policy::load("toolhost.toml".as_ref())?;
+//! let config = policy.vcp.clone().unwrap_or(VcpConfig::new("ws://127.0.0.1:6005")?);
+//! let registry = Arc::new(Registry::load(policy).await?);
+//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+//! let approver = Arc::new(UnattendedApprover::new(config.unattended));
+//! let pipeline = Pipeline::new(Executor::new(registry), approvals, approver);
+//! let node = VcpNode::from_env(config, pipeline)?;
+//! let shutdown = CancellationToken::new();
+//! let running = tokio::spawn({
+//!     let (node, shutdown) = (node.clone(), shutdown.clone());
+//!     async move { node.run(shutdown).await }
+//! });
+//! // … later: is it connected, and with which tools?
+//! println!("{:?}", node.status().tools_on("ws://127.0.0.1:6005"));
+//! shutdown.cancel();
+//! running.await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod backoff;
+mod calls;
+mod config;
+mod connection;
+mod error;
+mod files;
+mod frames;
+mod handover;
+mod status;
+mod unattended;
+
+pub use config::{
+    ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
+    DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, InvalidServerUrl,
+    MAX_FRAME_BYTES, MAX_PENDING_CALLS, Reconnect, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION,
+    STATUS_WRITE_INTERVAL, Unattended, UnattendedAction, VcpConfig,
+};
+pub(crate) use config::VcpSection;
+pub use error::NodeError;
+pub use handover::Handover;
+pub(crate) use handover::{reported_outcomes, server_rounds};
+pub use status::{NodeState, NodeStatus};
+pub use unattended::UnattendedApprover;
+
+use crate::agent::ToolCallConfig;
+use crate::pipeline::{Pipeline, Turn};
+use crate::protocol::ProtocolId;
+use backoff::Backoff;
+use connection::{Ended, Session};
+use std::sync::Arc;
+use std::time::SystemTime;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// A host joined to one VCP server as a node. Cheap to clone: clones share
+/// the connection and its status.
+#[derive(Clone)]
+pub struct VcpNode {
+    inner: Arc<Inner>,
+}
+
+/// What every connection and call shares.
+struct Inner {
+    config: VcpConfig,
+    /// Sent in the path and never shown.
+    key: String,
+    pipeline: Pipeline,
+    /// Which tools are exposed: distributed-exposed ones, narrowed by
+    /// `[vcp] tools`. Calls are checked by the same rule.
+    exposure: ToolCallConfig,
+    /// Every call's turn, but for its cancellation token.
+    turn: Turn,
+    status: watch::Sender<NodeStatus>,
+}
+
+impl VcpNode {
+    /// A node joining `config.server` with `key`, running calls on
+    /// `pipeline` (whose approver decides calls that need approval: a
+    /// person's, or an [`UnattendedApprover`]). Nothing connects until
+    /// [`run`](Self::run).
+    pub fn new(config: VcpConfig, key: impl Into<String>, pipeline: Pipeline) -> Result<Self, NodeError> {
+        let key = key.into();
+        if let Some(why) = unusable_key(&key) {
+            return Err(NodeError::KeyInvalid { env: config.key_env.clone(), why });
+        }
+        let exposure = ToolCallConfig {
+            enabled: true,
+            tool_toggles: config.tools.iter().flatten().map(|tool| (tool.clone(), true)).collect(),
+            default_tool_enabled: config.tools.is_none(),
+            // No deadline of the node's own: each tool's limit holds, and
+            // the server is told it at registration.
+            timeout_ms: u64::MAX,
+            protocol: ProtocolId::Vcp,
+            ..ToolCallConfig::default()
+        };
+        let turn = Turn::distributed(config.agent(), exposure.clone());
+        let status = watch::Sender::new(NodeStatus::new(&config.node_name, &config.server));
+        Ok(VcpNode { inner: Arc::new(Inner { config, key, pipeline, exposure, turn, status }) })
+    }
+
+    /// [`VcpNode::new`] with the key from the environment variable
+    /// `config.key_env`.
+    pub fn from_env(config: VcpConfig, pipeline: Pipeline) -> Result<Self, NodeError> {
+        let key = std::env::var(&config.key_env).ok().filter(|key| !key.is_empty());
+        let key = key.ok_or_else(|| NodeError::KeyMissing { env: config.key_env.clone() })?;
+        Self::new(config, key, pipeline)
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &VcpConfig {
+        &self.inner.config
+    }
+
+    /// Where it stands now.
+    pub fn status(&self) -> NodeStatus {
+        self.inner.status.borrow().clone()
+    }
+
+    /// Its status, told of every change.
+    pub fn watch(&self) -> watch::Receiver<NodeStatus> {
+        self.inner.status.subscribe()
+    }
+
+    /// Connect, register and serve calls, reconnecting whenever the
+    /// connection is lost or the exposed tools change, until `shutdown`
+    /// is cancelled; then finish as the module docs say. Connection errors
+    /// are retried, never returned: the last one is in the status, and
+    /// logged. The status file is kept up to date while it runs.
+    pub async fn run(&self, shutdown: CancellationToken) {
+        let inner = &self.inner;
+        let writer = tokio::spawn(keep_status_file(inner.config.status_file.clone(), inner.status.subscribe()));
+        let mut events = inner.pipeline.executor().registry().subscribe();
+        let mut backoff = Backoff::new(inner.config.reconnect);
+        while !shutdown.is_cancelled() {
+            inner.update(|status| status.state = NodeState::Connecting);
+            let joined = tokio::select! {
+                () = shutdown.cancelled() => break,
+                joined = connection::join(inner) => joined,
+            };
+            let error = match joined {
+                Ok(joined) => {
+                    let started = Instant::now();
+                    match Session::run(inner.clone(), joined, &shutdown, &mut events).await {
+                        Ended::Shutdown => break,
+                        Ended::Reregister => {
+                            backoff.reset();
+                            continue;
+                        }
+                        Ended::Lost(error) => {
+                            if started.elapsed() >= STABLE_CONNECTION {
+                                backoff.reset();
+                            }
+                            error
+                        }
+                    }
+                }
+                Err(error) => error,
+            };
+            let wait = backoff.next();
+            tracing::warn!("{error}; trying again in {}", humantime::format_duration(round_ms(wait)));
+            inner.update(|status| {
+                status.state = NodeState::Reconnecting;
+                status.last_error = Some(error.to_string());
+                status.next_attempt_unix_ms = Some(status::unix_ms(SystemTime::now() + wait));
+            });
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+        inner.update(|status| {
+            status.state = NodeState::Stopped;
+            status.next_attempt_unix_ms = None;
+        });
+        writer.abort();
+        let (path, last) = (inner.config.status_file.clone(), self.status());
+        if let Ok(Err(error)) = tokio::task::spawn_blocking(move || last.write(&path)).await {
+            tracing::warn!("{error}");
+        }
+    }
+}
+
+impl Inner {
+    /// Change the status and stamp it.
+    fn update(&self, change: impl FnOnce(&mut NodeStatus)) {
+        self.status.send_modify(|status| {
+            change(status);
+            status.updated_unix_ms = status::unix_ms(SystemTime::now());
+        });
+    }
+}
+
+/// Counts a call in the status while it runs.
+struct InFlight(Arc<Inner>);
+
+impl InFlight {
+    fn enter(inner: &Arc<Inner>) -> Self {
+        inner.update(|status| status.calls_in_flight += 1);
+        InFlight(inner.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.update(|status| status.calls_in_flight -= 1);
+    }
+}
+
+/// Why `key` cannot be sent as the server compares it (literally, with
+/// everything after `VCP_Key=` in the path), if it cannot.
+fn unusable_key(key: &str) -> Option<&'static str> {
+    if key.is_empty() {
+        Some("it is empty")
+    } else if !key.bytes().all(|b| b.is_ascii_graphic()) {
+        Some("it holds spaces, control or non-ASCII characters, which cannot stand in a URL path as they are")
+    } else if key.contains(['/', '?', '#']) {
+        Some("it holds `/`, `?` or `#`, which would end the key in the URL path")
+    } else {
+        None
+    }
+}
+
+/// Write the status to `path` on every change, at most every
+/// [`STATUS_WRITE_INTERVAL`]; a failure is logged once until it changes.
+async fn keep_status_file(path: std::path::PathBuf, mut changes: watch::Receiver<NodeStatus>) {
+    let mut last_error = None;
+    loop {
+        let status = changes.borrow_and_update().clone();
+        let target = path.clone();
+        let written = tokio::task::spawn_blocking(move || status.write(&target)).await;
+        let error = match written {
+            Ok(Err(error)) => Some(error.to_string()),
+            _ => None,
+        };
+        if error.is_some() && error != last_error {
+            tracing::warn!("{}", error.as_deref().unwrap_or_default());
+        }
+        last_error = error;
+        tokio::time::sleep(STATUS_WRITE_INTERVAL).await;
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `d` to the millisecond, for messages.
+fn round_ms(d: std::time::Duration) -> std::time::Duration {
+    std::time::Duration::from_millis(d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_that_cannot_stand_in_the_path_are_refused() {
+        assert_eq!(unusable_key("s3cr3t-KEY_1.~"), None);
+        assert!(unusable_key("").is_some());
+        assert!(unusable_key("a b").unwrap().contains("spaces"));
+        assert!(unusable_key("a/b").unwrap().contains("`/`"));
+        assert!(unusable_key("a?deviceName=x").unwrap().contains("`?`"));
+        assert!(unusable_key("é").is_some());
+    }
+}

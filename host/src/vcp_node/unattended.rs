@@ -1,0 +1,125 @@
+//! [`UnattendedApprover`]: approval on a node nobody watches, by the
+//! `[vcp.unattended]` policy.
+
+use super::config::{Unattended, UnattendedAction};
+use crate::approval::{Answer, Approver, AskReason, CallDecision, DecidedBy, DenyAll, PendingCall, ResultDecision};
+use crate::manifest::ToolSpec;
+use crate::outcome::ToolOutcome;
+use crate::printable::printable;
+
+/// Decides the calls that need approval when no person is attached to the
+/// node, by the tool's level as `[vcp.unattended]` says (deny by default).
+/// A call asked for by an `ask` rule or `require_confirmation` wants a
+/// person and is denied; a result that needs approval is rejected, as
+/// [`DenyAll`] does. Every denial says what needed approval, why, and which
+/// setting would let it run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnattendedApprover {
+    policy: Unattended,
+}
+
+impl UnattendedApprover {
+    /// Deciding by `policy`.
+    pub fn new(policy: Unattended) -> Self {
+        UnattendedApprover { policy }
+    }
+
+    /// The setting that decides `call`, and its value; `None` when only a
+    /// person could.
+    fn setting(&self, call: &PendingCall) -> Option<(&'static str, UnattendedAction)> {
+        match call.reason {
+            AskReason::Moderate => Some(("moderate", self.policy.moderate)),
+            AskReason::Sensitive => Some(("sensitive", self.policy.sensitive)),
+            AskReason::RequireConfirmation | AskReason::Rule(_) => None,
+        }
+    }
+
+    fn answer(&self, call: &PendingCall) -> Answer {
+        let needs = format!(
+            "`{}` (plugin {}) needs approval because {}, and no person is attached to this node",
+            printable(&call.tool),
+            printable(&call.plugin),
+            call.reason
+        );
+        match self.setting(call) {
+            Some((level, UnattendedAction::Allow)) => Answer {
+                decision: CallDecision::AllowOnce,
+                by: DecidedBy::Rule(format!("[vcp.unattended] {level} = \"allow\"")),
+            },
+            Some((level, UnattendedAction::Deny)) => Answer {
+                decision: CallDecision::Deny {
+                    reason: Some(format!(
+                        "{needs} ([vcp.unattended] {level} = \"deny\"). To let such calls run unattended, set \
+                         [vcp.unattended] {level} = \"allow\" or add an [[approval.rules]] allow rule for agent \
+                         \"{}\"; or run the node from a terminal to be asked.",
+                        printable(&call.agent)
+                    )),
+                },
+                by: DecidedBy::Rule(format!("[vcp.unattended] {level} = \"deny\"")),
+            },
+            None => Answer {
+                decision: CallDecision::Deny {
+                    reason: Some(format!("{needs} to give it. Run the node from a terminal to be asked.")),
+                },
+                by: DecidedBy::DenyAll,
+            },
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Approver for UnattendedApprover {
+    async fn approve_calls(&self, calls: &[PendingCall]) -> Vec<CallDecision> {
+        calls.iter().map(|call| self.answer(call).decision).collect()
+    }
+
+    async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
+        DenyAll.approve_result(outcome, tool).await
+    }
+
+    async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
+        calls.iter().map(|call| self.answer(call)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Permission;
+
+    fn pending(reason: AskReason) -> PendingCall {
+        PendingCall {
+            id: "r1".into(),
+            agent: "vcp:127.0.0.1:6005".into(),
+            plugin: "files".into(),
+            tool: "read_file".into(),
+            permission: Permission::Moderate,
+            args: serde_json::Map::new(),
+            reason,
+        }
+    }
+
+    #[tokio::test]
+    async fn levels_follow_the_policy_and_asks_for_a_person_are_denied() {
+        let policy = Unattended { moderate: UnattendedAction::Allow, sensitive: UnattendedAction::Deny };
+        let calls = [
+            pending(AskReason::Moderate),
+            pending(AskReason::Sensitive),
+            pending(AskReason::Rule("approval.rules[0]: ask read_file".into())),
+        ];
+        let answers = UnattendedApprover::new(policy).answer_calls(&calls).await;
+        assert_eq!(answers[0].decision, CallDecision::AllowOnce);
+        assert_eq!(answers[0].by, DecidedBy::Rule("[vcp.unattended] moderate = \"allow\"".into()));
+        let CallDecision::Deny { reason: Some(reason) } = &answers[1].decision else { panic!("{answers:?}") };
+        assert_eq!(
+            reason,
+            "`read_file` (plugin files) needs approval because it is sensitive: every call is asked, and no person \
+             is attached to this node ([vcp.unattended] sensitive = \"deny\"). To let such calls run unattended, set \
+             [vcp.unattended] sensitive = \"allow\" or add an [[approval.rules]] allow rule for agent \
+             \"vcp:127.0.0.1:6005\"; or run the node from a terminal to be asked."
+        );
+        assert!(matches!(answers[2].decision, CallDecision::Deny { .. }), "an ask rule wants a person");
+        let by_default = UnattendedApprover::default().answer_calls(&calls[..1]).await;
+        assert!(matches!(by_default[0].decision, CallDecision::Deny { .. }), "moderate is denied by default");
+    }
+}

@@ -1,0 +1,496 @@
+//! The VCP node against a stand-in VCP server (`vcp_standin`): a real
+//! WebSocket server on loopback speaking the protocol as
+//! `VCP-PROTOCOL.md` §4–§5 describe, and real plugins in the sandbox.
+
+use crate::support::TestHost;
+use crate::vcp_standin::{PATIENCE, StandIn};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+use toolhost::{Approvals, CancellationToken, NodeState, NodeStatus, Pipeline, UnattendedApprover, VcpNode};
+
+const KEY: &str = "s3cret-key";
+/// Limits under which `exposed_spin` runs until stopped. (A plugin section
+/// without a file or digest can only lower the global limits.)
+const SPIN_FOREVER: &str = "[limits]\ntimeout_ms = 60000\nfuel = 1000000000000\n";
+
+/// A node joined to a stand-in, running until dropped.
+struct Node {
+    host: TestHost,
+    node: VcpNode,
+    shutdown: CancellationToken,
+    running: Option<JoinHandle<()>>,
+}
+
+impl Node {
+    /// A node over `plugins` joining `server` with `key`; `vcp` is added to
+    /// its `[vcp]` section and `policy` after it.
+    async fn join_with(server: &str, key: &str, plugins: &[&str], vcp: &str, policy: &str) -> Node {
+        let text = format!(
+            "[vcp]\nserver = \"{server}\"\nnode_name = \"test node\"\nping_interval_ms = 200\n{vcp}\n\
+             [vcp.reconnect]\ninitial_ms = 50\nmax_ms = 400\n{policy}"
+        );
+        let host = TestHost::new(plugins, &text).await;
+        let config = host.registry.policy().vcp.clone().expect("[vcp] is set");
+        let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
+        let approver = Arc::new(UnattendedApprover::new(config.unattended));
+        let pipeline = Pipeline::new(host.executor.clone(), approvals, approver);
+        let node = VcpNode::new(config, key, pipeline).unwrap();
+        let shutdown = CancellationToken::new();
+        let running = tokio::spawn({
+            let (node, shutdown) = (node.clone(), shutdown.clone());
+            async move { node.run(shutdown).await }
+        });
+        Node { host, node, shutdown, running: Some(running) }
+    }
+
+    async fn join(standin: &StandIn, plugins: &[&str], vcp: &str, policy: &str) -> Node {
+        Self::join_with(&standin.url(), KEY, plugins, vcp, policy).await
+    }
+
+    /// Wait until the status satisfies `ok`.
+    async fn until(&self, what: &str, ok: impl Fn(&NodeStatus) -> bool) -> NodeStatus {
+        let mut changes = self.node.watch();
+        let waited = tokio::time::timeout(PATIENCE, changes.wait_for(|status| ok(status))).await;
+        let status = waited.unwrap_or_else(|_| panic!("no {what} within {PATIENCE:?}: {:?}", self.node.status()));
+        status.unwrap().clone()
+    }
+
+    /// Shut down and wait for `run` to return.
+    async fn stop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(running) = self.running.take() {
+            tokio::time::timeout(PATIENCE, running).await.expect("the node stops").unwrap();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// The text of a successful `tool_result`'s one content part, as JSON.
+fn content_json(result: &Value) -> Value {
+    assert_eq!(result["status"], "success", "{result}");
+    let parts = result["result"]["content"].as_array().unwrap_or_else(|| panic!("a content array: {result}"));
+    assert_eq!(parts.len(), 1, "{result}");
+    assert_eq!(parts[0]["type"], "text");
+    serde_json::from_str(parts[0]["text"].as_str().unwrap()).unwrap()
+}
+
+/// The message of an error `tool_result`.
+fn error_of(result: &Value) -> &str {
+    assert_eq!(result["status"], "error", "{result}");
+    result["error"].as_str().unwrap_or_else(|| panic!("an error message: {result}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_sends_a_manifest_per_exposed_tool_then_the_ip_and_the_placeholder() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc", "exposed"], "", "[plugins.exposed.limits]\ntimeout_ms = 4000\n").await;
+    let registration = standin.registration(1).await;
+    standin.wait_for("the placeholder", |r| r.kind() == "update_static_placeholders").await;
+    let data = &registration.frame["data"];
+    assert_eq!(data["serverName"], "test node");
+    assert_eq!(data["capabilities"], json!({"cancelTool": true}));
+    let mut names = StandIn::tool_names(&registration);
+    names.sort();
+    assert_eq!(names, ["calculate", "exposed_spin", "exposed_wait", "moderate_echo", "typed_echo"], "unexposed_echo is not offered");
+    for manifest in data["tools"].as_array().unwrap() {
+        let name = manifest["name"].as_str().unwrap();
+        assert_eq!(manifest["pluginType"], "synchronous", "{name}");
+        assert!(manifest["entryPoint"].as_object().is_some_and(|e| !e.is_empty()), "{name}: {manifest}");
+        assert!(manifest["displayName"].as_str().is_some_and(|d| !d.is_empty()), "{name}");
+        assert!(manifest["description"].as_str().is_some_and(|d| !d.is_empty()), "{name}");
+        let command = &manifest["capabilities"]["invocationCommands"][0];
+        assert_eq!(command["command"], name, "the server prints `command`");
+        let description = command["description"].as_str().unwrap();
+        assert!(description.contains("<<<[TOOL_REQUEST]>>>") || description.contains("<<<[TOOL_REQUEST_EXP]>>>"), "{description}");
+    }
+    let manifest = |name: &str| data["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap().clone();
+    // The tool's own limit plus the margin that lets the node's error arrive first.
+    assert_eq!(manifest("typed_echo")["communication"]["timeout"], 5000);
+    let typed = manifest("typed_echo")["capabilities"]["invocationCommands"][0]["description"].as_str().unwrap().to_owned();
+    for param in ["text", "count", "ratio", "flag", "items"] {
+        assert!(typed.contains(param), "{param} is described: {typed}");
+    }
+    assert!(manifest("moderate_echo")["capabilities"]["invocationCommands"][0]["description"]
+        .as_str()
+        .unwrap()
+        .contains("moderate"));
+
+    let kinds: Vec<String> = standin.received().iter().map(|r| r.kind().to_owned()).collect();
+    assert_eq!(kinds[..3], ["register_tools", "report_ip", "update_static_placeholders"]);
+    let received = standin.received();
+    let ip = &received[1].frame["data"];
+    assert_eq!(ip["localIPs"], json!(["127.0.0.1"]));
+    let placeholders = received[2].frame["data"]["placeholders"].as_object().unwrap();
+    let (name, text) = placeholders.iter().next().unwrap();
+    assert_eq!(name, "VCPToolhost_test_node");
+    assert!(text.as_str().unwrap().contains("calculate") && text.as_str().unwrap().contains("typed_echo"));
+    assert!(!text.as_str().unwrap().contains("unexposed_echo"));
+    let status = node.until("connected", |s| s.state == NodeState::Connected).await;
+    assert_eq!(status.server_id.as_deref(), Some("dist-1"));
+    assert_eq!(status.registered.len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn string_arguments_are_coerced_to_each_declared_type_and_results_come_back_as_content() {
+    let standin = StandIn::start(KEY).await;
+    let _node = Node::join(&standin, &["calc", "exposed"], "", "").await;
+    standin.registration(1).await;
+    standin.execute(
+        "r-typed",
+        "typed_echo",
+        json!({"text": "hello", "count": "42", "ratio": "0.25", "flag": "true", "items": "[1, \"two\"]", "maid": "Nova"}),
+    );
+    let typed = content_json(&standin.result("r-typed").await);
+    assert_eq!(
+        typed,
+        json!({
+            "text": {"type": "string", "value": "hello"},
+            "count": {"type": "integer", "value": 42},
+            "ratio": {"type": "number", "value": 0.25},
+            "flag": {"type": "boolean", "value": true},
+            "items": {"type": "array", "value": [1, "two"]},
+        }),
+        "the reserved `maid` is kept apart from the arguments"
+    );
+    standin.execute("r-calc", "calculate", json!({"expression": "6 * 7"}));
+    assert_eq!(content_json(&standin.result("r-calc").await)["value"], 42.0);
+    standin.execute("r-bad", "typed_echo", json!({"text": "x", "count": "many", "ratio": "1", "flag": "no", "items": "[]"}));
+    let bad = standin.result("r-bad").await;
+    assert!(error_of(&bad).contains("count"), "{bad}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_is_not_exposed_is_refused_and_never_run() {
+    let standin = StandIn::start(KEY).await;
+    // The audit log records every call the pipeline saw and whether it ran.
+    let node = Node::join(&standin, &["exposed"], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
+    standin.registration(1).await;
+    standin.execute("r-hidden", "unexposed_echo", json!({"text": "hi"}));
+    let refused = standin.result("r-hidden").await;
+    assert!(error_of(&refused).contains("unexposed_echo"), "{refused}");
+    standin.execute("r-shown", "moderate_echo", json!({"text": "hi"}));
+    standin.result("r-shown").await;
+    let audit = std::fs::read_to_string(node.host.dir.path().join("audit.jsonl")).unwrap();
+    let hidden: Value = audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["tool"] == "unexposed_echo").unwrap();
+    assert_eq!(hidden["status"], "not-found", "{hidden}");
+    assert_eq!((&hidden["decision"], &hidden["fuel"]), (&Value::Null, &json!(0)), "never approved nor run: {hidden}");
+    assert_eq!(hidden["agent"], format!("vcp:127.0.0.1:{}", standin.port));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unattended_approval_denies_moderate_tools_by_default_saying_so_and_the_policy_can_allow_them() {
+    let standin = StandIn::start(KEY).await;
+    let _node = Node::join(&standin, &["exposed"], "", "").await;
+    standin.registration(1).await;
+    standin.execute("r-deny", "moderate_echo", json!({"text": "hi"}));
+    let denied = standin.result("r-deny").await;
+    let message = error_of(&denied);
+    assert!(message.contains("needs approval") && message.contains("[vcp.unattended] moderate = \"deny\""), "{message}");
+
+    let standin = StandIn::start(KEY).await;
+    let _node = Node::join(&standin, &["exposed"], "[vcp.unattended]\nmoderate = \"allow\"\n", "").await;
+    standin.registration(1).await;
+    standin.execute("r-allow", "moderate_echo", json!({"text": "hi"}));
+    assert_eq!(standin.result("r-allow").await["result"]["content"][0]["text"], "hi");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_hit_is_an_error_that_names_the_limit() {
+    let standin = StandIn::start(KEY).await;
+    let _node = Node::join(&standin, &["exposed"], "", "[plugins.exposed.limits]\nfuel = 2000000\n").await;
+    standin.registration(1).await;
+    standin.execute("r-fuel", "exposed_spin", json!({}));
+    let failed = standin.result("r-fuel").await;
+    let message = error_of(&failed);
+    assert!(message.contains("out of fuel after 2 000 000 units"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_calls_are_each_answered_with_their_own_id() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], "", "").await;
+    standin.registration(1).await;
+    let mut frames = standin.subscribe();
+    for i in 0..200 {
+        standin.execute(&format!("r{i}"), "calculate", json!({"expression": format!("{i} * 3")}));
+    }
+    let mut results = Vec::new();
+    while results.len() < 200 {
+        let received = tokio::time::timeout(PATIENCE, frames.recv()).await.expect("200 results").unwrap();
+        if received.kind() == "tool_result" {
+            results.push(received.frame["data"].clone());
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for result in &results {
+        let id = result["requestId"].as_str().unwrap();
+        let i: f64 = id[1..].parse().unwrap();
+        assert_eq!(content_json(result)["value"], i * 3.0, "{id} got its own answer");
+        assert!(seen.insert(id.to_owned()), "{id} answered once");
+    }
+    let status = node.until("all counted", |s| s.calls_served == 200).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(standin.received().iter().filter(|r| r.kind() == "tool_result").count(), 200, "one result per call");
+    assert_eq!(status.calls_in_flight, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_tool_stops_a_spinning_plugin() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["exposed"], "", SPIN_FOREVER).await;
+    standin.registration(1).await;
+    standin.execute("r-spin", "exposed_spin", json!({}));
+    node.until("the call running", |s| s.calls_in_flight == 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let asked = Instant::now();
+    standin.cancel("r-spin");
+    let result = standin.result("r-spin").await;
+    let stopped_in = asked.elapsed();
+    assert!(error_of(&result).contains("cancel"), "{result}");
+    assert!(stopped_in < Duration::from_secs(2), "stopped in {stopped_in:?}");
+    node.until("nothing running", |s| s.calls_in_flight == 0).await;
+    // The node still serves.
+    standin.execute("r-after", "typed_echo", json!({"text": "a", "count": "1", "ratio": "1", "flag": "false", "items": "{}"}));
+    content_json(&standin.result("r-after").await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_key_is_a_clear_error_retried_with_backoff_never_in_a_tight_loop() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join_with(&standin.url(), "wrong-key", &["calc"], "", "").await;
+    let status = node.until("a reconnect", |s| s.state == NodeState::Reconnecting).await;
+    let error = status.last_error.unwrap();
+    assert!(error.contains("key in VCP_KEY is probably wrong"), "{error}");
+    assert!(!error.contains("wrong-key"), "the key is never shown: {error}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let attempts = standin.attempts();
+    assert!(attempts.iter().all(|a| !a.accepted));
+    // initial 50 ms doubling to 400 ms, each wait between half and all of
+    // its step: in 1.5 s at most ~12 attempts, never hundreds.
+    assert!((3..=14).contains(&attempts.len()), "{} attempts", attempts.len());
+    let gaps: Vec<Duration> = attempts.windows(2).map(|w| w[1].at - w[0].at).collect();
+    assert!(gaps.iter().all(|g| *g >= Duration::from_millis(25)), "{gaps:?}");
+    assert!(gaps.last().unwrap() > &gaps[0], "the waits grow: {gaps:?}");
+    assert!(standin.received().is_empty(), "nothing registered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_is_rejoined_and_registered_again() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], "", "").await;
+    let first = standin.registration(1).await;
+    node.until("registered", |s| s.registrations == 1).await;
+    standin.restart().await;
+    let second = standin.registration(2).await;
+    assert_eq!(second.connection, 2);
+    assert_eq!(StandIn::tool_names(&first), StandIn::tool_names(&second));
+    let status = node.until("the new connection", |s| s.server_id.as_deref() == Some("dist-2")).await;
+    assert_eq!(status.registrations, 2);
+    standin.execute("r-again", "calculate", json!({"expression": "1+1"}));
+    assert_eq!(content_json(&standin.result("r-again").await)["value"], 2.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_lost_mid_call_cancels_the_call_and_the_node_rejoins() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["exposed"], "", SPIN_FOREVER).await;
+    standin.registration(1).await;
+    standin.execute("r-lost", "exposed_spin", json!({}));
+    node.until("the call running", |s| s.calls_in_flight == 1).await;
+    let dropped = Instant::now();
+    standin.drop_connection();
+    node.until("the call ended", |s| s.calls_in_flight == 0).await;
+    assert!(dropped.elapsed() < Duration::from_secs(3), "cancelled in {:?}", dropped.elapsed());
+    standin.registration(2).await;
+    assert!(
+        !standin.received().iter().any(|r| r.kind() == "tool_result" && r.frame["data"]["requestId"] == "r-lost"),
+        "a result for the lost connection's call is not sent on the new one"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_is_taken_for_half_open_and_left() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], "", "").await;
+    standin.registration(1).await;
+    standin.silence();
+    // Pings every 200 ms: two silent intervals end the connection.
+    let status = node.until("a reconnect", |s| s.last_error.as_deref().is_some_and(|e| e.contains("half-open"))).await;
+    assert!(status.last_error.unwrap().contains("2 ping intervals"));
+    standin.registration(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_reload_reconnects_and_registers_the_new_tools() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], "", "").await;
+    let first = standin.registration(1).await;
+    assert_eq!(StandIn::tool_names(&first), ["calculate"]);
+    std::fs::copy(crate::support::plugin("exposed"), node.host.dir.path().join("plugins/exposed.wasm")).unwrap();
+    node.host.registry.reload().await.unwrap();
+    let second = standin.registration(2).await;
+    assert_eq!(second.connection, 2, "the server ignores a second registration on a live connection");
+    assert!(StandIn::tool_names(&second).contains(&"typed_echo".to_owned()));
+    assert_eq!(standin.closes(), 1, "the old connection was closed cleanly");
+    // A reload that changes nothing exposed keeps the connection.
+    node.host.registry.reload().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(standin.received().iter().filter(|r| r.kind() == "register_tools").count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_refused_by_default_and_served_only_from_an_allowed_directory() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], "", "").await;
+    standin.registration(1).await;
+    let secret = node.host.dir.path().join("toolhost.toml");
+    standin.execute("f-default", "internal_request_file", json!({"fileUrl": format!("file://{}", secret.display())}));
+    let refused = standin.result("f-default").await;
+    assert!(error_of(&refused).contains("serves no files"), "{refused}");
+    drop(node);
+
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], "serve_dirs = [\"shared\"]\nmax_file_kib = 1\n", "").await;
+    let dir = node.host.dir.path();
+    let shared = dir.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::write(shared.join("note.txt"), "hello from the node").unwrap();
+    std::fs::write(shared.join("big.txt"), vec![b'x'; 2048]).unwrap();
+    std::os::unix::fs::symlink(dir.join("toolhost.toml"), shared.join("link.txt")).unwrap();
+    standin.registration(1).await;
+    let url = |path: &std::path::Path| format!("file://{}", path.display());
+    standin.execute("f-ok", "internal_request_file", json!({"fileUrl": url(&shared.join("note.txt"))}));
+    let served = standin.result("f-ok").await;
+    assert_eq!(served["status"], "success", "{served}");
+    assert_eq!(served["result"]["status"], "success");
+    assert_eq!(served["result"]["mimeType"], "text/plain");
+    assert_eq!(served["result"]["fileData"], "aGVsbG8gZnJvbSB0aGUgbm9kZQ==");
+    for (id, path, says) in [
+        ("f-out", url(&dir.join("toolhost.toml")), "not inside a directory"),
+        ("f-climb", format!("{}/../toolhost.toml", url(&shared)), "climbs"),
+        ("f-link", url(&shared.join("link.txt")), "cannot be served"),
+        ("f-big", url(&shared.join("big.txt")), "over the limit of 1024 bytes"),
+        ("f-dir", url(&shared), "not a regular file"),
+    ] {
+        standin.execute(id, "internal_request_file", json!({"fileUrl": path}));
+        let refused = standin.result(id).await;
+        assert!(error_of(&refused).contains(says), "{id}: {refused}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_running_calls_finish_within_the_grace_period_then_closes() {
+    let standin = StandIn::start(KEY).await;
+    let mut node = Node::join(&standin, &["exposed"], "shutdown_grace_ms = 3000\n", "").await;
+    standin.registration(1).await;
+    standin.execute("r-wait", "exposed_wait", json!({"ms": "300"}));
+    node.until("the call running", |s| s.calls_in_flight == 1).await;
+    node.stop().await;
+    assert_eq!(standin.result("r-wait").await["result"]["content"][0]["text"], "waited");
+    standin.wait_until("a close frame", |_| (standin.closes() == 1).then_some(())).await;
+    assert_eq!(node.node.status().state, NodeState::Stopped);
+}
+
+/// The reply a VCP server's chat endpoint gives a client: two rounds of
+/// calls, the server's summary after each, then the answer.
+const SERVER_REPLY: &str = "Let me compute.\n\
+<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」1+1「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+<<<[TOOL_REQUEST]>>>\ntool_name:「始」FileOperator「末」,\ncommand:「始」ReadFile「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+[本轮工具调用摘要:]\ncalculate 调用成功。\nFileOperator 调用拒绝。\n[本轮工具调用摘要结束]\nAnd a slow one.\n\
+<<<[TOOL_REQUEST]>>>\ntool_name:「始」exposed_wait「末」,\nms:「始」1「末」\n<<<[END_TOOL_REQUEST]>>>\n\
+[本轮工具调用摘要:]\nexposed_wait 调用超时。\n[本轮工具调用摘要结束]\nThe answer is 2.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers_statuses() {
+    use toolhost::{Chain, ChainEvent, Handover, LlmProfile, OpenAiClient, Status, Stop, ToolCallConfig, Transcript};
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc", "exposed"], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
+    node.until("connected", |s| s.state == NodeState::Connected).await;
+    let model = toolhost_standin::StandIn::start([toolhost_standin::Response::text(SERVER_REPLY)]).await.unwrap();
+    let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "vcp-agent")).unwrap());
+    let config =
+        ToolCallConfig { enabled: true, system_prompt: Some("Tools here:\n{{tools}}\nEnd.".into()), ..ToolCallConfig::default() };
+    let approvals = Arc::new(Approvals::new(&node.host.registry.policy().approval));
+    let pipeline = Pipeline::new(node.host.executor.clone(), approvals, Arc::new(UnattendedApprover::default()));
+    let chain = Chain::new(llm, pipeline, "hub", config).unwrap().handing_over(Handover::to_node(&node.node));
+
+    let prompt = chain.system_prompt().text.clone();
+    assert!(prompt.contains("calculate") && prompt.contains("typed_echo"), "the node's tools while connected: {prompt}");
+    assert!(!prompt.contains("unexposed_echo"), "{prompt}");
+
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let on_event = move |event: ChainEvent| sink.lock().unwrap().push(event);
+    let mut transcript = Transcript::in_memory();
+    let stop = chain.send(&mut transcript, "what is 1+1?", &on_event, &CancellationToken::new()).await.unwrap();
+    assert_eq!(stop, Stop::Answered);
+    assert_eq!(model.requests().len(), 1, "the chain does not loop: the server did");
+    assert!(model.requests()[0].messages()[0]["content"].as_str().unwrap().contains("calculate"));
+
+    let events = events.lock().unwrap().clone();
+    let statuses: Vec<(String, Status)> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChainEvent::Outcome { tool, status, .. } => Some((tool.clone(), *status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, [
+        ("calculate".to_owned(), Status::Success),
+        ("FileOperator".to_owned(), Status::Denied),
+        ("exposed_wait".to_owned(), Status::TimedOut),
+    ]);
+    let parsed: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChainEvent::CallsParsed { calls, .. } => Some(calls.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parsed, [2, 1], "the server's two rounds, with their raw blocks parsed");
+    assert!(!events.iter().any(|e| matches!(e, ChainEvent::Executing { .. } | ChainEvent::AwaitingApproval { .. })));
+    let audit = std::fs::read_to_string(node.host.dir.path().join("audit.jsonl")).unwrap_or_default();
+    assert_eq!(audit, "", "nothing ran or was even checked here");
+    assert!(transcript.unanswered().is_empty(), "no call is left for the chain to answer");
+    assert!(transcript.entries().iter().any(|e| matches!(e, toolhost::Entry::Assistant { content, .. } if content == SERVER_REPLY)));
+
+    // Not connected: the model is told about no tools nobody could run.
+    standin.stop();
+    node.until("disconnected", |s| s.state != NodeState::Connected).await;
+    let prompt = chain.system_prompt().text.clone();
+    assert_eq!(prompt, "Tools here:\n\nEnd.");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_to_a_node_another_process_runs_reads_its_status_file() {
+    use toolhost::Handover;
+    let standin = StandIn::start(KEY).await;
+    let mut node = Node::join(&standin, &["calc"], "", "").await;
+    node.until("connected", |s| s.state == NodeState::Connected).await;
+    let config = node.node.config().clone();
+    let handover = Handover::to_status_file(&config);
+    let deadline = Instant::now() + PATIENCE;
+    while handover.tools() != ["calculate"] {
+        assert!(Instant::now() < deadline, "the status file never said connected");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    node.stop().await;
+    assert_eq!(handover.tools(), Vec::<String>::new(), "a stopped node offers nothing");
+    // A node that was killed leaves `connected` behind.
+    let mut left = NodeStatus::read(&config.status_file).unwrap();
+    left.state = NodeState::Connected;
+    left.registered = vec!["calculate".into()];
+    left.pid = u32::MAX;
+    left.write(&config.status_file).unwrap();
+    assert_eq!(handover.tools(), Vec::<String>::new(), "its process is gone");
+    left.pid = std::process::id();
+    left.write(&config.status_file).unwrap();
+    assert_eq!(handover.tools(), ["calculate"]);
+}
