@@ -10,7 +10,7 @@
 
 use super::auto::{self, BareOpening};
 use super::scan::{self, find, find_open_bracket};
-use super::{json_block, vcp, xml_tag};
+use super::{vcp, xml_tag};
 
 /// Opens a special token of a chat template (`<|im_start|>`, `<|eot_id|>`,
 /// Llama's `<|python_tag|>`), which a model reads as conversation
@@ -35,8 +35,9 @@ pub(crate) struct CallSyntax {
 pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
     vcp::MARKERS
         .into_iter()
-        .chain([json_block::FENCE, auto::FUNCTION_OPEN, auto::FUNCTION_CLOSE])
-        .chain(auto::PREFIXES)
+        .chain([scan::FENCE])
+        .chain(auto::function_tag::MARKERS)
+        .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
         .chain([scan::THINK_OPEN, scan::THINK_CLOSE, CHAT_TOKEN_OPEN])
 }
@@ -55,7 +56,7 @@ pub(crate) fn first(text: &str) -> Option<CallSyntax> {
         let Some(open) = find_open_bracket(text, at) else { break None };
         match auto::bare_opening(text, open) {
             BareOpening::Json => break Some(CallSyntax { offset: open, syntax: BARE_JSON_CALL }),
-            BareOpening::Pythonic if auto::pythonic_head(text, open).is_some() => {
+            BareOpening::Pythonic if auto::pythonic::pythonic_head(text, open).is_some() => {
                 break Some(CallSyntax { offset: open, syntax: BARE_PYTHONIC_CALL });
             }
             _ => at = open + 1,

@@ -72,7 +72,7 @@ impl Protocol for Vcp {
 
     fn parse(&self, reply: &str, _declared: &Declared) -> Parsed {
         let mut collector = Collector::new(reply);
-        self.scan(reply, &mut collector);
+        self.scan(reply, &Reasoning::find(reply), &mut collector);
         collector.finish()
     }
 
@@ -184,8 +184,7 @@ impl<'a> MarkerFinder<'a> {
 }
 
 impl Vcp {
-    pub(crate) fn scan(&self, reply: &str, out: &mut Collector<'_>) {
-        let reasoning = Reasoning::find(reply);
+    pub(crate) fn scan(&self, reply: &str, reasoning: &Reasoning, out: &mut Collector<'_>) {
         let mut opens = MarkerFinder::new(reply, OPEN, self.lenient_markers);
         let mut closes = MarkerFinder::new(reply, CLOSE, self.lenient_markers);
         let mut value_closes = Forward::new(reply, VALUE_CLOSE);

@@ -13,17 +13,22 @@
 //! they name a declared tool, so an example in prose never runs. When two
 //! recognizers claim overlapping text, the one that starts first wins.
 
+pub(crate) mod function_tag;
+pub(crate) mod prefixed;
+pub(crate) mod pythonic;
+
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Collector, Reasoning, find, find_open_bracket};
+use super::scan::{Code, Collector, Quoted, Reasoning, find_open_bracket, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::scan_tags;
-use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
+use super::{Declared, Parsed, Protocol, ProtocolId};
 use crate::manifest::ToolSpec;
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};
+use std::cell::OnceCell;
 
 /// The auto protocol: parses anything, renders nothing of its own (it
 /// renders as json-block when asked).
@@ -40,15 +45,17 @@ impl Protocol for Auto {
     }
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
-        let reasoning = Reasoning::find(reply);
+        let scope = Scope::new(reply, declared);
+        let reasoning = &scope.reasoning;
         let mut out = Collector::new(reply);
-        VCP.scan(reply, &mut out);
-        scan_fences(reply, &reasoning, declared, true, &mut out);
-        scan_tags(reply, &reasoning, declared, &mut out);
-        scan_function_tags(reply, &reasoning, &mut out);
-        scan_prefixed(reply, &reasoning, declared, &mut out);
+        VCP.scan(reply, reasoning, &mut out);
+        scan_fences(reply, reasoning, declared, true, &mut out);
+        scan_tags(reply, reasoning, declared, &mut out);
+        function_tag::scan(&scope, &mut out);
+        prefixed::scan_tool_calls(&scope, &mut out);
+        prefixed::scan_python_tags(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
-        scan_bare(reply, &reasoning, declared, &mut out);
+        scan_bare(reply, reasoning, declared, &mut out);
         out.finish()
     }
 
@@ -57,82 +64,32 @@ impl Protocol for Auto {
     }
 }
 
-/// Opens a `<function=name>{…}</function>` call.
-pub(crate) const FUNCTION_OPEN: &str = "<function=";
-/// Closes it.
-pub(crate) const FUNCTION_CLOSE: &str = "</function>";
-/// Mistral's and Llama's prefixes before a call.
-pub(crate) const PREFIXES: [&str; 2] = ["[TOOL_CALLS]", "<|python_tag|>"];
-
-/// `<function=name>{…}</function>`.
-fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_>) {
-    const OPEN: &str = FUNCTION_OPEN;
-    const CLOSE: &str = FUNCTION_CLOSE;
-    let mut at = 0;
-    while let Some(open) = find(reply, at, OPEN) {
-        at = open + OPEN.len();
-        if reasoning.contains(open) {
-            continue;
-        }
-        let Some(name_end) = find(reply, at, ">") else { break };
-        let name = reply[at..name_end].trim();
-        let body = name_end + 1;
-        let Some(close) = find(reply, body, CLOSE) else {
-            out.warn(open, format!("<function={name}> is not closed; it is not a call"));
-            break;
-        };
-        let text = reply[body..close].trim();
-        let arguments = if text.is_empty() {
-            Some(Map::new())
-        } else {
-            object_at(reply, body + (reply[body..close].len() - reply[body..close].trim_start().len()), out)
-        };
-        if let Some(arguments) = arguments {
-            out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: open..close + CLOSE.len() });
-        }
-        at = close + CLOSE.len();
-    }
+/// A reply as the recognisers read it: the text, its reasoning, the
+/// declared tools, and where it quotes code (found on first use, as most
+/// replies never need it).
+pub(crate) struct Scope<'a> {
+    pub(crate) reply: &'a str,
+    pub(crate) reasoning: Reasoning,
+    pub(crate) declared: &'a Declared,
+    code: OnceCell<Code>,
 }
 
-/// Mistral's `[TOOL_CALLS]` and Llama's `<|python_tag|>` prefixes.
-fn scan_prefixed(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
-    for marker in PREFIXES {
-        let mut at = 0;
-        while let Some(found) = find(reply, at, marker) {
-            at = found + marker.len();
-            if reasoning.contains(found) {
-                continue;
-            }
-            let start = at + (reply[at..].len() - reply[at..].trim_start().len());
-            if reply[start..].starts_with(['[', '{']) {
-                match lenient_json::parse_prefix(&reply[start..]) {
-                    Ok((value, used, repairs)) => {
-                        json_call::report(&repairs, start, out);
-                        json_call::collect_value(value, found..start + used, Trust::Explicit, declared, out);
-                        at = start + used;
-                    }
-                    Err(e) => out.warn(start + e.offset, format!("the call after {marker} is not JSON: {}", e.message)),
-                }
-                continue;
-            }
-            // `name{…}` or `name[ARGS]{…}`.
-            let name_end = start + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
-            let name = &reply[start..name_end];
-            let mut args_at = name_end;
-            if reply[args_at..].starts_with("[ARGS]") {
-                args_at += "[ARGS]".len();
-            }
-            if name.is_empty() || !reply[args_at..].starts_with('{') {
-                out.warn(found, format!("nothing recognisable follows {marker}"));
-                continue;
-            }
-            if let Ok((Value::Object(arguments), used, repairs)) = lenient_json::parse_prefix(&reply[args_at..]) {
-                json_call::report(&repairs, args_at, out);
-                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
-                at = args_at + used;
-            } else {
-                out.warn(args_at, format!("the arguments of `{name}` are not a JSON object"));
-            }
+impl<'a> Scope<'a> {
+    fn new(reply: &'a str, declared: &'a Declared) -> Self {
+        Scope { reply, reasoning: Reasoning::find(reply), declared, code: OnceCell::new() }
+    }
+
+    /// Whether markup at `offset` that calls `name` is a call. Not in
+    /// reasoning; in an inline code span never (the markup is being shown);
+    /// in a fenced block only for a declared tool, as fenced JSON is.
+    pub(crate) fn markup_calls(&self, offset: usize, name: &str) -> bool {
+        if self.reasoning.contains(offset) {
+            return false;
+        }
+        match self.code.get_or_init(|| Code::find(self.reply)).at(offset) {
+            None => true,
+            Some(Quoted::Fenced) => self.declared.contains(name),
+            Some(Quoted::Inline) => false,
         }
     }
 }
@@ -169,9 +126,7 @@ fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut 
         }
         match bare_opening(reply, found) {
             BareOpening::Pythonic => {
-                if let Some(end) = pythonic(reply, found, declared, out) {
-                    at = end;
-                }
+                at = pythonic::list(reply, found, declared, out);
                 continue;
             }
             BareOpening::Json => {}
@@ -217,97 +172,8 @@ pub(crate) fn bare_opening(reply: &str, open: usize) -> BareOpening {
     }
 }
 
-/// The first function of a pythonic list at `open`, `[name(`, whether or
-/// not it is declared.
-pub(crate) fn pythonic_head(reply: &str, open: usize) -> Option<&str> {
-    let bytes = reply.as_bytes();
-    let start = skip_ws(bytes, open + 1);
-    let end = function_name_end(bytes, start);
-    (end > start && bytes.get(end) == Some(&b'(')).then(|| &reply[start..end])
-}
-
-/// Where a pythonic function name starting at `p` ends.
-fn function_name_end(bytes: &[u8], mut p: usize) -> usize {
-    while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.') {
-        p += 1;
-    }
-    p
-}
-
-/// `[f(a=1, b="x"), g()]` at `open`, if every function is declared.
-/// Returns where reading stopped.
-fn pythonic(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'_>) -> Option<usize> {
-    let bytes = reply.as_bytes();
-    let mut p = open + 1;
-    let mut calls = Vec::new();
-    loop {
-        p = skip_ws(bytes, p);
-        let name_start = p;
-        p = function_name_end(bytes, p);
-        let name = &reply[name_start..p];
-        if name.is_empty() || !declared.contains(name) || bytes.get(p) != Some(&b'(') {
-            return Some(p.max(open + 1));
-        }
-        p += 1;
-        let mut arguments = Map::new();
-        loop {
-            p = skip_ws(bytes, p);
-            if bytes.get(p) == Some(&b')') {
-                p += 1;
-                break;
-            }
-            let key_start = p;
-            while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-                p += 1;
-            }
-            let key = &reply[key_start..p];
-            p = skip_ws(bytes, p);
-            if key.is_empty() || bytes.get(p) != Some(&b'=') {
-                out.warn(p, format!("`{name}(…)` takes keyword arguments only"));
-                return Some(p.max(open + 1));
-            }
-            p = skip_ws(bytes, p + 1);
-            let (value, used, _) = match lenient_json::parse_prefix(&reply[p..]) {
-                Ok(read) => read,
-                Err(e) => return Some(p + e.offset.max(1)),
-            };
-            arguments.insert(key.to_owned(), value);
-            p = skip_ws(bytes, p + used);
-            match bytes.get(p) {
-                Some(b',') => p += 1,
-                Some(b')') => {}
-                _ => return Some(p.max(open + 1)),
-            }
-        }
-        calls.push((name.to_owned(), arguments));
-        p = skip_ws(bytes, p);
-        match bytes.get(p) {
-            Some(b',') => p += 1,
-            Some(b']') => {
-                p += 1;
-                break;
-            }
-            _ => return Some(p),
-        }
-    }
-    let span = open..p;
-    let calls = calls
-        .into_iter()
-        .map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: span.clone() })
-        .collect();
-    out.calls(span, calls);
-    Some(p)
-}
-
-fn skip_ws(bytes: &[u8], mut p: usize) -> usize {
-    while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace()) {
-        p += 1;
-    }
-    p
-}
-
 /// Read a JSON object at `at`, warning when it is not one.
-fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
+pub(crate) fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
     match lenient_json::parse_prefix(&reply[at..]) {
         Ok((Value::Object(map), _, repairs)) => {
             json_call::report(&repairs, at, out);
