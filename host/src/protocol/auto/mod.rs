@@ -277,6 +277,18 @@ mod tests {
     }
 
     #[test]
+    fn json_calls_may_name_their_arguments_args() {
+        assert_eq!(calls("<tool_call>{\"name\": \"get_weather\", \"args\": {\"city\": \"Oslo\"}}</tool_call>"), one("get_weather", json!({"city": "Oslo"})));
+        assert_eq!(calls("Sure: {\"name\": \"now\", \"args\": {\"zone\": \"UTC\"}}"), one("now", json!({"zone": "UTC"})));
+        assert_eq!(
+            calls("<tool_call>{\"name\": \"now\", \"arguments\": {\"zone\": \"UTC\"}, \"args\": {\"zone\": \"CET\"}}</tool_call>"),
+            one("now", json!({"zone": "UTC"})),
+            "`arguments` is preferred"
+        );
+        assert!(calls("An example: {\"name\": \"rm\", \"args\": {}}").is_empty(), "bare, only a declared tool");
+    }
+
+    #[test]
     fn calls_in_reasoning_are_not_calls() {
         assert!(calls("<think>maybe <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call></think>No tools needed.").is_empty());
         assert!(calls("<think>[get_weather(city=\"x\")] {\"name\": \"now\"}").is_empty());
