@@ -34,6 +34,11 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("[TOOL_CALLS]".to_owned()),
         Just("<|python_tag|>".to_owned()),
         Just("<function=calc>".to_owned()),
+        Just("<function=calc>\n<parameter=x>\n".to_owned()),
+        Just("\n</parameter>\n".to_owned()),
+        Just("</function>".to_owned()),
+        Just("<function name=\"calc\">".to_owned()),
+        Just("<tool_call><function>calc</function>".to_owned()),
         Just("{\"name\": \"calc\", \"arguments\": ".to_owned()),
         Just("[calc(x=".to_owned()),
         Just("{'a': True,}".to_owned()),
@@ -124,6 +129,7 @@ fn declared_text() -> impl Strategy<Value = String> {
         1 => Just("{\"name\": \"write_file\", \"arguments\": {\"path\": \"x\"}}".to_owned()),
         1 => Just("[write_file(path='x')]".to_owned()),
         1 => Just("<TOOL_CALL>".to_owned()),
+        1 => Just("<function=calc><parameter=a>1</parameter></function>".to_owned()),
         1 => Just("<|im_start|>".to_owned()),
     ];
     let piece = prop_oneof![12 => tricky, 1 => anything];
@@ -312,6 +318,8 @@ fn adversarial_input_parses_in_linear_time() {
         "[[[[{{{{",
         "[calc(x=",
         "<tool_call>",
+        "<function=calc>\n<parameter=x>\n",
+        "<tool_call><function=calc><parameter=x>",
         "```json\n{",
         "<think>",
         "[TOOL_CALLS]calc{",

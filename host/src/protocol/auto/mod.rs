@@ -16,15 +16,17 @@
 pub(crate) mod function_tag;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
+#[cfg(test)]
+mod testing;
 
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
 use super::scan::{Code, Collector, Quoted, Reasoning, find_open_bracket, skip_ws};
 use super::vcp::VCP;
-use super::xml_tag::scan_tags;
+use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
 use super::{Declared, Parsed, Protocol, ProtocolId};
-use crate::manifest::ToolSpec;
+use crate::manifest::{MAX_TOOL_NAME_LEN, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};
@@ -50,7 +52,8 @@ impl Protocol for Auto {
         let mut out = Collector::new(reply);
         VCP.scan(reply, reasoning, &mut out);
         scan_fences(reply, reasoning, declared, true, &mut out);
-        scan_tags(reply, reasoning, declared, &mut out);
+        scan_json_tag(reply, reasoning, declared, TOOL_CODE, &mut out);
+        scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
         prefixed::scan_python_tags(&scope, &mut out);
@@ -90,6 +93,32 @@ impl<'a> Scope<'a> {
             None => true,
             Some(Quoted::Fenced) => self.declared.contains(name),
             Some(Quoted::Inline) => false,
+        }
+    }
+}
+
+/// Every `<tool_call>` element, by what its body holds: JSON (Hermes,
+/// Qwen), `<function>NAME</function>` and JSON, or GLM's name and argument
+/// tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`],
+/// which takes the element around it too.
+fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    for element in xml_tag::elements(reply, &scope.reasoning, TOOL_CALL) {
+        let body = &reply[element.body.clone()];
+        let text = body.trim_start();
+        let text_at = element.body.start + (body.len() - text.len());
+        if function_tag::opens_call(text) {
+            continue;
+        }
+        let Some(end) = element.end else {
+            out.warn(element.open, format!("{} is not closed; it is not a call", TOOL_CALL.0));
+            continue;
+        };
+        let span = element.open..end;
+        if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
+            function_tag::hermes_named(scope, text_at, element.body.end, span, out);
+        } else {
+            json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
     }
 }
@@ -172,12 +201,13 @@ pub(crate) fn bare_opening(reply: &str, open: usize) -> BareOpening {
     }
 }
 
-/// Read a JSON object at `at`, warning when it is not one.
-pub(crate) fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
+/// Read a JSON object at `at`, warning when it is not one: the object and
+/// where it ends.
+pub(crate) fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<(Map<String, Value>, usize)> {
     match lenient_json::parse_prefix(&reply[at..]) {
-        Ok((Value::Object(map), _, repairs)) => {
+        Ok((Value::Object(map), used, repairs)) => {
             json_call::report(&repairs, at, out);
-            Some(map)
+            Some((map, at + used))
         }
         Ok(_) => {
             out.warn(at, "the arguments are not a JSON object");
@@ -190,22 +220,20 @@ pub(crate) fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Opti
     }
 }
 
+/// A tool's name or an argument's key as markup writes it, trimmed: ASCII
+/// letters, digits, `_`, `-` and `.`, at most [`MAX_TOOL_NAME_LEN`] bytes.
+/// (A dotted name is no declared tool's; reading it still lets the check
+/// step tell the model which tool it meant.)
+pub(crate) fn markup_name(text: &str) -> Option<&str> {
+    let name = text.trim();
+    let fits = (1..=MAX_TOOL_NAME_LEN).contains(&name.len());
+    (fits && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::testing::{calls, one, parse};
     use serde_json::json;
-
-    fn parse(reply: &str) -> Parsed {
-        Auto.parse(reply, &Declared::new(["get_weather", "calculate", "now"]))
-    }
-
-    fn calls(reply: &str) -> Vec<(String, Value)> {
-        parse(reply).calls.into_iter().map(|c| (c.name, Value::Object(c.arguments))).collect()
-    }
-
-    fn one(name: &str, args: Value) -> Vec<(String, Value)> {
-        vec![(name.to_owned(), args)]
-    }
 
     #[test]
     fn hermes_and_qwen_tool_call_tags() {

@@ -1,0 +1,54 @@
+//! What the tests of every recogniser share: the declared tools, parsing
+//! with `auto`, and the check step the pipeline runs next.
+
+use super::super::{Declared, Parsed, Protocol};
+use super::Auto;
+use crate::call::ToolCall;
+use crate::manifest::{ParamSpec, ParamType, ToolSpec};
+use serde_json::{Map, Value};
+
+/// The tools the tests declare; `forecast` has a parameter of every type.
+pub(crate) const DECLARED: [&str; 4] = ["get_weather", "calculate", "now", "forecast"];
+
+pub(crate) fn parse(reply: &str) -> Parsed {
+    Auto.parse(reply, &Declared::new(DECLARED))
+}
+
+/// The calls in `reply`, as (name, arguments).
+pub(crate) fn calls(reply: &str) -> Vec<(String, Value)> {
+    parse(reply).calls.into_iter().map(|c| (c.name, Value::Object(c.arguments))).collect()
+}
+
+pub(crate) fn one(name: &str, args: Value) -> Vec<(String, Value)> {
+    vec![(name.to_owned(), args)]
+}
+
+/// The warnings of `reply`, as text.
+pub(crate) fn warnings(reply: &str) -> Vec<String> {
+    parse(reply).warnings.into_iter().map(|w| w.message).collect()
+}
+
+/// `forecast`: a string, an integer, a number, a boolean and a json
+/// parameter.
+pub(crate) fn forecast() -> ToolSpec {
+    let param = |name: &str, ty| ParamSpec { name: name.into(), ty, description: String::new(), required: false };
+    ToolSpec {
+        params: vec![
+            param("city", ParamType::String),
+            param("days", ParamType::Integer),
+            param("ratio", ParamType::Number),
+            param("metric", ParamType::Boolean),
+            param("options", ParamType::Json),
+        ],
+        ..ToolSpec::new("forecast", "weather", "")
+    }
+}
+
+/// The arguments of the only call in `reply` after the check step, which
+/// coerces them to `forecast`'s declared types.
+pub(crate) fn checked(reply: &str) -> Map<String, Value> {
+    let parsed = parse(reply);
+    assert_eq!(parsed.calls.len(), 1, "{reply}: {:?}", parsed.warnings);
+    let call = &ToolCall::from_reply(reply, &parsed.calls)[0];
+    crate::check_call(call, &[&forecast()]).expect("the check step accepts the call").args
+}
