@@ -37,6 +37,7 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .into_iter()
         .chain([scan::FENCE])
         .chain(auto::function_tag::MARKERS)
+        .chain(auto::glm::MARKERS)
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
         .chain([scan::THINK_OPEN, scan::THINK_CLOSE, CHAT_TOKEN_OPEN])

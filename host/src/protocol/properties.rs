@@ -39,6 +39,8 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("</function>".to_owned()),
         Just("<function name=\"calc\">".to_owned()),
         Just("<tool_call><function>calc</function>".to_owned()),
+        Just("<tool_call>calc\n<arg_key>x</arg_key>".to_owned()),
+        Just("<arg_value>1</arg_value>".to_owned()),
         Just("{\"name\": \"calc\", \"arguments\": ".to_owned()),
         Just("[calc(x=".to_owned()),
         Just("{'a': True,}".to_owned()),
@@ -130,6 +132,7 @@ fn declared_text() -> impl Strategy<Value = String> {
         1 => Just("[write_file(path='x')]".to_owned()),
         1 => Just("<TOOL_CALL>".to_owned()),
         1 => Just("<function=calc><parameter=a>1</parameter></function>".to_owned()),
+        1 => Just("<arg_key>a</arg_key><arg_value>1</arg_value>".to_owned()),
         1 => Just("<|im_start|>".to_owned()),
     ];
     let piece = prop_oneof![12 => tricky, 1 => anything];
@@ -320,6 +323,7 @@ fn adversarial_input_parses_in_linear_time() {
         "<tool_call>",
         "<function=calc>\n<parameter=x>\n",
         "<tool_call><function=calc><parameter=x>",
+        "<tool_call>calc<arg_key>x</arg_key><arg_value>",
         "```json\n{",
         "<think>",
         "[TOOL_CALLS]calc{",

@@ -14,6 +14,7 @@
 //! recognizers claim overlapping text, the one that starts first wins.
 
 pub(crate) mod function_tag;
+pub(crate) mod glm;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 #[cfg(test)]
@@ -115,8 +116,12 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             continue;
         };
         let span = element.open..end;
-        if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
+        if text.starts_with(['{', '[']) {
+            json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
+        } else if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
             function_tag::hermes_named(scope, text_at, element.body.end, span, out);
+        } else if glm::opens_call(text) {
+            glm::read(scope, text_at, element.body.end, span, out);
         } else {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
