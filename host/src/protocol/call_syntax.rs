@@ -12,10 +12,6 @@ use super::auto::{self, BareOpening};
 use super::scan::{self, find, find_open_bracket};
 use super::{vcp, xml_tag};
 
-/// Opens a special token of a chat template (`<|im_start|>`, `<|eot_id|>`,
-/// Llama's `<|python_tag|>`), which a model reads as conversation
-/// structure rather than as text.
-const CHAT_TOKEN_OPEN: &str = "<|";
 /// How a bare JSON call is reported: an object whose first key is `name`.
 const BARE_JSON_CALL: &str = "{\"name\"";
 /// How a bare pythonic call is reported: `[` and a function name.
@@ -38,9 +34,12 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain([scan::FENCE])
         .chain(auto::function_tag::MARKERS)
         .chain(auto::glm::MARKERS)
+        .chain(auto::kimi::MARKERS)
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
-        .chain([scan::THINK_OPEN, scan::THINK_CLOSE, CHAT_TOKEN_OPEN])
+        .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
+        // Last, so that a token the parsers read is named rather than this.
+        .chain([auto::CHAT_TOKEN_OPEN])
 }
 
 /// The first call syntax in `text`: a marker, in any ASCII case (a model

@@ -15,6 +15,7 @@
 
 pub(crate) mod function_tag;
 pub(crate) mod glm;
+pub(crate) mod kimi;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 #[cfg(test)]
@@ -23,7 +24,7 @@ mod testing;
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Code, Collector, Quoted, Reasoning, find_open_bracket, skip_ws};
+use super::scan::{Code, Collector, Quoted, Reasoning, find, find_open_bracket, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
 use super::{Declared, Parsed, Protocol, ProtocolId};
@@ -57,7 +58,7 @@ impl Protocol for Auto {
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
-        prefixed::scan_python_tags(&scope, &mut out);
+        scan_chat_tokens(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(reply, reasoning, declared, &mut out);
         out.finish()
@@ -83,18 +84,54 @@ impl<'a> Scope<'a> {
         Scope { reply, reasoning: Reasoning::find(reply), declared, code: OnceCell::new() }
     }
 
-    /// Whether markup at `offset` that calls `name` is a call. Not in
-    /// reasoning; in an inline code span never (the markup is being shown);
-    /// in a fenced block only for a declared tool, as fenced JSON is.
-    pub(crate) fn markup_calls(&self, offset: usize, name: &str) -> bool {
+    /// How far markup at `offset` is trusted to be a call: not at all in
+    /// reasoning or in an inline code span (the markup is being shown), in
+    /// a fenced block only for a declared tool (as fenced JSON is), else
+    /// whatever tool it names.
+    pub(crate) fn markup_trust(&self, offset: usize) -> Option<Trust> {
         if self.reasoning.contains(offset) {
-            return false;
+            return None;
         }
         match self.code.get_or_init(|| Code::find(self.reply)).at(offset) {
-            None => true,
-            Some(Quoted::Fenced) => self.declared.contains(name),
-            Some(Quoted::Inline) => false,
+            None => Some(Trust::Explicit),
+            Some(Quoted::Fenced) => Some(Trust::Declared),
+            Some(Quoted::Inline) => None,
         }
+    }
+
+    /// Whether markup at `offset` that calls `name` is a call, by
+    /// [`Self::markup_trust`].
+    pub(crate) fn markup_calls(&self, offset: usize, name: &str) -> bool {
+        match self.markup_trust(offset) {
+            None => false,
+            Some(Trust::Declared) => self.declared.contains(name),
+            Some(Trust::Explicit) => true,
+        }
+    }
+}
+
+/// Opens a special token of a chat template (`<|python_tag|>`,
+/// `<|tool_call_begin|>`, `<|START_ACTION|>`, `<|im_start|>`).
+pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
+
+/// Every chat-template token that starts a call, in one pass: Llama's
+/// `<|python_tag|>`, Kimi K2's sections and calls.
+fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut kimi = kimi::Reader::new(reply);
+    let mut at = 0;
+    while let Some(found) = find(reply, at, CHAT_TOKEN_OPEN) {
+        if let Some(end) = scope.reasoning.skip(found) {
+            at = end;
+            continue;
+        }
+        at = if reply[found..].starts_with(prefixed::PYTHON_TAG) {
+            prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
+        } else if let Some(end) = kimi.read(scope, found, out) {
+            end
+        } else {
+            found + CHAT_TOKEN_OPEN.len()
+        };
     }
 }
 

@@ -64,10 +64,3 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
     }
 }
 
-/// Every `<|python_tag|>` outside reasoning.
-pub(super) fn scan_python_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    let mut at = 0;
-    while let Some(found) = find(scope.reply, at, PYTHON_TAG) {
-        at = if scope.reasoning.contains(found) { found + PYTHON_TAG.len() } else { read(scope, found, PYTHON_TAG, out) };
-    }
-}
