@@ -35,6 +35,7 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::function_tag::MARKERS)
         .chain(auto::glm::MARKERS)
         .chain(auto::kimi::MARKERS)
+        .chain(auto::command_r::MARKERS)
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
         .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))

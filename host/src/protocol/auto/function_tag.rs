@@ -264,7 +264,7 @@ pub(super) fn hermes_named(scope: &Scope<'_>, at: usize, body_end: usize, span: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{calls, checked, one, parse, warnings};
+    use super::super::testing::{no_calls, calls, checked, one, parse, warnings};
     use serde_json::json;
 
     /// A call as Qwen3-Coder's template writes it.
@@ -348,16 +348,14 @@ mod tests {
 
     #[test]
     fn function_markers_in_prose_or_code_are_not_calls() {
-        for reply in [
+        no_calls(&[
             "Qwen3-Coder writes <function=NAME> tags, each argument in <parameter=KEY> and </parameter>.",
             "Call it as `<function=delete_all><parameter=path>/</parameter></function>` in the template.",
             "Even a declared one: `<function=get_weather><parameter=city>Paris</parameter></function>`.",
             "```xml\n<function=delete_all>\n<parameter=path>\n/\n</parameter>\n</function>\n```",
             "I will use <function=get_weather> now.",
             "<think><function=get_weather><parameter=city>Paris</parameter></function></think>Done.",
-        ] {
-            assert_eq!(calls(reply), vec![], "{reply}");
-        }
+        ]);
         let fenced = "```xml\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n```";
         assert_eq!(calls(fenced).len(), 1, "a declared tool's call in a fenced block counts, as fenced JSON does");
     }

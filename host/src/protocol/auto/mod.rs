@@ -13,6 +13,7 @@
 //! they name a declared tool, so an example in prose never runs. When two
 //! recognizers claim overlapping text, the one that starts first wins.
 
+pub(crate) mod command_r;
 pub(crate) mod function_tag;
 pub(crate) mod glm;
 pub(crate) mod kimi;
@@ -115,10 +116,11 @@ impl<'a> Scope<'a> {
 pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
 
 /// Every chat-template token that starts a call, in one pass: Llama's
-/// `<|python_tag|>`, Kimi K2's sections and calls.
+/// `<|python_tag|>`, Kimi K2's sections and calls, Command R's actions.
 fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut kimi = kimi::Reader::new(reply);
+    let mut command_r = command_r::Reader::new(reply);
     let mut at = 0;
     while let Some(found) = find(reply, at, CHAT_TOKEN_OPEN) {
         if let Some(end) = scope.reasoning.skip(found) {
@@ -128,6 +130,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
         at = if reply[found..].starts_with(prefixed::PYTHON_TAG) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
         } else if let Some(end) = kimi.read(scope, found, out) {
+            end
+        } else if let Some(end) = command_r.read(scope, found, out) {
             end
         } else {
             found + CHAT_TOKEN_OPEN.len()

@@ -23,6 +23,13 @@ pub(crate) fn one(name: &str, args: Value) -> Vec<(String, Value)> {
     vec![(name.to_owned(), args)]
 }
 
+/// Asserts that none of `replies` holds a call.
+pub(crate) fn no_calls(replies: &[&str]) {
+    for reply in replies {
+        assert_eq!(calls(reply), vec![], "{reply}");
+    }
+}
+
 /// The warnings of `reply`, as text.
 pub(crate) fn warnings(reply: &str) -> Vec<String> {
     parse(reply).warnings.into_iter().map(|w| w.message).collect()
