@@ -36,11 +36,12 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::glm::MARKERS)
         .chain(auto::kimi::MARKERS)
         .chain(auto::command_r::MARKERS)
+        .chain(auto::deepseek::MARKERS)
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
         .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
         // Last, so that a token the parsers read is named rather than this.
-        .chain([auto::CHAT_TOKEN_OPEN])
+        .chain([auto::CHAT_TOKEN_OPEN, auto::deepseek::TOKEN_OPEN])
 }
 
 /// The first call syntax in `text`: a marker, in any ASCII case (a model

@@ -50,6 +50,10 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("<|START_THINKING|>".to_owned()),
         Just("<|END_THINKING|>".to_owned()),
         Just("`".to_owned()),
+        Just("<｜tool▁calls▁begin｜>".to_owned()),
+        Just("<｜tool▁call▁begin｜>calc<｜tool▁sep｜>".to_owned()),
+        Just("function<｜tool▁sep｜>calc\n```json\n".to_owned()),
+        Just("<｜tool▁call▁end｜>".to_owned()),
         Just("{\"name\": \"calc\", \"arguments\": ".to_owned()),
         Just("[calc(x=".to_owned()),
         Just("{'a': True,}".to_owned()),
@@ -142,6 +146,8 @@ fn declared_text() -> impl Strategy<Value = String> {
         1 => Just("<TOOL_CALL>".to_owned()),
         1 => Just("<function=calc><parameter=a>1</parameter></function>".to_owned()),
         1 => Just("<arg_key>a</arg_key><arg_value>1</arg_value>".to_owned()),
+        1 => Just("<｜tool▁call▁begin｜>".to_owned()),
+        1 => Just("<|tool_call_begin|>".to_owned()),
         1 => Just("<|im_start|>".to_owned()),
     ];
     let piece = prop_oneof![12 => tricky, 1 => anything];
@@ -335,6 +341,8 @@ fn adversarial_input_parses_in_linear_time() {
         "<tool_call>calc<arg_key>x</arg_key><arg_value>",
         "<|tool_calls_section_begin|><|tool_call_begin|>calc:0<|tool_call_argument_begin|>",
         "<|START_ACTION|>[",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>calc\n```json\n{",
+        "<｜tool▁call▁begin｜>calc<｜tool▁sep｜>",
         "`<",
         "```json\n{",
         "<think>",

@@ -197,6 +197,11 @@ impl<'a> Forward<'a> {
         Forward { text, needle, cached: None }
     }
 
+    /// What it searches for.
+    pub(crate) fn needle(&self) -> &'a str {
+        self.needle
+    }
+
     pub(crate) fn next(&mut self, from: usize) -> Option<usize> {
         if let Some((asked, found)) = self.cached
             && asked <= from

@@ -61,7 +61,7 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{no_calls, calls, checked, parse, warnings};
+    use super::super::testing::{prose, no_calls, calls, checked, parse, warnings};
     use serde_json::{Value, json};
 
     const R7B: &str = "<|START_THINKING|>I will look up the weather, then the time.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"now\", \"parameters\": {}}\n]<|END_ACTION|>";
@@ -111,7 +111,6 @@ mod tests {
             "`<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"now\", \"parameters\": {}}]<|END_ACTION|>`",
             "```\n<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"delete_all\", \"parameters\": {}}]<|END_ACTION|>\n```",
         ]);
-        let quoted = "Write `<|START_RESPONSE|>` before prose.";
-        assert_eq!(parse(quoted).content, quoted, "a quoted token stays in the prose");
+        prose("Write `<|START_RESPONSE|>` before prose.");
     }
 }

@@ -5,8 +5,9 @@
 //! `functions.` part, or the section tokens' `s`.
 
 use super::super::lenient_json;
-use super::super::scan::{Collector, Forward};
+use super::super::scan::Collector;
 use super::super::ParsedCall;
+use super::section::{self, CallTokenSearch, CallTokens};
 use super::{Scope, markup_name};
 use serde_json::{Map, Value};
 
@@ -31,13 +32,12 @@ const NAMESPACE: &str = "functions.";
 
 /// Reads Kimi's tokens where the chat-token scan finds them.
 pub(super) struct Reader<'a> {
-    arguments: Forward<'a>,
-    ends: Forward<'a>,
+    tokens: CallTokenSearch<'a>,
 }
 
 impl<'a> Reader<'a> {
     pub(super) fn new(reply: &'a str) -> Self {
-        Reader { arguments: Forward::new(reply, ARGUMENT_BEGIN), ends: Forward::new(reply, CALL_END) }
+        Reader { tokens: CallTokenSearch::new(reply, ARGUMENT_BEGIN, CALL_END) }
     }
 
     /// The section or lone call at `found`, if a Kimi token stands there:
@@ -50,43 +50,17 @@ impl<'a> Reader<'a> {
             return Some(end);
         }
         let begin = [SECTION_BEGIN, SECTION_BEGIN_SINGULAR].into_iter().find(|token| rest.starts_with(token))?;
-        Some(self.section(scope, found, found + begin.len(), out))
+        Some(section::read(scope, found, found + begin.len(), self, out))
+    }
+}
+
+impl CallTokens for Reader<'_> {
+    fn section_end(&self, rest: &str) -> Option<usize> {
+        [SECTION_END, SECTION_END_SINGULAR].into_iter().find(|token| rest.starts_with(token)).map(str::len)
     }
 
-    /// The calls of the section whose tokens open at `found` and end at
-    /// `p`; where the section ends.
-    fn section(&mut self, scope: &Scope<'_>, found: usize, mut p: usize, out: &mut Collector<'_>) -> usize {
-        let reply = scope.reply;
-        let mut calls = Vec::new();
-        let mut tokens = false;
-        let prose = p;
-        loop {
-            p += reply[p..].len() - reply[p..].trim_start().len();
-            let rest = &reply[p..];
-            if let Some(end) = [SECTION_END, SECTION_END_SINGULAR].into_iter().find(|token| rest.starts_with(token)) {
-                p += end.len();
-                tokens = true;
-                break;
-            }
-            if !rest.starts_with(CALL_BEGIN) {
-                // The end token left out (it may be the stop token), or prose.
-                break;
-            }
-            let (call, end) = self.call(scope, p, out);
-            calls.extend(call);
-            tokens = true;
-            p = end;
-        }
-        if !tokens {
-            // The opening token quoted in prose: the prose stays.
-            return prose;
-        }
-        if calls.is_empty() {
-            out.markup(found..p);
-        } else {
-            out.calls(found..p, calls);
-        }
-        p
+    fn opens_call(&self, rest: &str) -> bool {
+        rest.starts_with(CALL_BEGIN)
     }
 
     /// The call whose `<|tool_call_begin|>` is at `at`, if it is one, and
@@ -94,15 +68,11 @@ impl<'a> Reader<'a> {
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
         let id_at = at + CALL_BEGIN.len();
-        let Some(end) = self.ends.next(id_at) else {
-            out.warn(at, format!("a call after {CALL_BEGIN} is cut off before its {CALL_END}; it is not a call"));
-            return (None, reply.len());
+        let (arguments_at, end) = match self.tokens.find(at, id_at, out) {
+            Ok(found) => found,
+            Err(stopped) => return (None, stopped),
         };
         let after = end + CALL_END.len();
-        let Some(arguments_at) = self.arguments.next(id_at).filter(|&a| a < end) else {
-            out.warn(at, format!("a call has no {ARGUMENT_BEGIN}; it is not a call"));
-            return (None, after);
-        };
         let id = reply[id_at..arguments_at].trim();
         let Some(name) = name_of(id) else {
             out.warn(id_at, format!("`{id}` is not a call id of the form functions.NAME:INDEX; it is not a call"));
@@ -194,7 +164,7 @@ mod tests {
         assert_eq!(parse(broken).content, "", "the section's tokens are no prose");
         let cut = &TWO_CALLS[..TWO_CALLS.len() - " {} <|tool_call_end|> <|tool_calls_section_end|>".len()];
         assert_eq!(calls(cut), vec![("get_weather".into(), json!({"city": "Beijing"}))], "only the complete call");
-        assert_eq!(warnings(cut), ["a call after <|tool_call_begin|> is cut off before its <|tool_call_end|>; it is not a call"]);
+        assert_eq!(warnings(cut), ["a call is cut off before its <|tool_call_end|>; it is not a call"]);
     }
 
     #[test]

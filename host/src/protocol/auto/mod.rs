@@ -14,11 +14,13 @@
 //! recognizers claim overlapping text, the one that starts first wins.
 
 pub(crate) mod command_r;
+pub(crate) mod deepseek;
 pub(crate) mod function_tag;
 pub(crate) mod glm;
 pub(crate) mod kimi;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
+mod section;
 #[cfg(test)]
 mod testing;
 
@@ -60,6 +62,7 @@ impl Protocol for Auto {
         function_tag::scan(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
         scan_chat_tokens(&scope, &mut out);
+        deepseek::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(reply, reasoning, declared, &mut out);
         out.finish()

@@ -30,6 +30,13 @@ pub(crate) fn no_calls(replies: &[&str]) {
     }
 }
 
+/// Asserts that `reply` is prose: no call, and its tokens left in the
+/// content.
+pub(crate) fn prose(reply: &str) {
+    let parsed = parse(reply);
+    assert_eq!((parsed.calls.len(), parsed.content.as_str()), (0, reply), "a quoted token stays in the prose");
+}
+
 /// The warnings of `reply`, as text.
 pub(crate) fn warnings(reply: &str) -> Vec<String> {
     parse(reply).warnings.into_iter().map(|w| w.message).collect()
