@@ -16,6 +16,8 @@ use super::{vcp, xml_tag};
 const BARE_JSON_CALL: &str = "{\"name\"";
 /// How a bare pythonic call is reported: `[` and a function name.
 const BARE_PYTHONIC_CALL: &str = "[name(";
+/// How a Functionary segment is reported: `>>>`, a name and a line break.
+const SEGMENT_CALL: &str = ">>>name";
 
 /// Call syntax found in a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +66,8 @@ pub(crate) fn first(text: &str) -> Option<CallSyntax> {
             _ => at = open + 1,
         }
     };
-    [marker, bare].into_iter().flatten().min_by_key(|found| found.offset)
+    let segment = auto::functionary::next_segment(text, 0).map(|offset| CallSyntax { offset, syntax: SEGMENT_CALL });
+    [marker, bare, segment].into_iter().flatten().min_by_key(|found| found.offset)
 }
 
 #[cfg(test)]
@@ -92,6 +95,7 @@ mod tests {
         assert_eq!(syntax("e.g. {\"name\": \"anything\", \"arguments\": {}}"), Some(BARE_JSON_CALL));
         assert_eq!(syntax("e.g. [ {'name': 'x'}]"), Some(BARE_JSON_CALL));
         assert_eq!(syntax("e.g. [write_file(path=\"x\")]"), Some(BARE_PYTHONIC_CALL));
+        assert_eq!(syntax("e.g.\n>>>write_file\n{}"), Some(SEGMENT_CALL));
     }
 
     #[test]
@@ -102,6 +106,7 @@ mod tests {
             "returns {\"id\": 1, \"size\": 3} for each [optional] entry",
             "the expression, e.g. 2 * (3 + 4) < 5 > 1 | 2",
             "Tool: write_file\nPlugin: files",
+            ">>> print(1)\n1",
         ] {
             assert_eq!(first(text), None, "{text}");
         }

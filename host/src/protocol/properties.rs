@@ -54,6 +54,10 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("<｜tool▁call▁begin｜>calc<｜tool▁sep｜>".to_owned()),
         Just("function<｜tool▁sep｜>calc\n```json\n".to_owned()),
         Just("<｜tool▁call▁end｜>".to_owned()),
+        Just(">>>calc\n{".to_owned()),
+        Just(">>>python\n".to_owned()),
+        Just("all\n".to_owned()),
+        Just("calc.call(x=".to_owned()),
         Just("{\"name\": \"calc\", \"arguments\": ".to_owned()),
         Just("[calc(x=".to_owned()),
         Just("{'a': True,}".to_owned()),
@@ -149,6 +153,7 @@ fn declared_text() -> impl Strategy<Value = String> {
         1 => Just("<｜tool▁call▁begin｜>".to_owned()),
         1 => Just("<|tool_call_begin|>".to_owned()),
         1 => Just("<|im_start|>".to_owned()),
+        1 => Just(">>>calc\n".to_owned()),
     ];
     let piece = prop_oneof![12 => tricky, 1 => anything];
     proptest::collection::vec(piece, 0..4).prop_map(|parts| parts.concat())
@@ -347,6 +352,9 @@ fn adversarial_input_parses_in_linear_time() {
         "```json\n{",
         "<think>",
         "[TOOL_CALLS]calc{",
+        ">>>calc\n{",
+        ">>>python\n>>",
+        "<|python_tag|>calc.call(x=",
     ];
     for pattern in patterns {
         let small = pattern.repeat(100_000 / pattern.len());

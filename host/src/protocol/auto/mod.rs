@@ -1,21 +1,30 @@
 //! Parse-only recognition of every format: the four protocols' own, and the
-//! formats models drift into on their own:
+//! formats models drift into on their own, one module per family:
 //!
-//! - Hermes / Qwen: `<tool_call>{"name", "arguments"}</tool_call>`;
-//! - Mistral: `[TOOL_CALLS][{…}]`, `[TOOL_CALLS]name{…}` and
-//!   `[TOOL_CALLS]name[ARGS]{…}`;
-//! - Llama 3: `{"name", "parameters"}`, with or without `<|python_tag|>`;
-//! - pythonic: `[get_weather(city="Paris"), now()]`;
-//! - `<function=name>{…}</function>`;
+//! - Hermes / Qwen: `<tool_call>{"name", "arguments"}</tool_call>` (here);
+//! - Qwen3-Coder's `<function=NAME><parameter=K>…`, and
+//!   `<function=NAME>{…}</function>`, `<function name="NAME">{…}`
+//!   ([`function_tag`]);
+//! - GLM's `<tool_call>NAME<arg_key>…</arg_key><arg_value>…` ([`glm`]);
+//! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
+//!   [`deepseek`], both read by [`section`]);
+//! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
+//! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
+//! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
+//!   ([`prefixed`]);
+//! - pythonic lists, `[get_weather(city="Paris"), now()]` ([`pythonic`]);
 //! - fenced JSON objects and arrays, and an OpenAI `tool_calls` message.
 //!
 //! Bare (unfenced, untagged) JSON and pythonic lists are calls only when
-//! they name a declared tool, so an example in prose never runs. When two
-//! recognizers claim overlapping text, the one that starts first wins.
+//! they name a declared tool, so an example in prose never runs; markup
+//! quoted in inline code is never a call, in a fenced block only for a
+//! declared tool. When two recognizers claim overlapping text, the one that
+//! starts first wins.
 
 pub(crate) mod command_r;
 pub(crate) mod deepseek;
 pub(crate) mod function_tag;
+pub(crate) mod functionary;
 pub(crate) mod glm;
 pub(crate) mod kimi;
 pub(crate) mod prefixed;
@@ -63,6 +72,7 @@ impl Protocol for Auto {
         prefixed::scan_tool_calls(&scope, &mut out);
         scan_chat_tokens(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
+        functionary::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(reply, reasoning, declared, &mut out);
         out.finish()
