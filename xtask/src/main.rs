@@ -6,14 +6,18 @@
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, and show a hostile plugin stopped with its limit named;
 //! - `bench`: build the plugins, then run the runtime and protocol
-//!   benchmarks.
+//!   benchmarks;
+//! - `fuzz [--seconds N] [TARGET…]`: run the fuzz targets in `fuzz/` (with
+//!   nightly and cargo-fuzz, which it installs), each for N seconds.
 //!
-//! Each task first installs the `wasm32-wasip2` target with rustup, so it
-//! works on a fresh machine.
+//! Each task that builds plugins first installs the `wasm32-wasip2` target
+//! with rustup, so it works on a fresh machine.
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod fuzz;
 
 /// The example plugins, shown by the demo and `toolhost list`.
 const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
@@ -55,7 +59,8 @@ fn main() -> anyhow::Result<()> {
             build_plugins(&root)?;
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol"]))
         }
-        _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench>"),
+        "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
+        _ => bail!("usage: cargo xtask <build-plugins | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
     }
 }
 

@@ -4,7 +4,6 @@
 use super::super::{Declared, Parsed, Protocol};
 use super::Auto;
 use crate::call::ToolCall;
-use crate::manifest::{ParamSpec, ParamType, ToolSpec};
 use serde_json::{Map, Value};
 
 /// The tools the tests declare; `forecast` has a parameter of every type.
@@ -42,27 +41,11 @@ pub(crate) fn warnings(reply: &str) -> Vec<String> {
     parse(reply).warnings.into_iter().map(|w| w.message).collect()
 }
 
-/// `forecast`: a string, an integer, a number, a boolean and a json
-/// parameter.
-pub(crate) fn forecast() -> ToolSpec {
-    let param = |name: &str, ty| ParamSpec { name: name.into(), ty, description: String::new(), required: false };
-    ToolSpec {
-        params: vec![
-            param("city", ParamType::String),
-            param("days", ParamType::Integer),
-            param("ratio", ParamType::Number),
-            param("metric", ParamType::Boolean),
-            param("options", ParamType::Json),
-        ],
-        ..ToolSpec::new("forecast", "weather", "")
-    }
-}
-
 /// The arguments of the only call in `reply` after the check step, which
 /// coerces them to `forecast`'s declared types.
 pub(crate) fn checked(reply: &str) -> Map<String, Value> {
     let parsed = parse(reply);
     assert_eq!(parsed.calls.len(), 1, "{reply}: {:?}", parsed.warnings);
     let call = &ToolCall::from_reply(reply, &parsed.calls)[0];
-    crate::check_call(call, &[&forecast()]).expect("the check step accepts the call").args
+    crate::check_call(call, &[&super::super::forecast()]).expect("the check step accepts the call").args
 }
