@@ -64,15 +64,16 @@ pub(crate) fn run_targets(root: &Path, args: &[String]) -> anyhow::Result<()> {
             .context("starting cargo fuzz")?;
         let text = std::fs::read_to_string(&log)?;
         let runs = final_stat(&text, "stat::number_of_executed_units:").unwrap_or_default();
+        let slowest = final_stat(&text, "stat::slowest_unit_time_sec:").unwrap_or_default();
         let found = if status.success() { "nothing".to_owned() } else { finding(&text) };
-        eprintln!("xtask: {target}: {runs} executions in {seconds} s, found {found} (log: {})", log.display());
-        report.push((target, runs, found));
+        eprintln!("xtask: {target}: {runs} executions in {seconds} s, slowest input {slowest} s, found {found} (log: {})", log.display());
+        report.push((target, runs, slowest, found));
     }
-    println!("\n| target | executions | found |\n| --- | ---: | --- |");
-    for (target, runs, found) in &report {
-        println!("| {target} | {runs} | {found} |");
+    println!("\n| target | executions | slowest input (s) | found |\n| --- | ---: | ---: | --- |");
+    for (target, runs, slowest, found) in &report {
+        println!("| {target} | {runs} | {slowest} | {found} |");
     }
-    if report.iter().any(|(_, _, found)| found != "nothing") {
+    if report.iter().any(|(.., found)| found != "nothing") {
         bail!("a fuzz target found a problem; its input is in fuzz/artifacts/");
     }
     Ok(())
