@@ -122,6 +122,14 @@ pub use sandbox::{
     ToolFailureKind, ToolOutput, Withheld, accounting_active,
 };
 
+/// What the fuzz targets in `fuzz/` reach that the API does not.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::protocol::forecast;
+    pub use crate::protocol::lenient_json::{parse as lenient_json, parse_prefix as lenient_json_prefix};
+}
+
 /// Every limit's default, and the fixed limits, as `docs/SECURITY.md`
 /// lists them.
 pub mod limits {

@@ -278,10 +278,10 @@ pub enum ManifestError {
         /// The JSON type given: "a string", "null", …
         got: &'static str,
     },
-    /// A parameter takes a name that the VCP protocol reads as its own.
+    /// A parameter takes a name that the VCP protocol consumes itself.
     #[error(
         "plugin `{plugin}`: parameter `{param}` of tool `{tool}` has a name the VCP protocol reserves \
-         (`tool_name` and {}), so a call could never carry it", vcp::RESERVED_KEYS.join(", ")
+         (`tool_name` and {}), so a call could never carry it", vcp::CONSUMED_KEYS.join(", ")
     )]
     ReservedParam {
         /// The plugin.
@@ -493,7 +493,7 @@ impl PluginManifest {
                         name: param.name.clone(),
                     });
                 }
-                if param.name == vcp::TOOL_NAME_KEY || vcp::RESERVED_KEYS.contains(&param.name.as_str()) {
+                if param.name == vcp::TOOL_NAME_KEY || vcp::CONSUMED_KEYS.contains(&param.name.as_str()) {
                     return Err(ManifestError::ReservedParam { plugin, tool: tool.name, param: param.name.clone() });
                 }
             }
@@ -1053,14 +1053,18 @@ mod tests {
     }
 
     #[test]
-    fn parameters_cannot_take_names_the_vcp_protocol_reads_as_its_own() {
-        for name in ["tool_name", "maid", "archery"] {
-            let error = refusal(|m| {
-                m.tools[0].spec.params[0].name = name.into();
-                m.tools[0].example = None;
-            });
+    fn parameters_cannot_take_names_the_vcp_protocol_consumes() {
+        let named = |name: &str| {
+            let mut manifest = raw("0.1.0");
+            manifest.tools[0].spec.params[0].name = name.into();
+            manifest.tools[0].example = None;
+            validate(manifest)
+        };
+        for name in ["tool_name", "archery", "vref"] {
+            let error = named(name).expect_err("refused").to_string();
             assert!(error.starts_with(&format!("plugin `demo`: parameter `{name}` of tool `t` has a name the VCP protocol reserves")), "{error}");
         }
+        assert!(named("maid").is_ok(), "VCP passes `maid` to the tool, so a tool may declare it");
     }
 
     #[test]

@@ -13,9 +13,11 @@
 //! - `bench`: build the plugins and every language's `toolhost new`
 //!   sample, then run the runtime, protocol and conversation-loop
 //!   benchmarks, and the VCP node's.
+//! - `fuzz [--seconds N] [TARGET…]`: run the fuzz targets in `fuzz/` (with
+//!   nightly and cargo-fuzz, which it installs), each for N seconds.
 //!
-//! Each task first installs the `wasm32-wasip2` target with rustup, so it
-//! works on a fresh machine.
+//! Each task that builds plugins first installs the `wasm32-wasip2` target
+//! with rustup, so it works on a fresh machine.
 
 mod polyglot;
 
@@ -23,6 +25,8 @@ use anyhow::{Context, bail};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+mod fuzz;
 
 /// The example plugins, shown by the demo and `toolhost list`.
 const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
@@ -72,7 +76,8 @@ fn main() -> anyhow::Result<()> {
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
-        _ => bail!("usage: cargo xtask <build-plugins | build-samples | test | demo | bench>"),
+        "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
+        _ => bail!("usage: cargo xtask <build-plugins | build-samples | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
     }
 }
 

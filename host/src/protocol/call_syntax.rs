@@ -10,16 +10,14 @@
 
 use super::auto::{self, BareOpening};
 use super::scan::{self, find, find_open_bracket};
-use super::{json_block, vcp, xml_tag};
+use super::{vcp, xml_tag};
 
-/// Opens a special token of a chat template (`<|im_start|>`, `<|eot_id|>`,
-/// Llama's `<|python_tag|>`), which a model reads as conversation
-/// structure rather than as text.
-const CHAT_TOKEN_OPEN: &str = "<|";
 /// How a bare JSON call is reported: an object whose first key is `name`.
 const BARE_JSON_CALL: &str = "{\"name\"";
 /// How a bare pythonic call is reported: `[` and a function name.
 const BARE_PYTHONIC_CALL: &str = "[name(";
+/// How a Functionary segment is reported: `>>>`, a name and a line break.
+const SEGMENT_CALL: &str = ">>>name";
 
 /// Call syntax found in a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,10 +33,17 @@ pub(crate) struct CallSyntax {
 pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
     vcp::MARKERS
         .into_iter()
-        .chain([json_block::FENCE, auto::FUNCTION_OPEN, auto::FUNCTION_CLOSE])
-        .chain(auto::PREFIXES)
+        .chain([scan::FENCE])
+        .chain(auto::function_tag::MARKERS)
+        .chain(auto::glm::MARKERS)
+        .chain(auto::kimi::MARKERS)
+        .chain(auto::command_r::MARKERS)
+        .chain(auto::deepseek::MARKERS)
+        .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
-        .chain([scan::THINK_OPEN, scan::THINK_CLOSE, CHAT_TOKEN_OPEN])
+        .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
+        // Last, so that a token the parsers read is named rather than this.
+        .chain([auto::CHAT_TOKEN_OPEN, auto::deepseek::TOKEN_OPEN])
 }
 
 /// The first call syntax in `text`: a marker, in any ASCII case (a model
@@ -55,13 +60,14 @@ pub(crate) fn first(text: &str) -> Option<CallSyntax> {
         let Some(open) = find_open_bracket(text, at) else { break None };
         match auto::bare_opening(text, open) {
             BareOpening::Json => break Some(CallSyntax { offset: open, syntax: BARE_JSON_CALL }),
-            BareOpening::Pythonic if auto::pythonic_head(text, open).is_some() => {
+            BareOpening::Pythonic if auto::pythonic::pythonic_head(text, open).is_some() => {
                 break Some(CallSyntax { offset: open, syntax: BARE_PYTHONIC_CALL });
             }
             _ => at = open + 1,
         }
     };
-    [marker, bare].into_iter().flatten().min_by_key(|found| found.offset)
+    let segment = auto::functionary::next_segment(text, 0).map(|offset| CallSyntax { offset, syntax: SEGMENT_CALL });
+    [marker, bare, segment].into_iter().flatten().min_by_key(|found| found.offset)
 }
 
 #[cfg(test)]
@@ -89,6 +95,7 @@ mod tests {
         assert_eq!(syntax("e.g. {\"name\": \"anything\", \"arguments\": {}}"), Some(BARE_JSON_CALL));
         assert_eq!(syntax("e.g. [ {'name': 'x'}]"), Some(BARE_JSON_CALL));
         assert_eq!(syntax("e.g. [write_file(path=\"x\")]"), Some(BARE_PYTHONIC_CALL));
+        assert_eq!(syntax("e.g.\n>>>write_file\n{}"), Some(SEGMENT_CALL));
     }
 
     #[test]
@@ -99,6 +106,7 @@ mod tests {
             "returns {\"id\": 1, \"size\": 3} for each [optional] entry",
             "the expression, e.g. 2 * (3 + 4) < 5 > 1 | 2",
             "Tool: write_file\nPlugin: files",
+            ">>> print(1)\n1",
         ] {
             assert_eq!(first(text), None, "{text}");
         }

@@ -4,7 +4,7 @@
 //! guidance by permission level.
 
 use super::json_call::{self, Trust};
-use super::scan::{Collector, Reasoning, find};
+use super::scan::{Collector, FENCE, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, result_text, describe_params, describe_tool, example_arguments};
 use crate::manifest::{Permission, ToolSpec};
 use crate::message::Message;
@@ -14,9 +14,6 @@ use serde_json::json;
 /// The json-block protocol.
 #[derive(Debug, Clone, Copy)]
 pub struct JsonBlock;
-
-/// Opens and closes a fenced block.
-pub(crate) const FENCE: &str = "```";
 
 const BASE_RULES: &str = "## How to call a tool
 

@@ -1,5 +1,7 @@
 //! Calls written as JSON, in the shapes models use: `{"name", "arguments"}`
 //! (Hermes, Qwen, xml-tag), `{"name", "parameters"}` (Llama 3),
+//! `{"name", "args"}`, `{"tool_call_id", "tool_name", "parameters"}`
+//! (Command R),
 //! `{"action": "tool_call", …}` (json-block), OpenAI `tool_calls` items
 //! `{"function": {"name", "arguments"}}`, a `{"tool_calls": […]}` message,
 //! and arrays of any of these. Arguments given as a JSON string, even
@@ -10,6 +12,15 @@ use super::scan::Collector;
 use super::{Declared, ParsedCall};
 use serde_json::{Map, Value};
 use std::ops::Range;
+
+/// The keys a call names its tool by, in order of preference.
+const NAME_KEYS: [&str; 2] = ["name", "tool_name"];
+/// The keys a call gives its arguments under, in order of preference.
+const ARGUMENT_KEYS: [&str; 3] = ["arguments", PARAMETERS_KEY, "args"];
+/// Arguments for Llama 3, but the JSON Schema of a tool definition's too.
+const PARAMETERS_KEY: &str = "parameters";
+/// The keys a call gives its id under, in order of preference.
+const ID_KEYS: [&str; 2] = ["id", "tool_call_id"];
 
 /// How far a piece of JSON is trusted to be a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,20 +113,20 @@ fn call_from(
         Some(_) => return None,
         None => false,
     };
-    let Some(Value::String(name)) = object.remove("name") else { return None };
+    let Some(Value::String(name)) = remove_first(&mut object, &NAME_KEYS) else { return None };
     if trust == Trust::Declared && !says_call && !declared.contains(&name) {
         return None;
     }
-    let raw = match object.remove("arguments") {
-        Some(arguments) => Some(arguments),
-        // A tool definition, as the native prompt lists them, names a tool
-        // too; its `parameters` are a JSON Schema, not arguments.
-        None => match object.remove("parameters") {
-            Some(parameters) if is_object_schema(&parameters) => return None,
-            parameters => parameters,
-        },
-    };
-    let id = match object.remove("id") {
+    let raw = ARGUMENT_KEYS.iter().find_map(|&key| Some((key, object.remove(key)?)));
+    // A tool definition, as the native prompt lists them, names a tool too;
+    // its `parameters` are a JSON Schema, not arguments.
+    if let Some((PARAMETERS_KEY, parameters)) = &raw
+        && is_object_schema(parameters)
+    {
+        return None;
+    }
+    let raw = raw.map(|(_, value)| value);
+    let id = match remove_first(&mut object, &ID_KEYS) {
         Some(Value::String(id)) => Some(id),
         _ => None,
     };
@@ -129,6 +140,11 @@ fn call_from(
         }
     };
     Some(ParsedCall { id, name, arguments, reserved: Map::new(), span: span.clone() })
+}
+
+/// The value of the first of `keys` that `object` has, taken out.
+fn remove_first(object: &mut Map<String, Value>, keys: &[&str]) -> Option<Value> {
+    keys.iter().find_map(|key| object.remove(*key))
 }
 
 /// `{"type": "object", "properties": {…}}`: the schema of a tool's

@@ -249,7 +249,12 @@ impl Reader<'_> {
             self.at += 1;
         }
         let text = &self.text[start..self.at];
-        if let Ok(n) = text.parse::<i64>() {
+        // `-0` is the float -0.0, as strict JSON reads it: no integer is
+        // negative zero.
+        let negative_zero = text.starts_with('-') && text[1..].bytes().all(|b| b == b'0');
+        if let Ok(n) = text.parse::<i64>()
+            && !negative_zero
+        {
             return Ok(Value::Number(n.into()));
         }
         if let Ok(n) = text.parse::<u64>() {
@@ -305,6 +310,15 @@ mod tests {
         let (value, repairs) = repaired(r#"{"a": [1, -2.5, "x\n\u00e9"], "b": {"c": null, "d": true}}"#);
         assert_eq!(value, json!({"a": [1, -2.5, "x\né"], "b": {"c": null, "d": true}}));
         assert!(repairs.is_empty());
+    }
+
+    #[test]
+    fn found_by_fuzzing_strict_json_reads_the_same() {
+        // `-0` was the integer 0; strict JSON reads the float -0.0.
+        for text in ["-0", "[-0, 0, -0.0]", "{\"a\": -0}"] {
+            assert_eq!(repaired(text).0, serde_json::from_str::<Value>(text).unwrap(), "{text}");
+        }
+        assert!(repaired("-0").0.as_f64().is_some_and(|z| z == 0.0 && z.is_sign_negative()));
     }
 
     #[test]

@@ -253,6 +253,25 @@ pub(crate) fn is_line_break(c: char) -> bool {
     matches!(c, '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
+/// `forecast`, a tool with a parameter of every type (`city`, `days`,
+/// `ratio`, `metric`, `options`), which the tests and the fuzz targets check
+/// calls against.
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn forecast() -> ToolSpec {
+    use crate::manifest::{ParamSpec, ParamType};
+    let param = |name: &str, ty| ParamSpec { name: name.into(), ty, description: String::new(), required: false };
+    ToolSpec {
+        params: vec![
+            param("city", ParamType::String),
+            param("days", ParamType::Integer),
+            param("ratio", ParamType::Number),
+            param("metric", ParamType::Boolean),
+            param("options", ParamType::Json),
+        ],
+        ..ToolSpec::new("forecast", "weather", "")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

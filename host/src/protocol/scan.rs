@@ -18,13 +18,30 @@ pub(crate) fn find_open_bracket(text: &str, from: usize) -> Option<usize> {
     memchr::memchr2(b'{', b'[', rest).map(|i| i + from)
 }
 
+/// The first byte at or after `p` that is not ASCII white space.
+pub(crate) fn skip_ws(bytes: &[u8], mut p: usize) -> usize {
+    while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace()) {
+        p += 1;
+    }
+    p
+}
+
 /// Opens a reasoning region.
 pub(crate) const THINK_OPEN: &str = "<think>";
 /// Closes a reasoning region.
 pub(crate) const THINK_CLOSE: &str = "</think>";
+/// Opens Command R7B's reasoning.
+pub(crate) const COMMAND_R_THINKING_OPEN: &str = "<|START_THINKING|>";
+/// Closes it.
+pub(crate) const COMMAND_R_THINKING_CLOSE: &str = "<|END_THINKING|>";
+/// Every pair of markers around reasoning, open and close.
+pub(crate) const REASONING: [(&str, &str); 2] = [(THINK_OPEN, THINK_CLOSE), (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE)];
 
-/// The `<think>…</think>` regions of a reply; after an unclosed `<think>`
-/// the rest of the reply is reasoning.
+/// The reasoning regions of a reply: `<think>…</think>` and Command R7B's
+/// `<|START_THINKING|>…<|END_THINKING|>`. After an unclosed opening the
+/// rest of the reply is reasoning; before a `</think>` that nothing opened,
+/// the start of the reply is (templates that think by default write the
+/// `<think>` into the prompt, so the reply holds only its close).
 pub(crate) struct Reasoning {
     regions: Vec<Range<usize>>,
 }
@@ -32,35 +49,137 @@ pub(crate) struct Reasoning {
 impl Reasoning {
     pub(crate) fn find(reply: &str) -> Self {
         let mut regions = Vec::new();
-        let mut at = 0;
-        while let Some(open) = find(reply, at, THINK_OPEN) {
-            let body = open + THINK_OPEN.len();
-            match find(reply, body, THINK_CLOSE) {
-                Some(close) => {
-                    let end = close + THINK_CLOSE.len();
-                    regions.push(open..end);
-                    at = end;
-                }
-                None => {
-                    regions.push(open..reply.len());
-                    break;
+        for (open_marker, close_marker) in REASONING {
+            let mut at = 0;
+            while let Some(open) = find(reply, at, open_marker) {
+                let body = open + open_marker.len();
+                match find(reply, body, close_marker) {
+                    Some(close) => {
+                        let end = close + close_marker.len();
+                        regions.push(open..end);
+                        at = end;
+                    }
+                    None => {
+                        regions.push(open..reply.len());
+                        break;
+                    }
                 }
             }
         }
-        Reasoning { regions }
+        let first_open = regions.iter().filter(|r| reply[r.start..].starts_with(THINK_OPEN)).map(|r| r.start).min();
+        let before_open = &reply[..first_open.unwrap_or(reply.len())];
+        if let Some(close) = find(before_open, 0, THINK_CLOSE) {
+            regions.push(0..close + THINK_CLOSE.len());
+        }
+        Reasoning { regions: merge(regions) }
     }
 
     /// Whether `offset` lies in reasoning.
     pub(crate) fn contains(&self, offset: usize) -> bool {
-        let i = self.regions.partition_point(|r| r.end <= offset);
-        self.regions.get(i).is_some_and(|r| r.contains(&offset))
+        self.skip(offset).is_some()
     }
 
     /// The end of the reasoning region holding `offset`, if any.
     pub(crate) fn skip(&self, offset: usize) -> Option<usize> {
-        let i = self.regions.partition_point(|r| r.end <= offset);
-        self.regions.get(i).filter(|r| r.contains(&offset)).map(|r| r.end)
+        region_at(&self.regions, offset).map(|r| r.end)
     }
+}
+
+/// Sorted, overlapping ranges joined into one.
+fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match merged.last_mut() {
+            Some(last) if range.start < last.end => last.end = last.end.max(range.end),
+            _ => merged.push(range),
+        }
+    }
+    merged
+}
+
+/// The range of sorted, disjoint `ranges` that holds `offset`.
+fn region_at(ranges: &[Range<usize>], offset: usize) -> Option<&Range<usize>> {
+    let i = ranges.partition_point(|r| r.end <= offset);
+    ranges.get(i).filter(|r| r.contains(&offset))
+}
+
+/// Opens and closes a fenced code block.
+pub(crate) const FENCE: &str = "```";
+
+/// How a piece of a reply is quoted as code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quoted {
+    /// In a ``` fenced block.
+    Fenced,
+    /// In a `code span` on one line.
+    Inline,
+}
+
+/// Where a reply quotes code: ``` fenced blocks (paired in order, as the
+/// fence scanner pairs them; an unclosed one runs to the end) and inline
+/// spans, a run of one or two backticks closed by the same run on the same
+/// line. Markup quoted as code is being shown, not used.
+pub(crate) struct Code {
+    /// (region, how), sorted and disjoint.
+    regions: Vec<(Range<usize>, Quoted)>,
+}
+
+/// The longest backtick run that opens an inline span; three open a fence.
+const MAX_INLINE_TICKS: usize = 2;
+
+impl Code {
+    pub(crate) fn find(reply: &str) -> Self {
+        let bytes = reply.as_bytes();
+        let mut regions = Vec::new();
+        let mut fence_open: Option<usize> = None;
+        let mut at = 0;
+        while let Some(tick) = memchr::memchr(b'`', &bytes[at..]).map(|i| i + at) {
+            let run = bytes[tick..].iter().take_while(|&&b| b == b'`').count();
+            at = tick + run;
+            if run >= FENCE.len() {
+                // A longer run is a fence and the backticks after it.
+                match fence_open.take() {
+                    Some(open) => regions.push((open..tick + FENCE.len(), Quoted::Fenced)),
+                    None => fence_open = Some(tick),
+                }
+                at = tick + FENCE.len();
+                continue;
+            }
+            if fence_open.is_some() || run > MAX_INLINE_TICKS {
+                continue;
+            }
+            let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| i + at);
+            if let Some(close) = inline_close(&bytes[at..line_end], run) {
+                let end = at + close + run;
+                regions.push((tick..end, Quoted::Inline));
+                at = end;
+            }
+        }
+        if let Some(open) = fence_open {
+            regions.push((open..reply.len(), Quoted::Fenced));
+        }
+        Code { regions }
+    }
+
+    /// How the text at `offset` is quoted, if it is.
+    pub(crate) fn at(&self, offset: usize) -> Option<Quoted> {
+        let i = self.regions.partition_point(|(r, _)| r.end <= offset);
+        self.regions.get(i).filter(|(r, _)| r.contains(&offset)).map(|&(_, how)| how)
+    }
+}
+
+/// Where, in `line`, a run of exactly `run` backticks stands.
+fn inline_close(line: &[u8], run: usize) -> Option<usize> {
+    let mut at = 0;
+    while let Some(tick) = memchr::memchr(b'`', &line[at..]).map(|i| i + at) {
+        let length = line[tick..].iter().take_while(|&&b| b == b'`').count();
+        if length == run {
+            return Some(tick);
+        }
+        at = tick + length;
+    }
+    None
 }
 
 /// Finds the next occurrence of a needle at or after a position. Answers
@@ -76,6 +195,11 @@ pub(crate) struct Forward<'a> {
 impl<'a> Forward<'a> {
     pub(crate) fn new(text: &'a str, needle: &'a str) -> Self {
         Forward { text, needle, cached: None }
+    }
+
+    /// What it searches for.
+    pub(crate) fn needle(&self) -> &'a str {
+        self.needle
     }
 
     pub(crate) fn next(&mut self, from: usize) -> Option<usize> {
@@ -117,6 +241,12 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// Markup around calls that is no part of the prose (a section token,
+    /// a response marker): left out of the content like a call.
+    pub(crate) fn markup(&mut self, span: Range<usize>) {
+        self.groups.push((span, Vec::new()));
+    }
+
     pub(crate) fn warn(&mut self, offset: usize, message: impl Into<String>) {
         if self.warnings.len() < MAX_WARNINGS {
             self.warnings.push(Warning { offset, message: message.into() });
@@ -131,7 +261,7 @@ impl<'a> Collector<'a> {
     }
 
     /// Calls in reply order, overlapping ones dropped (the earlier, then
-    /// longer, wins); the content is the reply without them.
+    /// longer, wins); the content is the reply without them, trimmed.
     pub(crate) fn finish(mut self) -> Parsed {
         self.groups.sort_by_key(|(span, _)| (span.start, std::cmp::Reverse(span.end)));
         let mut kept: Vec<(Range<usize>, Vec<ParsedCall>)> = Vec::with_capacity(self.groups.len());
@@ -140,19 +270,34 @@ impl<'a> Collector<'a> {
                 kept.push(group);
             }
         }
-        let mut content = String::new();
+        // The pieces of prose between the kept spans, trimmed at both ends of
+        // the whole, copied once into a buffer of the right size: the copy is
+        // most of the time a reply without calls takes.
+        let mut pieces = Vec::with_capacity(kept.len() + 1);
         let mut at = 0;
         for (span, _) in &kept {
-            content.push_str(&self.reply[at..span.start]);
+            pieces.push(&self.reply[at..span.start]);
             at = span.end;
         }
+        pieces.push(&self.reply[at..]);
+        let blank = |piece: &&str| piece.trim().is_empty();
+        let first = pieces.iter().position(|p| !blank(p)).unwrap_or(pieces.len());
+        let last = pieces.iter().rposition(|p| !blank(p)).map_or(first, |i| i + 1);
+        let pieces = &mut pieces[first..last];
+        if let Some(piece) = pieces.first_mut() {
+            *piece = piece.trim_start();
+        }
+        if let Some(piece) = pieces.last_mut() {
+            *piece = piece.trim_end();
+        }
+        let mut content = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+        pieces.iter().for_each(|p| content.push_str(p));
         let calls = kept.into_iter().flat_map(|(_, calls)| calls).collect();
-        content.push_str(&self.reply[at..]);
         let mut warnings = self.warnings;
         if self.dropped > 0 {
             warnings.push(Warning { offset: self.reply.len(), message: format!("{} more warnings not listed", self.dropped) });
         }
-        Parsed { calls, content: content.trim().to_owned(), warnings }
+        Parsed { calls, content, warnings }
     }
 }
 
@@ -169,6 +314,52 @@ mod tests {
         assert!(!reasoning.contains(17));
         assert!(reasoning.contains(19) && reasoning.contains(25));
         assert_eq!(reasoning.skip(3), Some(17));
+    }
+
+    #[test]
+    fn command_r_thinking_and_a_leading_close_are_reasoning() {
+        let reply = "plan</think>a<|START_THINKING|>b<|END_THINKING|>c<think>d";
+        let reasoning = Reasoning::find(reply);
+        let at = |needle: &str| reasoning.contains(reply.find(needle).unwrap());
+        assert!(at("plan") && at("</think>"), "before the </think> nothing opened");
+        assert!(!at("a<|"));
+        assert!(at("<|START") && at("b<|") && at("<|END"));
+        assert!(!at("c<think>"));
+        assert!(at("<think>") && at("d"));
+        let closed_later = Reasoning::find("a<think>b</think>c</think>d");
+        assert!(!closed_later.contains(0), "a close after an opening does not reach back");
+        assert!(!closed_later.contains(19));
+    }
+
+    #[test]
+    fn code_is_fenced_blocks_and_inline_spans_on_one_line() {
+        let reply = "a `b` c ``d`e`` f\n```x\ng `\n```\nh ` i\nj`";
+        let code = Code::find(reply);
+        let at = |needle: &str| code.at(reply.find(needle).unwrap());
+        assert_eq!(at("a"), None);
+        assert_eq!(at("b"), Some(Quoted::Inline));
+        assert_eq!(at("c"), None);
+        assert_eq!(at("d"), Some(Quoted::Inline), "a double-backtick span holds a single backtick");
+        assert_eq!(at("f"), None);
+        assert_eq!(at("g"), Some(Quoted::Fenced));
+        assert_eq!(at("h"), None);
+        assert_eq!(at("i"), None, "a span does not cross a line");
+        let unclosed = Code::find("x\n```\ny");
+        assert_eq!(unclosed.at(6), Some(Quoted::Fenced));
+    }
+
+    #[test]
+    fn content_is_the_reply_without_calls_and_markup_trimmed() {
+        let reply = "  <a> one <b> two <c>  ";
+        let mut out = Collector::new(reply);
+        for tag in ["<a>", "<b>", "<c>"] {
+            let at = reply.find(tag).unwrap();
+            out.markup(at..at + tag.len());
+        }
+        assert_eq!(out.finish().content, "one  two");
+        let mut only = Collector::new(" <a> ");
+        only.markup(1..4);
+        assert_eq!(only.finish().content, "");
     }
 
     #[test]

@@ -9,10 +9,15 @@ use crate::message::Message;
 use crate::outcome::{Status, ToolOutcome};
 use serde_json::{Map, Value};
 
-/// Keys the VCP server interprets itself; they are kept apart from the
-/// arguments.
+/// Keys the VCP server interprets itself; a call keeps them apart from
+/// its arguments, in `reserved`.
 pub const RESERVED_KEYS: &[&str] =
     &["archery", "ink", "river", "vref", "valet", "maid", "tool_password", "timely_contact"];
+/// The reserved keys the server consumes: a tool never sees them. It
+/// passes the others (`maid`, …) to the tool as well (VCP-PROTOCOL.md §5),
+/// so a VCP-native tool that reads them finds them in its arguments here
+/// too.
+pub const CONSUMED_KEYS: &[&str] = &["archery", "ink", "river", "vref"];
 
 const OPEN: &str = "[TOOL_REQUEST]";
 const CLOSE: &str = "[END_TOOL_REQUEST]";
@@ -72,7 +77,7 @@ impl Protocol for Vcp {
 
     fn parse(&self, reply: &str, _declared: &Declared) -> Parsed {
         let mut collector = Collector::new(reply);
-        self.scan(reply, &mut collector);
+        self.scan(reply, &Reasoning::find(reply), &mut collector);
         collector.finish()
     }
 
@@ -184,8 +189,7 @@ impl<'a> MarkerFinder<'a> {
 }
 
 impl Vcp {
-    pub(crate) fn scan(&self, reply: &str, out: &mut Collector<'_>) {
-        let reasoning = Reasoning::find(reply);
+    pub(crate) fn scan(&self, reply: &str, reasoning: &Reasoning, out: &mut Collector<'_>) {
         let mut opens = MarkerFinder::new(reply, OPEN, self.lenient_markers);
         let mut closes = MarkerFinder::new(reply, CLOSE, self.lenient_markers);
         let mut value_closes = Forward::new(reply, VALUE_CLOSE);
@@ -293,6 +297,9 @@ impl Vcp {
             if key == TOOL_NAME_KEY {
                 name = Some(value);
             } else if RESERVED_KEYS.contains(&key.as_str()) {
+                if !CONSUMED_KEYS.contains(&key.as_str()) {
+                    arguments.insert(key.clone(), Value::String(value.clone()));
+                }
                 reserved.insert(key, Value::String(value));
             } else {
                 // Last duplicate wins, as the VCP server does.
@@ -353,8 +360,19 @@ mod tests {
     fn last_duplicate_wins_empty_is_empty_and_reserved_keys_stay_apart() {
         let parsed = parse("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」1「末」,a:「始」2「末」,b:「始」「末」,maid:「始」Nova「末」,archery:「始」no_reply「末」<<<[END_TOOL_REQUEST]>>>");
         let call = &parsed.calls[0];
-        assert_eq!(args(call), json!({"a": "2", "b": ""}));
+        assert_eq!(args(call), json!({"a": "2", "b": "", "maid": "Nova"}), "the server passes `maid` to the tool");
         assert_eq!(Value::Object(call.reserved.clone()), json!({"maid": "Nova", "archery": "no_reply"}));
+    }
+
+    #[test]
+    fn the_keys_the_server_consumes_never_reach_the_tool_and_the_others_do() {
+        let fields: String = RESERVED_KEYS.iter().map(|key| format!("{key}:「始」{key} value「末」,")).collect();
+        let parsed = parse(&format!("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,{fields}<<<[END_TOOL_REQUEST]>>>"));
+        let call = &parsed.calls[0];
+        let passed: Vec<&str> = call.arguments.keys().map(String::as_str).collect();
+        assert_eq!(passed, ["valet", "maid", "tool_password", "timely_contact"]);
+        assert_eq!(call.reserved.len(), RESERVED_KEYS.len(), "every reserved key is available apart");
+        assert_eq!(call.arguments["maid"], "maid value");
     }
 
     #[test]

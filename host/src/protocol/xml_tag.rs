@@ -5,6 +5,7 @@
 use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
 use super::scan::{Collector, Reasoning, find};
+use std::ops::Range;
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::message::Message;
@@ -27,8 +28,13 @@ Rules:
 - After the tags, stop. The results come back in the next message; never invent them.
 ";
 
+/// The protocol's own tag, open and close.
+pub(crate) const TOOL_CODE: (&str, &str) = ("<tool_code>", "</tool_code>");
+/// Hermes' tag, which `auto` also reads with other bodies (GLM's,
+/// Qwen3-Coder's).
+pub(crate) const TOOL_CALL: (&str, &str) = ("<tool_call>", "</tool_call>");
 /// The tags whose content is a JSON call, open and close.
-pub(crate) const TAGS: &[(&str, &str)] = &[("<tool_code>", "</tool_code>"), ("<tool_call>", "</tool_call>")];
+pub(crate) const TAGS: &[(&str, &str)] = &[TOOL_CODE, TOOL_CALL];
 
 impl Protocol for XmlTag {
     fn id(&self) -> ProtocolId {
@@ -55,22 +61,55 @@ impl Protocol for XmlTag {
 
 /// Every `<tool_code>` / `<tool_call>` element outside reasoning.
 pub(crate) fn scan_tags(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
-    for &(open_tag, close_tag) in TAGS {
-        let mut at = 0;
-        while let Some(open) = find(reply, at, open_tag) {
+    for &tag in TAGS {
+        scan_json_tag(reply, reasoning, declared, tag, out);
+    }
+}
+
+/// Every element of `tag` outside reasoning, its body read as JSON calls.
+pub(crate) fn scan_json_tag(reply: &str, reasoning: &Reasoning, declared: &Declared, tag: (&str, &str), out: &mut Collector<'_>) {
+    for element in elements(reply, reasoning, tag) {
+        match element.end {
+            Some(end) => {
+                let body = element.body;
+                json_call::collect_text(&reply[body.clone()], body.start, element.open..end, Trust::Explicit, declared, out);
+            }
+            None => out.warn(element.open, format!("{} is not closed; it is not a call", tag.0)),
+        }
+    }
+}
+
+/// One element of a tag: `<tag>body</tag>`.
+pub(crate) struct Element {
+    /// Where its opening tag starts.
+    pub(crate) open: usize,
+    /// Its body; to the end of the reply when it is not closed.
+    pub(crate) body: Range<usize>,
+    /// Where its closing tag ends, if it has one.
+    pub(crate) end: Option<usize>,
+}
+
+/// The elements of `(open, close)` outside reasoning, in order; an unclosed
+/// one is the last.
+pub(crate) fn elements<'a>(reply: &'a str, reasoning: &'a Reasoning, (open_tag, close_tag): (&'a str, &'a str)) -> impl Iterator<Item = Element> + 'a {
+    let mut at = Some(0);
+    std::iter::from_fn(move || {
+        loop {
+            let open = find(reply, at?, open_tag)?;
             if let Some(end) = reasoning.skip(open) {
-                at = end;
+                at = Some(end);
                 continue;
             }
             let body = open + open_tag.len();
             let Some(close) = find(reply, body, close_tag) else {
-                out.warn(open, format!("{open_tag} is not closed; it is not a call"));
-                break;
+                at = None;
+                return Some(Element { open, body: body..reply.len(), end: None });
             };
-            json_call::collect_text(&reply[body..close], body, open..close + close_tag.len(), Trust::Explicit, declared, out);
-            at = close + close_tag.len();
+            let end = close + close_tag.len();
+            at = Some(end);
+            return Some(Element { open, body: body..close, end: Some(end) });
         }
-    }
+    })
 }
 
 #[cfg(test)]

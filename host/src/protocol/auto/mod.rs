@@ -1,29 +1,50 @@
 //! Parse-only recognition of every format: the four protocols' own, and the
-//! formats models drift into on their own:
+//! formats models drift into on their own, one module per family:
 //!
-//! - Hermes / Qwen: `<tool_call>{"name", "arguments"}</tool_call>`;
-//! - Mistral: `[TOOL_CALLS][{…}]`, `[TOOL_CALLS]name{…}` and
-//!   `[TOOL_CALLS]name[ARGS]{…}`;
-//! - Llama 3: `{"name", "parameters"}`, with or without `<|python_tag|>`;
-//! - pythonic: `[get_weather(city="Paris"), now()]`;
-//! - `<function=name>{…}</function>`;
+//! - Hermes / Qwen: `<tool_call>{"name", "arguments"}</tool_call>` (here);
+//! - Qwen3-Coder's `<function=NAME><parameter=K>…`, and
+//!   `<function=NAME>{…}</function>`, `<function name="NAME">{…}`
+//!   ([`function_tag`]);
+//! - GLM's `<tool_call>NAME<arg_key>…</arg_key><arg_value>…` ([`glm`]);
+//! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
+//!   [`deepseek`], both read by [`section`]);
+//! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
+//! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
+//! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
+//!   ([`prefixed`]);
+//! - pythonic lists, `[get_weather(city="Paris"), now()]` ([`pythonic`]);
 //! - fenced JSON objects and arrays, and an OpenAI `tool_calls` message.
 //!
 //! Bare (unfenced, untagged) JSON and pythonic lists are calls only when
-//! they name a declared tool, so an example in prose never runs. When two
-//! recognizers claim overlapping text, the one that starts first wins.
+//! they name a declared tool, so an example in prose never runs; markup
+//! quoted in inline code is never a call, in a fenced block only for a
+//! declared tool. When two recognizers claim overlapping text, the one that
+//! starts first wins.
+
+pub(crate) mod command_r;
+pub(crate) mod deepseek;
+pub(crate) mod function_tag;
+pub(crate) mod functionary;
+pub(crate) mod glm;
+pub(crate) mod kimi;
+pub(crate) mod prefixed;
+pub(crate) mod pythonic;
+mod section;
+#[cfg(test)]
+mod testing;
 
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Collector, Reasoning, find, find_open_bracket};
+use super::scan::{Code, Collector, Quoted, Reasoning, find, find_open_bracket, skip_ws};
 use super::vcp::VCP;
-use super::xml_tag::scan_tags;
-use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
-use crate::manifest::ToolSpec;
+use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
+use super::{Declared, Parsed, Protocol, ProtocolId};
+use crate::manifest::{MAX_TOOL_NAME_LEN, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};
+use std::cell::OnceCell;
 
 /// The auto protocol: parses anything, renders nothing of its own (it
 /// renders as json-block when asked).
@@ -40,15 +61,20 @@ impl Protocol for Auto {
     }
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
-        let reasoning = Reasoning::find(reply);
+        let scope = Scope::new(reply, declared);
+        let reasoning = &scope.reasoning;
         let mut out = Collector::new(reply);
-        VCP.scan(reply, &mut out);
-        scan_fences(reply, &reasoning, declared, true, &mut out);
-        scan_tags(reply, &reasoning, declared, &mut out);
-        scan_function_tags(reply, &reasoning, &mut out);
-        scan_prefixed(reply, &reasoning, declared, &mut out);
+        VCP.scan(reply, reasoning, &mut out);
+        scan_fences(reply, reasoning, declared, true, &mut out);
+        scan_json_tag(reply, reasoning, declared, TOOL_CODE, &mut out);
+        scan_tool_call_tags(&scope, &mut out);
+        function_tag::scan(&scope, &mut out);
+        prefixed::scan_tool_calls(&scope, &mut out);
+        scan_chat_tokens(&scope, &mut out);
+        deepseek::scan(&scope, &mut out);
+        functionary::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
-        scan_bare(reply, &reasoning, declared, &mut out);
+        scan_bare(reply, reasoning, declared, &mut out);
         out.finish()
     }
 
@@ -57,82 +83,101 @@ impl Protocol for Auto {
     }
 }
 
-/// Opens a `<function=name>{…}</function>` call.
-pub(crate) const FUNCTION_OPEN: &str = "<function=";
-/// Closes it.
-pub(crate) const FUNCTION_CLOSE: &str = "</function>";
-/// Mistral's and Llama's prefixes before a call.
-pub(crate) const PREFIXES: [&str; 2] = ["[TOOL_CALLS]", "<|python_tag|>"];
+/// A reply as the recognisers read it: the text, its reasoning, the
+/// declared tools, and where it quotes code (found on first use, as most
+/// replies never need it).
+pub(crate) struct Scope<'a> {
+    pub(crate) reply: &'a str,
+    pub(crate) reasoning: Reasoning,
+    pub(crate) declared: &'a Declared,
+    code: OnceCell<Code>,
+}
 
-/// `<function=name>{…}</function>`.
-fn scan_function_tags(reply: &str, reasoning: &Reasoning, out: &mut Collector<'_>) {
-    const OPEN: &str = FUNCTION_OPEN;
-    const CLOSE: &str = FUNCTION_CLOSE;
-    let mut at = 0;
-    while let Some(open) = find(reply, at, OPEN) {
-        at = open + OPEN.len();
-        if reasoning.contains(open) {
-            continue;
+impl<'a> Scope<'a> {
+    fn new(reply: &'a str, declared: &'a Declared) -> Self {
+        Scope { reply, reasoning: Reasoning::find(reply), declared, code: OnceCell::new() }
+    }
+
+    /// How far markup at `offset` is trusted to be a call: not at all in
+    /// reasoning or in an inline code span (the markup is being shown), in
+    /// a fenced block only for a declared tool (as fenced JSON is), else
+    /// whatever tool it names.
+    pub(crate) fn markup_trust(&self, offset: usize) -> Option<Trust> {
+        if self.reasoning.contains(offset) {
+            return None;
         }
-        let Some(name_end) = find(reply, at, ">") else { break };
-        let name = reply[at..name_end].trim();
-        let body = name_end + 1;
-        let Some(close) = find(reply, body, CLOSE) else {
-            out.warn(open, format!("<function={name}> is not closed; it is not a call"));
-            break;
-        };
-        let text = reply[body..close].trim();
-        let arguments = if text.is_empty() {
-            Some(Map::new())
-        } else {
-            object_at(reply, body + (reply[body..close].len() - reply[body..close].trim_start().len()), out)
-        };
-        if let Some(arguments) = arguments {
-            out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: open..close + CLOSE.len() });
+        match self.code.get_or_init(|| Code::find(self.reply)).at(offset) {
+            None => Some(Trust::Explicit),
+            Some(Quoted::Fenced) => Some(Trust::Declared),
+            Some(Quoted::Inline) => None,
         }
-        at = close + CLOSE.len();
+    }
+
+    /// Whether markup at `offset` that calls `name` is a call, by
+    /// [`Self::markup_trust`].
+    pub(crate) fn markup_calls(&self, offset: usize, name: &str) -> bool {
+        match self.markup_trust(offset) {
+            None => false,
+            Some(Trust::Declared) => self.declared.contains(name),
+            Some(Trust::Explicit) => true,
+        }
     }
 }
 
-/// Mistral's `[TOOL_CALLS]` and Llama's `<|python_tag|>` prefixes.
-fn scan_prefixed(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
-    for marker in PREFIXES {
-        let mut at = 0;
-        while let Some(found) = find(reply, at, marker) {
-            at = found + marker.len();
-            if reasoning.contains(found) {
-                continue;
-            }
-            let start = at + (reply[at..].len() - reply[at..].trim_start().len());
-            if reply[start..].starts_with(['[', '{']) {
-                match lenient_json::parse_prefix(&reply[start..]) {
-                    Ok((value, used, repairs)) => {
-                        json_call::report(&repairs, start, out);
-                        json_call::collect_value(value, found..start + used, Trust::Explicit, declared, out);
-                        at = start + used;
-                    }
-                    Err(e) => out.warn(start + e.offset, format!("the call after {marker} is not JSON: {}", e.message)),
-                }
-                continue;
-            }
-            // `name{…}` or `name[ARGS]{…}`.
-            let name_end = start + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
-            let name = &reply[start..name_end];
-            let mut args_at = name_end;
-            if reply[args_at..].starts_with("[ARGS]") {
-                args_at += "[ARGS]".len();
-            }
-            if name.is_empty() || !reply[args_at..].starts_with('{') {
-                out.warn(found, format!("nothing recognisable follows {marker}"));
-                continue;
-            }
-            if let Ok((Value::Object(arguments), used, repairs)) = lenient_json::parse_prefix(&reply[args_at..]) {
-                json_call::report(&repairs, args_at, out);
-                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
-                at = args_at + used;
-            } else {
-                out.warn(args_at, format!("the arguments of `{name}` are not a JSON object"));
-            }
+/// Opens a special token of a chat template (`<|python_tag|>`,
+/// `<|tool_call_begin|>`, `<|START_ACTION|>`, `<|im_start|>`).
+pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
+
+/// Every chat-template token that starts a call, in one pass: Llama's
+/// `<|python_tag|>`, Kimi K2's sections and calls, Command R's actions.
+fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut kimi = kimi::Reader::new(reply);
+    let mut command_r = command_r::Reader::new(reply);
+    let mut at = 0;
+    while let Some(found) = find(reply, at, CHAT_TOKEN_OPEN) {
+        if let Some(end) = scope.reasoning.skip(found) {
+            at = end;
+            continue;
+        }
+        at = if reply[found..].starts_with(prefixed::PYTHON_TAG) {
+            prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
+        } else if let Some(end) = kimi.read(scope, found, out) {
+            end
+        } else if let Some(end) = command_r.read(scope, found, out) {
+            end
+        } else {
+            found + CHAT_TOKEN_OPEN.len()
+        };
+    }
+}
+
+/// Every `<tool_call>` element, by what its body holds: JSON (Hermes,
+/// Qwen), `<function>NAME</function>` and JSON, or GLM's name and argument
+/// tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`],
+/// which takes the element around it too.
+fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    for element in xml_tag::elements(reply, &scope.reasoning, TOOL_CALL) {
+        let body = &reply[element.body.clone()];
+        let text = body.trim_start();
+        let text_at = element.body.start + (body.len() - text.len());
+        if function_tag::opens_call(text) {
+            continue;
+        }
+        let Some(end) = element.end else {
+            out.warn(element.open, format!("{} is not closed; it is not a call", TOOL_CALL.0));
+            continue;
+        };
+        let span = element.open..end;
+        if text.starts_with(['{', '[']) {
+            json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
+        } else if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
+            function_tag::hermes_named(scope, text_at, element.body.end, span, out);
+        } else if glm::opens_call(text) {
+            glm::read(scope, text_at, element.body.end, span, out);
+        } else {
+            json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
     }
 }
@@ -169,9 +214,7 @@ fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut 
         }
         match bare_opening(reply, found) {
             BareOpening::Pythonic => {
-                if let Some(end) = pythonic(reply, found, declared, out) {
-                    at = end;
-                }
+                at = pythonic::list(reply, found, declared, out);
                 continue;
             }
             BareOpening::Json => {}
@@ -217,101 +260,13 @@ pub(crate) fn bare_opening(reply: &str, open: usize) -> BareOpening {
     }
 }
 
-/// The first function of a pythonic list at `open`, `[name(`, whether or
-/// not it is declared.
-pub(crate) fn pythonic_head(reply: &str, open: usize) -> Option<&str> {
-    let bytes = reply.as_bytes();
-    let start = skip_ws(bytes, open + 1);
-    let end = function_name_end(bytes, start);
-    (end > start && bytes.get(end) == Some(&b'(')).then(|| &reply[start..end])
-}
-
-/// Where a pythonic function name starting at `p` ends.
-fn function_name_end(bytes: &[u8], mut p: usize) -> usize {
-    while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.') {
-        p += 1;
-    }
-    p
-}
-
-/// `[f(a=1, b="x"), g()]` at `open`, if every function is declared.
-/// Returns where reading stopped.
-fn pythonic(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'_>) -> Option<usize> {
-    let bytes = reply.as_bytes();
-    let mut p = open + 1;
-    let mut calls = Vec::new();
-    loop {
-        p = skip_ws(bytes, p);
-        let name_start = p;
-        p = function_name_end(bytes, p);
-        let name = &reply[name_start..p];
-        if name.is_empty() || !declared.contains(name) || bytes.get(p) != Some(&b'(') {
-            return Some(p.max(open + 1));
-        }
-        p += 1;
-        let mut arguments = Map::new();
-        loop {
-            p = skip_ws(bytes, p);
-            if bytes.get(p) == Some(&b')') {
-                p += 1;
-                break;
-            }
-            let key_start = p;
-            while bytes.get(p).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-                p += 1;
-            }
-            let key = &reply[key_start..p];
-            p = skip_ws(bytes, p);
-            if key.is_empty() || bytes.get(p) != Some(&b'=') {
-                out.warn(p, format!("`{name}(…)` takes keyword arguments only"));
-                return Some(p.max(open + 1));
-            }
-            p = skip_ws(bytes, p + 1);
-            let (value, used, _) = match lenient_json::parse_prefix(&reply[p..]) {
-                Ok(read) => read,
-                Err(e) => return Some(p + e.offset.max(1)),
-            };
-            arguments.insert(key.to_owned(), value);
-            p = skip_ws(bytes, p + used);
-            match bytes.get(p) {
-                Some(b',') => p += 1,
-                Some(b')') => {}
-                _ => return Some(p.max(open + 1)),
-            }
-        }
-        calls.push((name.to_owned(), arguments));
-        p = skip_ws(bytes, p);
-        match bytes.get(p) {
-            Some(b',') => p += 1,
-            Some(b']') => {
-                p += 1;
-                break;
-            }
-            _ => return Some(p),
-        }
-    }
-    let span = open..p;
-    let calls = calls
-        .into_iter()
-        .map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: span.clone() })
-        .collect();
-    out.calls(span, calls);
-    Some(p)
-}
-
-fn skip_ws(bytes: &[u8], mut p: usize) -> usize {
-    while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace()) {
-        p += 1;
-    }
-    p
-}
-
-/// Read a JSON object at `at`, warning when it is not one.
-fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
+/// Read a JSON object at `at`, warning when it is not one: the object and
+/// where it ends.
+pub(crate) fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<(Map<String, Value>, usize)> {
     match lenient_json::parse_prefix(&reply[at..]) {
-        Ok((Value::Object(map), _, repairs)) => {
+        Ok((Value::Object(map), used, repairs)) => {
             json_call::report(&repairs, at, out);
-            Some(map)
+            Some((map, at + used))
         }
         Ok(_) => {
             out.warn(at, "the arguments are not a JSON object");
@@ -324,22 +279,20 @@ fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<Stri
     }
 }
 
+/// A tool's name or an argument's key as markup writes it, trimmed: ASCII
+/// letters, digits, `_`, `-` and `.`, at most [`MAX_TOOL_NAME_LEN`] bytes.
+/// (A dotted name is no declared tool's; reading it still lets the check
+/// step tell the model which tool it meant.)
+pub(crate) fn markup_name(text: &str) -> Option<&str> {
+    let name = text.trim();
+    let fits = (1..=MAX_TOOL_NAME_LEN).contains(&name.len());
+    (fits && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::testing::{calls, one, parse};
     use serde_json::json;
-
-    fn parse(reply: &str) -> Parsed {
-        Auto.parse(reply, &Declared::new(["get_weather", "calculate", "now"]))
-    }
-
-    fn calls(reply: &str) -> Vec<(String, Value)> {
-        parse(reply).calls.into_iter().map(|c| (c.name, Value::Object(c.arguments))).collect()
-    }
-
-    fn one(name: &str, args: Value) -> Vec<(String, Value)> {
-        vec![(name.to_owned(), args)]
-    }
 
     #[test]
     fn hermes_and_qwen_tool_call_tags() {
@@ -408,6 +361,18 @@ mod tests {
     fn a_bare_json_object_is_a_call_only_for_a_declared_tool() {
         assert!(calls("An example: {\"name\": \"delete_everything\", \"arguments\": {}}").is_empty());
         assert_eq!(calls("Calling {\"name\": \"now\", \"arguments\": {}} now").len(), 1);
+    }
+
+    #[test]
+    fn json_calls_may_name_their_arguments_args() {
+        assert_eq!(calls("<tool_call>{\"name\": \"get_weather\", \"args\": {\"city\": \"Oslo\"}}</tool_call>"), one("get_weather", json!({"city": "Oslo"})));
+        assert_eq!(calls("Sure: {\"name\": \"now\", \"args\": {\"zone\": \"UTC\"}}"), one("now", json!({"zone": "UTC"})));
+        assert_eq!(
+            calls("<tool_call>{\"name\": \"now\", \"arguments\": {\"zone\": \"UTC\"}, \"args\": {\"zone\": \"CET\"}}</tool_call>"),
+            one("now", json!({"zone": "UTC"})),
+            "`arguments` is preferred"
+        );
+        assert!(calls("An example: {\"name\": \"rm\", \"args\": {}}").is_empty(), "bare, only a declared tool");
     }
 
     #[test]

@@ -1,0 +1,382 @@
+//! Calls in `<function…>` tags:
+//!
+//! - Qwen3-Coder: `<function=NAME>`, then `<parameter=KEY>value</parameter>`
+//!   for each argument, then `</function>`; usually inside `<tool_call>`,
+//!   which then belongs to the call;
+//! - Llama 3.1's custom tools: `<function=NAME>{…}</function>`;
+//! - `<function name="NAME">{…}</function>`;
+//! - a Hermes `<tool_call>` whose body is `<function>NAME</function>` and
+//!   the JSON arguments ([`hermes_named`]).
+//!
+//! A Qwen3-Coder value is raw text: the line breaks the template writes
+//! around it are dropped, everything else (`->`, `<`, quotes, blank lines)
+//! is kept. It stays a string here: only the declaration knows whether
+//! `42` is a number or text, and the check step coerces it to the declared
+//! type (JSON for json parameters, `True` for booleans).
+
+use super::super::lenient_json;
+use super::super::scan::{Collector, Forward, find};
+use super::super::xml_tag::TOOL_CALL;
+use super::super::ParsedCall;
+use super::{Scope, markup_name, object_at};
+use serde_json::{Map, Value};
+
+/// Opens a call: `<function=NAME>`.
+pub(crate) const FUNCTION_OPEN: &str = "<function=";
+/// Opens a call: `<function name="NAME">`.
+pub(crate) const FUNCTION_NAMED: &str = "<function name=";
+/// Opens a Hermes call's name: `<function>NAME</function>`.
+pub(crate) const FUNCTION_NAME_OPEN: &str = "<function>";
+/// Closes a call, or a Hermes call's name.
+pub(crate) const FUNCTION_CLOSE: &str = "</function>";
+/// Opens a Qwen3-Coder argument: `<parameter=KEY>`.
+pub(crate) const PARAMETER_OPEN: &str = "<parameter=";
+/// Closes it.
+pub(crate) const PARAMETER_CLOSE: &str = "</parameter>";
+/// Every marker this module reads.
+pub(crate) const MARKERS: [&str; 6] = [FUNCTION_OPEN, FUNCTION_NAMED, FUNCTION_NAME_OPEN, FUNCTION_CLOSE, PARAMETER_OPEN, PARAMETER_CLOSE];
+
+/// What every `<function…` tag starts with.
+const ANCHOR: &str = "<function";
+/// How far a tag's name (or a parameter's key) is looked for its `>`.
+const MAX_HEAD: usize = 256;
+
+/// Whether `text` starts with a call this module reads on its own, so the
+/// `<tool_call>` around it is left to [`scan`].
+pub(crate) fn opens_call(text: &str) -> bool {
+    text.starts_with(FUNCTION_OPEN) || text.starts_with(FUNCTION_NAMED)
+}
+
+/// Forward searches for the markers that end a call's parts.
+struct Ends<'a> {
+    function: Forward<'a>,
+    tool_call: Forward<'a>,
+    parameter_open: Forward<'a>,
+    parameter_close: Forward<'a>,
+}
+
+/// Every `<function=NAME>` and `<function name="NAME">` call. After a
+/// failed call the scan resumes where reading it stopped, so the time stays
+/// linear however the parts are mixed up.
+pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut ends = Ends {
+        function: Forward::new(reply, FUNCTION_CLOSE),
+        tool_call: Forward::new(reply, TOOL_CALL.1),
+        parameter_open: Forward::new(reply, PARAMETER_OPEN),
+        parameter_close: Forward::new(reply, PARAMETER_CLOSE),
+    };
+    let mut at = 0;
+    while let Some(open) = find(reply, at, ANCHOR) {
+        at = open + ANCHOR.len();
+        let Some((name, body)) = head(reply, open) else {
+            if ends_inside_tag(&reply[open..]) {
+                out.warn(open, "a <function…> tag is cut off; it is not a call");
+            }
+            continue;
+        };
+        at = body;
+        if !scope.markup_calls(open, name) {
+            continue;
+        }
+        let call = Call { reply, name, open };
+        match call.body(body, &mut ends, out) {
+            Ok((arguments, end)) => {
+                at = end;
+                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: wrapped(reply, open..end) });
+            }
+            Err(stopped) => at = at.max(stopped),
+        }
+    }
+}
+
+/// The name of the tag at `open` and where its body starts.
+fn head(reply: &str, open: usize) -> Option<(&str, usize)> {
+    let rest = &reply[open..];
+    let (name, after) = if rest.starts_with(FUNCTION_OPEN) {
+        let start = open + FUNCTION_OPEN.len();
+        let close = tag_end(reply, start)?;
+        (&reply[start..close], close + 1)
+    } else if rest.starts_with(FUNCTION_NAMED) {
+        let start = open + FUNCTION_NAMED.len();
+        let quote = *reply.as_bytes().get(start).filter(|q| matches!(q, b'"' | b'\''))?;
+        let name_start = start + 1;
+        let name_end = name_start + reply[name_start..].bytes().take(MAX_HEAD).position(|b| b == quote)?;
+        let close = tag_end(reply, name_end + 1)?;
+        reply[name_end + 1..close].trim().is_empty().then_some(())?;
+        (&reply[name_start..name_end], close + 1)
+    } else {
+        return None;
+    };
+    Some((markup_name(name)?, after))
+}
+
+/// The `>` that ends a tag whose text starts at `from`, on the same line.
+fn tag_end(reply: &str, from: usize) -> Option<usize> {
+    let text = reply.as_bytes().get(from..)?;
+    let end = text.iter().take(MAX_HEAD).position(|&b| matches!(b, b'>' | b'<' | b'\n'))?;
+    (text[end] == b'>').then_some(from + end)
+}
+
+/// Whether `rest`, the end of a reply, stops inside a parameter's tag or a
+/// closing tag.
+fn ends_inside_tag(rest: &str) -> bool {
+    let unclosed = |opening: &str| {
+        rest.strip_prefix(opening).is_some_and(|text| text.len() < MAX_HEAD && !text.contains(['<', '>', '\n']))
+    };
+    let openings = [PARAMETER_OPEN, FUNCTION_OPEN, FUNCTION_NAMED];
+    openings.into_iter().any(unclosed) || [PARAMETER_OPEN, FUNCTION_CLOSE, TOOL_CALL.1].iter().any(|tag| tag.starts_with(rest))
+}
+
+/// A call being read: its tool and where its tag opened.
+struct Call<'a> {
+    reply: &'a str,
+    name: &'a str,
+    open: usize,
+}
+
+/// The arguments and where the call ends, or, after a warning, where
+/// reading stopped.
+type Read = Result<(Map<String, Value>, usize), usize>;
+
+impl Call<'_> {
+    /// The arguments from the body at `body` to the `</function>`.
+    fn body(&self, body: usize, ends: &mut Ends<'_>, out: &mut Collector<'_>) -> Read {
+        let reply = self.reply;
+        let start = body + (reply[body..].len() - reply[body..].trim_start().len());
+        let rest = &reply[start..];
+        if rest.starts_with(PARAMETER_OPEN) || rest.starts_with(FUNCTION_CLOSE) || rest.starts_with(TOOL_CALL.1) {
+            return self.parameters(start, ends, out);
+        }
+        if rest.is_empty() || ends_inside_tag(rest) {
+            return self.cut_off(out);
+        }
+        if !rest.starts_with('{') {
+            out.warn(start, format!("the call to `{}` holds neither JSON nor {PARAMETER_OPEN}…> tags; it is not a call", self.name));
+            return Err(start);
+        }
+        let (arguments, json_end) = object_at(reply, start, out).ok_or(start + 1)?;
+        match ends.function.next(json_end) {
+            Some(close) => Ok((arguments, close + FUNCTION_CLOSE.len())),
+            None => self.cut_off(out),
+        }
+    }
+
+    /// Qwen3-Coder's `<parameter=KEY>value</parameter>…` from `p` to the
+    /// `</function>` (or the `</tool_call>`, when a model leaves the
+    /// `</function>` out). A value runs to its `</parameter>`, or, when that
+    /// is missing, to the next parameter or the end of the call.
+    fn parameters(&self, mut p: usize, ends: &mut Ends<'_>, out: &mut Collector<'_>) -> Read {
+        let reply = self.reply;
+        let mut arguments = Map::new();
+        loop {
+            p += reply[p..].len() - reply[p..].trim_start().len();
+            let rest = &reply[p..];
+            if rest.starts_with(FUNCTION_CLOSE) {
+                return Ok((arguments, p + FUNCTION_CLOSE.len()));
+            }
+            if rest.starts_with(TOOL_CALL.1) {
+                out.warn(p, format!("repaired: {FUNCTION_CLOSE} missing"));
+                return Ok((arguments, p));
+            }
+            if rest.is_empty() {
+                return self.cut_off(out);
+            }
+            let key = rest.strip_prefix(PARAMETER_OPEN).and_then(|_| {
+                let key_start = p + PARAMETER_OPEN.len();
+                let key_end = tag_end(reply, key_start)?;
+                Some((markup_name(&reply[key_start..key_end])?, key_end + 1))
+            });
+            let Some((key, value_start)) = key else {
+                if ends_inside_tag(rest) {
+                    return self.cut_off(out);
+                }
+                out.warn(p, format!("expected {PARAMETER_OPEN}KEY> or {FUNCTION_CLOSE} in the call to `{}`; it is not a call", self.name));
+                return Err(p);
+            };
+            let close = ends.parameter_close.next(value_start);
+            let next = [ends.parameter_open.next(value_start), ends.function.next(value_start), ends.tool_call.next(value_start)]
+                .into_iter()
+                .flatten()
+                .min();
+            let (value_end, after) = match (close, next) {
+                (Some(close), None) => (close, close + PARAMETER_CLOSE.len()),
+                (Some(close), Some(next)) if close < next => (close, close + PARAMETER_CLOSE.len()),
+                (_, Some(next)) => {
+                    out.warn(value_start, format!("repaired: {PARAMETER_CLOSE} missing after `{key}`"));
+                    (next, next)
+                }
+                (None, None) => return self.cut_off(out),
+            };
+            arguments.insert(key.to_owned(), Value::String(template_value(&reply[value_start..value_end]).to_owned()));
+            p = after;
+        }
+    }
+
+    /// A call that the reply ends inside: a warning, and nothing more to read.
+    fn cut_off(&self, out: &mut Collector<'_>) -> Read {
+        out.warn(self.open, format!("the call to `{}` is cut off before its {FUNCTION_CLOSE}; it is not a call", self.name));
+        Err(self.reply.len())
+    }
+}
+
+/// A value without the one line break the template writes on each side.
+fn template_value(raw: &str) -> &str {
+    let raw = raw.strip_prefix("\r\n").or_else(|| raw.strip_prefix('\n')).unwrap_or(raw);
+    raw.strip_suffix("\r\n").or_else(|| raw.strip_suffix('\n')).unwrap_or(raw)
+}
+
+/// `span`, widened to the `<tool_call>…</tool_call>` around it, if any.
+fn wrapped(reply: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let before = reply[..span.start].trim_end();
+    let start = before.strip_suffix(TOOL_CALL.0).map_or(span.start, str::len);
+    let after = reply[span.end..].trim_start();
+    let end = if after.starts_with(TOOL_CALL.1) { reply.len() - after.len() + TOOL_CALL.1.len() } else { span.end };
+    start..end
+}
+
+/// A Hermes `<tool_call>` body `<function>NAME</function>{…}` at `at`, up
+/// to `body_end`; the call spans `span`.
+pub(super) fn hermes_named(scope: &Scope<'_>, at: usize, body_end: usize, span: std::ops::Range<usize>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let name_start = at + FUNCTION_NAME_OPEN.len();
+    let name = find(&reply[..body_end], name_start, FUNCTION_CLOSE).and_then(|close| Some((markup_name(&reply[name_start..close])?, close)));
+    let Some((name, close)) = name else {
+        out.warn(at, format!("{FUNCTION_NAME_OPEN} in a {} does not hold a tool's name; it is not a call", TOOL_CALL.0));
+        return;
+    };
+    if !scope.markup_calls(span.start, name) {
+        return;
+    }
+    let args = close + FUNCTION_CLOSE.len();
+    let arguments = match reply[args..body_end].trim() {
+        "" => Map::new(),
+        text => match lenient_json::parse(text) {
+            Ok((Value::Object(arguments), _)) => arguments,
+            _ => {
+                out.warn(args, format!("the arguments of `{name}` are not a JSON object; it is not a call"));
+                return;
+            }
+        },
+    };
+    out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{no_calls, calls, checked, one, parse, warnings};
+    use serde_json::json;
+
+    /// A call as Qwen3-Coder's template writes it.
+    const QWEN_CALL: &str = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>";
+
+    #[test]
+    fn qwen3_coder_calls_alone_after_prose_and_after_reasoning() {
+        let args = json!({"city": "Paris", "unit": "celsius"});
+        assert_eq!(calls(QWEN_CALL), one("get_weather", args.clone()));
+        let reply = format!("<think>The user wants the weather.</think>\nLet me look that up.{QWEN_CALL}");
+        let parsed = parse(&reply);
+        assert_eq!(parsed.calls.len(), 1);
+        assert_eq!(parsed.content, "<think>The user wants the weather.</think>\nLet me look that up.", "the <tool_call> belongs to the call");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        let forced_open = format!("The user wants the weather.\n</think>\n\n{QWEN_CALL}");
+        assert_eq!(calls(&forced_open), one("get_weather", args));
+    }
+
+    #[test]
+    fn qwen3_coder_several_calls_in_order() {
+        let second = QWEN_CALL.replace("Paris", "Orlando");
+        let third = "<tool_call>\n<function=now>\n</function>\n</tool_call>";
+        let reply = format!("{QWEN_CALL}\n{second}\n{third}");
+        assert_eq!(
+            calls(&reply),
+            vec![
+                ("get_weather".into(), json!({"city": "Paris", "unit": "celsius"})),
+                ("get_weather".into(), json!({"city": "Orlando", "unit": "celsius"})),
+                ("now".into(), json!({})),
+            ]
+        );
+        assert_eq!(parse(&reply).content, "");
+    }
+
+    #[test]
+    fn qwen3_coder_without_the_tool_call_around_it() {
+        let reply = "Checking.\n<function=get_weather>\n<parameter=city>\nDallas\n</parameter>\n</function>";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Dallas"})));
+        assert_eq!(parse(reply).content, "Checking.");
+    }
+
+    #[test]
+    fn qwen3_coder_values_are_kept_exactly() {
+        let code = "fn main() {\n    let x = a->b; // <b> & \"q\"\n\n    if x < 3 && y > 2 { }\n}\n";
+        let reply = format!("<tool_call>\n<function=calculate>\n<parameter=code>\n{code}\n</parameter>\n<parameter=spaced>  two  </parameter>\n</function>\n</tool_call>");
+        assert_eq!(calls(&reply), one("calculate", json!({"code": code, "spaced": "  two  "})));
+    }
+
+    #[test]
+    fn qwen3_coder_values_are_typed_by_the_declaration() {
+        let reply = "<tool_call>\n<function=forecast>\n<parameter=city>\n42\n</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=ratio>\n0.5\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n<parameter=options>\n{\"hourly\": true,\n \"fields\": [\"rain\"]}\n</parameter>\n</function>\n</tool_call>";
+        assert_eq!(
+            serde_json::Value::Object(checked(reply)),
+            json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "fields": ["rain"]}})
+        );
+    }
+
+    #[test]
+    fn qwen3_coder_closing_tags_left_out_are_repaired() {
+        let reply = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n<parameter=unit>\ncelsius\n</function>\n</tool_call>";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris", "unit": "celsius"})));
+        assert!(warnings(reply).iter().any(|w| w == "repaired: </parameter> missing after `city`"), "{:?}", warnings(reply));
+        let no_function_close = "<tool_call>\n<function=now>\n<parameter=zone>\nUTC\n</parameter>\n</tool_call>";
+        assert_eq!(calls(no_function_close), one("now", json!({"zone": "UTC"})));
+        assert_eq!(parse(no_function_close).content, "");
+    }
+
+    #[test]
+    fn a_cut_off_function_call_is_a_warning_not_a_call() {
+        for cut in [80, 60, 45, 30, 14] {
+            let reply = format!("Let me check. {}", &QWEN_CALL[..cut]);
+            let parsed = parse(&reply);
+            assert!(parsed.calls.is_empty(), "{reply}");
+            let cut_off = |w: &str| w.ends_with("it is not a call") && (w.contains("cut off") || w.contains("not closed"));
+            assert!(parsed.warnings.iter().any(|w| cut_off(&w.message)), "{reply}: {:?}", parsed.warnings);
+        }
+        let complete_then_cut = format!("{QWEN_CALL}\n<tool_call>\n<function=now>\n<parameter=zone>\nUT");
+        assert_eq!(calls(&complete_then_cut).len(), 1, "the complete call stays");
+        assert_eq!(calls("<function=get_weather>{\"city\": \"Paris\"}"), vec![], "JSON without </function>");
+    }
+
+    #[test]
+    fn function_markers_in_prose_or_code_are_not_calls() {
+        no_calls(&[
+            "Qwen3-Coder writes <function=NAME> tags, each argument in <parameter=KEY> and </parameter>.",
+            "Call it as `<function=delete_all><parameter=path>/</parameter></function>` in the template.",
+            "Even a declared one: `<function=get_weather><parameter=city>Paris</parameter></function>`.",
+            "```xml\n<function=delete_all>\n<parameter=path>\n/\n</parameter>\n</function>\n```",
+            "I will use <function=get_weather> now.",
+            "<think><function=get_weather><parameter=city>Paris</parameter></function></think>Done.",
+        ]);
+        let fenced = "```xml\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n```";
+        assert_eq!(calls(fenced).len(), 1, "a declared tool's call in a fenced block counts, as fenced JSON does");
+    }
+
+    #[test]
+    fn function_tags_with_json_by_equals_or_by_attribute() {
+        assert_eq!(calls("<function=get_weather>{\"city\": \"Kyiv\"}</function>"), one("get_weather", json!({"city": "Kyiv"})));
+        assert_eq!(
+            calls("<function=now>{\"note\": \"ends with </function> inside\"}</function>"),
+            one("now", json!({"note": "ends with </function> inside"}))
+        );
+        assert_eq!(calls("<function name=\"get_weather\">{\"city\": \"Rome\"}</function>"), one("get_weather", json!({"city": "Rome"})));
+        assert_eq!(calls("<function name='now'></function>"), one("now", json!({})));
+    }
+
+    #[test]
+    fn hermes_tool_call_with_a_function_name_tag() {
+        let reply = "Sure.\n<tool_call>\n<function>get_weather</function>\n{\"city\": \"Lima\"}\n</tool_call>";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Lima"})));
+        assert_eq!(parse(reply).content, "Sure.");
+        assert_eq!(calls("<tool_call><function>now</function></tool_call>"), one("now", json!({})));
+        assert_eq!(calls("The <function>printf</function> function {is} standard."), vec![], "only inside <tool_call>");
+    }
+}

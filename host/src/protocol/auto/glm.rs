@@ -1,0 +1,145 @@
+//! GLM-4.5, 4.6 and 4.7: `<tool_call>NAME` and, for each argument,
+//! `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>`, then
+//! `</tool_call>` (4.5 and 4.6 put line breaks between them, 4.7 does not).
+//!
+//! The template writes a string value as it is and any other value as JSON;
+//! the value is kept as text here, and the check step types it by the
+//! declaration (so `{"a": 1}` becomes an object for a json parameter and
+//! stays text for a string one).
+
+use super::super::scan::{Collector, find};
+use super::super::ParsedCall;
+use super::{Scope, markup_name};
+use serde_json::{Map, Value};
+use std::ops::Range;
+
+/// Opens and closes an argument's key.
+pub(crate) const ARG_KEY: (&str, &str) = ("<arg_key>", "</arg_key>");
+/// Opens and closes an argument's value.
+pub(crate) const ARG_VALUE: (&str, &str) = ("<arg_value>", "</arg_value>");
+/// Every marker this module reads (besides `<tool_call>`).
+pub(crate) const MARKERS: [&str; 4] = [ARG_KEY.0, ARG_KEY.1, ARG_VALUE.0, ARG_VALUE.1];
+
+/// Whether the `<tool_call>` body `text` starts like a GLM call: a tool's
+/// name, then an argument, a line break or nothing.
+pub(super) fn opens_call(text: &str) -> bool {
+    let name_end = text.find(['\n', '<']).unwrap_or(text.len());
+    markup_name(&text[..name_end]).is_some() && (name_end == text.len() || text[name_end..].trim_start().is_empty() || text[name_end..].trim_start().starts_with(ARG_KEY.0))
+}
+
+/// The GLM call in the `<tool_call>` body `at..end`; the call spans `span`.
+/// A name alone is a call only for a declared tool: prose such as "wrap it
+/// in <tool_call>search</tool_call>" names a tool without calling it.
+pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>, out: &mut Collector<'_>) {
+    let body = &scope.reply[..end];
+    let name_end = body[at..].find(['\n', '<']).map_or(end, |i| at + i);
+    let Some(name) = markup_name(&body[at..name_end]) else { return };
+    if !scope.markup_calls(span.start, name) {
+        return;
+    }
+    let mut arguments = Map::new();
+    let mut p = name_end;
+    loop {
+        p += body[p..].len() - body[p..].trim_start().len();
+        if p >= end {
+            break;
+        }
+        let key = element(body, p, ARG_KEY);
+        let Ok((key, after_key)) = key else {
+            out.warn(p, format!("{} in the call to `{name}`; it is not a call", key.unwrap_err()));
+            return;
+        };
+        let value_at = after_key + (body[after_key..].len() - body[after_key..].trim_start().len());
+        let value = element(body, value_at, ARG_VALUE);
+        let Ok((value, after_value)) = value else {
+            out.warn(value_at, format!("{} after `{}` in the call to `{name}`; it is not a call", value.unwrap_err(), key.trim()));
+            return;
+        };
+        arguments.insert(key.trim().to_owned(), Value::String(value.to_owned()));
+        p = after_value;
+    }
+    if arguments.is_empty() && !scope.declared.contains(name) {
+        return;
+    }
+    out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span });
+}
+
+/// The text of the `(open, close)` element at `p` of `body` and where it
+/// ends, or what is wrong.
+fn element<'a>(body: &'a str, p: usize, (open, close): (&str, &str)) -> Result<(&'a str, usize), String> {
+    if !body[p..].starts_with(open) {
+        return Err(format!("expected {open}"));
+    }
+    let text = p + open.len();
+    let close_at = find(body, text, close).ok_or_else(|| format!("{open} is not closed by {close}"))?;
+    Ok((&body[text..close_at], close_at + close.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{no_calls, calls, checked, one, parse, warnings};
+    use serde_json::json;
+
+    /// A call as GLM-4.5's template writes it.
+    const GLM_CALL: &str = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n<arg_key>date</arg_key>\n<arg_value>2025-08-01</arg_value>\n</tool_call>";
+
+    #[test]
+    fn glm_calls_alone_after_prose_and_after_reasoning() {
+        let args = json!({"city": "Beijing", "date": "2025-08-01"});
+        assert_eq!(calls(GLM_CALL), one("get_weather", args.clone()));
+        let reply = format!("<think>I want to get the weather.</think>\n\nI will help you get the weather.\n{GLM_CALL}");
+        let parsed = parse(&reply);
+        assert_eq!(parsed.calls.len(), 1);
+        assert_eq!(parsed.content, "<think>I want to get the weather.</think>\n\nI will help you get the weather.");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    }
+
+    #[test]
+    fn glm_several_calls_and_the_4_7_form_without_line_breaks() {
+        let reply = format!(
+            "I will check both.\n\n{GLM_CALL}\n\nmeanwhile, Shanghai:\n\n<tool_call>get_weather<arg_key>city</arg_key><arg_value>Shanghai</arg_value></tool_call><tool_call>now\n</tool_call>"
+        );
+        assert_eq!(
+            calls(&reply),
+            vec![
+                ("get_weather".into(), json!({"city": "Beijing", "date": "2025-08-01"})),
+                ("get_weather".into(), json!({"city": "Shanghai"})),
+                ("now".into(), json!({})),
+            ]
+        );
+        assert_eq!(parse(&reply).content, "I will check both.\n\n\n\nmeanwhile, Shanghai:");
+    }
+
+    #[test]
+    fn glm_values_are_typed_by_the_declaration() {
+        let reply = "<tool_call>forecast\n<arg_key>city</arg_key>\n<arg_value>7</arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n<arg_key>ratio</arg_key>\n<arg_value>2.5</arg_value>\n<arg_key>metric</arg_key>\n<arg_value>false</arg_value>\n<arg_key>options</arg_key>\n<arg_value>{\"hourly\": [1, 2]}</arg_value>\n</tool_call>";
+        assert_eq!(
+            serde_json::Value::Object(checked(reply)),
+            json!({"city": "7", "days": 3, "ratio": 2.5, "metric": false, "options": {"hourly": [1, 2]}})
+        );
+        let multi_line = "<tool_call>calculate\n<arg_key>code</arg_key>\n<arg_value>a -> b\n  <c>\n</arg_value>\n</tool_call>";
+        assert_eq!(calls(multi_line), one("calculate", json!({"code": "a -> b\n  <c>\n"})), "values are kept exactly");
+    }
+
+    #[test]
+    fn a_cut_off_glm_call_is_a_warning_not_a_call() {
+        let cut = &GLM_CALL[..GLM_CALL.len() - "\n</tool_call>".len()];
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["<tool_call> is not closed; it is not a call"]);
+        let broken = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Seattle</arg_value>\n<arg_key>incomplete\n<arg_value>x</arg_value>\n</tool_call>";
+        assert_eq!(calls(broken), vec![]);
+        assert_eq!(warnings(broken), ["<arg_key> is not closed by </arg_key> in the call to `get_weather`; it is not a call"]);
+    }
+
+    #[test]
+    fn glm_markers_in_prose_or_code_are_not_calls() {
+        no_calls(&[
+            "GLM writes <tool_call>NAME, then <arg_key> and <arg_value> pairs.",
+            "Wrap the call in <tool_call>search</tool_call> tags.",
+            "For example `<tool_call>delete_all<arg_key>path</arg_key><arg_value>/</arg_value></tool_call>`.",
+            "`<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>`",
+            "```\n<tool_call>delete_all\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</tool_call>\n```",
+        ]);
+        assert_eq!(calls("<tool_call>now</tool_call>"), one("now", json!({})), "a declared tool's name alone is a call");
+    }
+}

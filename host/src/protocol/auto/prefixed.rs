@@ -1,0 +1,137 @@
+//! Calls after a prefix: Mistral's `[TOOL_CALLS]` (`[{…}]`, `name{…}`,
+//! `name[ARGS]{…}`) and Llama 3's `<|python_tag|>` (`{"name", "parameters"}`,
+//! and its built-in tools' `brave_search.call(query="…")`). A prefix quoted
+//! in inline code starts nothing; in a fenced block, only a declared tool's
+//! call.
+
+use super::super::json_call::{self, Trust};
+use super::super::lenient_json;
+use super::super::scan::{Collector, find};
+use super::super::ParsedCall;
+use super::{Scope, pythonic};
+use serde_json::{Map, Value};
+
+/// Mistral's prefix before its calls.
+pub(crate) const TOOL_CALLS: &str = "[TOOL_CALLS]";
+/// Llama 3's prefix before a call.
+pub(crate) const PYTHON_TAG: &str = "<|python_tag|>";
+/// Between a Mistral call's name and its arguments.
+const ARGS: &str = "[ARGS]";
+/// Between a Llama 3 built-in tool's name and its keyword arguments.
+const BUILT_IN_CALL: &str = ".call(";
+/// Every marker this module reads.
+pub(crate) const MARKERS: [&str; 2] = [TOOL_CALLS, PYTHON_TAG];
+
+/// Every `[TOOL_CALLS]` outside reasoning.
+pub(super) fn scan_tool_calls(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let mut at = 0;
+    while let Some(found) = find(scope.reply, at, TOOL_CALLS) {
+        at = if scope.reasoning.contains(found) { found + TOOL_CALLS.len() } else { read(scope, found, TOOL_CALLS, out) };
+    }
+}
+
+/// The call after `marker` at `found`; returns where reading stopped.
+pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Collector<'_>) -> usize {
+    let reply = scope.reply;
+    let after = found + marker.len();
+    let Some(trust) = scope.markup_trust(found) else { return after };
+    let start = after + (reply[after..].len() - reply[after..].trim_start().len());
+    if reply[start..].starts_with(['[', '{']) {
+        return match lenient_json::parse_prefix(&reply[start..]) {
+            Ok((value, used, repairs)) => {
+                json_call::report(&repairs, start, out);
+                json_call::collect_value(value, found..start + used, trust, scope.declared, out);
+                start + used
+            }
+            Err(e) => {
+                out.warn(start + e.offset, format!("the call after {marker} is not JSON: {}", e.message));
+                after
+            }
+        };
+    }
+    // `name{…}`, `name[ARGS]{…}` or `name.call(k=v, …)`.
+    let name_end = start + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
+    let name = &reply[start..name_end];
+    let trusted = trust == Trust::Explicit || scope.declared.contains(name);
+    if !name.is_empty() && reply[name_end..].starts_with(BUILT_IN_CALL) {
+        if !trusted {
+            return after;
+        }
+        return match pythonic::keyword_arguments(reply, name_end + BUILT_IN_CALL.len(), name, out) {
+            Ok((arguments, end)) => {
+                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..end });
+                end
+            }
+            Err(stopped) => {
+                out.warn(found, format!("`{name}{BUILT_IN_CALL}…)` is cut off or not keyword arguments; it is not a call"));
+                stopped
+            }
+        };
+    }
+    let mut args_at = name_end;
+    if reply[args_at..].starts_with(ARGS) {
+        args_at += ARGS.len();
+    }
+    if name.is_empty() || !reply[args_at..].starts_with('{') {
+        out.warn(found, format!("nothing recognisable follows {marker}"));
+        return after;
+    }
+    if !trusted {
+        return after;
+    }
+    if let Ok((Value::Object(arguments), used, repairs)) = lenient_json::parse_prefix(&reply[args_at..]) {
+        json_call::report(&repairs, args_at, out);
+        out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
+        args_at + used
+    } else {
+        out.warn(args_at, format!("the arguments of `{name}` are not a JSON object"));
+        after
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{calls, checked, no_calls, one, parse, warnings};
+    use serde_json::{Value, json};
+
+    #[test]
+    fn llama_built_in_tools_after_the_python_tag() {
+        let search = "<|python_tag|>brave_search.call(query=\"current weather in Menlo Park, California\")<|eom_id|>";
+        assert_eq!(calls(search), one("brave_search", json!({"query": "current weather in Menlo Park, California"})));
+        let code = "<|python_tag|>python.call(code=\"print('hey')\")";
+        assert_eq!(calls(code), one("python", json!({"code": "print('hey')"})));
+        let after_prose = "Let me look that up.\n\n<|python_tag|>wolfram_alpha.call(query='solve x^2 = 4', max_results=3, exact=True)";
+        assert_eq!(calls(after_prose), one("wolfram_alpha", json!({"query": "solve x^2 = 4", "max_results": 3, "exact": true})));
+        assert_eq!(parse(after_prose).content, "Let me look that up.");
+        let reasoned = "<think>A search is needed.</think><|python_tag|>now.call()";
+        assert_eq!(calls(reasoned), one("now", json!({})));
+    }
+
+    #[test]
+    fn built_in_call_values_are_typed_by_the_declaration() {
+        let reply = "<|python_tag|>forecast.call(city=\"Oslo\", days=\"3\", ratio=0.5, metric=\"true\", options='{\"a\": 1}')";
+        assert_eq!(Value::Object(checked(reply)), json!({"city": "Oslo", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": 1}}));
+    }
+
+    #[test]
+    fn a_cut_off_built_in_call_is_a_warning_not_a_call() {
+        let cut = "<|python_tag|>brave_search.call(query=\"weather in";
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["`brave_search.call(…)` is cut off or not keyword arguments; it is not a call"]);
+        assert_eq!(calls("<|python_tag|>brave_search.call(\"weather\")"), vec![], "keyword arguments only");
+    }
+
+    #[test]
+    fn prefixes_quoted_as_code_are_not_calls() {
+        no_calls(&[
+            "Llama writes `<|python_tag|>brave_search.call(query=\"x\")` for a search.",
+            "`<|python_tag|>{\"name\": \"delete_all\", \"parameters\": {}}`",
+            "Mistral starts with `[TOOL_CALLS]delete_all{}`.",
+            "```\n<|python_tag|>delete_all.call(path=\"/\")\n```",
+            "<think><|python_tag|>now.call()</think>",
+        ]);
+        let fenced = "```\n<|python_tag|>now.call(zone=\"UTC\")\n```";
+        assert_eq!(calls(fenced), one("now", json!({"zone": "UTC"})), "in a fence, a declared tool's call");
+    }
+}
