@@ -494,3 +494,44 @@ async fn a_handover_to_a_node_another_process_runs_reads_its_status_file() {
     left.write(&config.status_file).unwrap();
     assert_eq!(handover.tools(), ["calculate"]);
 }
+
+/// The `toolhost` binary, as the workspace's release build leaves it
+/// (`cargo xtask test` builds it before the tests run).
+fn toolhost_binary() -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost");
+    assert!(path.exists(), "{} is not built; run `cargo build --release -p toolhost-cli` (cargo xtask test does)", path.display());
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_command_joins_the_server_and_its_calculate_answers_then_ctrl_c_ends_it_cleanly() {
+    let standin = StandIn::start(KEY).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(crate::support::plugin("calc"), dir.path().join("plugins/calc.wasm")).unwrap();
+    let node = std::process::Command::new(toolhost_binary())
+        .current_dir(dir.path())
+        .env("VCP_KEY", KEY)
+        .env("XDG_CACHE_HOME", crate::support::shared_cache().parent().unwrap())
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .args(["--plugins", "plugins", "node", "--server", &standin.url(), "--key-env", "VCP_KEY"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let registration = standin.registration(1).await;
+    assert!(StandIn::tool_names(&registration).contains(&"calculate".to_owned()));
+    standin.execute("r-cli", "calculate", json!({ "expression": "6 * 7" }));
+    assert_eq!(content_json(&standin.result("r-cli").await)["value"], 42.0);
+
+    let pid = node.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let output = tokio::time::timeout(PATIENCE, tokio::task::spawn_blocking(move || node.wait_with_output()))
+        .await
+        .expect("the node ends after Ctrl-C")
+        .unwrap()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains(KEY), "the key is never shown");
+}

@@ -125,7 +125,11 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
                 .with_context(|| format!("copying {file} to {}", out.display()))?;
         }
     }
-    run(cargo(root).args(["build", "--release", "-p", "toolhost-cli"]))?;
+    // The CLI builds the polyglot examples. Built as `cargo test --release
+    // --workspace` builds it (every member, test targets too), so that
+    // Cargo unifies the same features and the test run reuses this build
+    // rather than compiling wasmtime a second time.
+    run(cargo(root).args(["build", "--release", "--workspace", "--tests"]))?;
     polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())

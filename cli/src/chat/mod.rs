@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use terminal::{Line, Terminal};
 use toolhost::{
-    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DenyAll, LlmProfile, ManualDecision, OpenAiClient,
+    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DenyAll, Handover, LlmProfile, ManualDecision, OpenAiClient,
     Policy, ProtocolId, RequestedCall, Stop, ToolCallConfig, Transcript, did_you_mean, printable, to_json_pretty, visible_tools,
 };
 
@@ -134,9 +134,19 @@ impl ChatCommand {
         let pipeline = global.pipeline_with(approver).await?;
         let offered = if config.enabled { visible_tools(&pipeline.executor().registry().catalog(), &config).len() } else { 0 };
         let (url, model) = (profile.base_url.clone(), profile.model.clone());
+        // A chat channel that is the VCP server this machine joins as a
+        // node: the server runs the calls, through the node.
+        let handover = match (&profile.vcp_server, &policy.vcp) {
+            (Some(_), Some(vcp)) => Some(Handover::to_status_file(vcp)),
+            _ => None,
+        };
         let llm = Arc::new(OpenAiClient::new(profile).context("the model endpoint")?);
         let protocol = config.protocol;
-        let chain = Chain::new(llm, pipeline, &agent, config)?;
+        let mut chain = Chain::new(llm, pipeline, &agent, config)?;
+        if let Some(handover) = handover {
+            output::note(format_args!("the model is the VCP server {}: its calls run there, through this machine's node", handover.server()));
+            chain = chain.handing_over(handover);
+        }
         output::note(format_args!("chat: model `{model}` at {url}, {offered} tools offered in {protocol} (agent `{agent}`)"));
         if terminal.is_none() && !self.yes && offered > 0 {
             output::note("note: no terminal to ask on: calls that need approval are denied (--yes allows them)");
