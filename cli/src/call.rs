@@ -2,8 +2,9 @@ use super::GlobalOptions;
 use super::output;
 use anyhow::{Context, bail};
 use serde_json::{Map, Value};
+use std::io::Read;
 use std::process::ExitCode;
-use toolhost::{ProtocolId, Status, ToolCall, Turn};
+use toolhost::{ProtocolId, Status, ToolCall, Turn, did_you_mean};
 
 /// Call a tool once, through the same checks and approval as a model's
 /// calls, and print its output. Arguments are coerced to the declared
@@ -21,9 +22,13 @@ pub(super) struct CallCommand {
     /// it is then coerced to the parameter's declared type.
     #[arg(long = "arg", value_name = "KEY=VALUE", conflicts_with = "json")]
     args: Vec<String>,
-    /// All arguments as one JSON object.
+    /// All arguments as one JSON object; `-` reads it from stdin.
     #[arg(long, value_name = "OBJECT")]
     json: Option<String>,
+    /// `json`: print the whole outcome as a JSON object on stdout (id,
+    /// tool, status, output, duration, fuel) instead of the output.
+    #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"], default_value = "text")]
+    output: String,
     /// Allow the call without asking, where it needs approval (deny rules
     /// still apply).
     #[arg(long)]
@@ -32,7 +37,17 @@ pub(super) struct CallCommand {
 
 impl CallCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
-        let args = match &self.json {
+        let stdin_text;
+        let json = match self.json.as_deref() {
+            Some("-") => {
+                let mut text = String::new();
+                std::io::stdin().read_to_string(&mut text).context("reading --json from stdin")?;
+                stdin_text = text;
+                Some(stdin_text.as_str())
+            }
+            other => other,
+        };
+        let args = match json {
             Some(text) => match serde_json::from_str(text).context("--json is not valid JSON")? {
                 Value::Object(map) => map,
                 _ => bail!("--json must be a JSON object"),
@@ -50,10 +65,22 @@ impl CallCommand {
             }
         };
         let pipeline = global.pipeline(self.yes).await?;
+        if let Some((_, spec)) = pipeline.executor().registry().catalog().tool(&self.tool) {
+            let declared: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
+            for key in args.keys().filter(|k| !declared.contains(&k.as_str())) {
+                output::note(format_args!(
+                    "warning: `{}` declares no parameter `{key}`{}",
+                    self.tool,
+                    did_you_mean(key, &declared)
+                ));
+            }
+        }
         let turn = Turn::direct(ProtocolId::JsonBlock);
         let result = pipeline.run(&turn, vec![ToolCall::new("cli-1", &self.tool, args)]).await;
         let outcome = &result.outcomes[0];
-        if outcome.status == Status::Success {
+        if self.output == "json" {
+            output::json(outcome)?;
+        } else if outcome.status == Status::Success {
             output::data(&outcome.output)?;
         } else {
             output::note_lines(&outcome.output);

@@ -39,12 +39,15 @@ impl ListCommand {
             output::json(&tools)?;
             return Ok(ExitCode::SUCCESS);
         }
-        let mut rows = vec![["TOOL", "PLUGIN", "PERMISSION", "PARAMS", "GRANTED"].map(String::from)];
+        let mut rows = vec![["TOOL", "PLUGIN", "PERMISSION", "AGENTS", "PARAMS", "GRANTED"].map(String::from)];
         for (plugin, tool) in catalog.tools() {
             rows.push([
                 tool.name.clone(),
                 plugin.label(),
                 permission_cell(tool),
+                // Whether a model may be offered the tool at all; the
+                // others are for people and direct calls only.
+                if tool.agent_callable { "callable" } else { "-" }.to_owned(),
                 params_cell(tool),
                 grants_cell(plugin),
             ]);

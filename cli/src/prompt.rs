@@ -39,6 +39,9 @@ impl PromptCommand {
             None => ("default".to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() }),
         };
         let protocol = self.protocol.unwrap_or(config.protocol);
+        if protocol == ProtocolId::Auto {
+            bail!("`auto` only reads replies; a prompt is written in one protocol: vcp, json-block, xml-tag or native");
+        }
         let template = match &self.template {
             Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
             None => "{{tools}}".to_owned(),

@@ -94,3 +94,47 @@ fn policy_keys_that_do_nothing_are_warned_about_with_the_closest_names() {
         assert!(said.contains(expected), "missing {expected:?} in:\n{said}");
     }
 }
+
+fn examples() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples").display().to_string()
+}
+
+#[test]
+fn call_warns_of_an_undeclared_argument_reads_json_from_stdin_and_prints_the_outcome_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = examples();
+    let out = toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--arg", "expresion=1", "--arg", "expression=2"]);
+    assert!(stderr(&out).contains("`calculate` declares no parameter `expresion`; did you mean `expression`"), "{}", stderr(&out));
+
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .current_dir(dir.path())
+        .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
+        .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
+        .args(["--plugins", &plugins, "call", "calculate", "--json", "-", "--output", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(br#"{"expression": "3 * 3"}"#).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((outcome["tool"].as_str(), outcome["status"].as_str()), (Some("calculate"), Some("success")));
+    assert!(outcome["output"].as_str().unwrap().contains("9.0"), "{outcome}");
+}
+
+#[test]
+fn prompt_refuses_auto_and_list_shows_which_tools_a_model_may_be_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = examples();
+    let out = toolhost(dir.path(), &["--plugins", &plugins, "prompt", "--protocol", "auto"]);
+    assert!(!out.status.success() && stderr(&out).contains("`auto` only reads replies"), "{}", stderr(&out));
+    let out = toolhost(dir.path(), &["--plugins", &plugins, "list"]);
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(table.lines().next().unwrap().contains("AGENTS"), "{table}");
+    let calculate = table.lines().find(|l| l.starts_with("calculate ")).unwrap();
+    assert!(calculate.contains("callable"), "{table}");
+}

@@ -222,11 +222,12 @@ impl Vcp {
                 }
                 let key = &reply[p..key_end];
                 let colon = skip(reply, key_end, char::is_whitespace);
-                if !reply[colon..].starts_with(':') {
+                // Models writing Chinese often put the full-width colon.
+                let Some(separator) = [':', '：'].into_iter().find(|c| reply[colon..].starts_with(*c)) else {
                     out.warn(colon, format!("expected `:` after `{key}`; the block's fields end here"));
                     break;
-                }
-                let v = skip(reply, colon + 1, char::is_whitespace);
+                };
+                let v = skip(reply, colon + separator.len_utf8(), char::is_whitespace);
                 let rest = &reply[v..];
                 let value = if rest.starts_with(DOC_VALUE_OPEN) {
                     documentation = true;
@@ -353,6 +354,15 @@ mod tests {
         assert_eq!(args(&parsed.calls[0]), json!({"expression": "1+1"}));
         assert_eq!(args(&parsed.calls[1]), json!({"text": "hi"}), "values are trimmed");
         assert_eq!(parsed.content, "Let me compute.\n\nand\n done");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    }
+
+    #[test]
+    fn a_full_width_colon_separates_a_field_as_a_colon_does() {
+        let parsed = parse("<<<[TOOL_REQUEST]>>>\ntool_name：「始」calculate「末」,\nexpression ：「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>");
+        assert_eq!(parsed.calls.len(), 1, "{:?}", parsed.warnings);
+        assert_eq!(parsed.calls[0].name, "calculate");
+        assert_eq!(args(&parsed.calls[0]), json!({"expression": "6 * 7"}));
         assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
     }
 
