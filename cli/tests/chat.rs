@@ -5,26 +5,24 @@
 //! mode, a failing model, bad input — and the interactive prompt in a
 //! pseudo-terminal.
 
+mod support;
+
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
+use support::{in_test_home, text};
 use toolhost_standin::{Reply, Response, StandIn};
 
-fn examples() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
-    assert!(path.exists(), "{} is missing; run `cargo xtask build-plugins`", path.display());
-    path
+fn examples() -> std::path::PathBuf {
+    support::plugins("examples")
 }
 
 /// `toolhost` in `cwd`, with the compiled cache and approval state in the
 /// build's target directory, and no model settings from the environment.
 fn command(cwd: &Path) -> Command {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
-    command
+    in_test_home(&mut command)
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
-        .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
         .env_remove("RUST_LOG")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
@@ -52,10 +50,6 @@ async fn chat(dir: &Path, model: &StandIn, args: &[&str]) -> Output {
     let mut command = command(dir);
     command.args(["chat", "--base-url", &model.base_url()]).args(args);
     tokio::task::spawn_blocking(move || command.output().expect("toolhost runs")).await.unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn transcript(path: &Path) -> Vec<Value> {

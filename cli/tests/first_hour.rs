@@ -1,23 +1,13 @@
 //! The dead ends a new user met in their first hour, each held shut: run
 //! as the user runs `toolhost`.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod support;
 
-fn toolhost(cwd: &Path, args: &[&str]) -> Output {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .current_dir(cwd)
-        .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
-        .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
-        .env_remove("RUST_LOG")
-        .args(args)
-        .output()
-        .expect("toolhost runs")
-}
+use std::process::{Command, Output};
+use support::{in_test_home, text, toolhost};
 
 fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    text(&out.stderr)
 }
 
 #[test]
@@ -52,7 +42,7 @@ fn inspect_says_what_a_file_that_is_not_a_component_is_and_what_to_do() {
 #[test]
 fn a_grant_of_a_directory_that_does_not_exist_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
+    let examples = support::plugins("examples");
     let policy = format!(
         "plugin_dirs = [{:?}]\n[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = \"missing\" }} }}\n",
         examples.display().to_string()
@@ -71,7 +61,7 @@ fn a_grant_of_a_directory_that_does_not_exist_is_an_error_naming_it() {
 fn policy_keys_that_do_nothing_are_warned_about_with_the_closest_names() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
+    let examples = support::plugins("examples");
     let policy = format!(
         "plugin_dirs = [{:?}]\n\
          [plugins.calcc]\nlimits = {{ fuel = 1000 }}\n\
@@ -96,7 +86,7 @@ fn policy_keys_that_do_nothing_are_warned_about_with_the_closest_names() {
 }
 
 fn examples() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples").display().to_string()
+    support::plugins("examples").display().to_string()
 }
 
 #[test]
@@ -106,11 +96,8 @@ fn call_warns_of_an_undeclared_argument_reads_json_from_stdin_and_prints_the_out
     let out = toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--arg", "expresion=1", "--arg", "expression=2"]);
     assert!(stderr(&out).contains("`calculate` declares no parameter `expresion`; did you mean `expression`"), "{}", stderr(&out));
 
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    let mut child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(dir.path())
-        .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
-        .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
         .args(["--plugins", &plugins, "call", "calculate", "--json", "-", "--output", "json"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -12,8 +12,11 @@ use toolhost::{ParamType, Permission, Status};
 /// about 16 000 units).
 const STARVING_FUEL: u64 = 5_000;
 
+/// A declared parameter: name, type, required.
+type Param<'a> = (&'a str, ParamType, bool);
+
 /// Load `example`, check its tools' declarations, and return the host.
-async fn load(example: &str, tools: &[(&str, &[(&str, ParamType, bool)])]) -> TestHost {
+async fn load(example: &str, tools: &[(&str, &[Param<'_>])]) -> TestHost {
     let host = TestHost::new(&[example], "").await;
     let catalog = host.registry.catalog();
     let refused: Vec<String> = catalog.refused.iter().map(|r| r.error.to_string()).collect();
