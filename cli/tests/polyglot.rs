@@ -127,3 +127,43 @@ fn wit_prints_the_contract_and_writes_it_for_a_toolchain() {
     assert_eq!(std::fs::read_to_string(dir.path().join("deps/wit/plugin.wit")).unwrap(), repo_wit);
     assert_eq!(toolhost_sdk::WIT, repo_wit, "the SDK carries the same contract");
 }
+
+/// The `sh` and `rust` blocks of `section`, in order.
+fn blocks<'a>(section: &'a str) -> Vec<(&'a str, &'a str)> {
+    section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .filter_map(|block| block.split_once('\n'))
+        .filter(|(lang, _)| matches!(*lang, "sh" | "rust"))
+        .collect()
+}
+
+#[test]
+fn the_readmes_rust_plugin_quickstart_works_as_written() {
+    let env = match toolchain_env("rust") {
+        Ok(env) => env,
+        Err(reason) => return eprintln!("SKIPPED: the rust toolchain did not install: {reason}"),
+    };
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let section = readme.split("## Quickstart: writing a plugin in Rust").nth(1).unwrap().split("\n## ").next().unwrap();
+    let [("sh", start), ("rust", lib), ("sh", build)] = blocks(section)[..] else {
+        panic!("expected a sh block, the rust source, and a sh block: {:?}", blocks(section))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let started = sh(dir.path(), &env, &format!("set -e\n{start}"));
+    assert!(started.status.success(), "{start}\n{}", text(&started.stderr));
+    // The block ends in the project (`cd wordcount`); the rest runs there.
+    let project = start.lines().filter_map(|l| l.trim().strip_prefix("cd ")).last().expect("the block enters the project");
+    let project = dir.path().join(project);
+    // The project's target directory is kept between runs, so that the
+    // SDK's dependencies are not built for wasm32 every time.
+    let cached = target().join("scaffold-rust-target");
+    std::fs::create_dir_all(&cached).unwrap();
+    std::os::unix::fs::symlink(&cached, project.join("target")).unwrap();
+    std::fs::write(project.join("src/lib.rs"), lib).unwrap();
+    let built = sh(&project, &env, &format!("set -e\n{build}"));
+    assert!(built.status.success(), "{build}\n{}\n{}", text(&built.stdout), text(&built.stderr));
+    let said = text(&built.stdout);
+    assert!(said.contains("wordcount") && said.trim_end().ends_with(r#"{"words":3}"#), "{said}");
+}
