@@ -326,6 +326,7 @@ async fn the_same_call_a_third_round_in_a_row_is_not_run_and_a_fourth_stops_the_
     let other = vcp_call("calculate", &[("expression", "2 + 2")]);
     let script = [same.clone(), same.clone(), other, same.clone(), same.clone(), "Done.".into()].map(Response::text);
     let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
+    drop(chat);
     let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Add").await;
     assert_eq!(stop, Stop::Answered);
@@ -417,6 +418,7 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
     assert_eq!(chat.model.requests().len(), 2);
 
     // 429 with Retry-After: 1 s, honoured.
+    drop(chat);
     let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [Response::rate_limited(1), Response::text("hi")]).await;
     let started = Instant::now();
     let (stop, _) = chat.send("hello").await;
@@ -424,6 +426,7 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
     assert!(started.elapsed() >= Duration::from_millis(950), "waited as asked: {:?}", started.elapsed());
 
     // 500 every time: the retries run out and the status is reported.
+    drop(chat);
     let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), (0..3).map(|_| Response::status(503, "down"))).await;
     let (stop, transcript) = chat.send("hello").await;
     assert!(matches!(&stop, Stop::ModelFailed { message } if message.contains("503")), "{stop:?}");
@@ -438,6 +441,8 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
         (Response::error_after("Half a rep", "the GPU caught fire"), "the GPU caught fire"),
         (Response::hangs_after("Half a rep"), "sent nothing"),
     ];
+    // Each host reserves terabytes of address space: one alive at a time.
+    drop(chat);
     for (fault, says) in faults {
         let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [fault, Response::text("never")]).await;
         let (stop, transcript) = chat.send("hello").await;
