@@ -7,6 +7,7 @@ mod add;
 mod approvals;
 mod call;
 mod chat;
+mod completions;
 mod confirm;
 mod inspect;
 mod list;
@@ -63,6 +64,7 @@ enum Command {
     Inspect(inspect::InspectCommand),
     Call(call::CallCommand),
     Chat(chat::ChatCommand),
+    Completions(completions::CompletionsCommand),
     Lock(lock::LockCommand),
     Prompt(prompt::PromptCommand),
     Parse(parse::ParseCommand),
@@ -112,6 +114,7 @@ impl Cli {
             Command::Inspect(c) => c.execute(&self.global).await,
             Command::Call(c) => c.execute(&self.global).await,
             Command::Chat(c) => c.execute(&self.global).await,
+            Command::Completions(c) => c.execute(),
             Command::Lock(c) => c.execute(&self.global).await,
             Command::Prompt(c) => c.execute(&self.global).await,
             Command::Parse(c) => c.execute(&self.global).await,

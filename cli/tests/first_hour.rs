@@ -125,3 +125,16 @@ fn prompt_refuses_auto_and_list_shows_which_tools_a_model_may_be_offered() {
     let calculate = table.lines().find(|l| l.starts_with("calculate ")).unwrap();
     assert!(calculate.contains("callable"), "{table}");
 }
+
+#[test]
+fn completions_are_printed_for_each_shell_and_know_the_subcommands() {
+    let dir = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = toolhost(dir.path(), &["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = text(&out.stdout);
+        assert!(script.contains("toolhost") && script.contains("chat") && script.contains("lock"), "{shell}: {script}");
+    }
+    let out = toolhost(dir.path(), &["completions", "tcsh"]);
+    assert!(!out.status.success() && stderr(&out).contains("possible values"), "{}", stderr(&out));
+}

@@ -1,0 +1,21 @@
+use super::Cli;
+use clap::CommandFactory;
+use std::process::ExitCode;
+
+/// Print a completion script for SHELL: `toolhost completions bash >
+/// ~/.local/share/bash-completion/completions/toolhost`, or `source
+/// <(toolhost completions zsh)`.
+#[derive(Debug, clap::Args)]
+pub(super) struct CompletionsCommand {
+    /// bash, zsh, fish, elvish or powershell.
+    shell: clap_complete::Shell,
+}
+
+impl CompletionsCommand {
+    pub(super) fn execute(&self) -> anyhow::Result<ExitCode> {
+        let mut script = Vec::new();
+        clap_complete::generate(self.shell, &mut Cli::command(), "toolhost", &mut script);
+        super::output::data(&String::from_utf8(script)?)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
