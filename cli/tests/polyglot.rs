@@ -129,7 +129,7 @@ fn wit_prints_the_contract_and_writes_it_for_a_toolchain() {
 }
 
 /// The `sh` and `rust` blocks of `section`, in order.
-fn blocks<'a>(section: &'a str) -> Vec<(&'a str, &'a str)> {
+fn blocks(section: &str) -> Vec<(&str, &str)> {
     section
         .split("```")
         .skip(1)
@@ -154,7 +154,7 @@ fn the_readmes_rust_plugin_quickstart_works_as_written() {
     let started = sh(dir.path(), &env, &format!("set -e\n{start}"));
     assert!(started.status.success(), "{start}\n{}", text(&started.stderr));
     // The block ends in the project (`cd wordcount`); the rest runs there.
-    let project = start.lines().filter_map(|l| l.trim().strip_prefix("cd ")).last().expect("the block enters the project");
+    let project = start.lines().rev().find_map(|l| l.trim().strip_prefix("cd ")).expect("the block enters the project");
     let project = dir.path().join(project);
     // The project's target directory is kept between runs, so that the
     // SDK's dependencies are not built for wasm32 every time.
