@@ -690,7 +690,7 @@ fn unfit_json(value: &serde_json::Value) -> Option<Unfit> {
 }
 
 /// "a string", "an object", … for an error message.
-fn json_type(value: &serde_json::Value) -> &'static str {
+pub(crate) fn json_type(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {
         Value::Null => "null",

@@ -3,6 +3,7 @@
 
 use crate::call::ToolCall;
 use crate::llm::Reply;
+use crate::manifest::json_type;
 use crate::protocol::lenient_json;
 use crate::protocol::{Declared, ProtocolId};
 use serde_json::{Map, Value};
@@ -79,19 +80,8 @@ fn arguments_of(text: &str) -> Result<Map<String, Value>, String> {
     match lenient_json::parse_prefix(text) {
         Ok((Value::Object(args), ..)) => Ok(args),
         Ok((Value::String(inner), ..)) if inner.trim_start().starts_with('{') => arguments_of(&inner),
-        Ok((other, ..)) => Err(format!("not a JSON object but {}", kind(&other))),
+        Ok((other, ..)) => Err(format!("not a JSON object but {}", json_type(&other))),
         Err(error) => Err(format!("not JSON: {} (at byte {})", error.message, error.offset)),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
