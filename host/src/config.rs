@@ -25,6 +25,10 @@
 //! http_hosts = ["example.com"]
 //! dirs = { "/workspace" = { host = "./workspace", access = "read-write" } }
 //!
+//! [plugins.misc]                     # tool names, for two plugins declaring one
+//! rename = { calculate = "misc_calculate" }  # a tool's new name, in full
+//! tool_prefix = "misc_"              # before the name of every tool not renamed
+//!
 //! [agents.coder]                     # see `agent::ToolCallConfig`
 //! enabled = true
 //! protocol = "json-block"
@@ -47,7 +51,7 @@
 use crate::agent::ToolCallConfig;
 use crate::llm::LlmProfile;
 use crate::approval::{ApprovalConfig, Rule, RuleAction};
-use crate::manifest::DirAccess;
+use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
 use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
 use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
@@ -145,6 +149,14 @@ pub struct PluginPolicy {
     pub allowance: Allowance,
     /// Which component the allowance is for.
     pub binding: Binding,
+    /// `rename = { calculate = "misc_calculate" }`: by declared name, the
+    /// name the host gives a tool instead, in full. Unlike the allowance,
+    /// it follows the plugin's name whatever the binding (see
+    /// `registry::names`).
+    pub rename: BTreeMap<String, String>,
+    /// `tool_prefix = "misc_"`: put before the name of every tool that
+    /// `rename` does not name.
+    pub tool_prefix: Option<String>,
 }
 
 /// Which component a `[plugins.NAME]` section's grants are for. A plugin
@@ -247,7 +259,9 @@ impl Policy {
                 file: plugin.file.map(|file| check_file_name(file, path, &name)).transpose()?,
                 sha256: plugin.sha256.map(|digest| check_sha256(&digest, path, &name)).transpose()?,
             };
-            plugins.insert(name, PluginPolicy { limits, allowance, binding });
+            check_tool_names(&plugin.rename, plugin.tool_prefix.as_deref(), path, &name)?;
+            let (rename, tool_prefix) = (plugin.rename, plugin.tool_prefix);
+            plugins.insert(name, PluginPolicy { limits, allowance, binding, rename, tool_prefix });
         }
         let lock_file = resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE)));
         let approval = file.approval.resolve(&lock_file, &resolve, path)?;
@@ -287,6 +301,8 @@ impl Policy {
             limits: self.limits,
             allowance: Allowance::default(),
             binding: Binding::default(),
+            rename: BTreeMap::new(),
+            tool_prefix: None,
         })
     }
 }
@@ -320,6 +336,32 @@ fn check_sha256(digest: &str, path: &Path, plugin: &str) -> Result<String, Confi
             value: digest.to_owned(),
             why: "expected 64 hex digits, as `toolhost lock` prints them".into(),
         })
+    }
+}
+
+/// Every new tool name is one a plugin could declare, no two tools are
+/// given one, and a prefix is made of the same characters with room for a
+/// name after it. Whether a prefixed name fits, or a new name is another
+/// tool's, is known once the plugin is loaded (see `registry::names`).
+fn check_tool_names(rename: &BTreeMap<String, String>, prefix: Option<&str>, path: &Path, plugin: &str) -> Result<(), ConfigError> {
+    let invalid = |key: String, value: &str, why: String| ConfigError::Invalid { path: path.to_owned(), key, value: value.to_owned(), why };
+    let mut given: BTreeMap<&str, &str> = BTreeMap::new();
+    for (tool, name) in rename {
+        let key = format!("plugins.{plugin}.rename.{tool}");
+        if !is_valid_name(name) {
+            return Err(invalid(key, name, format!("a tool name must match ^[A-Za-z0-9_-]{{1,{MAX_TOOL_NAME_LEN}}}$, as a declared one does")));
+        }
+        if let Some(other) = given.insert(name, tool) {
+            return Err(invalid(key, name, format!("tool `{other}` is given that name too; a name belongs to one tool")));
+        }
+    }
+    match prefix {
+        Some(prefix) if !is_valid_name(prefix) || prefix.len() == MAX_TOOL_NAME_LEN => Err(invalid(
+            format!("plugins.{plugin}.tool_prefix"),
+            prefix,
+            format!("a prefix must match ^[A-Za-z0-9_-]{{1,{}}}$, so that a name can follow it", MAX_TOOL_NAME_LEN - 1),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -516,6 +558,9 @@ struct PluginSection {
     env: Vec<String>,
     #[serde(default)]
     http_hosts: Vec<String>,
+    #[serde(default)]
+    rename: BTreeMap<String, String>,
+    tool_prefix: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -663,6 +708,39 @@ mod tests {
         assert!(error.contains("plugins.files.sha256 = \"abc\" is invalid: expected 64 hex digits"), "{error}");
         let error = parse("[plugins.files]\nfiles = \"files.wasm\"\n").unwrap_err().to_string();
         assert!(error.contains("unknown field `files`, expected one of `file`, `sha256`"), "{error}");
+    }
+
+    #[test]
+    fn tool_names_are_checked_and_named() {
+        let policy = parse("[plugins.calc]\nrename = { calculate = \"misc_calculate\" }\ntool_prefix = \"misc_\"\n").unwrap();
+        let calc = policy.for_plugin("calc");
+        assert_eq!(calc.rename["calculate"], "misc_calculate");
+        assert_eq!(calc.tool_name("calculate"), "misc_calculate", "a rename is the full name: no prefix");
+        assert_eq!(calc.tool_name("convert"), "misc_convert");
+        assert_eq!(policy.for_plugin("other").tool_name("convert"), "convert");
+
+        let refused = |text: &str, says: &str| {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.contains(says), "{error}");
+        };
+        refused(
+            "[plugins.calc]\nrename = { calculate = \"<tool_call>\" }\n",
+            "plugins.calc.rename.calculate = \"<tool_call>\" is invalid: a tool name must match ^[A-Za-z0-9_-]{1,64}$, \
+             as a declared one does",
+        );
+        refused(&format!("[plugins.calc]\nrename = {{ calculate = \"{}\" }}\n", "a".repeat(65)), "plugins.calc.rename.calculate");
+        refused(
+            "[plugins.calc]\nrename = { add = \"sum\", plus = \"sum\" }\n",
+            "plugins.calc.rename.plus = \"sum\" is invalid: tool `add` is given that name too; a name belongs to one tool",
+        );
+        refused(
+            "[plugins.calc]\ntool_prefix = \"misc.\"\n",
+            "plugins.calc.tool_prefix = \"misc.\" is invalid: a prefix must match ^[A-Za-z0-9_-]{1,63}$",
+        );
+        refused(&format!("[plugins.calc]\ntool_prefix = \"{}\"\n", "a".repeat(64)), "plugins.calc.tool_prefix");
+        refused("[plugins.calc]\ntool_prefix = \"\"\n", "plugins.calc.tool_prefix = \"\" is invalid");
+        refused("[plugins.calc]\nrenames = {}\n", "unknown field `renames`");
+        refused("[plugins.calc]\nrename = { calculate = 3 }\n", "invalid type: integer `3`, expected a string");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Policy mistakes that load without error but do nothing: a section for
-//! a plugin that is not loaded, a grant the plugin never asked for, a tool
-//! toggle naming no tool, an agent whose tool calling is off. Each is
-//! found against what actually loaded and named with the closest real
-//! name, so a typo is seen rather than silently ignored.
+//! a plugin that is not loaded, a grant the plugin never asked for, a
+//! rename of a tool the plugin does not declare, a tool toggle naming no
+//! tool, an agent whose tool calling is off. Each is found against what
+//! actually loaded and named with the closest real name, so a typo is seen
+//! rather than silently ignored.
 
 use crate::config::Policy;
 use crate::registry::Catalog;
@@ -51,6 +52,17 @@ pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
             if !asked_hosts.contains(&host.as_str()) {
                 warn(format!("plugins.{name}.http_hosts"), never_asked("HTTP host", host, &asked_hosts));
             }
+        }
+        let declared: Vec<&str> = plugin.manifest.tools.iter().map(|t| plugin.declared_name(&t.name)).collect();
+        for tool in section.rename.keys().filter(|t| !declared.contains(&t.as_str())) {
+            warn(
+                format!("plugins.{name}.rename.{tool}"),
+                format!(
+                    "the plugin declares no tool `{tool}`, so the rename does nothing (it declares {}){}",
+                    declared.join(", "),
+                    did_you_mean(tool, &declared)
+                ),
+            );
         }
     }
     let tools: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();

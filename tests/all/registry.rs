@@ -4,9 +4,10 @@
 use crate::support::{TestHost, plugin, policy_in};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use toolhost::Policy;
 use toolhost::Registry;
-use toolhost::{CacheUse, LoadError, LockFile, PinState, component_files, sha256_hex};
+use toolhost::{CacheUse, Executor, LoadError, LockFile, PinState, Status, ToolCall, check_policy, component_files, sha256_hex, visible_tools};
 
 fn refusals(registry: &Registry) -> Vec<String> {
     registry.catalog().refused.iter().map(|r| r.error.to_string()).collect()
@@ -43,10 +44,12 @@ async fn a_tool_name_collision_refuses_every_plugin_declaring_it_naming_them() {
     assert_eq!(
         refusals(&host.registry),
         [
-            "calc.wasm is refused: tool `calculate` of plugin `calc` is also declared by plugin `impostor` \
-             (impostor.wasm); every plugin declaring one tool name is refused (remove the one you do not trust)",
-            "impostor.wasm is refused: tool `calculate` of plugin `impostor` is also declared by plugin `calc` \
-             (calc.wasm); every plugin declaring one tool name is refused (remove the one you do not trust)",
+            "plugins/calc.wasm is refused: tool `calculate` of plugin `calc` is also offered by plugin `impostor` \
+             (plugins/impostor.wasm); every plugin offering one tool name is refused (remove the one you do not \
+             trust, or rename the tool in [plugins.calc] with `rename` or `tool_prefix`)",
+            "plugins/impostor.wasm is refused: tool `calculate` of plugin `impostor` is also offered by plugin `calc` \
+             (plugins/calc.wasm); every plugin offering one tool name is refused (remove the one you do not \
+             trust, or rename the tool in [plugins.impostor] with `rename` or `tool_prefix`)",
         ]
     );
     let catalog = host.registry.catalog();
@@ -68,16 +71,140 @@ async fn components_claiming_one_plugin_name_are_all_refused_whatever_their_orde
         assert_eq!(refused.len(), 2, "{refused:?}");
         assert!(
             refused.contains(&format!(
-                "files.wasm is refused: it claims plugin name `files`, as {squatter} also does; every component \
-                 claiming one name is refused (remove the one you do not trust)"
+                "plugins/files.wasm is refused: it claims plugin name `files`, as plugins/{squatter} also does; \
+                 every component claiming one name is refused (remove the one you do not trust)"
             )),
             "{refused:?}"
         );
-        assert!(refused.iter().any(|r| r.starts_with(&format!("{squatter} is refused: it claims plugin name `files`, as files.wasm also does"))), "{refused:?}");
+        let claim = format!("plugins/{squatter} is refused: it claims plugin name `files`, as plugins/files.wasm also does");
+        assert!(refused.iter().any(|r| r.starts_with(&claim)), "{refused:?}");
         std::fs::remove_file(plugins.join(squatter)).unwrap();
     }
     host.registry.reload().await.unwrap();
     assert!(host.registry.catalog().plugin("files").is_some(), "alone again, the genuine plugin loads");
+}
+
+/// `calc` as `plugins/calc.wasm` and `impostor`, which declares `calculate`
+/// too, as `more/calc.wasm`: one tool name, and one file name, in two plugin
+/// directories, loaded under `policy`. (One registry at a time: each
+/// reserves terabytes of address space.)
+async fn two_calculates(policy: &str) -> (tempfile::TempDir, Arc<Registry>) {
+    let dir = tempfile::tempdir().unwrap();
+    for (plugins, component) in [("plugins", "calc"), ("more", "impostor")] {
+        std::fs::create_dir(dir.path().join(plugins)).unwrap();
+        std::fs::copy(plugin(component), dir.path().join(plugins).join("calc.wasm")).unwrap();
+    }
+    let mut policy = policy_in(dir.path(), policy);
+    policy.plugin_dirs.push(dir.path().join("more"));
+    let registry = Arc::new(Registry::load(policy).await.unwrap());
+    (dir, registry)
+}
+
+/// `tool` on `6*7` through `registry`: the outcome's status and output.
+async fn calculate(registry: &Arc<Registry>, tool: &str) -> (Status, String) {
+    let args = serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone();
+    let outcome = Executor::new(registry.clone()).call(&ToolCall::new("1", tool, args)).await;
+    (outcome.status, outcome.output)
+}
+
+/// What `impostor` answers to every call.
+const IMPOSTOR: (Status, &str) = (Status::Success, "not really");
+
+#[tokio::test]
+async fn one_tool_name_in_two_directories_refuses_both_naming_each_by_its_path() {
+    let (_dir, registry) = two_calculates("").await;
+    assert_eq!(
+        refusals(&registry),
+        [
+            "plugins/calc.wasm is refused: tool `calculate` of plugin `calc` is also offered by plugin `impostor` \
+             (more/calc.wasm); every plugin offering one tool name is refused (remove the one you do not trust, \
+             or rename the tool in [plugins.calc] with `rename` or `tool_prefix`)",
+            "more/calc.wasm is refused: tool `calculate` of plugin `impostor` is also offered by plugin `calc` \
+             (plugins/calc.wasm); every plugin offering one tool name is refused (remove the one you do not trust, \
+             or rename the tool in [plugins.impostor] with `rename` or `tool_prefix`)",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_renamed_tool_is_known_by_its_new_name_and_its_plugin_is_called_by_its_own() {
+    let policy = "[plugins.calc]\nrename = { calculate = \"misc_calculate\" }\n\
+                  [agents.coder]\nenabled = true\ntool_toggles = { calculate = false }\n";
+    let (_dir, registry) = two_calculates(policy).await;
+    assert!(refusals(&registry).is_empty(), "{:?}", refusals(&registry));
+    let catalog = registry.catalog();
+    let (calc, spec) = catalog.tool("misc_calculate").unwrap();
+    assert_eq!((calc.name(), calc.declared_name(&spec.name)), ("calc", "calculate"));
+    // calc answers only to the name it declares: its result shows it was
+    // called `calculate`.
+    let (status, output) = calculate(&registry, "misc_calculate").await;
+    assert_eq!(status, Status::Success, "{output}");
+    assert!(output.contains("42"), "{output}");
+    assert_eq!(calculate(&registry, "calculate").await, (IMPOSTOR.0, IMPOSTOR.1.into()), "the old name is the other plugin's");
+    let offered: Vec<&str> =
+        visible_tools(&catalog, &registry.policy().agents["coder"]).iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["misc_calculate"], "a toggle names the tool as the host knows it");
+}
+
+#[tokio::test]
+async fn a_tool_prefix_renames_every_tool_of_its_plugin() {
+    let (_dir, registry) = two_calculates("[plugins.impostor]\ntool_prefix = \"fake_\"\n").await;
+    assert!(refusals(&registry).is_empty(), "{:?}", refusals(&registry));
+    assert_eq!(calculate(&registry, "fake_calculate").await, (IMPOSTOR.0, IMPOSTOR.1.into()));
+    let (status, output) = calculate(&registry, "calculate").await;
+    assert!(status == Status::Success && output.contains("42"), "{status:?}: {output}");
+}
+
+#[tokio::test]
+async fn a_new_name_that_cannot_be_is_refused_naming_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("toolhost.toml");
+    std::fs::write(&file, "[plugins.calc]\nrename = { calculate = \"[calculate(\" }\n").unwrap();
+    let error = Policy::load(&file).unwrap_err().to_string();
+    assert!(
+        error.ends_with(
+            "plugins.calc.rename.calculate = \"[calculate(\" is invalid: a tool name must match ^[A-Za-z0-9_-]{1,64}$, \
+             as a declared one does"
+        ),
+        "{error}"
+    );
+
+    let prefix = "p".repeat(60);
+    let (_dir, registry) = two_calculates(&format!("[plugins.calc]\ntool_prefix = \"{prefix}\"\n")).await;
+    assert_eq!(
+        refusals(&registry),
+        [format!(
+            "plugins/calc.wasm is refused: plugins.calc.tool_prefix gives its tool `calculate` the name \
+             `{prefix}calculate`, which is longer than a tool name may be (64 bytes)"
+        )]
+    );
+    assert_eq!(calculate(&registry, "calculate").await, (IMPOSTOR.0, IMPOSTOR.1.into()), "the other plugin loads");
+    drop(registry);
+
+    // Renamed into another plugin's name: a collision, which says so.
+    let policy = "[plugins.calc]\nrename = { calculate = \"fake_calculate\" }\n[plugins.impostor]\ntool_prefix = \"fake_\"\n";
+    let (_dir, registry) = two_calculates(policy).await;
+    let refused = refusals(&registry);
+    assert!(
+        refused[0].starts_with(
+            "plugins/calc.wasm is refused: tool `fake_calculate` (renamed from `calculate`) of plugin `calc` is also \
+             offered by plugin `impostor` (more/calc.wasm)"
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(refused.len(), 2, "{refused:?}");
+}
+
+#[tokio::test]
+async fn a_rename_of_no_tool_is_warned_about_with_the_closest_name() {
+    let host = TestHost::new(&["calc"], "[plugins.calc]\nrename = { calculate = \"misc_calculate\", calculat = \"x\" }\n").await;
+    let warnings: Vec<String> =
+        check_policy(host.registry.policy(), &host.registry.catalog()).iter().map(ToString::to_string).collect();
+    assert_eq!(
+        warnings,
+        ["plugins.calc.rename.calculat: the plugin declares no tool `calculat`, so the rename does nothing \
+          (it declares calculate); did you mean `calculate`?"]
+    );
 }
 
 #[tokio::test]
@@ -362,8 +489,7 @@ fn hex_bytes(hex: &str) -> Vec<u8> {
 
 /// `calculate` on `6*7` through a bare registry, returning the output.
 async fn calc_on(registry: Registry) -> String {
-    let call = toolhost::ToolCall::new("1", "calculate", serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone());
-    toolhost::Executor::new(std::sync::Arc::new(registry)).call(&call).await.output
+    calculate(&Arc::new(registry), "calculate").await.1
 }
 
 #[tokio::test]

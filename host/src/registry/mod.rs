@@ -12,7 +12,9 @@
 //!
 //! A plugin name, and a tool name, belongs to one component. When several
 //! claim one, every one of them is refused and each refusal names the
-//! others: "first wins" would let a file that sorts first take the name.
+//! others, by path: "first wins" would let a file that sorts first take the
+//! name. Tool names are those the policy gives ([`names`]): renamed first,
+//! then checked, so renaming one of two tools lets both plugins load.
 //!
 //! The loaded set is an immutable [`Catalog`] snapshot; [`Registry::reload`]
 //! builds a new one (reusing unchanged plugins) and notifies subscribers.
@@ -25,6 +27,7 @@ pub mod binding;
 mod cache;
 mod lock;
 mod magic;
+pub mod names;
 
 pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheError, CacheUse};
@@ -51,7 +54,8 @@ pub struct LoadedPlugin {
     pub path: PathBuf,
     /// Its SHA-256, hex.
     pub sha256: String,
-    /// Its validated manifest.
+    /// Its validated manifest, each tool under the name the host gives it
+    /// (see [`names`]; [`LoadedPlugin::declared_name`] is the plugin's own).
     pub manifest: PluginManifest,
     /// Its effective grants.
     pub grants: Grants,
@@ -66,6 +70,10 @@ pub struct LoadedPlugin {
     pub unbound: Option<UnboundSection>,
     /// Whether it came from the compiled cache.
     pub cache: CacheUse,
+    /// The component as the lock file names it ([`LockFile::key`]).
+    key: String,
+    /// The declared name of each tool the policy renamed, by its new name.
+    renamed: BTreeMap<String, String>,
     prepared: Prepared,
 }
 
@@ -78,6 +86,13 @@ impl LoadedPlugin {
     /// `name@version`.
     pub fn label(&self) -> String {
         format!("{}@{}", self.manifest.name, self.manifest.version)
+    }
+
+    /// The name the plugin itself declares for its tool `tool` (a name the
+    /// host knows it by): `tool` unless the policy renamed it. A call
+    /// reaches the plugin under this name.
+    pub fn declared_name<'a>(&'a self, tool: &'a str) -> &'a str {
+        self.renamed.get(tool).map_or(tool, String::as_str)
     }
 }
 
@@ -134,6 +149,21 @@ pub enum LoadError {
         /// What is wrong.
         error: Box<ManifestError>,
     },
+    /// The policy gives one of the component's tools a name it cannot have
+    /// (see [`names`]).
+    #[error("{file} is refused: {key} gives its tool `{tool}` the name `{name}`, which {why}")]
+    ToolName {
+        /// The component, as the lock file names it ([`LockFile::key`]).
+        file: String,
+        /// The policy key that gives the name, e.g. `plugins.calc.rename.calculate`.
+        key: String,
+        /// The tool, as the plugin declares it.
+        tool: String,
+        /// The name it would get.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Other components claim the same plugin name; all of them are refused.
     #[error(
         "{file} is refused: it claims plugin name `{plugin}`, as {} also does; every component \
@@ -143,35 +173,41 @@ pub enum LoadError {
     DuplicatePlugin {
         /// The plugin name.
         plugin: String,
-        /// The refused file.
+        /// The refused component, as the lock file names it ([`LockFile::key`]).
         file: String,
-        /// The other files claiming the name.
+        /// The other components claiming the name, named the same way.
         others: Vec<String>,
     },
-    /// Other plugins declare the same tool name; all of them are refused.
+    /// Other plugins offer the same tool name; all of them are refused.
     #[error(
-        "{file} is refused: tool `{tool}` of plugin `{plugin}` is also declared by {}; every \
-         plugin declaring one tool name is refused (remove the one you do not trust)",
+        "{file} is refused: tool `{tool}`{} of plugin `{plugin}` is also offered by {}; every \
+         plugin offering one tool name is refused (remove the one you do not trust, or rename the \
+         tool in [plugins.{plugin}] with `rename` or `tool_prefix`)",
+        renamed_from(declared.as_deref()),
         and_list(others)
     )]
     Collision {
-        /// The tool name.
+        /// The tool name, as the host knows it.
         tool: String,
+        /// The name the plugin declares for it, when the policy renamed it.
+        declared: Option<String>,
         /// The refused plugin.
         plugin: String,
-        /// Its file.
+        /// Its component, as the lock file names it ([`LockFile::key`]).
         file: String,
-        /// The other plugins declaring it.
+        /// The other plugins offering it.
         others: Vec<Claimant>,
     },
 }
 
-/// A plugin that claims a name, and the file it came from.
+/// A plugin that claims a name, and the component it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claimant {
     /// The plugin name.
     pub plugin: String,
-    /// Its component's file name.
+    /// Its component, as the lock file names it ([`LockFile::key`]): the
+    /// path relative to the lock file's directory (absolute when not below
+    /// it), so that one file name in two plugin directories is told apart.
     pub file: String,
 }
 
@@ -179,6 +215,11 @@ impl std::fmt::Display for Claimant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "plugin `{}` ({})", self.plugin, self.file)
     }
+}
+
+/// ` (renamed from `calculate`)` for a renamed tool, else nothing.
+fn renamed_from(declared: Option<&str>) -> String {
+    declared.map_or_else(String::new, |declared| format!(" (renamed from `{declared}`)"))
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -373,10 +414,10 @@ impl Registry {
         Ok(event)
     }
 
-    /// Run `tool` of `plugin` with `args_json` in a fresh instance under the
-    /// plugin's limits and grants.
-    /// Run `tool` in shard `shard` (see `Sandbox`): callers running at once
-    /// pass different shards.
+    /// Run `tool` of `plugin` (the name the host knows it by; the plugin is
+    /// called with its own) with `args_json` in a fresh instance under the
+    /// plugin's limits and grants, in shard `shard` (see `Sandbox`):
+    /// callers running at once pass different shards.
     pub(crate) async fn invoke(
         &self,
         plugin: &LoadedPlugin,
@@ -386,7 +427,7 @@ impl Registry {
         limits: &Limits,
         cancel: &CancellationToken,
     ) -> Invocation {
-        let export = Export::Invoke { tool, args_json };
+        let export = Export::Invoke { tool: plugin.declared_name(tool), args_json };
         let (result, fuel_used, duration) =
             self.sandbox.run(&plugin.prepared, shard, plugin.name(), &plugin.grants, limits, export, cancel).await;
         let result = result.and_then(|returned| match returned {
@@ -406,6 +447,7 @@ impl Registry {
         args_json: &str,
         times: u32,
     ) -> anyhow::Result<std::time::Duration> {
+        let tool = plugin.declared_name(tool);
         Ok(self.sandbox.invoke_reused(&plugin.prepared, &plugin.grants, tool, args_json, times).await?)
     }
 
@@ -417,7 +459,7 @@ impl Registry {
         // An unreadable lock pins nothing; the caller reports it.
         let lock = self.read_lock().await.ok().flatten();
         let pin = PinState::of(lock.as_ref(), &file.key, &file.sha256);
-        self.load_component(path, file.wasm, file.sha256, pin).await
+        self.load_component(path, file, pin).await
     }
 
     async fn read_lock(&self) -> Result<Option<LockFile>, LockError> {
@@ -478,28 +520,23 @@ impl Registry {
         position: LoadProgress<'_>,
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Arc<LoadedPlugin>, LoadError> {
-        let ComponentFile { wasm, sha256, key, cached } = self.read_component(path).await?;
-        let pin = match PinState::of(lock, &key, &sha256) {
-            PinState::NotPinned => return Err(LoadError::NotPinned { file: key, lock: self.policy.lock_file.clone() }),
-            PinState::Mismatch { pinned, actual } => return Err(LoadError::PinMismatch { file: key, pinned, actual }),
+        let file = self.read_component(path).await?;
+        let pin = match PinState::of(lock, &file.key, &file.sha256) {
+            PinState::NotPinned => return Err(LoadError::NotPinned { file: file.key, lock: self.policy.lock_file.clone() }),
+            PinState::Mismatch { pinned, actual } => return Err(LoadError::PinMismatch { file: file.key, pinned, actual }),
             loadable @ (PinState::NoLockFile | PinState::Matches) => loadable,
         };
-        if let Some(same) = previous.plugins.iter().find(|p| p.path == path && p.sha256 == sha256 && p.pin == pin) {
+        if let Some(same) = previous.plugins.iter().find(|p| p.path == path && p.sha256 == file.sha256 && p.pin == pin) {
             return Ok(same.clone());
         }
-        if !cached {
+        if !file.cached {
             progress(position);
         }
-        self.load_component(path, wasm, sha256, pin).await.map(Arc::new)
+        self.load_component(path, file, pin).await.map(Arc::new)
     }
 
-    async fn load_component(
-        &self,
-        path: &Path,
-        wasm: Vec<u8>,
-        sha256: String,
-        pin: PinState,
-    ) -> Result<LoadedPlugin, LoadError> {
+    async fn load_component(&self, path: &Path, component: ComponentFile, pin: PinState) -> Result<LoadedPlugin, LoadError> {
+        let ComponentFile { wasm, sha256, key, cached: _ } = component;
         let file = file_name(path);
         if let Some(message) = magic::not_a_component(&wasm) {
             return Err(LoadError::Compile { file, message });
@@ -530,8 +567,10 @@ impl Registry {
             Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
-        let manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
+        let mut manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
+        let section = self.policy.plugins.get(&manifest.name);
+        let renamed = names::rename_tools(&mut manifest, section, &key)?;
         let identity = ComponentId { file: &file, sha256: &sha256, pinned: pin.is_pinned() };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
@@ -549,6 +588,8 @@ impl Registry {
             sha256,
             manifest,
             cache,
+            key,
+            renamed,
             prepared,
         })
     }
@@ -597,12 +638,12 @@ fn conflicts(loaded: &[(PathBuf, Result<Arc<LoadedPlugin>, LoadError>)]) -> Hash
         claims
             .iter()
             .filter(|(i, _)| *i != me)
-            .map(|(_, p)| Claimant { plugin: p.name().to_owned(), file: file_name(&p.path) })
+            .map(|(_, p)| Claimant { plugin: p.name().to_owned(), file: p.key.clone() })
             .collect()
     };
     let mut refused = HashMap::new();
     for &(i, plugin) in &plugins {
-        let file = file_name(&plugin.path);
+        let file = plugin.key.clone();
         let same_name = others(&by_name[plugin.name()], i);
         let error = if !same_name.is_empty() {
             let others = same_name.into_iter().map(|c| c.file).collect();
@@ -614,7 +655,8 @@ fn conflicts(loaded: &[(PathBuf, Result<Arc<LoadedPlugin>, LoadError>)]) -> Hash
             }) else {
                 continue;
             };
-            LoadError::Collision { tool: tool.name.clone(), plugin: plugin.name().to_owned(), file, others }
+            let declared = Some(plugin.declared_name(&tool.name)).filter(|d| *d != tool.name).map(str::to_owned);
+            LoadError::Collision { tool: tool.name.clone(), declared, plugin: plugin.name().to_owned(), file, others }
         };
         refused.insert(i, error);
     }
