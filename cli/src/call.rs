@@ -1,10 +1,10 @@
-use super::GlobalOptions;
-use super::output;
+use super::{GlobalOptions, approver, output, pipeline_over};
 use anyhow::{Context, bail};
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::process::ExitCode;
-use toolhost::{ProtocolId, Status, ToolCall, Turn, did_you_mean};
+use std::time::Duration;
+use toolhost::{Limits, Policy, ProtocolId, Status, ToolCall, Turn, did_you_mean};
 
 /// Call a tool once, through the same checks and approval as a model's
 /// calls, and print its output. Arguments are coerced to the declared
@@ -33,6 +33,27 @@ pub(super) struct CallCommand {
     /// still apply).
     #[arg(long)]
     yes: bool,
+    /// Fuel for this call (roughly, WebAssembly instructions), in place
+    /// of the policy's, to try a tool with more or less.
+    #[arg(long, value_name = "UNITS", value_parser = clap::value_parser!(u64).range(1..=MAX_FUEL))]
+    fuel: Option<u64>,
+    /// Wall-clock time for this call, in place of the policy's: `500ms`,
+    /// `5s`, `2m`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    timeout: Option<Duration>,
+}
+
+/// The most fuel `--fuel` gives, as the policy's `fuel` key allows.
+const MAX_FUEL: u64 = i64::MAX as u64;
+/// The longest `--timeout`, as the policy's `timeout_ms` key allows.
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let timeout = humantime::parse_duration(text).map_err(|e| format!("{e} (write it as 500ms, 5s or 2m)"))?;
+    if timeout.is_zero() || timeout > MAX_TIMEOUT {
+        return Err(format!("must be more than 0 and at most {}", humantime::format_duration(MAX_TIMEOUT)));
+    }
+    Ok(timeout)
 }
 
 impl CallCommand {
@@ -64,7 +85,9 @@ impl CallCommand {
                 map
             }
         };
-        let pipeline = global.pipeline(self.yes).await?;
+        let mut policy = global.policy()?;
+        self.override_limits(&mut policy);
+        let pipeline = pipeline_over(global.registry_over(policy).await?, approver(self.yes));
         if let Some((_, spec)) = pipeline.executor().registry().catalog().tool(&self.tool) {
             let declared: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
             for key in args.keys().filter(|k| !declared.contains(&k.as_str())) {
@@ -83,7 +106,7 @@ impl CallCommand {
         } else if outcome.status == Status::Success {
             output::data(&outcome.output)?;
         } else {
-            output::note_lines(&outcome.output);
+            output::alert_lines(&outcome.output);
         }
         output::note(format_args!(
             "status: {} · {:.2} ms · fuel {}",
@@ -92,5 +115,20 @@ impl CallCommand {
             outcome.fuel_used
         ));
         Ok(if outcome.status == Status::Success { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    }
+
+    /// `--fuel` and `--timeout` in place of the policy's limits, for every
+    /// plugin: whoever runs `call` owns the machine it runs on.
+    fn override_limits(&self, policy: &mut Policy) {
+        let apply = |limits: &mut Limits| {
+            if let Some(fuel) = self.fuel {
+                limits.fuel = fuel;
+            }
+            if let Some(timeout) = self.timeout {
+                limits.timeout = timeout;
+            }
+        };
+        apply(&mut policy.limits);
+        policy.plugins.values_mut().for_each(|plugin| apply(&mut plugin.limits));
     }
 }

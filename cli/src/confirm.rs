@@ -10,7 +10,7 @@ pub(super) fn confirm(question: impl Display) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() {
         return Ok(false);
     }
-    output::note(format_args!("{question} [y/N]"));
+    output::alert(format_args!("{question} [y/N]"));
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).context("reading the answer")?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))

@@ -7,6 +7,7 @@ mod add;
 mod approvals;
 mod call;
 mod chat;
+mod check;
 mod completions;
 mod confirm;
 mod inspect;
@@ -22,7 +23,7 @@ mod run;
 mod source;
 mod wit;
 
-use toolhost::{DEFAULT_CONFIG_FILE, Policy, check_policy};
+use toolhost::{DEFAULT_CONFIG_FILE, Policy, check_policy, error_chain, find_config_file};
 use std::sync::Arc;
 use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
 use anyhow::{Context, bail};
@@ -44,9 +45,10 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 struct GlobalOptions {
-    /// The host policy file [default: ./toolhost.toml if it exists; else
-    /// the per-user plugin directory, $XDG_DATA_HOME/toolhost/plugins, with
-    /// its own lock file].
+    /// The host policy file [default: toolhost.toml in this directory or
+    /// the nearest one above it; else $XDG_CONFIG_HOME/toolhost/toolhost.toml
+    /// if it exists; else the per-user plugin directory,
+    /// $XDG_DATA_HOME/toolhost/plugins, with its own lock file].
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// A directory of plugin components; repeatable. Replaces the policy's
@@ -54,8 +56,14 @@ struct GlobalOptions {
     #[arg(long = "plugins", global = true, value_name = "DIR")]
     plugins: Vec<PathBuf>,
     /// More log output on stderr: -v info, -vv debug, -vvv trace.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
     verbose: u8,
+    /// Print only results and errors: no progress, warnings or notes.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    /// When to colour stderr [auto: on a terminal, unless NO_COLOR is set].
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: output::ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]
@@ -64,6 +72,7 @@ enum Command {
     Inspect(inspect::InspectCommand),
     Call(call::CallCommand),
     Chat(chat::ChatCommand),
+    Check(check::CheckCommand),
     Completions(completions::CompletionsCommand),
     Lock(lock::LockCommand),
     Prompt(prompt::PromptCommand),
@@ -84,11 +93,12 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200
 /// whole cause chain. A closed stdout ends the command quietly.
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.global.verbose);
+    output::configure(cli.global.quiet, cli.global.color);
+    init_logging(cli.global.verbose, cli.global.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
-            output::note(format_args!("error: cannot start the async runtime: {e}"));
+            output::alert(format_args!("error: cannot start the async runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -101,7 +111,7 @@ fn main() -> ExitCode {
         // The reader has what it wanted (`| head`): not an error.
         Err(error) if error.is::<output::StdoutClosed>() => ExitCode::SUCCESS,
         Err(error) => {
-            output::note_lines(format_args!("error: {error:#}"));
+            output::alert_lines(format_args!("error: {}", error_chain(&*error)));
             ExitCode::FAILURE
         }
     }
@@ -114,6 +124,7 @@ impl Cli {
             Command::Inspect(c) => c.execute(&self.global).await,
             Command::Call(c) => c.execute(&self.global).await,
             Command::Chat(c) => c.execute(&self.global).await,
+            Command::Check(c) => c.execute(&self.global).await,
             Command::Completions(c) => c.execute(),
             Command::Lock(c) => c.execute(&self.global).await,
             Command::Prompt(c) => c.execute(&self.global).await,
@@ -130,15 +141,28 @@ impl Cli {
 }
 
 impl GlobalOptions {
-    /// The policy from `--config`, `./toolhost.toml`, or else the defaults
+    /// The policy file in use: `--config`, else the one found from the
+    /// working directory up, else the per-user one, if any.
+    fn config_file(&self) -> Option<PathBuf> {
+        if let Some(file) = &self.config {
+            return Some(file.clone());
+        }
+        let here = std::env::current_dir().ok()?;
+        let found = find_config_file(&here)?;
+        // The working directory's own file keeps its paths short.
+        Some(found.strip_prefix(&here).map_or(found.clone(), PathBuf::from))
+    }
+
+    /// The policy from [`GlobalOptions::config_file`], or else the defaults
     /// (over `--plugins` when given, the per-user plugin directory, made if
     /// missing, when not), with `--plugins` applied.
     fn policy(&self) -> anyhow::Result<Policy> {
-        let mut policy = match &self.config {
+        let config_file = self.config_file();
+        if let Some(file) = config_file.as_ref().filter(|_| self.config.is_none()) {
+            tracing::info!("using the policy file {}", file.display());
+        }
+        let mut policy = match &config_file {
             Some(path) => Policy::load(path)?,
-            None if std::path::Path::new(DEFAULT_CONFIG_FILE).exists() => {
-                Policy::load(std::path::Path::new(DEFAULT_CONFIG_FILE))?
-            }
             None if self.plugins.is_empty() => {
                 let policy = Policy::user();
                 for dir in &policy.plugin_dirs {
@@ -157,71 +181,98 @@ impl GlobalOptions {
     /// The registry over the policy's plugin directories, showing progress
     /// on stderr while components compile.
     async fn registry(&self) -> anyhow::Result<Registry> {
-        let policy = self.policy()?;
+        self.registry_over(self.policy()?).await
+    }
+
+    /// The registry over `policy`'s plugin directories, showing progress on
+    /// stderr while components compile and telling what is amiss.
+    async fn registry_over(&self, policy: Policy) -> anyhow::Result<Registry> {
+        let registry = self.load(policy).await?;
+        for finding in findings(&registry) {
+            output::note(finding);
+        }
+        Ok(registry)
+    }
+
+    /// The registry over `policy`'s plugin directories, showing progress on
+    /// stderr while components compile.
+    async fn load(&self, policy: Policy) -> anyhow::Result<Registry> {
         if policy.plugin_dirs.is_empty() {
             bail!("no plugin directories: pass --plugins DIR or set plugin_dirs in {DEFAULT_CONFIG_FILE}");
         }
-        let show = std::io::stderr().is_terminal() || self.verbose > 0;
-        let registry = Registry::load_with_progress(policy, &|p| {
+        let show = !output::quiet() && (std::io::stderr().is_terminal() || self.verbose > 0);
+        Registry::load_with_progress(policy, &|p| {
             if show {
                 output::note(format_args!("compiling {} ({}/{})", p.file.display(), p.index, p.total));
             }
         })
         .await
-        .context("loading plugins")?;
-        let catalog = registry.catalog();
-        for refusal in &catalog.refused {
-            output::note(format_args!("refused: {}", refusal.error));
-        }
-        for unbound in catalog.plugins.iter().filter_map(|p| p.unbound.as_ref()) {
-            output::note(format_args!("note: {unbound}"));
-        }
-        for warning in check_policy(registry.policy(), &catalog) {
-            output::note(format_args!("warning: {warning}"));
-        }
-        Ok(registry)
+        .context("loading plugins")
     }
+}
+
+/// What a person should hear about a loaded registry, a line each:
+/// refused components, policy sections that did not apply, policy
+/// mistakes and approval rules that do nothing.
+fn findings(registry: &Registry) -> Vec<String> {
+    let catalog = registry.catalog();
+    let refused = catalog.refused.iter().map(|r| format!("refused: {}", r.error));
+    let unbound = catalog.plugins.iter().filter_map(|p| p.unbound.as_ref()).map(|u| format!("note: {u}"));
+    let policy = check_policy(registry.policy(), &catalog).into_iter().map(|w| format!("warning: {w}"));
+    refused.chain(unbound).chain(policy).collect()
 }
 
 impl GlobalOptions {
     /// The turn pipeline over the policy's plugins: approval by the
     /// policy, and by `--yes`, a person at the terminal, or nobody.
     async fn pipeline(&self, yes: bool) -> anyhow::Result<Pipeline> {
-        let approver: Arc<dyn Approver> = if yes {
-            Arc::new(AllowAll)
-        } else if std::io::stdin().is_terminal() {
-            Arc::new(TerminalApprover::stdio())
-        } else {
-            Arc::new(DenyAll)
-        };
-        self.pipeline_with(approver).await
+        self.pipeline_with(approver(yes)).await
     }
 
     /// The turn pipeline over the policy's plugins, approving by the
     /// policy and `approver`.
     async fn pipeline_with(&self, approver: Arc<dyn Approver>) -> anyhow::Result<Pipeline> {
-        let registry = Arc::new(self.registry().await?);
-        let approvals = Approvals::new(&registry.policy().approval);
-        for warning in approvals.take_warnings() {
-            output::note(format_args!("warning: {warning}"));
-        }
-        Ok(Pipeline::new(Executor::new(registry), Arc::new(approvals), approver))
+        Ok(pipeline_over(self.registry().await?, approver))
     }
 }
 
-fn init_logging(verbose: u8) {
+/// Who approves a call the policy leaves to a person: everyone with
+/// `--yes`, the person at the terminal, or nobody.
+fn approver(yes: bool) -> Arc<dyn Approver> {
+    if yes {
+        Arc::new(AllowAll)
+    } else if std::io::stdin().is_terminal() {
+        Arc::new(TerminalApprover::stdio())
+    } else {
+        Arc::new(DenyAll)
+    }
+}
+
+/// The turn pipeline over `registry`, approving by its policy and
+/// `approver`.
+fn pipeline_over(registry: Registry, approver: Arc<dyn Approver>) -> Pipeline {
+    let registry = Arc::new(registry);
+    let approvals = Approvals::new(&registry.policy().approval);
+    for warning in approvals.take_warnings() {
+        output::note(format_args!("warning: {warning}"));
+    }
+    Pipeline::new(Executor::new(registry), Arc::new(approvals), approver)
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
     let default = match verbose {
+        0 if quiet => "error",
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("warn,toolhost={default}")));
-    // Colour only on a terminal: a log file should hold text, not escapes.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{},toolhost={default}", if quiet { "error" } else { "warn" })));
+    // Colour only as `--color` says: a log file should hold text, not escapes.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(output::color_on_stderr())
         .init();
 }

@@ -169,7 +169,7 @@ impl NodeCommand {
 /// The directory of the policy file in use, where the status file goes by
 /// default.
 fn config_dir(global: &GlobalOptions) -> PathBuf {
-    let file = global.config.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_FILE));
+    let file = global.config_file().unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG_FILE));
     file.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned()
 }
 

@@ -10,11 +10,61 @@
 //! output and prompts are data: written raw when stdout is a pipe or a file
 //! (so `toolhost call x > out` keeps the exact bytes) and escaped, lines
 //! kept, when it is a terminal.
+//!
+//! `--quiet` silences notes (progress, warnings, summaries) but never
+//! [`alert`]s: errors, questions, and a failed call's output. `--color`
+//! decides whether stderr gets escapes ([`color_on_stderr`]).
 
 use toolhost::{printable, printable_lines, to_json_line, to_json_pretty};
 use serde::Serialize;
 use std::fmt::Display;
 use std::io::{IsTerminal, Write};
+use std::sync::OnceLock;
+
+/// When to colour what a person reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub(super) enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// How notes are shown, decided once from the command line.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    quiet: bool,
+    color_on_stderr: bool,
+}
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+/// Set `--quiet` and `--color` for the whole process; the first call wins.
+pub(super) fn configure(quiet: bool, color: ColorChoice) {
+    let color_on_stderr = match color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    };
+    let _ = SETTINGS.set(Settings { quiet, color_on_stderr });
+}
+
+fn settings() -> Settings {
+    *SETTINGS.get_or_init(|| Settings { quiet: false, color_on_stderr: false })
+}
+
+/// Whether `--quiet` was given: progress and notes are not shown.
+pub(super) fn quiet() -> bool {
+    settings().quiet
+}
+
+/// Whether escapes (colour, dimming) may be written to stderr.
+pub(super) fn color_on_stderr() -> bool {
+    settings().color_on_stderr
+}
 
 /// Standard output was closed by its reader; the command stops quietly.
 #[derive(Debug, thiserror::Error)]
@@ -59,14 +109,30 @@ pub(super) fn data(text: &str) -> anyhow::Result<()> {
     if std::io::stdout().is_terminal() { write_stdout(&printable_lines(text)) } else { write_stdout(text) }
 }
 
-/// One line on stderr, escaped.
+/// One line on stderr, escaped; not with `--quiet`.
 pub(super) fn note(text: impl Display) {
+    if !quiet() {
+        alert(text);
+    }
+}
+
+/// Several lines on stderr (a summary, a tool's output), escaped but for
+/// newlines and tabs; not with `--quiet`.
+pub(super) fn note_lines(text: impl Display) {
+    if !quiet() {
+        alert_lines(text);
+    }
+}
+
+/// One line on stderr that `--quiet` does not silence: an error, a
+/// question.
+pub(super) fn alert(text: impl Display) {
     let _ = writeln!(std::io::stderr().lock(), "{}", printable(&text.to_string()));
 }
 
-/// Several lines on stderr (an error message, a tool's error), escaped
-/// but for newlines and tabs.
-pub(super) fn note_lines(text: impl Display) {
+/// Several lines on stderr that `--quiet` does not silence (an error
+/// message, a failed call's output), escaped but for newlines and tabs.
+pub(super) fn alert_lines(text: impl Display) {
     let _ = writeln!(std::io::stderr().lock(), "{}", printable_lines(&text.to_string()));
 }
 

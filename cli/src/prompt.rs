@@ -1,6 +1,6 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::{PromptCache, ToolCallConfig};
+use toolhost::{PromptCache, ToolCallConfig, did_you_mean, unknown_template_tools, visible_tools};
 use toolhost::ProtocolId;
 use anyhow::{Context, bail};
 use std::path::PathBuf;
@@ -46,7 +46,21 @@ impl PromptCommand {
             Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
             None => "{{tools}}".to_owned(),
         };
-        let prompt = PromptCache::new().render(&registry.catalog(), &agent, &config, protocol, &template);
+        let catalog = registry.catalog();
+        if !config.enabled {
+            output::note(format_args!(
+                "warning: agent `{agent}` has tool calling off, so the prompt offers no tools; set enabled = true in [agents.{agent}]"
+            ));
+        }
+        let offered = visible_tools(&catalog, &config);
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        for unknown in unknown_template_tools(&template, &offered) {
+            output::note(format_args!(
+                "warning: {{{{tool:{unknown}}}}} names no tool offered to agent `{agent}`, so it renders as nothing{}",
+                did_you_mean(unknown, &names)
+            ));
+        }
+        let prompt = PromptCache::new().render(&catalog, &agent, &config, protocol, &template);
         output::data(&prompt.text)?;
         output::note(format_args!(
             "{} tokens (o200k_base), {} bytes, protocol {}",

@@ -365,10 +365,10 @@ fn lock_refuses_to_pin_two_components_claiming_one_name() {
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("refused: 00_files_update.wasm is refused: it claims plugin name `files`, as files.wasm also does"),
+        stderr.contains("refused: plugins/00_files_update.wasm is refused: it claims plugin name `files`, as plugins/files.wasm also does"),
         "{stderr}"
     );
-    assert!(stderr.contains("refused: files.wasm is refused: it claims plugin name `files`, as 00_files_update.wasm also does"), "{stderr}");
+    assert!(stderr.contains("refused: plugins/files.wasm is refused: it claims plugin name `files`, as plugins/00_files_update.wasm also does"), "{stderr}");
     assert!(stderr.contains("toolhost.lock was not written"), "{stderr}");
     assert!(!dir.path().join("toolhost.lock").exists());
 
@@ -378,7 +378,7 @@ fn lock_refuses_to_pin_two_components_claiming_one_name() {
     ]);
     let out = toolhost(tools.path(), &["--plugins", "plugins", "lock", "--yes"]);
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("refused: impostor.wasm is refused: tool `calculate` of plugin `impostor` is also declared by plugin `calc` (calc.wasm)"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("refused: plugins/impostor.wasm is refused: tool `calculate` of plugin `impostor` is also offered by plugin `calc` (plugins/calc.wasm)"), "{}", text(&out.stderr));
     assert!(!tools.path().join("toolhost.lock").exists());
 }
 
@@ -432,7 +432,7 @@ fn refused_lines_show_file_names_and_plugin_text_escaped() {
         assert_shown_not_obeyed(&format!("stdout of {args:?}"), &out.stdout);
         assert_shown_not_obeyed(&format!("stderr of {args:?}"), &out.stderr);
         assert!(
-            text(&out.stderr).contains("refused: escapes.wasm is refused: it claims plugin name `escapes`, as \\e[2J\\rall verified.wasm also does"),
+            text(&out.stderr).contains("refused: plugins/escapes.wasm is refused: it claims plugin name `escapes`, as plugins/\\e[2J\\rall verified.wasm also does"),
             "{args:?}: {}",
             text(&out.stderr)
         );

@@ -138,3 +138,139 @@ fn completions_are_printed_for_each_shell_and_know_the_subcommands() {
     let out = toolhost(dir.path(), &["completions", "tcsh"]);
     assert!(!out.status.success() && stderr(&out).contains("possible values"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_policy_file_is_found_above_the_working_directory_then_in_the_users_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("project/src/deep");
+    std::fs::create_dir_all(&deep).unwrap();
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(config.join("toolhost")).unwrap();
+    let run = |cwd: &std::path::Path| {
+        in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
+            .current_dir(cwd)
+            .env("XDG_CONFIG_HOME", &config)
+            .args(["-v", "list", "--json"])
+            .output()
+            .unwrap()
+    };
+    let tools = |out: &Output| -> Vec<String> {
+        assert!(out.status.success(), "{}", stderr(out));
+        let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        listed.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    // The per-user policy, when nothing nearer has one.
+    let hostile = support::plugins("hostile").display().to_string();
+    std::fs::write(config.join("toolhost/toolhost.toml"), format!("plugin_dirs = [{hostile:?}]\n")).unwrap();
+    let user = run(&deep);
+    assert!(tools(&user).contains(&"spin".to_owned()));
+    assert!(stderr(&user).contains("config/toolhost/toolhost.toml"), "says which file: {}", stderr(&user));
+    // A project's policy two directories up wins, its relative paths read
+    // from where it is.
+    let project = dir.path().join("project");
+    std::os::unix::fs::symlink(support::plugins("examples"), project.join("plugins")).unwrap();
+    std::fs::write(project.join("toolhost.toml"), "plugin_dirs = [\"plugins\"]\n").unwrap();
+    let found = tools(&run(&deep));
+    assert!(found.contains(&"calculate".to_owned()) && !found.contains(&"spin".to_owned()), "{found:?}");
+}
+
+#[test]
+fn quiet_keeps_only_results_and_errors_and_color_follows_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = examples();
+    // A warning (an undeclared argument) and the status line go; the result stays.
+    let args = ["--plugins", &plugins, "call", "calculate", "--arg", "expression=2+2", "--arg", "x=1"];
+    let loud = toolhost(dir.path(), &args);
+    assert!(stderr(&loud).contains("warning:") && stderr(&loud).contains("status: success"), "{}", stderr(&loud));
+    let quiet = toolhost(dir.path(), &[&["-q"][..], &args].concat());
+    assert!(quiet.status.success());
+    assert_eq!(stderr(&quiet), "");
+    assert!(text(&quiet.stdout).contains('4'), "{}", text(&quiet.stdout));
+    // An error is still said.
+    let failed = toolhost(dir.path(), &["-q", "--plugins", &plugins, "call", "calculate", "--arg", "expression=1/"]);
+    assert!(!failed.status.success() && !stderr(&failed).is_empty());
+    assert!(!stderr(&failed).contains("status:"), "{}", stderr(&failed));
+    // Log lines carry colour escapes only when asked, even into a pipe.
+    let coloured = toolhost(dir.path(), &["-v", "--color", "always", "--plugins", &plugins, "list"]);
+    assert!(stderr(&coloured).contains("\x1b["), "{}", stderr(&coloured));
+    let plain = toolhost(dir.path(), &["-v", "--color", "never", "--plugins", &plugins, "list"]);
+    assert!(!stderr(&plain).contains('\x1b') && stderr(&plain).contains("INFO"), "{}", stderr(&plain));
+    let conflict = toolhost(dir.path(), &["-q", "-v", "list"]);
+    assert!(!conflict.status.success() && stderr(&conflict).contains("cannot be used with"), "{}", stderr(&conflict));
+}
+
+#[test]
+fn call_takes_fuel_and_time_limits_for_one_try() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = examples();
+    let starved = toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--arg", "expression=2+2", "--fuel", "1000"]);
+    assert!(!starved.status.success());
+    assert!(stderr(&starved).contains("out of fuel after 1 000 units"), "{}", stderr(&starved));
+    std::fs::create_dir(dir.path().join("hostile")).unwrap();
+    std::fs::copy(support::plugins("hostile").join("hostile.wasm"), dir.path().join("hostile/hostile.wasm")).unwrap();
+    let started = std::time::Instant::now();
+    let args = ["--plugins", "hostile", "call", "spin", "--yes", "--timeout", "300ms", "--fuel", "1000000000000000"];
+    let stopped = toolhost(dir.path(), &args);
+    assert!(!stopped.status.success());
+    assert!(stderr(&stopped).contains("timed out after 300 ms"), "{}", stderr(&stopped));
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "the default limit did not apply");
+    let bad = toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--timeout", "soon"]);
+    assert!(!bad.status.success() && stderr(&bad).contains("500ms, 5s or 2m"), "{}", stderr(&bad));
+    let none = toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--fuel", "0"]);
+    assert!(!none.status.success() && stderr(&none).contains("--fuel"), "{}", stderr(&none));
+}
+
+#[test]
+fn an_os_error_is_said_once_and_a_plugins_wasi_errno_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolhost(dir.path(), &["--plugins", "no-such-dir", "list"]);
+    let said = stderr(&out);
+    assert!(!out.status.success());
+    assert_eq!(said.matches("(os error 2)").count(), 1, "{said}");
+    assert!(said.contains("no-such-dir"), "{said}");
+    // A plugin reading a directory it was not granted.
+    let hostile = support::plugins("hostile").display().to_string();
+    let out = toolhost(dir.path(), &["--plugins", &hostile, "call", "read_path", "--arg", "path=/data/x", "--yes"]);
+    let said = stderr(&out);
+    assert!(said.contains("(WASI errno 44, ENOENT)") && !said.contains("os error 44"), "{said}");
+    assert!(said.contains("granted no directories") && said.contains("it asks for /data"), "{said}");
+}
+
+#[test]
+fn check_fails_on_a_policy_mistake_and_passes_a_clean_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = |agents: &str| format!("plugin_dirs = [{:?}]\n{agents}", examples());
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        policy("[agents.helper]\nenabled = true\nsystem_prompt = \"Use {{tool:calculat}} well. {{tools}}\"\n"),
+    )
+    .unwrap();
+    let out = toolhost(dir.path(), &["check"]);
+    assert!(!out.status.success());
+    let found = text(&out.stdout);
+    assert!(
+        found.contains("warning: agents.helper.system_prompt: {{tool:calculat}} names no tool offered to this agent")
+            && found.contains("did you mean `calculate`"),
+        "{found}"
+    );
+    assert!(stderr(&out).contains("1 findings"), "{}", stderr(&out));
+    // The same mistake in a template given to `prompt`.
+    std::fs::write(dir.path().join("prompt.txt"), "{{tool:calculat}}").unwrap();
+    let out = toolhost(dir.path(), &["prompt", "--agent", "helper", "--template", "prompt.txt"]);
+    assert!(stderr(&out).contains("{{tool:calculat}} names no tool offered to agent `helper`"), "{}", stderr(&out));
+
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        policy("[agents.helper]\nenabled = true\nsystem_prompt = \"Use {{tool:calculate}} well.\"\n"),
+    )
+    .unwrap();
+    let out = toolhost(dir.path(), &["check"]);
+    assert!(out.status.success(), "{}{}", text(&out.stdout), stderr(&out));
+    assert_eq!(text(&out.stdout), "");
+    assert!(stderr(&out).contains("tools, 0 refused (toolhost.toml): ok"), "{}", stderr(&out));
+    // An agent with tool calling off is said at `prompt` too.
+    std::fs::write(dir.path().join("toolhost.toml"), policy("[agents.off]\nprotocol = \"vcp\"\n")).unwrap();
+    let out = toolhost(dir.path(), &["prompt", "--agent", "off"]);
+    assert!(stderr(&out).contains("agent `off` has tool calling off"), "{}", stderr(&out));
+    assert!(!toolhost(dir.path(), &["check"]).status.success());
+}

@@ -167,3 +167,37 @@ fn the_readmes_rust_plugin_quickstart_works_as_written() {
     let said = text(&built.stdout);
     assert!(said.contains("wordcount") && said.trim_end().ends_with(r#"{"words":3}"#), "{said}");
 }
+
+#[test]
+fn the_readmes_embedding_quickstart_works_as_written() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
+    let section = readme.split("## Quickstart: embedding the host").nth(1).unwrap().split("\n## ").next().unwrap();
+    let [("sh", start), ("rust", main), ("sh", run)] = blocks(section)[..] else {
+        panic!("expected a sh block, the rust source, and a sh block: {:?}", blocks(section))
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // The program builds into this workspace's target directory with its
+    // release profile, so that wasmtime and the rest are not compiled a
+    // second time; the README's own steps are run unchanged.
+    let env: Vec<(String, String)> = [
+        ("TOOLHOST", repo.display().to_string()),
+        ("CARGO_TARGET_DIR", target().display().to_string()),
+        ("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only".to_owned()),
+        ("CARGO_PROFILE_RELEASE_INCREMENTAL", "true".to_owned()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v))
+    .into();
+    let dir = tempfile::tempdir().unwrap();
+    let started = sh(dir.path(), &env, &format!("set -e\n{start}"));
+    assert!(started.status.success(), "{start}\n{}", text(&started.stderr));
+    let project = start.lines().find_map(|l| l.split("&& cd ").nth(1)).expect("the block enters the project");
+    let project = dir.path().join(project.trim());
+    // The workspace's dependency versions, for the same reason.
+    std::fs::copy(repo.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    std::fs::write(project.join("src/main.rs"), main).unwrap();
+    let ran = sh(&project, &env, &format!("set -e\n{run}"));
+    let said = text(&ran.stdout);
+    assert!(ran.status.success(), "{run}\n{said}\n{}", text(&ran.stderr));
+    assert!(said.contains(r#"\"value\":42.0"#), "the model's call, 6 * 7: {said}");
+    assert!(said.trim_end().ends_with(r#"calculate success: {"expression":"2 + 2","value":4.0}"#), "{said}");
+}

@@ -32,6 +32,9 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
         return Err(ArgumentError { unknown_tool: true, ..error(unknown_tool(&call.tool, &names)) });
     };
+    if let Some(why) = call.unusable_args() {
+        return Err(error(format!("`{}`: {why}", spec.name)));
+    }
     let mut args = Map::new();
     for param in &spec.params {
         match call.args.get(&param.name) {

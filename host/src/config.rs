@@ -422,6 +422,23 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
     user_dir("XDG_DATA_HOME", ".local/share").map(|dir| dir.join("toolhost").join("plugins"))
 }
 
+/// The per-user policy file: `$XDG_CONFIG_HOME/toolhost/toolhost.toml`,
+/// else `$HOME/.config/toolhost/toolhost.toml`. `None` without a home
+/// directory.
+pub fn user_config_file() -> Option<PathBuf> {
+    user_dir("XDG_CONFIG_HOME", ".config").map(|dir| dir.join("toolhost").join(DEFAULT_CONFIG_FILE))
+}
+
+/// The policy file that applies in `dir`, found as cargo finds its
+/// manifest: `toolhost.toml` in `dir` or the nearest directory above it,
+/// else the per-user one ([`user_config_file`]) when it exists.
+pub fn find_config_file(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|dir| dir.join(DEFAULT_CONFIG_FILE))
+        .chain(user_config_file())
+        .find(|file| file.is_file())
+}
+
 /// The XDG base directory `$var`, else `$HOME/fallback`.
 fn user_dir(var: &str, fallback: &str) -> Option<PathBuf> {
     let xdg = std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);

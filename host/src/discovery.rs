@@ -128,10 +128,8 @@ pub fn render_template(template: &str, tools: &[&ToolSpec], enabled: bool, proto
     };
     let mut out = String::with_capacity(template.len());
     let mut at = 0;
-    while let Some(open) = template[at..].find("{{").map(|i| i + at) {
-        let Some(close) = template[open..].find("}}").map(|i| i + open) else { break };
-        out.push_str(&template[at..open]);
-        let name = template[open + 2..close].trim();
+    for (span, name) in placeholders(template) {
+        out.push_str(&template[at..span.start]);
         if name == "tools" {
             if enabled {
                 out.push_str(&render(tools));
@@ -141,12 +139,32 @@ pub fn render_template(template: &str, tools: &[&ToolSpec], enabled: bool, proto
                 out.push_str(&render(&[*spec]));
             }
         } else {
-            out.push_str(&template[open..close + 2]);
+            out.push_str(&template[span.clone()]);
         }
-        at = close + 2;
+        at = span.end;
     }
     out.push_str(&template[at..]);
     out
+}
+
+/// The names in `template`'s `{{tool:NAME}}` placeholders that name none
+/// of `tools`: each renders as nothing, which a person should hear of.
+pub fn unknown_template_tools<'a>(template: &'a str, tools: &[&ToolSpec]) -> Vec<&'a str> {
+    placeholders(template)
+        .filter_map(|(_, name)| name.strip_prefix("tool:").map(str::trim))
+        .filter(|name| !tools.iter().any(|t| t.name == *name))
+        .collect()
+}
+
+/// Each `{{…}}` in `template`: where it is, and what is inside, trimmed.
+fn placeholders(template: &str) -> impl Iterator<Item = (std::ops::Range<usize>, &str)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let open = template[at..].find("{{")? + at;
+        let close = template[open..].find("}}")? + open;
+        at = close + 2;
+        Some((open..close + 2, template[open + 2..close].trim()))
+    })
 }
 
 /// Tokens of `text` in OpenAI's `o200k_base` encoding (GPT-4o and later),
@@ -204,6 +222,15 @@ mod tests {
         let one = render_template("{{tool:beta}}", &tools, true, ProtocolId::Vcp);
         assert!(one.contains("Tool: beta") && !one.contains("Tool: alpha"));
         assert_eq!(render_template("x{{tools}}y{{tool:alpha}}z", &tools, false, ProtocolId::Vcp), "xyz", "disabled means empty");
+        assert_eq!(render_template("{{ open", &tools, true, ProtocolId::Vcp), "{{ open", "an unclosed brace is text");
+    }
+
+    #[test]
+    fn placeholders_naming_no_tool_are_found() {
+        let (a, b) = (tool("alpha", true), tool("beta", true));
+        let template = "{{tool:alpha}} {{ tool: gamma }} {{tools}} {{user}} {{tool:bet}}";
+        assert_eq!(unknown_template_tools(template, &[&a, &b]), ["gamma", "bet"]);
+        assert!(unknown_template_tools("{{tool:beta}}", &[&a, &b]).is_empty());
     }
 
     #[test]

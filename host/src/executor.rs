@@ -19,7 +19,7 @@
 use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
 use crate::registry::{Catalog, Registry};
-use crate::sandbox::MAX_CONCURRENT_CALLS;
+use crate::sandbox::{CallFailure, MAX_CONCURRENT_CALLS, explain_guest_error};
 use crate::suggest::unknown_tool;
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -139,12 +139,22 @@ impl Executor {
         if options.cancel.is_cancelled() {
             return cancelled(call);
         }
+        if let Some(why) = call.unusable_args() {
+            return ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, format!("`{}`: {why}", call.tool));
+        }
         let mut limits = plugin.limits;
         if let Some(timeout) = options.timeout {
             limits.timeout = limits.timeout.min(timeout);
         }
+        // No `plugin` field: that field marks what a plugin itself logged.
+        tracing::debug!("calling `{}` of plugin `{}` with {limits}", call.tool, plugin.name());
         let args_json = serde_json::to_string(&call.args).expect("a JSON map serializes");
-        let invocation = self.registry.invoke(plugin, shard, &call.tool, &args_json, &limits, &options.cancel).await;
+        let mut invocation = self.registry.invoke(plugin, shard, &call.tool, &args_json, &limits, &options.cancel).await;
+        if let Err(CallFailure::Tool(failure)) = &mut invocation.result
+            && let Some(explained) = explain_guest_error(&failure.message, plugin.name(), &plugin.grants)
+        {
+            failure.message = explained;
+        }
         ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
     }
 

@@ -63,6 +63,7 @@ mod chain;
 mod config;
 mod contract;
 mod discovery;
+mod error_chain;
 mod executor;
 mod llm;
 mod manifest;
@@ -89,9 +90,10 @@ pub use call::ToolCall;
 pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
 pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
 pub use config::{
-    Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy, user_plugin_dir,
+    Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy, find_config_file,
+    user_config_file, user_plugin_dir,
 };
-pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, visible_tools};
+pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, unknown_template_tools, visible_tools};
 pub use executor::{Executor, RunOptions, default_concurrency};
 pub use tokio_util::sync::CancellationToken;
 pub use llm::{
@@ -103,6 +105,7 @@ pub use manifest::{
 pub use message::{Message, NativeCall, Role};
 pub use outcome::{Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
+pub use error_chain::error_chain;
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};

@@ -1,11 +1,13 @@
 //! Policy mistakes that load without error but do nothing: a section for
 //! a plugin that is not loaded, a grant the plugin never asked for, a
 //! rename of a tool the plugin does not declare, a tool toggle naming no
-//! tool, an agent whose tool calling is off. Each is found against what
+//! tool, a `{{tool:NAME}}` in an agent's system prompt naming no tool
+//! offered to it, an agent whose tool calling is off. Each is found against what
 //! actually loaded and named with the closest real name, so a typo is seen
 //! rather than silently ignored.
 
 use crate::config::Policy;
+use crate::discovery::{unknown_template_tools, visible_tools};
 use crate::registry::Catalog;
 use crate::suggest::did_you_mean;
 
@@ -72,6 +74,23 @@ pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
         }
         for tool in config.tool_toggles.keys().filter(|t| !tools.contains(&t.as_str())) {
             warn(format!("agents.{agent}.tool_toggles.{tool}"), format!("no loaded tool is named `{tool}`{}", did_you_mean(tool, &tools)));
+        }
+        let key = if config.system_prompt_file.is_some() { "system_prompt_file" } else { "system_prompt" };
+        match config.system_prompt_template() {
+            Ok(template) => {
+                let offered = visible_tools(catalog, config);
+                let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+                for unknown in unknown_template_tools(&template, &offered) {
+                    warn(
+                        format!("agents.{agent}.{key}"),
+                        format!(
+                            "{{{{tool:{unknown}}}}} names no tool offered to this agent, so it renders as nothing{}",
+                            did_you_mean(unknown, &names)
+                        ),
+                    );
+                }
+            }
+            Err(error) => warn(format!("agents.{agent}.{key}"), format!("cannot be read: {error}")),
         }
     }
     warnings

@@ -38,6 +38,11 @@ async fn escapes_from_a_granted_directory_fail() {
         assert_eq!(outcome.status, Status::Error, "{path} was read: {}", outcome.output);
         assert!(outcome.output.starts_with(&format!("cannot read {path}: ")), "{}", outcome.output);
         assert!(!outcome.output.contains("secret"), "{}", outcome.output);
+        // The guest's errno is named as WASI's, and the person is told
+        // what the plugin can see.
+        assert!(!outcome.output.contains("(os error"), "{}", outcome.output);
+        assert!(outcome.output.contains("(WASI errno "), "{}", outcome.output);
+        assert!(outcome.output.ends_with("note: plugin `hostile` sees only /data (read); any other path is missing to it, and writing in a read-only one is refused"), "{}", outcome.output);
     }
 }
 
@@ -75,6 +80,15 @@ async fn an_unmapped_directory_is_withheld_and_invisible() {
     assert!(plugin.grants.withheld.contains(&Withheld::Directory { guest_path: "/data".into() }));
     let outcome = host.call("read_path", json!({ "path": "/data/inside.txt" })).await;
     assert_eq!(outcome.status, Status::Error);
+    assert!(outcome.output.contains("No such file or directory (WASI errno 44, ENOENT)"), "{}", outcome.output);
+    assert!(
+        outcome.output.ends_with(
+            "note: plugin `hostile` is granted no directories, so every path is missing to it; it asks for /data, \
+             which the policy does not grant ([plugins.hostile.dirs] in toolhost.toml)"
+        ),
+        "{}",
+        outcome.output
+    );
 }
 
 #[tokio::test]

@@ -78,10 +78,11 @@ impl Display {
                 }
                 state.mid_reply = !text.ends_with('\n');
             }
+            ChainEvent::ReasoningDelta { .. } if output::quiet() => {}
             ChainEvent::ReasoningDelta { text } => {
                 stop_spinner(&mut state);
                 let text = printable_lines(text);
-                let (dim, normal) = if self.stderr_terminal { DIM } else { ("", "") };
+                let (dim, normal) = if output::color_on_stderr() { DIM } else { ("", "") };
                 let _ = write!(std::io::stderr().lock(), "{dim}{text}{normal}");
                 state.mid_reasoning = !text.ends_with('\n');
             }
@@ -121,7 +122,7 @@ impl Display {
             ChainEvent::Error { message } => {
                 stop_spinner(&mut state);
                 end_lines(&mut state);
-                output::note(format_args!("error: {message}"));
+                output::alert(format_args!("error: {message}"));
             }
             ChainEvent::Finished { stop } => {
                 stop_spinner(&mut state);
@@ -137,7 +138,7 @@ impl Display {
     /// terminal.
     fn spin(&self, state: &mut State, what: &str) {
         stop_spinner(state);
-        if !self.stderr_terminal {
+        if !self.stderr_terminal || output::quiet() {
             return;
         }
         end_lines(state);

@@ -301,7 +301,7 @@ impl Session {
         let mut decisions = Vec::with_capacity(calls.len());
         for (index, call) in calls.iter().enumerate() {
             let arguments = &call.arguments;
-            output::note_lines(format_args!(
+            output::alert_lines(format_args!(
                 "[{}/{}] {} {}",
                 index + 1,
                 calls.len(),
@@ -335,11 +335,11 @@ async fn ask_decision(
                 match serde_json::from_str::<serde_json::Value>(&edited) {
                     Ok(serde_json::Value::Object(edited)) => ManualDecision::Run { id: id.clone(), arguments: Some(edited) },
                     Ok(_) => {
-                        output::note("the arguments must be a JSON object");
+                        output::alert("the arguments must be a JSON object");
                         continue;
                     }
                     Err(error) => {
-                        output::note(format_args!("not JSON: {error}"));
+                        output::alert(format_args!("not JSON: {error}"));
                         continue;
                     }
                 }
@@ -354,7 +354,7 @@ async fn ask_decision(
                 ManualDecision::Skip { id: id.clone(), reason }
             }
             _ => {
-                output::note("answer r (run as written), e (edit the arguments, then run), a (answer by hand) or s (skip)");
+                output::alert("answer r (run as written), e (edit the arguments, then run), a (answer by hand) or s (skip)");
                 continue;
             }
         };
@@ -374,10 +374,10 @@ async fn interruptible<T>(work: impl Future<Output = T>, cancel: &CancellationTo
                     return work.await;
                 }
                 if cancel.is_cancelled() {
-                    output::note("interrupted again: quitting");
+                    output::alert("interrupted again: quitting");
                     std::process::exit(130);
                 }
-                output::note("cancelling the turn (Ctrl-C again quits)");
+                output::alert("cancelling the turn (Ctrl-C again quits)");
                 cancel.cancel();
             }
         }

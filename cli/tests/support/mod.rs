@@ -12,12 +12,14 @@ pub fn plugins(dir: &str) -> PathBuf {
     path
 }
 
-/// `command` with the user's cache, state and data directories (the
-/// compiled cache, its key, the per-user plugin directory) in the build's
-/// target directory, shared by the tests and apart from the real user's.
+/// `command` with the user's cache, state, data and config directories
+/// (the compiled cache, its key, the per-user plugin directory, the
+/// per-user policy) in the build's target directory, shared by the tests
+/// and apart from the real user's.
 pub fn in_test_home(command: &mut Command) -> &mut Command {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     command
+        .env("XDG_CONFIG_HOME", target.join("toolhost-test-config"))
         .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
         .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
         .env("XDG_DATA_HOME", target.join("toolhost-test-data"))

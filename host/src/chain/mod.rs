@@ -276,7 +276,7 @@ impl Chain {
             .iter()
             .map(|planned| match planned {
                 Planned::Run(call) => call.clone(),
-                Planned::Done(outcome) => ToolCall::new(&outcome.id, &outcome.tool, Default::default()),
+                Planned::Done(outcome) => ToolCall::new(&outcome.id, &outcome.tool, ()),
             })
             .collect();
         for planned in &plan {

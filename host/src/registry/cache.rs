@@ -80,6 +80,16 @@ pub enum CacheUse {
     Recovered(String),
 }
 
+impl std::fmt::Display for CacheUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheUse::Hit => f.write_str("from the compiled cache"),
+            CacheUse::Compiled => f.write_str("compiled"),
+            CacheUse::Recovered(why) => write!(f, "compiled again ({why})"),
+        }
+    }
+}
+
 /// Why the cache cannot be used. Each message names the directory or file
 /// and says what to do.
 #[derive(Debug, thiserror::Error)]

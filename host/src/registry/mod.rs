@@ -28,6 +28,7 @@ mod cache;
 mod lock;
 mod magic;
 pub mod names;
+mod report;
 
 pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheError, CacheUse};
@@ -341,6 +342,7 @@ impl Registry {
         let registry = blocking(move || Self::new(policy)).await?;
         let lock = registry.read_lock().await?;
         let catalog = registry.scan(&Catalog::empty(), lock.as_ref(), progress).await?;
+        report::log_catalog(&catalog);
         *registry.catalog.write().expect("catalog lock") = Arc::new(catalog);
         Ok(registry)
     }
@@ -393,6 +395,7 @@ impl Registry {
         let old = self.catalog();
         let lock = self.read_lock().await?;
         let new = self.scan(&old, lock.as_ref(), &|_| {}).await?;
+        report::log_catalog(&new);
         let files = |c: &Catalog| -> HashMap<PathBuf, String> {
             c.plugins.iter().map(|p| (p.path.clone(), p.sha256.clone())).collect()
         };

@@ -11,6 +11,7 @@ use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
 use crate::printable::printable;
+use crate::error_chain::error_chain;
 use std::time::{Duration, Instant};
 use wasmtime::component::{ResourceTable, ResourceTableError};
 use tokio_util::sync::CancellationToken;
@@ -328,7 +329,7 @@ impl Sandbox {
         let store = self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone());
         let mut store = match store {
             Ok(store) => store,
-            Err(e) => return (Err(CallFailure::Host(format!("{e:#}"))), 0, start.elapsed()),
+            Err(e) => return (Err(CallFailure::Host(error_chain(&*e))), 0, start.elapsed()),
         };
 
         let meter = store.data().work.memory.meter();
@@ -556,7 +557,7 @@ fn classify(
         },
         None if is_hostcall_overflow(error) => CallFailure::HostCallTooLarge { limit: hostcall_bytes(limits) },
         None => {
-            let message = format!("{error:#}");
+            let message = error_chain(&**error);
             // wasmtime reports count limits only as text: "resource limit
             // exceeded: instance count too high at 33".
             let count = [("instance", "instances", limits.instances), ("table", "tables", limits.tables), ("memory", "memories", limits.memories)]

@@ -182,6 +182,23 @@ impl wasmtime::ResourceLimiter for CallLimiter {
     }
 }
 
+impl std::fmt::Display for Limits {
+    /// The limits a person tunes most, as `toolhost -vv` logs them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fuel {}, time {}, memory {}, output {}, host memory {}, open files {}, HTTP requests {}",
+            grouped(self.fuel),
+            human_duration(self.timeout),
+            human_bytes(self.memory_bytes),
+            human_bytes(self.output_bytes),
+            human_bytes(self.host_memory_bytes),
+            self.open_files,
+            self.http_requests
+        )
+    }
+}
+
 /// `1000000000` as `1 000 000 000`, the way limits are reported.
 pub(crate) fn grouped(n: u64) -> String {
     let digits = n.to_string();

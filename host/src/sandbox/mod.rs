@@ -17,11 +17,13 @@ mod host_work;
 mod limits;
 mod linking;
 mod plugin_log;
+mod wasi_errno;
 
 pub use call::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
 pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 pub(crate) use call::{CallState, Export, Returned};
 pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
+pub(crate) use wasi_errno::explain as explain_guest_error;
 pub use host_memory::{HostMemoryAllocator, accounting_active};
 pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
 pub use limits::{
@@ -30,6 +32,7 @@ pub use limits::{
     DEFAULT_TIMEOUT, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
 };
 
+use crate::error_chain::error_chain;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -102,7 +105,7 @@ impl Sandbox {
     /// granted, and the `host` interface. Nothing is granted until a
     /// plugin's [`Grants`] say so.
     pub fn new() -> Result<Self, SandboxError> {
-        let error = |e: wasmtime::Error| SandboxError(format!("{e:#}"));
+        let error = |e: wasmtime::Error| SandboxError(error_chain(&*e));
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(MAX_CONCURRENT_CALLS)
             .total_core_instances(MAX_CONCURRENT_CALLS * 4)

@@ -186,9 +186,9 @@ mod tests {
     #[test]
     fn each_call_takes_its_tools_first_summary_entry() {
         let calls = [
-            ToolCall::new("call-1", "calculate", Default::default()),
-            ToolCall::new("call-2", "calculate", Default::default()),
-            ToolCall::new("call-3", "unreported", Default::default()),
+            ToolCall::new("call-1", "calculate", ()),
+            ToolCall::new("call-2", "calculate", ()),
+            ToolCall::new("call-3", "unreported", ()),
         ];
         let reported = [
             Reported { tool: "calculate".into(), status: Status::Success, words: "调用成功".into() },
