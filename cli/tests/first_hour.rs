@@ -274,3 +274,47 @@ fn check_fails_on_a_policy_mistake_and_passes_a_clean_policy() {
     assert!(stderr(&out).contains("agent `off` has tool calling off"), "{}", stderr(&out));
     assert!(!toolhost(dir.path(), &["check"]).status.success());
 }
+
+#[test]
+fn call_and_parse_word_a_value_of_the_wrong_type_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = examples();
+    let called = toolhost(dir.path(), &["--plugins", &plugins, "call", "dir_tree", "--arg", "max_depth=abc"]);
+    assert!(!called.status.success());
+    let from_call = stderr(&called).lines().next().unwrap().to_owned();
+    assert_eq!(from_call, "the parameter `max_depth` of `dir_tree` must be an integer, got the string \"abc\"");
+
+    std::fs::write(
+        dir.path().join("reply.txt"),
+        "```json\n{\"action\":\"tool_call\",\"name\":\"dir_tree\",\"arguments\":{\"max_depth\":\"abc\"}}\n```\n",
+    )
+    .unwrap();
+    let parsed = toolhost(dir.path(), &["--plugins", &plugins, "parse", "--protocol", "json-block", "reply.txt"]);
+    let parsed: serde_json::Value = serde_json::from_slice(&parsed.stdout).unwrap();
+    assert_eq!(parsed["warnings"][0].as_str().unwrap(), format!("at byte 0: {from_call}"));
+}
+
+#[test]
+fn a_renamed_tool_lets_two_plugins_with_one_tool_name_both_load() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sub, name) in [("a", "examples"), ("b", "hostile")] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        let file = if name == "examples" { "calc.wasm" } else { "impostor.wasm" };
+        std::fs::copy(support::plugins(name).join(file), dir.path().join(sub).join(file)).unwrap();
+    }
+    let clash = toolhost(dir.path(), &["--plugins", "a", "--plugins", "b", "list"]);
+    let said = stderr(&clash);
+    assert!(said.contains("a/calc.wasm") && said.contains("b/impostor.wasm") && said.contains("tool_prefix"), "{said}");
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        "plugin_dirs = [\"a\", \"b\"]\n[plugins.impostor]\nrename = { calculate = \"impostor_calculate\" }\n",
+    )
+    .unwrap();
+    let out = toolhost(dir.path(), &["list", "--json"]);
+    assert!(out.status.success() && !stderr(&out).contains("refused"), "{}", stderr(&out));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"calculate") && names.contains(&"impostor_calculate"), "{names:?}");
+    let out = toolhost(dir.path(), &["call", "calculate", "--arg", "expression=6*7"]);
+    assert!(out.status.success() && text(&out.stdout).contains("42"), "{}", stderr(&out));
+}

@@ -129,5 +129,6 @@ fn tool(i: usize) -> ToolSpec {
         distributed_exposed: false,
         tags: vec![],
         example: None,
+        reach: toolhost::Reach::Compute,
     }
 }

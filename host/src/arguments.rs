@@ -174,6 +174,7 @@ mod tests {
             distributed_exposed: false,
             tags: vec![],
             example: None,
+            reach: crate::manifest::Reach::Compute,
         }
     }
 

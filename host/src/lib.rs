@@ -100,7 +100,7 @@ pub use llm::{
     ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, LlmClient, LlmError, LlmProfile, OpenAiClient, Reply, RetryPolicy, StreamEvent, Usage};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
-    PluginManifest, ToolSpec, is_valid_name,
+    PluginManifest, Reach, ToolSpec, is_valid_name,
 };
 pub use message::{Message, NativeCall, Role};
 pub use outcome::{Status, ToolOutcome};

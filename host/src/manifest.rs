@@ -110,6 +110,24 @@ pub struct ToolSpec {
     pub tags: Vec<String>,
     /// An example call's arguments.
     pub example: Option<serde_json::Value>,
+    /// What it can reach, from its plugin's grants (set when the registry
+    /// loads it; [`Reach::Compute`] until then).
+    pub reach: Reach,
+}
+
+/// What a tool can reach beyond its arguments, judged from the grants of
+/// its plugin: a prompt tells a model how freely to call it by this and by
+/// its [`Permission`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reach {
+    /// Nothing: it computes from its arguments.
+    #[default]
+    Compute,
+    /// Directories it may only read, environment variables, HTTP hosts.
+    Read,
+    /// At least one directory it may write in.
+    Write,
 }
 
 impl ToolSpec {
@@ -128,6 +146,7 @@ impl ToolSpec {
             distributed_exposed: false,
             tags: Vec::new(),
             example: None,
+            reach: Reach::Compute,
         }
     }
 

@@ -66,3 +66,43 @@ async fn an_agent_sees_only_its_agent_callable_toggled_tools_in_plugin_order() {
     let names: Vec<&str> = toolhost::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["calculate", "list_files", "read_file", "spin", "wait_ms"], "only agent-callable tools");
 }
+
+/// The guidance line that names `tool` in a json-block prompt.
+fn guidance_line_of(prompt: &str, tool: &str) -> String {
+    let guidance = prompt.split("## When to use them").nth(1).expect("a guidance section");
+    let named = |line: &&str| line.split_once("):").is_some_and(|(names, _)| names.split(['(', ',', ' ']).any(|n| n == tool));
+    guidance.lines().find(named).unwrap_or_else(|| panic!("{tool} is in no line:\n{guidance}")).to_owned()
+}
+
+#[tokio::test]
+async fn the_guidance_sorts_tools_by_what_their_grants_let_them_do() {
+    let data = tempfile::tempdir().unwrap();
+    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let render = |host: &TestHost| PromptCache::new().render(&host.registry.catalog(), "t", &config, ProtocolId::JsonBlock, "{{tools}}").text.clone();
+    let grant = |access: &str| {
+        format!(
+            "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {dir:?}, access = \"{access}\" }} }}\n\
+             [plugins.dirtree]\nfile = \"dirtree.wasm\"\ndirs = {{ \"/tree\" = {{ host = {dir:?} }} }}\n",
+            dir = data.path().display().to_string()
+        )
+    };
+
+    // Read-only grants: the moderate file readers and the public tree are
+    // reading tools, never writing ones; the calculator only computes.
+    let host = TestHost::new(EXAMPLES, &grant("read")).await;
+    let prompt = render(&host);
+    for tool in ["read_file", "list_files", "dir_tree", "http_get"] {
+        assert!(guidance_line_of(&prompt, tool).starts_with("- Reading tools"), "{tool}: {prompt}");
+    }
+    assert!(guidance_line_of(&prompt, "calculate").starts_with("- Query tools"));
+    assert!(guidance_line_of(&prompt, "write_file").starts_with("- Dangerous tools"), "sensitive stays dangerous");
+    assert!(!prompt.contains("Writing tools"), "no tool can write: {prompt}");
+    drop(host);
+
+    // A read-write grant makes the files plugin's moderate tools writers.
+    let host = TestHost::new(EXAMPLES, &grant("read-write")).await;
+    let prompt = render(&host);
+    assert!(guidance_line_of(&prompt, "read_file").starts_with("- Writing tools"), "{prompt}");
+    assert!(guidance_line_of(&prompt, "dir_tree").starts_with("- Reading tools"), "{prompt}");
+    assert!(guidance_line_of(&prompt, "write_file").starts_with("- Dangerous tools"));
+}

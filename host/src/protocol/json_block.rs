@@ -6,7 +6,7 @@
 use super::json_call::{self, Trust};
 use super::scan::{Collector, FENCE, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, result_text, describe_params, describe_tool, example_arguments};
-use crate::manifest::{Permission, ToolSpec};
+use crate::manifest::{Permission, Reach, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::json;
@@ -85,23 +85,52 @@ pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> Vec<Message> {
     vec![Message::user(format!("Tool results:\n```json\n{array}\n```"))]
 }
 
-/// The third layer: how to treat tools by permission level.
+/// The third layer: how freely to call each tool, by what it does. A
+/// kind no tool is of is left out.
 fn guidance(tools: &[ToolSpec]) -> String {
-    let names = |level: Permission| {
-        let names: Vec<&str> = tools.iter().filter(|t| t.permission == level).map(|t| t.name.as_str()).collect();
-        if names.is_empty() { "none".to_owned() } else { names.join(", ") }
-    };
-    format!(
-        "\n## When to use them\n\
-         - Query tools ({}): call them whenever they help answer; they only read or compute.\n\
-         - Write tools ({}): they read the user's data or reach the network; call them when the request needs it, \
-         and say what you are about to do.\n\
-         - Dangerous tools ({}): they change or delete things; describe the exact change and get the user's \
-         confirmation before calling. A person approves every such call.\n",
-        names(Permission::Public),
-        names(Permission::Moderate),
-        names(Permission::Sensitive)
-    )
+    let mut text = String::from("\n## When to use them\n");
+    for (care, advice) in [
+        (Care::Query, "call them whenever they help answer; they only compute."),
+        (Care::Reading, "they read the user's data or reach the network; call them when the request needs it, and say what you are about to do."),
+        (Care::Writing, "they can read and change the user's files; call them when the request needs it, say what you are about to do, and name any file you will change."),
+        (Care::Dangerous, "they change or delete things; describe the exact change and get the user's confirmation before calling. A person approves every such call."),
+    ] {
+        let names: Vec<&str> = tools.iter().filter(|t| Care::of(t) == care).map(|t| t.name.as_str()).collect();
+        if !names.is_empty() {
+            text.push_str(&format!("- {} tools ({}): {advice}\n", care.title(), names.join(", ")));
+        }
+    }
+    text
+}
+
+/// How freely a model may call a tool: by what it can reach and how much
+/// care its author says a call needs, whichever asks for more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Care {
+    Query,
+    Reading,
+    Writing,
+    Dangerous,
+}
+
+impl Care {
+    fn title(self) -> &'static str {
+        match self {
+            Care::Query => "Query",
+            Care::Reading => "Reading",
+            Care::Writing => "Writing",
+            Care::Dangerous => "Dangerous",
+        }
+    }
+
+    fn of(tool: &ToolSpec) -> Care {
+        match (tool.permission, tool.reach) {
+            (Permission::Sensitive, _) => Care::Dangerous,
+            (_, Reach::Write) => Care::Writing,
+            (Permission::Moderate, _) | (_, Reach::Read) => Care::Reading,
+            (Permission::Public, Reach::Compute) => Care::Query,
+        }
+    }
 }
 
 /// Every ``` fence outside reasoning whose language is `json` (or, with

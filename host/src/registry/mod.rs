@@ -577,6 +577,8 @@ impl Registry {
         let identity = ComponentId { file: &file, sha256: &sha256, pinned: pin.is_pinned() };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
+        let reach = grants.reach();
+        manifest.tools.iter_mut().for_each(|tool| tool.reach = reach);
         let prepared = if grants.http_hosts.is_empty() {
             bare
         } else {

@@ -73,6 +73,7 @@ impl From<wit::Tool> for RawTool {
             distributed_exposed: t.distributed_exposed,
             tags: t.tags,
             example: None,
+            reach: crate::manifest::Reach::Compute,
         };
         RawTool { spec, example: t.example }
     }

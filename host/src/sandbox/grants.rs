@@ -10,7 +10,7 @@
 //! - an [`EnvGrant`] sets one environment variable to the host's value;
 //! - an HTTP host lets `wasi:http` requests reach that host (and port).
 
-use crate::manifest::{Capabilities, DirAccess};
+use crate::manifest::{Capabilities, DirAccess, Reach};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -103,6 +103,17 @@ impl Grants {
     /// Nothing at all: the grants a manifest is read with.
     pub fn none() -> Self {
         Grants::default()
+    }
+
+    /// What a call under these grants can reach.
+    pub fn reach(&self) -> Reach {
+        if self.dirs.iter().any(|d| d.access == DirAccess::ReadWrite) {
+            Reach::Write
+        } else if !self.dirs.is_empty() || !self.env.is_empty() || !self.http_hosts.is_empty() {
+            Reach::Read
+        } else {
+            Reach::Compute
+        }
     }
 
     /// Intersect what a plugin asks for with what the policy allows.
