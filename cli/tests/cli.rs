@@ -580,10 +580,9 @@ fn a_fifo_in_a_grant_neither_hangs_the_call_nor_keeps_the_process_alive() {
 /// Run `toolhost` in `cwd` with `args`, `input` on stdin (not a terminal).
 fn toolhost_with_input(cwd: &Path, args: &[&str], input: &str) -> Output {
     use std::io::Write;
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolhost-test-cache");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+    // The test home: the shared cache under its own key, never the user's.
+    let mut child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(cwd)
-        .env("XDG_CACHE_HOME", cache)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

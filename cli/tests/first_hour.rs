@@ -281,7 +281,8 @@ fn call_and_parse_word_a_value_of_the_wrong_type_alike() {
     let plugins = examples();
     let called = toolhost(dir.path(), &["--plugins", &plugins, "call", "dir_tree", "--arg", "max_depth=abc"]);
     assert!(!called.status.success());
-    let from_call = stderr(&called).lines().next().unwrap().to_owned();
+    let said = stderr(&called);
+    let from_call = said.lines().find(|l| l.starts_with("the parameter")).unwrap_or_else(|| panic!("{said}")).to_owned();
     assert_eq!(from_call, "the parameter `max_depth` of `dir_tree` must be an integer, got the string \"abc\"");
 
     std::fs::write(
