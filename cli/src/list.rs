@@ -5,7 +5,8 @@ use toolhost::ToolSpec;
 use serde_json::json;
 use std::process::ExitCode;
 
-/// List the loaded tools: name, plugin@version, permission, params and the
+/// List the loaded tools: name (and the plugin's own name for it, when the
+/// policy renamed it), plugin@version, permission, params and the
 /// capabilities granted to their plugin.
 #[derive(Debug, clap::Args)]
 pub(super) struct ListCommand {
@@ -24,6 +25,7 @@ impl ListCommand {
                 .map(|(plugin, tool)| {
                     json!({
                         "name": tool.name,
+                        "declared_name": plugin.declared_name(&tool.name),
                         "plugin": plugin.name(),
                         "version": plugin.manifest.version.to_string(),
                         "description": tool.description,
@@ -41,8 +43,9 @@ impl ListCommand {
         }
         let mut rows = vec![["TOOL", "PLUGIN", "PERMISSION", "AGENTS", "PARAMS", "GRANTED"].map(String::from)];
         for (plugin, tool) in catalog.tools() {
+            let declared = plugin.declared_name(&tool.name);
             rows.push([
-                tool.name.clone(),
+                if declared == tool.name { tool.name.clone() } else { format!("{} (declared {declared})", tool.name) },
                 plugin.label(),
                 permission_cell(tool),
                 // Whether a model may be offered the tool at all; the

@@ -316,6 +316,10 @@ fn a_renamed_tool_lets_two_plugins_with_one_tool_name_both_load() {
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"calculate") && names.contains(&"impostor_calculate"), "{names:?}");
+    let renamed = listed.as_array().unwrap().iter().find(|t| t["name"] == "impostor_calculate").unwrap();
+    assert_eq!(renamed["declared_name"], "calculate");
+    let table = text(&toolhost(dir.path(), &["list"]).stdout);
+    assert!(table.lines().any(|l| l.starts_with("impostor_calculate (declared calculate) ")), "{table}");
     let out = toolhost(dir.path(), &["call", "calculate", "--arg", "expression=6*7"]);
     assert!(out.status.success() && text(&out.stdout).contains("42"), "{}", stderr(&out));
 }
