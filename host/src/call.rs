@@ -42,7 +42,13 @@ impl ToolCall {
             Ok(other) => (Map::new(), Some(format!("the arguments must be a JSON object, not {}", json_type(&other)))),
             Err(error) => (Map::new(), Some(format!("the arguments cannot be written as JSON: {error}"))),
         };
-        ToolCall { id: id.into(), tool: tool.into(), args, raw: String::new(), reserved: Map::new(), unusable_args }
+        ToolCall { unusable_args, ..ToolCall::with_map(id, tool, args) }
+    }
+
+    /// A call whose arguments are already an object: what [`ToolCall::new`]
+    /// makes, without serializing them again (the doors' hot paths).
+    pub(crate) fn with_map(id: impl Into<String>, tool: impl Into<String>, args: Map<String, Value>) -> Self {
+        ToolCall { id: id.into(), tool: tool.into(), args, raw: String::new(), reserved: Map::new(), unusable_args: None }
     }
 
     /// The calls parsed from `reply`, in order: each keeps the model's id

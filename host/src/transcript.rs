@@ -86,7 +86,7 @@ impl RequestedCall {
 
     /// Back to a call to run.
     pub fn to_call(&self) -> ToolCall {
-        ToolCall { raw: self.raw.clone(), ..ToolCall::new(&self.id, &self.tool, self.arguments.clone()) }
+        ToolCall { raw: self.raw.clone(), ..ToolCall::with_map(&self.id, &self.tool, self.arguments.clone()) }
     }
 }
 

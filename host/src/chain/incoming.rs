@@ -62,7 +62,7 @@ fn native_calls(reply: &Reply) -> Vec<Incoming> {
         .tool_calls
         .iter()
         .map(|native| {
-            let call = ToolCall { raw: native.arguments.clone(), ..ToolCall::new(&native.id, &native.name, Map::new()) };
+            let call = ToolCall { raw: native.arguments.clone(), ..ToolCall::with_map(&native.id, &native.name, Map::new()) };
             match arguments_of(&native.arguments) {
                 Ok(args) => Incoming::Call(ToolCall { args, ..call }),
                 Err(why) => Incoming::Unreadable { why: format!("the arguments of `{}` are {why}", native.name), call },

@@ -402,7 +402,7 @@ fn decide(call: &RequestedCall, decision: Option<&ManualDecision>) -> Planned {
     match decision {
         Some(ManualDecision::Run { arguments: None, .. }) => Planned::Run(call.to_call()),
         Some(ManualDecision::Run { arguments: Some(edited), .. }) => {
-            Planned::Run(ToolCall::new(&call.id, &call.tool, edited.clone()))
+            Planned::Run(ToolCall::with_map(&call.id, &call.tool, edited.clone()))
         }
         Some(ManualDecision::Answer { output, .. }) => finished(Status::Success, output.clone()),
         Some(ManualDecision::Skip { reason: Some(reason), .. }) => {

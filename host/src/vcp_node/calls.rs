@@ -29,7 +29,7 @@ pub(super) async fn answer(inner: &Inner, request: ExecuteTool, cancel: Cancella
     // reserved keys apart from them, as for a parsed reply.
     let (reserved, args): (Map<String, Value>, Map<String, Value>) =
         args.into_iter().partition(|(key, _)| RESERVED_KEYS.contains(&key.as_str()));
-    let call = ToolCall { reserved, ..ToolCall::new(&request_id, tool, args) };
+    let call = ToolCall { reserved, ..ToolCall::with_map(&request_id, tool, args) };
     let mut turn = inner.turn.clone();
     turn.cancel = cancel;
     let result = inner.pipeline.run(&turn, vec![call]).await;
