@@ -15,6 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost::{Executor, Policy, Registry, Status, ToolCall};
 
+// Host memory is counted, as in the toolhost command.
+toolhost::count_host_memory!();
+
 /// Runs of each hostile tool, and of each plugin that misbehaves at load.
 const ROUNDS: usize = 50;
 /// Tasks calling at once.

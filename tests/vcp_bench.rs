@@ -27,6 +27,9 @@ use tokio::sync::broadcast;
 use toolhost::{Approvals, CancellationToken, Pipeline, Status, ToolCall, UnattendedApprover, VcpNode};
 use vcp_standin::{Received, StandIn};
 
+// Host memory is counted, as in the toolhost command.
+toolhost::count_host_memory!();
+
 const KEY: &str = "bench-key";
 const WARM_UP: usize = 300;
 const FRESH_CALLS: usize = 3_000;

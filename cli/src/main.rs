@@ -23,7 +23,10 @@ mod run;
 mod source;
 mod wit;
 
-use toolhost::{DEFAULT_CONFIG_FILE, Policy, check_policy, error_chain, find_config_file};
+// Each call's host memory is counted, so its host-memory limit holds.
+toolhost::count_host_memory!();
+
+use toolhost::{DEFAULT_CONFIG_FILE, Policy, SandboxSize, check_policy, error_chain, find_config_file};
 use std::sync::Arc;
 use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
 use anyhow::{Context, bail};
@@ -64,6 +67,11 @@ struct GlobalOptions {
     /// When to colour stderr [auto: on a terminal, unless NO_COLOR is set].
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: output::ColorChoice,
+    /// What the command's sandbox reserves in place of the policy's
+    /// `[sandbox]`: a command that runs a call or two reserves per
+    /// instance, not a pool for a long-running host.
+    #[arg(skip)]
+    sandbox: Option<SandboxSize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +103,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     output::configure(cli.global.quiet, cli.global.color);
     init_logging(cli.global.verbose, cli.global.quiet);
+    // Calls together may hold a share of the descriptor limit: the larger
+    // the limit, the more files they may have open at once.
+    if let Err(error) = toolhost::raise_open_file_limit() {
+        tracing::debug!("could not raise the open-file limit: {error}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -118,7 +131,14 @@ fn main() -> ExitCode {
 }
 
 impl Cli {
-    async fn execute(self) -> anyhow::Result<ExitCode> {
+    async fn execute(mut self) -> anyhow::Result<ExitCode> {
+        self.global.sandbox = match &self.command {
+            // Long-running: the pool the policy sizes.
+            Command::Chat(_) | Command::Node(_) => None,
+            // A reply's calls, perhaps in parallel.
+            Command::Run(_) => Some(SandboxSize::on_demand(toolhost::default_concurrency().try_into().unwrap_or(1))),
+            _ => Some(SandboxSize::one_call()),
+        };
         match self.command {
             Command::List(c) => c.execute(&self.global).await,
             Command::Inspect(c) => c.execute(&self.global).await,
@@ -174,6 +194,9 @@ impl GlobalOptions {
         };
         if !self.plugins.is_empty() {
             policy.plugin_dirs = self.plugins.clone();
+        }
+        if let Some(size) = self.sandbox {
+            policy.sandbox = size;
         }
         Ok(policy)
     }

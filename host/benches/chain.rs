@@ -25,6 +25,9 @@ use toolhost::{
 };
 use toolhost_standin::{Response, StandIn};
 
+// Host memory is counted, as in the toolhost command.
+toolhost::count_host_memory!();
+
 const ITERATIONS: usize = 10;
 const TURNS: usize = 40;
 

@@ -31,6 +31,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost::{AllowAll, Approvals, Executor, Pipeline, Policy, ProtocolId, Registry, RunOptions, Status, ToolCall, Turn};
 
+// Host memory is counted, as in the toolhost command.
+toolhost::count_host_memory!();
+
 const FRESH_CALLS: usize = 5_000;
 const REUSED_BATCHES: usize = 20;
 const REUSED_BATCH: u32 = 1_000;

@@ -18,6 +18,10 @@
 //! open_files = 128
 //! http_requests = 64
 //!
+//! [sandbox]                          # what the sandbox reserves; default: from the machine
+//! calls = 64                         # calls at once (the pool's slots, in each engine)
+//! engines = 2                        # engines side by side; default: the cores, up to 4
+//!
 //! [plugins.files]
 //! file = "files.wasm"                # the component these grants are for (and/or sha256 = "…")
 //! limits = { timeout_ms = 5_000 }
@@ -52,7 +56,7 @@ use crate::agent::ToolCallConfig;
 use crate::llm::LlmProfile;
 use crate::approval::{ApprovalConfig, Rule, RuleAction};
 use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
-use crate::sandbox::{Allowance, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS};
+use crate::sandbox::{Allowance, Limits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, SandboxSize};
 use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -138,6 +142,10 @@ pub struct Policy {
     pub vcp: Option<VcpConfig>,
     /// Model endpoints, by profile name (`[llm.NAME]`).
     pub llm: BTreeMap<String, LlmProfile>,
+    /// How much the sandbox reserves (`[sandbox]`): calls at once and
+    /// engines; default [`SandboxSize::for_machine`]. A registry made over
+    /// a shared sandbox (`Registry::with_sandbox`) does not use it.
+    pub sandbox: SandboxSize,
 }
 
 /// The policy for one plugin.
@@ -187,6 +195,7 @@ impl Default for Policy {
             llm: BTreeMap::new(),
             approval: ApprovalConfig::default(),
             vcp: None,
+            sandbox: SandboxSize::for_machine(),
         }
     }
 }
@@ -290,6 +299,7 @@ impl Policy {
             approval,
             vcp,
             llm,
+            sandbox: file.sandbox.map_or_else(|| Ok(SandboxSize::for_machine()), |section| section.resolve(path))?,
         })
     }
 
@@ -464,6 +474,31 @@ struct ConfigFile {
     vcp: Option<VcpSection>,
     #[serde(default)]
     llm: BTreeMap<String, LlmSection>,
+    sandbox: Option<SandboxSection>,
+}
+
+/// `[sandbox]` as the file spells it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxSection {
+    calls: Option<u64>,
+    engines: Option<u64>,
+}
+
+impl SandboxSection {
+    /// The machine's default with the keys given applied, each in range.
+    fn resolve(self, path: &Path) -> Result<SandboxSize, ConfigError> {
+        let default = SandboxSize::for_machine();
+        let calls = match self.calls {
+            Some(calls) => in_range(path, "sandbox.calls", calls, 1..=u64::from(MAX_CONCURRENT_CALLS))? as u32,
+            None => default.calls,
+        };
+        let engines = match self.engines {
+            Some(engines) => in_range(path, "sandbox.engines", engines, 1..=MAX_SHARDS as u64)? as usize,
+            None => default.engines,
+        };
+        Ok(SandboxSize::pooled(calls, engines))
+    }
 }
 
 /// `[llm.NAME]` as the file spells it.

@@ -121,8 +121,9 @@ pub use vcp_node::{
     UnattendedApprover, VcpConfig, VcpNode,
 };
 pub use sandbox::{
-    Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, ToolFailure,
-    ToolFailureKind, ToolOutput, Withheld, accounting_active,
+    Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, Sandbox,
+    SandboxError, SandboxSize, ToolFailure, ToolFailureKind, ToolOutput, Withheld, accounting_active, address_space_limit,
+    raise_open_file_limit,
 };
 
 /// What the fuzz targets in `fuzz/` reach that the API does not.
@@ -144,6 +145,15 @@ pub mod limits {
         STACK_LIMIT_BYTES,
     };
 
+    /// What the sandbox reserves, and how its default size is decided
+    /// (see [`SandboxSize`](crate::SandboxSize)).
+    pub mod sandbox {
+        pub use crate::sandbox::{
+            ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_MEMORIES_PER_CALL, MEMORIES_PER_CALL,
+            MEMORY_GUARD, MEMORY_RESERVATION,
+        };
+    }
+
     /// The VCP node's defaults and fixed limits.
     pub mod vcp_node {
         pub use crate::vcp_node::{
@@ -154,10 +164,31 @@ pub mod limits {
     }
 }
 
-/// Counts the host memory each call causes, so that the per-call
-/// host-memory limit holds; see [`HostMemoryAllocator`]. Turn the
-/// `host-memory-accounting` feature off to install your own allocator
-/// (wrapped in [`HostMemoryAllocator`]).
-#[cfg(feature = "host-memory-accounting")]
-#[global_allocator]
-static ALLOCATOR: HostMemoryAllocator = HostMemoryAllocator::new(std::alloc::System);
+/// Install toolhost's counting allocator as the program's global
+/// allocator, so that each call's host memory is counted and the per-call
+/// host-memory limit holds (see [`HostMemoryAllocator`]). A library makes
+/// no process-wide choice, so the program does, once, in its binary:
+///
+/// ```ignore
+/// toolhost::count_host_memory!();                               // over the system allocator
+/// toolhost::count_host_memory!(MyAllocator, MyAllocator::new()); // over another one
+/// ```
+///
+/// Without it, calls still run under every other limit (linear memory,
+/// fuel, time, resource counts, open files), but what the host allocates
+/// for a call is not counted: `host_memory_mib` does not apply and host
+/// work costs no per-byte fuel ([`accounting_active`] is false).
+#[macro_export]
+macro_rules! count_host_memory {
+    () => {
+        $crate::count_host_memory!(::std::alloc::System, ::std::alloc::System);
+    };
+    ($allocator:ty, $inner:expr) => {
+        #[global_allocator]
+        static TOOLHOST_HOST_MEMORY: $crate::HostMemoryAllocator<$allocator> = $crate::HostMemoryAllocator::new($inner);
+    };
+}
+
+// The library's own unit tests run with host memory counted, as the CLI does.
+#[cfg(test)]
+count_host_memory!();

@@ -2,6 +2,10 @@
 //! loaded into a real registry and run in the real sandbox. One binary, one
 //! module per area.
 
+
+// Host memory is counted, as in the toolhost command, so its limits are tested.
+toolhost::count_host_memory!();
+
 mod approval;
 mod chat;
 mod concurrency;
@@ -12,6 +16,7 @@ mod pipeline;
 mod limits;
 mod polyglot;
 mod protocols;
+mod sandbox_sharing;
 mod registry;
 mod support;
 mod vcp;

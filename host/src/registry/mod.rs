@@ -329,7 +329,8 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Load every component in the policy's plugin directories.
+    /// Load every component in the policy's plugin directories, in a
+    /// sandbox of its own sized as the policy's `[sandbox]` says.
     pub async fn load(policy: Policy) -> Result<Self, RegistryError> {
         Self::load_with_progress(policy, &|_| {}).await
     }
@@ -340,17 +341,38 @@ impl Registry {
         progress: &(dyn Fn(LoadProgress<'_>) + Sync),
     ) -> Result<Self, RegistryError> {
         let registry = blocking(move || Self::new(policy)).await?;
-        let lock = registry.read_lock().await?;
-        let catalog = registry.scan(&Catalog::empty(), lock.as_ref(), progress).await?;
-        report::log_catalog(&catalog);
-        *registry.catalog.write().expect("catalog lock") = Arc::new(catalog);
-        Ok(registry)
+        registry.populate(progress).await
     }
 
-    /// A registry with the engine and the cache set up and nothing loaded,
-    /// for [`Registry::inspect`] and [`Registry::survey`].
+    /// Load every component in the policy's plugin directories into
+    /// `sandbox`, which other registries may share: its engines, its pool
+    /// and its limit on calls at once (the policy's `[sandbox]` is not
+    /// used).
+    pub async fn load_in(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
+        let registry = blocking(move || Self::with_sandbox(sandbox, policy)).await?;
+        registry.populate(&|_| {}).await
+    }
+
+    /// Fill the catalog from the plugin directories.
+    async fn populate(self, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Self, RegistryError> {
+        let lock = self.read_lock().await?;
+        let catalog = self.scan(&Catalog::empty(), lock.as_ref(), progress).await?;
+        report::log_catalog(&catalog);
+        *self.catalog.write().expect("catalog lock") = Arc::new(catalog);
+        Ok(self)
+    }
+
+    /// A registry with a sandbox of its own (sized as the policy's
+    /// `[sandbox]` says) and the cache set up, and nothing loaded, for
+    /// [`Registry::inspect`] and [`Registry::survey`].
     pub fn new(policy: Policy) -> Result<Self, RegistryError> {
-        let sandbox = Arc::new(Sandbox::new()?);
+        let sandbox = Arc::new(Sandbox::with_size(policy.sandbox)?);
+        Self::with_sandbox(sandbox, policy)
+    }
+
+    /// A registry over `sandbox`, which other registries may share, with
+    /// the cache set up and nothing loaded.
+    pub fn with_sandbox(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
         let cache = match (&policy.cache_dir, &policy.cache_key) {
             (Some(dir), Some(key_file)) => Some(ArtifactCache::new(dir, key_file, sandbox.engine())?),
             (Some(dir), None) => return Err(CacheError::NoKeyFile { dir: dir.clone() }.into()),
@@ -364,6 +386,11 @@ impl Registry {
             events: broadcast::channel(16).0,
             reloading: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// The sandbox calls run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
     }
 
     /// Every component in the plugin directories loaded as if there were no

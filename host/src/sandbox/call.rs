@@ -323,6 +323,9 @@ impl Sandbox {
         cancel: &CancellationToken,
     ) -> (Result<Returned, CallFailure>, u64, Duration) {
         let start = Instant::now();
+        let Some(_slot) = self.call_slot(cancel).await else {
+            return (Err(CallFailure::Cancelled), 0, start.elapsed());
+        };
         let stderr = Capture::new(STDIO_CAPTURE_BYTES);
         let stdout = Capture::new(STDIO_CAPTURE_BYTES);
         let (shard, pre) = prepared.in_shard(shard);
@@ -432,6 +435,7 @@ impl Sandbox {
         times: u32,
     ) -> wasmtime::Result<Duration> {
         let limits = Limits { fuel: u64::MAX / 2, ..Limits::default() };
+        let _slot = self.call_slot(&CancellationToken::new()).await;
         let pipe = || Capture::new(STDIO_CAPTURE_BYTES);
         let (shard, pre) = prepared.in_shard(0);
         let mut store = self.new_store(shard, "bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;

@@ -3,10 +3,12 @@
 //! Each call is held to its own open-files and HTTP-requests limits, but
 //! many calls at once could still take every descriptor the process may
 //! open, and then the host itself could not open a plugin or a socket. So
-//! the host raises its soft descriptor limit to the hard one when the
-//! sandbox starts, and calls together may hold at most
-//! [`SHARE_FOR_PLUGINS_PERCENT`] of it; an open past that ends the call
-//! with an outcome naming the limit.
+//! calls together may hold at most [`SHARE_FOR_PLUGINS_PERCENT`] of the
+//! process's soft descriptor limit, as it is when the first sandbox
+//! starts; an open past that ends the call with an outcome naming the
+//! limit. The library never changes the limit itself: a program that wants
+//! more calls' files open at once calls [`raise_open_file_limit`] first
+//! (the `toolhost` command does).
 
 use rustix::process::{Resource, getrlimit, setrlimit};
 use std::sync::OnceLock;
@@ -21,19 +23,29 @@ const ASSUMED_PROCESS_LIMIT: usize = 1_024;
 static HELD: AtomicUsize = AtomicUsize::new(0);
 static LIMIT: OnceLock<usize> = OnceLock::new();
 
-/// Raise the soft descriptor limit to the hard one and fix the share all
-/// calls may hold. Done once; later calls return the same share.
-pub(crate) fn init() -> usize {
+/// Raise this process's soft descriptor limit (`RLIMIT_NOFILE`) to its
+/// hard limit, and return the soft limit now in force. A process-wide
+/// change, so the library never makes it on its own: a program calls this
+/// before its first sandbox starts, if it wants to.
+///
+/// # Errors
+///
+/// The error `setrlimit` gave.
+pub fn raise_open_file_limit() -> std::io::Result<u64> {
+    let mut limit = getrlimit(Resource::Nofile);
+    if let (Some(current), Some(maximum)) = (limit.current, limit.maximum)
+        && current < maximum
+    {
+        limit.current = Some(maximum);
+        setrlimit(Resource::Nofile, limit)?;
+    }
+    Ok(getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX))
+}
+
+/// The share of the process's descriptors all calls may hold, fixed when
+/// first asked (when the first sandbox starts).
+pub(crate) fn share_for_plugins() -> usize {
     *LIMIT.get_or_init(|| {
-        let mut limit = getrlimit(Resource::Nofile);
-        if let (Some(current), Some(maximum)) = (limit.current, limit.maximum)
-            && current < maximum
-        {
-            limit.current = Some(maximum);
-            if let Err(error) = setrlimit(Resource::Nofile, limit) {
-                tracing::debug!("could not raise the descriptor limit: {error}");
-            }
-        }
         let current = getrlimit(Resource::Nofile).current.map_or(ASSUMED_PROCESS_LIMIT, |n| n.min(usize::MAX as u64) as usize);
         current / 100 * SHARE_FOR_PLUGINS_PERCENT
     })
@@ -49,7 +61,7 @@ pub(crate) struct Descriptors {
 impl Descriptors {
     /// Take one, or return the shared limit that stops it.
     pub(crate) fn take(&mut self) -> Result<(), usize> {
-        let limit = init();
+        let limit = share_for_plugins();
         let previous = HELD.fetch_add(1, Ordering::AcqRel);
         if previous >= limit {
             HELD.fetch_sub(1, Ordering::AcqRel);

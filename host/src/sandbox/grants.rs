@@ -42,13 +42,20 @@ pub struct DirGrant {
     pub access: DirAccess,
 }
 
-/// An environment variable a call sees. Its value is never serialized.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// An environment variable a call sees. Its value is never serialized
+/// nor shown by `Debug`: it may be a secret.
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct EnvGrant {
     /// The variable's name.
     pub name: String,
     #[serde(skip)]
     value: String,
+}
+
+impl std::fmt::Debug for EnvGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvGrant").field("name", &self.name).field("value", &"<redacted>").finish()
+    }
 }
 
 /// Something a plugin asked for and did not get, and why.
@@ -309,6 +316,16 @@ mod tests {
                 "http host evil.test: not allowed by the policy",
             ]
         );
+    }
+
+    #[test]
+    fn a_granted_value_never_shows_in_debug_output() {
+        let grant = EnvGrant { name: "API_TOKEN".into(), value: "s3cr3t-value".into() };
+        let grants = Grants { env: vec![grant.clone()], ..Grants::none() };
+        for shown in [format!("{grant:?}"), format!("{grants:?}"), format!("{grants:#?}")] {
+            assert!(shown.contains("API_TOKEN"), "{shown}");
+            assert!(!shown.contains("s3cr3t-value"), "{shown}");
+        }
     }
 
     #[test]

@@ -18,14 +18,10 @@
 //!   and charges fuel for [`HostMemory::allocated`], the bytes the host
 //!   allocated on the guest's behalf.
 //!
-//! The allocator is installed by the `host-memory-accounting` feature (on
-//! by default). An application with its own global allocator turns the
-//! feature off and wraps its allocator instead:
-//!
-//! ```ignore
-//! #[global_allocator]
-//! static ALLOCATOR: toolhost::HostMemoryAllocator<MyAllocator> = toolhost::HostMemoryAllocator::new(MyAllocator);
-//! ```
+//! The library installs no allocator: a program opts in with one line in
+//! its binary, `toolhost::count_host_memory!()` (the `toolhost` command
+//! does), or `toolhost::count_host_memory!(MyAllocator, MyAllocator::new())`
+//! to count over an allocator of its own.
 //!
 //! Without it, calls still run, but host memory is not counted (the
 //! resource-count and open-file limits still apply) and

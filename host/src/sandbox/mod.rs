@@ -17,6 +17,7 @@ mod host_work;
 mod limits;
 mod linking;
 mod plugin_log;
+mod size;
 mod wasi_errno;
 
 pub use call::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
@@ -24,7 +25,12 @@ pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 pub(crate) use call::{CallState, Export, Returned};
 pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
 pub(crate) use wasi_errno::explain as explain_guest_error;
+pub use descriptors::raise_open_file_limit;
 pub use host_memory::{HostMemoryAllocator, accounting_active};
+pub use size::{
+    ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_CONCURRENT_CALLS, MAX_MEMORIES_PER_CALL, MAX_SHARDS,
+    MEMORIES_PER_CALL, MEMORY_GUARD, MEMORY_RESERVATION, SandboxSize, address_space_limit,
+};
 pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_HTTP_REQUESTS, DEFAULT_INSTANCES, DEFAULT_MEMORIES, DEFAULT_MEMORY_BYTES,
@@ -34,8 +40,10 @@ pub use limits::{
 
 use crate::error_chain::error_chain;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -53,17 +61,11 @@ pub(crate) const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
 /// 2-core machine, a fresh-instance call took 31 µs without this and
 /// 9.7 µs with it (2 MiB: 10.5 µs). Untouched pages are never resident.
 const KEEP_RESIDENT_BYTES: usize = 8 << 20;
-/// Calls that may run at once across the whole host; the pooling allocator
-/// reserves slots for this many instances.
-pub const MAX_CONCURRENT_CALLS: u32 = 1_000;
 
 /// An error setting up the engine.
 #[derive(Debug, thiserror::Error)]
 #[error("could not set up the WebAssembly engine: {0}")]
 pub struct SandboxError(String);
-
-/// The most engines the sandbox runs side by side (see [`Sandbox`]).
-pub const MAX_SHARDS: usize = 4;
 
 /// The engines, their linkers and the epoch ticker shared by every call.
 ///
@@ -74,9 +76,23 @@ pub const MAX_SHARDS: usize = 4;
 /// down. Measured on 2 cores, 20 000 trivial calls ran 1.3× faster than
 /// serially on two workers sharing one engine and 1.8× faster on two
 /// engines. A plugin is compiled once and its code loaded into each.
+///
+/// What it reserves is its [`SandboxSize`]; one sandbox can back many
+/// registries (`Registry::with_sandbox`), which then share its pool and
+/// its limit on calls at once.
 pub struct Sandbox {
     shards: Vec<Shard>,
     ticker: EpochTicker,
+    size: SandboxSize,
+    /// One permit per call that may run at once: a call past the pool's
+    /// size waits for one instead of failing to instantiate.
+    slots: Semaphore,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").field("size", &self.size).finish_non_exhaustive()
+    }
 }
 
 /// One engine and what links plugins for it.
@@ -100,51 +116,97 @@ impl Prepared {
 }
 
 impl Sandbox {
-    /// An engine with fuel, epoch interruption and the pooling allocator,
-    /// and linkers that offer WASI p2 without sockets, `wasi:http` where
+    /// A sandbox sized for this machine ([`SandboxSize::for_machine`]).
+    pub fn new() -> Result<Self, SandboxError> {
+        Self::with_size(SandboxSize::for_machine())
+    }
+
+    /// An engine per [`SandboxSize::engines`] with fuel, epoch
+    /// interruption and the instance allocation `size` asks for, and
+    /// linkers that offer WASI p2 without sockets, `wasi:http` where
     /// granted, and the `host` interface. Nothing is granted until a
     /// plugin's [`Grants`] say so.
-    pub fn new() -> Result<Self, SandboxError> {
-        let error = |e: wasmtime::Error| SandboxError(error_chain(&*e));
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_component_instances(MAX_CONCURRENT_CALLS)
-            .total_core_instances(MAX_CONCURRENT_CALLS * 4)
-            .total_memories(MAX_CONCURRENT_CALLS * 2)
-            .total_tables(MAX_CONCURRENT_CALLS * 4)
-            .total_stacks(MAX_CONCURRENT_CALLS)
-            .max_memory_size(MAX_MEMORY_BYTES)
-            .table_elements(MAX_TABLE_ELEMENTS)
-            .max_core_instances_per_component(64)
-            .max_memories_per_component(16)
-            .max_tables_per_component(64)
-            .pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-            .table_keep_resident(KEEP_RESIDENT_BYTES);
+    ///
+    /// When the pool's address space cannot be reserved (an address-space
+    /// limit, `vm.overcommit_memory = 2`), the pool is halved until it
+    /// can, and at one call instances are reserved one by one; a warning
+    /// says so once. The size in use is logged at info level and is
+    /// [`Sandbox::size`].
+    pub fn with_size(size: SandboxSize) -> Result<Self, SandboxError> {
+        let mut tried = size;
+        let shards = loop {
+            match Self::shards(&tried) {
+                Ok(shards) => break shards,
+                Err(error) if tried.pooled => {
+                    let smaller = tried.halved().unwrap_or(SandboxSize { pooled: false, ..tried });
+                    tracing::debug!("could not reserve the pool for {tried}: {}; trying {smaller}", error_chain(&*error));
+                    tried = smaller;
+                }
+                Err(error) => return Err(SandboxError(error_chain(&*error))),
+            }
+        };
+        if tried != size {
+            tracing::warn!("the sandbox could not reserve the address space for {size}; it runs {tried} instead");
+        }
+        tracing::info!("sandbox: {tried}");
+        descriptors::share_for_plugins();
+        warn_once_if_uncounted();
+        let ticker = EpochTicker::start(shards.iter().map(|s| s.engine.clone()).collect());
+        Ok(Sandbox { shards, ticker, slots: Semaphore::new(tried.calls as usize), size: tried })
+    }
+
+    /// The engines and linkers for `size`.
+    fn shards(size: &SandboxSize) -> wasmtime::Result<Vec<Shard>> {
         let mut config = Config::new();
         config
             .consume_fuel(true)
             .epoch_interruption(true)
             .max_wasm_stack(STACK_LIMIT_BYTES)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let count = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, MAX_SHARDS);
-        let shards = (0..count)
+            .memory_reservation(MEMORY_RESERVATION)
+            .memory_guard_size(MEMORY_GUARD);
+        if size.pooled {
+            let calls = size.calls;
+            let mut pool = PoolingAllocationConfig::new();
+            pool.total_component_instances(calls)
+                .total_core_instances(calls * 4)
+                .total_memories(size.memories_per_engine())
+                .total_tables(calls * 4)
+                .total_stacks(calls)
+                .max_memory_size(MAX_MEMORY_BYTES)
+                .table_elements(MAX_TABLE_ELEMENTS)
+                .max_core_instances_per_component(64)
+                .max_memories_per_component(MAX_MEMORIES_PER_CALL)
+                .max_tables_per_component(64)
+                .pagemap_scan(wasmtime::Enabled::Auto)
+                .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+                .table_keep_resident(KEEP_RESIDENT_BYTES);
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        } else {
+            config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+        }
+        (0..size.engines)
             .map(|_| {
                 let engine = Engine::new(&config)?;
                 let linkers = linking::Linkers::new(&engine)?;
                 Ok(Shard { engine, linkers })
             })
-            .collect::<wasmtime::Result<Vec<_>>>()
-            .map_err(error)?;
-        descriptors::init();
-        if !accounting_active() {
-            tracing::warn!(
-                "host memory is not counted: the global allocator is not toolhost::HostMemoryAllocator \
-                 (enable the `host-memory-accounting` feature or wrap your allocator); \
-                 the host-memory limit and per-byte fuel for host work do not apply"
-            );
-        }
-        let ticker = EpochTicker::start(shards.iter().map(|s| s.engine.clone()).collect());
-        Ok(Sandbox { shards, ticker })
+            .collect()
+    }
+
+    /// What the sandbox reserved: calls at once, engines, pool or not.
+    pub fn size(&self) -> SandboxSize {
+        self.size
+    }
+
+    /// Wait for a call slot, or `None` when `cancel` fires first; the
+    /// epoch ticks while any slot is held.
+    pub(crate) async fn call_slot(&self, cancel: &CancellationToken) -> Option<CallSlot<'_>> {
+        let permit = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return None,
+            permit = self.slots.acquire() => permit.expect("the sandbox's semaphore is never closed"),
+        };
+        Some(CallSlot { _permit: permit, _ticking: self.ticker.enter() })
     }
 
     /// The engine plugins are compiled for (the first shard's; the others
@@ -202,31 +264,193 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        self.ticker.stop.store(true, Ordering::Relaxed);
+        self.ticker.shared.stop.store(true, Ordering::Release);
+        self.ticker.thread.unpark();
     }
 }
 
-/// Advances the engines' epoch every [`EPOCH_TICK`] on its own thread, so
-/// that deadlines fire even while every executor thread runs guest code.
+/// A call's place in the sandbox: a slot of the pool, and the epoch
+/// ticking while it is held.
+pub(crate) struct CallSlot<'s> {
+    _permit: SemaphorePermit<'s>,
+    _ticking: Ticking,
+}
+
+/// Says once per process that host memory is not counted.
+fn warn_once_if_uncounted() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !accounting_active() && !SAID.swap(true, Ordering::Relaxed) {
+        tracing::info!(
+            "host memory is not counted: the program did not install toolhost's allocator \
+             (`toolhost::count_host_memory!()`); the host-memory limit and per-byte fuel for host work do not apply"
+        );
+    }
+}
+
+/// Advances the engines' epoch every [`EPOCH_TICK`] on its own thread
+/// while any call runs, so that deadlines fire even while every executor
+/// thread runs guest code; with no call in flight it sleeps until one
+/// starts.
 struct EpochTicker {
-    stop: Arc<AtomicBool>,
+    shared: Arc<TickerShared>,
+    thread: std::thread::Thread,
+}
+
+struct TickerShared {
+    stop: AtomicBool,
+    in_flight: AtomicUsize,
+}
+
+/// A call in flight, for the ticker; counted out when dropped.
+struct Ticking(Arc<TickerShared>);
+
+impl Drop for Ticking {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl EpochTicker {
     fn start(engines: Vec<Engine>) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::Builder::new()
+        let shared = Arc::new(TickerShared { stop: AtomicBool::new(false), in_flight: AtomicUsize::new(0) });
+        let state = shared.clone();
+        let thread = std::thread::Builder::new()
             .name("toolhost-epoch".into())
             .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
+                while !state.stop.load(Ordering::Acquire) {
+                    if state.in_flight.load(Ordering::Acquire) == 0 {
+                        // `enter` unparks after counting a call, so a call
+                        // that starts between the check and here is not
+                        // missed: the token makes this park return.
+                        std::thread::park();
+                        continue;
+                    }
                     std::thread::sleep(EPOCH_TICK);
                     for engine in &engines {
                         engine.increment_epoch();
                     }
                 }
             })
-            .expect("spawning the epoch thread");
-        EpochTicker { stop }
+            .expect("spawning the epoch thread")
+            .thread()
+            .clone();
+        EpochTicker { shared, thread }
+    }
+
+    /// Count a call in flight, waking the ticker for the first.
+    fn enter(&self) -> Ticking {
+        if self.shared.in_flight.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.thread.unpark();
+        }
+        Ticking(self.shared.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The ids of this process's threads named `toolhost-epoch`.
+    fn epoch_threads() -> BTreeSet<String> {
+        std::fs::read_dir("/proc/self/task")
+            .expect("Linux /proc")
+            .filter_map(|task| {
+                let task = task.ok()?.file_name().into_string().ok()?;
+                let name = std::fs::read_to_string(format!("/proc/self/task/{task}/comm")).ok()?;
+                (name.trim() == "toolhost-epoch").then_some(task)
+            })
+            .collect()
+    }
+
+    /// How many times thread `tid` has gone to sleep and woken.
+    fn wakeups(tid: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).expect("the thread's status");
+        let field = status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).expect("a switch count");
+        field.trim().parse().expect("a number")
+    }
+
+    #[tokio::test]
+    async fn the_epoch_thread_sleeps_while_no_call_runs() {
+        let before = epoch_threads();
+        let sandbox = Sandbox::with_size(SandboxSize::one_call()).unwrap();
+        // A new thread names itself once it runs.
+        let mut mine = Vec::new();
+        for _ in 0..100 {
+            mine = epoch_threads().difference(&before).cloned().collect();
+            if !mine.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let [tid] = mine.as_slice() else { panic!("expected one new epoch thread, found {mine:?}") };
+        std::thread::sleep(Duration::from_millis(20));
+        let idle_start = wakeups(tid);
+        std::thread::sleep(Duration::from_millis(200));
+        let idle = wakeups(tid) - idle_start;
+        assert!(idle <= 2, "woke {idle} times in 200 ms with no call in flight");
+
+        let slot = sandbox.call_slot(&CancellationToken::new()).await.expect("a free slot");
+        let busy_start = wakeups(tid);
+        std::thread::sleep(Duration::from_millis(200));
+        let busy = wakeups(tid) - busy_start;
+        assert!(busy >= 10, "ticked only {busy} times in 200 ms with a call in flight (one tick is {EPOCH_TICK:?})");
+        drop(slot);
+        drop(sandbox);
+    }
+
+    #[tokio::test]
+    async fn a_call_past_the_sandboxs_size_waits_for_a_slot() {
+        let sandbox = Sandbox::with_size(SandboxSize::on_demand(1)).unwrap();
+        let held = sandbox.call_slot(&CancellationToken::new()).await.expect("a free slot");
+        let cancel = CancellationToken::new();
+        let waiting = sandbox.call_slot(&cancel);
+        tokio::pin!(waiting);
+        assert!(tokio::time::timeout(Duration::from_millis(50), &mut waiting).await.is_err(), "a second slot while one is held");
+        cancel.cancel();
+        assert!(waiting.await.is_none(), "a cancelled wait gives no slot");
+        drop(held);
+        assert!(sandbox.call_slot(&CancellationToken::new()).await.is_some());
+    }
+
+    /// Set in the child process that runs under an address-space limit.
+    const UNDER_LIMIT: &str = "TOOLHOST_TEST_UNDER_ADDRESS_LIMIT";
+
+    #[test]
+    fn a_pool_that_cannot_be_reserved_is_sized_down() {
+        // The limit applies to the whole process, so the check runs in a
+        // child: this test binary, running only the test below.
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "sandbox::tests::sized_down_under_an_address_space_limit", "--ignored", "--nocapture"])
+            .env(UNDER_LIMIT, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "the child ran the test: {text}");
+    }
+
+    #[test]
+    #[ignore = "run by a_pool_that_cannot_be_reserved_is_sized_down, in a child process"]
+    fn sized_down_under_an_address_space_limit() {
+        if std::env::var_os(UNDER_LIMIT).is_none() {
+            return;
+        }
+        let limit: u64 = 256 << 30;
+        rustix::process::setrlimit(
+            rustix::process::Resource::As,
+            rustix::process::Rlimit { current: Some(limit), maximum: Some(limit) },
+        )
+        .unwrap();
+        // Two pools of 128 slots of 4 GiB: 1 TiB, four times the limit.
+        let asked = SandboxSize::pooled(64, 2);
+        let sandbox = Sandbox::with_size(asked).expect("sized down rather than failing");
+        let got = sandbox.size();
+        assert!(got.calls < asked.calls, "{got}");
+        assert!(got.reserved_bytes() < limit, "{got}");
+        // What fits by default is within half the limit.
+        let default = SandboxSize::for_machine();
+        assert!(default.reserved_bytes() <= limit / 2, "{default}");
+        drop(Sandbox::with_size(default).expect("the default fits"));
     }
 }
