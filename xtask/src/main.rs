@@ -74,11 +74,43 @@ fn main() -> anyhow::Result<()> {
             build_plugins(&root)?;
             polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
+            host_memory_accounting_cost(&root)?;
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
         _ => bail!("usage: cargo xtask <build-plugins | build-samples | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
     }
+}
+
+/// Rounds of the fresh-call benchmark with and without the counting
+/// allocator, run alternately so that load on the machine falls on both.
+const ACCOUNTING_ROUNDS: usize = 3;
+
+/// What counting host memory costs a fresh call: the fresh-call benchmark
+/// built with toolhost's counting allocator and without it, alternately,
+/// each round's medians compared, the median ratio reported.
+fn host_memory_accounting_cost(root: &Path) -> anyhow::Result<()> {
+    let read = |label: &str| -> anyhow::Result<f64> {
+        let file = root.join(format!("target/bench/fresh_call_{label}.txt"));
+        let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        Ok(text.trim().parse::<f64>()? / 1000.0)
+    };
+    let mut rounds = Vec::new();
+    for _ in 0..ACCOUNTING_ROUNDS {
+        run(cargo(root).args(["bench", "-p", "toolhost", "--bench", "fresh_call_uncounted"]))?;
+        let uncounted = read("uncounted")?;
+        run(cargo(root).args(["bench", "-p", "toolhost", "--bench", "fresh_call_counted"]))?;
+        let counted = read("counted")?;
+        rounds.push((counted / uncounted, counted, uncounted));
+    }
+    rounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ratio, counted, uncounted) = rounds[rounds.len() / 2];
+    println!(
+        "host-memory accounting: a fresh call takes {counted:.2} µs counted, {uncounted:.2} µs not: {ratio:.3}× \
+         (+{:.1}%; target ≤ 10%), the median of {ACCOUNTING_ROUNDS} alternating rounds",
+        (ratio - 1.0) * 100.0
+    );
+    Ok(())
 }
 
 fn workspace_root() -> PathBuf {
