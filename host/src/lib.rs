@@ -60,6 +60,7 @@ mod approval;
 mod arguments;
 mod call;
 mod chain;
+mod checked_call;
 mod config;
 mod contract;
 mod discovery;
@@ -87,6 +88,7 @@ pub use approval::{
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
+pub use checked_call::CheckedCall;
 pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
 pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
 pub use config::{

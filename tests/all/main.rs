@@ -3,11 +3,13 @@
 //! module per area.
 
 mod approval;
+mod approved;
 mod chat;
 mod concurrency;
 mod declarations;
 mod grants;
 mod host_limits;
+mod interruptions;
 mod pipeline;
 mod limits;
 mod polyglot;
