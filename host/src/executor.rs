@@ -297,14 +297,14 @@ impl Queued for Result<CheckedCall, ToolOutcome> {
 /// that cannot run: an unknown tool (naming the closest), arguments that
 /// are not an object.
 fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> {
-    if catalog.tool(&call.tool).is_none() {
+    let Some(checked) = CheckedCall::bind(call.clone(), catalog) else {
         let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
         return Err(ToolOutcome::without_running(&call.id, &call.tool, Status::NotFound, unknown_tool(&call.tool, &names)));
-    }
+    };
     if let Some(why) = call.unusable_args() {
         return Err(ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, format!("`{}`: {why}", call.tool)));
     }
-    Ok(CheckedCall::bind(call.clone(), catalog).expect("the tool is in the catalog"))
+    Ok(checked)
 }
 
 /// Send `outcome` of call `index` where `options` say, if anywhere.
