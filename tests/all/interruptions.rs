@@ -35,18 +35,23 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for PanicsOnFirstCall 
 }
 
 #[tokio::test]
-async fn a_host_panic_on_the_serial_path_is_that_calls_error_and_the_next_call_runs() {
+async fn a_host_panic_serially_as_in_parallel_is_that_calls_error_and_the_next_call_runs() {
     use tracing_subscriber::layer::SubscriberExt;
     let host = TestHost::new(&["calc"], "").await;
-    // On this thread only: calls under `#[tokio::test]` run on it.
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(PanicsOnFirstCall(AtomicUsize::new(0))));
     let calls: Vec<ToolCall> =
         ["1+1", "2+2"].iter().enumerate().map(|(i, e)| ToolCall::new(format!("c{i}"), "calculate", json!({ "expression": e }))).collect();
-    let serial = RunOptions { parallel: false, ..RunOptions::default() };
-    let outcomes = host.executor.run_all(&calls, &serial).await;
-    assert_eq!(outcomes[0].status, Status::Error, "{}", outcomes[0].output);
-    assert!(outcomes[0].output.contains("panic"), "{}", outcomes[0].output);
-    assert_eq!((outcomes[1].status, outcomes[1].output.contains("4")), (Status::Success, true), "{}", outcomes[1].output);
+    for parallel in [false, true] {
+        // On this thread only: calls under `#[tokio::test]`, and the
+        // workers they spawn, run on it.
+        let layer = PanicsOnFirstCall(AtomicUsize::new(0));
+        let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+        let options = RunOptions { parallel, ..RunOptions::default() };
+        let outcomes = host.executor.run_all(&calls, &options).await;
+        let (panicked, other): (Vec<_>, Vec<_>) = outcomes.iter().partition(|o| o.status == Status::Error);
+        assert_eq!((panicked.len(), other.len()), (1, 1), "parallel {parallel}: {outcomes:?}");
+        assert!(panicked[0].output.contains("panicked"), "{}", panicked[0].output);
+        assert_eq!(other[0].status, Status::Success, "parallel {parallel}: {}", other[0].output);
+    }
 }
 
 #[tokio::test]
