@@ -21,7 +21,8 @@ pub(super) struct RunCommand {
     protocol: Option<ProtocolId>,
     /// The agent whose reply this is (`[agents.NAME]`): which tools it may
     /// call, its timeout, parallelism and confirmation settings. Without
-    /// one, any loaded tool may be called.
+    /// one, any loaded tool may be called, one call after another, each
+    /// within its plugin's limits only.
     #[arg(long)]
     agent: Option<String>,
     /// Allow calls that need approval without asking (deny rules still

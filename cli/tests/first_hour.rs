@@ -220,6 +220,17 @@ fn call_takes_fuel_and_time_limits_for_one_try() {
     assert!(!none.status.success() && stderr(&none).contains("--fuel"), "{}", stderr(&none));
 }
 
+/// A direct call has no agent to cap its time: `--timeout` above the
+/// default agent's 30 s is the limit the call runs under (`-vv` logs it).
+#[test]
+fn call_timeout_above_thirty_seconds_is_the_limit_the_call_runs_under() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = toolhost(dir.path(), &["-vv", "--plugins", &examples(), "call", "calculate", "--arg", "expression=6*7", "--timeout", "2m"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let calling = stderr(&out).lines().find(|line| line.contains("calling `calculate`")).map(str::to_owned);
+    assert!(calling.as_deref().is_some_and(|line| line.contains(", time 120 s,")), "{}", stderr(&out));
+}
+
 #[test]
 fn an_os_error_is_said_once_and_a_plugins_wasi_errno_in_words() {
     let dir = tempfile::tempdir().unwrap();

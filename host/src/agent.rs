@@ -36,9 +36,10 @@ pub struct ToolCallConfig {
     pub tool_toggles: BTreeMap<String, bool>,
     /// Whether a tool without a toggle is on. Default true.
     pub default_tool_enabled: bool,
-    /// Rounds of calls per reply chain. Default 5.
+    /// Rounds of calls per reply chain, at least 1. Default 5.
     pub max_iterations: u32,
-    /// Per-call timeout in milliseconds. Default 30 000.
+    /// Per-call timeout in milliseconds, 1 to 86 400 000 (a day), where it
+    /// is shorter than the plugin's own. Default 30 000.
     pub timeout_ms: u64,
     /// Ask a person before every call. Default false.
     pub require_confirmation: bool,

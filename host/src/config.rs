@@ -375,9 +375,11 @@ fn check_tool_names(rename: &BTreeMap<String, String>, prefix: Option<&str>, pat
     }
 }
 
-/// An agent's model profile exists, and its system prompt is given one
-/// way at most.
+/// An agent's numbers are in range, its model profile exists, and its
+/// system prompt is given one way at most.
 fn check_agent(name: &str, agent: &ToolCallConfig, llm: &BTreeMap<String, LlmProfile>, path: &Path) -> Result<(), ConfigError> {
+    in_range(path, &format!("agents.{name}.timeout_ms"), agent.timeout_ms, 1..=MAX_TIMEOUT_MS)?;
+    in_range(path, &format!("agents.{name}.max_iterations"), agent.max_iterations.into(), 1..=u32::MAX.into())?;
     if let Some(profile) = agent.llm.as_deref().filter(|p| !llm.contains_key(*p)) {
         let names: Vec<&str> = llm.keys().map(String::as_str).collect();
         return Err(ConfigError::Invalid {
@@ -627,6 +629,9 @@ fn read_only() -> DirAccess {
     DirAccess::Read
 }
 
+/// The longest `timeout_ms` a plugin's limits or an agent may set: a day.
+const MAX_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
+
 /// `value` of `key` when it lies in `range`, else the error naming both.
 pub(crate) fn in_range(path: &Path, key: &str, value: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ConfigError> {
     if range.contains(&value) {
@@ -667,7 +672,7 @@ impl LimitOverrides {
             limits.fuel = range("fuel", v, 1, u64::MAX / 2)?;
         }
         if let Some(v) = self.timeout_ms {
-            limits.timeout = Duration::from_millis(range("timeout_ms", v, 1, 24 * 3600 * 1000)?);
+            limits.timeout = Duration::from_millis(range("timeout_ms", v, 1, MAX_TIMEOUT_MS)?);
         }
         if let Some(v) = self.memory_mib {
             limits.memory_bytes = (range("memory_mib", v, 1, (MAX_MEMORY_BYTES >> 20) as u64)? as usize) << 20;
@@ -867,6 +872,20 @@ mod tests {
         refused(&rule("action = \"deny\"\ntools = \"x\"\n"), "unknown field `tools`");
         refused(&rule("action = \"deny\"\n"), "missing field `tool`");
         refused("[approval]\nmemory = \"x.json\"\n", "unknown field `memory`, expected one of `memory_file`, `audit_log`, `rules`");
+    }
+
+    #[test]
+    fn out_of_range_agent_values_name_the_key() {
+        let error = parse("[agents.coder]\ntimeout_ms = 0\n").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "/etc/toolhost/toolhost.toml: agents.coder.timeout_ms = 0 is out of range: expected 1 to 86400000"
+        );
+        let error = parse("[agents.coder]\nmax_iterations = 0\n").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "/etc/toolhost/toolhost.toml: agents.coder.max_iterations = 0 is out of range: expected 1 to 4294967295"
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The executor runs calls: each in a fresh instance, at most
 //! [`Executor::concurrency`] at once across everything that uses it, with
 //! a timeout that can only shorten the plugin's own, serially or in
-//! parallel, and cancellable. A failure of one call — a trap, a limit, a
-//! panic in the task running it — becomes that call's outcome and never
-//! affects another.
+//! parallel, and cancellable. It runs [`CheckedCall`]s: each in the plugin
+//! it was checked against, whatever the registry loaded since. A failure
+//! of one call — a trap, a limit, a panic in the host while it runs —
+//! becomes that call's outcome and never affects another, serially as in
+//! parallel; a call cancelled before it starts is `cancelled` either way.
 //!
 //! The concurrency cap defaults to the machine's cores
 //! ([`default_concurrency`]), measured on the 2-core development machine
@@ -17,11 +19,13 @@
 //! [`MAX_CONCURRENT_CALLS`](crate::limits::MAX_CONCURRENT_CALLS).
 
 use crate::call::ToolCall;
+use crate::checked_call::CheckedCall;
 use crate::outcome::{Status, ToolOutcome};
 use crate::registry::{Catalog, Registry};
 use crate::sandbox::{CallFailure, MAX_CONCURRENT_CALLS, explain_guest_error};
 use crate::suggest::unknown_tool;
 use futures::FutureExt;
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -112,12 +116,37 @@ impl Executor {
         self.run(call, &RunOptions::default()).await
     }
 
-    /// Run one call. An unknown tool gives a not-found outcome that names
-    /// the closest loaded tools.
+    /// Run one call by its tool's name: looked up once in the current
+    /// catalog, then run as [`run_checked`](Self::run_checked) runs it,
+    /// with its arguments as they are. An unknown tool gives a not-found
+    /// outcome that names the closest loaded tools.
     pub async fn run(&self, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
+        match bind(&self.registry.catalog(), call) {
+            Ok(checked) => self.run_checked(&checked, options).await,
+            Err(answered) => answered,
+        }
+    }
+
+    /// Run one checked call in the plugin it was checked against (taken
+    /// from this executor's registry), whatever the registry has loaded
+    /// since.
+    pub async fn run_checked(&self, call: &CheckedCall, options: &RunOptions) -> ToolOutcome {
         let shard = self.next_shard.fetch_add(1, Ordering::Relaxed);
-        let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call) };
-        self.run_in(&self.registry.catalog(), call, options, shard).await
+        let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call.call()) };
+        self.run_isolated(call, options, shard).await
+    }
+
+    /// Run `calls` by their tools' names, looked up in one catalog snapshot,
+    /// as `options` say; outcomes keep the calls' order.
+    pub async fn run_all(&self, calls: &[ToolCall], options: &RunOptions) -> Vec<ToolOutcome> {
+        let catalog = self.registry.catalog();
+        let bound: Vec<Result<CheckedCall, ToolOutcome>> = calls.iter().map(|call| bind(&catalog, call)).collect();
+        self.run_batch(Cow::Owned(bound), options).await
+    }
+
+    /// Run checked `calls` as `options` say; outcomes keep the calls' order.
+    pub async fn run_all_checked(&self, calls: &[CheckedCall], options: &RunOptions) -> Vec<ToolOutcome> {
+        self.run_batch(Cow::Borrowed(calls), options).await
     }
 
     /// Wait for a slot (counted as running while held), or `None` when
@@ -130,17 +159,18 @@ impl Executor {
         }
     }
 
+    /// [`run_in`](Self::run_in), where a panic in the host while the call
+    /// runs becomes the call's error outcome rather than the caller's.
+    async fn run_isolated(&self, call: &CheckedCall, options: &RunOptions, shard: usize) -> ToolOutcome {
+        let running = AssertUnwindSafe(self.run_in(call, options, shard)).catch_unwind().await;
+        running.unwrap_or_else(|panic| host_panicked(call, panic.as_ref()))
+    }
+
     /// Run one call in engine shard `shard`, holding a slot.
-    async fn run_in(&self, catalog: &Catalog, call: &ToolCall, options: &RunOptions, shard: usize) -> ToolOutcome {
-        let Some((plugin, _spec)) = catalog.tool(&call.tool) else {
-            let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
-            return ToolOutcome::without_running(&call.id, &call.tool, Status::NotFound, unknown_tool(&call.tool, &names));
-        };
+    async fn run_in(&self, call: &CheckedCall, options: &RunOptions, shard: usize) -> ToolOutcome {
+        let (plugin, call) = (call.plugin(), call.call());
         if options.cancel.is_cancelled() {
             return cancelled(call);
-        }
-        if let Some(why) = call.unusable_args() {
-            return ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, format!("`{}`: {why}", call.tool));
         }
         let mut limits = plugin.limits;
         if let Some(timeout) = options.timeout {
@@ -158,12 +188,15 @@ impl Executor {
         ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
     }
 
-    /// Run `calls` as `options` say; outcomes keep the calls' order.
-    pub async fn run_all(&self, calls: &[ToolCall], options: &RunOptions) -> Vec<ToolOutcome> {
+    /// Run a batch as `options` say; outcomes keep the calls' order.
+    async fn run_batch<Q: Queued>(&self, calls: Cow<'_, [Q]>, options: &RunOptions) -> Vec<ToolOutcome> {
         if !options.parallel {
             let mut outcomes = Vec::with_capacity(calls.len());
-            for (index, call) in calls.iter().enumerate() {
-                let outcome = self.run(call, options).await;
+            for (index, queued) in calls.iter().enumerate() {
+                let outcome = match queued.ready() {
+                    Ok(call) => self.run_checked(call, options).await,
+                    Err(answered) => answered.clone(),
+                };
                 report(options, index, &outcome);
                 outcomes.push(outcome);
             }
@@ -176,13 +209,16 @@ impl Executor {
         // engine shard, so workers on two cores do not contend inside one
         // engine. A panic while running one call becomes that call's
         // outcome; the worker goes on with the next.
-        let calls: Arc<[ToolCall]> = calls.into();
+        let calls: Arc<[Q]> = match calls {
+            Cow::Borrowed(calls) => calls.into(),
+            Cow::Owned(calls) => calls.into(),
+        };
         let next = Arc::new(AtomicUsize::new(0));
         let first_shard = self.next_shard.fetch_add(self.concurrency, Ordering::Relaxed);
         let worker_count = self.concurrency.min(calls.len());
         // Few calls for many workers are taken one at a time, so that every
         // worker gets some.
-        let per_take = (calls.len() / (worker_count * 8)).clamp(1, CALLS_PER_TAKE);
+        let per_take = (calls.len() / (worker_count.max(1) * 8)).clamp(1, CALLS_PER_TAKE);
         let workers: Vec<_> = (0..worker_count)
             .map(|worker| {
                 let (executor, calls, next) = (self.clone(), calls.clone(), next.clone());
@@ -193,14 +229,14 @@ impl Executor {
                 tokio::spawn(async move {
                     let mut done = Vec::new();
                     let Some(_slot) = executor.take_slot(&options.cancel).await else { return done };
-                    let catalog = executor.registry.catalog();
                     loop {
                         let start = next.fetch_add(per_take, Ordering::Relaxed);
                         let Some(taken) = calls.get(start..(start + per_take).min(calls.len())) else { break done };
-                        for (offset, call) in taken.iter().enumerate() {
-                            let running = executor.run_in(&catalog, call, &options, shard);
-                            let outcome = AssertUnwindSafe(running).catch_unwind().await;
-                            let outcome = outcome.unwrap_or_else(|_| task_failed(call));
+                        for (offset, queued) in taken.iter().enumerate() {
+                            let outcome = match queued.ready() {
+                                Ok(call) => executor.run_isolated(call, &options, shard).await,
+                                Err(answered) => answered.clone(),
+                            };
                             report(&options, start + offset, &outcome);
                             done.push((start + offset, outcome));
                         }
@@ -220,8 +256,55 @@ impl Executor {
                 }
             }
         }
-        outcomes.into_iter().zip(calls.iter()).map(|(outcome, call)| outcome.unwrap_or_else(|| task_failed(call))).collect()
+        // Calls no worker took never started: every worker was cancelled
+        // before it had a slot. A call taken without an outcome was lost
+        // with its worker's task.
+        let taken = next.load(Ordering::Relaxed).min(calls.len());
+        let outcomes = outcomes.into_iter().zip(calls.iter()).enumerate().map(|(index, (outcome, queued))| {
+            outcome.unwrap_or_else(|| {
+                let outcome = match queued.ready() {
+                    Err(answered) => answered.clone(),
+                    Ok(call) if index >= taken => cancelled(call.call()),
+                    Ok(call) => task_failed(call.call()),
+                };
+                report(options, index, &outcome);
+                outcome
+            })
+        });
+        outcomes.collect()
     }
+}
+
+/// A call of a batch: checked and ready to run, or already answered (an
+/// unknown tool, unusable arguments).
+trait Queued: Clone + Send + Sync + 'static {
+    fn ready(&self) -> Result<&CheckedCall, &ToolOutcome>;
+}
+
+impl Queued for CheckedCall {
+    fn ready(&self) -> Result<&CheckedCall, &ToolOutcome> {
+        Ok(self)
+    }
+}
+
+impl Queued for Result<CheckedCall, ToolOutcome> {
+    fn ready(&self) -> Result<&CheckedCall, &ToolOutcome> {
+        self.as_ref()
+    }
+}
+
+/// `call` bound to its tool's plugin in `catalog`, or the outcome of a call
+/// that cannot run: an unknown tool (naming the closest), arguments that
+/// are not an object.
+fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> {
+    let Some(checked) = CheckedCall::bind(call.clone(), catalog) else {
+        let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
+        return Err(ToolOutcome::without_running(&call.id, &call.tool, Status::NotFound, unknown_tool(&call.tool, &names)));
+    };
+    if let Some(why) = call.unusable_args() {
+        return Err(ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, format!("`{}`: {why}", call.tool)));
+    }
+    Ok(checked)
 }
 
 /// Send `outcome` of call `index` where `options` say, if anywhere.
@@ -230,6 +313,15 @@ fn report(options: &RunOptions, index: usize, outcome: &ToolOutcome) {
         // Nobody listening any more is not the call's concern.
         let _ = report.send((index, outcome.clone()));
     }
+}
+
+/// The outcome of a call during which the host panicked: the panic's text
+/// goes to the log, not to the model.
+fn host_panicked(call: &CheckedCall, panic: &(dyn std::any::Any + Send)) -> ToolOutcome {
+    let text = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    tracing::error!("the host panicked while running `{}` of plugin `{}`: {}", call.call().tool, call.plugin().name(), text.unwrap_or("(no message)"));
+    let message = "the host panicked while running this call (its log says why)".into();
+    ToolOutcome::without_running(&call.call().id, &call.call().tool, Status::Error, message)
 }
 
 fn task_failed(call: &ToolCall) -> ToolOutcome {

@@ -7,9 +7,10 @@
 //! - [`PromptCache`] and [`Protocol`]: tell a model about the tools an
 //!   agent may use, in a text protocol ([`ProtocolId`]) or the native
 //!   schema, and find the calls in its finished reply;
-//! - [`Pipeline`]: one turn — check the calls against their declarations,
-//!   approve them ([`Approvals`], [`Approver`]), run them on the
-//!   [`Executor`] (each in a fresh, capability-limited instance), approve
+//! - [`Pipeline`]: one turn — check the calls against their declarations
+//!   ([`CheckedCall`]: bound to the plugin checked), approve them
+//!   ([`Approvals`], [`Approver`]), run exactly those on the [`Executor`]
+//!   (each in a fresh, capability-limited instance), approve
 //!   results, and format them as [`Message`]s for the model;
 //! - [`Policy`]: the host's `toolhost.toml`: limits, grants, agents;
 //! - [`VcpNode`]: the host joined to a VCP server as a distributed node,
@@ -60,6 +61,7 @@ mod approval;
 mod arguments;
 mod call;
 mod chain;
+mod checked_call;
 mod config;
 mod contract;
 mod discovery;
@@ -87,6 +89,7 @@ pub use approval::{
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::ToolCall;
+pub use checked_call::CheckedCall;
 pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
 pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
 pub use config::{

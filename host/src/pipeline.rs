@@ -1,13 +1,17 @@
 //! The turn pipeline: what every door (chat, the VCP node, MCP, the CLI)
 //! does with the calls of one reply.
 //!
-//! 1. **check** each call against its declaration: the tool must exist for
-//!    the agent (else the closest names), required parameters must be
-//!    there, values are coerced to the declared types;
+//! 1. **check** each call against its declaration in one catalog snapshot
+//!    per turn: the tool must exist for the agent (else the closest
+//!    names), required parameters must be there, values are coerced to the
+//!    declared types; the call is bound to that plugin ([`CheckedCall`]);
 //! 2. **approve** the calls that need it, as one batch to the [`Approver`],
 //!    after the policy's rules and levels ([`Approvals`]);
-//! 3. **execute** the approved ones on the [`Executor`], serially or in
-//!    parallel as the agent says, within its timeout, cancellable;
+//! 3. **execute** the approved ones on the [`Executor`], in the plugins
+//!    they were checked and approved against (a reload meanwhile changes
+//!    the next turn, not this one), serially or in parallel as the agent
+//!    says, within its timeout (a direct call has only the plugin's),
+//!    cancellable;
 //! 4. **approve results** of tools that declare result approval: a
 //!    rejected result's text goes nowhere;
 //! 5. **format** the outcomes as the protocol's messages for the model,
@@ -19,14 +23,14 @@ use crate::agent::ToolCallConfig;
 use crate::approval::{
     Approvals, Approver, AskReason, Assessment, AuditRecord, DecidedBy, PendingCall, ResultDecision,
 };
-use crate::arguments;
 use crate::call::ToolCall;
+use crate::checked_call::CheckedCall;
 use crate::executor::{Executor, RunOptions};
 use crate::manifest::ToolSpec;
 use crate::message::Message;
 use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::ProtocolId;
-use crate::registry::{Catalog, LoadedPlugin};
+use crate::registry::Catalog;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -38,7 +42,8 @@ pub struct Turn {
     /// `call`), which may call any loaded tool.
     pub agent: Option<String>,
     /// The agent's tool settings: which tools it has, `timeout_ms`,
-    /// `parallel_execution`, `require_confirmation`.
+    /// `parallel_execution`, `require_confirmation`. A direct call uses
+    /// the defaults, except `timeout_ms`: see [`Turn::timeout`].
     pub config: ToolCallConfig,
     /// The protocol the results are formatted in.
     pub protocol: ProtocolId,
@@ -67,7 +72,8 @@ pub enum Audience {
 }
 
 impl Turn {
-    /// A direct call: no agent, default settings, results in `protocol`.
+    /// A direct call: no agent, default settings, results in `protocol`;
+    /// no timeout but the plugin's own.
     pub fn direct(protocol: ProtocolId) -> Self {
         Turn {
             agent: None,
@@ -106,6 +112,13 @@ impl Turn {
         }
     }
 
+    /// The deadline the agent sets each call, where it is shorter than
+    /// the plugin's own: its `timeout_ms`. A direct call has no agent to
+    /// set one: whoever calls directly owns the plugin's limits.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.agent.is_some().then(|| Duration::from_millis(self.config.timeout_ms))
+    }
+
     fn agent_name(&self) -> &str {
         self.agent.as_deref().unwrap_or(DIRECT_AGENT)
     }
@@ -117,8 +130,8 @@ pub trait TurnObserver: Send + Sync {
     /// These calls wait for a person.
     fn awaiting_approval(&self, _calls: &[PendingCall]) {}
     /// These calls start to run (one after another or at once, as the
-    /// agent says).
-    fn executing(&self, _calls: &[ToolCall]) {}
+    /// agent says), each in the plugin it was checked against.
+    fn executing(&self, _calls: &[CheckedCall]) {}
     /// A call is done: refused, denied, cancelled or run (after its result
     /// was approved, where the tool asks for that).
     fn finished(&self, _outcome: &ToolOutcome) {}
@@ -149,12 +162,13 @@ pub struct Pipeline {
     approver: Arc<dyn Approver>,
 }
 
-/// Where a call stands as it goes through the steps; declarations are
-/// borrowed from the turn's catalog snapshot.
-enum Slot<'c> {
+/// Where a call stands as it goes through the steps.
+enum Slot {
     /// Checked, waiting for a decision or to run; `decided` is how
     /// approval ended (run, by whom), once it has.
-    Pending { call: ToolCall, plugin: &'c LoadedPlugin, spec: &'c ToolSpec, decided: Option<Assessment> },
+    Pending { call: CheckedCall, decided: Option<Assessment> },
+    /// Running: the executor has the call.
+    Running,
     /// Done: refused, denied, or run; what the audit log records, when
     /// there is one.
     Done { outcome: ToolOutcome, audit: Option<AuditRecord> },
@@ -184,7 +198,7 @@ impl Pipeline {
         let offered: Vec<&ToolSpec> =
             catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.offers(spec)).collect();
         let audits = self.approvals.audits();
-        let mut slots: Vec<Slot<'_>> = calls.into_iter().map(|call| check(&catalog, &offered, turn, audits, call)).collect();
+        let mut slots: Vec<Slot> = calls.into_iter().map(|call| check(&catalog, &offered, turn, audits, call)).collect();
         report_done(&slots, observer);
         self.approve_calls(turn, &mut slots, observer).await;
         self.execute(turn, &mut slots, observer).await;
@@ -193,14 +207,15 @@ impl Pipeline {
         TurnResult { summary: summary(&outcomes), outcomes, messages }
     }
 
-    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot<'_>], observer: &dyn TurnObserver) {
+    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot], observer: &dyn TurnObserver) {
         let agent = turn.agent_name();
         let mut asked = Vec::new();
         for (index, slot) in slots.iter_mut().enumerate() {
-            let Slot::Pending { call, plugin, spec, decided } = slot else { continue };
-            match self.approvals.assess(agent, turn.config.require_confirmation, &plugin.sha256, spec, &call.args) {
+            let Slot::Pending { call, decided } = slot else { continue };
+            let (sha256, spec) = (&call.plugin().sha256, call.spec());
+            match self.approvals.assess(agent, turn.config.require_confirmation, sha256, spec, &call.call().args) {
                 Assessment::Ask(_) if turn.chosen_by_person => *decided = Some(Assessment::Run { by: DecidedBy::Person }),
-                Assessment::Ask(reason) => asked.push((index, pending(agent, call, spec, reason))),
+                Assessment::Ask(reason) => asked.push((index, pending(agent, call, reason))),
                 assessment => *decided = Some(assessment),
             }
         }
@@ -213,29 +228,37 @@ impl Pipeline {
             answers = self.approvals.ask(self.approver.as_ref(), &batch) => Some(answers),
             () = turn.cancel.cancelled() => None,
         };
-        let Some(answers) = answers else {
-            for (index, _) in asked {
-                let Slot::Pending { call, plugin, .. } = &slots[index] else { continue };
-                let outcome = ToolOutcome::without_running(
-                    &call.id,
-                    &call.tool,
-                    Status::Cancelled,
-                    "cancelled while waiting for approval".into(),
-                );
-                let audit = self.approvals.audits().then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, None, &outcome));
-                observer.finished(&outcome);
-                slots[index] = Slot::Done { outcome, audit };
+        match answers {
+            Some(answers) => {
+                for ((index, pending), answer) in asked.into_iter().zip(answers) {
+                    let Slot::Pending { call, decided } = &mut slots[index] else { continue };
+                    *decided = Some(self.approvals.settle(&pending, &call.plugin().sha256, answer).await);
+                }
             }
-            return;
-        };
-        for ((index, pending), answer) in asked.into_iter().zip(answers) {
-            let Slot::Pending { plugin, decided, .. } = &mut slots[index] else { continue };
-            *decided = Some(self.approvals.settle(&pending, &plugin.sha256, answer).await);
+            // The calls still waiting end cancelled; those the rules
+            // decided before the cancel keep their decision.
+            None => {
+                for (index, _) in asked {
+                    let Slot::Pending { call, .. } = &slots[index] else { continue };
+                    let (plugin, call) = (call.plugin(), call.call());
+                    let outcome = ToolOutcome::without_running(
+                        &call.id,
+                        &call.tool,
+                        Status::Cancelled,
+                        "cancelled while waiting for approval".into(),
+                    );
+                    let audit =
+                        self.approvals.audits().then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, None, &outcome));
+                    observer.finished(&outcome);
+                    slots[index] = Slot::Done { outcome, audit };
+                }
+            }
         }
         // A denial ends the call here, with its reason for the model.
         for slot in slots.iter_mut() {
-            if let Slot::Pending { call, plugin, decided: Some(decided @ Assessment::Deny { .. }), .. } = slot {
+            if let Slot::Pending { call, decided: Some(decided @ Assessment::Deny { .. }) } = slot {
                 let Assessment::Deny { reason, .. } = &decided else { unreachable!("matched above") };
+                let (plugin, call) = (call.plugin(), call.call());
                 let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason.clone());
                 let audit = self
                     .approvals
@@ -247,30 +270,27 @@ impl Pipeline {
         }
     }
 
-    async fn execute(&self, turn: &Turn, slots: &mut [Slot<'_>], observer: &dyn TurnObserver) {
+    async fn execute(&self, turn: &Turn, slots: &mut [Slot], observer: &dyn TurnObserver) {
         let runnable: Vec<usize> =
             (0..slots.len()).filter(|&index| matches!(slots[index], Slot::Pending { .. })).collect();
-        let calls: Vec<ToolCall> = runnable
+        let (calls, decisions): (Vec<CheckedCall>, Vec<Option<Assessment>>) = runnable
             .iter()
-            .map(|&index| match &mut slots[index] {
-                Slot::Pending { call, .. } => std::mem::take(call),
-                Slot::Done { .. } => unreachable!("filtered above"),
+            .map(|&index| match std::mem::replace(&mut slots[index], Slot::Running) {
+                Slot::Pending { call, decided } => (call, decided),
+                Slot::Running | Slot::Done { .. } => unreachable!("filtered above"),
             })
-            .collect();
+            .unzip();
         if calls.is_empty() {
             return;
         }
         observer.executing(&calls);
         // Outcomes are reported as each call finishes, except those whose
         // result a person must see first: they are reported once passed.
-        let needs_result_approval: Vec<bool> = runnable
-            .iter()
-            .map(|&index| matches!(slots[index], Slot::Pending { spec, .. } if spec.result_approval))
-            .collect();
+        let needs_result_approval: Vec<bool> = calls.iter().map(|call| call.spec().result_approval).collect();
         let (report, mut reports) = tokio::sync::mpsc::unbounded_channel();
         let options = RunOptions {
             parallel: turn.config.parallel_execution,
-            timeout: Some(Duration::from_millis(turn.config.timeout_ms)),
+            timeout: turn.timeout(),
             cancel: turn.cancel.clone(),
             report: Some(report),
         };
@@ -280,7 +300,7 @@ impl Pipeline {
             }
         };
         let outcomes = {
-            let running = self.executor.run_all(&calls, &options);
+            let running = self.executor.run_all_checked(&calls, &options);
             tokio::pin!(running);
             loop {
                 tokio::select! {
@@ -292,18 +312,14 @@ impl Pipeline {
         while let Ok(done) = reports.try_recv() {
             report_one(done);
         }
-        for (((index, outcome), call), asks) in runnable.into_iter().zip(outcomes).zip(calls).zip(needs_result_approval) {
-            let Slot::Pending { plugin, spec, decided, .. } = &mut slots[index] else { unreachable!("filtered above") };
-            let (plugin, spec, decided) = (*plugin, *spec, decided.take());
-            let mut outcome = outcome;
-            if asks && outcome.status == Status::Success {
-                self.approve_result(&mut outcome, spec).await;
+        for ((index, mut outcome), (call, decided)) in runnable.into_iter().zip(outcomes).zip(calls.iter().zip(decisions)) {
+            if call.spec().result_approval && outcome.status == Status::Success {
+                self.approve_result(&mut outcome, call.spec()).await;
                 observer.finished(&outcome);
             }
-            let audit = self
-                .approvals
-                .audits()
-                .then(|| AuditRecord::new(turn.agent_name(), Some(plugin.name()), &call.args, decided.as_ref(), &outcome));
+            let audit = self.approvals.audits().then(|| {
+                AuditRecord::new(turn.agent_name(), Some(call.plugin().name()), &call.call().args, decided.as_ref(), &outcome)
+            });
             slots[index] = Slot::Done { outcome, audit };
         }
     }
@@ -327,7 +343,7 @@ impl Pipeline {
 }
 
 /// Tell `observer` about the calls already done (refused at the check).
-fn report_done(slots: &[Slot<'_>], observer: &dyn TurnObserver) {
+fn report_done(slots: &[Slot], observer: &dyn TurnObserver) {
     for slot in slots {
         if let Slot::Done { outcome, .. } = slot {
             observer.finished(outcome);
@@ -337,7 +353,7 @@ fn report_done(slots: &[Slot<'_>], observer: &dyn TurnObserver) {
 
 /// The outcomes, in the calls' order, once every call is done; each is
 /// audited.
-fn into_outcomes(approvals: &Approvals, slots: Vec<Slot<'_>>) -> Vec<ToolOutcome> {
+fn into_outcomes(approvals: &Approvals, slots: Vec<Slot>) -> Vec<ToolOutcome> {
     slots
         .into_iter()
         .map(|slot| match slot {
@@ -347,14 +363,14 @@ fn into_outcomes(approvals: &Approvals, slots: Vec<Slot<'_>>) -> Vec<ToolOutcome
                 }
                 outcome
             }
-            Slot::Pending { .. } => unreachable!("every call is done after execute"),
+            Slot::Pending { .. } | Slot::Running => unreachable!("every call is done after execute"),
         })
         .collect()
 }
 
 /// Step 1 for one call: the tool, among those `offered` to the turn's
-/// agent, and the arguments, coerced.
-fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, audits: bool, call: ToolCall) -> Slot<'c> {
+/// agent, and the arguments, coerced; the call bound to the tool's plugin.
+fn check(catalog: &Catalog, offered: &[&ToolSpec], turn: &Turn, audits: bool, call: ToolCall) -> Slot {
     let refused = |call: &ToolCall, status, message: String| {
         let outcome = ToolOutcome::without_running(&call.id, &call.tool, status, message);
         let audit = audits.then(|| AuditRecord::new(turn.agent_name(), None, &call.args, None, &outcome));
@@ -363,11 +379,8 @@ fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, audits: b
     if let Some(agent) = turn.agent.as_deref().filter(|_| !turn.config.enabled) {
         return refused(&call, Status::Denied, format!("tool calling is off for agent `{agent}`"));
     }
-    match arguments::check(&call, offered) {
-        Ok(checked) => {
-            let (plugin, spec) = catalog.tool(&checked.tool).expect("a checked tool is in the catalog");
-            Slot::Pending { plugin, spec, call: checked, decided: None }
-        }
+    match CheckedCall::check_among(&call, catalog, offered) {
+        Ok(checked) => Slot::Pending { call: checked, decided: None },
         Err(error) => {
             let status = if error.unknown_tool { Status::NotFound } else { Status::InvalidArgs };
             refused(&call, status, error.message)
@@ -375,7 +388,8 @@ fn check<'c>(catalog: &'c Catalog, offered: &[&ToolSpec], turn: &Turn, audits: b
     }
 }
 
-fn pending(agent: &str, call: &ToolCall, spec: &ToolSpec, reason: AskReason) -> PendingCall {
+fn pending(agent: &str, call: &CheckedCall, reason: AskReason) -> PendingCall {
+    let (spec, call) = (call.spec(), call.call());
     PendingCall {
         id: call.id.clone(),
         agent: agent.to_owned(),

@@ -7,11 +7,13 @@
 toolhost::count_host_memory!();
 
 mod approval;
+mod approved;
 mod chat;
 mod concurrency;
 mod declarations;
 mod grants;
 mod host_limits;
+mod interruptions;
 mod pipeline;
 mod limits;
 mod polyglot;

@@ -40,6 +40,7 @@ pub use event::{CallRef, ChainEvent, ManualDecision, Stop};
 use crate::agent::{CallMode, ToolCallConfig};
 use crate::approval::PendingCall;
 use crate::call::ToolCall;
+use crate::checked_call::CheckedCall;
 use crate::discovery::{PromptCache, RenderedPrompt, visible_tools};
 use crate::llm::{ChatRequest, LlmClient, LlmError, Reply, StreamEvent};
 use crate::outcome::{Status, ToolOutcome};
@@ -453,8 +454,8 @@ impl TurnObserver for Watch<'_> {
         (self.events)(ChainEvent::AwaitingApproval { calls: calls.iter().map(CallRef::from).collect() });
     }
 
-    fn executing(&self, calls: &[ToolCall]) {
-        (self.events)(ChainEvent::Executing { calls: calls.iter().map(CallRef::from).collect() });
+    fn executing(&self, calls: &[CheckedCall]) {
+        (self.events)(ChainEvent::Executing { calls: calls.iter().map(|call| CallRef::from(call.call())).collect() });
     }
 
     fn finished(&self, outcome: &ToolOutcome) {
