@@ -15,14 +15,14 @@
 //! cache and scheduling cost). Calls that wait (HTTP, sleeps) hold their
 //! slot while they wait: 64 calls waiting 20 ms each took 680 ms at a cap
 //! of 2 and 46 ms at 32. A host whose tools mostly wait raises the cap
-//! (`Executor::with_concurrency`), up to the pool's
-//! [`MAX_CONCURRENT_CALLS`](crate::limits::MAX_CONCURRENT_CALLS).
+//! (`Executor::with_concurrency`), up to the calls its sandbox runs at
+//! once ([`SandboxSize`](crate::SandboxSize)).
 
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
 use crate::outcome::{Status, ToolOutcome};
 use crate::registry::{Catalog, Registry};
-use crate::sandbox::{CallFailure, MAX_CONCURRENT_CALLS, explain_guest_error};
+use crate::sandbox::{CallFailure, explain_guest_error};
 use crate::suggest::unknown_tool;
 use futures::FutureExt;
 use std::borrow::Cow;
@@ -84,9 +84,10 @@ impl Executor {
     }
 
     /// An executor that runs at most `concurrency` calls at once, between 1
-    /// and the pool's [`MAX_CONCURRENT_CALLS`](crate::limits::MAX_CONCURRENT_CALLS).
+    /// and the calls its registry's sandbox runs at once
+    /// ([`SandboxSize::calls`](crate::SandboxSize::calls)): more would only wait.
     pub fn with_concurrency(registry: Arc<Registry>, concurrency: usize) -> Self {
-        let concurrency = concurrency.clamp(1, MAX_CONCURRENT_CALLS as usize);
+        let concurrency = concurrency.clamp(1, registry.sandbox().size().calls as usize);
         Executor {
             registry,
             slots: Arc::new(Semaphore::new(concurrency)),
