@@ -64,7 +64,7 @@ impl PromptCommand {
         output::data(&prompt.text)?;
         output::note(format_args!(
             "{} tokens (o200k_base), {} bytes, protocol {}",
-            prompt.tokens,
+            prompt.tokens(),
             prompt.text.len(),
             protocol.as_str()
         ));

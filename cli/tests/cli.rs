@@ -187,11 +187,14 @@ fn approvals_lists_revokes_and_clears_remembered_decisions() {
 
     let revoked = run(&["approvals", "revoke", "read_file", "--agent", "coder"]);
     assert_eq!(revoked.trim(), "revoked 1 remembered approval(s) of read_file for agent coder in state/toolhost.approvals.json");
+    // Another process changed the file: seen within MEMORY_RECHECK, or now on reload.
+    memory.reload();
     assert!(!memory.contains("coder", "files", "read_file", &sha) && memory.contains("writer", "files", "read_file", &sha));
     assert!(run(&["approvals", "revoke", "read_file"]).starts_with("revoked 1 remembered approval(s) of read_file in"));
     assert!(run(&["approvals", "revoke", "nothing"]).starts_with("revoked 0 "));
 
     assert!(run(&["approvals", "clear"]).starts_with("cleared 1 remembered approval(s) from"));
+    memory.reload();
     assert!(memory.entries().is_empty());
     assert_eq!(run(&["approvals", "list"]).trim(), "no remembered approvals in state/toolhost.approvals.json");
 

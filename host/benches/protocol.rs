@@ -60,7 +60,7 @@ fn main() {
     println!(
         "render the prompt for 100 tools ({} KiB, {} tokens): cold {}, cached {}, cold/cached {:.0}x",
         prompt.text.len() >> 10,
-        prompt.tokens,
+        prompt.tokens(),
         show(cold),
         show(warm),
         cold.as_secs_f64() / warm.as_secs_f64()

@@ -4,13 +4,14 @@ use crate::manifest::json_type;
 use crate::protocol::ParsedCall;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// One request to run a tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ToolCall {
-    /// Identifies the call within its batch: the id the model gave it (a
-    /// native `tool_calls` id, returned unchanged with the result), or
-    /// `call-N` by its position.
+    /// Identifies the call: the id the model gave it (a native
+    /// `tool_calls` id, returned unchanged with the result) unless an
+    /// earlier call has it, else `call-N` ([`CallIds`]).
     pub id: String,
     /// The tool's name.
     pub tool: String,
@@ -52,14 +53,19 @@ impl ToolCall {
     }
 
     /// The calls parsed from `reply`, in order: each keeps the model's id
-    /// where it gave one (else `call-N`, N counting from 1), the text it
-    /// was written as, and its reserved keys.
+    /// where it gave one not given before (else `call-N`, N counting from
+    /// 1), the text it was written as, and its reserved keys.
     pub fn from_reply(reply: &str, parsed: &[ParsedCall]) -> Vec<ToolCall> {
+        Self::from_reply_in(reply, parsed, &mut CallIds::new())
+    }
+
+    /// [`from_reply`](Self::from_reply) for a reply of a conversation
+    /// whose ids so far `ids` holds.
+    pub fn from_reply_in(reply: &str, parsed: &[ParsedCall], ids: &mut CallIds) -> Vec<ToolCall> {
         parsed
             .iter()
-            .enumerate()
-            .map(|(index, call)| ToolCall {
-                id: call.id.clone().unwrap_or_else(|| format!("call-{}", index + 1)),
+            .map(|call| ToolCall {
+                id: ids.assign(call.id.as_deref()),
                 tool: call.name.clone(),
                 args: call.arguments.clone(),
                 raw: reply.get(call.span.clone()).unwrap_or_default().to_owned(),
@@ -72,6 +78,45 @@ impl ToolCall {
     /// Why this call's arguments cannot be used, if they cannot.
     pub(crate) fn unusable_args(&self) -> Option<&str> {
         self.unusable_args.as_deref()
+    }
+}
+
+/// Gives the calls of a conversation their ids, each unique in it: the
+/// model's own where it gave one that no earlier call has, else the first
+/// `call-N` not taken. Models reuse ids (`call_0` every round) or leave
+/// them out; results are matched to calls by id, so two calls must never
+/// share one.
+#[derive(Debug, Clone, Default)]
+pub struct CallIds {
+    taken: HashSet<String>,
+    next: usize,
+}
+
+impl CallIds {
+    /// Ids for a conversation with no calls yet.
+    pub fn new() -> Self {
+        CallIds::default()
+    }
+
+    /// Ids for a conversation whose calls so far have `taken`.
+    pub fn after<S: Into<String>>(taken: impl IntoIterator<Item = S>) -> Self {
+        CallIds { taken: taken.into_iter().map(Into::into).collect(), next: 0 }
+    }
+
+    /// The id of the next call, which the model gave as `given`.
+    pub fn assign(&mut self, given: Option<&str>) -> String {
+        if let Some(given) = given.filter(|id| !id.is_empty())
+            && self.taken.insert(given.to_owned())
+        {
+            return given.to_owned();
+        }
+        loop {
+            self.next += 1;
+            let id = format!("call-{}", self.next);
+            if self.taken.insert(id.clone()) {
+                return id;
+            }
+        }
     }
 }
 
@@ -98,5 +143,13 @@ mod tests {
         assert!(ToolCall::new("1", "clock", ()).args.is_empty());
         let array = ToolCall::new("1", "add", json!([1, 2]));
         assert_eq!(array.unusable_args(), Some("the arguments must be a JSON object, not an array"));
+    }
+
+    #[test]
+    fn ids_are_the_models_until_taken_then_the_first_free_number() {
+        let mut ids = CallIds::after(["call_0", "call-1"]);
+        let assigned: Vec<String> =
+            [Some("call_0"), None, Some("x"), Some("x"), Some(""), Some("call-3")].map(|given| ids.assign(given)).into();
+        assert_eq!(assigned, ["call-2", "call-3", "x", "call-4", "call-5", "call-6"]);
     }
 }

@@ -28,13 +28,27 @@ pub fn visible_tools<'a>(catalog: &'a Catalog, config: &ToolCallConfig) -> Vec<&
         .collect()
 }
 
-/// A rendered system prompt and its size in tokens.
+/// A rendered system prompt and, when asked for, its size in tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderedPrompt {
     /// The prompt text.
     pub text: String,
-    /// Its length in tokens of OpenAI's `o200k_base` encoding.
-    pub tokens: usize,
+    /// Counted on first use: the tokenizer takes a while to load, and
+    /// most prompts are sent without anyone asking their size.
+    tokens: OnceLock<usize>,
+}
+
+impl RenderedPrompt {
+    /// The prompt `text`, its tokens not counted yet.
+    pub fn new(text: String) -> Self {
+        RenderedPrompt { text, tokens: OnceLock::new() }
+    }
+
+    /// Its length in tokens of OpenAI's `o200k_base` encoding
+    /// ([`count_tokens`]), counted on the first call.
+    pub fn tokens(&self) -> usize {
+        *self.tokens.get_or_init(|| count_tokens(&self.text))
+    }
 }
 
 /// Renders prompts and keeps them per registry generation.
@@ -90,7 +104,7 @@ impl PromptCache {
             }
         }
         let text = render_template(template, &tools(), config.enabled, protocol);
-        let rendered = Arc::new(RenderedPrompt { tokens: count_tokens(&text), text });
+        let rendered = Arc::new(RenderedPrompt::new(text));
         let mut state = self.state.lock().expect("prompt cache lock");
         if state.generation == generation {
             state.prompts.insert(key, rendered.clone());
@@ -170,6 +184,8 @@ fn placeholders(template: &str) -> impl Iterator<Item = (std::ops::Range<usize>,
 /// Tokens of `text` in OpenAI's `o200k_base` encoding (GPT-4o and later),
 /// by the tiktoken-rs tokenizer: an estimate for other models' tokenizers.
 pub fn count_tokens(text: &str) -> usize {
+    #[cfg(test)]
+    tests::COUNTED.with(|counted| counted.set(counted.get() + 1));
     static BPE: OnceLock<Option<tiktoken_rs::CoreBPE>> = OnceLock::new();
     match BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()) {
         Some(bpe) => bpe.encode_ordinary(text).len(),
@@ -183,6 +199,11 @@ pub fn count_tokens(text: &str) -> usize {
 mod tests {
     use super::*;
     use crate::manifest::{ParamSpec, ParamType, Permission};
+
+    thread_local! {
+        /// Texts this thread gave the tokenizer.
+        pub(super) static COUNTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
 
     fn tool(name: &str, callable: bool) -> ToolSpec {
         ToolSpec {
@@ -232,6 +253,17 @@ mod tests {
         let template = "{{tool:alpha}} {{ tool: gamma }} {{tools}} {{user}} {{tool:bet}}";
         assert_eq!(unknown_template_tools(template, &[&a, &b]), ["gamma", "bet"]);
         assert!(unknown_template_tools("{{tool:beta}}", &[&a, &b]).is_empty());
+    }
+
+    #[test]
+    fn rendering_counts_no_tokens_until_they_are_asked_for() {
+        let (a, config) = (tool("alpha", true), ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+        let before = COUNTED.get();
+        let prompt = PromptCache::new().render_tools(1, || vec![&a], "agent", &config, ProtocolId::Vcp, "{{tools}}");
+        assert_eq!(COUNTED.get(), before, "render leaves the tokenizer alone");
+        let tokens = prompt.tokens();
+        assert!(tokens > 0);
+        assert_eq!((prompt.tokens(), COUNTED.get()), (tokens, before + 1), "counted once, when asked");
     }
 
     #[test]

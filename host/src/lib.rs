@@ -57,6 +57,7 @@
 //! sandbox promises, in `docs/SECURITY.md`.
 
 mod agent;
+mod appender;
 mod approval;
 mod arguments;
 mod call;
@@ -84,11 +85,11 @@ mod vcp_node;
 pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
 pub use approval::{
     AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
-    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MemoryError, PendingCall,
+    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, PendingCall,
     RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
-pub use call::ToolCall;
+pub use call::{CallIds, ToolCall};
 pub use checked_call::CheckedCall;
 pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
 pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
@@ -120,7 +121,7 @@ pub use policy_check::{PolicyWarning, check_policy};
 pub use suggest::{did_you_mean, unknown_tool};
 pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use vcp_node::{
-    Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, Unattended, UnattendedAction,
+    Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended, UnattendedAction,
     UnattendedApprover, VcpConfig, VcpNode,
 };
 pub use sandbox::{

@@ -203,6 +203,9 @@ impl Pipeline {
         self.approve_calls(turn, &mut slots, observer).await;
         self.execute(turn, &mut slots, observer).await;
         let outcomes = into_outcomes(&self.approvals, slots);
+        // The audit log is written on its own thread: every record is on
+        // disk before the turn reports its result.
+        self.approvals.flush_audit().await;
         let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
         TurnResult { summary: summary(&outcomes), outcomes, messages }
     }

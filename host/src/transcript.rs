@@ -2,21 +2,24 @@
 //! prompt, the user, the model (with the calls it asked for) and each
 //! call's result, kept in memory and appended to a JSON-lines file.
 //!
-//! Each entry is one line, written and flushed as it happens, so a crash
-//! loses at most the line being written. Reading a file back skips a torn
+//! Each entry is one line, handed as it happens to a thread that appends
+//! it (the conversation loop never waits on the disk) and flushed before a
+//! turn reports its end ([`Transcript::flush`]), so a crash loses at most
+//! the lines of the turn under way. Reading a file back skips a torn
 //! last line with a warning (and cuts it off, so that new lines start
 //! clean) and never loses the lines before it. Call statuses in an
 //! assistant entry are as they were when the reply arrived (pending); on
 //! reading, each takes the status of the tool entry that answers it.
 
-use crate::call::ToolCall;
+use crate::appender::Appender;
+use crate::call::{CallIds, ToolCall};
 use crate::message::{Message, NativeCall};
 use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::ProtocolId;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, Write};
+use std::io::{BufRead, BufReader, Seek};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -125,7 +128,11 @@ pub enum Entry {
         status: Status,
         /// How long it took, in milliseconds.
         duration_ms: f64,
-        /// The arguments as the model wrote them.
+        /// The fuel it burned.
+        #[serde(default)]
+        fuel_used: u64,
+        /// The arguments as the model wrote them (as run, when a person
+        /// edited them).
         #[serde(default)]
         arguments: String,
         /// What the tool returned, or what went wrong.
@@ -140,17 +147,34 @@ pub enum Entry {
 }
 
 impl Entry {
-    /// The result entry of `outcome`, answering `call`.
+    /// The result entry of `outcome`, answering `call`. It keeps all of
+    /// the outcome the model is shown ([`Entry::outcome`] gives it back),
+    /// so a resumed conversation sends the model what it was sent.
     pub fn tool(call: &ToolCall, outcome: &ToolOutcome) -> Self {
         Entry::Tool {
             call_id: outcome.id.clone(),
             tool: outcome.tool.clone(),
             status: outcome.status,
             duration_ms: outcome.duration.as_micros() as f64 / 1000.0,
-            arguments: if call.raw.is_empty() { Value::Object(call.args.clone()).to_string() } else { call.raw.clone() },
+            fuel_used: outcome.fuel_used,
+            arguments: call_text(call),
             output: outcome.output.clone(),
         }
     }
+
+    /// The outcome a tool entry records; `None` for other entries.
+    pub fn outcome(&self) -> Option<ToolOutcome> {
+        let Entry::Tool { call_id, tool, status, duration_ms, fuel_used, output, .. } = self else { return None };
+        let mut outcome = ToolOutcome::without_running(call_id, tool, *status, output.clone());
+        outcome.duration = Duration::from_secs_f64(duration_ms / 1000.0);
+        outcome.fuel_used = *fuel_used;
+        Some(outcome)
+    }
+}
+
+/// A call's arguments as text: as the model wrote them, else as JSON.
+pub(crate) fn call_text(call: &ToolCall) -> String {
+    if call.raw.is_empty() { Value::Object(call.args.clone()).to_string() } else { call.raw.clone() }
 }
 
 /// Why a transcript file could not be used.
@@ -186,7 +210,18 @@ pub enum TranscriptError {
 #[derive(Debug, Default)]
 pub struct Transcript {
     entries: Vec<Entry>,
-    file: Option<(PathBuf, File)>,
+    file: Option<(PathBuf, Appender)>,
+}
+
+/// The thread that appends to `file`, at `path`: after a failed write it
+/// opens the file again.
+fn appender(path: &Path, file: File) -> (PathBuf, Appender) {
+    let (mut first, to) = (Some(file), path.to_owned());
+    let open = move || match first.take() {
+        Some(file) => Ok(file),
+        None => OpenOptions::new().append(true).open(&to),
+    };
+    (path.to_owned(), Appender::new("toolhost-transcript", Box::new(open)))
 }
 
 impl Transcript {
@@ -202,7 +237,7 @@ impl Transcript {
             std::io::ErrorKind::AlreadyExists => TranscriptError::Exists { path: path.to_owned() },
             _ => io(e),
         })?;
-        Ok(Transcript { entries: Vec::new(), file: Some((path.to_owned(), file)) })
+        Ok(Transcript { entries: Vec::new(), file: Some(appender(path, file)) })
     }
 
     /// The transcript saved in `path`, to continue, and the warnings met
@@ -213,18 +248,21 @@ impl Transcript {
         let mut entries = Vec::new();
         let mut warnings = Vec::new();
         let mut good_bytes = 0u64;
-        let lines: Vec<String> = BufReader::new(&file).split(b'\n').map(|l| l.map(|b| String::from_utf8_lossy(&b).into_owned())).collect::<Result<_, _>>().map_err(io)?;
+        // Offsets are counted on the bytes as read: a lossily decoded
+        // line can be longer than the bytes it came from.
+        let lines: Vec<Vec<u8>> = BufReader::new(&file).split(b'\n').collect::<Result<_, _>>().map_err(io)?;
         let count = lines.len();
-        for (index, line) in lines.iter().enumerate() {
+        for (index, bytes) in lines.iter().enumerate() {
             let whole = index + 1 < count || file_ends_with_newline(&mut file).map_err(io)?;
+            let line = String::from_utf8_lossy(bytes);
             if line.trim().is_empty() {
-                good_bytes += line.len() as u64 + u64::from(whole);
+                good_bytes += bytes.len() as u64 + u64::from(whole);
                 continue;
             }
-            match serde_json::from_str::<Entry>(line) {
+            match serde_json::from_str::<Entry>(&line) {
                 Ok(entry) if whole => {
                     entries.push(entry);
-                    good_bytes += line.len() as u64 + 1;
+                    good_bytes += bytes.len() as u64 + 1;
                 }
                 // The last line, cut short by a crash while it was written.
                 Ok(_) | Err(_) if index + 1 == count => {
@@ -241,7 +279,7 @@ impl Transcript {
         }
         file.set_len(good_bytes).map_err(io)?;
         file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
-        let mut transcript = Transcript { entries, file: Some((path.to_owned(), file)) };
+        let mut transcript = Transcript { entries, file: Some(appender(path, file)) };
         transcript.settle_statuses();
         Ok((transcript, warnings))
     }
@@ -272,17 +310,24 @@ impl Transcript {
         }
     }
 
-    /// Append `entry`, writing and flushing it to the file first.
+    /// Append `entry`, handing it to the file's writer. Fails when an
+    /// earlier entry could not be written (since the last flush).
     pub fn push(&mut self, entry: Entry) -> Result<(), TranscriptError> {
-        if let Some((path, file)) = &mut self.file {
-            let mut line = serde_json::to_string(&entry).expect("an entry serializes");
-            line.push('\n');
-            file.write_all(line.as_bytes())
-                .and_then(|()| file.flush())
-                .map_err(|source| TranscriptError::Io { path: path.clone(), source })?;
+        if let Some((path, appender)) = &self.file {
+            let line = serde_json::to_string(&entry).expect("an entry serializes");
+            appender.append(&line).map_err(|source| TranscriptError::Io { path: path.clone(), source })?;
         }
         self.entries.push(entry);
         Ok(())
+    }
+
+    /// Wait until every entry pushed so far is in the file. Dropping the
+    /// transcript also writes them, blocking until it has.
+    pub async fn flush(&self) -> Result<(), TranscriptError> {
+        match &self.file {
+            Some((path, appender)) => appender.flush().await.map_err(|source| TranscriptError::Io { path: path.clone(), source }),
+            None => Ok(()),
+        }
     }
 
     /// Set the status of the requested call `id` in memory (the file keeps
@@ -322,6 +367,16 @@ impl Transcript {
         calls.iter().filter(|c| !answered.contains(&c.id.as_str())).cloned().collect()
     }
 
+    /// The ids of the calls so far, to give new calls ids none of them
+    /// has.
+    pub fn call_ids(&self) -> CallIds {
+        CallIds::after(self.entries.iter().flat_map(|entry| match entry {
+            Entry::Assistant { calls, .. } => calls.iter().map(|c| c.id.as_str()).collect(),
+            Entry::Tool { call_id, .. } => vec![call_id.as_str()],
+            _ => Vec::new(),
+        }))
+    }
+
     /// The conversation as messages for the model in `protocol`, after
     /// `system`: system entries and notes are not sent; results are
     /// formatted as the protocol formats them, a run of them at a time.
@@ -335,15 +390,11 @@ impl Transcript {
             }
         };
         for entry in &self.entries {
-            match entry {
-                Entry::Tool { call_id, tool, status, duration_ms, output, .. } => {
-                    let mut outcome = ToolOutcome::without_running(call_id, tool, *status, output.clone());
-                    outcome.duration = Duration::from_secs_f64(duration_ms / 1000.0);
-                    results.push(outcome);
-                }
-                other => {
+            match entry.outcome() {
+                Some(outcome) => results.push(outcome),
+                None => {
                     flush(&mut results, &mut messages);
-                    match other {
+                    match entry {
                         Entry::User { content } => messages.push(Message::user(content.clone())),
                         Entry::Assistant { content, calls, .. } => {
                             let native = if protocol == ProtocolId::Native {
@@ -390,6 +441,7 @@ fn file_ends_with_newline(file: &mut File) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
     use serde_json::json;
 
     fn call(id: &str) -> ToolCall {
@@ -406,12 +458,13 @@ mod tests {
         transcript.push(Entry::Assistant { content: "2".into(), reasoning: String::new(), calls: vec![] }).unwrap();
     }
 
-    #[test]
-    fn entries_are_written_as_they_happen_and_read_back_with_settled_statuses() {
+    #[tokio::test]
+    async fn entries_are_written_by_the_flush_and_read_back_with_settled_statuses() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         let mut transcript = Transcript::create(&path).unwrap();
         sample(&mut transcript);
+        transcript.flush().await.unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 4, "one line per entry, flushed");
         assert!(matches!(Transcript::create(&path), Err(TranscriptError::Exists { .. })));
         let (read, warnings) = Transcript::resume(&path).unwrap();
@@ -434,11 +487,32 @@ mod tests {
         assert_eq!(read.entries().len(), 4);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         read.push(Entry::User { content: "again".into() }).unwrap();
+        drop(read);
         let (again, warnings) = Transcript::resume(&path).unwrap();
         assert!(warnings.is_empty(), "new lines start clean: {warnings:?}");
         assert_eq!(again.entries().len(), 5);
         std::fs::write(&path, "{\"role\":\"user\"\n{\"role\":\"user\",\"content\":\"x\"}\n").unwrap();
         assert!(matches!(Transcript::resume(&path), Err(TranscriptError::Corrupt { line: 1, .. })));
+    }
+
+    #[test]
+    fn a_torn_line_after_invalid_utf8_is_cut_off_at_its_own_first_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        // Each invalid byte decodes to U+FFFD, three bytes: offsets counted
+        // on the decoded text would land inside the torn line.
+        let mut bytes = b"{\"role\":\"user\",\"content\":\"caf\xe9 \xff\xfe\"}\n".to_vec();
+        let whole = bytes.len();
+        bytes.extend_from_slice(br#"{"role":"user","content":"half a li"#);
+        std::fs::write(&path, &bytes).unwrap();
+        let (mut read, warnings) = Transcript::resume(&path).unwrap();
+        assert_eq!((read.entries().len(), warnings.len()), (1, 1), "{warnings:?}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes[..whole], "the torn line is cut off, the line before kept byte for byte");
+        read.push(Entry::User { content: "again".into() }).unwrap();
+        drop(read);
+        let (again, warnings) = Transcript::resume(&path).unwrap();
+        assert!(warnings.is_empty(), "new lines start clean: {warnings:?}");
+        assert_eq!(again.entries().len(), 2);
     }
 
     #[test]

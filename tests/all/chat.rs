@@ -536,3 +536,174 @@ fn the_readme_chat_configuration_loads() {
     assert_eq!((local.model.as_str(), local.idle_timeout), ("qwen3-coder", Duration::from_secs(120)));
     assert_eq!(policy.agents["helper"].llm.as_deref(), Some("local"));
 }
+
+/// The tool entries of `transcript`: (call id, arguments as recorded).
+fn recorded_arguments(transcript: &Transcript) -> Vec<(String, String)> {
+    transcript
+        .entries()
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Tool { call_id, arguments, .. } => Some((call_id.clone(), arguments.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `Outcome` events: (call id, arguments).
+fn outcome_arguments(events: &[ChainEvent]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ChainEvent::Outcome { id, arguments, .. } => Some((id.clone(), arguments.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_model_is_sent_the_pipelines_result_messages_fresh_and_after_a_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chat.jsonl");
+    let asked = Reply::text("").call("call_a", "calculate", json!({ "expression": "6 * 7" }));
+    let script = [Response::Reply(asked), Response::text("42."), Response::text("Still 42.")];
+    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Native), Arc::new(DenyAll), script).await;
+    let mut transcript = Transcript::create(&path).unwrap();
+    chat.send_in(&mut transcript, "What is 6 × 7?", &CancellationToken::new()).await;
+    let fresh = chat.model.requests()[1].messages().to_vec();
+
+    // The same call through the pipeline alone: its messages are what the
+    // model must be sent.
+    let approvals = Arc::new(Approvals::new(&chat.host.registry.policy().approval));
+    let pipeline = Pipeline::new(chat.host.executor.clone(), approvals, Arc::new(DenyAll));
+    let call = toolhost::ToolCall::new("call_a", "calculate", json!({ "expression": "6 * 7" }));
+    let turn = toolhost::Turn::for_agent("tester", agent(ProtocolId::Native));
+    let result = pipeline.run(&turn, vec![call]).await;
+    let from_pipeline = serde_json::to_value(&result.messages).unwrap();
+    assert_eq!(fresh[3..], from_pipeline.as_array().unwrap()[..], "the result messages are the pipeline's");
+
+    // Everything the model is shown of an outcome is recorded, fuel included.
+    let recorded: Vec<ToolOutcome> = transcript.entries().iter().filter_map(Entry::outcome).collect();
+    assert!(recorded[0].fuel_used > 0, "{recorded:?}");
+    assert_eq!(recorded[0].fuel_used, result.outcomes[0].fuel_used, "the same call burns the same fuel");
+    drop(transcript);
+
+    let (mut resumed, warnings) = Transcript::resume(&path).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let reread: Vec<ToolOutcome> = resumed.entries().iter().filter_map(Entry::outcome).collect();
+    assert_eq!(reread, recorded, "a resumed transcript gives back the outcomes as they were");
+    chat.send_in(&mut resumed, "Are you sure?", &CancellationToken::new()).await;
+    let after_resume = chat.model.requests()[2].messages().to_vec();
+    assert_eq!(after_resume[..fresh.len()], fresh[..], "a resumed conversation sends what a fresh one sent");
+}
+
+#[tokio::test]
+async fn calls_answered_without_running_are_recorded_with_the_arguments_they_were_asked_with() {
+    // Unreadable native arguments.
+    let asked = Reply::text("").call("bad", "calculate", json!([1, 2]));
+    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Native), Arc::new(DenyAll), [Response::Reply(asked), Response::text("ok")]).await;
+    let (_, transcript) = chat.send("Compute").await;
+    assert_eq!(recorded_arguments(&transcript), [("bad".to_owned(), "[1,2]".to_owned())]);
+    assert_eq!(outcome_arguments(&chat.events()), [("bad".to_owned(), "[1,2]".to_owned())]);
+
+    // A call repeated too often.
+    let same = vcp_call("calculate", &[("expression", "1 + 1")]);
+    let script: Vec<Response> = (0..4).map(|_| Response::text(same.clone())).collect();
+    let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
+    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
+    let (stop, transcript) = chat.send("Add").await;
+    assert_eq!(stop, Stop::Repeated { tool: "calculate".into() });
+    let recorded = recorded_arguments(&transcript);
+    assert_eq!(recorded.len(), 4);
+    assert!(recorded.iter().all(|(_, arguments)| *arguments == same), "{recorded:?}");
+    assert_eq!(outcome_arguments(&chat.events()), recorded, "events carry them too");
+
+    // Manual mode: answered and skipped by a person.
+    let reply = [vcp_call("calculate", &[("expression", "2 + 2")]), vcp_call("calculate", &[("expression", "3 + 3")])];
+    let config = ToolCallConfig { mode: CallMode::Manual, ..agent(ProtocolId::Vcp) };
+    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), [Response::text(reply.join("\n")), Response::text("ok")]).await;
+    let (stop, mut transcript) = chat.send("Add twice").await;
+    let Stop::AwaitingDecisions { calls } = stop else { panic!("{stop:?}") };
+    let decisions = vec![
+        ManualDecision::Answer { id: calls[0].id.clone(), output: "four".into() },
+        ManualDecision::Skip { id: calls[1].id.clone(), reason: None },
+    ];
+    let events = chat.events.clone();
+    let sink = move |event: ChainEvent| events.lock().unwrap().push(event);
+    chat.chain.resume(&mut transcript, decisions, &sink, &CancellationToken::new()).await.unwrap();
+    let expected: Vec<(String, String)> = calls.iter().zip(&reply).map(|(c, raw)| (c.id.clone(), raw.clone())).collect();
+    assert_eq!(recorded_arguments(&transcript), expected);
+    assert_eq!(outcome_arguments(&chat.events()), expected);
+}
+
+#[tokio::test]
+async fn native_call_ids_are_unique_across_the_conversation_and_results_answer_the_right_calls() {
+    let expression = |n: u32| json!({ "expression": format!("{n} + {n}") });
+    let script = [
+        // Round one: one call with an id, two without. (Two calls with one
+        // id in one reply cannot be told apart: the stream joins them.)
+        Response::Reply(Reply::text("").call("dup", "calculate", expression(1)).call("", "calculate", expression(2)).call("", "calculate", expression(3))),
+        // Round two: the same id again, none again, and the id the host gave a call before.
+        Response::Reply(Reply::text("").call("dup", "calculate", expression(4)).call("", "calculate", expression(5)).call("call-1", "calculate", expression(6))),
+        Response::text("Done."),
+    ];
+    let config = ToolCallConfig { max_iterations: 5, ..agent(ProtocolId::Native) };
+    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
+    let (stop, transcript) = chat.send("Sums").await;
+    assert_eq!(stop, Stop::Answered);
+    let asked: Vec<(String, String)> = transcript
+        .entries()
+        .iter()
+        .flat_map(|e| match e {
+            Entry::Assistant { calls, .. } => calls.iter().map(|c| (c.id.clone(), c.arguments["expression"].as_str().unwrap().to_owned())).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(asked.len(), 6);
+    let mut ids: Vec<&str> = asked.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "every call has its own id: {asked:?}");
+    // Each result answers its own call: n + n is 2n.
+    for (id, expression) in &asked {
+        let n: u32 = expression.split(' ').next().unwrap().parse().unwrap();
+        let output = transcript
+            .entries()
+            .iter()
+            .find_map(|e| match e {
+                Entry::Tool { call_id, output, .. } if call_id == id => Some(output.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no result for {id}"));
+        assert!(output.contains(&format!("\"value\":{}", 2 * n)), "{id} ({expression}): {output}");
+    }
+    // And the model is told so: each tool message answers a call of the reply before it, once.
+    let sent = chat.model.requests()[2].messages().to_vec();
+    let answered: Vec<&str> = sent.iter().filter(|m| m["role"] == "tool").map(|m| m["tool_call_id"].as_str().unwrap()).collect();
+    let called: Vec<&str> = sent
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(answered, called);
+    assert_no_dangling_request(&transcript);
+}
+
+#[tokio::test]
+async fn when_a_turn_returns_every_audit_record_and_transcript_entry_is_written() {
+    let expression = |n: usize| json!({ "expression": format!("{n} + {n}") });
+    let asked = (0..8).fold(Reply::text(""), |reply, n| reply.call(&format!("c{n}"), "calculate", expression(n)));
+    let policy = "[approval]\naudit_log = \"audit.jsonl\"\n";
+    let chat = Chat::new(&["calc"], policy, agent(ProtocolId::Native), Arc::new(DenyAll), [Response::Reply(asked), Response::text("Done.")]).await;
+    let (path, audit) = (chat.host.dir.path().join("chat.jsonl"), chat.host.dir.path().join("audit.jsonl"));
+    let lines = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_default().lines().count();
+    let mut transcript = Transcript::create(&path).unwrap();
+    assert_eq!(chat.send_in(&mut transcript, "Sums", &CancellationToken::new()).await, Stop::Answered);
+    assert_eq!(lines(&path), transcript.entries().len(), "every entry is in the file when send returns");
+    assert_eq!(lines(&audit), 8, "every call is in the audit log when send returns");
+
+    let approvals = Arc::new(Approvals::new(&chat.host.registry.policy().approval));
+    let pipeline = Pipeline::new(chat.host.executor.clone(), approvals, Arc::new(DenyAll));
+    let calls = (0..20).map(|n| toolhost::ToolCall::new(format!("d{n}"), "calculate", expression(n))).collect();
+    pipeline.run(&toolhost::Turn::for_agent("tester", agent(ProtocolId::Native)), calls).await;
+    assert_eq!(lines(&audit), 28, "every record is in the audit log when the pipeline returns");
+}

@@ -75,5 +75,5 @@ async fn a_manifest_over_the_cap_is_refused_naming_its_size_the_limit_and_the_la
     );
     let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
     let prompt = PromptCache::new().render(&host.registry.catalog(), "test", &config, ProtocolId::Vcp, "{{tools}}");
-    assert!(prompt.tokens < 1_000, "only calc is in the prompt: {} tokens", prompt.tokens);
+    assert!(prompt.tokens() < 1_000, "only calc is in the prompt: {} tokens", prompt.tokens());
 }

@@ -33,7 +33,7 @@ async fn every_protocol_renders_the_bundled_plugins_as_its_golden_file() {
     ] {
         let prompt = PromptCache::new().render(&catalog, "test", &config, protocol, "{{tools}}");
         golden(file, &prompt.text);
-        assert!(prompt.tokens > 100, "{file}: {} tokens", prompt.tokens);
+        assert!(prompt.tokens() > 100, "{file}: {} tokens", prompt.tokens());
     }
 }
 

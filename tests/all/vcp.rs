@@ -469,30 +469,42 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_handover_to_a_node_another_process_runs_reads_its_status_file() {
+async fn a_handover_to_a_node_another_process_runs_follows_its_status_file_without_reading_it_per_prompt() {
     use toolhost::Handover;
     let standin = StandIn::start(KEY).await;
     let mut node = Node::join(&standin, &["calc"], "", "").await;
     node.until("connected", |s| s.state == NodeState::Connected).await;
     let config = node.node.config().clone();
     let handover = Handover::to_status_file(&config);
-    let deadline = Instant::now() + PATIENCE;
-    while handover.tools() != ["calculate"] {
-        assert!(Instant::now() < deadline, "the status file never said connected");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let settles_on = |expected: &'static [&'static str], why: &'static str| {
+        let handover = handover.clone();
+        async move {
+            let deadline = Instant::now() + PATIENCE;
+            while handover.tools() != expected {
+                assert!(Instant::now() < deadline, "{why}: {:?}", handover.tools());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    settles_on(&["calculate"], "the status file never said connected").await;
+    // Asking reads no file: the status comes through a channel.
+    let kept = std::fs::read(&config.status_file).unwrap();
+    std::fs::remove_file(&config.status_file).unwrap();
+    assert_eq!(handover.tools(), ["calculate"], "the tools were not read from the file for this prompt");
+    std::fs::write(&config.status_file, kept).unwrap();
     node.stop().await;
-    assert_eq!(handover.tools(), Vec::<String>::new(), "a stopped node offers nothing");
+    settles_on(&[], "a stopped node offers nothing").await;
     // A node that was killed leaves `connected` behind.
     let mut left = NodeStatus::read(&config.status_file).unwrap();
     left.state = NodeState::Connected;
     left.registered = vec!["calculate".into()];
     left.pid = u32::MAX;
     left.write(&config.status_file).unwrap();
+    tokio::time::sleep(toolhost::STATUS_FILE_POLL * 3).await;
     assert_eq!(handover.tools(), Vec::<String>::new(), "its process is gone");
     left.pid = std::process::id();
     left.write(&config.status_file).unwrap();
-    assert_eq!(handover.tools(), ["calculate"]);
+    settles_on(&["calculate"], "a live node's status is followed").await;
 }
 
 /// The `toolhost` binary, as the workspace's release build leaves it

@@ -163,11 +163,20 @@ impl Approvals {
         self.audit.is_some()
     }
 
-    /// Append `record` to the audit log, if there is one. A failure is
-    /// logged, never returned: auditing does not stop calls.
+    /// Hand `record` over to the audit log, if there is one, to be
+    /// written on the log's own thread. A failure is logged, never
+    /// returned: auditing does not stop calls.
     pub fn audit(&self, record: &AuditRecord) {
         if let Some(log) = &self.audit {
             log.append(record);
+        }
+    }
+
+    /// Wait until every record handed to [`audit`](Self::audit) is
+    /// written: a turn does this before it reports its result.
+    pub async fn flush_audit(&self) {
+        if let Some(log) = &self.audit {
+            log.flush().await;
         }
     }
 

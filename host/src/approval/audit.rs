@@ -9,18 +9,20 @@
 //!
 //! The arguments are recorded by the SHA-256 of their canonical JSON (keys
 //! sorted at every level, no spaces), so a log can show that two calls had
-//! the same arguments without holding what may be private. A failed write
-//! is logged through `tracing` and never fails the call.
+//! the same arguments without holding what may be private. Records are
+//! written by a thread of the log's own (the turn never waits on the
+//! disk) and flushed before a turn's result is returned
+//! ([`Approvals::flush_audit`](super::Approvals::flush_audit)). A failed
+//! write is logged through `tracing` and never fails the call.
 
 use super::{Assessment, DecidedBy};
 use crate::outcome::{Status, ToolOutcome};
+use crate::appender::Appender;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 /// One call, as the audit log records it.
@@ -151,36 +153,39 @@ fn write_canonical(out: &mut String, value: &Value) {
     }
 }
 
-/// The open audit log file; opened on the first record.
+/// The audit log file, appended by its own thread; opened on the first
+/// record.
 #[derive(Debug)]
 pub(super) struct AuditLog {
     path: PathBuf,
-    file: Mutex<Option<File>>,
+    appender: Appender,
 }
 
 impl AuditLog {
     pub(super) fn new(path: PathBuf) -> Self {
-        AuditLog { path, file: Mutex::new(None) }
-    }
-
-    /// Append `record`; a failure is logged and the file reopened next time.
-    pub(super) fn append(&self, record: &AuditRecord) {
-        let mut line = record.to_json_line();
-        line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let to = path.clone();
         // One write per line, in append mode: lines from several processes
         // do not interleave.
-        let written = match &mut *file {
-            Some(open) => open.write_all(line.as_bytes()),
-            None => OpenOptions::new().create(true).append(true).mode(0o600).open(&self.path).and_then(|mut open| {
-                let written = open.write_all(line.as_bytes());
-                *file = Some(open);
-                written
-            }),
-        };
+        let open = Box::new(move || OpenOptions::new().create(true).append(true).mode(0o600).open(&to));
+        AuditLog { appender: Appender::new("toolhost-audit", open), path }
+    }
+
+    /// Hand `record` over to be written; a failure is logged (at the latest
+    /// by the next flush) and the file reopened next time.
+    pub(super) fn append(&self, record: &AuditRecord) {
+        let written = self.appender.append(&record.to_json_line());
+        self.report(written);
+    }
+
+    /// Wait until every record handed over is written.
+    pub(super) async fn flush(&self) {
+        let written = self.appender.flush().await;
+        self.report(written);
+    }
+
+    fn report(&self, written: std::io::Result<()>) {
         if let Err(e) = written {
             tracing::warn!("cannot write to the audit log {}: {e}", self.path.display());
-            *file = None;
         }
     }
 }
@@ -236,19 +241,46 @@ mod tests {
         assert!(value.get("reason").is_none());
     }
 
-    #[test]
-    fn records_are_appended_and_a_failure_is_not_fatal() {
+    #[tokio::test]
+    async fn records_are_appended_and_a_failure_is_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
         let log = AuditLog::new(dir.path().join("audit.jsonl"));
         let ran = Assessment::Run { by: DecidedBy::Level };
         for _ in 0..3 {
             log.append(&AuditRecord::new("a", Some("calc"), &Map::new(), Some(&ran), &outcome(Status::Success)));
         }
+        log.flush().await;
         let text = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
         assert_eq!(text.lines().count(), 3);
         assert!(text.lines().all(|l| serde_json::from_str::<Value>(l).unwrap()["by"] == "level"));
 
         let nowhere = AuditLog::new(dir.path().join("missing/audit.jsonl"));
         nowhere.append(&AuditRecord::new("a", None, &Map::new(), None, &outcome(Status::NotFound)));
+        nowhere.flush().await;
+    }
+
+    #[test]
+    fn appending_never_waits_for_the_file() {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        // Opening a FIFO for writing blocks until someone reads it: a
+        // stand-in for a slow disk.
+        let fifo = dir.path().join("audit.fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let log = AuditLog::new(fifo.clone());
+        let record = AuditRecord::new("a", Some("calc"), &Map::new(), None, &outcome(Status::Success));
+        let (returned, appended) = std::sync::mpsc::channel();
+        std::thread::spawn({
+            let record = record.clone();
+            move || {
+                log.append(&record);
+                let _ = returned.send(log);
+            }
+        });
+        let log = appended.recv_timeout(Duration::from_secs(5)).expect("append returns while nobody reads the file");
+        let mut line = String::new();
+        std::io::BufReader::new(std::fs::File::open(&fifo).unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim_end(), record.to_json_line(), "the record is written once the file can be");
+        drop(log);
     }
 }

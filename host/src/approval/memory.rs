@@ -18,10 +18,18 @@
 //! Every change rewrites the whole file crash-safely: a temporary file in
 //! the same directory is written and fsynced, renamed over the old one, and
 //! the directory is fsynced, so after a crash at any moment the file holds
-//! the old state or the new one. A process-wide lock around each
-//! read-modify-write keeps concurrent writers in one process from losing
-//! each other's updates; each change starts from the file as it is on disk,
-//! so it also keeps what other processes wrote before it.
+//! the old state or the new one. Each read-modify-write holds a
+//! process-wide lock and an exclusive `flock` on a lock file beside it
+//! (`approvals.json.lock`: the memory file itself is replaced on every
+//! change, so it cannot carry the lock), and starts from the file as it is
+//! on disk: concurrent writers, in this process or others, lose none of
+//! each other's updates.
+//!
+//! Reads come from a copy. The file is checked for a change (one `stat`)
+//! at most every [`MEMORY_RECHECK`], not on every call, since every call
+//! of a moderate tool asks: a change this handle makes is seen at once,
+//! one made elsewhere (`toolhost approvals revoke` in another process)
+//! within that time, or at once after [`ApprovalMemory::reload`].
 
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -29,10 +37,14 @@ use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// The format version this host writes and reads.
 pub const MEMORY_FORMAT_VERSION: u32 = 1;
+/// How long the copy of the file is trusted before the file is checked
+/// for a change again: a revocation made by another process takes effect
+/// within this time.
+pub const MEMORY_RECHECK: Duration = Duration::from_secs(1);
 /// Mode bits that let someone other than the owner change the file.
 const WRITABLE_BY_OTHERS: u32 = 0o022;
 
@@ -101,8 +113,8 @@ pub enum MemoryError {
 }
 
 /// The memory file, with what it held when last read. Reads come from that
-/// copy, refreshed whenever the file on disk has changed (one `stat`), so a
-/// `toolhost approvals revoke` in another process takes effect at once.
+/// copy, refreshed when the file on disk has changed, checked at most every
+/// [`MEMORY_RECHECK`] (see the module's docs).
 #[derive(Debug)]
 pub struct ApprovalMemory {
     path: PathBuf,
@@ -116,6 +128,14 @@ struct Cache {
     /// not exist.
     stamp: Option<Stamp>,
     entries: Vec<RememberedApproval>,
+    /// When the file was last compared with the stamp.
+    checked: Instant,
+}
+
+impl Cache {
+    fn new(stamp: Option<Stamp>, entries: Vec<RememberedApproval>) -> Self {
+        Cache { stamp, entries, checked: Instant::now() }
+    }
 }
 
 /// What changes whenever the file is replaced, rewritten or has its
@@ -148,12 +168,18 @@ impl ApprovalMemory {
     pub fn open(path: impl Into<PathBuf>) -> Self {
         let memory = ApprovalMemory {
             path: path.into(),
-            cache: Mutex::new(Cache { stamp: None, entries: Vec::new() }),
+            cache: Mutex::new(Cache::new(None, Vec::new())),
             warnings: Mutex::new(Vec::new()),
         };
-        let (stamp, entries) = memory.read();
-        *lock(&memory.cache) = Cache { stamp, entries };
+        memory.reload();
         memory
+    }
+
+    /// Read the file again now, rather than within [`MEMORY_RECHECK`].
+    pub fn reload(&self) {
+        let mut cache = lock(&self.cache);
+        let (stamp, entries) = self.read();
+        *cache = Cache::new(stamp, entries);
     }
 
     /// The file.
@@ -212,35 +238,44 @@ impl ApprovalMemory {
         std::mem::take(&mut *lock(&self.warnings))
     }
 
-    /// The cache, re-read first if the file changed on disk.
+    /// The cache, re-read first if the file changed on disk (checked at
+    /// most every [`MEMORY_RECHECK`]).
     fn current(&self) -> MutexGuard<'_, Cache> {
         let mut cache = lock(&self.cache);
+        if cache.checked.elapsed() < MEMORY_RECHECK {
+            return cache;
+        }
         let stamp = std::fs::metadata(&self.path).ok().map(|m| Stamp::of(&m));
-        if stamp != cache.stamp {
+        if stamp == cache.stamp {
+            cache.checked = Instant::now();
+        } else {
             let (stamp, entries) = self.read();
-            *cache = Cache { stamp, entries };
+            *cache = Cache::new(stamp, entries);
         }
         cache
     }
 
-    /// Read-modify-write under the process-wide lock, starting from the
-    /// file as it is now. `change` says whether it changed anything.
+    /// Read-modify-write under the process-wide lock and the file lock,
+    /// starting from the file as it is now. `change` says whether it
+    /// changed anything.
     fn update<T>(&self, change: impl FnOnce(&mut Vec<RememberedApproval>) -> (T, bool)) -> Result<T, MemoryError> {
+        let write_error = |source| MemoryError::Write { path: self.path.clone(), source };
         let _writing = lock(&WRITE_LOCK);
+        let _other_processes = lock_file(&self.path).map_err(write_error)?;
         let mut cache = lock(&self.cache);
         let (stamp, mut entries) = self.read();
         let (result, changed) = change(&mut entries);
         if !changed {
-            *cache = Cache { stamp, entries };
+            *cache = Cache::new(stamp, entries);
             return Ok(result);
         }
         entries.sort();
         let body = MemoryFile { version: MEMORY_FORMAT_VERSION, allowed: entries };
         let mut text = serde_json::to_vec_pretty(&body).expect("remembered approvals serialize");
         text.push(b'\n');
-        write_durably(&self.path, &text).map_err(|source| MemoryError::Write { path: self.path.clone(), source })?;
+        write_durably(&self.path, &text).map_err(write_error)?;
         let stamp = std::fs::metadata(&self.path).ok().map(|m| Stamp::of(&m));
-        *cache = Cache { stamp, entries: body.allowed };
+        *cache = Cache::new(stamp, body.allowed);
         Ok(result)
     }
 
@@ -310,6 +345,18 @@ pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// The lock file beside `path`, opened and locked exclusively: other
+/// processes' writers wait until it is dropped (the lock goes with the
+/// file descriptor, also when a process dies holding it).
+fn lock_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut name = path.file_name().map_or_else(|| "approvals".into(), ToOwned::to_owned);
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path.with_file_name(name))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+    Ok(file)
+}
+
 /// A poisoned lock only means another thread panicked while holding it;
 /// the data (a list re-read from disk on each change) is still sound.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -347,9 +394,23 @@ mod tests {
         let (one, two) = (ApprovalMemory::open(&path), ApprovalMemory::open(&path));
         one.remember("a", "p", "t1", SHA).unwrap();
         two.remember("a", "p", "t2", SHA).unwrap();
-        assert_eq!(one.entries().len(), 2, "the second writer started from the first's file");
+        assert_eq!(two.entries().len(), 2, "the second writer started from the first's file");
         assert_eq!(two.revoke("t1", None).unwrap(), 1);
-        assert!(!one.contains("a", "p", "t1", SHA), "a revocation elsewhere takes effect at once");
+        one.reload();
+        assert!(!one.contains("a", "p", "t1", SHA), "a revocation elsewhere takes effect on reload");
+    }
+
+    #[test]
+    fn the_file_is_checked_for_changes_at_most_every_recheck_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("approvals.json");
+        let (one, two) = (ApprovalMemory::open(&path), ApprovalMemory::open(&path));
+        one.remember("a", "p", "t", SHA).unwrap();
+        assert!(one.contains("a", "p", "t", SHA), "a handle sees its own change at once");
+        two.clear().unwrap();
+        assert!(one.contains("a", "p", "t", SHA), "not checked on every call");
+        std::thread::sleep(MEMORY_RECHECK + Duration::from_millis(50));
+        assert!(!one.contains("a", "p", "t", SHA), "seen once the interval passed");
     }
 
     #[test]
@@ -413,6 +474,7 @@ mod tests {
         assert!(warnings[0].to_string().contains("mode 666 lets others write it"), "{warnings:?}");
 
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        memory.reload();
         assert!(memory.contains("a", "p", "t", SHA), "a repaired file is read again");
         assert_eq!(memory.clear().unwrap(), 1);
     }

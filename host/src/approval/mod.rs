@@ -78,7 +78,7 @@ pub use adapters::{AllowAll, DenyAll};
 pub use approvals::{Approvals, Assessment};
 pub use audit::AuditRecord;
 pub use channel::{ApprovalRequest, ChannelApprover};
-pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MemoryError, RememberedApproval};
+pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, RememberedApproval};
 pub use rules::{ApprovalConfig, Rule, RuleAction, RuleError};
 pub use terminal::TerminalApprover;
 

@@ -5,7 +5,7 @@
 use crate::approval::PendingCall;
 use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
-use crate::transcript::RequestedCall;
+use crate::transcript::{RequestedCall, call_text};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -73,6 +73,9 @@ pub enum ChainEvent {
         id: String,
         /// The tool.
         tool: String,
+        /// The arguments as the model wrote them (as run, when a person
+        /// edited them).
+        arguments: String,
         /// How it ended.
         status: Status,
         /// How long it ran, in milliseconds.
@@ -104,10 +107,13 @@ pub enum ChainEvent {
 }
 
 impl ChainEvent {
-    pub(crate) fn outcome(outcome: &ToolOutcome) -> Self {
+    /// The outcome of `call` (`None`: a call no reply asked for, such as
+    /// one a VCP server reports without its block).
+    pub(crate) fn outcome(call: Option<&ToolCall>, outcome: &ToolOutcome) -> Self {
         ChainEvent::Outcome {
             id: outcome.id.clone(),
             tool: outcome.tool.clone(),
+            arguments: call.map(call_text).unwrap_or_default(),
             status: outcome.status,
             duration_ms: outcome.duration.as_secs_f64() * 1000.0,
             output: outcome.output.clone(),

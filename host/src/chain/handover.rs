@@ -8,8 +8,8 @@
 //! summaries included (the server reads them back in the next request),
 //! with no calls of its own to answer, and a note of the statuses.
 
-use super::{Chain, ChainError, ChainEvent, Events, Stop, incoming, requested_so_far};
-use crate::discovery::{RenderedPrompt, count_tokens, render_template};
+use super::{Chain, ChainError, ChainEvent, Events, Stop, incoming};
+use crate::discovery::{RenderedPrompt, render_template};
 use crate::llm::{ChatRequest, Reply};
 use crate::manifest::ToolSpec;
 use crate::protocol::{Declared, ProtocolId};
@@ -28,7 +28,7 @@ pub(super) fn prompt(handover: &Handover, catalog: &Catalog, template: &str) -> 
     let tools: Vec<&ToolSpec> = catalog.tools().map(|(_, spec)| spec).filter(|spec| registered.contains(&spec.name)).collect();
     // No tools, no instructions for calling them either.
     let text = render_template(template, &tools, !tools.is_empty(), ProtocolId::Vcp);
-    Arc::new(RenderedPrompt { tokens: count_tokens(&text), text })
+    Arc::new(RenderedPrompt::new(text))
 }
 
 impl Chain {
@@ -51,26 +51,21 @@ impl Chain {
             Err(error) => return self.model_failed(transcript, error, events),
         };
         let Reply { content, reasoning, finish_reason, .. } = reply;
-        let mut next_number = requested_so_far(transcript.entries()) + 1;
+        let mut ids = transcript.call_ids();
         let mut statuses = Vec::new();
         let mut iteration = 0;
         for round in server_rounds(&content) {
             let text = Reply { content: round.text.to_owned(), ..Reply::default() };
-            let (calls, warnings) = incoming::calls_in(&text, ProtocolId::Vcp, &Declared::default(), next_number);
+            let (calls, warnings) = incoming::calls_in(&text, ProtocolId::Vcp, &Declared::default(), &mut ids);
             let calls: Vec<_> = calls.iter().map(|incoming| incoming.call().clone()).collect();
-            next_number += calls.len();
             if calls.is_empty() && round.reported.as_ref().is_none_or(Vec::is_empty) {
                 continue;
             }
             iteration += 1;
             events(ChainEvent::CallsParsed { calls: calls.iter().map(RequestedCall::from_call).collect(), warnings });
-            let mut next_id = || {
-                next_number += 1;
-                format!("call-{}", next_number - 1)
-            };
-            for outcome in reported_outcomes(&calls, round.reported.as_deref(), &mut next_id) {
+            for outcome in reported_outcomes(&calls, round.reported.as_deref(), &mut || ids.assign(None)) {
                 statuses.push(format!("{} {}", outcome.tool, outcome.status));
-                events(ChainEvent::outcome(&outcome));
+                events(ChainEvent::outcome(calls.iter().find(|c| c.id == outcome.id), &outcome));
             }
             events(ChainEvent::IterationDone { iteration });
         }

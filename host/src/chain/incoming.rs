@@ -1,13 +1,12 @@
 //! The calls in a finished reply: parsed from its text in the agent's
 //! protocol, or taken from the native `tool_calls` the API assembled.
 
-use crate::call::ToolCall;
+use crate::call::{CallIds, ToolCall};
 use crate::llm::Reply;
 use crate::manifest::json_type;
 use crate::protocol::lenient_json;
 use crate::protocol::{Declared, ProtocolId};
 use serde_json::{Map, Value};
-use std::collections::HashSet;
 
 /// One call found in a reply.
 #[derive(Debug, Clone)]
@@ -28,41 +27,31 @@ impl Incoming {
 }
 
 /// The calls in `reply`, in order, and what the parser repaired or
-/// dropped. Calls without an id of their own are numbered from
-/// `first_number`, so ids stay unique across a conversation.
+/// dropped. Each gets its id from `ids`, the conversation's, so ids stay
+/// unique across it.
 pub(super) fn calls_in(
     reply: &Reply,
     protocol: ProtocolId,
     declared: &Declared,
-    first_number: usize,
+    ids: &mut CallIds,
 ) -> (Vec<Incoming>, Vec<String>) {
-    let (calls, warnings) = if protocol == ProtocolId::Native && !reply.tool_calls.is_empty() {
-        (native_calls(reply), Vec::new())
-    } else {
-        let parsed = protocol.protocol().parse(&reply.content, declared);
-        let calls = ToolCall::from_reply(&reply.content, &parsed.calls)
-            .into_iter()
-            .zip(&parsed.calls)
-            .map(|(mut call, parsed)| {
-                if parsed.id.is_none() {
-                    call.id.clear();
-                }
-                Incoming::Call(call)
-            })
-            .collect();
-        (calls, parsed.warnings.iter().map(ToString::to_string).collect())
-    };
-    (number(calls, first_number), warnings)
+    if protocol == ProtocolId::Native && !reply.tool_calls.is_empty() {
+        return (native_calls(reply, ids), Vec::new());
+    }
+    let parsed = protocol.protocol().parse(&reply.content, declared);
+    let calls = ToolCall::from_reply_in(&reply.content, &parsed.calls, ids).into_iter().map(Incoming::Call).collect();
+    (calls, parsed.warnings.iter().map(ToString::to_string).collect())
 }
 
 /// The calls the native API assembled; arguments are JSON text, read as
 /// leniently as the text protocols read theirs.
-fn native_calls(reply: &Reply) -> Vec<Incoming> {
+fn native_calls(reply: &Reply, ids: &mut CallIds) -> Vec<Incoming> {
     reply
         .tool_calls
         .iter()
         .map(|native| {
-            let call = ToolCall { raw: native.arguments.clone(), ..ToolCall::with_map(&native.id, &native.name, Map::new()) };
+            let id = ids.assign(Some(&native.id));
+            let call = ToolCall { raw: native.arguments.clone(), ..ToolCall::with_map(id, &native.name, Map::new()) };
             match arguments_of(&native.arguments) {
                 Ok(args) => Incoming::Call(ToolCall { args, ..call }),
                 Err(why) => Incoming::Unreadable { why: format!("the arguments of `{}` are {why}", native.name), call },
@@ -83,22 +72,6 @@ fn arguments_of(text: &str) -> Result<Map<String, Value>, String> {
         Ok((other, ..)) => Err(format!("not a JSON object but {}", json_type(&other))),
         Err(error) => Err(format!("not JSON: {} (at byte {})", error.message, error.offset)),
     }
-}
-
-/// Give every call without an id, or with one an earlier call of the reply
-/// already has, the id `call-N`.
-fn number(mut calls: Vec<Incoming>, first_number: usize) -> Vec<Incoming> {
-    let mut seen = HashSet::new();
-    for (index, incoming) in calls.iter_mut().enumerate() {
-        let call = match incoming {
-            Incoming::Call(call) | Incoming::Unreadable { call, .. } => call,
-        };
-        if call.id.is_empty() || !seen.insert(call.id.clone()) {
-            call.id = format!("call-{}", first_number + index);
-            seen.insert(call.id.clone());
-        }
-    }
-    calls
 }
 
 #[cfg(test)]
@@ -123,10 +96,11 @@ mod tests {
             ],
             ..Reply::default()
         };
-        let (calls, warnings) = calls_in(&reply, ProtocolId::Native, &Declared::default(), 7);
+        let mut ids = CallIds::after(["call-1", "b"]);
+        let (calls, warnings) = calls_in(&reply, ProtocolId::Native, &Declared::default(), &mut ids);
         assert!(warnings.is_empty());
         let ids: Vec<&str> = calls.iter().map(|c| c.call().id.as_str()).collect();
-        assert_eq!(ids, ["a", "b", "c", "call-10", "call-11"], "missing and repeated ids are numbered");
+        assert_eq!(ids, ["a", "call-2", "c", "call-3", "call-4"], "missing and taken ids are numbered");
         assert!(matches!(&calls[0], Incoming::Call(c) if c.args == *json!({"expression": "1+1"}).as_object().unwrap()));
         assert!(matches!(&calls[1], Incoming::Call(c) if c.args["expression"] == "2"));
         assert!(matches!(&calls[2], Incoming::Unreadable { why, .. } if why.contains("an array")));
@@ -134,19 +108,19 @@ mod tests {
     }
 
     #[test]
-    fn text_calls_are_numbered_from_where_the_conversation_is() {
+    fn text_calls_are_numbered_after_the_conversations_ids() {
         let reply = Reply {
             content: "<<<[TOOL_REQUEST]>>>\ntool_name:「始」now「末」\n<<<[END_TOOL_REQUEST]>>>\n\
                       <<<[TOOL_REQUEST]>>>\ntool_name:「始」now「末」\n<<<[END_TOOL_REQUEST]>>>"
                 .into(),
             ..Reply::default()
         };
-        let (calls, _) = calls_in(&reply, ProtocolId::Vcp, &Declared::new(["now"]), 3);
+        let (calls, _) = calls_in(&reply, ProtocolId::Vcp, &Declared::new(["now"]), &mut CallIds::after(["call-1", "call-2"]));
         let ids: Vec<&str> = calls.iter().map(|c| c.call().id.as_str()).collect();
         assert_eq!(ids, ["call-3", "call-4"]);
         // Native protocol, a model without the native API: JSON in the text.
         let reply = Reply { content: r#"{"name": "now", "arguments": {}}"#.into(), ..Reply::default() };
-        let (calls, _) = calls_in(&reply, ProtocolId::Native, &Declared::new(["now"]), 1);
+        let (calls, _) = calls_in(&reply, ProtocolId::Native, &Declared::new(["now"]), &mut CallIds::new());
         assert_eq!(calls.len(), 1);
     }
 }

@@ -92,10 +92,19 @@ pub struct Chain {
 
 /// What to do with one call of a round.
 enum Planned {
-    /// Already answered (unreadable, repeated, answered by a person).
-    Done(ToolOutcome),
+    /// Already answered (unreadable, repeated, answered by a person); the
+    /// call is kept as asked for, to be recorded as it was.
+    Done { call: ToolCall, outcome: ToolOutcome },
     /// Through the pipeline.
     Run(ToolCall),
+}
+
+impl Planned {
+    fn call(&self) -> &ToolCall {
+        match self {
+            Planned::Done { call, .. } | Planned::Run(call) => call,
+        }
+    }
 }
 
 impl Chain {
@@ -154,8 +163,20 @@ impl Chain {
 
     /// Send the person's `message` and go on until the loop stops. Calls
     /// an earlier turn left unanswered (a crash, manual calls never
-    /// decided) are answered as not run first.
+    /// decided) are answered as not run first. Every entry of the turn is
+    /// in the transcript's file when this returns.
     pub async fn send(
+        &self,
+        transcript: &mut Transcript,
+        message: &str,
+        events: Events<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Stop, ChainError> {
+        let stopped = self.send_unflushed(transcript, message, events, cancel).await;
+        flushed(transcript, stopped).await
+    }
+
+    async fn send_unflushed(
         &self,
         transcript: &mut Transcript,
         message: &str,
@@ -181,8 +202,20 @@ impl Chain {
     /// Manual mode: settle the calls the last reply asked for as
     /// `decisions` say (a call without a decision is skipped), then go on.
     /// With no call waiting, this asks the model to go on from where the
-    /// transcript is.
+    /// transcript is. Every entry of the turn is in the transcript's file
+    /// when this returns.
     pub async fn resume(
+        &self,
+        transcript: &mut Transcript,
+        decisions: Vec<ManualDecision>,
+        events: Events<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Stop, ChainError> {
+        let stopped = self.resume_unflushed(transcript, decisions, events, cancel).await;
+        flushed(transcript, stopped).await
+    }
+
+    async fn resume_unflushed(
         &self,
         transcript: &mut Transcript,
         decisions: Vec<ManualDecision>,
@@ -226,8 +259,8 @@ impl Chain {
                 Err(error) => return self.model_failed(transcript, error, events),
             };
             let declared = Declared::new(offered.iter().map(|t| t.name.clone()));
-            let first_number = requested_so_far(transcript.entries()) + 1;
-            let (incoming, warnings) = incoming::calls_in(&reply, self.config.protocol, &declared, first_number);
+            let (incoming, warnings) =
+                incoming::calls_in(&reply, self.config.protocol, &declared, &mut transcript.call_ids());
             let calls: Vec<RequestedCall> = incoming.iter().map(|i| RequestedCall::from_call(i.call())).collect();
             transcript.push(Entry::Assistant { content: reply.content, reasoning: reply.reasoning, calls: calls.clone() })?;
             if reply.finish_reason.as_deref() == Some("length") {
@@ -273,23 +306,17 @@ impl Chain {
         events: Events<'_>,
         cancel: &CancellationToken,
     ) -> Result<Option<Stop>, ChainError> {
-        let calls: Vec<ToolCall> = plan
-            .iter()
-            .map(|planned| match planned {
-                Planned::Run(call) => call.clone(),
-                Planned::Done(outcome) => ToolCall::new(&outcome.id, &outcome.tool, ()),
-            })
-            .collect();
+        let calls: Vec<ToolCall> = plan.iter().map(|planned| planned.call().clone()).collect();
         for planned in &plan {
-            if let Planned::Done(outcome) = planned {
-                events(ChainEvent::outcome(outcome));
+            if let Planned::Done { call, outcome } = planned {
+                events(ChainEvent::outcome(Some(call), outcome));
             }
         }
         let to_run: Vec<ToolCall> = plan
             .iter()
             .filter_map(|planned| match planned {
                 Planned::Run(call) => Some(call.clone()),
-                Planned::Done(_) => None,
+                Planned::Done { .. } => None,
             })
             .collect();
         let mut ran = if to_run.is_empty() {
@@ -300,12 +327,12 @@ impl Chain {
                 chosen_by_person,
                 ..Turn::for_agent(self.agent.clone(), self.config.clone())
             };
-            self.pipeline.run_observed(&turn, to_run, &Watch { events }).await.outcomes
+            self.pipeline.run_observed(&turn, to_run, &Watch { events, calls: &calls }).await.outcomes
         }
         .into_iter();
         for (planned, call) in plan.into_iter().zip(&calls) {
             let outcome = match planned {
-                Planned::Done(outcome) => outcome,
+                Planned::Done { outcome, .. } => outcome,
                 Planned::Run(_) => ran.next().expect("one outcome per call run"),
             };
             transcript.set_status(&call.id, CallStatus::of(outcome.status), (outcome.status != Status::Success).then(|| outcome.output.clone()));
@@ -370,18 +397,19 @@ fn plan_round(entries: &[Entry], incoming: Vec<Incoming>) -> (Vec<Planned>, Opti
         .into_iter()
         .map(|incoming| match incoming {
             Incoming::Unreadable { call, why } => {
-                Planned::Done(ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, why))
+                let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, why);
+                Planned::Done { call, outcome }
             }
             Incoming::Call(call) => match repeats::rounds_in_a_row(entries, current, &call) {
                 rounds if rounds > REPEAT_LIMIT => {
                     stop = Some(Stop::Repeated { tool: call.tool.clone() });
-                    Planned::Done(not_run(&call, "the same call was made again after the model was told to stop"))
+                    not_run(call, "the same call was made again after the model was told to stop")
                 }
-                REPEAT_LIMIT => Planned::Done(not_run(
-                    &call,
+                REPEAT_LIMIT => not_run(
+                    call,
                     "this exact call (same tool, same arguments) was made three rounds in a row; its result will \
                      not change, so it was not run again. Answer with the results you have, or try something else.",
-                )),
+                ),
                 _ => Planned::Run(call),
             },
         })
@@ -390,7 +418,7 @@ fn plan_round(entries: &[Entry], incoming: Vec<Incoming>) -> (Vec<Planned>, Opti
         // Nothing new starts once the loop is stopping.
         for planned in &mut plan {
             if let Planned::Run(call) = planned {
-                *planned = Planned::Done(not_run(call, "the loop stopped: a call was repeated too often"));
+                *planned = not_run(call.clone(), "the loop stopped: a call was repeated too often");
             }
         }
     }
@@ -399,7 +427,10 @@ fn plan_round(entries: &[Entry], incoming: Vec<Incoming>) -> (Vec<Planned>, Opti
 
 /// What a person's `decision` (none: skip) makes of a waiting call.
 fn decide(call: &RequestedCall, decision: Option<&ManualDecision>) -> Planned {
-    let finished = |status, output: String| Planned::Done(ToolOutcome::without_running(&call.id, &call.tool, status, output));
+    let finished = |status, output: String| Planned::Done {
+        call: call.to_call(),
+        outcome: ToolOutcome::without_running(&call.id, &call.tool, status, output),
+    };
     match decision {
         Some(ManualDecision::Run { arguments: None, .. }) => Planned::Run(call.to_call()),
         Some(ManualDecision::Run { arguments: Some(edited), .. }) => {
@@ -413,8 +444,19 @@ fn decide(call: &RequestedCall, decision: Option<&ManualDecision>) -> Planned {
     }
 }
 
-fn not_run(call: &ToolCall, why: &str) -> ToolOutcome {
-    ToolOutcome::without_running(&call.id, &call.tool, Status::Cancelled, format!("not run: {why}"))
+/// `call`, answered without running it: not run, because `why`.
+fn not_run(call: ToolCall, why: &str) -> Planned {
+    let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Cancelled, format!("not run: {why}"));
+    Planned::Done { call, outcome }
+}
+
+/// How a turn `stopped`, once every entry is in the transcript's file: the
+/// turn's own error first, else the file's.
+async fn flushed(transcript: &Transcript, stopped: Result<Stop, ChainError>) -> Result<Stop, ChainError> {
+    let written = transcript.flush().await;
+    let stop = stopped?;
+    written?;
+    Ok(stop)
 }
 
 /// Record `outcome` of `call` as a tool entry.
@@ -433,20 +475,11 @@ fn rounds_this_turn(entries: &[Entry]) -> u32 {
     u32::try_from(rounds).unwrap_or(u32::MAX)
 }
 
-/// Calls asked for in the whole conversation, for numbering new ones.
-fn requested_so_far(entries: &[Entry]) -> usize {
-    entries
-        .iter()
-        .map(|e| match e {
-            Entry::Assistant { calls, .. } => calls.len(),
-            _ => 0,
-        })
-        .sum()
-}
-
-/// Passes the pipeline's steps on as events.
+/// Passes the pipeline's steps on as events, each outcome with the call
+/// of the round it answers.
 struct Watch<'a> {
     events: Events<'a>,
+    calls: &'a [ToolCall],
 }
 
 impl TurnObserver for Watch<'_> {
@@ -459,6 +492,6 @@ impl TurnObserver for Watch<'_> {
     }
 
     fn finished(&self, outcome: &ToolOutcome) {
-        (self.events)(ChainEvent::outcome(outcome));
+        (self.events)(ChainEvent::outcome(self.calls.iter().find(|c| c.id == outcome.id), outcome));
     }
 }

@@ -102,14 +102,10 @@ impl Assembler {
         Box::new(self.reply.clone())
     }
 
-    /// The reply, once the stream has ended: whole, or cut off. Calls the
-    /// provider gave no id get `call-N`.
-    pub(crate) fn finish(mut self) -> Result<Reply, LlmError> {
-        for (n, call) in self.reply.tool_calls.iter_mut().enumerate() {
-            if call.id.is_empty() {
-                call.id = format!("call-{}", n + 1);
-            }
-        }
+    /// The reply, once the stream has ended: whole, or cut off. A call
+    /// the provider gave no id keeps an empty one: the conversation gives
+    /// it one unique in it (`CallIds`).
+    pub(crate) fn finish(self) -> Result<Reply, LlmError> {
         if self.finished { Ok(self.reply) } else { Err(LlmError::CutOff { partial: Box::new(self.reply) }) }
     }
 }

@@ -82,7 +82,7 @@ pub use config::{
 };
 pub(crate) use config::VcpSection;
 pub use error::NodeError;
-pub use handover::Handover;
+pub use handover::{Handover, STATUS_FILE_POLL};
 pub(crate) use handover::{reported_outcomes, server_rounds};
 pub use status::{NodeState, NodeStatus};
 pub use unattended::UnattendedApprover;
