@@ -295,6 +295,33 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     assert_eq!(uses(&again), [CacheUse::Hit, CacheUse::Hit], "the recompiled artifacts were stored");
 }
 
+#[tokio::test]
+async fn a_cache_file_that_cannot_be_read_or_written_costs_only_its_component_the_cache() {
+    let host = TestHost::new(&["calc", "clock"], "").await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut policy = host.policy("");
+    policy.cache_dir = Some(cache.path().to_owned());
+    Registry::load(policy.clone()).await.unwrap();
+    let files = files_in(cache.path());
+    // A directory where one artifact was: neither read nor replaced.
+    std::fs::remove_file(&files[0]).unwrap();
+    std::fs::create_dir(&files[0]).unwrap();
+
+    let registry = Registry::load(policy).await.unwrap();
+    let catalog = registry.catalog();
+    assert!(catalog.refused.is_empty(), "{:?}", refusals(&registry));
+    let mut uses: Vec<CacheUse> = catalog.plugins.iter().map(|p| p.cache.clone()).collect();
+    uses.sort_by_key(|use_| *use_ != CacheUse::Hit);
+    assert_eq!(uses.len(), 2);
+    assert_eq!(uses[0], CacheUse::Hit, "the other component still comes from the cache");
+    let CacheUse::NotStored(why) = &uses[1] else { panic!("{:?}", uses[1]) };
+    let entry = files[0].display().to_string();
+    assert!(why.contains(&format!("unreadable cache file {entry}")) && why.contains(&format!("cannot write cache file {entry}")), "{why}");
+    let call = ToolCall::new("1", "calculate", serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone());
+    let outcome = Executor::new(Arc::new(registry)).call(&call).await;
+    assert!(outcome.output.contains("42"), "{}", outcome.output);
+}
+
 /// How long the test below waits before it stops waiting for the load and
 /// feeds the cache file itself: far longer than a load takes.
 const RESCUE_AFTER: std::time::Duration = std::time::Duration::from_secs(20);
