@@ -138,7 +138,7 @@ pub enum LlmError {
 }
 
 fn size_in_words(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 { format!("{} MiB", bytes >> 20) } else { format!("{bytes} bytes") }
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) { format!("{} MiB", bytes >> 20) } else { format!("{bytes} bytes") }
 }
 
 fn describe_cut(partial: &Reply) -> String {
