@@ -243,7 +243,7 @@ impl Failure {
             CallFailure::Exited { .. } => Failure::new(K::Exited),
             CallFailure::Trapped { .. } => Failure::new(K::Trapped),
             CallFailure::Cancelled => Failure::new(K::Cancelled),
-            CallFailure::Host(_) => Failure::new(K::HostError),
+            CallFailure::Host { .. } => Failure::new(K::HostError),
         }
     }
 
@@ -269,7 +269,7 @@ fn status_of(failure: &CallFailure) -> Status {
     match failure {
         CallFailure::Tool(f) if f.kind == ToolFailureKind::UnknownTool => Status::NotFound,
         CallFailure::Tool(f) if f.kind == ToolFailureKind::InvalidArgs => Status::InvalidArgs,
-        CallFailure::Tool(_) | CallFailure::Trapped { .. } | CallFailure::Exited { .. } | CallFailure::Host(_) => {
+        CallFailure::Tool(_) | CallFailure::Trapped { .. } | CallFailure::Exited { .. } | CallFailure::Host { .. } => {
             Status::Error
         }
         CallFailure::OutOfFuel { .. } => Status::OutOfFuel,

@@ -28,6 +28,21 @@ async fn the_example_plugins_load_with_their_tools() {
 }
 
 #[tokio::test]
+async fn a_component_that_does_not_compile_is_refused_alone_keeping_wasmtimes_error_as_source() {
+    let host = TestHost::new(&["calc"], "").await;
+    // A component's header, then a truncated section.
+    std::fs::write(host.dir.path().join("plugins/broken.wasm"), b"\0asm\x0d\0\x01\0\x01\xff\xff").unwrap();
+    host.registry.reload().await.unwrap();
+    let catalog = host.registry.catalog();
+    assert!(catalog.plugin("calc").is_some(), "the others still load");
+    let [refusal] = &catalog.refused[..] else { panic!("{:?}", refusals(&host.registry)) };
+    assert!(matches!(refusal.error, LoadError::Compile { .. }), "{:?}", refusal.error);
+    let source = std::error::Error::source(&refusal.error).expect("wasmtime's error is kept");
+    let said = toolhost::error_chain(&refusal.error);
+    assert!(said.starts_with("broken.wasm is not a loadable component: ") && said.contains(&source.to_string()), "{said}");
+}
+
+#[tokio::test]
 async fn an_incompatible_api_version_is_refused_naming_both() {
     let host = TestHost::new(&["api_mismatch", "calc"], "").await;
     assert_eq!(

@@ -155,6 +155,7 @@ pub enum LoadError {
         /// The file name.
         file: String,
         /// What happened.
+        #[source]
         failure: CallFailure,
     },
     /// The manifest is invalid.
