@@ -26,7 +26,8 @@ pub(super) struct CallCommand {
     #[arg(long, value_name = "OBJECT")]
     json: Option<String>,
     /// `json`: print the whole outcome as a JSON object on stdout (id,
-    /// tool, status, output, duration, fuel) instead of the output.
+    /// tool, status, output, duration, fuel, and the failure as data:
+    /// kind, limit, plugin) instead of the output.
     #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"], default_value = "text")]
     output: String,
     /// Allow the call without asking, where it needs approval (deny rules

@@ -5,10 +5,11 @@
 //! config), fetched with the `oci-wasm` crate.
 
 use anyhow::{Context, bail, ensure};
+use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
-use oci_wasm::WasmClient;
+use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WasmClient};
 use std::path::PathBuf;
 use toolhost::sha256_hex;
 
@@ -73,28 +74,56 @@ async fn download(url: &str) -> anyhow::Result<Vec<u8>> {
     let mut response = reqwest::get(url).await.and_then(|r| r.error_for_status()).with_context(|| format!("downloading {url}"))?;
     let mut bytes = Vec::new();
     while let Some(chunk) = response.chunk().await.with_context(|| format!("downloading {url}"))? {
-        ensure!(bytes.len() + chunk.len() <= MAX_DOWNLOAD_BYTES, "{url} is larger than {} MiB", MAX_DOWNLOAD_BYTES >> 20);
-        bytes.extend_from_slice(&chunk);
+        append_capped(&mut bytes, &chunk, url)?;
     }
     Ok(bytes)
+}
+
+/// Add `chunk` to what arrived of `what`, unless that makes it larger than
+/// [`MAX_DOWNLOAD_BYTES`]: checked before the chunk is kept.
+fn append_capped(bytes: &mut Vec<u8>, chunk: &[u8], what: &str) -> anyhow::Result<()> {
+    ensure!(
+        bytes.len() + chunk.len() <= MAX_DOWNLOAD_BYTES,
+        "{what} is larger than {} MiB, the most toolhost downloads (MAX_DOWNLOAD_BYTES); it was not installed",
+        MAX_DOWNLOAD_BYTES >> 20
+    );
+    bytes.extend_from_slice(chunk);
+    Ok(())
 }
 
 /// Pull the component layer of the artifact at `reference`. Plain HTTP
 /// only to a registry on loopback (a local test or mirror); HTTPS anywhere
 /// else. Anonymous: the registry must allow pulls without credentials.
+/// The layer is read as it streams, so one larger than
+/// [`MAX_DOWNLOAD_BYTES`] is refused before it is held: by the size its
+/// manifest declares, else as its bytes pass the cap.
 async fn pull(reference: &str) -> anyhow::Result<Vec<u8>> {
     install_crypto();
     let parsed: Reference = reference.parse().with_context(|| format!("`oci://{reference}` is not an OCI reference"))?;
     let host = parsed.resolve_registry().to_owned();
     let protocol = if is_loopback(&host) { ClientProtocol::HttpsExcept(vec![host]) } else { ClientProtocol::Https };
     let client = WasmClient::new(Client::new(ClientConfig { protocol, ..ClientConfig::default() }));
-    let image = client.pull(&parsed, &RegistryAuth::Anonymous).await.with_context(|| format!("pulling oci://{reference}"))?;
-    let layer = image.layers.into_iter().next().context("the artifact has no layer")?;
-    let declared = image.manifest.as_ref().and_then(|m| m.layers.first()).map(|l| l.digest.clone()).unwrap_or_default();
-    let actual = format!("sha256:{}", sha256_hex(&layer.data));
-    ensure!(declared == actual, "oci://{reference}: the component's digest is {actual}, but its manifest says {declared}");
-    ensure!(layer.data.len() <= MAX_DOWNLOAD_BYTES, "oci://{reference} is larger than {} MiB", MAX_DOWNLOAD_BYTES >> 20);
-    Ok(layer.data.to_vec())
+    let pulling = || format!("pulling oci://{reference}");
+    // Checks one layer, and the Wasm artifact's media types.
+    let (manifest, _config, _digest) = client.pull_manifest_and_config(&parsed, &RegistryAuth::Anonymous).await.with_context(pulling)?;
+    let layer = manifest.layers.first().context("the artifact has no layer")?;
+    let what = format!("oci://{reference}");
+    ensure!(layer.media_type == WASM_LAYER_MEDIA_TYPE, "{what}: its layer is {}, not {WASM_LAYER_MEDIA_TYPE}", layer.media_type);
+    ensure!(
+        usize::try_from(layer.size).is_ok_and(|size| size <= MAX_DOWNLOAD_BYTES),
+        "{what} declares a component of {} bytes, larger than {} MiB, the most toolhost downloads (MAX_DOWNLOAD_BYTES); \
+         it was not installed",
+        layer.size,
+        MAX_DOWNLOAD_BYTES >> 20
+    );
+    let mut stream = client.pull_blob_stream(&parsed, layer).await.with_context(pulling)?;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        append_capped(&mut bytes, &chunk.with_context(pulling)?, &what)?;
+    }
+    let actual = format!("sha256:{}", sha256_hex(&bytes));
+    ensure!(layer.digest == actual, "{what}: the component's digest is {actual}, but its manifest says {}", layer.digest);
+    Ok(bytes)
 }
 
 /// Whether `host` (with or without a port) is this machine.

@@ -95,6 +95,31 @@ fn a_failed_call_exits_non_zero_and_names_the_limit() {
 }
 
 #[test]
+fn a_failure_is_data_in_the_json_of_call_and_run() {
+    let dir = demo_dir();
+    let hostile = plugins("hostile");
+    let out = toolhost(dir.path(), &["--plugins", hostile.to_str().unwrap(), "call", "spin", "--fuel", "5000", "--output", "json"]);
+    assert!(!out.status.success());
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failure = &outcome["failure"];
+    assert_eq!(failure["kind"], "out-of-fuel", "{outcome}");
+    assert_eq!(failure["limit"], serde_json::json!({ "name": "fuel", "value": 5000 }), "{outcome}");
+    assert_eq!(failure["plugin"], "hostile", "{outcome}");
+    assert!(failure["plugin_version"].as_str().is_some_and(|v| !v.is_empty()), "{outcome}");
+
+    // The plugin's own invalid-args, and a denial decided before running.
+    let reply = "```json\n{\"action\": \"tool_call\", \"name\": \"calculate\", \"arguments\": {\"expression\": \"1+\"}}\n```\n\
+        ```json\n{\"action\": \"tool_call\", \"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"42\"}}\n```\n";
+    let ran = toolhost_with_input(dir.path(), &["run", "--json"], reply);
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    let value: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    let (invalid, denied) = (&value["outcomes"][0], &value["outcomes"][1]);
+    assert_eq!((&invalid["status"], &invalid["failure"]["kind"]), (&"invalid-args".into(), &"invalid-args".into()), "{invalid}");
+    assert_eq!(invalid["failure"]["plugin"], "calc", "{invalid}");
+    assert_eq!((&denied["status"], &denied["failure"]["kind"]), (&"denied".into(), &"denied".into()), "{denied}");
+}
+
+#[test]
 fn inspect_shows_requested_versus_granted() {
     let dir = demo_dir();
     let files = plugins("examples").join("files.wasm");

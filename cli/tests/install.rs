@@ -220,3 +220,80 @@ fn an_oci_artifact_is_installed_and_pinned_by_tag_and_digest_and_a_tampered_one_
     assert!(!user.plugin_dir().join("calc.wasm").exists());
     assert_eq!(user.lock(), "");
 }
+
+/// A registry that serves one artifact whose manifest declares a layer
+/// larger than `toolhost add` takes: the manifest and config as they are,
+/// and the layer's bytes if asked, counting how often it is asked.
+/// (The registry above refuses to store a manifest that lies about a
+/// layer's size, and pushing a real 300 MiB layer costs far more.)
+struct OversizedArtifact {
+    host: String,
+    layer_requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl OversizedArtifact {
+    fn serve(component: &Path, declared_size: u64) -> OversizedArtifact {
+        use oci_wasm::ToConfig;
+        use std::io::{BufRead, BufReader, Write};
+        let raw = std::fs::read(component).unwrap();
+        let (config, _) = WasmConfig::from_raw_component(raw.clone(), None).unwrap();
+        let config = config.to_config().unwrap().data.to_vec();
+        let digest = |bytes: &[u8]| format!("sha256:{}", sha256_hex(bytes));
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": { "mediaType": "application/vnd.wasm.config.v0+json", "digest": digest(&config), "size": config.len() },
+            "layers": [{ "mediaType": "application/wasm", "digest": digest(&raw), "size": declared_size }],
+        })
+        .to_string();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let host = listener.local_addr().unwrap().to_string();
+        let layer_requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = layer_requests.clone();
+        let (config_path, layer_path) = (format!("/blobs/{}", digest(&config)), format!("/blobs/{}", digest(&raw)));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut request_line = String::new();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                if reader.read_line(&mut request_line).is_err() {
+                    continue;
+                }
+                // The headers are not needed; read them off.
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+                let (media_type, body): (&str, &[u8]) = if path.contains("/manifests/") {
+                    ("application/vnd.oci.image.manifest.v1+json", manifest.as_bytes())
+                } else if path.ends_with(&config_path) {
+                    ("application/vnd.wasm.config.v0+json", &config)
+                } else if path.ends_with(&layer_path) {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    ("application/wasm", &raw)
+                } else {
+                    ("application/json", b"{}")
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {media_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body));
+            }
+        });
+        OversizedArtifact { host, layer_requests }
+    }
+}
+
+#[test]
+fn an_oci_layer_declared_larger_than_the_cap_is_refused_before_it_is_fetched() {
+    let registry = OversizedArtifact::serve(&calc(), 300 << 20);
+    let user = User::new();
+    let out = user.toolhost(&["add", &format!("oci://{}/tools/calc:huge", registry.host), "--yes"]);
+    let said = text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&format!("declares a component of {} bytes, larger than 256 MiB", 300 << 20)), "{said}");
+    assert_eq!(registry.layer_requests.load(std::sync::atomic::Ordering::SeqCst), 0, "the layer was fetched: {said}");
+    assert!(!user.plugin_dir().join("calc.wasm").exists());
+}

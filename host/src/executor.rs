@@ -186,7 +186,7 @@ impl Executor {
         {
             failure.message = explained;
         }
-        ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
+        ToolOutcome::from_invocation(&call.id, &call.tool, invocation).of_plugin(plugin.name(), &plugin.manifest.version.to_string())
     }
 
     /// Run a batch as `options` say; outcomes keep the calls' order.

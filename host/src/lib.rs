@@ -101,15 +101,15 @@ pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, 
 pub use executor::{Executor, RunOptions, default_concurrency};
 pub use tokio_util::sync::CancellationToken;
 pub use llm::{
-    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, LlmClient, LlmError, LlmProfile, OpenAiClient, Reply, RetryPolicy, StreamEvent, Usage};
+    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, LlmClient, LlmError, LlmProfile, OpenAiClient, Reply, RetryPolicy, StreamEvent, Usage};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, Reach, ToolSpec, is_valid_name,
 };
 pub use message::{Message, NativeCall, Role};
-pub use outcome::{Status, ToolOutcome};
+pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
-pub use error_chain::error_chain;
+pub use error_chain::{SharedError, error_chain};
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};

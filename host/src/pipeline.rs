@@ -186,6 +186,17 @@ impl Pipeline {
         &self.executor
     }
 
+    /// The approval policy and audit log calls go through; for a door
+    /// that serves a request of its own (the VCP node's files).
+    pub(crate) fn approvals(&self) -> &Approvals {
+        &self.approvals
+    }
+
+    /// Who decides the calls a person must decide.
+    pub(crate) fn approver(&self) -> &dyn Approver {
+        self.approver.as_ref()
+    }
+
     /// Run the calls of one reply through every step.
     pub async fn run(&self, turn: &Turn, calls: Vec<ToolCall>) -> TurnResult {
         self.run_observed(turn, calls, &()).await
@@ -337,6 +348,7 @@ impl Pipeline {
             // The rejected text is replaced here, before any message or
             // summary is built from the outcome.
             outcome.status = Status::ResultRejected;
+            outcome.failure = crate::outcome::Failure::of_status(Status::ResultRejected);
             outcome.output = match reason {
                 Some(reason) => format!("a person withheld the result: {reason}"),
                 None => "a person withheld the result".into(),

@@ -163,6 +163,9 @@ async fn an_http_host_off_the_allow_list_is_denied_and_named() {
         "HTTP host evil.test is not granted to plugin `hostile`; the plugin then failed: \
          GET http://evil.test/ failed: ErrorCode::HttpRequestDenied"
     );
+    let failure = outcome.failure.expect("a denial is a failure");
+    assert_eq!((failure.kind, failure.hosts), (toolhost::FailureKind::HttpDenied, vec!["evil.test".to_owned()]));
+    assert_eq!(failure.plugin.as_deref(), Some("hostile"));
 }
 
 /// The audit's attack: a squatter declaring `files` under a file name that

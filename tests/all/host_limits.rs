@@ -131,9 +131,9 @@ async fn a_log_record_cannot_forge_host_log_lines() {
 #[tokio::test]
 async fn an_error_message_is_held_to_the_output_limit() {
     let (host, _dir) = hoarder(false, "").await;
-    for kind in ["failed", "invalid-args"] {
+    for (kind, status) in [("failed", Status::Error), ("invalid-args", Status::InvalidArgs)] {
         let outcome = host.call("huge_error", json!({ "mib": 10, "kind": kind })).await;
-        assert_eq!(outcome.status, Status::Error, "{kind}");
+        assert_eq!(outcome.status, status, "{kind}");
         assert!(outcome.output.len() < (1 << 20) + 200, "{kind}: {} bytes", outcome.output.len());
         assert!(
             outcome.output.ends_with(" … [the plugin's error message of 10 MiB was cut at the output limit of 1 MiB]"),

@@ -3,7 +3,14 @@
 
 use crate::support::TestHost;
 use serde_json::json;
-use toolhost::Status;
+use toolhost::{FailureKind, Status, ToolOutcome};
+
+/// The failure's kind, and the limit it names with its value.
+fn limit_hit(outcome: &ToolOutcome) -> (FailureKind, String, u64) {
+    let failure = outcome.failure.as_ref().unwrap_or_else(|| panic!("no failure: {}", outcome.output));
+    let limit = failure.limit.as_ref().unwrap_or_else(|| panic!("no limit: {failure:?}"));
+    (failure.kind, limit.name.clone(), limit.value)
+}
 
 /// After a hostile call, an ordinary call on the same host still works.
 async fn next_call_works(host: &TestHost) {
@@ -23,6 +30,9 @@ async fn an_infinite_loop_runs_out_of_fuel() {
     assert_eq!(outcome.status, Status::OutOfFuel);
     assert_eq!(outcome.output, "out of fuel after 50 000 000 units");
     assert_eq!(outcome.fuel_used, 50_000_000);
+    assert_eq!(limit_hit(&outcome), (FailureKind::OutOfFuel, "fuel".into(), 50_000_000));
+    let failure = outcome.failure.as_ref().unwrap();
+    assert_eq!((failure.plugin.as_deref(), failure.plugin_version.is_some()), (Some("hostile"), true));
     next_call_works(&host).await;
 }
 
@@ -33,6 +43,7 @@ async fn an_infinite_loop_is_stopped_at_the_deadline() {
     let outcome = host.call("spin", json!({})).await;
     assert_eq!(outcome.status, Status::TimedOut);
     assert_eq!(outcome.output, "timed out after 200 ms");
+    assert_eq!(limit_hit(&outcome), (FailureKind::TimedOut, "timeout_ms".into(), 200));
     assert!(outcome.duration.as_millis() < 2_000, "stopped promptly, took {:?}", outcome.duration);
     next_call_works(&host).await;
 }
@@ -53,6 +64,7 @@ async fn a_memory_bomb_hits_the_memory_limit() {
     let outcome = host.call("exhaust_memory", json!({})).await;
     assert_eq!(outcome.status, Status::LimitExceeded);
     assert_eq!(outcome.output, "memory limit 16 MiB exceeded");
+    assert_eq!(limit_hit(&outcome), (FailureKind::MemoryLimit, "memory_bytes".into(), 16 << 20));
     next_call_works(&host).await;
 }
 
@@ -62,6 +74,7 @@ async fn unbounded_recursion_hits_the_stack_limit() {
     let outcome = host.call("recurse", json!({})).await;
     assert_eq!(outcome.status, Status::LimitExceeded);
     assert_eq!(outcome.output, "stack limit 512 KiB exceeded");
+    assert_eq!(limit_hit(&outcome), (FailureKind::StackOverflow, "stack_bytes".into(), 512 << 10));
     next_call_works(&host).await;
 }
 
@@ -71,6 +84,7 @@ async fn a_flood_of_output_hits_the_output_limit() {
     let outcome = host.call("flood_output", json!({ "mib": 4 })).await;
     assert_eq!(outcome.status, Status::LimitExceeded);
     assert_eq!(outcome.output, "output of 4 MiB exceeds the limit of 256 KiB");
+    assert_eq!(limit_hit(&outcome), (FailureKind::OutputTooLarge, "output_bytes".into(), 256 << 10));
     next_call_works(&host).await;
 }
 
@@ -98,6 +112,7 @@ async fn too_few_instances_is_named() {
     let outcome = host.call("count_calls", json!({})).await;
     assert_eq!(outcome.status, Status::LimitExceeded);
     assert_eq!(outcome.output, "instances limit 1 exceeded");
+    assert_eq!(limit_hit(&outcome), (FailureKind::ResourceLimit, "instances".into(), 1));
     next_call_works(&host).await;
 }
 

@@ -28,6 +28,21 @@ async fn the_example_plugins_load_with_their_tools() {
 }
 
 #[tokio::test]
+async fn a_component_that_does_not_compile_is_refused_alone_keeping_wasmtimes_error_as_source() {
+    let host = TestHost::new(&["calc"], "").await;
+    // A component's header, then a truncated section.
+    std::fs::write(host.dir.path().join("plugins/broken.wasm"), b"\0asm\x0d\0\x01\0\x01\xff\xff").unwrap();
+    host.registry.reload().await.unwrap();
+    let catalog = host.registry.catalog();
+    assert!(catalog.plugin("calc").is_some(), "the others still load");
+    let [refusal] = &catalog.refused[..] else { panic!("{:?}", refusals(&host.registry)) };
+    assert!(matches!(refusal.error, LoadError::Compile { .. }), "{:?}", refusal.error);
+    let source = std::error::Error::source(&refusal.error).expect("wasmtime's error is kept");
+    let said = toolhost::error_chain(&refusal.error);
+    assert!(said.starts_with("broken.wasm is not a loadable component: ") && said.contains(&source.to_string()), "{said}");
+}
+
+#[tokio::test]
 async fn an_incompatible_api_version_is_refused_naming_both() {
     let host = TestHost::new(&["api_mismatch", "calc"], "").await;
     assert_eq!(
@@ -293,6 +308,33 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     assert!(outcome.output.contains("42"), "{}", outcome.output);
     let again = Registry::load(policy).await.unwrap();
     assert_eq!(uses(&again), [CacheUse::Hit, CacheUse::Hit], "the recompiled artifacts were stored");
+}
+
+#[tokio::test]
+async fn a_cache_file_that_cannot_be_read_or_written_costs_only_its_component_the_cache() {
+    let host = TestHost::new(&["calc", "clock"], "").await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut policy = host.policy("");
+    policy.cache_dir = Some(cache.path().to_owned());
+    Registry::load(policy.clone()).await.unwrap();
+    let files = files_in(cache.path());
+    // A directory where one artifact was: neither read nor replaced.
+    std::fs::remove_file(&files[0]).unwrap();
+    std::fs::create_dir(&files[0]).unwrap();
+
+    let registry = Registry::load(policy).await.unwrap();
+    let catalog = registry.catalog();
+    assert!(catalog.refused.is_empty(), "{:?}", refusals(&registry));
+    let mut uses: Vec<CacheUse> = catalog.plugins.iter().map(|p| p.cache.clone()).collect();
+    uses.sort_by_key(|use_| *use_ != CacheUse::Hit);
+    assert_eq!(uses.len(), 2);
+    assert_eq!(uses[0], CacheUse::Hit, "the other component still comes from the cache");
+    let CacheUse::NotStored(why) = &uses[1] else { panic!("{:?}", uses[1]) };
+    let entry = files[0].display().to_string();
+    assert!(why.contains(&format!("unreadable cache file {entry}")) && why.contains(&format!("cannot write cache file {entry}")), "{why}");
+    let call = ToolCall::new("1", "calculate", serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone());
+    let outcome = Executor::new(Arc::new(registry)).call(&call).await;
+    assert!(outcome.output.contains("42"), "{}", outcome.output);
 }
 
 /// How long the test below waits before it stops waiting for the load and

@@ -357,7 +357,8 @@ async fn files_are_refused_by_default_and_served_only_from_an_allowed_directory(
     drop(node);
 
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], "serve_dirs = [\"shared\"]\nmax_file_kib = 1\n", "").await;
+    let served = "serve_dirs = [\"shared\"]\nmax_file_kib = 1\n[vcp.unattended]\nmoderate = \"allow\"\n";
+    let node = Node::join(&standin, &["calc"], served, "").await;
     let dir = node.host.dir.path();
     let shared = dir.join("shared");
     std::fs::create_dir(&shared).unwrap();
@@ -383,6 +384,57 @@ async fn files_are_refused_by_default_and_served_only_from_an_allowed_directory(
         let refused = standin.result(id).await;
         assert!(error_of(&refused).contains(says), "{id}: {refused}");
     }
+}
+
+/// The audit log's records of file requests.
+fn file_requests_audited(node: &Node) -> Vec<Value> {
+    let audit = std::fs::read_to_string(node.host.dir.path().join("audit.jsonl")).unwrap_or_default();
+    audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["tool"] == "internal_request_file").collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_request_is_approved_and_audited_like_a_call_of_a_moderate_tool() {
+    const AUDITED: &str = "[approval]\naudit_log = \"audit.jsonl\"\n";
+    let serve = |unattended: &str| format!("serve_dirs = [\"shared\"]\n[vcp.unattended]\nmoderate = \"{unattended}\"\n");
+    let note = |node: &Node| {
+        let shared = node.host.dir.path().join("shared");
+        std::fs::create_dir_all(&shared).unwrap();
+        std::fs::write(shared.join("note.txt"), "hello").unwrap();
+        json!({"fileUrl": format!("file://{}", shared.join("note.txt").display())})
+    };
+
+    // Nobody attached, and the unattended policy denies moderate calls.
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], &serve("deny"), AUDITED).await;
+    standin.registration(1).await;
+    standin.execute("f-unattended", "internal_request_file", note(&node));
+    let denied = standin.result("f-unattended").await;
+    let message = error_of(&denied);
+    assert!(message.contains("needs approval") && message.contains("[vcp.unattended] moderate = \"deny\""), "{message}");
+    let records = file_requests_audited(&node);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!((&records[0]["decision"], &records[0]["status"]), (&json!("deny"), &json!("denied")), "{}", records[0]);
+    assert_eq!((&records[0]["plugin"], &records[0]["agent"]), (&json!("toolhost"), &json!(format!("vcp:127.0.0.1:{}", standin.port))));
+    drop(node);
+
+    // The policy lets it run: served, and audited as run.
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["calc"], &serve("allow"), AUDITED).await;
+    standin.registration(1).await;
+    standin.execute("f-allowed", "internal_request_file", note(&node));
+    assert_eq!(standin.result("f-allowed").await["result"]["fileData"], "aGVsbG8=");
+    let records = file_requests_audited(&node);
+    assert_eq!((&records[0]["decision"], &records[0]["status"]), (&json!("run"), &json!("success")), "{}", records[0]);
+    drop(node);
+
+    // A deny rule holds whatever the unattended policy allows.
+    let standin = StandIn::start(KEY).await;
+    let rule = "[[approval.rules]]\naction = \"deny\"\ntool = \"internal_request_file\"\nreason = \"no files today\"\n";
+    let node = Node::join(&standin, &["calc"], &serve("allow"), &format!("{AUDITED}{rule}")).await;
+    standin.registration(1).await;
+    standin.execute("f-rule", "internal_request_file", note(&node));
+    assert_eq!(error_of(&standin.result("f-rule").await), "no files today");
+    assert_eq!(file_requests_audited(&node)[0]["reason"], "no files today");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,9 +14,12 @@
 mod assemble;
 mod openai;
 
-pub use openai::{ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, LlmProfile, OpenAiClient, RetryPolicy};
+pub use openai::{
+    ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, LlmProfile, OpenAiClient, RetryPolicy,
+};
 
 use crate::message::{Message, NativeCall};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// What is sent to the model.
@@ -64,15 +67,20 @@ pub struct Reply {
 
 /// Why a reply could not be had; every variant that streamed keeps what
 /// arrived.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum LlmError {
     /// No connection, after the retries.
     #[error("cannot reach the model at {url}: {message}")]
     Connect {
         /// The endpoint.
         url: String,
-        /// What went wrong.
+        /// What went wrong, down to its first cause ("Connection refused").
         message: String,
+        /// The HTTP client's error, the endpoint left out of it (it is in
+        /// `url`).
+        #[source]
+        source: Arc<reqwest::Error>,
     },
     /// The server answered with an error status, after any retries.
     #[error("the model server answered {status}: {body}")]
@@ -112,12 +120,25 @@ pub enum LlmError {
         /// What had arrived.
         partial: Box<Reply>,
     },
+    /// The reply streamed more than the profile's `max_reply_bytes`; the
+    /// rest was not read.
+    #[error("the model's reply passed the size limit of {} (max_reply_bytes); the rest was not read", size_in_words(*limit))]
+    TooLarge {
+        /// The limit, in bytes of the stream.
+        limit: usize,
+        /// What had arrived.
+        partial: Box<Reply>,
+    },
     /// The request was cancelled.
     #[error("cancelled")]
     Cancelled {
         /// What had arrived.
         partial: Box<Reply>,
     },
+}
+
+fn size_in_words(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) { format!("{} MiB", bytes >> 20) } else { format!("{bytes} bytes") }
 }
 
 fn describe_cut(partial: &Reply) -> String {
@@ -132,6 +153,7 @@ impl LlmError {
             | LlmError::Malformed { partial, .. }
             | LlmError::CutOff { partial }
             | LlmError::Idle { partial, .. }
+            | LlmError::TooLarge { partial, .. }
             | LlmError::Cancelled { partial } => Some(partial),
             LlmError::Connect { .. } | LlmError::Status { .. } => None,
         }

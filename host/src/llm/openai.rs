@@ -9,10 +9,12 @@
 
 use super::assemble::{Assembler, excerpt};
 use super::{ChatRequest, LlmClient, LlmError, Reply, StreamEvent};
+use crate::error_chain::error_chain;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +23,10 @@ use tokio_util::sync::CancellationToken;
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long connecting may take, by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a reply may stream, by default, before it is given up: SSE
+/// framing and all, so about a quarter of it is text. A long reply is a
+/// few hundred KiB of stream.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 32 << 20;
 /// The longest `Retry-After` honoured; a longer one is an error.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
@@ -52,6 +58,7 @@ impl RetryPolicy {
 
 /// An endpoint profile: `[llm.NAME]` in `toolhost.toml`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LlmProfile {
     /// The API base, e.g. `http://127.0.0.1:8080/v1`; requests go to
     /// `{base_url}/chat/completions`.
@@ -71,6 +78,9 @@ pub struct LlmProfile {
     pub connect_timeout: Duration,
     /// Retries before any reply arrived.
     pub retry: RetryPolicy,
+    /// The most one reply may stream, in bytes. Default
+    /// [`DEFAULT_MAX_REPLY_BYTES`].
+    pub max_reply_bytes: usize,
     /// The endpoint is the VCP server this host joins as a node (`[vcp]
     /// server`, written as there): that server runs the calls, and a chat
     /// hands them over ([`Handover`](crate::Handover)).
@@ -90,6 +100,7 @@ impl LlmProfile {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             retry: RetryPolicy::default(),
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             vcp_server: None,
         }
     }
@@ -106,13 +117,26 @@ pub struct OpenAiClient {
 
 /// Why a client could not be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The profile names an API-key variable that is not set.
     #[error("the API key variable `{0}` is not set")]
     MissingKey(String),
     /// The HTTP client could not be built (a header that is not valid).
-    #[error("cannot build the HTTP client: {0}")]
-    Http(String),
+    #[error("cannot build the HTTP client: {what}")]
+    Http {
+        /// What could not be used (`header `x-key``).
+        what: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl ClientError {
+    fn http(what: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ClientError::Http { what: what.into(), source: Box::new(source) }
+    }
 }
 
 impl OpenAiClient {
@@ -124,15 +148,16 @@ impl OpenAiClient {
         };
         let mut headers = reqwest::header::HeaderMap::new();
         for (name, value) in &profile.headers {
-            let name = reqwest::header::HeaderName::try_from(name.as_str()).map_err(|e| ClientError::Http(format!("header `{name}`: {e}")))?;
-            let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(|e| ClientError::Http(format!("header value: {e}")))?;
+            let what = || format!("header `{name}`");
+            let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(|e| ClientError::http(what(), e))?;
+            let name = reqwest::header::HeaderName::try_from(name.as_str()).map_err(|e| ClientError::http(what(), e))?;
             headers.insert(name, value);
         }
         let http = reqwest::Client::builder()
             .connect_timeout(profile.connect_timeout)
             .default_headers(headers)
             .build()
-            .map_err(|e| ClientError::Http(e.to_string()))?;
+            .map_err(|e| ClientError::http("the client", e))?;
         let url = format!("{}/chat/completions", profile.base_url.trim_end_matches('/'));
         Ok(OpenAiClient { profile, url, api_key, http })
     }
@@ -163,8 +188,11 @@ impl OpenAiClient {
             request = request.bearer_auth(key);
         }
         let response = request.send().await.map_err(|error| {
-            let failure = LlmError::Connect { url: self.url.clone(), message: error.to_string() };
-            if error.is_connect() || error.is_timeout() || error.is_request() { Attempt::Retry(failure, None) } else { Attempt::Fail(failure) }
+            let retry = error.is_connect() || error.is_timeout() || error.is_request();
+            // The URL is said once, by this error; reqwest's would repeat it.
+            let error = error.without_url();
+            let failure = LlmError::Connect { url: self.url.clone(), message: error_chain(&error), source: Arc::new(error) };
+            if retry { Attempt::Retry(failure, None) } else { Attempt::Fail(failure) }
         })?;
         let status = response.status();
         if status.is_success() {
@@ -217,6 +245,17 @@ enum Attempt {
     Fail(LlmError),
 }
 
+/// Why the stream of a reply stopped giving bytes.
+#[derive(Debug, thiserror::Error)]
+enum Received {
+    /// The connection broke.
+    #[error(transparent)]
+    Broken(reqwest::Error),
+    /// More than `max_reply_bytes` arrived.
+    #[error("the reply passed its size limit")]
+    OverCap,
+}
+
 /// `Retry-After` in seconds, where given.
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
@@ -232,7 +271,16 @@ impl LlmClient for OpenAiClient {
         cancel: &CancellationToken,
     ) -> Result<Reply, LlmError> {
         let response = self.respond(&self.body(request), cancel).await?;
-        let mut events = response.bytes_stream().eventsource();
+        let limit = self.profile.max_reply_bytes;
+        let mut streamed = 0usize;
+        // Counted before the SSE parser buffers anything: one endless line
+        // is over the cap as surely as many chunks.
+        let capped = response.bytes_stream().map(move |bytes| {
+            let bytes = bytes.map_err(Received::Broken)?;
+            streamed = streamed.saturating_add(bytes.len());
+            if streamed > limit { Err(Received::OverCap) } else { Ok(bytes) }
+        });
+        let mut events = capped.eventsource();
         let mut assembler = Assembler::default();
         loop {
             let next = tokio::select! {
@@ -247,8 +295,11 @@ impl LlmClient for OpenAiClient {
                 Ok(Some(Ok(event))) => event,
                 // The connection broke mid-stream: what came is kept, and
                 // the reply is reported cut off.
-                Ok(Some(Err(EventStreamError::Transport(error)))) => {
-                    tracing::debug!("the model's stream broke: {error}");
+                Ok(Some(Err(EventStreamError::Transport(Received::OverCap)))) => {
+                    return Err(LlmError::TooLarge { limit, partial: assembler.partial() });
+                }
+                Ok(Some(Err(EventStreamError::Transport(Received::Broken(error))))) => {
+                    tracing::debug!("the model's stream broke: {}", error_chain(&error));
                     break;
                 }
                 Ok(Some(Err(error))) => {

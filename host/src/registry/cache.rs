@@ -71,6 +71,7 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CacheUse {
     /// Loaded from an authenticated cache file.
     Hit,
@@ -78,6 +79,9 @@ pub enum CacheUse {
     Compiled,
     /// Compiled because the cache file failed verification; says why.
     Recovered(String),
+    /// Compiled, but the artifact could not be stored, so the next load
+    /// compiles it again; says why. The component loads all the same.
+    NotStored(String),
 }
 
 impl std::fmt::Display for CacheUse {
@@ -86,6 +90,7 @@ impl std::fmt::Display for CacheUse {
             CacheUse::Hit => f.write_str("from the compiled cache"),
             CacheUse::Compiled => f.write_str("compiled"),
             CacheUse::Recovered(why) => write!(f, "compiled again ({why})"),
+            CacheUse::NotStored(why) => write!(f, "compiled, not stored in the cache ({why})"),
         }
     }
 }
@@ -239,7 +244,13 @@ impl ArtifactCache {
         let component = Component::new(engine, wasm)?;
         let artifact = Artifact { bytes: component.serialize()?, start: 0 };
         if let Err(e) = self.store(&path, &id, artifact.code()) {
-            tracing::warn!("could not write cache file {}: {e}", path.display());
+            let why = format!("cannot write cache file {}: {e}", path.display());
+            tracing::warn!("{why}");
+            let why = match recovered {
+                Some(recovered) => format!("{recovered}; {why}"),
+                None => why,
+            };
+            return Ok((component, artifact, CacheUse::NotStored(why)));
         }
         Ok((component, artifact, recovered.map_or(CacheUse::Compiled, CacheUse::Recovered)))
     }

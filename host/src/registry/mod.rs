@@ -99,6 +99,7 @@ impl LoadedPlugin {
 
 /// Why a component was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// The file could not be read.
     #[error("cannot read {}: {source}", path.display())]
@@ -127,11 +128,25 @@ pub enum LoadError {
         actual: String,
     },
     /// The component did not compile or link.
-    #[error("{file} is not a loadable component: {message}")]
+    #[error("{file} is not a loadable component: {reason}")]
     Compile {
         /// The file name.
         file: String,
-        /// What wasmtime said.
+        /// What is wrong, in words.
+        reason: String,
+        /// What wasmtime said, where it was wasmtime that refused it.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The host panicked while it compiled or prepared the component (a
+    /// compiler bug it triggered, say); only this component is refused.
+    #[error("{file} is refused: the host failed while {stage} it: {message}")]
+    Panicked {
+        /// The file name.
+        file: String,
+        /// What the host was doing: `compiling`, `preparing`.
+        stage: &'static str,
+        /// The panic's message.
         message: String,
     },
     /// Reading the manifest failed (a trap or a limit).
@@ -140,6 +155,7 @@ pub enum LoadError {
         /// The file name.
         file: String,
         /// What happened.
+        #[source]
         failure: CallFailure,
     },
     /// The manifest is invalid.
@@ -568,12 +584,14 @@ impl Registry {
     async fn load_component(&self, path: &Path, component: ComponentFile, pin: PinState) -> Result<LoadedPlugin, LoadError> {
         let ComponentFile { wasm, sha256, key, cached: _ } = component;
         let file = file_name(path);
-        if let Some(message) = magic::not_a_component(&wasm) {
-            return Err(LoadError::Compile { file, message });
+        if let Some(reason) = magic::not_a_component(&wasm) {
+            return Err(LoadError::Compile { file, reason, source: None });
         }
-        let compile_error = |e: wasmtime::Error| LoadError::Compile { file: file.clone(), message: format!("{e:#}") };
+        let compile_error =
+            |e: wasmtime::Error| LoadError::Compile { file: file.clone(), reason: format!("{e:#}"), source: Some(e.into()) };
+        let panicked = |stage, message| LoadError::Panicked { file: file.clone(), stage, message };
         let (sandbox, cache, digest) = (self.sandbox.clone(), self.cache.clone(), sha256.clone());
-        let (components, cache) = blocking(move || {
+        let (components, cache) = blocking_caught(move || {
             let engine = sandbox.engine();
             let (component, artifact, cache) = match &cache {
                 Some(cache) => {
@@ -585,9 +603,13 @@ impl Registry {
             wasmtime::Result::Ok((sandbox.replicate(&component, artifact.as_ref().map(Artifact::code))?, cache))
         })
         .await
+        .map_err(|message| panicked("compiling", message))?
         .map_err(compile_error)?;
+        let prepare = |grants: &Grants| {
+            caught(|| self.sandbox.prepare(&components, grants)).map_err(|message| panicked("preparing", message))?.map_err(compile_error)
+        };
         // The manifest is read with no grants; calls run with the plugin's.
-        let bare = self.sandbox.prepare(&components, &Grants::none()).map_err(compile_error)?;
+        let bare = prepare(&Grants::none())?;
         let (returned, _, _) = self
             .sandbox
             .run(&bare, 0, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())
@@ -606,11 +628,7 @@ impl Registry {
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
         let reach = grants.reach();
         manifest.tools.iter_mut().for_each(|tool| tool.reach = reach);
-        let prepared = if grants.http_hosts.is_empty() {
-            bare
-        } else {
-            self.sandbox.prepare(&components, &grants).map_err(compile_error)?
-        };
+        let prepared = if grants.http_hosts.is_empty() { bare } else { prepare(&grants)? };
         Ok(LoadedPlugin {
             path: path.to_owned(),
             grants,
@@ -644,6 +662,24 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         Err(error) => panic!("the runtime shut down while loading plugins: {error}"),
     }
+}
+
+/// Like [`blocking`], but a panic in `work` is returned as its message:
+/// for work on one component (compiling it), whose failure, even a
+/// compiler's panic, refuses that component and not the whole load.
+async fn blocking_caught<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    blocking(move || caught(work)).await
+}
+
+/// `work`'s value, or the message of its panic.
+fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned())
+    })
 }
 
 impl Catalog {
@@ -718,4 +754,18 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_in_work_on_one_component_is_returned_not_resumed() {
+        let said = blocking_caught(|| -> u32 { panic!("compiler bug") }).await;
+        assert_eq!(said, Err("compiler bug".to_owned()));
+        let formatted = blocking_caught(|| -> u32 { panic!("index {} out of range", 3) }).await;
+        assert_eq!(formatted, Err("index 3 out of range".to_owned()));
+        assert_eq!(blocking_caught(|| 7).await, Ok(7));
+    }
 }

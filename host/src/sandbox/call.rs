@@ -11,7 +11,7 @@ use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
 use crate::printable::printable;
-use crate::error_chain::error_chain;
+use crate::error_chain::{SharedError, error_chain};
 use std::time::{Duration, Instant};
 use wasmtime::component::{ResourceTable, ResourceTableError};
 use tokio_util::sync::CancellationToken;
@@ -154,6 +154,7 @@ pub struct ToolFailure {
 /// Why a call did not return a result. Every variant that stems from a
 /// limit names the limit and its value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallFailure {
     /// The plugin returned an error.
     #[error("{}", .0.message)]
@@ -266,8 +267,30 @@ pub enum CallFailure {
     #[error("cancelled before it finished")]
     Cancelled,
     /// The plugin could not be instantiated or called.
-    #[error("the host could not run the plugin: {0}")]
-    Host(String),
+    #[error("the host could not run the plugin: {message}")]
+    Host {
+        /// What went wrong, its causes included.
+        message: String,
+        /// The error itself, where the host had one.
+        #[source]
+        source: Option<SharedError>,
+    },
+}
+
+impl CallFailure {
+    /// The host's own `error`, as the failure of a call.
+    fn host(error: wasmtime::Error) -> Self {
+        CallFailure::Host { message: error_chain(&*error), source: Some(SharedError::new(error)) }
+    }
+
+    /// This failure, keeping `error` as its source where it is the host's
+    /// and has none yet.
+    fn caused_by(self, error: wasmtime::Error) -> Self {
+        match self {
+            CallFailure::Host { message, source: None } => CallFailure::Host { message, source: Some(SharedError::new(error)) },
+            other => other,
+        }
+    }
 }
 
 /// Raised by the epoch check when a call's token is cancelled.
@@ -332,7 +355,7 @@ impl Sandbox {
         let store = self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone());
         let mut store = match store {
             Ok(store) => store,
-            Err(e) => return (Err(CallFailure::Host(error_chain(&*e))), 0, start.elapsed()),
+            Err(e) => return (Err(CallFailure::host(e)), 0, start.elapsed()),
         };
 
         let meter = store.data().work.memory.meter();
@@ -361,7 +384,7 @@ impl Sandbox {
         let result = match outcome {
             None => Err(CallFailure::Cancelled),
             Some(Err(_elapsed)) => Err(CallFailure::TimedOut { limit: limits.timeout }),
-            Some(Ok(Err(error))) => Err(classify(&error, store.data(), &stderr, reading_manifest, instantiated)),
+            Some(Ok(Err(error))) => Err(classify(&error, store.data(), &stderr, reading_manifest, instantiated).caused_by(error)),
             Some(Ok(Ok(returned))) => Ok(returned),
         };
         let result = result.and_then(|returned| check_returned(returned, store.data()));
@@ -569,7 +592,7 @@ fn classify(
                 .find(|(desc, _, _)| message.contains(&format!("resource limit exceeded: {desc} count")));
             match count {
                 Some((_, what, limit)) => CallFailure::ResourceLimit { what, limit },
-                None => CallFailure::Host(message),
+                None => CallFailure::Host { message, source: None },
             }
         }
     }

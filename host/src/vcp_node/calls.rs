@@ -1,29 +1,37 @@
-//! One `execute_tool`, answered: a file request is served by [`files`];
-//! every other call becomes a one-call turn through the node's
-//! [`Pipeline`](crate::Pipeline) — checked against the exposed tools and
-//! coerced, approved, run with its own cancellation token, formatted.
+//! One `execute_tool`, answered: every call but a file request becomes a
+//! one-call turn through the node's [`Pipeline`](crate::Pipeline) —
+//! checked against the exposed tools and coerced, approved, run with its
+//! own cancellation token, formatted. A file request is served by
+//! [`files`], through the same steps: checked, approved by the same rules
+//! and approver as a call of a moderate tool, read, audited.
 
 use super::Inner;
 use super::files::{self, INTERNAL_REQUEST_FILE};
 use super::frames::{self, ExecuteTool};
+use crate::approval::{Assessment, AuditRecord, PendingCall};
 use crate::call::ToolCall;
+use crate::manifest::{Permission, ToolSpec};
+use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::vcp::RESERVED_KEYS;
+use crate::registry::sha256_hex;
 use serde_json::{Map, Value};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// What a file request is approved as: reading a local file, as the
+/// `files` example's `read_file` does, which is moderate. A node nobody
+/// watches serves files only where `[vcp.unattended] moderate` or an
+/// allow rule for `internal_request_file` says so.
+const FILE_REQUEST_PERMISSION: Permission = Permission::Moderate;
+/// The plugin a file request is approved, remembered and audited under:
+/// the host serves it itself.
+const FILE_REQUEST_PLUGIN: &str = "toolhost";
 
 /// The `tool_result` frame for `request`.
 pub(super) async fn answer(inner: &Inner, request: ExecuteTool, cancel: CancellationToken) -> Value {
     let ExecuteTool { request_id, tool, args } = request;
     if tool == INTERNAL_REQUEST_FILE {
-        let served = files::serve(&inner.config, &args).await;
-        match &served {
-            Ok(_) => tracing::info!("served {:?} to {}", args.get("fileUrl"), inner.config.server),
-            Err(why) => tracing::warn!("refused {INTERNAL_REQUEST_FILE} from {}: {why}", inner.config.server),
-        }
-        return match served {
-            Ok(result) => frames::success(&request_id, result),
-            Err(why) => frames::error(&request_id, &why),
-        };
+        return answer_file_request(inner, &request_id, &args, &cancel).await;
     }
     // The server keeps `maid` among the arguments; toolhost keeps VCP's
     // reserved keys apart from them, as for a parsed reply.
@@ -34,4 +42,83 @@ pub(super) async fn answer(inner: &Inner, request: ExecuteTool, cancel: Cancella
     turn.cancel = cancel;
     let result = inner.pipeline.run(&turn, vec![call]).await;
     frames::tool_result(&request_id, &result.outcomes[0])
+}
+
+/// A file request: checked, approved, read, audited like a call.
+async fn answer_file_request(inner: &Inner, request_id: &str, args: &Map<String, Value>, cancel: &CancellationToken) -> Value {
+    let start = Instant::now();
+    let (served, approval) = match files::check(&inner.config, args) {
+        Err(refused) => (Err((if refused.invalid { Status::InvalidArgs } else { Status::Denied }, refused.why)), None),
+        Ok(request) => match approve_file_request(inner, request_id, args, cancel).await {
+            None => (Err((Status::Cancelled, "cancelled while waiting for approval".to_owned())), None),
+            Some(decided) => {
+                let served = match &decided {
+                    Assessment::Run { .. } => files::read(&inner.config, request).await.map_err(|why| (Status::Error, why)),
+                    Assessment::Deny { reason, .. } => Err((Status::Denied, reason.clone())),
+                    Assessment::Ask(_) => unreachable!("a settled call runs or is denied"),
+                };
+                (served, Some(decided))
+            }
+        },
+    };
+    let server = &inner.config.server;
+    let (status, said) = match &served {
+        Ok(_) => {
+            tracing::info!("served {:?} to {server}", args.get("fileUrl"));
+            (Status::Success, String::new())
+        }
+        Err((status, why)) => {
+            tracing::warn!("refused {INTERNAL_REQUEST_FILE} from {server}: {why}");
+            (*status, why.clone())
+        }
+    };
+    let approvals = inner.pipeline.approvals();
+    if approvals.audits() {
+        let mut outcome = ToolOutcome::without_running(request_id, INTERNAL_REQUEST_FILE, status, said);
+        outcome.duration = start.elapsed();
+        approvals.audit(&AuditRecord::new(agent(inner), Some(FILE_REQUEST_PLUGIN), args, approval.as_ref(), &outcome));
+    }
+    match served {
+        Ok(result) => frames::success(request_id, result),
+        Err((_, why)) => frames::error(request_id, &why),
+    }
+}
+
+/// How approval of a file request ends: run or deny; `None` when `cancel`
+/// fired while a person was asked.
+async fn approve_file_request(
+    inner: &Inner,
+    request_id: &str,
+    args: &Map<String, Value>,
+    cancel: &CancellationToken,
+) -> Option<Assessment> {
+    let (approvals, agent) = (inner.pipeline.approvals(), agent(inner));
+    let mut spec = ToolSpec::new(INTERNAL_REQUEST_FILE, FILE_REQUEST_PLUGIN, "serve a file from [vcp] serve_dirs");
+    spec.permission = FILE_REQUEST_PERMISSION;
+    // "Allow always" holds for the directories served when it was given.
+    let identity = sha256_hex(format!("{:?}", inner.config.serve_dirs).as_bytes());
+    let reason = match approvals.assess(agent, inner.turn.config.require_confirmation, &identity, &spec, args) {
+        Assessment::Ask(reason) => reason,
+        decided => return Some(decided),
+    };
+    let pending = PendingCall {
+        id: request_id.to_owned(),
+        agent: agent.to_owned(),
+        plugin: FILE_REQUEST_PLUGIN.to_owned(),
+        tool: INTERNAL_REQUEST_FILE.to_owned(),
+        permission: spec.permission,
+        args: args.clone(),
+        reason,
+    };
+    let answers = tokio::select! {
+        answers = approvals.ask(inner.pipeline.approver(), std::slice::from_ref(&pending)) => answers,
+        () = cancel.cancelled() => return None,
+    };
+    let answer = answers.into_iter().next().expect("one answer per call asked");
+    Some(approvals.settle(&pending, &identity, answer).await)
+}
+
+/// The agent the node's calls are approved and audited under.
+fn agent(inner: &Inner) -> &str {
+    inner.turn.agent.as_deref().expect("a distributed turn names its agent")
 }

@@ -16,20 +16,44 @@ use std::path::{Component, Path, PathBuf};
 /// The tool name the server uses for file requests.
 pub(super) const INTERNAL_REQUEST_FILE: &str = "internal_request_file";
 
-/// The `result` the server expects for `args`' `fileUrl`, or why it is
-/// refused.
-pub(super) async fn serve(config: &VcpConfig, args: &Map<String, Value>) -> Result<Value, String> {
+/// A file request that passed the checks: the file, and the served
+/// directory it is inside.
+pub(super) struct FileRequest {
+    path: PathBuf,
+    dir: PathBuf,
+    inside: PathBuf,
+}
+
+/// Why a file request is refused before anything is read: whether the
+/// request itself was malformed (`invalid`) or asks for what is not served.
+pub(super) struct Refused {
+    pub(super) invalid: bool,
+    pub(super) why: String,
+}
+
+/// The request in `args`, if this node serves the file its `fileUrl`
+/// names: nothing is read yet.
+pub(super) fn check(config: &VcpConfig, args: &Map<String, Value>) -> Result<FileRequest, Refused> {
+    let refused = |why: String| Refused { invalid: false, why };
+    let invalid = |why: String| Refused { invalid: true, why };
     if config.serve_dirs.is_empty() {
-        return Err("this node serves no files: [vcp] serve_dirs is empty".into());
+        return Err(refused("this node serves no files: [vcp] serve_dirs is empty".into()));
     }
     let Some(url) = args.get("fileUrl").and_then(Value::as_str) else {
-        return Err(format!("{INTERNAL_REQUEST_FILE} needs a fileUrl"));
+        return Err(invalid(format!("{INTERNAL_REQUEST_FILE} needs a fileUrl")));
     };
-    let path = local_path(url)?;
+    let path = local_path(url).map_err(invalid)?;
     let Some((dir, inside)) = config.serve_dirs.iter().find_map(|dir| Some((dir.clone(), path.strip_prefix(dir).ok()?.to_owned())))
     else {
-        return Err(format!("{} is not inside a directory in [vcp] serve_dirs", path.display()));
+        return Err(refused(format!("{} is not inside a directory in [vcp] serve_dirs", path.display())));
     };
+    Ok(FileRequest { path, dir, inside })
+}
+
+/// The `result` the server expects for `request`, or why the file cannot
+/// be served.
+pub(super) async fn read(config: &VcpConfig, request: FileRequest) -> Result<Value, String> {
+    let FileRequest { path, dir, inside } = request;
     let most = config.max_file_bytes;
     let shown = path.display().to_string();
     let read = tokio::task::spawn_blocking(move || read_inside(&dir, &inside, most))
