@@ -517,6 +517,7 @@ struct LlmSection {
     idle_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     retries: Option<u32>,
+    max_reply_kib: Option<u64>,
     vcp_server: Option<String>,
 }
 
@@ -551,6 +552,10 @@ impl LlmSection {
             }
             profile.retry.retries = retries;
         }
+        if let Some(kib) = self.max_reply_kib {
+            let key = format!("llm.{name}.max_reply_kib");
+            profile.max_reply_bytes = (in_range(path, &key, kib, 1..=MAX_REPLY_KIB)? as usize) << 10;
+        }
         profile.vcp_server = self.vcp_server;
         Ok(profile)
     }
@@ -558,6 +563,8 @@ impl LlmSection {
 
 /// The most retries an `[llm.NAME]` profile may ask for.
 const MAX_LLM_RETRIES: u32 = 10;
+/// The largest reply cap an `[llm.NAME]` profile may set: 1 GiB.
+const MAX_REPLY_KIB: u64 = 1 << 20;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -714,6 +721,15 @@ mod tests {
 
     fn parse(text: &str) -> Result<Policy, ConfigError> {
         Policy::parse(text, Path::new("/etc/toolhost/toolhost.toml"))
+    }
+
+    #[test]
+    fn a_reply_cap_is_read_in_kib_and_range_checked() {
+        let path = Path::new("toolhost.toml");
+        let text = "[llm.local]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\nmax_reply_kib = 64\n";
+        assert_eq!(Policy::parse(text, path).unwrap().llm["local"].max_reply_bytes, 64 << 10);
+        let error = Policy::parse(&text.replace("= 64", "= 0"), path).unwrap_err().to_string();
+        assert!(error.contains("llm.local.max_reply_kib"), "{error}");
     }
 
     #[test]

@@ -56,8 +56,9 @@ impl RetryPolicy {
     }
 }
 
-/// An endpoint profile: `[llm.NAME]` in `toolhost.toml`.
-#[derive(Debug, Clone, PartialEq)]
+/// An endpoint profile: `[llm.NAME]` in `toolhost.toml`. `Debug` shows the
+/// headers' names, not their values, which may be credentials.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LlmProfile {
     /// The API base, e.g. `http://127.0.0.1:8080/v1`; requests go to
@@ -106,13 +107,43 @@ impl LlmProfile {
     }
 }
 
-/// A client for one [`LlmProfile`].
-#[derive(Debug, Clone)]
+impl std::fmt::Debug for LlmProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmProfile")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key_env", &self.api_key_env)
+            .field("headers", &self.headers.keys().map(|name| (name, REDACTED)).collect::<BTreeMap<_, _>>())
+            .field("extra_body", &self.extra_body)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("retry", &self.retry)
+            .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("vcp_server", &self.vcp_server)
+            .finish()
+    }
+}
+
+/// What `Debug` shows in place of a secret.
+const REDACTED: &str = "<redacted>";
+
+/// A client for one [`LlmProfile`]. `Debug` never shows the API key.
+#[derive(Clone)]
 pub struct OpenAiClient {
     profile: LlmProfile,
     url: String,
     api_key: Option<String>,
     http: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiClient")
+            .field("profile", &self.profile)
+            .field("url", &self.url)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a client could not be made.
@@ -320,6 +351,22 @@ impl LlmClient for OpenAiClient {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        // A variable every process has stands in for the key's.
+        let variable = "PATH";
+        let key = std::env::var(variable).expect("PATH is set");
+        let mut profile = super::LlmProfile::new("http://127.0.0.1:1/v1", "m");
+        profile.api_key_env = Some(variable.into());
+        profile.headers.insert("x-api-token".into(), "header-secret-value".into());
+        let client = super::OpenAiClient::new(profile.clone()).unwrap();
+        for shown in [format!("{client:?}"), format!("{client:#?}"), format!("{profile:?}")] {
+            assert!(!shown.contains(&key) && !shown.contains("header-secret-value"), "{shown}");
+            assert!(shown.contains("x-api-token") && shown.contains(variable), "{shown}");
+        }
+        assert!(format!("{client:?}").contains("api_key: Some(\"<redacted>\")"));
+    }
+
     use super::*;
 
     #[test]

@@ -62,10 +62,10 @@ pub(crate) const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
 /// 9.7 µs with it (2 MiB: 10.5 µs). Untouched pages are never resident.
 const KEEP_RESIDENT_BYTES: usize = 8 << 20;
 
-/// An error setting up the engine.
+/// An error setting up the engine; wasmtime's error is its source.
 #[derive(Debug, thiserror::Error)]
-#[error("could not set up the WebAssembly engine: {0}")]
-pub struct SandboxError(String);
+#[error("could not set up the WebAssembly engine")]
+pub struct SandboxError(#[source] Box<dyn std::error::Error + Send + Sync>);
 
 /// The engines, their linkers and the epoch ticker shared by every call.
 ///
@@ -142,7 +142,7 @@ impl Sandbox {
                     tracing::debug!("could not reserve the pool for {tried}: {}; trying {smaller}", error_chain(&*error));
                     tried = smaller;
                 }
-                Err(error) => return Err(SandboxError(error_chain(&*error))),
+                Err(error) => return Err(SandboxError(error.into())),
             }
         };
         if tried != size {
