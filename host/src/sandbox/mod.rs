@@ -448,6 +448,7 @@ mod tests {
         let got = sandbox.size();
         assert!(got.calls < asked.calls, "{got}");
         assert!(got.reserved_bytes() < limit, "{got}");
+        drop(sandbox);
         // What fits by default is within half the limit.
         let default = SandboxSize::for_machine();
         assert!(default.reserved_bytes() <= limit / 2, "{default}");
