@@ -153,11 +153,20 @@ impl Executor {
     /// Wait for a slot (counted as running while held), or `None` when
     /// `cancel` fires first.
     async fn take_slot(&self, cancel: &CancellationToken) -> Option<(SemaphorePermit<'_>, RunningGuard)> {
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => None,
-            slot = self.slots.acquire() => Some((slot.expect("the executor's semaphore is never closed"), self.running.enter())),
+        // A free slot is taken without building the two futures below: with
+        // the sandbox's own slot, ~0.2 µs of a 13.7 µs fresh call (issue 17).
+        if cancel.is_cancelled() {
+            return None;
         }
+        let slot = match self.slots.try_acquire() {
+            Ok(slot) => slot,
+            Err(_) => tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                slot = self.slots.acquire() => slot.expect("the executor's semaphore is never closed"),
+            },
+        };
+        Some((slot, self.running.enter()))
     }
 
     /// [`run_in`](Self::run_in), where a panic in the host while the call
