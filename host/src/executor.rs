@@ -21,7 +21,7 @@
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
 use crate::outcome::{Status, ToolOutcome};
-use crate::registry::{Catalog, Registry};
+use crate::registry::{Catalog, LoadedPlugin, Registry};
 use crate::sandbox::{CallFailure, explain_guest_error};
 use crate::suggest::unknown_tool;
 use futures::FutureExt;
@@ -122,8 +122,12 @@ impl Executor {
     /// with its arguments as they are. An unknown tool gives a not-found
     /// outcome that names the closest loaded tools.
     pub async fn run(&self, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
-        match bind(&self.registry.catalog(), call) {
-            Ok(checked) => self.run_checked(&checked, options).await,
+        // The plugin is borrowed from the snapshot rather than bound into a
+        // `CheckedCall`, whose copy of the call cost ~8 of a fresh call's
+        // ~59 allocations and ~0.3 µs of its 13 µs (issue 17).
+        let catalog = self.registry.catalog();
+        match plugin_for(&catalog, call) {
+            Ok(plugin) => self.run_bound(plugin, call, options).await,
             Err(answered) => answered,
         }
     }
@@ -132,9 +136,14 @@ impl Executor {
     /// from this executor's registry), whatever the registry has loaded
     /// since.
     pub async fn run_checked(&self, call: &CheckedCall, options: &RunOptions) -> ToolOutcome {
+        self.run_bound(call.plugin(), call.call(), options).await
+    }
+
+    /// Run `call` in `plugin`, taking a slot first.
+    async fn run_bound(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
         let shard = self.next_shard.fetch_add(1, Ordering::Relaxed);
-        let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call.call()) };
-        self.run_isolated(call, options, shard).await
+        let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call) };
+        self.run_isolated(plugin, call, options, shard).await
     }
 
     /// Run `calls` by their tools' names, looked up in one catalog snapshot,
@@ -153,23 +162,31 @@ impl Executor {
     /// Wait for a slot (counted as running while held), or `None` when
     /// `cancel` fires first.
     async fn take_slot(&self, cancel: &CancellationToken) -> Option<(SemaphorePermit<'_>, RunningGuard)> {
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => None,
-            slot = self.slots.acquire() => Some((slot.expect("the executor's semaphore is never closed"), self.running.enter())),
+        // A free slot is taken without building the two futures below: with
+        // the sandbox's own slot, ~0.2 µs of a 13.7 µs fresh call (issue 17).
+        if cancel.is_cancelled() {
+            return None;
         }
+        let slot = match self.slots.try_acquire() {
+            Ok(slot) => slot,
+            Err(_) => tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                slot = self.slots.acquire() => slot.expect("the executor's semaphore is never closed"),
+            },
+        };
+        Some((slot, self.running.enter()))
     }
 
     /// [`run_in`](Self::run_in), where a panic in the host while the call
     /// runs becomes the call's error outcome rather than the caller's.
-    async fn run_isolated(&self, call: &CheckedCall, options: &RunOptions, shard: usize) -> ToolOutcome {
-        let running = AssertUnwindSafe(self.run_in(call, options, shard)).catch_unwind().await;
-        running.unwrap_or_else(|panic| host_panicked(call, panic.as_ref()))
+    async fn run_isolated(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions, shard: usize) -> ToolOutcome {
+        let running = AssertUnwindSafe(self.run_in(plugin, call, options, shard)).catch_unwind().await;
+        running.unwrap_or_else(|panic| host_panicked(plugin, call, panic.as_ref()))
     }
 
-    /// Run one call in engine shard `shard`, holding a slot.
-    async fn run_in(&self, call: &CheckedCall, options: &RunOptions, shard: usize) -> ToolOutcome {
-        let (plugin, call) = (call.plugin(), call.call());
+    /// Run `call` in `plugin` in engine shard `shard`, holding a slot.
+    async fn run_in(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions, shard: usize) -> ToolOutcome {
         if options.cancel.is_cancelled() {
             return cancelled(call);
         }
@@ -235,7 +252,7 @@ impl Executor {
                         let Some(taken) = calls.get(start..(start + per_take).min(calls.len())) else { break done };
                         for (offset, queued) in taken.iter().enumerate() {
                             let outcome = match queued.ready() {
-                                Ok(call) => executor.run_isolated(call, &options, shard).await,
+                                Ok(call) => executor.run_isolated(call.plugin(), call.call(), &options, shard).await,
                                 Err(answered) => answered.clone(),
                             };
                             report(&options, start + offset, &outcome);
@@ -298,14 +315,21 @@ impl Queued for Result<CheckedCall, ToolOutcome> {
 /// that cannot run: an unknown tool (naming the closest), arguments that
 /// are not an object.
 fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> {
-    let Some(checked) = CheckedCall::bind(call.clone(), catalog) else {
+    plugin_for(catalog, call)?;
+    Ok(CheckedCall::bind(call.clone(), catalog).expect("its tool is in the catalog"))
+}
+
+/// The plugin of `call`'s tool in `catalog`, or the outcome of a call that
+/// cannot run, as [`bind`] says.
+fn plugin_for<'c>(catalog: &'c Catalog, call: &ToolCall) -> Result<&'c Arc<LoadedPlugin>, ToolOutcome> {
+    let Some((plugin, _)) = catalog.tool(&call.tool) else {
         let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
         return Err(ToolOutcome::without_running(&call.id, &call.tool, Status::NotFound, unknown_tool(&call.tool, &names)));
     };
     if let Some(why) = call.unusable_args() {
         return Err(ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, format!("`{}`: {why}", call.tool)));
     }
-    Ok(checked)
+    Ok(plugin)
 }
 
 /// Send `outcome` of call `index` where `options` say, if anywhere.
@@ -318,11 +342,11 @@ fn report(options: &RunOptions, index: usize, outcome: &ToolOutcome) {
 
 /// The outcome of a call during which the host panicked: the panic's text
 /// goes to the log, not to the model.
-fn host_panicked(call: &CheckedCall, panic: &(dyn std::any::Any + Send)) -> ToolOutcome {
+fn host_panicked(plugin: &LoadedPlugin, call: &ToolCall, panic: &(dyn std::any::Any + Send)) -> ToolOutcome {
     let text = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
-    tracing::error!("the host panicked while running `{}` of plugin `{}`: {}", call.call().tool, call.plugin().name(), text.unwrap_or("(no message)"));
+    tracing::error!("the host panicked while running `{}` of plugin `{}`: {}", call.tool, plugin.name(), text.unwrap_or("(no message)"));
     let message = "the host panicked while running this call (its log says why)".into();
-    ToolOutcome::without_running(&call.call().id, &call.call().tool, Status::Error, message)
+    ToolOutcome::without_running(&call.id, &call.tool, Status::Error, message)
 }
 
 fn task_failed(call: &ToolCall) -> ToolOutcome {

@@ -362,12 +362,12 @@ impl Sandbox {
         let reading_manifest = matches!(export, Export::Manifest);
         let mut instantiated = false;
         let call = async {
-            let instance = pre.instantiate_async(&mut store).await?;
+            let instance = pre.instantiate(&mut store).await?;
             instantiated = true;
             match export {
-                Export::Manifest => instance.call_manifest(&mut store).await.map(Returned::Manifest),
-                Export::Invoke { tool, args_json } => instance
-                    .call_invoke(&mut store, tool, args_json)
+                Export::Manifest => pre.call_manifest(&instance, &mut store).await.map(Returned::Manifest),
+                Export::Invoke { tool, args_json } => pre
+                    .call_invoke(&instance, &mut store, tool, args_json)
                     .await
                     .map(|r| Returned::Invoke(r.map(ToolOutput::from).map_err(ToolFailure::from))),
             }
@@ -463,10 +463,11 @@ impl Sandbox {
         let (shard, pre) = prepared.in_shard(0);
         let mut store = self.new_store(shard, "bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;
         store.set_epoch_deadline(u64::MAX / 2);
-        let instance = pre.instantiate_async(&mut store).await?;
+        let instance = pre.instantiate(&mut store).await?;
+        let invoke = pre.invoke(&instance, &mut store)?;
         let start = Instant::now();
         for _ in 0..times {
-            instance.call_invoke(&mut store, tool, args_json).await?.ok();
+            invoke.call_async(&mut store, (tool, args_json)).await?.0.ok();
         }
         Ok(start.elapsed())
     }

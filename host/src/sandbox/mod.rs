@@ -6,7 +6,7 @@
 
 mod bindings;
 
-use bindings::PluginPre;
+use bindings::ReadyPlugin;
 mod call;
 mod capture;
 mod descriptors;
@@ -104,12 +104,12 @@ struct Shard {
 /// A plugin linked once in every shard, so that each call only
 /// instantiates, in the shard it is given.
 pub(crate) struct Prepared {
-    pres: Vec<PluginPre<CallState>>,
+    pres: Vec<ReadyPlugin<CallState>>,
 }
 
 impl Prepared {
     /// The plugin as linked in shard `shard` (wrapping around).
-    pub(crate) fn in_shard(&self, shard: usize) -> (usize, &PluginPre<CallState>) {
+    pub(crate) fn in_shard(&self, shard: usize) -> (usize, &ReadyPlugin<CallState>) {
         let index = shard % self.pres.len();
         (index, &self.pres[index])
     }
@@ -201,10 +201,18 @@ impl Sandbox {
     /// Wait for a call slot, or `None` when `cancel` fires first; the
     /// epoch ticks while any slot is held.
     pub(crate) async fn call_slot(&self, cancel: &CancellationToken) -> Option<CallSlot<'_>> {
-        let permit = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return None,
-            permit = self.slots.acquire() => permit.expect("the sandbox's semaphore is never closed"),
+        // A free slot is taken without building the two futures below: with
+        // the executor's slot, ~0.2 µs of a 13.7 µs fresh call (issue 17).
+        if cancel.is_cancelled() {
+            return None;
+        }
+        let permit = match self.slots.try_acquire() {
+            Ok(permit) => permit,
+            Err(_) => tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                permit = self.slots.acquire() => permit.expect("the sandbox's semaphore is never closed"),
+            },
         };
         Some(CallSlot { _permit: permit, _ticking: self.ticker.enter() })
     }
@@ -256,7 +264,7 @@ impl Sandbox {
             .shards
             .iter()
             .zip(components)
-            .map(|(shard, component)| PluginPre::new(shard.linkers.for_plugin(component, grants)?.instantiate_pre(component)?))
+            .map(|(shard, component)| ReadyPlugin::new(shard.linkers.for_plugin(component, grants)?.instantiate_pre(component)?))
             .collect::<wasmtime::Result<Vec<_>>>()?;
         Ok(Prepared { pres })
     }
