@@ -49,8 +49,10 @@ const HEADER_WORDS: [&str; 5] = ["assistant", "analysis", "commentary", "final",
 /// How far before its `<|message|>` a header is looked for.
 const MAX_HEADER: usize = 256;
 /// The tokens that end a body, and whether they are its own (taken with it)
-/// or the next message's.
-const BODY_ENDS: [(&str, bool); 5] = [(CALL, true), (HARMONY_END, true), (RETURN, true), (START, false), (CHANNEL, false)];
+/// or the next message's (a `<|message|>` too, so that no body is read
+/// past another header, and reading stays linear).
+const BODY_ENDS: [(&str, bool); 6] =
+    [(CALL, true), (HARMONY_END, true), (RETURN, true), (START, false), (CHANNEL, false), (MESSAGE, false)];
 
 /// A message's header, read.
 struct Header<'a> {
