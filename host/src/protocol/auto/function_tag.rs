@@ -118,7 +118,7 @@ pub(super) fn quoted_name(reply: &str, start: usize) -> Option<(&str, usize)> {
 }
 
 /// The `>` that ends a tag whose text starts at `from`, on the same line.
-fn tag_end(reply: &str, from: usize) -> Option<usize> {
+pub(super) fn tag_end(reply: &str, from: usize) -> Option<usize> {
     let text = reply.as_bytes().get(from..)?;
     let end = text.iter().take(MAX_HEAD).position(|&b| matches!(b, b'>' | b'<' | b'\n'))?;
     (text[end] == b'>').then_some(from + end)

@@ -10,7 +10,7 @@
 
 use super::super::ParsedCall;
 use super::super::scan::{Collector, Forward, find};
-use super::function_tag::{PARAMETER_CLOSE, quoted_name};
+use super::function_tag::{PARAMETER_CLOSE, quoted_name, tag_end};
 use super::section::{self, CallTokens};
 use super::{Scope, markup_name};
 use serde_json::{Map, Value};
@@ -60,7 +60,7 @@ impl CallTokens for Reader<'_> {
     /// The `<invoke>` at `at`, if it is a call, and where reading it stopped.
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
-        let Some((name, mut p)) = quoted_name(reply, at + INVOKE_OPEN.len()) else {
+        let Some((name, mut p)) = attribute(reply, at + INVOKE_OPEN.len()) else {
             return cut_off_or(reply, at, out, "an <invoke> tag does not name a tool");
         };
         let Some(name) = markup_name(name) else {
@@ -75,7 +75,7 @@ impl CallTokens for Reader<'_> {
                 p += INVOKE_CLOSE.len();
                 break;
             }
-            let key = rest.strip_prefix(PARAMETER_OPEN).and_then(|_| quoted_name(reply, p + PARAMETER_OPEN.len()));
+            let key = rest.strip_prefix(PARAMETER_OPEN).and_then(|_| attribute(reply, p + PARAMETER_OPEN.len()));
             let Some((key, value_start)) = key.and_then(|(key, after)| Some((markup_name(key)?, after))) else {
                 let what = format!("expected {PARAMETER_OPEN}\"KEY\"> or {INVOKE_CLOSE} in the call to `{name}`");
                 return cut_off_or(reply, at, out, &what);
@@ -91,6 +91,16 @@ impl CallTokens for Reader<'_> {
         }
         (Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..p }), p)
     }
+}
+
+/// The name attribute whose value starts at `start`, quoted as the template
+/// writes it or not (the engines' parsers strip the quotes if any): the
+/// name and where the tag's body starts.
+fn attribute(reply: &str, start: usize) -> Option<(&str, usize)> {
+    quoted_name(reply, start).or_else(|| {
+        let close = tag_end(reply, start)?;
+        Some((&reply[start..close], close + 1))
+    })
 }
 
 /// A call that cannot be read: cut off when the reply ends inside it (no
@@ -132,6 +142,8 @@ mod tests {
         assert_eq!(parse(&reply).content, "<think>\nThe user wants the weather.\n</think>\n\nLet me search for that.\n\nThe weather will be...");
         let one_call = "<minimax:tool_call><invoke name='now'><parameter name='zone'>UTC</parameter></invoke>";
         assert_eq!(calls(one_call), one("now", json!({"zone": "UTC"})), "single quotes, the section's end left out");
+        let unquoted = "<minimax:tool_call><invoke name=now><parameter name=zone>UTC</parameter></invoke></minimax:tool_call>";
+        assert_eq!(calls(unquoted), one("now", json!({"zone": "UTC"})), "names without quotes, as the engines read them");
     }
 
     #[test]
