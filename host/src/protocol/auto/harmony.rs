@@ -210,7 +210,10 @@ mod tests {
         assert_eq!(calls(first_message), one("get_weather", args.clone()), "the prompt wrote `<|start|>assistant`");
         assert_eq!(parse(first_message).content, "");
         let no_constrain = "<|channel|>commentary to=functions.get_weather<|message|>{\"city\": \"Tokyo\"}";
-        assert_eq!(calls(no_constrain), one("get_weather", args), "the stop token stripped");
+        assert_eq!(calls(no_constrain), one("get_weather", args.clone()), "the stop token stripped");
+        let on_analysis = "<|channel|>analysis to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|end|>";
+        assert_eq!(calls(on_analysis), one("get_weather", args), "addressed to a tool, an analysis message is a call");
+        assert_eq!(parse(on_analysis).content, "");
     }
 
     #[test]
