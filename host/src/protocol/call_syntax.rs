@@ -41,7 +41,11 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::deepseek::MARKERS)
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
+        .chain(auto::minimax::MARKERS)
         .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
+        // After the reasoning markers, so that `<|channel|>analysis<|message|>`
+        // is named rather than its `<|channel|>`.
+        .chain(auto::harmony::MARKERS)
         // Last, so that a token the parsers read is named rather than this.
         .chain([auto::CHAT_TOKEN_OPEN, auto::deepseek::TOKEN_OPEN])
 }

@@ -34,12 +34,21 @@ pub(crate) const THINK_CLOSE: &str = "</think>";
 pub(crate) const COMMAND_R_THINKING_OPEN: &str = "<|START_THINKING|>";
 /// Closes it.
 pub(crate) const COMMAND_R_THINKING_CLOSE: &str = "<|END_THINKING|>";
+/// Opens gpt-oss's reasoning: a Harmony message on the analysis channel
+/// with no recipient (one addressed `to=` a tool is a call).
+pub(crate) const HARMONY_ANALYSIS_OPEN: &str = "<|channel|>analysis<|message|>";
+/// Ends a Harmony message, and so the analysis.
+pub(crate) const HARMONY_END: &str = "<|end|>";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 2] = [(THINK_OPEN, THINK_CLOSE), (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE)];
+pub(crate) const REASONING: [(&str, &str); 3] = [
+    (THINK_OPEN, THINK_CLOSE),
+    (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
+    (HARMONY_ANALYSIS_OPEN, HARMONY_END),
+];
 
-/// The reasoning regions of a reply: `<think>…</think>` and Command R7B's
-/// `<|START_THINKING|>…<|END_THINKING|>`. After an unclosed opening the
-/// rest of the reply is reasoning; before a `</think>` that nothing opened,
+/// The reasoning regions of a reply: `<think>…</think>`, Command R7B's
+/// `<|START_THINKING|>…<|END_THINKING|>` and gpt-oss's analysis messages.
+/// After an unclosed opening the rest of the reply is reasoning; before a `</think>` that nothing opened,
 /// the start of the reply is (templates that think by default write the
 /// `<think>` into the prompt, so the reply holds only its close).
 pub(crate) struct Reasoning {

@@ -98,21 +98,27 @@ fn head(reply: &str, open: usize) -> Option<(&str, usize)> {
         let close = tag_end(reply, start)?;
         (&reply[start..close], close + 1)
     } else if rest.starts_with(FUNCTION_NAMED) {
-        let start = open + FUNCTION_NAMED.len();
-        let quote = *reply.as_bytes().get(start).filter(|q| matches!(q, b'"' | b'\''))?;
-        let name_start = start + 1;
-        let name_end = name_start + reply[name_start..].bytes().take(MAX_HEAD).position(|b| b == quote)?;
-        let close = tag_end(reply, name_end + 1)?;
-        reply[name_end + 1..close].trim().is_empty().then_some(())?;
-        (&reply[name_start..name_end], close + 1)
+        quoted_name(reply, open + FUNCTION_NAMED.len())?
     } else {
         return None;
     };
     Some((markup_name(name)?, after))
 }
 
+/// A tag's quoted name attribute whose value starts at `start` (at its
+/// quote), as in `<function name="NAME">` or MiniMax's `<invoke name="NAME">`:
+/// the name, untrimmed, and where the tag's body starts.
+pub(super) fn quoted_name(reply: &str, start: usize) -> Option<(&str, usize)> {
+    let quote = *reply.as_bytes().get(start).filter(|q| matches!(q, b'"' | b'\''))?;
+    let name_start = start + 1;
+    let name_end = name_start + reply[name_start..].bytes().take(MAX_HEAD).position(|b| b == quote)?;
+    let close = tag_end(reply, name_end + 1)?;
+    reply[name_end + 1..close].trim().is_empty().then_some(())?;
+    Some((&reply[name_start..name_end], close + 1))
+}
+
 /// The `>` that ends a tag whose text starts at `from`, on the same line.
-fn tag_end(reply: &str, from: usize) -> Option<usize> {
+pub(super) fn tag_end(reply: &str, from: usize) -> Option<usize> {
     let text = reply.as_bytes().get(from..)?;
     let end = text.iter().take(MAX_HEAD).position(|&b| matches!(b, b'>' | b'<' | b'\n'))?;
     (text[end] == b'>').then_some(from + end)
@@ -227,7 +233,7 @@ fn template_value(raw: &str) -> &str {
 }
 
 /// `span`, widened to the `<tool_call>…</tool_call>` around it, if any.
-fn wrapped(reply: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+pub(super) fn wrapped(reply: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
     let before = reply[..span.start].trim_end();
     let start = before.strip_suffix(TOOL_CALL.0).map_or(span.start, str::len);
     let after = reply[span.end..].trim_start();

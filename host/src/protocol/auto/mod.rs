@@ -8,6 +8,9 @@
 //! - GLM's `<tool_call>NAME<arg_key>…</arg_key><arg_value>…` ([`glm`]);
 //! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
 //!   [`deepseek`], both read by [`section`]);
+//! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`],
+//!   read by [`section`] too);
+//! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
@@ -26,7 +29,9 @@ pub(crate) mod deepseek;
 pub(crate) mod function_tag;
 pub(crate) mod functionary;
 pub(crate) mod glm;
+pub(crate) mod harmony;
 pub(crate) mod kimi;
+pub(crate) mod minimax;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 mod section;
@@ -72,6 +77,7 @@ impl Protocol for Auto {
         prefixed::scan_tool_calls(&scope, &mut out);
         scan_chat_tokens(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
+        minimax::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(reply, reasoning, declared, &mut out);
@@ -129,7 +135,8 @@ impl<'a> Scope<'a> {
 pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
 
 /// Every chat-template token that starts a call, in one pass: Llama's
-/// `<|python_tag|>`, Kimi K2's sections and calls, Command R's actions.
+/// `<|python_tag|>`, Kimi K2's sections and calls, Command R's actions,
+/// Harmony's messages (found by their `<|message|>`).
 fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut kimi = kimi::Reader::new(reply);
@@ -142,6 +149,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
         at = if reply[found..].starts_with(prefixed::PYTHON_TAG) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
+        } else if reply[found..].starts_with(harmony::MESSAGE) {
+            harmony::read(scope, found, out).unwrap_or(found + harmony::MESSAGE.len())
         } else if let Some(end) = kimi.read(scope, found, out) {
             end
         } else if let Some(end) = command_r.read(scope, found, out) {
@@ -154,15 +163,15 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
 
 /// Every `<tool_call>` element, by what its body holds: JSON (Hermes,
 /// Qwen), `<function>NAME</function>` and JSON, or GLM's name and argument
-/// tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`],
-/// which takes the element around it too.
+/// tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`], a
+/// Harmony message to [`harmony`]; each takes the element around it too.
 fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     for element in xml_tag::elements(reply, &scope.reasoning, TOOL_CALL) {
         let body = &reply[element.body.clone()];
         let text = body.trim_start();
         let text_at = element.body.start + (body.len() - text.len());
-        if function_tag::opens_call(text) {
+        if function_tag::opens_call(text) || harmony::in_tool_call(body) {
             continue;
         }
         let Some(end) = element.end else {

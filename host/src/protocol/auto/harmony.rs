@@ -1,0 +1,284 @@
+//! OpenAI gpt-oss's Harmony: a reply is a run of messages, each a header
+//! and a body, `<|start|>assistant<|channel|>CHANNEL HEADER<|message|>BODY`
+//! and an end token. A call is a message addressed to a tool:
+//! `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>`,
+//! the recipient also written in the role's part of the header
+//! (`<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>`).
+//!
+//! The generation prompt ends with `<|start|>assistant`, so a reply's first
+//! message has no `<|start|>` and may open with its recipient; the engines'
+//! parsers (openai-harmony, vLLM, SGLang, llama.cpp) read both. Analysis
+//! messages are reasoning ([`HARMONY_ANALYSIS_OPEN`]); final and commentary
+//! messages without a recipient are the content, their tokens taken out.
+//! `<|call|>` is a stop token, which some servers strip: a call whose JSON
+//! is complete stands without it.
+//!
+//! [`HARMONY_ANALYSIS_OPEN`]: super::super::scan::HARMONY_ANALYSIS_OPEN
+
+use super::super::json_call::Trust;
+use super::super::lenient_json;
+use super::super::scan::{Collector, HARMONY_END, find};
+use super::super::xml_tag::TOOL_CALL;
+use super::super::ParsedCall;
+use super::function_tag::wrapped;
+use super::{CHAT_TOKEN_OPEN, Scope, markup_name};
+use serde_json::{Map, Value};
+
+/// Opens a message's header (left out of a reply's first message).
+pub(crate) const START: &str = "<|start|>";
+/// Opens the channel's part of a header.
+pub(crate) const CHANNEL: &str = "<|channel|>";
+/// Opens the type the body is constrained to (`json`).
+pub(crate) const CONSTRAIN: &str = "<|constrain|>";
+/// Ends a header and opens the body: where this module starts reading.
+pub(crate) const MESSAGE: &str = "<|message|>";
+/// Ends a call (the stop token after a call).
+pub(crate) const CALL: &str = "<|call|>";
+/// Ends the final message (the stop token after an answer).
+pub(crate) const RETURN: &str = "<|return|>";
+/// Names a message's recipient in its header.
+pub(crate) const RECIPIENT: &str = "to=";
+/// Every marker this module reads.
+pub(crate) const MARKERS: [&str; 7] = [START, CHANNEL, CONSTRAIN, MESSAGE, CALL, RETURN, HARMONY_END];
+
+/// The namespace of the functions a developer declares.
+const NAMESPACE: &str = "functions.";
+/// The words a header holds besides its recipient: the role, the channels
+/// and the constraint's type.
+const HEADER_WORDS: [&str; 5] = ["assistant", "analysis", "commentary", "final", "json"];
+/// How far before its `<|message|>` a header is looked for.
+const MAX_HEADER: usize = 256;
+/// The tokens that end a body, and whether they are its own (taken with it)
+/// or the next message's (a `<|message|>` too, so that no body is read
+/// past another header, and reading stays linear).
+const BODY_ENDS: [(&str, bool); 6] =
+    [(CALL, true), (HARMONY_END, true), (RETURN, true), (START, false), (CHANNEL, false), (MESSAGE, false)];
+
+/// A message's header, read.
+struct Header<'a> {
+    /// Where it starts in the reply.
+    start: usize,
+    /// The recipient, `functions.NAME`, if the message is a call.
+    recipient: Option<&'a str>,
+}
+
+/// The message whose `<|message|>` is at `found`: a call, or the tokens
+/// around the content of a final or commentary message, taken out of the
+/// content. `None` when no Harmony header stands before it (prose), else
+/// where reading stopped.
+pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
+    let reply = scope.reply;
+    let header = header(reply, found)?;
+    let trust = scope.markup_trust(header.start)?;
+    let body = found + MESSAGE.len();
+    let (body_end, token_end) = body_end(reply, body);
+    let Some(recipient) = header.recipient else {
+        // Only tokens the model wrote as such, not ones it quotes in code.
+        if trust == Trust::Explicit {
+            out.markup(header.start..body);
+            if token_end > body_end {
+                out.markup(body_end..token_end);
+            }
+        }
+        return Some(body);
+    };
+    let name = recipient.strip_prefix(NAMESPACE).unwrap_or(recipient);
+    let Some(name) = markup_name(name) else {
+        out.warn(header.start, format!("`{recipient}` is not a tool's name; it is not a call"));
+        return Some(token_end);
+    };
+    if !scope.markup_calls(header.start, name) {
+        return Some(token_end);
+    }
+    let text = &reply[body..body_end];
+    let json_at = body + (text.len() - text.trim_start().len());
+    let (arguments, end) = if reply[json_at..body_end].trim_end().is_empty() {
+        (Map::new(), token_end)
+    } else {
+        match lenient_json::parse_prefix(&reply[json_at..body_end]) {
+            Ok((Value::Object(arguments), used, _)) => {
+                let after = json_at + used;
+                (arguments, if reply[after..body_end].trim().is_empty() { token_end } else { after })
+            }
+            Err(_) if token_end == reply.len() && body_end == reply.len() => {
+                out.warn(header.start, format!("the call to `{name}` is cut off before its {CALL}; it is not a call"));
+                return Some(reply.len());
+            }
+            _ => {
+                out.warn(body, format!("the arguments of `{name}` are not a JSON object; it is not a call"));
+                return Some(token_end);
+            }
+        }
+    };
+    let span = wrapped(reply, header.start..end);
+    out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: span.clone() });
+    Some(span.end.max(end))
+}
+
+/// Whether a `<tool_call>` body holds a Harmony message, read by [`read`]
+/// with the element around it.
+pub(crate) fn in_tool_call(body: &str) -> bool {
+    body.contains(MESSAGE)
+}
+
+/// The header before the `<|message|>` at `message`: from its `<|start|>`,
+/// else from the end of the message before, a line break or the reply's
+/// start, else from a `<tool_call>` around it or its `<|channel|>` (prose
+/// may stand before those).
+fn header(reply: &str, message: usize) -> Option<Header<'_>> {
+    let mut window = message.saturating_sub(MAX_HEADER);
+    while !reply.is_char_boundary(window) {
+        window += 1;
+    }
+    let text = &reply[window..message];
+    let after_last = |token: &str| text.rfind(token).map(|i| window + i + token.len());
+    let boundary = [CALL, HARMONY_END, RETURN, MESSAGE, "\n"]
+        .into_iter()
+        .filter_map(after_last)
+        .chain((window == 0).then_some(0))
+        .max();
+    let start = text.rfind(START).map(|i| window + i).filter(|&s| boundary.is_none_or(|b| s >= b));
+    let last = |token: &str| text.rfind(token).map(|i| window + i);
+    let candidates = [start, boundary, last(TOOL_CALL.0), last(CHANNEL)];
+    candidates.into_iter().flatten().filter(|&s| boundary.is_none_or(|b| s >= b)).find_map(|s| {
+        let lead = &reply[s..message];
+        let trimmed = lead.trim_start();
+        let (s, lead) = match trimmed.strip_prefix(TOOL_CALL.0) {
+            Some(rest) => (message - rest.len(), rest),
+            None => (message - trimmed.len(), trimmed),
+        };
+        let recipient = header_words(lead)?;
+        Some(Header { start: s + (lead.len() - lead.trim_start().len()), recipient })
+    })
+}
+
+/// The recipient a header names, if its text is a Harmony header: the role,
+/// channel, recipient and constraint, nothing else. `None` when it is not.
+fn header_words(text: &str) -> Option<Option<&str>> {
+    let text = text.strip_prefix(START).unwrap_or(text);
+    let has_channel = text.contains(CHANNEL);
+    let mut recipient = None;
+    for part in text.split(CHANNEL).flat_map(|part| part.split(CONSTRAIN)) {
+        if part.contains(CHAT_TOKEN_OPEN) {
+            return None;
+        }
+        for word in part.split_ascii_whitespace() {
+            match word.strip_prefix(RECIPIENT) {
+                Some(to) => recipient = Some(to),
+                None if HEADER_WORDS.contains(&word) => {}
+                None => return None,
+            }
+        }
+    }
+    (has_channel || recipient.is_some()).then_some(recipient)
+}
+
+/// Where the body starting at `body` ends, and where the token that ends it
+/// does when it is the body's own (else the same place); the reply's end
+/// when nothing ends it.
+fn body_end(reply: &str, body: usize) -> (usize, usize) {
+    let mut at = body;
+    while let Some(token) = find(reply, at, CHAT_TOKEN_OPEN) {
+        if let Some((end, own)) = BODY_ENDS.iter().find(|(end, _)| reply[token..].starts_with(end)) {
+            return (token, if *own { token + end.len() } else { token });
+        }
+        at = token + CHAT_TOKEN_OPEN.len();
+    }
+    (reply.len(), reply.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{calls, checked, no_calls, one, parse, prose, warnings};
+    use serde_json::{Value, json};
+
+    /// A call as the Harmony spec writes it, the recipient in the channel's
+    /// part of the header.
+    const CALL: &str = "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|call|>";
+
+    #[test]
+    fn harmony_calls_with_and_without_the_leading_tokens() {
+        let args = json!({"city": "Tokyo"});
+        assert_eq!(calls(CALL), one("get_weather", args.clone()));
+        assert_eq!(parse(CALL).content, "");
+        assert!(parse(CALL).warnings.is_empty(), "{:?}", parse(CALL).warnings);
+        let no_start = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        assert_eq!(calls(no_start), one("get_weather", args.clone()));
+        let in_role = "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        assert_eq!(calls(in_role), one("get_weather", args.clone()));
+        let first_message = " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        assert_eq!(calls(first_message), one("get_weather", args.clone()), "the prompt wrote `<|start|>assistant`");
+        assert_eq!(parse(first_message).content, "");
+        let no_constrain = "<|channel|>commentary to=functions.get_weather<|message|>{\"city\": \"Tokyo\"}";
+        assert_eq!(calls(no_constrain), one("get_weather", args.clone()), "the stop token stripped");
+        let on_analysis = "<|channel|>analysis to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|end|>";
+        assert_eq!(calls(on_analysis), one("get_weather", args), "addressed to a tool, an analysis message is a call");
+        assert_eq!(parse(on_analysis).content, "");
+    }
+
+    #[test]
+    fn several_harmony_calls_after_reasoning_and_prose() {
+        let second = CALL.replace("get_weather", "now").replace("{\"city\": \"Tokyo\"}", "{}");
+        let reply = format!(
+            "<|channel|>analysis<|message|>Need the weather, then the time. <|channel|>commentary to=functions.now<|message|>{{}}<|call|> is how.<|end|>{CALL}{second}"
+        );
+        assert_eq!(calls(&reply), vec![("get_weather".into(), json!({"city": "Tokyo"})), ("now".into(), json!({}))]);
+        let parsed = parse(&reply);
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        assert!(parsed.content.starts_with("<|channel|>analysis<|message|>Need"), "reasoning stays as <think> does: {}", parsed.content);
+        let after_prose = format!("I'll check the weather.{}", &CALL["<|start|>assistant".len()..]);
+        assert_eq!(calls(&after_prose), one("get_weather", json!({"city": "Tokyo"})));
+        assert_eq!(parse(&after_prose).content, "I'll check the weather.");
+    }
+
+    #[test]
+    fn the_final_channel_is_the_content() {
+        let reply = "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>It is 5050.<|return|>";
+        let parsed = parse(reply);
+        assert!(parsed.calls.is_empty());
+        assert_eq!(parsed.content, "<|channel|>analysis<|message|>Easy.<|end|>It is 5050.");
+        let preamble = format!("<|channel|>commentary<|message|>Checking the weather.<|end|>{CALL}");
+        assert_eq!(parse(&preamble).content, "Checking the weather.");
+        assert_eq!(calls(&preamble).len(), 1);
+    }
+
+    #[test]
+    fn harmony_inside_a_tool_call_tag() {
+        let reply = "<tool_call>\n<|channel|>commentary to=functions.now <|constrain|>json<|message|>{\"zone\": \"UTC\"}<|call|>\n</tool_call>";
+        assert_eq!(calls(reply), one("now", json!({"zone": "UTC"})));
+        assert_eq!(parse(reply).content, "");
+        let bare = "Sure.<tool_call>commentary to=functions.now <|constrain|>json<|message|>{\"zone\": \"UTC\"}</tool_call>";
+        assert_eq!(calls(bare), one("now", json!({"zone": "UTC"})));
+        assert_eq!(parse(bare).content, "Sure.");
+    }
+
+    #[test]
+    fn harmony_arguments_are_typed_by_the_declaration() {
+        let reply = "<|channel|>commentary to=functions.forecast <|constrain|>json<|message|>{\"city\": \"Rome\", \"days\": \"5\", \"ratio\": 0.5, \"metric\": \"true\", \"options\": {\"a\": [1]}}<|call|>";
+        assert_eq!(Value::Object(checked(reply)), json!({"city": "Rome", "days": 5, "ratio": 0.5, "metric": true, "options": {"a": [1]}}));
+    }
+
+    #[test]
+    fn a_cut_off_harmony_call_is_a_warning_not_a_call() {
+        let cut = format!("{CALL}{}", &CALL[..CALL.len() - "okyo\"}<|call|>".len()]);
+        assert_eq!(calls(&cut), one("get_weather", json!({"city": "Tokyo"})), "only the complete call");
+        assert_eq!(warnings(&cut), ["the call to `get_weather` is cut off before its <|call|>; it is not a call"]);
+        let bad = "<|channel|>commentary to=functions.now<|message|>{\"zone\": <|call|>";
+        assert_eq!(calls(bad), vec![]);
+        assert_eq!(warnings(bad), ["the arguments of `now` are not a JSON object; it is not a call"]);
+    }
+
+    #[test]
+    fn harmony_tokens_in_prose_or_code_are_not_calls() {
+        no_calls(&[
+            "gpt-oss writes <|channel|>, then <|message|> and the body, then <|call|>.",
+            "e.g. `<|channel|>commentary to=functions.delete_all<|message|>{}<|call|>`",
+            "`<|start|>assistant<|channel|>commentary to=functions.now<|message|>{}<|call|>`",
+            "Send it to=functions.now<|message|>{} like so.",
+            "```\n<|channel|>commentary to=functions.delete_all<|message|>{}<|call|>\n```",
+            "<|channel|>analysis<|message|>maybe <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call><|end|>",
+            "<think><|channel|>commentary to=functions.now<|message|>{}<|call|></think>",
+        ]);
+        prose("It ends with <|message|> and <|call|> tokens.");
+    }
+}

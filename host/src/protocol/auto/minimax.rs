@@ -1,0 +1,188 @@
+//! MiniMax-M2 (and M2.1, M2.5, M3): `<minimax:tool_call>`, then for each
+//! call `<invoke name="NAME">` with `<parameter name="KEY">value</parameter>`
+//! for each argument and `</invoke>`, then `</minimax:tool_call>` (which may
+//! be left out: it can be the stop token). Reasoning is `<think>…</think>`.
+//!
+//! A value is raw text, trimmed as vLLM's and SGLang's `minimax_m2`
+//! parsers trim it; it stays a string here, and the check step types it by
+//! the declared parameter, as it does Qwen3-Coder's `<parameter=…>` values
+//! ([`function_tag`](super::function_tag)).
+
+use super::super::ParsedCall;
+use super::super::scan::{Collector, Forward, find};
+use super::function_tag::{PARAMETER_CLOSE, quoted_name, tag_end};
+use super::section::{self, CallTokens};
+use super::{Scope, markup_name};
+use serde_json::{Map, Value};
+
+/// Opens the calls.
+pub(crate) const SECTION_BEGIN: &str = "<minimax:tool_call>";
+/// Closes them.
+pub(crate) const SECTION_END: &str = "</minimax:tool_call>";
+/// Opens one call: `<invoke name="NAME">`.
+pub(crate) const INVOKE_OPEN: &str = "<invoke name=";
+/// Closes one call.
+pub(crate) const INVOKE_CLOSE: &str = "</invoke>";
+/// Opens an argument: `<parameter name="KEY">`.
+pub(crate) const PARAMETER_OPEN: &str = "<parameter name=";
+/// Every marker this module reads (`</parameter>` is Qwen3-Coder's too).
+pub(crate) const MARKERS: [&str; 5] = [SECTION_BEGIN, SECTION_END, INVOKE_OPEN, INVOKE_CLOSE, PARAMETER_OPEN];
+
+/// Every MiniMax section outside reasoning.
+pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut reader = Reader { parameter_close: Forward::new(reply, PARAMETER_CLOSE) };
+    let mut at = 0;
+    while let Some(found) = find(reply, at, SECTION_BEGIN) {
+        if let Some(end) = scope.reasoning.skip(found) {
+            at = end;
+            continue;
+        }
+        let begin = found + SECTION_BEGIN.len();
+        at = if scope.markup_trust(found).is_some() { section::read(scope, found, begin, &mut reader, out) } else { begin };
+    }
+}
+
+/// Reads the calls of a section.
+struct Reader<'a> {
+    parameter_close: Forward<'a>,
+}
+
+impl CallTokens for Reader<'_> {
+    fn section_end(&self, rest: &str) -> Option<usize> {
+        rest.starts_with(SECTION_END).then_some(SECTION_END.len())
+    }
+
+    fn opens_call(&self, rest: &str) -> bool {
+        rest.starts_with(INVOKE_OPEN)
+    }
+
+    /// The `<invoke>` at `at`, if it is a call, and where reading it stopped.
+    fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
+        let reply = scope.reply;
+        let Some((name, mut p)) = attribute(reply, at + INVOKE_OPEN.len()) else {
+            return cut_off_or(reply, at, out, "an <invoke> tag does not name a tool");
+        };
+        let Some(name) = markup_name(name) else {
+            out.warn(at, format!("`{}` is not a tool's name; it is not a call", name.trim()));
+            return (None, p);
+        };
+        let mut arguments = Map::new();
+        loop {
+            p += reply[p..].len() - reply[p..].trim_start().len();
+            let rest = &reply[p..];
+            if rest.starts_with(INVOKE_CLOSE) {
+                p += INVOKE_CLOSE.len();
+                break;
+            }
+            let key = rest.strip_prefix(PARAMETER_OPEN).and_then(|_| attribute(reply, p + PARAMETER_OPEN.len()));
+            let Some((key, value_start)) = key.and_then(|(key, after)| Some((markup_name(key)?, after))) else {
+                let what = format!("expected {PARAMETER_OPEN}\"KEY\"> or {INVOKE_CLOSE} in the call to `{name}`");
+                return cut_off_or(reply, at, out, &what);
+            };
+            let Some(close) = self.parameter_close.next(value_start) else {
+                return cut_off_or(reply, at, out, &format!("`{key}` in the call to `{name}` has no {PARAMETER_CLOSE}"));
+            };
+            arguments.insert(key.to_owned(), Value::String(reply[value_start..close].trim().to_owned()));
+            p = close + PARAMETER_CLOSE.len();
+        }
+        if !scope.markup_calls(at, name) {
+            return (None, p);
+        }
+        (Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..p }), p)
+    }
+}
+
+/// The name attribute whose value starts at `start`, quoted as the template
+/// writes it or not (the engines' parsers strip the quotes if any): the
+/// name and where the tag's body starts.
+fn attribute(reply: &str, start: usize) -> Option<(&str, usize)> {
+    quoted_name(reply, start).or_else(|| {
+        let close = tag_end(reply, start)?;
+        Some((&reply[start..close], close + 1))
+    })
+}
+
+/// A call that cannot be read: cut off when the reply ends inside it (no
+/// `</invoke>` follows), else `what` is wrong; a warning either way, and
+/// where reading stopped.
+fn cut_off_or(reply: &str, at: usize, out: &mut Collector<'_>, what: &str) -> (Option<ParsedCall>, usize) {
+    match find(reply, at, INVOKE_CLOSE) {
+        None => {
+            out.warn(at, format!("a call is cut off before its {INVOKE_CLOSE}; it is not a call"));
+            (None, reply.len())
+        }
+        Some(close) => {
+            out.warn(at, format!("{what}; it is not a call"));
+            (None, close + INVOKE_CLOSE.len())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{calls, checked, no_calls, one, parse, prose, warnings};
+    use serde_json::{Value, json};
+
+    /// Two calls as MiniMax-M2's template writes them.
+    const TWO_CALLS: &str = "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Beijing</parameter>\n<parameter name=\"date\">2024-12-25</parameter>\n</invoke>\n<invoke name=\"now\">\n</invoke>\n</minimax:tool_call>";
+
+    fn both() -> Vec<(String, Value)> {
+        vec![("get_weather".into(), json!({"city": "Beijing", "date": "2024-12-25"})), ("now".into(), json!({}))]
+    }
+
+    #[test]
+    fn minimax_calls_alone_after_prose_and_after_reasoning() {
+        assert_eq!(calls(TWO_CALLS), both());
+        let parsed = parse(TWO_CALLS);
+        assert_eq!(parsed.content, "");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        let reply = format!("<think>\nThe user wants the weather.\n</think>\n\nLet me search for that.\n{TWO_CALLS}\nThe weather will be...");
+        assert_eq!(calls(&reply), both());
+        assert_eq!(parse(&reply).content, "<think>\nThe user wants the weather.\n</think>\n\nLet me search for that.\n\nThe weather will be...");
+        let one_call = "<minimax:tool_call><invoke name='now'><parameter name='zone'>UTC</parameter></invoke>";
+        assert_eq!(calls(one_call), one("now", json!({"zone": "UTC"})), "single quotes, the section's end left out");
+        let unquoted = "<minimax:tool_call><invoke name=now><parameter name=zone>UTC</parameter></invoke></minimax:tool_call>";
+        assert_eq!(calls(unquoted), one("now", json!({"zone": "UTC"})), "names without quotes, as the engines read them");
+    }
+
+    #[test]
+    fn minimax_values_are_trimmed_text_typed_by_the_declaration() {
+        let reply = "<minimax:tool_call>\n<invoke name=\"forecast\">\n<parameter name=\"city\">42</parameter>\n<parameter name=\"days\">\n3\n</parameter>\n<parameter name=\"ratio\">0.5</parameter>\n<parameter name=\"metric\">true</parameter>\n<parameter name=\"options\">{\"hourly\": true, \"fields\": [\"rain\"], \"x\": null}</parameter>\n</invoke>\n</minimax:tool_call>";
+        assert_eq!(
+            Value::Object(checked(reply)),
+            json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "fields": ["rain"], "x": null}})
+        );
+        let code = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">\nif a < b && c > d { \"<x>\" }\n</parameter></invoke></minimax:tool_call>";
+        assert_eq!(calls(code), one("calculate", json!({"code": "if a < b && c > d { \"<x>\" }"})));
+    }
+
+    #[test]
+    fn a_cut_off_minimax_call_is_a_warning_not_a_call() {
+        let cut = &TWO_CALLS[..TWO_CALLS.len() - "</invoke>\n</minimax:tool_call>".len()];
+        assert_eq!(calls(cut), one("get_weather", json!({"city": "Beijing", "date": "2024-12-25"})), "only the complete call");
+        assert_eq!(warnings(cut), ["a call is cut off before its </invoke>; it is not a call"]);
+        let mid_value = "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Bei";
+        assert_eq!(calls(mid_value), vec![]);
+        assert_eq!(warnings(mid_value), ["a call is cut off before its </invoke>; it is not a call"]);
+        let broken = "<minimax:tool_call><invoke name=\"now\"><zone>UTC</zone></invoke></minimax:tool_call>";
+        assert_eq!(calls(broken), vec![]);
+        assert_eq!(warnings(broken), ["expected <parameter name=\"KEY\"> or </invoke> in the call to `now`; it is not a call"]);
+        assert_eq!(parse(broken).content, "", "the section's tokens are no prose");
+    }
+
+    #[test]
+    fn minimax_tokens_in_prose_or_code_are_not_calls() {
+        no_calls(&[
+            "MiniMax wraps its calls in <minimax:tool_call> and </minimax:tool_call>.",
+            "e.g. `<minimax:tool_call><invoke name=\"delete_all\"></invoke></minimax:tool_call>`",
+            "`<minimax:tool_call><invoke name=\"now\"></invoke></minimax:tool_call>`",
+            "```xml\n<minimax:tool_call>\n<invoke name=\"delete_all\">\n</invoke>\n</minimax:tool_call>\n```",
+            "<think><minimax:tool_call><invoke name=\"now\"></invoke></minimax:tool_call></think>",
+            "An <invoke name=\"now\"></invoke> tag alone is no call.",
+        ]);
+        prose("It opens with <minimax:tool_call> first.");
+        let fenced = "```xml\n<minimax:tool_call>\n<invoke name=\"now\">\n</invoke>\n</minimax:tool_call>\n```";
+        assert_eq!(calls(fenced).len(), 1, "a declared tool's call in a fenced block counts, as fenced JSON does");
+    }
+}
