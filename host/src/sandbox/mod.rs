@@ -201,19 +201,7 @@ impl Sandbox {
     /// Wait for a call slot, or `None` when `cancel` fires first; the
     /// epoch ticks while any slot is held.
     pub(crate) async fn call_slot(&self, cancel: &CancellationToken) -> Option<CallSlot<'_>> {
-        // A free slot is taken without building the two futures below: with
-        // the executor's slot, ~0.2 µs of a 13.7 µs fresh call (issue 17).
-        if cancel.is_cancelled() {
-            return None;
-        }
-        let permit = match self.slots.try_acquire() {
-            Ok(permit) => permit,
-            Err(_) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                permit = self.slots.acquire() => permit.expect("the sandbox's semaphore is never closed"),
-            },
-        };
+        let permit = permit_unless_cancelled(&self.slots, cancel).await?;
         Some(CallSlot { _permit: permit, _ticking: self.ticker.enter() })
     }
 
@@ -282,6 +270,24 @@ impl Drop for Sandbox {
 pub(crate) struct CallSlot<'s> {
     _permit: SemaphorePermit<'s>,
     _ticking: Ticking,
+}
+
+/// A permit of `slots`, or `None` when `cancel` fires first. A free permit
+/// is taken without building the two futures of the wait: with the
+/// executor's slot and the sandbox's, ~0.2 µs of a 13.7 µs fresh call
+/// (issue 17).
+pub(crate) async fn permit_unless_cancelled<'s>(slots: &'s Semaphore, cancel: &CancellationToken) -> Option<SemaphorePermit<'s>> {
+    if cancel.is_cancelled() {
+        return None;
+    }
+    match slots.try_acquire() {
+        Ok(permit) => Some(permit),
+        Err(_) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            permit = slots.acquire() => Some(permit.expect("a call-slot semaphore is never closed")),
+        },
+    }
 }
 
 /// Says once per process that host memory is not counted.
