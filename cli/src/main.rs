@@ -14,6 +14,7 @@ mod inspect;
 mod list;
 mod lock;
 mod new;
+mod mcp;
 mod node;
 mod output;
 mod parse;
@@ -92,6 +93,7 @@ enum Command {
     Add(add::AddCommand),
     Remove(remove::RemoveCommand),
     Node(node::NodeCommand),
+    Mcp(mcp::McpCommand),
 }
 
 /// How long the command waits for background work when it is done.
@@ -134,7 +136,7 @@ impl Cli {
     async fn execute(mut self) -> anyhow::Result<ExitCode> {
         self.global.sandbox = match &self.command {
             // Long-running: the pool the policy sizes.
-            Command::Chat(_) | Command::Node(_) => None,
+            Command::Chat(_) | Command::Node(_) | Command::Mcp(_) => None,
             // A reply's calls, perhaps in parallel.
             Command::Run(_) => Some(SandboxSize::on_demand(toolhost::default_concurrency().try_into().unwrap_or(1))),
             _ => Some(SandboxSize::one_call()),
@@ -156,6 +158,7 @@ impl Cli {
             Command::Add(c) => c.execute(&self.global).await,
             Command::Remove(c) => c.execute(&self.global).await,
             Command::Node(c) => c.execute(&self.global).await,
+            Command::Mcp(c) => c.execute(&self.global).await,
         }
     }
 }

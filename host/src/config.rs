@@ -50,6 +50,9 @@
 //!
 //! [vcp]                              # joining a VCP server as a node; see `vcp_node::VcpConfig`
 //! server = "ws://127.0.0.1:6005"
+//!
+//! [mcp]                              # serving the tools to MCP clients; see `mcp::McpConfig`
+//! tools = ["calculate"]
 //! ```
 
 use crate::agent::ToolCallConfig;
@@ -57,6 +60,7 @@ use crate::llm::LlmProfile;
 use crate::approval::{ApprovalConfig, Rule, RuleAction};
 use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
 use crate::sandbox::{Allowance, Limits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, SandboxSize};
+use crate::mcp::{McpConfig, McpSection};
 use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -140,6 +144,8 @@ pub struct Policy {
     /// Joining a VCP server as a node (`[vcp]`, see [`VcpConfig`]); `None`
     /// without that section.
     pub vcp: Option<VcpConfig>,
+    /// Serving the tools to MCP clients (`[mcp]`, see [`McpConfig`]).
+    pub mcp: McpConfig,
     /// Model endpoints, by profile name (`[llm.NAME]`).
     pub llm: BTreeMap<String, LlmProfile>,
     /// How much the sandbox reserves (`[sandbox]`): calls at once and
@@ -195,6 +201,7 @@ impl Default for Policy {
             llm: BTreeMap::new(),
             approval: ApprovalConfig::default(),
             vcp: None,
+            mcp: McpConfig::default(),
             sandbox: SandboxSize::for_machine(),
         }
     }
@@ -298,6 +305,7 @@ impl Policy {
             agents,
             approval,
             vcp,
+            mcp: file.mcp.resolve(path)?,
             llm,
             sandbox: file.sandbox.map_or_else(|| Ok(SandboxSize::for_machine()), |section| section.resolve(path))?,
         })
@@ -474,6 +482,8 @@ struct ConfigFile {
     #[serde(default)]
     approval: ApprovalSection,
     vcp: Option<VcpSection>,
+    #[serde(default)]
+    mcp: McpSection,
     #[serde(default)]
     llm: BTreeMap<String, LlmSection>,
     sandbox: Option<SandboxSection>,

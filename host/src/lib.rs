@@ -14,7 +14,9 @@
 //!   results, and format them as [`Message`]s for the model;
 //! - [`Policy`]: the host's `toolhost.toml`: limits, grants, agents;
 //! - [`VcpNode`]: the host joined to a VCP server as a distributed node,
-//!   its exposed tools run through the same [`Pipeline`].
+//!   its exposed tools run through the same [`Pipeline`];
+//! - [`McpServer`]: the tools offered to MCP clients over stdio or
+//!   streamable HTTP, through the same [`Pipeline`].
 //!
 //! One whole turn:
 //!
@@ -70,6 +72,7 @@ mod error_chain;
 mod executor;
 mod llm;
 mod manifest;
+mod mcp;
 mod message;
 mod outcome;
 mod pipeline;
@@ -79,6 +82,7 @@ mod protocol;
 mod registry;
 mod sandbox;
 mod suggest;
+mod tool_filter;
 mod transcript;
 mod vcp_node;
 
@@ -106,7 +110,9 @@ pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, Reach, ToolSpec, is_valid_name,
 };
+pub use mcp::{DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer};
 pub use message::{Message, NativeCall, Role};
+pub use tool_filter::ToolFilter;
 pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use error_chain::{SharedError, error_chain};
@@ -115,7 +121,7 @@ pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{
     CacheError, CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, PinState,
-    Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
+    DEFAULT_WATCH_INTERVAL, Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
 pub use policy_check::{PolicyWarning, check_policy};
 pub use suggest::{did_you_mean, unknown_tool};

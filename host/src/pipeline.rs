@@ -31,6 +31,7 @@ use crate::message::Message;
 use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::ProtocolId;
 use crate::registry::Catalog;
+use crate::tool_filter::ToolFilter;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -56,6 +57,10 @@ pub struct Turn {
     /// permission levels or `require_confirmation` would ask are not asked
     /// again. Deny rules still hold.
     pub chosen_by_person: bool,
+    /// Narrows the tools the audience may call further, as a door's own
+    /// section does (`[mcp] tools`, `tags`, `levels`); a call to a tool it
+    /// leaves out is `not-found`, as if it were not loaded.
+    pub filter: Option<Arc<ToolFilter>>,
 }
 
 /// Whom a turn's calls come from.
@@ -82,6 +87,7 @@ impl Turn {
             cancel: CancellationToken::new(),
             audience: Audience::Model,
             chosen_by_person: false,
+            filter: None,
         }
     }
 
@@ -95,6 +101,7 @@ impl Turn {
             cancel: CancellationToken::new(),
             audience: Audience::Model,
             chosen_by_person: false,
+            filter: None,
         }
     }
 
@@ -105,11 +112,12 @@ impl Turn {
     }
 
     /// Whether the turn's agent may call `spec`.
-    fn offers(&self, spec: &ToolSpec) -> bool {
-        match self.audience {
+    pub fn offers(&self, spec: &ToolSpec) -> bool {
+        let audience = match self.audience {
             Audience::Model => self.config.offers(spec),
             Audience::Distributed => self.config.exposes(spec),
-        }
+        };
+        audience && self.filter.as_ref().is_none_or(|filter| filter.matches(spec))
     }
 
     /// The deadline the agent sets each call, where it is shorter than
@@ -195,6 +203,12 @@ impl Pipeline {
     /// Who decides the calls a person must decide.
     pub(crate) fn approver(&self) -> &dyn Approver {
         self.approver.as_ref()
+    }
+
+    /// The same pipeline, asking `approver` instead: for a door whose
+    /// person is reached through the request itself (an MCP client).
+    pub fn with_approver(&self, approver: Arc<dyn Approver>) -> Pipeline {
+        Pipeline { approver, ..self.clone() }
     }
 
     /// Run the calls of one reply through every step.

@@ -60,6 +60,20 @@ pub fn tools_schema(tools: &[ToolSpec]) -> Value {
 
 /// One tool as an OpenAI function definition.
 pub fn tool_schema(tool: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": parameters_schema(tool),
+        },
+    })
+}
+
+/// The JSON Schema of a tool's arguments, from its declared params: an
+/// object with a typed, described property per param, and the required
+/// ones listed. What a native tool definition and MCP's `inputSchema` say.
+pub fn parameters_schema(tool: &ToolSpec) -> Value {
     let mut properties = Map::new();
     for p in &tool.params {
         let mut schema = match p.ty {
@@ -73,14 +87,7 @@ pub fn tool_schema(tool: &ToolSpec) -> Value {
         properties.insert(p.name.clone(), schema);
     }
     let required: Vec<&str> = tool.params.iter().filter(|p| p.required).map(|p| p.name.as_str()).collect();
-    json!({
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": { "type": "object", "properties": properties, "required": required },
-        },
-    })
+    json!({ "type": "object", "properties": properties, "required": required })
 }
 
 #[cfg(test)]

@@ -29,11 +29,13 @@ mod lock;
 mod magic;
 pub mod names;
 mod report;
+mod watch;
 
 pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheError, CacheUse};
 use cache::Artifact;
 pub use lock::{LockError, LockFile, PinChange, PinState};
+pub use watch::DEFAULT_WATCH_INTERVAL;
 
 use crate::config::Policy;
 use crate::manifest::{ManifestError, PluginManifest, ToolSpec};

@@ -1,5 +1,6 @@
-//! [`UnattendedApprover`]: approval on a node nobody watches, by the
-//! `[vcp.unattended]` policy.
+//! [`UnattendedApprover`]: approval where nobody can be asked — a VCP node
+//! nobody watches, by `[vcp.unattended]`; an MCP client that cannot ask its
+//! user, by `[mcp] unattended`.
 
 use super::config::{Unattended, UnattendedAction};
 use crate::approval::{Answer, Approver, AskReason, CallDecision, DecidedBy, DenyAll, PendingCall, ResultDecision};
@@ -16,51 +17,72 @@ use crate::printable::printable;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnattendedApprover {
     policy: Unattended,
+    door: Door,
+}
+
+/// Where nobody can be asked, which decides the words of a denial.
+#[derive(Debug, Clone, Copy, Default)]
+enum Door {
+    /// A VCP node: `[vcp.unattended] LEVEL`.
+    #[default]
+    VcpNode,
+    /// An MCP server: one `[mcp] unattended` for both levels.
+    Mcp,
 }
 
 impl UnattendedApprover {
-    /// Deciding by `policy`.
+    /// Deciding by `policy`, on a VCP node.
     pub fn new(policy: Unattended) -> Self {
-        UnattendedApprover { policy }
+        UnattendedApprover { policy, door: Door::VcpNode }
     }
 
-    /// The setting that decides `call`, and its value; `None` when only a
-    /// person could.
-    fn setting(&self, call: &PendingCall) -> Option<(&'static str, UnattendedAction)> {
-        match call.reason {
-            AskReason::Moderate => Some(("moderate", self.policy.moderate)),
-            AskReason::Sensitive => Some(("sensitive", self.policy.sensitive)),
-            AskReason::RequireConfirmation | AskReason::Rule(_) => None,
-        }
+    /// Deciding by `[mcp] unattended = action`, for an MCP client that
+    /// cannot ask its user.
+    pub fn for_mcp(action: UnattendedAction) -> Self {
+        UnattendedApprover { policy: Unattended { moderate: action, sensitive: action }, door: Door::Mcp }
+    }
+
+    /// The setting that decides `call` (its key and value, as in
+    /// `toolhost.toml`); `None` when only a person could.
+    fn setting(&self, call: &PendingCall) -> Option<(String, UnattendedAction)> {
+        let (level, action) = match call.reason {
+            AskReason::Moderate => ("moderate", self.policy.moderate),
+            AskReason::Sensitive => ("sensitive", self.policy.sensitive),
+            AskReason::RequireConfirmation | AskReason::Rule(_) => return None,
+        };
+        let key = match self.door {
+            Door::VcpNode => format!("[vcp.unattended] {level}"),
+            Door::Mcp => "[mcp] unattended".to_owned(),
+        };
+        Some((key, action))
     }
 
     fn answer(&self, call: &PendingCall) -> Answer {
-        let needs = format!(
-            "`{}` (plugin {}) needs approval because {}, and no person is attached to this node",
-            printable(&call.tool),
-            printable(&call.plugin),
-            call.reason
-        );
+        let (nobody, to_be_asked) = match self.door {
+            Door::VcpNode => ("no person is attached to this node", "run the node from a terminal to be asked"),
+            Door::Mcp => (
+                "the MCP client cannot ask its user (it does not support elicitation, or the server is stateless)",
+                "use a client that supports elicitation to be asked",
+            ),
+        };
+        let needs =
+            format!("`{}` (plugin {}) needs approval because {}, and {nobody}", printable(&call.tool), printable(&call.plugin), call.reason);
         match self.setting(call) {
-            Some((level, UnattendedAction::Allow)) => Answer {
-                decision: CallDecision::AllowOnce,
-                by: DecidedBy::Rule(format!("[vcp.unattended] {level} = \"allow\"")),
-            },
-            Some((level, UnattendedAction::Deny)) => Answer {
+            Some((key, UnattendedAction::Allow)) => {
+                Answer { decision: CallDecision::AllowOnce, by: DecidedBy::Rule(format!("{key} = \"allow\"")) }
+            }
+            Some((key, UnattendedAction::Deny)) => Answer {
                 decision: CallDecision::Deny {
                     reason: Some(format!(
-                        "{needs} ([vcp.unattended] {level} = \"deny\"). To let such calls run unattended, set \
-                         [vcp.unattended] {level} = \"allow\" or add an [[approval.rules]] allow rule for agent \
-                         \"{}\"; or run the node from a terminal to be asked.",
+                        "{needs} ({key} = \"deny\"). To let such calls run unattended, set {key} = \"allow\" or add \
+                         an [[approval.rules]] allow rule for agent \"{}\"; or {to_be_asked}.",
                         printable(&call.agent)
                     )),
                 },
-                by: DecidedBy::Rule(format!("[vcp.unattended] {level} = \"deny\"")),
+                by: DecidedBy::Rule(format!("{key} = \"deny\"")),
             },
             None => Answer {
-                decision: CallDecision::Deny {
-                    reason: Some(format!("{needs} to give it. Run the node from a terminal to be asked.")),
-                },
+                decision: CallDecision::Deny { reason: Some(format!("{needs} to give it; {to_be_asked}.")) },
                 by: DecidedBy::DenyAll,
             },
         }

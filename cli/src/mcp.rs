@@ -1,0 +1,115 @@
+use super::GlobalOptions;
+use super::output;
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use toolhost::{CancellationToken, DEFAULT_WATCH_INTERVAL, DenyAll, HttpOptions, McpServer};
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Serve the loaded tools to MCP clients: on stdin/stdout (the default),
+/// or over streamable HTTP at http://ADDR/mcp with --http ADDR.
+///
+/// Every call goes through the same steps as any other: its arguments are
+/// checked, it is approved, and it runs in a fresh sandboxed instance.
+/// A call that needs approval is asked of the client's user where the
+/// client supports elicitation; elsewhere `[mcp] unattended` decides
+/// (deny by default). Which tools are offered, and as which agent, is
+/// `[mcp]` in toolhost.toml.
+///
+/// For a desktop client, one line: `toolhost mcp --plugins DIR`. Logs go
+/// to stderr.
+#[derive(Debug, clap::Args)]
+pub(super) struct McpCommand {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
+    /// 127.0.0.1:8808.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// With --http: keep no sessions, so that several servers can serve
+    /// one URL behind a load balancer. Clients cannot be asked to approve
+    /// calls then (`[mcp] unattended` decides), nor told of tool changes.
+    #[arg(long, requires = "http")]
+    stateless: bool,
+    /// With --http: require `Authorization: Bearer TOKEN`, the token read
+    /// from this environment variable.
+    #[arg(long, value_name = "VAR", requires = "http")]
+    token_env: Option<String>,
+    /// With --http: also accept this Host name (besides localhost,
+    /// 127.0.0.1, ::1 and `[mcp] allowed_hosts`); repeatable.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    allow_host: Vec<String>,
+    /// Reload when components are added, changed or removed in the plugin
+    /// directories, and tell the clients their tools changed.
+    #[arg(long)]
+    watch: bool,
+}
+
+impl McpCommand {
+    pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
+        let options = self.http_options()?;
+        // The approver is the client's user, or `[mcp] unattended`, per call.
+        let pipeline = global.pipeline_with(Arc::new(DenyAll)).await?;
+        let registry = pipeline.executor().registry().clone();
+        let config = registry.policy().mcp.clone();
+        let server = McpServer::new(pipeline, config);
+        let shutdown = CancellationToken::new();
+        if self.watch {
+            let (registry, shutdown) = (registry.clone(), shutdown.clone());
+            tokio::spawn(async move { registry.watch(DEFAULT_WATCH_INTERVAL, shutdown).await });
+        }
+        let tools = server.offered_tools();
+        let offered = if tools.is_empty() { "no tools".to_owned() } else { tools.join(", ") };
+        let mut hangup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
+        let served = {
+            let server = server.clone();
+            let shutdown = shutdown.clone();
+            match self.http {
+                None => {
+                    output::note(format_args!("serving MCP on stdio as agent `{}`: {offered}", server.config().agent));
+                    tokio::spawn(async move { server.serve_stdio(shutdown).await })
+                }
+                Some(addr) => {
+                    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+                    let bound = listener.local_addr().context("reading the address listened on")?;
+                    output::note(format_args!(
+                        "serving MCP at http://{bound}/mcp{} as agent `{}`: {offered}",
+                        if options.stateless { " (stateless)" } else { "" },
+                        server.config().agent
+                    ));
+                    tokio::spawn(async move { server.serve_http(listener, &options, shutdown).await })
+                }
+            }
+        };
+        tokio::pin!(served);
+        loop {
+            tokio::select! {
+                result = &mut served => {
+                    result.context("the MCP server stopped")??;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                _ = tokio::signal::ctrl_c() => {
+                    shutdown.cancel();
+                }
+                _ = hangup.recv() => match registry.reload().await {
+                    Ok(event) => output::note(format_args!(
+                        "plugins rescanned: {} added, {} changed, {} removed",
+                        event.added.len(), event.changed.len(), event.removed.len()
+                    )),
+                    Err(error) => output::note(format_args!("warning: rescanning the plugins failed: {error}")),
+                },
+            }
+        }
+    }
+
+    fn http_options(&self) -> anyhow::Result<HttpOptions> {
+        let token = match &self.token_env {
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(token) if !token.trim().is_empty() => Some(token),
+                Ok(_) => anyhow::bail!("${var} is empty: the bearer token must not be"),
+                Err(_) => anyhow::bail!("--token-env {var}: ${var} is not set (or not UTF-8)"),
+            },
+        };
+        Ok(HttpOptions { stateless: self.stateless, token, allowed_hosts: self.allow_host.clone() })
+    }
+}

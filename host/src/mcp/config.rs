@@ -1,0 +1,139 @@
+//! `[mcp]` in `toolhost.toml`: which tools an MCP client is offered, as
+//! which agent, and what becomes of a call that needs approval when the
+//! client cannot ask its user.
+//!
+//! ```toml
+//! [mcp]
+//! agent = "mcp"                      # calls are approved and audited as this agent; [agents.mcp] turns tools on or off (default "mcp")
+//! tools = ["calculate", "files_*"]   # only tools whose names match one of these (default: every agent-callable tool)
+//! tags = ["math"]                    # only tools with one of these tags (default: any)
+//! levels = ["public", "moderate"]    # only tools of these levels (default: all three)
+//! unattended = "deny"                # a call that needs approval when the client cannot be asked: deny (default) | allow
+//! allowed_hosts = ["mcp.internal"]   # Host headers accepted over HTTP besides localhost, 127.0.0.1 and ::1
+//! allowed_origins = ["https://app.example.com"]   # browser origins accepted over HTTP (default: none)
+//! ```
+
+use crate::config::ConfigError;
+use crate::manifest::Permission;
+use crate::tool_filter::ToolFilter;
+use crate::vcp_node::UnattendedAction;
+use serde::Deserialize;
+use std::path::Path;
+
+/// The agent MCP calls are approved and audited as, by default.
+pub const DEFAULT_MCP_AGENT: &str = "mcp";
+/// The Host names an HTTP server accepts by default: loopback only, so a
+/// web page cannot reach it through DNS rebinding.
+pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
+/// How the MCP server offers the tools: `[mcp]`, or the defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpConfig {
+    /// The agent its calls are approved and audited as; `[agents.NAME]`
+    /// turns tools on or off and sets `timeout_ms` as for any agent.
+    pub agent: String,
+    /// Narrows the agent's tools (`tools`, `tags`, `levels`).
+    pub filter: ToolFilter,
+    /// What becomes of a call that needs approval when the client cannot
+    /// ask its user (no elicitation, or a stateless server).
+    pub unattended: UnattendedAction,
+    /// Host headers accepted over HTTP besides [`LOOPBACK_HOSTS`].
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted over HTTP; a request from any other
+    /// origin is refused.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            agent: DEFAULT_MCP_AGENT.to_owned(),
+            filter: ToolFilter::default(),
+            unattended: UnattendedAction::Deny,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+/// `[mcp]` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct McpSection {
+    agent: Option<String>,
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    levels: Vec<String>,
+    unattended: Option<UnattendedAction>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+}
+
+impl McpSection {
+    /// Checked; a bad value names its key, `mcp.…`.
+    pub(crate) fn resolve(self, path: &Path) -> Result<McpConfig, ConfigError> {
+        let invalid = |key: &str, value: &str, why: &str| ConfigError::Invalid {
+            path: path.to_owned(),
+            key: format!("mcp.{key}"),
+            value: value.to_owned(),
+            why: why.to_owned(),
+        };
+        let agent = self.agent.unwrap_or_else(|| DEFAULT_MCP_AGENT.to_owned());
+        if agent.trim().is_empty() {
+            return Err(invalid("agent", &agent, "expected an agent name"));
+        }
+        let levels = self
+            .levels
+            .iter()
+            .map(|level| match level.as_str() {
+                "public" => Ok(Permission::Public),
+                "moderate" => Ok(Permission::Moderate),
+                "sensitive" => Ok(Permission::Sensitive),
+                _ => Err(invalid("levels", level, "expected public, moderate or sensitive")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut filter = ToolFilter::default().tags(&self.tags).levels(&levels);
+        if let Some(tools) = &self.tools {
+            filter = filter.names(tools).map_err(|(pattern, why)| invalid("tools", &pattern, &format!("not a pattern: {why}")))?;
+        }
+        for origin in &self.allowed_origins {
+            if !(origin.starts_with("http://") || origin.starts_with("https://")) {
+                return Err(invalid("allowed_origins", origin, "expected scheme://host[:port], as https://app.example.com"));
+            }
+        }
+        Ok(McpConfig {
+            agent,
+            filter,
+            unattended: self.unattended.unwrap_or_default(),
+            allowed_hosts: self.allowed_hosts,
+            allowed_origins: self.allowed_origins,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(toml_text: &str) -> Result<McpConfig, ConfigError> {
+        toml::from_str::<McpSection>(toml_text).unwrap().resolve(Path::new("toolhost.toml"))
+    }
+
+    #[test]
+    fn defaults_and_bad_values_name_their_key() {
+        assert_eq!(resolve("").unwrap(), McpConfig::default());
+        let config = resolve("agent = \"desk\"\ntools = [\"calc*\"]\nlevels = [\"public\"]\nunattended = \"allow\"").unwrap();
+        assert_eq!((config.agent.as_str(), config.unattended), ("desk", UnattendedAction::Allow));
+        let error = resolve("levels = [\"safe\"]").unwrap_err().to_string();
+        assert!(error.contains("mcp.levels = \"safe\" is invalid: expected public, moderate or sensitive"), "{error}");
+        let error = resolve("tools = [\"[\"]").unwrap_err().to_string();
+        assert!(error.contains("mcp.tools = \"[\""), "{error}");
+        let error = resolve("allowed_origins = [\"example.com\"]").unwrap_err().to_string();
+        assert!(error.contains("mcp.allowed_origins"), "{error}");
+        assert!(toml::from_str::<McpSection>("unknown = 1").is_err(), "unknown keys are refused");
+    }
+}

@@ -1,0 +1,99 @@
+//! MCP over streamable HTTP at `/mcp` (axum): sessions per client, or
+//! stateless for replicas behind a load balancer; loopback Host names
+//! only unless more are allowed (DNS-rebinding protection); an optional
+//! bearer token.
+
+use super::session::Session;
+use super::{LOOPBACK_HOSTS, McpError, McpServer};
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The path the server answers at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How the HTTP server runs, beyond `[mcp]`.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// No server-side sessions: every request stands alone, so replicas
+    /// behind a load balancer can serve one URL. The client cannot be
+    /// asked to approve anything then: `[mcp] unattended` decides, and no
+    /// client is told when the tools change.
+    pub stateless: bool,
+    /// A request without `Authorization: Bearer TOKEN` gets 401.
+    pub token: Option<String>,
+    /// Host names accepted besides loopback and `[mcp] allowed_hosts`.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl McpServer {
+    /// The axum router serving MCP at `/mcp`, until `shutdown` fires.
+    pub fn http_router(&self, options: &HttpOptions, shutdown: &CancellationToken) -> axum::Router {
+        let config = &self.shared.config;
+        let hosts = LOOPBACK_HOSTS.iter().map(|host| host.to_string()).chain(config.allowed_hosts.iter().cloned());
+        let http = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts.chain(options.allowed_hosts.iter().cloned()))
+            .with_legacy_session_mode(!options.stateless)
+            .with_json_response(options.stateless)
+            .with_cancellation_token(shutdown.child_token());
+        let http = if config.allowed_origins.is_empty() {
+            http.enforce_origin_validation()
+        } else {
+            http.with_allowed_origins(config.allowed_origins.iter().cloned())
+        };
+        let shared = self.shared.clone();
+        let can_ask = !options.stateless;
+        let factory = move || Ok(Session::new(shared.clone(), can_ask));
+        let router = if options.stateless {
+            axum::Router::new()
+                .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), http))
+        } else {
+            axum::Router::new()
+                .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), http))
+        };
+        match &options.token {
+            Some(token) => {
+                let expected = Arc::new(Sha256::digest(format!("Bearer {token}")));
+                router.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                    let expected = expected.clone();
+                    async move { require_token(&expected, request, next).await }
+                }))
+            }
+            None => router,
+        }
+    }
+
+    /// Serve MCP over HTTP on `listener` until `shutdown` fires; the
+    /// registry's changes are told to every client with a session.
+    pub async fn serve_http(
+        &self,
+        listener: tokio::net::TcpListener,
+        options: &HttpOptions,
+        shutdown: CancellationToken,
+    ) -> Result<(), McpError> {
+        let notifier = self.notify_tool_changes(shutdown.clone());
+        let router = self.http_router(options, &shutdown);
+        let served = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+        notifier.abort();
+        Ok(served?)
+    }
+}
+
+/// Pass the request on only with the expected `Authorization` header;
+/// compared by digest, so the time taken says nothing about the token.
+async fn require_token(expected: &[u8], request: Request, next: Next) -> Response {
+    let given = request.headers().get(header::AUTHORIZATION).map(|value| Sha256::digest(value.as_bytes()));
+    if given.is_some_and(|given| given.as_slice() == expected) {
+        return next.run(request).await;
+    }
+    let mut response = (StatusCode::UNAUTHORIZED, "a bearer token is required: Authorization: Bearer TOKEN\n").into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}

@@ -1,0 +1,159 @@
+//! The MCP server: the tools this host runs, offered to any MCP client
+//! (desktop assistants, IDEs, agent SDKs) over stdio or streamable HTTP.
+//!
+//! - `tools/list` gives the tools the `[mcp]` agent may call, narrowed by
+//!   `[mcp]` ([`McpConfig`]): each with its params as a JSON Schema, a
+//!   title, and what its permission level means as annotations;
+//! - `tools/call` is a one-call turn through the same [`Pipeline`] as every
+//!   other door: checked (a bad argument is a result the model can read),
+//!   approved — asking the client's user through elicitation where the
+//!   client supports it, else by `[mcp] unattended` — and run in a fresh
+//!   sandboxed instance; a limit hit is an `isError` result naming it. A
+//!   client's `notifications/cancelled` cancels the call;
+//! - when the registry reloads, every connected client gets
+//!   `notifications/tools/list_changed`.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::{Approvals, CancellationToken, DenyAll, Executor, McpServer, Pipeline, Policy, Registry};
+//!
+//! # async fn demo() -> anyhow::Result<()> {
+//! let policy = Policy::load("toolhost.toml".as_ref())?;
+//! let registry = Arc::new(Registry::load(policy).await?);
+//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+//! // The approver is the client's user (or `[mcp] unattended`), per call.
+//! let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(DenyAll));
+//! let server = McpServer::new(pipeline, registry.policy().mcp.clone());
+//! server.serve_stdio(CancellationToken::new()).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod approver;
+mod config;
+mod http;
+mod session;
+mod tools;
+
+pub use config::{DEFAULT_MCP_AGENT, LOOPBACK_HOSTS, McpConfig};
+pub(crate) use config::McpSection;
+pub use http::HttpOptions;
+
+use crate::agent::ToolCallConfig;
+use crate::pipeline::{Pipeline, Turn};
+use rmcp::{Peer, RoleServer, ServiceExt};
+use session::Session;
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// Serves the registry's tools to MCP clients; clones share the server.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+/// What every client's session shares.
+pub(crate) struct Shared {
+    pipeline: Pipeline,
+    config: McpConfig,
+    /// Every call's turn, but for its cancellation token: the `[mcp]`
+    /// agent's settings, narrowed by `[mcp]`'s filter.
+    turn: Turn,
+    /// The clients connected with sessions, told when the tools change.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+impl Shared {
+    /// Whether clients are offered `spec`: the agent has tool calling on,
+    /// and may call it.
+    fn offers(&self, spec: &crate::manifest::ToolSpec) -> bool {
+        self.turn.config.enabled && self.turn.offers(spec)
+    }
+
+    fn remember_peer(&self, peer: Peer<RoleServer>) {
+        let mut peers = self.peers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.push(peer);
+    }
+}
+
+/// Why serving stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The client never completed the `initialize` handshake.
+    #[error("the MCP client did not initialize: {0}")]
+    Initialize(String),
+    /// Reading from or writing to the transport failed.
+    #[error("the MCP transport failed: {0}")]
+    Transport(#[from] std::io::Error),
+}
+
+impl McpServer {
+    /// A server running calls through `pipeline` (whose approver it
+    /// replaces, per call, by the client's user or `config.unattended`), as
+    /// `config` says.
+    pub fn new(pipeline: Pipeline, config: McpConfig) -> Self {
+        let registry = pipeline.executor().registry();
+        // An agent the policy does not configure calls its tools: serving
+        // them is what `toolhost mcp` was started for.
+        let agent = registry.policy().agents.get(&config.agent).cloned().unwrap_or_else(|| ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+        let turn = Turn { filter: Some(Arc::new(config.filter.clone())), ..Turn::for_agent(config.agent.clone(), agent) };
+        let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()) };
+        McpServer { shared: Arc::new(shared) }
+    }
+
+    /// The configuration it serves by.
+    pub fn config(&self) -> &McpConfig {
+        &self.shared.config
+    }
+
+    /// The names of the tools a client is offered now.
+    pub fn offered_tools(&self) -> Vec<String> {
+        let catalog = self.shared.pipeline.executor().registry().catalog();
+        catalog.tools().filter(|(_, spec)| self.shared.offers(spec)).map(|(_, spec)| spec.name.clone()).collect()
+    }
+
+    /// Serve one client on standard input and output until it closes them
+    /// or `shutdown` fires. Nothing else may write to stdout meanwhile.
+    pub async fn serve_stdio(&self, shutdown: CancellationToken) -> Result<(), McpError> {
+        let notifier = self.notify_tool_changes(shutdown.clone());
+        let session = Session::new(self.shared.clone(), true);
+        let served = session.serve_with_ct(rmcp::transport::stdio_pipes(), shutdown.clone()).await;
+        let outcome = match served {
+            Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
+            Err(error) => Err(McpError::Initialize(error.to_string())),
+        };
+        notifier.abort();
+        outcome
+    }
+
+    /// Tell every connected client when the registry reloads with
+    /// changes, until `shutdown`.
+    fn notify_tool_changes(&self, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let shared = self.shared.clone();
+        let mut events = shared.pipeline.executor().registry().subscribe();
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    event = events.recv() => event,
+                    () = shutdown.cancelled() => return,
+                };
+                match event {
+                    Ok(event) if event.added.is_empty() && event.changed.is_empty() && event.removed.is_empty() => continue,
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+                let peers: Vec<Peer<RoleServer>> = {
+                    let mut peers = shared.peers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    peers.retain(|peer| !peer.is_transport_closed());
+                    peers.clone()
+                };
+                for peer in peers {
+                    if let Err(error) = peer.notify_tool_list_changed().await {
+                        tracing::debug!("telling an MCP client its tools changed failed: {error}");
+                    }
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,98 @@
+//! [`Session`]: the MCP server's handler for one client (one stdio
+//! connection, one HTTP session, or one stateless HTTP request).
+
+use super::Shared;
+use super::approver::ClientApprover;
+use super::tools::{call_result, mcp_tool};
+use crate::call::ToolCall;
+use crate::outcome::Status;
+use crate::vcp_node::UnattendedApprover;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// What the server tells a client about itself.
+const INSTRUCTIONS: &str = "Tools run by toolhost, each call in a fresh WebAssembly sandbox with fuel, time and memory \
+     limits. A tool's annotations say its permission level: calls of moderate and sensitive tools may be asked of the \
+     user, or denied by the host's policy.";
+
+/// The handler for one client.
+#[derive(Clone)]
+pub(super) struct Session {
+    shared: Arc<Shared>,
+    /// Whether the client can be asked anything back: false on a
+    /// stateless HTTP server, where nothing carries an answer back.
+    can_ask: bool,
+}
+
+impl Session {
+    pub(super) fn new(shared: Arc<Shared>, can_ask: bool) -> Self {
+        Session { shared, can_ask }
+    }
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> InitializeResult {
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")).with_title("toolhost"))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Up to 2025-11-25: later revisions forbid asking the client back
+    /// within a request, which is how approval reaches its user.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.can_ask {
+            self.shared.remember_peer(context.peer);
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let catalog = self.shared.pipeline.executor().registry().catalog();
+        let tools = catalog
+            .tools()
+            .filter(|(_, spec)| self.shared.offers(spec))
+            .map(|(plugin, spec)| mcp_tool(spec, &plugin.label()))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let id = format!("mcp-{}", context.id);
+        let call = ToolCall::with_map(&id, request.name.as_ref(), request.arguments.unwrap_or_default());
+        let mut turn = self.shared.turn.clone();
+        // A `notifications/cancelled` for this request cancels the call,
+        // whether it waits for approval or runs.
+        turn.cancel = context.ct.clone();
+        let approver = ClientApprover::new(
+            self.can_ask.then(|| context.peer.clone()),
+            UnattendedApprover::for_mcp(self.shared.config.unattended),
+        );
+        let pipeline = self.shared.pipeline.with_approver(Arc::new(approver));
+        let result = pipeline.run(&turn, vec![call]).await;
+        let outcome = &result.outcomes[0];
+        // An unknown tool is the client's mistake, not the tool's: MCP says
+        // so with a protocol error; its message names the closest tools.
+        if outcome.status == Status::NotFound {
+            return Err(ErrorData::invalid_params(outcome.output.clone(), None));
+        }
+        Ok(call_result(outcome).into())
+    }
+}
