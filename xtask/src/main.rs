@@ -19,6 +19,7 @@
 //! Each task that builds plugins first installs the `wasm32-wasip2` target
 //! with rustup, so it works on a fresh machine.
 
+mod mcp_clients;
 mod polyglot;
 
 use anyhow::{Context, bail};
@@ -43,6 +44,9 @@ const HOSTILE: &[&str] = &[
     "escapes",
     "exposed",
 ];
+/// Plugins that serve one test suite: the MCP conformance suite's fixture
+/// tools.
+const TESTING: &[&str] = &["mcp_fixtures"];
 /// Plugin crates whose unit tests run natively.
 const NATIVE_TESTED: &[&str] = &["calc"];
 
@@ -51,10 +55,12 @@ fn main() -> anyhow::Result<()> {
     let root = workspace_root();
     match task.as_str() {
         "build-plugins" => build_plugins(&root),
+        "mcp-clients" => mcp_clients::install(&root),
         "build-samples" => polyglot::build_samples(&root, &root.join("target/release/toolhost")),
         "test" => {
             build_plugins(&root)?;
             polyglot::install_registry();
+            mcp_clients::install(&root)?;
             run(cargo(&root).args(["test", "--release", "--workspace"]))?;
             let host = host_triple()?;
             for name in NATIVE_TESTED {
@@ -78,7 +84,7 @@ fn main() -> anyhow::Result<()> {
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => bail!("usage: cargo xtask <build-plugins | build-samples | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
+        _ => bail!("usage: cargo xtask <build-plugins | build-samples | mcp-clients | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
     }
 }
 
@@ -148,7 +154,7 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
     run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))?;
     run(cargo(&root.join("plugins")).args(["build", "--release"]))?;
     let built = root.join("plugins/target/wasm32-wasip2/release");
-    for (dir, names) in [("examples", EXAMPLES), ("hostile", HOSTILE)] {
+    for (dir, names) in [("examples", EXAMPLES), ("hostile", HOSTILE), ("testing", TESTING)] {
         let out = root.join("target/plugins").join(dir);
         std::fs::create_dir_all(&out)?;
         for name in names {

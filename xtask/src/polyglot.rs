@@ -185,7 +185,7 @@ impl Toolchains {
 }
 
 /// Install the npm `packages` into `prefix`, unless they are there.
-fn npm_install(prefix: &Path, packages: &[&str]) -> Result<(), String> {
+pub(crate) fn npm_install(prefix: &Path, packages: &[&str]) -> Result<(), String> {
     cached(prefix, packages, || {
         std::fs::create_dir_all(prefix)?;
         std::fs::write(prefix.join("package.json"), "{\"private\": true}\n")?;
@@ -196,7 +196,7 @@ fn npm_install(prefix: &Path, packages: &[&str]) -> Result<(), String> {
 
 /// Install the Debian `packages` unless `probe` is already on PATH; only
 /// as root, where apt-get can.
-fn apt(packages: &[&str], probe: &str) -> Result<(), String> {
+pub(crate) fn apt(packages: &[&str], probe: &str) -> Result<(), String> {
     if Command::new("sh").args(["-c", &format!("command -v {probe}")]).output().is_ok_and(|o| o.status.success()) {
         return Ok(());
     }
@@ -222,7 +222,7 @@ pub fn install_registry() {
 }
 
 /// Run `install` unless `dir` holds a stamp for exactly `packages`.
-fn cached(dir: &Path, packages: &[&str], install: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub(crate) fn cached(dir: &Path, packages: &[&str], install: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
     let stamp = dir.join(".installed");
     let want = packages.join("\n");
     if std::fs::read_to_string(&stamp).is_ok_and(|have| have == want) {
@@ -233,7 +233,7 @@ fn cached(dir: &Path, packages: &[&str], install: impl FnOnce() -> anyhow::Resul
     Ok(())
 }
 
-fn run(command: &mut Command) -> anyhow::Result<()> {
+pub(crate) fn run(command: &mut Command) -> anyhow::Result<()> {
     eprintln!("xtask: running {command:?}");
     let output = command.output().with_context(|| format!("starting {command:?}"))?;
     if !output.status.success() {

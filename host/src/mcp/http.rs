@@ -16,6 +16,9 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// Browser origins accepted by default: pages served from this machine.
+const LOOPBACK_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
 /// The path the server answers at.
 pub const MCP_PATH: &str = "/mcp";
 
@@ -43,11 +46,11 @@ impl McpServer {
             .with_legacy_session_mode(!options.stateless)
             .with_json_response(options.stateless)
             .with_cancellation_token(shutdown.child_token());
-        let http = if config.allowed_origins.is_empty() {
-            http.enforce_origin_validation()
-        } else {
-            http.with_allowed_origins(config.allowed_origins.iter().cloned())
-        };
+        // A browser page may call only from a loopback origin or one
+        // `[mcp] allowed_origins` names; requests without an Origin (every
+        // client that is not a browser) pass.
+        let origins = LOOPBACK_ORIGINS.iter().map(|origin| origin.to_string()).chain(config.allowed_origins.iter().cloned());
+        let http = http.with_allowed_origins(origins).enforce_origin_validation();
         let shared = self.shared.clone();
         let can_ask = !options.stateless;
         let factory = move || Ok(Session::new(shared.clone(), can_ask));
