@@ -19,6 +19,7 @@
 //! Each task that builds plugins first installs the `wasm32-wasip2` target
 //! with rustup, so it works on a fresh machine.
 
+mod mcp_bench;
 mod mcp_clients;
 mod polyglot;
 
@@ -56,6 +57,9 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "build-plugins" => build_plugins(&root),
         "mcp-clients" => mcp_clients::install(&root),
+        "mcp-bench" => mcp_bench::run(&root),
+        // The bare responder the MCP benchmark measures toolhost against.
+        "bare-mcp" => mcp_bench::bare_responder(),
         "build-samples" => polyglot::build_samples(&root, &root.join("target/release/toolhost")),
         "test" => {
             build_plugins(&root)?;
@@ -81,10 +85,11 @@ fn main() -> anyhow::Result<()> {
             polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
             host_memory_accounting_cost(&root)?;
+            mcp_bench::run(&root)?;
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => bail!("usage: cargo xtask <build-plugins | build-samples | mcp-clients | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
+        _ => bail!("usage: cargo xtask <build-plugins | build-samples | mcp-clients | mcp-bench | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
     }
 }
 

@@ -1,0 +1,368 @@
+//! `toolhost mcp`, against real peers: the official MCP Python client over
+//! stdio and streamable HTTP (driven by `tests/mcp/client.py`, which
+//! prints what it saw; the assertions are here), the official conformance
+//! suite, and two stateless servers behind Debian's nginx.
+//!
+//! The peers are installed by `cargo xtask test` (or `cargo xtask
+//! mcp-clients`) under `target/toolchains/mcp/`.
+
+mod support;
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use support::{in_test_home, text};
+
+fn toolchains() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolchains/mcp")
+}
+
+/// The official Python client's interpreter, which the tests need.
+fn python() -> PathBuf {
+    let python = toolchains().join("python/bin/python");
+    assert!(python.exists(), "{} is missing; run `cargo xtask mcp-clients` (or `cargo xtask test`)", python.display());
+    python
+}
+
+fn client_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.py")
+}
+
+/// A directory whose `toolhost.toml` loads calc, files (writing to `ws/`)
+/// and the hostile plugin, and keeps an audit log.
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    for (from, name) in [("examples", "calc"), ("examples", "files"), ("hostile", "hostile")] {
+        let file = format!("{name}.wasm");
+        std::fs::copy(support::plugins(from).join(&file), plugins.join(&file)).unwrap();
+    }
+    let policy = "plugin_dirs = [\"plugins\"]\n\
+                  [plugins.files]\nfile = \"files.wasm\"\n\
+                  dirs = { \"/workspace\" = { host = \"ws\", access = \"read-write\" } }\n\
+                  [plugins.hostile]\nfile = \"hostile.wasm\"\n\
+                  [approval]\naudit_log = \"audit.jsonl\"\n";
+    std::fs::write(dir.path().join("toolhost.toml"), policy).unwrap();
+    dir
+}
+
+/// `toolhost mcp ARGS` as an MCP client starts it, in `cwd`.
+fn toolhost_mcp(cwd: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    in_test_home(&mut command).current_dir(cwd).env_remove("RUST_LOG").arg("mcp").args(args);
+    command
+}
+
+/// Run the client script's `scenario` against `server` (`--stdio CMD…`
+/// or `--http URL …`) from `cwd`, and read what it printed.
+fn client(cwd: &Path, scenario: &[&str], server: &[String]) -> Value {
+    let mut command = Command::new(python());
+    command.current_dir(cwd).arg(client_script());
+    // `--stdio CMD ARG…` takes the rest of the line.
+    let (stdio, http) = if server.first().is_some_and(|s| s == "--stdio") { (true, false) } else { (false, true) };
+    if http {
+        command.args(server);
+    }
+    command.args(scenario);
+    if stdio {
+        command.args(server);
+    }
+    let output = command.output().expect("the Python client runs");
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "client.py {scenario:?} failed: {}\n{stdout}", text(&output.stderr));
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("client.py printed no JSON ({e}): {stdout}"))
+}
+
+/// The `--stdio` arguments that make the client start `toolhost mcp ARGS`
+/// in the test home.
+fn over_stdio(args: &[&str]) -> Vec<String> {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    // The client starts the server with its own environment: `env` sets
+    // the test home for it.
+    let mut line: Vec<String> = vec!["--stdio".into(), "env".into(), "-u".into(), "RUST_LOG".into()];
+    for (key, dir) in [
+        ("XDG_CONFIG_HOME", "toolhost-test-config"),
+        ("XDG_CACHE_HOME", "toolhost-test-cache"),
+        ("XDG_STATE_HOME", "toolhost-test-state"),
+        ("XDG_DATA_HOME", "toolhost-test-data"),
+    ] {
+        line.push(format!("{key}={}", target.join(dir).display()));
+    }
+    line.push(env!("CARGO_BIN_EXE_toolhost").into());
+    line.push("mcp".into());
+    line.extend(args.iter().map(|a| a.to_string()));
+    line
+}
+
+/// A `toolhost mcp --http` server, killed when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    /// Start `toolhost mcp --http 127.0.0.1:0 EXTRA` in `cwd` and wait for
+    /// the URL it prints.
+    fn start(cwd: &Path, extra: &[&str], envs: &[(&str, &str)]) -> HttpServer {
+        let mut command = toolhost_mcp(cwd, &["--http", "127.0.0.1:0"]);
+        command.args(extra).envs(envs.iter().copied()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = command.spawn().expect("toolhost mcp starts");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        let url = loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                panic!("toolhost mcp --http ended before serving: {seen}");
+            }
+            seen.push_str(&line);
+            if let Some(at) = line.find("http://") {
+                break line[at..].split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        // Keep reading stderr so that the server never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        HttpServer { child, url }
+    }
+
+    fn authority(&self) -> &str {
+        self.url.trim_start_matches("http://").split('/').next().unwrap()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status code of a raw `initialize` POST to `server` with `headers`.
+fn post_status(server: &HttpServer, headers: &[(&str, &str)]) -> u16 {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(name, _)| *name == "Host") {
+        request.push_str(&format!("Host: {}\r\n", server.authority()));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = TcpStream::connect(server.authority()).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut status = [0u8; 12];
+    stream.read_exact(&mut status).unwrap();
+    text(&status[9..12]).parse().unwrap()
+}
+
+/// What every transport must show of the basics: the list, a result with
+/// structured content, a bad argument and a limit as tool errors the
+/// model can read, a sensitive call denied (the client cannot be asked)
+/// with the reason, an unknown tool as a protocol error, and the server
+/// still serving after all that.
+fn assert_basics(seen: &Value) {
+    let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    for tool in ["calculate", "read_file", "write_file", "spin"] {
+        assert!(tools.contains(&tool), "{tool} is offered: {tools:?}");
+    }
+    assert!(!tools.contains(&"exhaust_memory"), "only agent-callable tools are offered: {tools:?}");
+    assert_eq!(seen["calculate"]["title"], "Calculate");
+    assert_eq!((&seen["calculate"]["read_only"], &seen["calculate"]["destructive"]), (&Value::Bool(true), &Value::Bool(false)));
+    assert_eq!(seen["write_file"]["destructive"], true, "sensitive is destructive: {}", seen["write_file"]);
+    assert_eq!(seen["calculate"]["schema"]["required"][0], "expression");
+    assert_eq!(seen["calculate"]["schema"]["properties"]["expression"]["type"], "string");
+
+    assert_eq!(seen["sum"]["is_error"], false, "{}", seen["sum"]);
+    assert_eq!(seen["sum"]["structured"]["value"], 42.0);
+    assert_eq!(seen["bad_argument"]["is_error"], true);
+    assert!(seen["bad_argument"]["text"].as_str().unwrap().contains("needs the parameter `expression`"), "{}", seen["bad_argument"]);
+    let limit = &seen["limit"];
+    assert_eq!(limit["is_error"], true, "{limit}");
+    assert!(limit["text"].as_str().unwrap().contains("out of fuel after 1 000 000 000 units"), "{limit}");
+    assert_eq!(limit["meta"]["toolhost/failure"]["limit"]["name"], "fuel", "{limit}");
+    let sensitive = &seen["sensitive"];
+    assert_eq!(sensitive["is_error"], true, "{sensitive}");
+    let why = sensitive["text"].as_str().unwrap();
+    assert!(why.starts_with("denied: `write_file` (plugin files) needs approval because it is sensitive"), "{why}");
+    assert!(why.contains("[mcp] unattended = \"deny\""), "{why}");
+    assert!(seen["unknown"]["protocol_error"].as_str().unwrap().contains("did you mean `calculate`?"), "{}", seen["unknown"]);
+    assert_eq!(seen["after"]["structured"]["value"], 2.0, "the server still serves: {}", seen["after"]);
+}
+
+#[test]
+fn stdio_lists_calls_names_limits_and_denies_what_nobody_can_approve() {
+    let dir = workspace();
+    let seen = client(dir.path(), &["basics"], &over_stdio(&[]));
+    assert_basics(&seen);
+    assert!(!dir.path().join("ws/note.txt").exists(), "the denied write did not happen");
+}
+
+#[test]
+fn http_needs_the_token_and_a_loopback_host_and_serves_the_same() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &["--token-env", "MCP_TEST_TOKEN"], &[("MCP_TEST_TOKEN", "s3cret")]);
+    assert_eq!(post_status(&server, &[]), 401, "no token");
+    assert_eq!(post_status(&server, &[("Authorization", "Bearer wrong")]), 401, "a wrong token");
+    let with_token = ("Authorization", "Bearer s3cret");
+    assert_eq!(post_status(&server, &[with_token]), 200, "the token");
+    assert_eq!(post_status(&server, &[with_token, ("Host", "evil.example.com")]), 403, "a rebound host name");
+    assert_eq!(post_status(&server, &[with_token, ("Origin", "http://evil.example.com")]), 403, "a foreign page");
+    let seen = client(dir.path(), &["basics"], &["--http".into(), server.url.clone(), "--token".into(), "s3cret".into()]);
+    assert_basics(&seen);
+}
+
+#[test]
+fn a_sensitive_call_is_asked_of_the_clients_user() {
+    let dir = workspace();
+    let note = dir.path().join("ws/note.txt");
+    let denied = client(dir.path(), &["approve", "--answer", "deny"], &over_stdio(&[]));
+    assert_eq!(denied["asked"].as_array().unwrap().len(), 1, "{denied}");
+    let question = denied["asked"][0]["message"].as_str().unwrap();
+    assert!(question.contains("Run `write_file` (plugin files, sensitive)?") && question.contains("approved over MCP"), "{question}");
+    assert_eq!(denied["result"]["text"], "denied: the user denied it: not today");
+    let declined = client(dir.path(), &["approve", "--answer", "decline"], &over_stdio(&[]));
+    assert_eq!(declined["result"]["text"], "denied: the user declined it in the MCP client");
+    assert!(!note.exists(), "nothing was written before the user approved");
+    let approved = client(dir.path(), &["approve", "--answer", "approve"], &over_stdio(&[]));
+    assert_eq!(approved["result"]["is_error"], false, "{approved}");
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "approved over MCP");
+    // Each decision is audited under the `[mcp]` agent, by a person.
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let writes: Vec<Value> =
+        audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["tool"] == "write_file").collect();
+    assert_eq!(writes.len(), 3, "{audit}");
+    assert!(writes.iter().all(|r| r["agent"] == "mcp"), "{audit}");
+}
+
+#[test]
+fn a_component_dropped_into_a_watched_directory_changes_the_tool_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(support::plugins("examples").join("calc.wasm"), plugins.join("calc.wasm")).unwrap();
+    let clock = support::plugins("examples").join("clock.wasm");
+    let seen = client(
+        dir.path(),
+        &["list_changed", "--component", clock.to_str().unwrap(), "--into", plugins.to_str().unwrap()],
+        &over_stdio(&["--plugins", "plugins", "--watch"]),
+    );
+    assert_eq!(seen["before"], serde_json::json!(["calculate"]), "{seen}");
+    assert_eq!(seen["notified"], true, "notifications/tools/list_changed arrived: {seen}");
+    assert!(seen["after"].as_array().unwrap().contains(&Value::from("current_time")), "{seen}");
+}
+
+#[test]
+fn a_call_the_client_abandons_is_cancelled_on_the_server() {
+    let dir = workspace();
+    let seen = client(dir.path(), &["cancel"], &over_stdio(&[]));
+    assert!(seen["slow"]["protocol_error"].as_str().unwrap().contains("timed out"), "{seen}");
+    assert_eq!(seen["quick"]["structured"]["value"], 4.0, "{seen}");
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let wait: Value = audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["tool"] == "wait_ms").unwrap();
+    assert_eq!(wait["status"], "cancelled", "{wait}");
+    assert!(wait["duration_ms"].as_f64().unwrap() < 10_000.0, "stopped long before its 30 s: {wait}");
+}
+
+#[test]
+fn fifty_http_clients_each_get_their_own_answers() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let seen = client(dir.path(), &["concurrent", "--clients", "50", "--calls", "100"], &["--http".into(), server.url.clone()]);
+    assert_eq!(seen["clients"], 50, "{seen}");
+    assert_eq!((seen["mismatched"].as_u64(), seen["failed"].as_u64()), (Some(0), Some(0)), "{seen}");
+}
+
+/// A free loopback port, as the kernel hands one out.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn stateless_replicas_behind_nginx_share_one_url() {
+    let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.exists());
+    let nginx = nginx.expect("nginx is missing; run `cargo xtask mcp-clients` (or `cargo xtask test`)");
+    // Two replicas, each with its own audit log, to count what each served.
+    let replicas: Vec<(tempfile::TempDir, HttpServer)> = (0..2)
+        .map(|_| {
+            let dir = workspace();
+            let server = HttpServer::start(dir.path(), &["--stateless"], &[]);
+            (dir, server)
+        })
+        .collect();
+    let balancer = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let upstreams: String = replicas.iter().map(|(_, server)| format!("server {};\n", server.authority())).collect();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log;\nevents {{}}\n\
+         http {{\n access_log off;\n client_body_temp_path {dir}/body;\n proxy_temp_path {dir}/proxy;\n\
+         upstream mcp {{\n{upstreams}}}\n\
+         server {{\n listen 127.0.0.1:{port};\n location /mcp {{\n proxy_pass http://mcp;\n proxy_http_version 1.1;\n\
+         proxy_set_header Host $http_host;\n proxy_set_header Connection \"\";\n proxy_buffering off;\n }}\n }}\n}}\n",
+        dir = balancer.path().display()
+    );
+    std::fs::write(balancer.path().join("nginx.conf"), conf).unwrap();
+    let mut nginx = Command::new(nginx)
+        .args(["-p"])
+        .arg(balancer.path())
+        .arg("-c")
+        .arg(balancer.path().join("nginx.conf"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nginx starts");
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "nginx listens on {port}");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let seen = client(balancer.path(), &["concurrent", "--clients", "4", "--calls", "50"], &["--http".into(), url]);
+    let _ = nginx.kill();
+    let _ = nginx.wait();
+    assert_eq!((seen["mismatched"].as_u64(), seen["failed"].as_u64(), seen["clients"].as_u64()), (Some(0), Some(0), Some(4)), "{seen}");
+    let served: Vec<usize> = replicas
+        .iter()
+        .map(|(dir, _)| {
+            let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap_or_default();
+            audit.lines().filter(|line| line.contains("\"calculate\"")).count()
+        })
+        .collect();
+    assert_eq!(served.iter().sum::<usize>(), 200, "every call was served once: {served:?}");
+    assert!(served.iter().all(|&n| n > 0), "both replicas served some: {served:?}");
+}
+
+#[test]
+fn the_official_conformance_suite_passes_but_for_its_baseline() {
+    let skipped = toolchains().join("conformance.skipped");
+    if let Ok(reason) = std::fs::read_to_string(&skipped) {
+        eprintln!("SKIPPED: the MCP conformance suite: Node 22 could not be installed: {reason}");
+        return;
+    }
+    let bin = toolchains().join("node/node_modules/.bin");
+    assert!(bin.join("conformance").exists(), "{} is missing; run `cargo xtask mcp-clients`", bin.display());
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(dir.path(), &["--plugins", support::plugins("testing").to_str().unwrap()], &[]);
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/conformance-baseline.yml");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let output = Command::new(bin.join("conformance"))
+        .args(["server", "--url", &server.url, "--expected-failures"])
+        .arg(&baseline)
+        .env("PATH", path)
+        .current_dir(dir.path())
+        .output()
+        .expect("the conformance suite runs");
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "conformance failed:\n{stdout}\n{}", text(&output.stderr));
+    for scenario in ["server-initialize", "tools-list", "tools-call-simple-text", "tools-call-error", "dns-rebinding-protection"] {
+        assert!(stdout.contains(&format!("✓ {scenario}:")), "{scenario} passed:\n{stdout}");
+    }
+}
