@@ -237,6 +237,19 @@ impl GlobalOptions {
     }
 }
 
+/// Rescan the plugin directories (on SIGHUP), and say what changed.
+async fn rescan_plugins(registry: &Registry) {
+    match registry.reload().await {
+        Ok(event) => output::note(format_args!(
+            "plugins rescanned: {} added, {} changed, {} removed",
+            event.added.len(),
+            event.changed.len(),
+            event.removed.len()
+        )),
+        Err(error) => output::note(format_args!("warning: rescanning the plugins failed: {error}")),
+    }
+}
+
 /// What a person should hear about a loaded registry, a line each:
 /// refused components, policy sections that did not apply, policy
 /// mistakes and approval rules that do nothing.

@@ -90,13 +90,7 @@ impl McpCommand {
                 _ = tokio::signal::ctrl_c() => {
                     shutdown.cancel();
                 }
-                _ = hangup.recv() => match registry.reload().await {
-                    Ok(event) => output::note(format_args!(
-                        "plugins rescanned: {} added, {} changed, {} removed",
-                        event.added.len(), event.changed.len(), event.removed.len()
-                    )),
-                    Err(error) => output::note(format_args!("warning: rescanning the plugins failed: {error}")),
-                },
+                _ = hangup.recv() => super::rescan_plugins(&registry).await,
             }
         }
     }

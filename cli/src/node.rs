@@ -103,13 +103,7 @@ impl NodeCommand {
                     output::note(format_args!("shutting down: running calls have {} (Ctrl-C again to stop now)", seconds(grace)));
                     shutdown.cancel();
                 }
-                _ = hangup.recv() => match registry.reload().await {
-                    Ok(event) => output::note(format_args!(
-                        "plugins rescanned: {} added, {} changed, {} removed",
-                        event.added.len(), event.changed.len(), event.removed.len()
-                    )),
-                    Err(error) => output::note(format_args!("warning: rescanning the plugins failed: {error}")),
-                },
+                _ = hangup.recv() => super::rescan_plugins(&registry).await,
                 Ok(()) = changes.changed() => {
                     let now = changes.borrow_and_update().clone();
                     if let Some(line) = transition(&shown, &now) {
