@@ -39,9 +39,12 @@ pub(super) struct McpCommand {
     #[arg(long, value_name = "HOST", requires = "http")]
     allow_host: Vec<String>,
     /// Reload when components are added, changed or removed in the plugin
-    /// directories, and tell the clients their tools changed.
-    #[arg(long)]
+    /// directories, and tell the clients their tools changed: the default.
+    #[arg(long, overrides_with = "no_watch")]
     watch: bool,
+    /// Do not watch the plugin directories (SIGHUP still rescans them).
+    #[arg(long, overrides_with = "watch")]
+    no_watch: bool,
 }
 
 impl McpCommand {
@@ -53,7 +56,7 @@ impl McpCommand {
         let config = registry.policy().mcp.clone();
         let server = McpServer::new(pipeline, config);
         let shutdown = CancellationToken::new();
-        if self.watch {
+        if self.watch || !self.no_watch {
             let (registry, shutdown) = (registry.clone(), shutdown.clone());
             tokio::spawn(async move { registry.watch(DEFAULT_WATCH_INTERVAL, shutdown).await });
         }

@@ -245,7 +245,7 @@ fn a_sensitive_call_is_asked_of_the_clients_user() {
 }
 
 #[test]
-fn a_component_dropped_into_a_watched_directory_changes_the_tool_list() {
+fn a_component_dropped_into_a_plugin_directory_changes_the_tool_list() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = dir.path().join("plugins");
     std::fs::create_dir(&plugins).unwrap();
@@ -254,7 +254,7 @@ fn a_component_dropped_into_a_watched_directory_changes_the_tool_list() {
     let seen = client(
         dir.path(),
         &["list_changed", "--component", clock.to_str().unwrap(), "--into", plugins.to_str().unwrap()],
-        &over_stdio(&["--plugins", "plugins", "--watch"]),
+        &over_stdio(&["--plugins", "plugins"]),
     );
     assert_eq!(seen["before"], serde_json::json!(["calculate"]), "{seen}");
     assert_eq!(seen["notified"], true, "notifications/tools/list_changed arrived: {seen}");
