@@ -262,6 +262,21 @@ fn a_component_dropped_into_a_plugin_directory_changes_the_tool_list() {
 }
 
 #[test]
+fn a_component_removed_while_its_call_is_asked_runs_as_approved_and_is_gone_after() {
+    let dir = workspace();
+    let component = dir.path().join("plugins/files.wasm");
+    let seen = client(dir.path(), &["reload_while_asked", "--remove", component.to_str().unwrap()], &over_stdio(&[]));
+    assert_eq!(seen["notified"], true, "the reload happened while the user was asked: {seen}");
+    // The call approved is the one that runs: the plugin it was checked
+    // against, not whatever the directory holds now.
+    assert_eq!(seen["result"]["is_error"], false, "{seen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("ws/during.txt")).unwrap(), "approved before the reload");
+    assert!(!seen["after"].as_array().unwrap().contains(&Value::from("write_file")), "{seen}");
+    assert!(seen["again"]["protocol_error"].as_str().unwrap().contains("no tool named `write_file`"), "{seen}");
+    assert!(!dir.path().join("ws/again.txt").exists());
+}
+
+#[test]
 fn a_call_the_client_abandons_is_cancelled_on_the_server() {
     let dir = workspace();
     let seen = client(dir.path(), &["cancel"], &over_stdio(&[]));

@@ -107,6 +107,34 @@ async def approve(args):
         print(json.dumps({"result": result, "asked": asked}))
 
 
+async def reload_while_asked(args):
+    """Call write_file; while the user is asked, remove the component
+    (`--remove`) and wait until the server says its tools changed; then
+    approve. What ran, and what is offered after."""
+    changed = asyncio.Event()
+    waited = {}
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification) or getattr(message, "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    async def on_elicit(context, params):
+        import os
+        os.remove(args.remove)
+        try:
+            await asyncio.wait_for(changed.wait(), timeout=30)
+            waited["notified"] = True
+        except asyncio.TimeoutError:
+            waited["notified"] = False
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with connect(args, elicitation_callback=on_elicit, message_handler=on_message) as session:
+        result = await call(session, "write_file", {"path": "during.txt", "content": "approved before the reload"})
+        after = sorted(tool.name for tool in (await session.list_tools()).tools)
+        again = await call(session, "write_file", {"path": "again.txt", "content": "x"})
+        print(json.dumps({"result": result, "notified": waited.get("notified"), "after": after, "again": again}))
+
+
 async def list_changed(args):
     """List, drop a component into the watched directory, wait for
     `notifications/tools/list_changed`, list again."""
@@ -193,6 +221,8 @@ def main():
     sub.add_parser("basics")
     approving = sub.add_parser("approve")
     approving.add_argument("--answer", choices=["approve", "deny", "decline"], required=True)
+    reloading = sub.add_parser("reload_while_asked")
+    reloading.add_argument("--remove", required=True)
     changing = sub.add_parser("list_changed")
     changing.add_argument("--component", required=True)
     changing.add_argument("--into", required=True)
