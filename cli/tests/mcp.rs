@@ -143,6 +143,12 @@ impl Drop for HttpServer {
 
 /// The status code of a raw `initialize` POST to `server` with `headers`.
 fn post_status(server: &HttpServer, headers: &[(&str, &str)]) -> u16 {
+    post(server, headers).0
+}
+
+/// A raw `initialize` POST to `server` with `headers`: the status code and
+/// what of the response arrived within a second.
+fn post(server: &HttpServer, headers: &[(&str, &str)]) -> (u16, String) {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
@@ -162,7 +168,10 @@ fn post_status(server: &HttpServer, headers: &[(&str, &str)]) -> u16 {
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut status = [0u8; 12];
     stream.read_exact(&mut status).unwrap();
-    text(&status[9..12]).parse().unwrap()
+    stream.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    (text(&status[9..12]).parse().unwrap(), text(&rest))
 }
 
 /// What every transport must show of the basics: the list, a result with
@@ -219,6 +228,19 @@ fn http_needs_the_token_and_a_loopback_host_and_serves_the_same() {
     assert_eq!(post_status(&server, &[with_token, ("Origin", "http://evil.example.com")]), 403, "a foreign page");
     let seen = client(dir.path(), &["basics"], &["--http".into(), server.url.clone(), "--token".into(), "s3cret".into()]);
     assert_basics(&seen);
+}
+
+#[test]
+fn sessions_past_the_limit_are_refused_saying_why() {
+    let dir = workspace();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), format!("{policy}[mcp]\nmax_sessions = 2\n")).unwrap();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    assert_eq!(post_status(&server, &[]), 200);
+    assert_eq!(post_status(&server, &[]), 200);
+    let (status, said) = post(&server, &[]);
+    assert_eq!(status, 500, "{said}");
+    assert!(said.contains("at most 2 MCP sessions at once ([mcp] max_sessions)"), "{said}");
 }
 
 #[test]

@@ -110,7 +110,7 @@ pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, Reach, ToolSpec, is_valid_name,
 };
-pub use mcp::{DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer};
+pub use mcp::{DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer};
 pub use message::{Message, NativeCall, Role};
 pub use tool_filter::ToolFilter;
 pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};

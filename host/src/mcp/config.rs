@@ -10,18 +10,22 @@
 //! levels = ["public", "moderate"]    # only tools of these levels (default: all three)
 //! unattended = "deny"                # a call that needs approval when the client cannot be asked: deny (default) | allow
 //! allowed_hosts = ["mcp.internal"]   # Host headers accepted over HTTP besides localhost, 127.0.0.1 and ::1
-//! allowed_origins = ["https://app.example.com"]   # browser origins accepted over HTTP (default: none)
+//! allowed_origins = ["https://app.example.com"]   # browser origins accepted over HTTP besides loopback pages (default: none)
+//! max_sessions = 256                 # HTTP sessions kept at once; a new one past it is refused
 //! ```
 
 use crate::config::ConfigError;
 use crate::manifest::Permission;
 use crate::tool_filter::ToolFilter;
 use crate::vcp_node::UnattendedAction;
+use super::sessions::DEFAULT_MAX_SESSIONS;
 use serde::Deserialize;
 use std::path::Path;
 
 /// The agent MCP calls are approved and audited as, by default.
 pub const DEFAULT_MCP_AGENT: &str = "mcp";
+/// The most `[mcp] max_sessions` may be.
+const MAX_SESSIONS_LIMIT: usize = 100_000;
 /// The Host names an HTTP server accepts by default: loopback only, so a
 /// web page cannot reach it through DNS rebinding.
 pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
@@ -39,9 +43,12 @@ pub struct McpConfig {
     pub unattended: UnattendedAction,
     /// Host headers accepted over HTTP besides [`LOOPBACK_HOSTS`].
     pub allowed_hosts: Vec<String>,
-    /// Browser origins accepted over HTTP; a request from any other
-    /// origin is refused.
+    /// Browser origins accepted over HTTP besides loopback pages; a
+    /// request from any other origin is refused.
     pub allowed_origins: Vec<String>,
+    /// HTTP sessions kept at once ([`DEFAULT_MAX_SESSIONS`]): a new session
+    /// past it is refused until one closes or expires (idle five minutes).
+    pub max_sessions: usize,
 }
 
 impl Default for McpConfig {
@@ -52,6 +59,7 @@ impl Default for McpConfig {
             unattended: UnattendedAction::Deny,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
 }
@@ -71,6 +79,7 @@ pub(crate) struct McpSection {
     allowed_hosts: Vec<String>,
     #[serde(default)]
     allowed_origins: Vec<String>,
+    max_sessions: Option<usize>,
 }
 
 impl McpSection {
@@ -105,7 +114,17 @@ impl McpSection {
                 return Err(invalid("allowed_origins", origin, "expected scheme://host[:port], as https://app.example.com"));
             }
         }
+        let max_sessions = self.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS);
+        if !(1..=MAX_SESSIONS_LIMIT).contains(&max_sessions) {
+            return Err(ConfigError::Range {
+                path: path.to_owned(),
+                key: "mcp.max_sessions".to_owned(),
+                value: max_sessions.to_string(),
+                why: format!("expected 1 to {MAX_SESSIONS_LIMIT}"),
+            });
+        }
         Ok(McpConfig {
+            max_sessions,
             agent,
             filter,
             unattended: self.unattended.unwrap_or_default(),
@@ -135,5 +154,7 @@ mod tests {
         let error = resolve("allowed_origins = [\"example.com\"]").unwrap_err().to_string();
         assert!(error.contains("mcp.allowed_origins"), "{error}");
         assert!(toml::from_str::<McpSection>("unknown = 1").is_err(), "unknown keys are refused");
+        let error = resolve("max_sessions = 0").unwrap_err().to_string();
+        assert!(error.contains("mcp.max_sessions = 0 is out of range"), "{error}");
     }
 }

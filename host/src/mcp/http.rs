@@ -4,12 +4,12 @@
 //! bearer token.
 
 use super::session::Session;
+use super::sessions::BoundedSessions;
 use super::{LOOPBACK_HOSTS, McpError, McpServer};
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
@@ -59,7 +59,7 @@ impl McpServer {
                 .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), http))
         } else {
             axum::Router::new()
-                .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), http))
+                .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(BoundedSessions::new(config.max_sessions)), http))
         };
         match &options.token {
             Some(token) => {

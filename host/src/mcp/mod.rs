@@ -33,11 +33,13 @@ mod approver;
 mod config;
 mod http;
 mod session;
+mod sessions;
 mod tools;
 
 pub use config::{DEFAULT_MCP_AGENT, LOOPBACK_HOSTS, McpConfig};
 pub(crate) use config::McpSection;
 pub use http::HttpOptions;
+pub use sessions::DEFAULT_MAX_SESSIONS;
 
 use crate::agent::ToolCallConfig;
 use crate::pipeline::{Pipeline, Turn};

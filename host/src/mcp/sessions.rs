@@ -1,0 +1,88 @@
+//! [`BoundedSessions`]: rmcp's in-memory sessions, at most so many at once,
+//! so that clients opening sessions without end cannot exhaust the host.
+
+use futures::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::common::server_side_http::ServerSseMessage;
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::SessionId;
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
+
+/// Sessions kept at once by default; a session idle for five minutes is
+/// closed (rmcp's keep-alive), freeing its place.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
+/// [`LocalSessionManager`], refusing a new session while `max` are open.
+pub(super) struct BoundedSessions {
+    inner: LocalSessionManager,
+    max: usize,
+}
+
+impl BoundedSessions {
+    pub(super) fn new(max: usize) -> Self {
+        BoundedSessions { inner: LocalSessionManager::default(), max }
+    }
+}
+
+/// Why a session request failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SessionError {
+    /// Every place is taken.
+    #[error("the server keeps at most {0} MCP sessions at once ([mcp] max_sessions); close one or wait for one to expire")]
+    Full(usize),
+    /// What the session store said.
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+impl SessionManager for BoundedSessions {
+    type Error = SessionError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        if self.inner.sessions.read().await.len() >= self.max {
+            tracing::warn!("refused an MCP session: {} are open", self.max);
+            return Err(SessionError::Full(self.max));
+        }
+        Ok(self.inner.create_session().await?)
+    }
+
+    async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
