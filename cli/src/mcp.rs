@@ -74,6 +74,12 @@ impl McpCommand {
                 Some(addr) => {
                     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
                     let bound = listener.local_addr().context("reading the address listened on")?;
+                    if !bound.ip().is_loopback() && options.token.is_none() {
+                        output::alert(format_args!(
+                            "warning: listening on {bound} without a token: whoever reaches this port may call the \
+                             tools (give --token-env VAR)"
+                        ));
+                    }
                     output::note(format_args!(
                         "serving MCP at http://{bound}/mcp{} as agent `{}`: {offered}",
                         if options.stateless { " (stateless)" } else { "" },
