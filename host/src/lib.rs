@@ -101,7 +101,10 @@ pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, 
 pub use executor::{Executor, RunOptions, default_concurrency};
 pub use tokio_util::sync::CancellationToken;
 pub use llm::{
-    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, LlmClient, LlmError, LlmProfile, OpenAiClient, Reply, RetryPolicy, StreamEvent, Usage};
+    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmError,
+    LlmProfile, OpenAiClient, Reply, ReplyLimit, RetryPolicy, StreamEvent, Usage,
+};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, Reach, ToolSpec, is_valid_name,
