@@ -209,9 +209,12 @@ pub fn resident_bytes() -> usize {
 /// milliseconds on another thread: its output and the most the memory grew
 /// above where it started, in bytes; or, as soon as it grew past `bound`,
 /// how far, with `work` dropped (so a test of a bound fails fast rather
-/// than eat the machine's memory).
+/// than eat the machine's memory). Measurements take turns, as they
+/// measure the one process.
 pub async fn within_memory<T>(bound: usize, work: impl std::future::Future<Output = T>) -> Result<(T, usize), usize> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURN.lock().await;
     let start = resident_bytes();
     let (done, peak) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(start)));
     let over = Arc::new(tokio::sync::Notify::new());
