@@ -232,6 +232,30 @@ fn approvals_lists_revokes_and_clears_remembered_decisions() {
 }
 
 #[test]
+fn an_approvals_file_that_is_a_fifo_is_reported_never_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "[approval]\nmemory_file = \"approvals.json\"\n").unwrap();
+    // Listing reads the file and takes no lock; revoking takes the lock too.
+    let cases: [(&str, &[&str]); 3] = [
+        ("approvals.json", &["approvals", "list"]),
+        ("approvals.json", &["approvals", "revoke", "read_file"]),
+        ("approvals.json.lock", &["approvals", "revoke", "read_file"]),
+    ];
+    for (name, args) in cases {
+        for stale in ["approvals.json", "approvals.json.lock"] {
+            let _ = std::fs::remove_file(dir.path().join(stale));
+        }
+        assert!(Command::new("mkfifo").arg(dir.path().join(name)).status().unwrap().success());
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        in_test_home(&mut command).current_dir(dir.path()).env_remove("RUST_LOG").args(args);
+        let (out, _) = support::run_bounded(&mut command, std::time::Duration::from_secs(20), 256 << 20)
+            .unwrap_or_else(|why| panic!("{name} {args:?}: {why}"));
+        let said = text(&out.stderr);
+        assert!(said.contains("not a regular file"), "{name} {args:?}: {said}");
+    }
+}
+
+#[test]
 fn a_bad_approval_rule_is_an_error_naming_the_rule_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let rule = "[[approval.rules]]\naction = \"allow\"\ntool = \"write_file\"\nargs = { path = \"notes/[\" }\n";
