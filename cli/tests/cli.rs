@@ -232,6 +232,47 @@ fn approvals_lists_revokes_and_clears_remembered_decisions() {
 }
 
 #[test]
+fn a_policy_or_lock_file_found_upward_that_others_may_write_is_refused_unless_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (policy, below) = (dir.path().join("toolhost.toml"), dir.path().join("project/src"));
+    std::fs::create_dir_all(&below).unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::write(&policy, "plugin_dirs = [\"plugins\"]\n").unwrap();
+    let mode = |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    mode(&policy, 0o666);
+    let out = toolhost(&below, &["list"]);
+    let said = text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&format!("refusing the policy file found at {}", policy.display())), "{said}");
+    assert!(said.contains("its mode 666 lets others write it") && said.contains("--config"), "{said}");
+    // Named, it is trusted explicitly.
+    let named = toolhost(&below, &["list", "--config", policy.to_str().unwrap()]);
+    assert!(named.status.success(), "{}", text(&named.stderr));
+
+    // Another user's file (only root can make one here).
+    mode(&policy, 0o644);
+    if std::process::Command::new("chown").arg("4242").arg(&policy).status().is_ok_and(|s| s.success()) {
+        let said = text(&toolhost(&below, &["list"]).stderr);
+        assert!(said.contains("it is owned by user 4242"), "{said}");
+        assert!(std::process::Command::new("chown").arg(rustix_uid()).arg(&policy).status().unwrap().success());
+    }
+
+    // The lock file beside it decides which bytes load: the same rule.
+    let lock = dir.path().join("toolhost.lock");
+    std::fs::write(&lock, "version = 2\n[pins]\n").unwrap();
+    mode(&lock, 0o666);
+    let said = text(&toolhost(&below, &["list"]).stderr);
+    assert!(said.contains(&format!("lock file {} is not trusted: its mode 666", lock.display())), "{said}");
+}
+
+/// This process's user id, as `chown` takes it.
+fn rustix_uid() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status.lines().find_map(|l| l.strip_prefix("Uid:")).unwrap().split_whitespace().nth(1).unwrap().to_owned()
+}
+
+#[test]
 fn an_approvals_file_that_is_a_fifo_is_reported_never_waited_on() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("toolhost.toml"), "[approval]\nmemory_file = \"approvals.json\"\n").unwrap();

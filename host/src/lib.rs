@@ -81,6 +81,7 @@ mod regular_file;
 mod sandbox;
 mod suggest;
 mod transcript;
+mod trust;
 mod vcp_node;
 
 pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
@@ -115,6 +116,7 @@ pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use error_chain::{SharedError, error_chain};
 pub use regular_file::{open_regular_file, read_regular_file};
+pub use trust::{UntrustedFile, check_trusted};
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};

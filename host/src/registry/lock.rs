@@ -43,6 +43,10 @@ pub enum LockError {
         /// Why.
         source: std::io::Error,
     },
+    /// Someone other than this user (or root) owns or may write it: it
+    /// would decide which bytes load.
+    #[error("lock file {0}; fix its owner or mode (chown, chmod o-w) to trust it")]
+    Untrusted(#[from] crate::UntrustedFile),
     /// The file is not a valid lock file.
     #[error("lock file {path} is malformed: {message}")]
     Malformed {
@@ -59,8 +63,10 @@ const MAX_LOCK_FILE_BYTES: u64 = 16 << 20;
 impl LockFile {
     /// Read `path`; `Ok(None)` when it does not exist. A FIFO or device
     /// in its place, or a file past [`MAX_LOCK_FILE_BYTES`], is an error,
-    /// never waited on.
+    /// never waited on; so is one another user owns or may write
+    /// ([`check_trusted`](crate::check_trusted)).
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
+        crate::check_trusted(path)?;
         let io = |source| LockError::Io { path: path.display().to_string(), source };
         let bytes = match crate::read_regular_file(path, MAX_LOCK_FILE_BYTES) {
             Ok(bytes) => bytes,
