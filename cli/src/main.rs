@@ -182,6 +182,15 @@ impl GlobalOptions {
     fn policy(&self) -> anyhow::Result<Policy> {
         let config_file = self.config_file();
         if let Some(file) = config_file.as_ref().filter(|_| self.config.is_none()) {
+            // A file found, not named: another user's, or one others may
+            // write, would hand out this user's grants (git's safe.directory).
+            toolhost::check_trusted(file).map_err(|untrusted| {
+                anyhow::anyhow!(
+                    "refusing the policy file found at {untrusted}; if you trust it, name it with --config {}, \
+                     or fix its owner or mode (chown, chmod o-w)",
+                    file.display()
+                )
+            })?;
             tracing::info!("using the policy file {}", file.display());
         }
         let mut policy = match &config_file {

@@ -232,6 +232,71 @@ fn approvals_lists_revokes_and_clears_remembered_decisions() {
 }
 
 #[test]
+fn a_policy_or_lock_file_found_upward_that_others_may_write_is_refused_unless_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (policy, below) = (dir.path().join("toolhost.toml"), dir.path().join("project/src"));
+    std::fs::create_dir_all(&below).unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::write(&policy, "plugin_dirs = [\"plugins\"]\n").unwrap();
+    let mode = |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    mode(&policy, 0o666);
+    let out = toolhost(&below, &["list"]);
+    let said = text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&format!("refusing the policy file found at {}", policy.display())), "{said}");
+    assert!(said.contains("its mode 666 lets others write it") && said.contains("--config"), "{said}");
+    // Named, it is trusted explicitly.
+    let named = toolhost(&below, &["list", "--config", policy.to_str().unwrap()]);
+    assert!(named.status.success(), "{}", text(&named.stderr));
+
+    // Another user's file (only root can make one here).
+    mode(&policy, 0o644);
+    if std::process::Command::new("chown").arg("4242").arg(&policy).status().is_ok_and(|s| s.success()) {
+        let said = text(&toolhost(&below, &["list"]).stderr);
+        assert!(said.contains("it is owned by user 4242"), "{said}");
+        assert!(std::process::Command::new("chown").arg(rustix_uid()).arg(&policy).status().unwrap().success());
+    }
+
+    // The lock file beside it decides which bytes load: the same rule.
+    let lock = dir.path().join("toolhost.lock");
+    std::fs::write(&lock, "version = 2\n[pins]\n").unwrap();
+    mode(&lock, 0o666);
+    let said = text(&toolhost(&below, &["list"]).stderr);
+    assert!(said.contains(&format!("lock file {} is not trusted: its mode 666", lock.display())), "{said}");
+}
+
+/// This process's user id, as `chown` takes it.
+fn rustix_uid() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status.lines().find_map(|l| l.strip_prefix("Uid:")).unwrap().split_whitespace().nth(1).unwrap().to_owned()
+}
+
+#[test]
+fn an_approvals_file_that_is_a_fifo_is_reported_never_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "[approval]\nmemory_file = \"approvals.json\"\n").unwrap();
+    // Listing reads the file and takes no lock; revoking takes the lock too.
+    let cases: [(&str, &[&str]); 3] = [
+        ("approvals.json", &["approvals", "list"]),
+        ("approvals.json", &["approvals", "revoke", "read_file"]),
+        ("approvals.json.lock", &["approvals", "revoke", "read_file"]),
+    ];
+    for (name, args) in cases {
+        for stale in ["approvals.json", "approvals.json.lock"] {
+            let _ = std::fs::remove_file(dir.path().join(stale));
+        }
+        assert!(Command::new("mkfifo").arg(dir.path().join(name)).status().unwrap().success());
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        in_test_home(&mut command).current_dir(dir.path()).env_remove("RUST_LOG").args(args);
+        let (out, _) = support::run_bounded(&mut command, std::time::Duration::from_secs(20), 256 << 20)
+            .unwrap_or_else(|why| panic!("{name} {args:?}: {why}"));
+        let said = text(&out.stderr);
+        assert!(said.contains("not a regular file"), "{name} {args:?}: {said}");
+    }
+}
+
+#[test]
 fn a_bad_approval_rule_is_an_error_naming_the_rule_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let rule = "[[approval.rules]]\naction = \"allow\"\ntool = \"write_file\"\nargs = { path = \"notes/[\" }\n";

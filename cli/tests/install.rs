@@ -231,8 +231,25 @@ struct OversizedArtifact {
     layer_requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
+/// How a [`OversizedArtifact`] registry misbehaves besides the size it
+/// declares.
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    None,
+    /// The manifest never ends.
+    EndlessManifest,
+    /// The layer goes on past its bytes, without end.
+    EndlessLayer,
+    /// The manifest is a redirect to plain HTTP elsewhere.
+    RedirectToHttp,
+}
+
 impl OversizedArtifact {
     fn serve(component: &Path, declared_size: u64) -> OversizedArtifact {
+        Self::serve_with(component, declared_size, Fault::None)
+    }
+
+    fn serve_with(component: &Path, declared_size: u64, fault: Fault) -> OversizedArtifact {
         use oci_wasm::ToConfig;
         use std::io::{BufRead, BufReader, Write};
         let raw = std::fs::read(component).unwrap();
@@ -265,6 +282,31 @@ impl OversizedArtifact {
                     line.clear();
                 }
                 let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+                let endless = |stream: &mut std::net::TcpStream, media_type: &str, start: &[u8]| {
+                    let head = format!("HTTP/1.1 200 OK\r\nContent-Type: {media_type}\r\nConnection: close\r\n\r\n");
+                    let block = vec![b' '; 64 << 10];
+                    let mut written = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(start));
+                    while written.is_ok() {
+                        written = stream.write_all(&block);
+                    }
+                };
+                match fault {
+                    Fault::EndlessManifest if path.contains("/manifests/") => {
+                        endless(&mut stream, "application/vnd.oci.image.manifest.v1+json", b"{\"schemaVersion\": 2");
+                        continue;
+                    }
+                    Fault::EndlessLayer if path.ends_with(&layer_path) => {
+                        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        endless(&mut stream, "application/wasm", &raw);
+                        continue;
+                    }
+                    Fault::RedirectToHttp if path.contains("/manifests/") => {
+                        let head = "HTTP/1.1 302 Found\r\nLocation: http://192.0.2.1/manifest\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+                        let _ = stream.write_all(head.as_bytes());
+                        continue;
+                    }
+                    _ => {}
+                }
                 let (media_type, body): (&str, &[u8]) = if path.contains("/manifests/") {
                     ("application/vnd.oci.image.manifest.v1+json", manifest.as_bytes())
                 } else if path.ends_with(&config_path) {
@@ -283,6 +325,68 @@ impl OversizedArtifact {
             }
         });
         OversizedArtifact { host, layer_requests }
+    }
+}
+
+/// The most a `toolhost add` process may hold against a hostile source.
+const ADD_MEMORY_BOUND: usize = 256 << 20;
+
+impl User {
+    /// `toolhost add SOURCE --yes`, bounded: it must end within 30 s and
+    /// under [`ADD_MEMORY_BOUND`]; what it said, and the most it held.
+    fn add_bounded(&self, source: &str) -> (Output, usize) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        in_test_home(&mut command).env("XDG_DATA_HOME", self.data.path()).current_dir(self.cwd.path()).env_remove("RUST_LOG");
+        command.args(["add", source, "--yes"]);
+        support::run_bounded(&mut command, Duration::from_secs(30), ADD_MEMORY_BOUND).unwrap_or_else(|why| panic!("{source}: {why}"))
+    }
+}
+
+#[test]
+fn an_endless_oci_manifest_is_cut_at_its_cap_as_it_arrives() {
+    let registry = OversizedArtifact::serve_with(&calc(), 0, Fault::EndlessManifest);
+    let user = User::new();
+    let (out, held) = user.add_bounded(&format!("oci://{}/tools/calc:endless", registry.host));
+    let said = text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("larger than 4 MiB, the most toolhost reads (MAX_MANIFEST_BYTES)"), "{said}");
+    eprintln!("held at most {} MiB", held >> 20);
+}
+
+#[test]
+fn an_oci_layer_longer_than_its_manifest_declares_is_cut_at_the_declared_size() {
+    let size = std::fs::metadata(calc()).unwrap().len();
+    let registry = OversizedArtifact::serve_with(&calc(), size, Fault::EndlessLayer);
+    let user = User::new();
+    let (out, held) = user.add_bounded(&format!("oci://{}/tools/calc:long", registry.host));
+    let said = text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains(&format!("sent more than the {size} bytes its manifest declares")), "{said}");
+    assert!(held < 128 << 20, "held {} MiB", held >> 20);
+    assert!(!user.plugin_dir().join("calc.wasm").exists());
+}
+
+#[test]
+fn a_redirect_to_plain_http_is_refused() {
+    let registry = OversizedArtifact::serve_with(&calc(), 0, Fault::RedirectToHttp);
+    let user = User::new();
+    let (out, _) = user.add_bounded(&format!("oci://{}/tools/calc:moved", registry.host));
+    let said = text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("redirected to http://192.0.2.1/manifest, which is not https://"), "{said}");
+}
+
+#[test]
+fn a_file_source_that_is_not_a_regular_file_is_refused_without_reading() {
+    let user = User::new();
+    let fifo = user.cwd.path().join("calc.wasm");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    for (source, says) in [("/dev/zero", "is a device"), (fifo.to_str().unwrap(), "is a FIFO")] {
+        let (out, _) = user.add_bounded(source);
+        let said = text(&out.stderr);
+        assert!(!out.status.success(), "{said}");
+        assert!(said.contains(says) && said.contains("it was not installed"), "{source}: {said}");
     }
 }
 

@@ -528,6 +528,10 @@ struct LlmSection {
     connect_timeout_ms: Option<u64>,
     retries: Option<u32>,
     max_reply_kib: Option<u64>,
+    max_line_kib: Option<u64>,
+    max_call_argument_kib: Option<u64>,
+    max_calls_per_reply: Option<u64>,
+    request_timeout_ms: Option<u64>,
     vcp_server: Option<String>,
 }
 
@@ -556,15 +560,23 @@ impl LlmSection {
         };
         profile.idle_timeout = millis("idle_timeout_ms", self.idle_timeout_ms, profile.idle_timeout)?;
         profile.connect_timeout = millis("connect_timeout_ms", self.connect_timeout_ms, profile.connect_timeout)?;
+        profile.request_timeout = millis("request_timeout_ms", self.request_timeout_ms, profile.request_timeout)?;
         if let Some(retries) = self.retries {
             if retries > MAX_LLM_RETRIES {
                 return Err(invalid("retries", retries.to_string(), &format!("0 to {MAX_LLM_RETRIES}")));
             }
             profile.retry.retries = retries;
         }
-        if let Some(kib) = self.max_reply_kib {
-            let key = format!("llm.{name}.max_reply_kib");
-            profile.max_reply_bytes = (in_range(path, &key, kib, 1..=MAX_REPLY_KIB)? as usize) << 10;
+        let kib = |key: &str, value: Option<u64>, default: usize| match value {
+            None => Ok(default),
+            Some(kib) => Ok((in_range(path, &format!("llm.{name}.{key}"), kib, 1..=MAX_REPLY_KIB)? as usize) << 10),
+        };
+        profile.max_reply_bytes = kib("max_reply_kib", self.max_reply_kib, profile.max_reply_bytes)?;
+        profile.max_line_bytes = kib("max_line_kib", self.max_line_kib, profile.max_line_bytes)?;
+        profile.max_call_argument_bytes = kib("max_call_argument_kib", self.max_call_argument_kib, profile.max_call_argument_bytes)?;
+        if let Some(calls) = self.max_calls_per_reply {
+            let key = format!("llm.{name}.max_calls_per_reply");
+            profile.max_calls_per_reply = in_range(path, &key, calls, 1..=MAX_CALLS_PER_REPLY)? as usize;
         }
         profile.vcp_server = self.vcp_server;
         Ok(profile)
@@ -573,8 +585,11 @@ impl LlmSection {
 
 /// The most retries an `[llm.NAME]` profile may ask for.
 const MAX_LLM_RETRIES: u32 = 10;
-/// The largest reply cap an `[llm.NAME]` profile may set: 1 GiB.
+/// The largest reply, line or arguments cap an `[llm.NAME]` profile may
+/// set: 1 GiB.
 const MAX_REPLY_KIB: u64 = 1 << 20;
+/// The most calls per reply an `[llm.NAME]` profile may allow.
+const MAX_CALLS_PER_REPLY: u64 = 4096;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -740,6 +755,22 @@ mod tests {
         assert_eq!(Policy::parse(text, path).unwrap().llm["local"].max_reply_bytes, 64 << 10);
         let error = Policy::parse(&text.replace("= 64", "= 0"), path).unwrap_err().to_string();
         assert!(error.contains("llm.local.max_reply_kib"), "{error}");
+    }
+
+    #[test]
+    fn the_limits_on_a_model_server_are_read_and_range_checked() {
+        let path = Path::new("toolhost.toml");
+        let text = "[llm.local]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\nmax_line_kib = 8\n\
+                    max_call_argument_kib = 4\nmax_calls_per_reply = 3\nrequest_timeout_ms = 1500\n";
+        let profile = &Policy::parse(text, path).unwrap().llm["local"];
+        assert_eq!((profile.max_line_bytes, profile.max_call_argument_bytes, profile.max_calls_per_reply), (8 << 10, 4 << 10, 3));
+        assert_eq!(profile.request_timeout, Duration::from_millis(1500));
+        let defaults = crate::LlmProfile::new("http://x", "m");
+        assert_eq!(defaults.max_calls_per_reply, crate::DEFAULT_MAX_CALLS_PER_REPLY);
+        for (key, bad) in [("max_line_kib = 8", "max_line_kib = 0"), ("max_calls_per_reply = 3", "max_calls_per_reply = 5000")] {
+            let error = Policy::parse(&text.replace(key, bad), path).unwrap_err().to_string();
+            assert!(error.contains(&format!("llm.local.{}", &bad[..bad.find(' ').unwrap()])), "{error}");
+        }
     }
 
     #[test]

@@ -80,10 +80,12 @@ mod policy_check;
 mod printable;
 mod protocol;
 mod registry;
+mod regular_file;
 mod sandbox;
 mod suggest;
 mod tool_filter;
 mod transcript;
+mod trust;
 mod vcp_node;
 
 pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
@@ -105,7 +107,10 @@ pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, 
 pub use executor::{Executor, RunOptions, default_concurrency};
 pub use tokio_util::sync::CancellationToken;
 pub use llm::{
-    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, LlmClient, LlmError, LlmProfile, OpenAiClient, Reply, RetryPolicy, StreamEvent, Usage};
+    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES,
+    DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmError,
+    LlmProfile, OpenAiClient, Reply, ReplyLimit, RetryPolicy, StreamEvent, Usage,
+};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, Reach, ToolSpec, is_valid_name,
@@ -116,6 +121,8 @@ pub use tool_filter::ToolFilter;
 pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use error_chain::{SharedError, error_chain};
+pub use regular_file::{open_regular_file, read_regular_file};
+pub use trust::{UntrustedFile, check_trusted};
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
@@ -168,8 +175,8 @@ pub mod limits {
     pub mod vcp_node {
         pub use crate::vcp_node::{
             ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
-            DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, MAX_FRAME_BYTES,
-            MAX_PENDING_CALLS, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION, STATUS_WRITE_INTERVAL,
+            DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, DEFAULT_WRITE_TIMEOUT,
+            FILES_AT_ONCE, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION, STATUS_WRITE_INTERVAL,
         };
     }
 }

@@ -323,7 +323,7 @@ impl Pipeline {
             report: Some(report),
         };
         let report_one = |(index, outcome): (usize, ToolOutcome)| {
-            if !(needs_result_approval[index] && outcome.status == Status::Success) {
+            if !(needs_result_approval[index] && holds_tool_text(&outcome)) {
                 observer.finished(&outcome);
             }
         };
@@ -341,7 +341,7 @@ impl Pipeline {
             report_one(done);
         }
         for ((index, mut outcome), (call, decided)) in runnable.into_iter().zip(outcomes).zip(calls.iter().zip(decisions)) {
-            if call.spec().result_approval && outcome.status == Status::Success {
+            if call.spec().result_approval && holds_tool_text(&outcome) {
                 self.approve_result(&mut outcome, call.spec()).await;
                 observer.finished(&outcome);
             }
@@ -352,10 +352,11 @@ impl Pipeline {
         }
     }
 
-    /// Step 4 for one call: a successful result of a tool that declares
-    /// result approval is shown to a person first.
+    /// Step 4 for one call: what a tool that declares result approval
+    /// said — its result, and as surely its error or invalid-arguments
+    /// text, which could carry the same bytes — is shown to a person first.
     async fn approve_result(&self, outcome: &mut ToolOutcome, spec: &ToolSpec) {
-        if !spec.result_approval || outcome.status != Status::Success {
+        if !spec.result_approval || !holds_tool_text(outcome) {
             return;
         }
         if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
@@ -369,6 +370,12 @@ impl Pipeline {
             };
         }
     }
+}
+
+/// Whether `outcome` of a call that ran may hold text of the tool's: all
+/// but a cancelled one, whose text is the host's.
+fn holds_tool_text(outcome: &ToolOutcome) -> bool {
+    outcome.status != Status::Cancelled
 }
 
 /// Tell `observer` about the calls already done (refused at the check).

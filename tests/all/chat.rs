@@ -43,11 +43,25 @@ impl Chat {
         approver: Arc<dyn Approver>,
         script: impl IntoIterator<Item = Response>,
     ) -> Chat {
+        Chat::tuned(plugins, policy, config, approver, script, |_| {}).await
+    }
+
+    /// As `new`, with the model's profile changed by `tune`.
+    async fn tuned(
+        plugins: &[&str],
+        policy: &str,
+        config: ToolCallConfig,
+        approver: Arc<dyn Approver>,
+        script: impl IntoIterator<Item = Response>,
+        tune: impl FnOnce(&mut LlmProfile),
+    ) -> Chat {
         let host = TestHost::new(plugins, policy).await;
         let model = StandIn::start(script).await.unwrap();
         let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
         let pipeline = Pipeline::new(host.executor.clone(), approvals, approver);
-        let llm = Arc::new(OpenAiClient::new(profile(&model)).unwrap());
+        let mut profile = profile(&model);
+        tune(&mut profile);
+        let llm = Arc::new(OpenAiClient::new(profile).unwrap());
         let chain = Chain::new(llm, pipeline, "tester", config).unwrap();
         Chat { host, model, chain, events: Arc::default() }
     }
@@ -288,6 +302,26 @@ async fn through_the_loop_a_denial_reason_reaches_the_model_and_a_rejected_resul
     .await;
     chat.send("Save").await;
     assert_eq!(std::fs::read_to_string(workspace.path().join("out.txt")).unwrap(), "x");
+}
+
+#[tokio::test]
+async fn calls_past_the_per_reply_limit_are_not_run_and_the_model_reads_why() {
+    let sums: Vec<String> = (0..40).map(|i| format!("{i} + 1")).collect();
+    let native = sums.iter().enumerate().fold(Reply::text(""), |reply, (i, sum)| {
+        reply.call(&format!("c{i}"), "calculate", json!({ "expression": sum }))
+    });
+    let vcp = sums.iter().map(|sum| vcp_call("calculate", &[("expression", sum)])).collect::<Vec<_>>().join("\n");
+    for (protocol, first) in [(ProtocolId::Native, Response::Reply(native)), (ProtocolId::Vcp, Response::text(vcp))] {
+        let script = [first, Response::text("done")];
+        let chat = Chat::tuned(&["calc"], "", agent(protocol), Arc::new(DenyAll), script, |p| p.max_calls_per_reply = 3).await;
+        let (stop, transcript) = chat.send("Many sums").await;
+        assert_eq!(stop, Stop::Answered, "{protocol:?}");
+        let statuses: Vec<Status> = results(&transcript).into_iter().map(|(_, s, _)| s).collect();
+        assert_eq!(statuses, [Status::Success, Status::Success, Status::Success, Status::Cancelled], "{protocol:?}");
+        let told = chat.model.requests()[1].last_message().to_owned();
+        assert!(told.contains("this reply made 40 calls and one reply may make 3 (max_calls_per_reply)"), "{protocol:?}: {told}");
+        assert_no_dangling_request(&transcript);
+    }
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ mod declarations;
 mod failures;
 mod grants;
 mod host_limits;
+mod hostile_model;
 mod interruptions;
 mod pipeline;
 mod limits;

@@ -112,6 +112,49 @@ async fn a_rejected_result_never_appears_in_any_message() {
     assert_eq!(approver.results_seen.load(Ordering::SeqCst), 4, "read_file declares result approval");
 }
 
+#[tokio::test]
+async fn the_error_and_invalid_args_text_of_a_tool_with_result_approval_are_held_for_approval_too() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("launch-code-0000.txt"), vec![b'x'; 300 << 10]).unwrap();
+    let policy = format!(
+        "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?} }} }}\n",
+        workspace.path().display().to_string()
+    );
+    let host = TestHost::new(&["files"], &policy).await;
+    // Too large to read, and outside the workspace: the plugin's error and
+    // invalid-arguments texts both carry what it was given.
+    let calls = || {
+        vec![
+            call("r1", "read_file", json!({ "path": "launch-code-0000.txt" })),
+            call("r2", "read_file", json!({ "path": "../launch-code-0000.txt" })),
+        ]
+    };
+    let passing = pipeline(&host, Arc::new(AllowAll)).run(&Turn::direct(ProtocolId::Native), calls()).await;
+    let statuses: Vec<Status> = passing.outcomes.iter().map(|o| o.status).collect();
+    assert_eq!(statuses, [Status::Error, Status::InvalidArgs], "{:?}", passing.outcomes);
+    assert!(passing.outcomes.iter().all(|o| o.output.contains("launch-code")), "{:?}", passing.outcomes);
+
+    let approver = Arc::new(RejectResults::default());
+    let result = pipeline(&host, approver.clone()).run(&Turn::direct(ProtocolId::Native), calls()).await;
+    assert_eq!(approver.results_seen.load(Ordering::SeqCst), 2, "both were shown for approval");
+    for outcome in &result.outcomes {
+        assert_eq!(outcome.status, Status::ResultRejected);
+        assert_eq!(outcome.output, "a person withheld the result: it holds a secret");
+    }
+    assert!(result.messages.iter().all(|m| !m.content.contains("launch-code")), "{:?}", result.messages);
+
+    // Nobody to approve (a node nobody watches, moderate calls allowed):
+    // nothing of them reaches the model, and it says why.
+    let unattended = toolhost::Unattended { moderate: toolhost::UnattendedAction::Allow, ..Default::default() };
+    let nobody = Arc::new(toolhost::UnattendedApprover::new(unattended));
+    let result = pipeline(&host, nobody).run(&Turn::direct(ProtocolId::Native), calls()).await;
+    for outcome in &result.outcomes {
+        assert_eq!(outcome.status, Status::ResultRejected);
+        assert!(outcome.output.contains("nobody could give it"), "{}", outcome.output);
+    }
+    assert!(result.messages.iter().all(|m| !m.content.contains("launch-code")), "{:?}", result.messages);
+}
+
 /// More worker threads than the cap, so that a broken cap would show.
 #[tokio::test(flavor = "multi_thread", worker_threads = 16)]
 async fn a_thousand_parallel_calls_under_a_cap_of_eight_each_return_their_own_result() {

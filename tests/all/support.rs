@@ -163,22 +163,31 @@ pub fn open_fds_under(dir: &Path) -> usize {
         .count()
 }
 
+/// Read an HTTP request's head from `socket`; false if it closed first.
+pub async fn read_request_head(socket: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    true
+}
+
 /// An HTTP server on loopback that answers every connection with `body`
 /// until the test ends; returns its port.
 pub async fn serve_forever(body: &'static str) -> u16 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match socket.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
+                if !read_request_head(&mut socket).await {
+                    return;
                 }
                 let response =
                     format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
@@ -187,4 +196,51 @@ pub async fn serve_forever(body: &'static str) -> u16 {
         }
     });
     port
+}
+
+/// This process's resident memory now, in bytes, from `/proc/self/statm`.
+pub fn resident_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: usize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("resident pages");
+    pages * 4096
+}
+
+/// Run `work`, sampling this process's resident memory every few
+/// milliseconds on another thread: its output and the most the memory grew
+/// above where it started, in bytes; or, as soon as it grew past `bound`,
+/// how far, with `work` dropped (so a test of a bound fails fast rather
+/// than eat the machine's memory). Measurements take turns, as they
+/// measure the one process.
+pub async fn within_memory<T>(bound: usize, work: impl std::future::Future<Output = T>) -> Result<(T, usize), usize> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURN.lock().await;
+    let start = resident_bytes();
+    let (done, peak) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(start)));
+    let over = Arc::new(tokio::sync::Notify::new());
+    let sampler = {
+        let (done, peak, over) = (done.clone(), peak.clone(), over.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let now = resident_bytes();
+                peak.fetch_max(now, Ordering::Relaxed);
+                if now.saturating_sub(start) > bound {
+                    over.notify_one();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        })
+    };
+    let output = tokio::select! {
+        output = work => Some(output),
+        () = over.notified() => None,
+    };
+    peak.fetch_max(resident_bytes(), Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    let grew = peak.load(Ordering::Relaxed).saturating_sub(start);
+    match output {
+        Some(output) if grew <= bound => Ok((output, grew)),
+        _ => Err(grew),
+    }
 }

@@ -599,3 +599,184 @@ async fn the_node_command_joins_the_server_and_its_calculate_answers_then_ctrl_c
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!String::from_utf8_lossy(&output.stderr).contains(KEY), "the key is never shown");
 }
+
+/// How a [`Hostile`] server reads what the node sends.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// One frame, then a pause: a slow reader.
+    Slowly(Duration),
+    /// Not at all, after the node registered.
+    Never,
+}
+
+/// Frames made one at a time, as they are sent.
+type Frames = Box<dyn Iterator<Item = String> + Send>;
+
+/// A hostile VCP server on loopback: it takes any key, acknowledges, and
+/// once told to [`go`](Hostile::go) sends `frames` on every connection,
+/// then reads as `reading` says. Results are dropped as they come; only
+/// their status and error are kept.
+struct Hostile {
+    url: String,
+    connections: Arc<std::sync::atomic::AtomicUsize>,
+    results: Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    go: Arc<tokio::sync::Semaphore>,
+}
+
+impl Hostile {
+    async fn start(frames: impl Fn() -> Frames + Send + Sync + 'static, reading: Reading) -> Hostile {
+        use futures::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}", listener.local_addr().unwrap());
+        let hostile = Hostile { url, connections: Arc::default(), results: Arc::default(), go: Arc::new(tokio::sync::Semaphore::new(0)) };
+        let (connections, results, frames, go) =
+            (hostile.connections.clone(), hostile.results.clone(), Arc::new(frames), hostile.go.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (connections, results, frames, go) = (connections.clone(), results.clone(), frames.clone(), go.clone());
+                tokio::spawn(async move {
+                    let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else { return };
+                    connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let ack = json!({"type": "connection_ack", "data": {"serverId": "hostile", "clientId": "1"}});
+                    ws.send(Message::text(ack.to_string())).await.unwrap();
+                    // register_tools, report_ip, update_static_placeholders.
+                    for _ in 0..3 {
+                        ws.next().await;
+                    }
+                    go.acquire().await.unwrap().forget();
+                    for frame in frames() {
+                        if ws.send(Message::text(frame)).await.is_err() {
+                            return;
+                        }
+                    }
+                    let Reading::Slowly(pause) = reading else {
+                        std::future::pending::<()>().await;
+                        return;
+                    };
+                    while let Some(Ok(message)) = ws.next().await {
+                        if let Message::Text(text) = message {
+                            let frame: Value = serde_json::from_str(&text).unwrap_or_default();
+                            let data = &frame["data"];
+                            let error = data["error"].as_str().unwrap_or_default().to_owned();
+                            results.lock().unwrap().push((data["status"].as_str().unwrap_or_default().to_owned(), error));
+                        }
+                        tokio::time::sleep(pause).await;
+                    }
+                });
+            }
+        });
+        hostile
+    }
+
+    /// Send the frames, on this connection and every later one.
+    fn go(&self) {
+        self.go.add_permits(1 << 20);
+    }
+
+    fn results(&self) -> Vec<(String, String)> {
+        self.results.lock().unwrap().clone()
+    }
+
+    /// Wait until the results satisfy `ok`.
+    async fn until(&self, what: &str, ok: impl Fn(&[(String, String)]) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ok(&self.results()) {
+            assert!(Instant::now() < deadline, "no {what} within 30 s: {} results", self.results().len());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn execute_frame(id: &str, tool: &str, args: Value) -> String {
+    json!({"type": "execute_tool", "data": {"requestId": id, "toolName": tool, "toolArgs": args}}).to_string()
+}
+
+/// The most a hostile VCP server may make this process grow.
+const NODE_MEMORY_BOUND: usize = 256 << 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_waiting_are_bounded_in_bytes_not_only_in_count() {
+    // Two slow calls hold the plugin's place; forty 8 MiB calls queue behind.
+    let frames = || -> Frames {
+        let slow = (0..2).map(|i| execute_frame(&format!("w{i}"), "exposed_wait", json!({"ms": 6000})));
+        let big = (0..40).map(|i| {
+            let args = json!({"text": "x".repeat(8 << 20), "count": 1, "ratio": 1, "flag": true, "items": []});
+            execute_frame(&format!("big{i}"), "typed_echo", args)
+        });
+        Box::new(slow.chain(big))
+    };
+    let hostile = Hostile::start(frames, Reading::Slowly(Duration::ZERO)).await;
+    let node = Node::join_with(&hostile.url, KEY, &["exposed"], "", "").await;
+    node.until("registered", |s| s.registrations == 1).await;
+    let grew = crate::support::within_memory(NODE_MEMORY_BOUND, async {
+        hostile.go();
+        let refused = |results: &[(String, String)]| results.iter().filter(|(_, e)| e.contains("MAX_PENDING_BYTES")).count();
+        hostile.until("refusals", |results| refused(results) >= 30).await;
+        let refusal = hostile.results().into_iter().find(|(_, e)| e.contains("MAX_PENDING_BYTES")).unwrap().1;
+        assert!(refusal.contains("64 MiB"), "{refusal}");
+    })
+    .await
+    .unwrap_or_else(|grew| panic!("the node grew {} MiB", grew >> 20))
+    .1;
+    eprintln!("grew {} MiB", grew >> 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_served_to_a_slow_reader_are_bounded_in_bytes_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.bin"), vec![7u8; 4 << 20]).unwrap();
+    let url = format!("file://{}", dir.path().join("big.bin").display());
+    let frames = move || -> Frames {
+        let url = url.clone();
+        Box::new((0..60).map(move |i| execute_frame(&format!("f{i}"), "internal_request_file", json!({"fileUrl": url}))))
+    };
+    let vcp = format!("serve_dirs = [\"{}\"]\n[vcp.unattended]\nmoderate = \"allow\"\n", dir.path().display());
+    let hostile = Hostile::start(frames, Reading::Slowly(Duration::from_millis(30))).await;
+    let node = Node::join_with(&hostile.url, KEY, &["calc"], &vcp, "").await;
+    node.until("registered", |s| s.registrations == 1).await;
+    let grew = crate::support::within_memory(NODE_MEMORY_BOUND, async {
+        hostile.go();
+        hostile.until("every file", |results| results.len() >= 60).await;
+        let failed = hostile.results().into_iter().find(|(status, _)| status != "success");
+        assert!(failed.is_none(), "{failed:?}");
+    })
+    .await
+    .unwrap_or_else(|grew| panic!("the node grew {} MiB", grew >> 20))
+    .1;
+    eprintln!("grew {} MiB", grew >> 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_reading_is_left_after_the_write_timeout_and_rejoined() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.bin"), vec![7u8; 4 << 20]).unwrap();
+    let url = format!("file://{}", dir.path().join("big.bin").display());
+    let frames = move || -> Frames {
+        let url = url.clone();
+        Box::new((0..10).map(move |i| execute_frame(&format!("f{i}"), "internal_request_file", json!({"fileUrl": url}))))
+    };
+    let vcp = format!("write_timeout_ms = 500\nserve_dirs = [\"{}\"]\n[vcp.unattended]\nmoderate = \"allow\"\n", dir.path().display());
+    let hostile = Hostile::start(frames, Reading::Never).await;
+    hostile.go();
+    let node = Node::join_with(&hostile.url, KEY, &["calc"], &vcp, "").await;
+    let status = node.until("a write timeout", |s| s.last_error.as_deref().is_some_and(|e| e.contains("write_timeout_ms"))).await;
+    assert!(status.last_error.unwrap().contains("did not take what the node wrote within 500ms"));
+    node.until("a second connection", |s| s.registrations >= 2).await;
+    assert!(hostile.connections.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_plugins_slow_calls_do_not_starve_another_plugins_quick_call() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join(&standin, &["exposed", "calc"], "", "").await;
+    standin.registration(1).await;
+    for i in 0..10 {
+        standin.execute(&format!("slow{i}"), "exposed_wait", json!({"ms": 4000}));
+    }
+    node.until("the slow calls in", |s| s.calls_in_flight == 10).await;
+    let asked = Instant::now();
+    standin.execute("quick", "calculate", json!({"expression": "2 + 2"}));
+    assert_eq!(content_json(&standin.result("quick").await)["value"], 4.0);
+    assert!(asked.elapsed() < Duration::from_secs(2), "the quick call waited {:?}", asked.elapsed());
+}

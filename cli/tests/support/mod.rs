@@ -40,3 +40,46 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+
+/// Run `command` to its end, unless it runs longer than `limit` or its
+/// resident memory passes `memory` bytes: then it is killed and the error
+/// says which. Its output, and the most resident memory it was seen with
+/// (sampled from `/proc/PID/status` every few milliseconds).
+pub fn run_bounded(command: &mut Command, limit: std::time::Duration, memory: usize) -> Result<(Output, usize), String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("it starts");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let (started, mut peak) = (std::time::Instant::now(), 0usize);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let status_file = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let kib = status_file.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches(" kB").parse::<usize>().ok());
+        peak = peak.max(kib.unwrap_or(0) << 10);
+        let why = if peak > memory {
+            Some(format!("it held {} MiB, over {} MiB", peak >> 20, memory >> 20))
+        } else if started.elapsed() > limit {
+            Some(format!("it ran longer than {limit:?}"))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let _ = child.kill();
+            let _ = child.wait();
+            let said = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+            return Err(format!("{why}; killed. It said: {said}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    Ok((Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }, peak))
+}

@@ -304,9 +304,13 @@ type ReadResult = Result<(Option<Stamp>, Vec<RememberedApproval>), (Option<Stamp
 
 fn read_file(path: &Path) -> ReadResult {
     let read_error = |source| (None, MemoryError::Read { path: path.to_owned(), source });
-    let mut file = match File::open(path) {
+    // A FIFO or a device is reported, never waited on or read.
+    let mut file = match crate::open_regular_file(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, Vec::new())),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return Err((None, MemoryError::Untrusted { path: path.to_owned(), why: "it is not a regular file".into() }));
+        }
         Err(e) => return Err(read_error(e)),
     };
     // The identity and the bytes of one opened file, so a rename in
@@ -352,7 +356,20 @@ fn lock_file(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut name = path.file_name().map_or_else(|| "approvals".into(), ToOwned::to_owned);
     name.push(".lock");
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path.with_file_name(name))?;
+    // A FIFO in its place is refused, never waited on.
+    let lock_path = path.with_file_name(name);
+    let not_regular = || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{} is not a regular file", lock_path.display()));
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let opened =
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).custom_flags(flags.bits() as i32).open(&lock_path);
+    // A FIFO without a reader refuses a non-blocking writer (ENXIO).
+    let file = match opened {
+        Err(_) if std::fs::symlink_metadata(&lock_path).is_ok_and(|m| !m.is_file()) => return Err(not_regular()),
+        opened => opened?,
+    };
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
     Ok(file)
 }

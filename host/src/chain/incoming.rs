@@ -16,14 +16,39 @@ pub(super) enum Incoming {
     /// A native call whose arguments are not a JSON object: it is answered
     /// with why, never run.
     Unreadable { call: ToolCall, why: String },
+    /// The first call past the reply's limit: answered with why it and the
+    /// ones after it were not run.
+    PastLimit { call: ToolCall, why: String },
 }
 
 impl Incoming {
     pub(super) fn call(&self) -> &ToolCall {
         match self {
-            Incoming::Call(call) | Incoming::Unreadable { call, .. } => call,
+            Incoming::Call(call) | Incoming::Unreadable { call, .. } | Incoming::PastLimit { call, .. } => call,
         }
     }
+}
+
+/// `incoming` with at most `limit` calls to run. When the reply made more
+/// (`not_kept` more than `incoming` holds, counted by the client), the
+/// first call past the limit stays, to tell the model why it and the rest
+/// were not run; the rest are dropped, so a reply of a million calls costs
+/// no more than one of `limit + 1`.
+pub(super) fn within_limit(mut incoming: Vec<Incoming>, not_kept: usize, limit: usize) -> Vec<Incoming> {
+    let made = incoming.len().saturating_add(not_kept);
+    if made <= limit {
+        return incoming;
+    }
+    incoming.truncate(limit + 1);
+    if let Some(past) = incoming.pop() {
+        let why = format!(
+            "this reply made {made} calls and one reply may make {limit} (max_calls_per_reply): the first {limit} were run, \
+             this one and the {} after it were not. Make fewer calls in one reply.",
+            made - limit - 1
+        );
+        incoming.push(Incoming::PastLimit { call: past.call().clone(), why });
+    }
+    incoming
 }
 
 /// The calls in `reply`, in order, and what the parser repaired or

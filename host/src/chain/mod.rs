@@ -261,6 +261,7 @@ impl Chain {
             let declared = Declared::new(offered.iter().map(|t| t.name.clone()));
             let (incoming, warnings) =
                 incoming::calls_in(&reply, self.config.protocol, &declared, &mut transcript.call_ids());
+            let incoming = incoming::within_limit(incoming, reply.calls_not_kept, self.llm.max_calls_per_reply());
             let calls: Vec<RequestedCall> = incoming.iter().map(|i| RequestedCall::from_call(i.call())).collect();
             transcript.push(Entry::Assistant { content: reply.content, reasoning: reply.reasoning, calls: calls.clone() })?;
             if reply.finish_reason.as_deref() == Some("length") {
@@ -400,6 +401,7 @@ fn plan_round(entries: &[Entry], incoming: Vec<Incoming>) -> (Vec<Planned>, Opti
                 let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::InvalidArgs, why);
                 Planned::Done { call, outcome }
             }
+            Incoming::PastLimit { call, why } => not_run(call, &why),
             Incoming::Call(call) => match repeats::rounds_in_a_row(entries, current, &call) {
                 rounds if rounds > REPEAT_LIMIT => {
                     stop = Some(Stop::Repeated { tool: call.tool.clone() });

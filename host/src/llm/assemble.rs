@@ -7,22 +7,53 @@
 //! providers repeat it on every piece) and by `index` (OpenAI sends the id
 //! once, then only the index); pieces are matched by id first, index
 //! second, else continue the last call.
+//!
+//! What a hostile server can make it hold is bounded: one call's arguments
+//! by `max_call_argument_bytes`, and the calls kept by
+//! `max_calls_per_reply` (the one after the limit is kept to be answered;
+//! further ones are only counted).
 
-use super::{LlmError, Reply, StreamEvent, Usage};
+use super::openai::{DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY};
+use super::{LlmError, Reply, ReplyLimit, StreamEvent, Usage};
 use crate::message::NativeCall;
 use serde_json::Value;
 
 /// The reply so far.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Assembler {
     reply: Reply,
     /// Each call's `index`, where a piece gave one.
     indexes: Vec<Option<u64>>,
     /// Whether `[DONE]` or a finish reason was seen.
     pub(crate) finished: bool,
+    max_call_argument_bytes: usize,
+    max_calls: usize,
+    /// The id and index of the last call not kept: its further pieces are
+    /// dropped with it, not counted as more calls.
+    dropping: Option<(Option<String>, Option<u64>)>,
+}
+
+impl Default for Assembler {
+    fn default() -> Self {
+        Assembler::new(DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY)
+    }
 }
 
 impl Assembler {
+    /// An empty reply whose calls' arguments may hold `max_call_argument_bytes`
+    /// each, keeping at most `max_calls` calls and the one after.
+    pub(crate) fn new(max_call_argument_bytes: usize, max_calls: usize) -> Self {
+        Assembler {
+            reply: Reply::default(),
+            indexes: Vec::new(),
+            finished: false,
+            max_call_argument_bytes,
+            max_calls,
+            dropping: None,
+        }
+    }
+
+
     /// Take one chunk's JSON, reporting deltas to `on_delta`.
     pub(crate) fn chunk(&mut self, data: &str, on_delta: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<(), LlmError> {
         let chunk: Value = serde_json::from_str(data).map_err(|e| LlmError::Malformed {
@@ -40,7 +71,7 @@ impl Assembler {
         let choices = chunk.get("choices").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
         for choice in choices.iter().filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0) {
             if let Some(delta) = choice.get("delta") {
-                self.delta(delta, on_delta);
+                self.delta(delta, on_delta)?;
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
                 self.reply.finish_reason = Some(reason.to_owned());
@@ -50,7 +81,7 @@ impl Assembler {
         Ok(())
     }
 
-    fn delta(&mut self, delta: &Value, on_delta: &mut (dyn FnMut(StreamEvent) + Send)) {
+    fn delta(&mut self, delta: &Value, on_delta: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<(), LlmError> {
         for key in ["reasoning_content", "reasoning"] {
             if let Some(text) = delta.get(key).and_then(Value::as_str).filter(|t| !t.is_empty()) {
                 self.reply.reasoning.push_str(text);
@@ -62,11 +93,12 @@ impl Assembler {
             on_delta(StreamEvent::Text(text.to_owned()));
         }
         for piece in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-            self.tool_call_piece(piece);
+            self.tool_call_piece(piece)?;
         }
+        Ok(())
     }
 
-    fn tool_call_piece(&mut self, piece: &Value) {
+    fn tool_call_piece(&mut self, piece: &Value) -> Result<(), LlmError> {
         let id = piece.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let index = piece.get("index").and_then(Value::as_u64);
         let calls = &mut self.reply.tool_calls;
@@ -76,20 +108,43 @@ impl Assembler {
             (None, Some(index)) => self.indexes.iter().rposition(|i| *i == Some(index)),
             (None, None) => calls.len().checked_sub(1),
         };
-        let at = found.unwrap_or_else(|| {
-            calls.push(NativeCall { id: id.unwrap_or_default().to_owned(), name: String::new(), arguments: String::new() });
-            self.indexes.push(index);
-            calls.len() - 1
-        });
+        let continues_dropped = |(dropped_id, dropped_index): &(Option<String>, Option<u64>)| match id {
+            Some(id) => dropped_id.as_deref() == Some(id),
+            None => index.is_none() || *dropped_index == index,
+        };
+        if (found.is_none() || (id.is_none() && index.is_none())) && self.dropping.as_ref().is_some_and(continues_dropped) {
+            return Ok(());
+        }
+        let at = match found {
+            Some(at) => at,
+            // Past the limit and the one after it: counted, not kept.
+            None if calls.len() > self.max_calls => {
+                self.reply.calls_not_kept += 1;
+                self.dropping = Some((id.map(str::to_owned), index));
+                return Ok(());
+            }
+            None => {
+                calls.push(NativeCall { id: id.unwrap_or_default().to_owned(), name: String::new(), arguments: String::new() });
+                self.indexes.push(index);
+                calls.len() - 1
+            }
+        };
+        self.dropping = None;
         let call = &mut calls[at];
         if let Some(function) = piece.get("function") {
-            if let Some(name) = function.get("name").and_then(Value::as_str) {
-                call.name.push_str(name);
+            let name = function.get("name").and_then(Value::as_str).unwrap_or_default();
+            let arguments = function.get("arguments").and_then(Value::as_str).unwrap_or_default();
+            // A name is no bigger a place to hide bytes than arguments.
+            if call.name.len() + name.len() + call.arguments.len() + arguments.len() > self.max_call_argument_bytes {
+                return Err(LlmError::OverLimit {
+                    limit: ReplyLimit::CallArguments(self.max_call_argument_bytes),
+                    partial: self.partial(),
+                });
             }
-            if let Some(arguments) = function.get("arguments").and_then(Value::as_str) {
-                call.arguments.push_str(arguments);
-            }
+            call.name.push_str(name);
+            call.arguments.push_str(arguments);
         }
+        Ok(())
     }
 
     /// The `[DONE]` line.

@@ -15,7 +15,8 @@ mod assemble;
 mod openai;
 
 pub use openai::{
-    ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_REPLY_BYTES, LlmProfile, OpenAiClient, RetryPolicy,
+    ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY,
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmProfile, OpenAiClient, RetryPolicy,
 };
 
 use crate::message::{Message, NativeCall};
@@ -63,6 +64,11 @@ pub struct Reply {
     pub finish_reason: Option<String>,
     /// Token counts, when reported.
     pub usage: Option<Usage>,
+    /// Native calls the reply made past the one after the client's
+    /// [`max_calls_per_reply`](LlmClient::max_calls_per_reply): counted,
+    /// not kept. (The first call past the limit is kept in `tool_calls`,
+    /// to be answered with why it was not run.)
+    pub calls_not_kept: usize,
 }
 
 /// Why a reply could not be had; every variant that streamed keeps what
@@ -129,12 +135,46 @@ pub enum LlmError {
         /// What had arrived.
         partial: Box<Reply>,
     },
+    /// The reply passed another limit of its profile; the rest was not
+    /// read.
+    #[error("the model's reply passed a limit: {limit}; the rest was not read")]
+    OverLimit {
+        /// Which, and its value.
+        limit: ReplyLimit,
+        /// What had arrived.
+        partial: Box<Reply>,
+    },
     /// The request was cancelled.
     #[error("cancelled")]
     Cancelled {
         /// What had arrived.
         partial: Box<Reply>,
     },
+}
+
+/// A limit of an `[llm.NAME]` profile, besides the reply's size, that a
+/// reply can pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReplyLimit {
+    /// One line of the stream was longer than this many bytes.
+    Line(usize),
+    /// One tool call's arguments held more than this many bytes.
+    CallArguments(usize),
+    /// The request took longer than this.
+    Deadline(std::time::Duration),
+}
+
+impl std::fmt::Display for ReplyLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ReplyLimit::Line(bytes) => write!(f, "one line of the stream is longer than {} (max_line_kib)", size_in_words(bytes)),
+            ReplyLimit::CallArguments(bytes) => {
+                write!(f, "one tool call's arguments are longer than {} (max_call_argument_kib)", size_in_words(bytes))
+            }
+            ReplyLimit::Deadline(time) => write!(f, "the request took longer than {} ms (request_timeout_ms)", time.as_millis()),
+        }
+    }
 }
 
 fn size_in_words(bytes: usize) -> String {
@@ -154,6 +194,7 @@ impl LlmError {
             | LlmError::CutOff { partial }
             | LlmError::Idle { partial, .. }
             | LlmError::TooLarge { partial, .. }
+            | LlmError::OverLimit { partial, .. }
             | LlmError::Cancelled { partial } => Some(partial),
             LlmError::Connect { .. } | LlmError::Status { .. } => None,
         }
@@ -172,4 +213,10 @@ pub trait LlmClient: Send + Sync {
         on_delta: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
     ) -> Result<Reply, LlmError>;
+
+    /// The most calls one reply may make; the chain answers the rest with
+    /// an error the model can read and runs none of them.
+    fn max_calls_per_reply(&self) -> usize {
+        DEFAULT_MAX_CALLS_PER_REPLY
+    }
 }

@@ -8,7 +8,7 @@
 //! and a stream that ends without either is reported as cut off.
 
 use super::assemble::{Assembler, excerpt};
-use super::{ChatRequest, LlmClient, LlmError, Reply, StreamEvent};
+use super::{ChatRequest, LlmClient, LlmError, Reply, ReplyLimit, StreamEvent};
 use crate::error_chain::error_chain;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
@@ -27,6 +27,21 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// framing and all, so about a quarter of it is text. A long reply is a
 /// few hundred KiB of stream.
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 32 << 20;
+/// The longest one line of the stream may be, by default: a chunk is one
+/// line, and the longest a provider sends holds a whole call's arguments.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 8 << 20;
+/// The most one tool call's arguments may hold, by default.
+pub const DEFAULT_MAX_CALL_ARGUMENT_BYTES: usize = 4 << 20;
+/// The most calls one reply may make, by default; the rest are answered
+/// with an error the model can read, never run.
+pub const DEFAULT_MAX_CALLS_PER_REPLY: usize = 64;
+/// How long one request may take, from sending it to the reply's last
+/// byte, by default: a server that trickles empty chunks keeps the idle
+/// timeout from firing, never this.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most of an error status's body that is read: the message shows the
+/// start of it, and the rest is never waited for.
+const ERROR_BODY_READ: usize = 4 << 10;
 /// The longest `Retry-After` honoured; a longer one is an error.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
@@ -79,9 +94,21 @@ pub struct LlmProfile {
     pub connect_timeout: Duration,
     /// Retries before any reply arrived.
     pub retry: RetryPolicy,
-    /// The most one reply may stream, in bytes. Default
-    /// [`DEFAULT_MAX_REPLY_BYTES`].
+    /// The most one reply may stream, in bytes: content, reasoning, calls
+    /// and framing. Default [`DEFAULT_MAX_REPLY_BYTES`].
     pub max_reply_bytes: usize,
+    /// The longest one line of the stream may be, in bytes. Default
+    /// [`DEFAULT_MAX_LINE_BYTES`].
+    pub max_line_bytes: usize,
+    /// The most one tool call's arguments may hold, in bytes. Default
+    /// [`DEFAULT_MAX_CALL_ARGUMENT_BYTES`].
+    pub max_call_argument_bytes: usize,
+    /// The most calls one reply may make. Default
+    /// [`DEFAULT_MAX_CALLS_PER_REPLY`].
+    pub max_calls_per_reply: usize,
+    /// How long one request may take in all, retries included. Default
+    /// [`DEFAULT_REQUEST_TIMEOUT`].
+    pub request_timeout: Duration,
     /// The endpoint is the VCP server this host joins as a node (`[vcp]
     /// server`, written as there): that server runs the calls, and a chat
     /// hands them over ([`Handover`](crate::Handover)).
@@ -102,6 +129,10 @@ impl LlmProfile {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             retry: RetryPolicy::default(),
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_call_argument_bytes: DEFAULT_MAX_CALL_ARGUMENT_BYTES,
+            max_calls_per_reply: DEFAULT_MAX_CALLS_PER_REPLY,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
             vcp_server: None,
         }
     }
@@ -119,6 +150,10 @@ impl std::fmt::Debug for LlmProfile {
             .field("connect_timeout", &self.connect_timeout)
             .field("retry", &self.retry)
             .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("max_line_bytes", &self.max_line_bytes)
+            .field("max_call_argument_bytes", &self.max_call_argument_bytes)
+            .field("max_calls_per_reply", &self.max_calls_per_reply)
+            .field("request_timeout", &self.request_timeout)
             .field("vcp_server", &self.vcp_server)
             .finish()
     }
@@ -231,7 +266,7 @@ impl OpenAiClient {
         }
         let wait = retry_after(&response);
         let retryable = status.as_u16() == 429 || status.is_server_error();
-        let failure = LlmError::Status { status: status.as_u16(), body: excerpt(&response.text().await.unwrap_or_default()) };
+        let failure = LlmError::Status { status: status.as_u16(), body: excerpt(&body_start(response).await) };
         match wait {
             _ if !retryable => Err(Attempt::Fail(failure)),
             Some(wait) if wait > MAX_RETRY_AFTER => Err(Attempt::Fail(failure)),
@@ -285,6 +320,45 @@ enum Received {
     /// More than `max_reply_bytes` arrived.
     #[error("the reply passed its size limit")]
     OverCap,
+    /// A line passed `max_line_bytes`.
+    #[error("a line passed its length limit")]
+    LineTooLong,
+}
+
+/// The start of an error's body: at most [`ERROR_BODY_READ`] bytes are
+/// read, so an endless body is not waited for.
+async fn body_start(mut response: reqwest::Response) -> String {
+    let mut start = Vec::new();
+    while start.len() < ERROR_BODY_READ {
+        match response.chunk().await {
+            Ok(Some(bytes)) => start.extend_from_slice(&bytes[..bytes.len().min(ERROR_BODY_READ - start.len())]),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&start).into_owned()
+}
+
+/// The length of the stream's current line, across chunks, against its
+/// limit.
+struct LineLength {
+    current: usize,
+    limit: usize,
+}
+
+impl LineLength {
+    /// Whether every line `bytes` end or continue is within the limit.
+    fn within(&mut self, bytes: &[u8]) -> bool {
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|b| matches!(b, b'\n' | b'\r')) {
+            if self.current.saturating_add(end) > self.limit {
+                return false;
+            }
+            self.current = 0;
+            rest = &rest[end + 1..];
+        }
+        self.current = self.current.saturating_add(rest.len());
+        self.current <= self.limit
+    }
 }
 
 /// `Retry-After` in seconds, where given.
@@ -301,34 +375,55 @@ impl LlmClient for OpenAiClient {
         on_delta: &mut (dyn FnMut(StreamEvent) + Send),
         cancel: &CancellationToken,
     ) -> Result<Reply, LlmError> {
-        let response = self.respond(&self.body(request), cancel).await?;
-        let limit = self.profile.max_reply_bytes;
+        let profile = &self.profile;
+        let deadline = tokio::time::Instant::now() + profile.request_timeout;
+        let late = |partial| LlmError::OverLimit { limit: ReplyLimit::Deadline(profile.request_timeout), partial };
+        let body = self.body(request);
+        let response = tokio::select! {
+            () = tokio::time::sleep_until(deadline) => return Err(late(Box::default())),
+            response = self.respond(&body, cancel) => response?,
+        };
+        let limit = profile.max_reply_bytes;
         let mut streamed = 0usize;
+        let mut line = LineLength { current: 0, limit: profile.max_line_bytes };
         // Counted before the SSE parser buffers anything: one endless line
         // is over the cap as surely as many chunks.
         let capped = response.bytes_stream().map(move |bytes| {
             let bytes = bytes.map_err(Received::Broken)?;
             streamed = streamed.saturating_add(bytes.len());
-            if streamed > limit { Err(Received::OverCap) } else { Ok(bytes) }
+            if streamed > limit {
+                Err(Received::OverCap)
+            } else if !line.within(&bytes) {
+                Err(Received::LineTooLong)
+            } else {
+                Ok(bytes)
+            }
         });
         let mut events = capped.eventsource();
-        let mut assembler = Assembler::default();
+        let mut assembler = Assembler::new(profile.max_call_argument_bytes, profile.max_calls_per_reply);
         loop {
+            // Empty chunks keep the idle timeout from firing, never the
+            // deadline.
             let next = tokio::select! {
                 () = cancel.cancelled() => return Err(LlmError::Cancelled { partial: assembler.partial() }),
-                next = tokio::time::timeout(self.profile.idle_timeout, events.next()) => next,
+                () = tokio::time::sleep_until(deadline) => return Err(late(assembler.partial())),
+                next = tokio::time::timeout(profile.idle_timeout, events.next()) => next,
             };
             let event = match next {
                 Err(_idle) => {
-                    return Err(LlmError::Idle { seconds: self.profile.idle_timeout.as_secs(), partial: assembler.partial() });
+                    return Err(LlmError::Idle { seconds: profile.idle_timeout.as_secs(), partial: assembler.partial() });
                 }
                 Ok(None) => break,
                 Ok(Some(Ok(event))) => event,
-                // The connection broke mid-stream: what came is kept, and
-                // the reply is reported cut off.
                 Ok(Some(Err(EventStreamError::Transport(Received::OverCap)))) => {
                     return Err(LlmError::TooLarge { limit, partial: assembler.partial() });
                 }
+                Ok(Some(Err(EventStreamError::Transport(Received::LineTooLong)))) => {
+                    let limit = ReplyLimit::Line(profile.max_line_bytes);
+                    return Err(LlmError::OverLimit { limit, partial: assembler.partial() });
+                }
+                // The connection broke mid-stream: what came is kept, and
+                // the reply is reported cut off.
                 Ok(Some(Err(EventStreamError::Transport(Received::Broken(error))))) => {
                     tracing::debug!("the model's stream broke: {}", error_chain(&error));
                     break;
@@ -346,6 +441,10 @@ impl LlmClient for OpenAiClient {
             }
         }
         assembler.finish()
+    }
+
+    fn max_calls_per_reply(&self) -> usize {
+        self.profile.max_calls_per_reply
     }
 }
 

@@ -43,6 +43,10 @@ pub enum LockError {
         /// Why.
         source: std::io::Error,
     },
+    /// Someone other than this user (or root) owns or may write it: it
+    /// would decide which bytes load.
+    #[error("lock file {0}; fix its owner or mode (chown, chmod o-w) to trust it")]
+    Untrusted(#[from] crate::UntrustedFile),
     /// The file is not a valid lock file.
     #[error("lock file {path} is malformed: {message}")]
     Malformed {
@@ -53,14 +57,23 @@ pub enum LockError {
     },
 }
 
+/// The largest lock file read: a pin is a line of about a hundred bytes.
+const MAX_LOCK_FILE_BYTES: u64 = 16 << 20;
+
 impl LockFile {
-    /// Read `path`; `Ok(None)` when it does not exist.
+    /// Read `path`; `Ok(None)` when it does not exist. A FIFO or device
+    /// in its place, or a file past [`MAX_LOCK_FILE_BYTES`], is an error,
+    /// never waited on; so is one another user owns or may write
+    /// ([`check_trusted`](crate::check_trusted)).
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        crate::check_trusted(path)?;
+        let io = |source| LockError::Io { path: path.display().to_string(), source };
+        let bytes = match crate::read_regular_file(path, MAX_LOCK_FILE_BYTES) {
+            Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(LockError::Io { path: path.display().to_string(), source }),
+            Err(source) => return Err(io(source)),
         };
+        let text = String::from_utf8(bytes).map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         let lock: LockFile = toml::from_str(&text)
             .map_err(|e| LockError::Malformed { path: path.display().to_string(), message: e.to_string() })?;
         if lock.version != LOCK_VERSION && lock.version != NAME_KEYED_VERSION {
@@ -290,6 +303,15 @@ impl std::fmt::Display for PinChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_file_that_is_a_fifo_is_an_error_not_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.lock");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &path, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
+        let error = LockFile::read(&path).unwrap_err().to_string();
+        assert!(error.contains("is a FIFO, not a regular file"), "{error}");
+    }
 
     #[test]
     fn round_trips_and_rejects_other_versions() {

@@ -6,6 +6,7 @@
 //! and approver as a call of a moderate tool, read, audited.
 
 use super::Inner;
+use super::budget::Budget;
 use super::files::{self, INTERNAL_REQUEST_FILE};
 use super::frames::{self, ExecuteTool};
 use crate::approval::{Assessment, AuditRecord, PendingCall};
@@ -16,6 +17,7 @@ use crate::protocol::vcp::RESERVED_KEYS;
 use crate::registry::sha256_hex;
 use serde_json::{Map, Value};
 use std::time::Instant;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 /// What a file request is approved as: reading a local file, as the
@@ -27,33 +29,63 @@ const FILE_REQUEST_PERMISSION: Permission = Permission::Moderate;
 /// the host serves it itself.
 const FILE_REQUEST_PLUGIN: &str = "toolhost";
 
-/// The `tool_result` frame for `request`.
-pub(super) async fn answer(inner: &Inner, request: ExecuteTool, cancel: CancellationToken) -> Value {
+/// The `tool_result` frame for `request`, and for a file its share of the
+/// connection's byte `budget`, taken before the file was read (a plugin's
+/// result is bounded by its output limit and takes its share once it is
+/// written out).
+pub(super) async fn answer(
+    inner: &Inner,
+    request: ExecuteTool,
+    cancel: CancellationToken,
+    budget: &Budget,
+) -> (Value, Option<OwnedSemaphorePermit>) {
     let ExecuteTool { request_id, tool, args } = request;
     if tool == INTERNAL_REQUEST_FILE {
-        return answer_file_request(inner, &request_id, &args, &cancel).await;
+        return answer_file_request(inner, &request_id, &args, &cancel, budget).await;
     }
     // The server keeps `maid` among the arguments; toolhost keeps VCP's
     // reserved keys apart from them, as for a parsed reply.
     let (reserved, args): (Map<String, Value>, Map<String, Value>) =
         args.into_iter().partition(|(key, _)| RESERVED_KEYS.contains(&key.as_str()));
+    let plugin = inner.pipeline.executor().registry().catalog().tool(&tool).map(|(plugin, _)| plugin.name().to_owned());
     let call = ToolCall { reserved, ..ToolCall::with_map(&request_id, tool, args) };
+    // Cancelled while waiting for the plugin's share: the pipeline answers
+    // it as cancelled without running it.
+    let _share = match &plugin {
+        Some(plugin) => inner.shares.enter(plugin, &cancel).await,
+        None => None,
+    };
     let mut turn = inner.turn.clone();
     turn.cancel = cancel;
     let result = inner.pipeline.run(&turn, vec![call]).await;
-    frames::tool_result(&request_id, &result.outcomes[0])
+    (frames::tool_result(&request_id, &result.outcomes[0]), None)
 }
 
 /// A file request: checked, approved, read, audited like a call.
-async fn answer_file_request(inner: &Inner, request_id: &str, args: &Map<String, Value>, cancel: &CancellationToken) -> Value {
+async fn answer_file_request(
+    inner: &Inner,
+    request_id: &str,
+    args: &Map<String, Value>,
+    cancel: &CancellationToken,
+    budget: &Budget,
+) -> (Value, Option<OwnedSemaphorePermit>) {
     let start = Instant::now();
+    let mut reserved = None;
     let (served, approval) = match files::check(&inner.config, args) {
         Err(refused) => (Err((if refused.invalid { Status::InvalidArgs } else { Status::Denied }, refused.why)), None),
         Ok(request) => match approve_file_request(inner, request_id, args, cancel).await {
             None => (Err((Status::Cancelled, "cancelled while waiting for approval".to_owned())), None),
             Some(decided) => {
                 let served = match &decided {
-                    Assessment::Run { .. } => files::read(&inner.config, request).await.map_err(|why| (Status::Error, why)),
+                    Assessment::Run { .. } => {
+                        // The largest frame the file can make is reserved
+                        // before it is read, and files are read and encoded
+                        // a few at a time: each is held about three times
+                        // over until its frame is queued.
+                        reserved = budget.reserve(files::largest_frame(&inner.config)).await;
+                        let _turn = inner.files_at_once.acquire().await;
+                        files::read(&inner.config, request).await.map_err(|why| (Status::Error, why))
+                    }
                     Assessment::Deny { reason, .. } => Err((Status::Denied, reason.clone())),
                     Assessment::Ask(_) => unreachable!("a settled call runs or is denied"),
                 };
@@ -78,10 +110,11 @@ async fn answer_file_request(inner: &Inner, request_id: &str, args: &Map<String,
         outcome.duration = start.elapsed();
         approvals.audit(&AuditRecord::new(agent(inner), Some(FILE_REQUEST_PLUGIN), args, approval.as_ref(), &outcome));
     }
-    match served {
+    let frame = match served {
         Ok(result) => frames::success(request_id, result),
         Err((_, why)) => frames::error(request_id, &why),
-    }
+    };
+    (frame, reserved)
 }
 
 /// How approval of a file request ends: run or deny; `None` when `cancel`

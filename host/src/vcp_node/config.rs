@@ -13,6 +13,7 @@
 //! max_file_kib = 8192                 # the largest file it serves (default 8 MiB)
 //! ping_interval_ms = 20_000           # a WebSocket ping this often; silence for two intervals drops the connection
 //! shutdown_grace_ms = 5_000           # on Ctrl-C, how long running calls may finish before they are cancelled
+//! write_timeout_ms = 10_000           # a server that takes no write this long is left, and rejoined
 //!
 //! [vcp.unattended]                    # a call that needs approval while no person is attached
 //! moderate = "deny"                   # deny (default) | allow
@@ -67,6 +68,17 @@ pub const STABLE_CONNECTION: Duration = Duration::from_secs(30);
 pub const STATUS_WRITE_INTERVAL: Duration = Duration::from_millis(250);
 /// The largest frame accepted from the server.
 pub const MAX_FRAME_BYTES: usize = 16 << 20;
+/// The bytes of calls one connection may hold: the requests running or
+/// waiting, and the results not yet written. Past it, `execute_tool` is
+/// answered with an error at once, and a finished call's result waits to
+/// be queued. (The count alone, [`MAX_PENDING_CALLS`] frames of
+/// [`MAX_FRAME_BYTES`], would allow 16 GiB.)
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
+/// Files `internal_request_file` reads and encodes at once; more wait.
+pub const FILES_AT_ONCE: usize = 2;
+/// How long one write to the server may take, by default: a server that
+/// stops reading is left, and the node reconnects.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// After cancelling the calls left at the end of a grace period, how long
 /// their (cancelled) results may take to be sent before the socket closes.
 pub const CANCEL_FLUSH: Duration = Duration::from_secs(1);
@@ -92,6 +104,9 @@ pub struct VcpConfig {
     pub ping_interval: Duration,
     /// How long running calls may finish on shutdown.
     pub shutdown_grace: Duration,
+    /// How long one write to the server may take. Default
+    /// [`DEFAULT_WRITE_TIMEOUT`].
+    pub write_timeout: Duration,
     /// The directories `internal_request_file` may serve files from; empty
     /// refuses every request.
     pub serve_dirs: Vec<PathBuf>,
@@ -179,6 +194,7 @@ impl VcpConfig {
             reconnect: Reconnect::default(),
             ping_interval: DEFAULT_PING_INTERVAL,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
             serve_dirs: Vec::new(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             status_file: PathBuf::from(DEFAULT_STATUS_FILE),
@@ -256,6 +272,7 @@ pub(crate) struct VcpSection {
     reconnect: ReconnectSection,
     ping_interval_ms: Option<u64>,
     shutdown_grace_ms: Option<u64>,
+    write_timeout_ms: Option<u64>,
     #[serde(default)]
     serve_dirs: Vec<PathBuf>,
     max_file_kib: Option<u64>,
@@ -322,6 +339,7 @@ impl VcpSection {
         config.reconnect = Reconnect { initial, max };
         config.ping_interval = millis("ping_interval_ms", self.ping_interval_ms, DEFAULT_PING_INTERVAL, 10)?;
         config.shutdown_grace = millis("shutdown_grace_ms", self.shutdown_grace_ms, DEFAULT_SHUTDOWN_GRACE, 0)?;
+        config.write_timeout = millis("write_timeout_ms", self.write_timeout_ms, DEFAULT_WRITE_TIMEOUT, 10)?;
         config.serve_dirs = self.serve_dirs.into_iter().map(resolve).collect();
         if let Some(kib) = self.max_file_kib {
             let most = (MAX_FRAME_BYTES as u64 * 3 / 4) >> 10;
@@ -354,6 +372,7 @@ mod tests {
             max_file_kib = 64
             ping_interval_ms = 1000
             shutdown_grace_ms = 0
+            write_timeout_ms = 2500
             [vcp.unattended]
             moderate = "allow"
             [vcp.reconnect]
@@ -371,6 +390,7 @@ mod tests {
         assert_eq!(config.max_file_bytes, 64 << 10);
         assert_eq!(config.ping_interval, Duration::from_secs(1));
         assert_eq!(config.shutdown_grace, Duration::ZERO);
+        assert_eq!(config.write_timeout, Duration::from_millis(2500));
         assert_eq!(config.unattended, Unattended { moderate: UnattendedAction::Allow, sensitive: UnattendedAction::Deny });
         assert_eq!(config.reconnect, Reconnect { initial: Duration::from_millis(100), max: Duration::from_millis(800) });
         assert_eq!(config.status_file, PathBuf::from("/etc/toolhost/toolhost.node.json"), "beside the config");

@@ -3,7 +3,8 @@
 //! asked for, or the exposed tools change.
 
 use super::config::{
-    ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DISTRIBUTED_PATH, MAX_FRAME_BYTES, MAX_PENDING_CALLS, SILENT_INTERVALS,
+    ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DISTRIBUTED_PATH, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS,
+    SILENT_INTERVALS,
 };
 use super::error::NodeError;
 use super::frames::{self, ExecuteTool, Incoming, Registration};
@@ -15,7 +16,9 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::net::TcpStream;
-use tokio::sync::{broadcast, mpsc};
+use std::time::Duration;
+use super::budget::Budget;
+use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -104,6 +107,33 @@ fn lost(server: &str, error: WsError) -> NodeError {
 /// The most results gathered into one write.
 const MAX_REPLIES_PER_WRITE: u64 = 64;
 
+/// A finished call's `tool_result`, written out, holding its share of the
+/// connection's [`MAX_PENDING_BYTES`] until it is sent.
+struct Reply {
+    request_id: String,
+    text: String,
+    success: bool,
+    _held: OwnedSemaphorePermit,
+}
+
+/// `write`, given up after `limit`: a server that stops reading would
+/// otherwise hold the session in it, its pings and silence check with it.
+async fn within(
+    server: &str,
+    limit: Duration,
+    write: impl std::future::Future<Output = Result<(), WsError>>,
+) -> Result<(), NodeError> {
+    match tokio::time::timeout(limit, write).await {
+        Ok(written) => written.map_err(|error| lost(server, error)),
+        Err(_) => Err(NodeError::Timeout {
+            server: server.to_owned(),
+            what: "take what the node wrote",
+            limit_name: "[vcp] write_timeout_ms",
+            limit,
+        }),
+    }
+}
+
 /// How a session ended.
 #[derive(Debug)]
 pub(super) enum Ended {
@@ -134,8 +164,11 @@ pub(super) struct Session {
     calls: HashMap<String, CancellationToken>,
     /// The parent of every call's token: a lost connection cancels them all.
     all_calls: CancellationToken,
-    replies_to: mpsc::UnboundedSender<(String, Value)>,
-    replies: mpsc::UnboundedReceiver<(String, Value)>,
+    /// [`MAX_PENDING_BYTES`]: requests running or waiting hold their
+    /// size, results not yet written theirs.
+    budget: Budget,
+    replies_to: mpsc::UnboundedSender<Reply>,
+    replies: mpsc::UnboundedReceiver<Reply>,
     last_heard: Instant,
 }
 
@@ -156,6 +189,7 @@ impl Session {
             registration,
             calls: HashMap::new(),
             all_calls: CancellationToken::new(),
+            budget: Budget::new(),
             replies_to,
             replies,
             last_heard: Instant::now(),
@@ -255,8 +289,9 @@ impl Session {
                         let server = self.inner.config.server.clone();
                         return Ended::Lost(NodeError::Silent { server, silent, interval, intervals: SILENT_INTERVALS });
                     }
-                    if let Err(error) = self.socket.send(Message::Ping(Default::default())).await {
-                        return Ended::Lost(lost(&self.inner.config.server, error));
+                    let (server, limit) = (&self.inner.config.server, self.inner.config.write_timeout);
+                    if let Err(error) = within(server, limit, self.socket.send(Message::Ping(Default::default()))).await {
+                        return Ended::Lost(error);
                     }
                 }
                 event = events.recv(), if drain.is_none() && events_open => {
@@ -301,6 +336,7 @@ impl Session {
     }
 
     async fn receive(&mut self, message: Message, draining: bool) -> Result<(), NodeError> {
+        let size = message.len();
         let incoming = match &message {
             Message::Text(text) => Incoming::parse(text.as_bytes()),
             Message::Binary(bytes) => Incoming::parse(bytes),
@@ -313,7 +349,10 @@ impl Session {
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => return Ok(()),
         };
         match incoming {
-            Incoming::Execute(request) => self.start(request, draining).await?,
+            Incoming::Execute(request) => {
+                drop(message);
+                self.start(request, size, draining).await?;
+            }
             Incoming::Malformed { request_id: Some(request_id), why } => {
                 self.send_result(&frames::error(&request_id, &why)).await?;
             }
@@ -331,10 +370,12 @@ impl Session {
         Ok(())
     }
 
-    /// Run `request` on its own task with its own cancellation token,
-    /// unless the node is finishing up or has too many calls already.
-    async fn start(&mut self, request: ExecuteTool, draining: bool) -> Result<(), NodeError> {
+    /// Run `request` (`size` bytes as it came) on its own task with its own
+    /// cancellation token, unless the node is finishing up or holds too
+    /// many calls, or too many bytes of them, already.
+    async fn start(&mut self, request: ExecuteTool, size: usize, draining: bool) -> Result<(), NodeError> {
         let request_id = request.request_id.clone();
+        let held = self.budget.try_take(size);
         let refusal = if draining {
             Some("the node is closing this connection (shutting down, or re-registering changed tools); call again shortly".to_owned())
         } else if self.calls.len() >= MAX_PENDING_CALLS {
@@ -343,34 +384,53 @@ impl Session {
             ))
         } else if self.calls.contains_key(&request_id) {
             Some(format!("a call with requestId `{request_id}` is already running on this node"))
+        } else if held.is_none() {
+            Some(format!(
+                "the node holds {} MiB of calls running, waiting or answered but not yet sent, its limit \
+                 (MAX_PENDING_BYTES); call again shortly",
+                MAX_PENDING_BYTES >> 20
+            ))
         } else {
             None
         };
-        if let Some(why) = refusal {
+        let (Some(held), None) = (held, refusal.as_ref()) else {
+            let why = refusal.expect("a refusal when nothing was held");
             return self.send_result(&frames::error(&request_id, &why)).await;
-        }
+        };
         let cancel = self.all_calls.child_token();
         self.calls.insert(request_id.clone(), cancel.clone());
-        let (inner, replies_to) = (self.inner.clone(), self.replies_to.clone());
+        let (inner, replies_to, budget) = (self.inner.clone(), self.replies_to.clone(), self.budget.clone());
         let in_flight = InFlight::enter(&inner);
         tokio::spawn(async move {
-            let frame = calls::answer(&inner, request, cancel).await;
+            let (frame, reserved) = calls::answer(&inner, request, cancel, &budget).await;
             drop(in_flight);
-            // A closed channel: the connection is gone, and the result with it.
-            let _ = replies_to.send((request_id, frame));
+            let (text, success) = (frame.to_string(), frames::is_success(&frame));
+            drop((frame, held));
+            // The result holds its share until written; a closed channel
+            // means the connection is gone, and the result with it.
+            let held = match reserved {
+                Some(reserved) => Some(reserved),
+                None => budget.reserve(text.len()).await,
+            };
+            let Some(held) = held else { return };
+            let _ = replies_to.send(Reply { request_id, text, success, _held: held });
         });
         Ok(())
     }
 
     /// Send `first` and the results that are ready with it, flushed once:
     /// under load one write carries many.
-    async fn send_replies(&mut self, first: (String, Value)) -> Result<(), NodeError> {
+    async fn send_replies(&mut self, first: Reply) -> Result<(), NodeError> {
+        let (server, limit) = (self.inner.config.server.clone(), self.inner.config.write_timeout);
         let mut reply = Some(first);
         let (mut served, mut failed) = (0, 0);
-        while let Some((request_id, frame)) = reply.take() {
+        // Each result's share of the budget is let go once it is flushed.
+        let mut written = Vec::new();
+        while let Some(Reply { request_id, text, success, _held: held }) = reply.take() {
             self.calls.remove(&request_id);
-            self.socket.feed(Message::text(frame.to_string())).await.map_err(|error| lost(&self.inner.config.server, error))?;
-            if frames::is_success(&frame) {
+            within(&server, limit, self.socket.feed(Message::text(text))).await?;
+            written.push(held);
+            if success {
                 served += 1;
             } else {
                 failed += 1;
@@ -379,7 +439,8 @@ impl Session {
                 reply = self.replies.try_recv().ok();
             }
         }
-        self.socket.flush().await.map_err(|error| lost(&self.inner.config.server, error))?;
+        within(&server, limit, self.socket.flush()).await?;
+        drop(written);
         self.count(served, failed);
         Ok(())
     }
@@ -400,7 +461,8 @@ impl Session {
     }
 
     async fn send(&mut self, frame: &Value) -> Result<(), NodeError> {
-        self.socket.send(Message::text(frame.to_string())).await.map_err(|error| lost(&self.inner.config.server, error))
+        let (server, limit) = (&self.inner.config.server, self.inner.config.write_timeout);
+        within(server, limit, self.socket.send(Message::text(frame.to_string()))).await
     }
 }
 

@@ -67,6 +67,12 @@ pub(super) async fn read(config: &VcpConfig, request: FileRequest) -> Result<Val
     }))
 }
 
+/// The most bytes the frame serving a file can take: the largest file,
+/// base64-encoded, and room for the rest of the frame.
+pub(super) fn largest_frame(config: &VcpConfig) -> usize {
+    usize::try_from(config.max_file_bytes.div_ceil(3) * 4).unwrap_or(usize::MAX).saturating_add(4 << 10)
+}
+
 /// The absolute path a `file://` URL names, percent-decoded, refused when
 /// any component is `..`.
 fn local_path(url: &str) -> Result<PathBuf, String> {

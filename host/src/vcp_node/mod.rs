@@ -28,8 +28,14 @@
 //!    so it is checked against the exposed tools (anything else is refused
 //!    without running), coerced, approved, run with its own cancellation
 //!    token (`cancel_tool` stops exactly that call), at most as many at
-//!    once as the executor's cap;
-//! 4. ping; a server silent for two ping intervals is left.
+//!    once as the executor's cap, and one plugin's calls at most half of
+//!    them (at least one), so another plugin's call never waits behind all
+//!    of them;
+//!    at most [`MAX_PENDING_CALLS`] calls and [`MAX_PENDING_BYTES`] of
+//!    requests and unwritten results per connection; past either, a call
+//!    is refused at once;
+//! 4. ping; a server silent for two ping intervals is left, and so is one
+//!    that does not take a write within `write_timeout`.
 //!
 //! A lost connection cancels its running calls (the server has failed them
 //! already) and is retried with exponential backoff and jitter. A registry
@@ -64,6 +70,7 @@
 //! ```
 
 mod backoff;
+mod budget;
 mod calls;
 mod config;
 mod connection;
@@ -71,13 +78,14 @@ mod error;
 mod files;
 mod frames;
 mod handover;
+mod share;
 mod status;
 mod unattended;
 
 pub use config::{
     ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
-    DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, InvalidServerUrl,
-    MAX_FRAME_BYTES, MAX_PENDING_CALLS, Reconnect, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION,
+    DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, DEFAULT_WRITE_TIMEOUT,
+    FILES_AT_ONCE, InvalidServerUrl, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS, Reconnect, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION,
     STATUS_WRITE_INTERVAL, Unattended, UnattendedAction, VcpConfig,
 };
 pub(crate) use config::VcpSection;
@@ -117,6 +125,10 @@ struct Inner {
     /// Every call's turn, but for its cancellation token.
     turn: Turn,
     status: watch::Sender<NodeStatus>,
+    /// Each plugin's share of the executor.
+    shares: share::PluginShares,
+    /// Files read and encoded at once.
+    files_at_once: tokio::sync::Semaphore,
 }
 
 impl VcpNode {
@@ -141,7 +153,9 @@ impl VcpNode {
         };
         let turn = Turn::distributed(config.agent(), exposure.clone());
         let status = watch::Sender::new(NodeStatus::new(&config.node_name, &config.server));
-        Ok(VcpNode { inner: Arc::new(Inner { config, key, pipeline, exposure, turn, status }) })
+        let shares = share::PluginShares::new(pipeline.executor().concurrency());
+        let files_at_once = tokio::sync::Semaphore::new(FILES_AT_ONCE);
+        Ok(VcpNode { inner: Arc::new(Inner { config, key, pipeline, exposure, turn, status, shares, files_at_once }) })
     }
 
     /// [`VcpNode::new`] with the key from the environment variable
