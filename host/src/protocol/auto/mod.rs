@@ -8,8 +8,9 @@
 //! - GLM's `<tool_call>NAME<arg_key>…</arg_key><arg_value>…` ([`glm`]);
 //! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
 //!   [`deepseek`], both read by [`section`]);
-//! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`],
-//!   read by [`section`] too);
+//! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`])
+//!   and DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]),
+//!   read by [`section`] too, their calls by [`invoke`];
 //! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
@@ -26,10 +27,12 @@
 
 pub(crate) mod command_r;
 pub(crate) mod deepseek;
+pub(crate) mod dsml;
 pub(crate) mod function_tag;
 pub(crate) mod functionary;
 pub(crate) mod glm;
 pub(crate) mod harmony;
+mod invoke;
 pub(crate) mod kimi;
 pub(crate) mod minimax;
 pub(crate) mod prefixed;
