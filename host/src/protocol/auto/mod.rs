@@ -9,7 +9,8 @@
 //! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
 //!   [`deepseek`], both read by [`section`]);
 //! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`])
-//!   and DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]),
+//!   DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]) and
+//!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
 //!   read by [`section`] too, their calls by [`invoke`];
 //! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
@@ -38,6 +39,7 @@ pub(crate) mod minimax;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 mod section;
+pub(crate) mod step3;
 #[cfg(test)]
 mod testing;
 
