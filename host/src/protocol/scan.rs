@@ -39,14 +39,20 @@ pub(crate) const COMMAND_R_THINKING_CLOSE: &str = "<|END_THINKING|>";
 pub(crate) const HARMONY_ANALYSIS_OPEN: &str = "<|channel|>analysis<|message|>";
 /// Ends a Harmony message, and so the analysis.
 pub(crate) const HARMONY_END: &str = "<|end|>";
+/// Opens Seed-OSS's reasoning.
+pub(crate) const SEED_THINK_OPEN: &str = "<seed:think>";
+/// Closes it.
+pub(crate) const SEED_THINK_CLOSE: &str = "</seed:think>";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 3] = [
+pub(crate) const REASONING: [(&str, &str); 4] = [
     (THINK_OPEN, THINK_CLOSE),
+    (SEED_THINK_OPEN, SEED_THINK_CLOSE),
     (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
     (HARMONY_ANALYSIS_OPEN, HARMONY_END),
 ];
 
-/// The reasoning regions of a reply: `<think>…</think>`, Command R7B's
+/// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
+/// `<seed:think>…</seed:think>`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>` and gpt-oss's analysis messages.
 /// After an unclosed opening the rest of the reply is reasoning; before a `</think>` that nothing opened,
 /// the start of the reply is (templates that think by default write the
