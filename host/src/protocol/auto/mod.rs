@@ -13,6 +13,10 @@
 //!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
 //!   read by [`section`] too, their calls by [`invoke`];
 //! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]);
+//! - JSON or pythonic calls in a family's own envelope: Jamba's and
+//!   Hunyuan's `<tool_calls>`, Nemotron's `<TOOLCALL>`, LongCat's, Granite's
+//!   `<|tool_call|>`, InternLM2's, Apertus's, GigaChat's, OLMo 3's
+//!   `<function_calls>`, LFM2's and Llama 4's tokens ([`envelope`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
@@ -29,6 +33,7 @@
 pub(crate) mod command_r;
 pub(crate) mod deepseek;
 pub(crate) mod dsml;
+pub(crate) mod envelope;
 pub(crate) mod function_tag;
 pub(crate) mod functionary;
 pub(crate) mod glm;
@@ -49,7 +54,7 @@ use super::lenient_json;
 use super::scan::{Code, Collector, Quoted, Reasoning, find, find_open_bracket, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
-use super::{Declared, Parsed, Protocol, ProtocolId};
+use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
 use crate::manifest::{MAX_TOOL_NAME_LEN, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
@@ -79,6 +84,7 @@ impl Protocol for Auto {
         scan_json_tag(reply, reasoning, declared, TOOL_CODE, &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
+        envelope::scan_tags(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
         scan_chat_tokens(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
@@ -140,8 +146,9 @@ impl<'a> Scope<'a> {
 pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
 
 /// Every chat-template token that starts a call, in one pass: Llama's
-/// `<|python_tag|>`, Kimi K2's sections and calls, Command R's actions,
-/// Harmony's messages (found by their `<|message|>`).
+/// `<|python_tag|>`, the envelopes of Granite, InternLM2, Apertus, LFM2,
+/// Llama 4 and GigaChat, Kimi K2's sections and calls, Command R's
+/// actions, Harmony's messages (found by their `<|message|>`).
 fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut kimi = kimi::Reader::new(reply);
@@ -156,6 +163,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
         } else if reply[found..].starts_with(harmony::MESSAGE) {
             harmony::read(scope, found, out).unwrap_or(found + harmony::MESSAGE.len())
+        } else if let Some(end) = envelope::read_token(scope, found, out) {
+            end
         } else if let Some(end) = kimi.read(scope, found, out) {
             end
         } else if let Some(end) = command_r.read(scope, found, out) {
@@ -167,8 +176,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
 }
 
 /// Every `<tool_call>` element, by what its body holds: JSON (Hermes,
-/// Qwen), `<function>NAME</function>` and JSON, or GLM's name and argument
-/// tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`], a
+/// Qwen, Granite 4), pythonic calls (`[f(a=1)]` or `f(a=1)`),
+/// `<function>NAME</function>` and JSON, or GLM's name and argument tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`], a
 /// Harmony message to [`harmony`]; each takes the element around it too.
 fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
@@ -184,7 +193,14 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             continue;
         };
         let span = element.open..end;
-        if text.starts_with(['{', '[']) {
+        if pythonic::opens_call(text) {
+            let callable = |name: &str| scope.markup_calls(element.open, name);
+            if let Some(calls) = pythonic::sequence(reply, text_at, element.body.end, callable, out) {
+                let calls = calls.into_iter().map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: span.clone() });
+                let calls = calls.collect();
+                out.calls(span, calls);
+            }
+        } else if text.starts_with(['{', '[']) {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         } else if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
             function_tag::hermes_named(scope, text_at, element.body.end, span, out);
@@ -335,6 +351,20 @@ mod tests {
             one("undeclared", json!({})),
             "the python tag is explicit markup"
         );
+    }
+
+    #[test]
+    fn pythonic_calls_in_a_tool_call_tag() {
+        let both = vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({}))];
+        assert_eq!(calls("<tool_call>[get_weather(city=\"Paris\"), undeclared_tool()]</tool_call>"), both);
+        assert_eq!(calls("Checking.\n<tool_call>\nget_weather(city='Paris')\nundeclared_tool()\n</tool_call>"), both);
+        assert_eq!(parse("Checking.<tool_call>now()</tool_call>").content, "Checking.");
+        let typed = "<tool_call>[forecast(city=\"Rome\", days=3, ratio=0.5, metric=True, options={\"a\": None})]</tool_call>";
+        assert_eq!(super::testing::checked(typed), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}).as_object().unwrap().clone());
+        let cut = "<tool_call>[get_weather(city=\"Par";
+        assert!(calls(cut).is_empty());
+        assert!(calls("<think><tool_call>[now()]</tool_call></think>").is_empty());
+        assert!(calls("`<tool_call>[delete_all()]</tool_call>`").is_empty());
     }
 
     #[test]
