@@ -7,7 +7,8 @@
 //!   ([`function_tag`]);
 //! - GLM's `<tool_call>NAME<arg_key>…</arg_key><arg_value>…` ([`glm`]);
 //! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
-//!   [`deepseek`], both read by [`section`]);
+//!   [`deepseek`], both read by [`section`]), and Kimi K3's XTML tools
+//!   channel ([`kimi_k3`]);
 //! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`])
 //!   DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]) and
 //!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
@@ -40,6 +41,7 @@ pub(crate) mod glm;
 pub(crate) mod harmony;
 mod invoke;
 pub(crate) mod kimi;
+pub(crate) mod kimi_k3;
 pub(crate) mod minimax;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
@@ -147,11 +149,12 @@ pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
 
 /// Every chat-template token that starts a call, in one pass: Llama's
 /// `<|python_tag|>`, the envelopes of Granite, InternLM2, Apertus, LFM2,
-/// Llama 4 and GigaChat, Kimi K2's sections and calls, Command R's
+/// Llama 4 and GigaChat, Kimi K2's sections and calls, Kimi K3's channels, Command R's
 /// actions, Harmony's messages (found by their `<|message|>`).
 fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut kimi = kimi::Reader::new(reply);
+    let mut kimi_k3 = kimi_k3::Reader::new(reply);
     let mut command_r = command_r::Reader::new(reply);
     let mut at = 0;
     while let Some(found) = find(reply, at, CHAT_TOKEN_OPEN) {
@@ -166,6 +169,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
         } else if let Some(end) = envelope::read_token(scope, found, out) {
             end
         } else if let Some(end) = kimi.read(scope, found, out) {
+            end
+        } else if let Some(end) = kimi_k3.read(scope, found, out) {
             end
         } else if let Some(end) = command_r.read(scope, found, out) {
             end
