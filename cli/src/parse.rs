@@ -1,6 +1,6 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::{ToolCall, ToolSpec};
+use toolhost::{ToolCall, ToolSpec, tools_from_schema};
 use toolhost::{Declared, ProtocolId};
 use toolhost::Registry;
 use toolhost::unknown_tool;
@@ -12,8 +12,8 @@ use std::process::ExitCode;
 
 /// Find the tool calls in a model's finished reply and print them as JSON:
 /// `{"calls": [{"name", "arguments"}], "content", "warnings"}`. Loaded
-/// plugins' tools are declared, and their calls' arguments are coerced to
-/// the declared types.
+/// plugins' tools and those of `--tools FILE` are declared, and their
+/// calls' arguments are coerced to the declared types.
 #[derive(Debug, clap::Args)]
 pub(super) struct ParseCommand {
     /// The protocol: vcp, json-block, xml-tag, native or auto.
@@ -22,6 +22,10 @@ pub(super) struct ParseCommand {
     /// Declare a tool name (when no plugins are loaded); repeatable.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
+    /// Declare the tools of an OpenAI `tools` JSON array in FILE, with
+    /// their parameters' types, to which values are coerced.
+    #[arg(long = "tools", value_name = "FILE")]
+    tools_file: Option<PathBuf>,
     /// The reply; `-` or nothing reads stdin.
     file: Option<PathBuf>,
 }
@@ -41,7 +45,15 @@ impl ParseCommand {
         let policy = global.policy()?;
         let registry = if policy.plugin_dirs.is_empty() { None } else { Some(global.registry().await?) };
         let catalog = registry.as_ref().map(Registry::catalog);
-        let specs: Vec<&ToolSpec> = catalog.iter().flat_map(|c| c.tools().map(|(_, t)| t)).collect();
+        let from_file = match &self.tools_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                let value: Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+                tools_from_schema(&value).with_context(|| format!("{} is not an OpenAI tools array", path.display()))?
+            }
+            None => Vec::new(),
+        };
+        let specs: Vec<&ToolSpec> = catalog.iter().flat_map(|c| c.tools().map(|(_, t)| t)).chain(&from_file).collect();
         let declared = Declared::new(specs.iter().map(|t| t.name.clone()).chain(self.tools.iter().cloned()));
 
         let parsed = self.protocol.protocol().parse(&reply, &declared);

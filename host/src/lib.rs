@@ -111,6 +111,7 @@ pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use error_chain::{SharedError, error_chain};
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
+pub use protocol::native::{ToolsSchemaError, tools_from_schema};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{
