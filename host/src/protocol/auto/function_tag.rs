@@ -214,15 +214,19 @@ impl Call<'_> {
                 out.warn(p, format!("expected {PARAMETER_OPEN}KEY> or {FUNCTION_CLOSE} in the call to `{}`; it is not a call", self.name));
                 return Err(p);
             };
-            let close = ends.parameter_close.next(value_start);
-            let next = [ends.parameter_open.next(value_start), ends.function.next(value_start), ends.tool_call.next(value_start)]
-                .into_iter()
-                .flatten()
-                .min();
+            // The value runs to the last `</parameter>` before the next
+            // parameter or the call's end, so that a value quoting markup
+            // (`</parameter>`, `<tool_call>…</tool_call>`) keeps it.
+            let structural = [ends.parameter_open.next(value_start), ends.function.next(value_start)].into_iter().flatten().min();
+            let limit = structural.unwrap_or(reply.len());
+            let mut close = ends.parameter_close.next(value_start).filter(|&c| c < limit);
+            while let Some(later) = close.and_then(|c| ends.parameter_close.next(c + 1)).filter(|&c| c < limit) {
+                close = Some(later);
+            }
+            let next = [structural, ends.tool_call.next(value_start)].into_iter().flatten().min();
             let (value_end, after) = match (close, next) {
-                (Some(close), None) => (close, close + PARAMETER_CLOSE.len()),
-                (Some(close), Some(next)) if close < next => (close, close + PARAMETER_CLOSE.len()),
-                (_, Some(next)) => {
+                (Some(close), _) => (close, close + PARAMETER_CLOSE.len()),
+                (None, Some(next)) => {
                     out.warn(value_start, format!("repaired: {PARAMETER_CLOSE} missing after `{key}`"));
                     (next, next)
                 }
@@ -344,6 +348,16 @@ mod tests {
         assert_eq!(calls(cut), vec![]);
         assert_eq!(warnings(cut), ["the call to `get_weather` is cut off before its </function>; it is not a call"]);
         no_calls(&["Seed-OSS writes `<seed:tool_call><function=delete_all></function></seed:tool_call>`.", "<seed:think><seed:tool_call>"]);
+    }
+
+    #[test]
+    fn a_value_quoting_markup_keeps_it() {
+        let quoting = "<tool_call>\n<function=calculate>\n<parameter=code>\nuse <tool_call> and </parameter> here\n</parameter>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>";
+        assert_eq!(calls(quoting), one("calculate", json!({"code": "use <tool_call> and </parameter> here", "x": "1"})));
+        let nested = "<tool_call>\n<function=calculate>\n<parameter=code>\nsee <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n</parameter>\n</function>\n</tool_call>";
+        assert_eq!(calls(nested), one("calculate", json!({"code": "see <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>"})));
+        assert_eq!(parse(nested).content, "");
+        assert!(parse(nested).warnings.is_empty(), "{:?}", parse(nested).warnings);
     }
 
     #[test]
