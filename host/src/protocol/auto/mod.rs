@@ -93,7 +93,7 @@ impl Protocol for Auto {
         minimax::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
-        scan_bare(reply, reasoning, declared, &mut out);
+        scan_bare(&scope, &mut out);
         out.finish()
     }
 
@@ -125,11 +125,16 @@ impl<'a> Scope<'a> {
         if self.reasoning.contains(offset) {
             return None;
         }
-        match self.code.get_or_init(|| Code::find(self.reply)).at(offset) {
+        match self.quoted(offset) {
             None => Some(Trust::Explicit),
             Some(Quoted::Fenced) => Some(Trust::Declared),
             Some(Quoted::Inline) => None,
         }
+    }
+
+    /// How the text at `offset` is quoted as code, if it is.
+    fn quoted(&self, offset: usize) -> Option<Quoted> {
+        self.code.get_or_init(|| Code::find(self.reply)).at(offset)
     }
 
     /// Whether markup at `offset` that calls `name` is a call, by
@@ -229,10 +234,12 @@ fn scan_tool_calls_message(reply: &str, declared: &Declared, out: &mut Collector
     }
 }
 
-/// Bare JSON objects or arrays that name a declared tool, and pythonic
-/// lists of declared tools. After a failed attempt the scan resumes where
+/// Bare JSON objects or arrays that name a declared tool (outside fenced
+/// code, which [`scan_fences`] reads by its language), and pythonic lists
+/// of declared tools. After a failed attempt the scan resumes where
 /// reading stopped, so the time stays linear on any input.
-fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
+fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let (reply, reasoning, declared) = (scope.reply, &scope.reasoning, scope.declared);
     let mut at = 0;
     loop {
         // A resume point can fall inside a multi-byte character, or past
@@ -252,6 +259,7 @@ fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut 
                 at = pythonic::list(reply, found, declared, out);
                 continue;
             }
+            BareOpening::Json if scope.quoted(found) == Some(Quoted::Fenced) => continue,
             BareOpening::Json => {}
             BareOpening::Neither => continue,
         }
@@ -404,6 +412,18 @@ mod tests {
             calls("{\"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"now\", \"arguments\": \"{}\"}}]}"),
             one("now", json!({}))
         );
+    }
+
+    #[test]
+    fn a_python_dict_example_in_a_fence_inside_prose_is_not_a_call() {
+        let example = "Here is an example:\n```\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```\nThat is how you call it.";
+        assert!(calls(example).is_empty());
+        assert_eq!(parse(example).content, example);
+        assert!(calls("For instance:\n```python\ntools = {'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```").is_empty());
+        let call = "```\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```";
+        assert_eq!(calls(call), one("get_weather", json!({"city": "Paris"})), "a fenced call with nothing after it");
+        let json = "Calling:\n```\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```\nOne moment.";
+        assert_eq!(calls(json).len(), 1, "JSON in a plain fence is still a call");
     }
 
     #[test]
