@@ -22,7 +22,7 @@
 
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
-use super::super::scan::{Collector, find};
+use super::super::scan::{Collector, Forward};
 use super::super::ParsedCall;
 use super::{Scope, markup_name, pythonic};
 use serde_json::{Map, Value};
@@ -95,6 +95,7 @@ pub(crate) const MARKERS: [&str; 19] = [
 /// Every tag envelope outside reasoning, in one pass over the `<`s.
 pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
+    let mut closes = TAGS.map(|envelope| Forward::new(reply, envelope.close));
     let mut at = 0;
     while let Some(found) = memchr::memchr(b'<', &reply.as_bytes()[at..]).map(|i| i + at) {
         at = found + 1;
@@ -102,33 +103,52 @@ pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             at = end;
             continue;
         }
-        if let Some(envelope) = TAGS.iter().find(|e| reply[found..].starts_with(e.open)) {
-            at = read(scope, found, found + envelope.open.len(), envelope, out);
+        if let Some(i) = TAGS.iter().position(|e| reply[found..].starts_with(e.open)) {
+            at = read(scope, found, found + TAGS[i].open.len(), &TAGS[i], &mut closes[i], out);
         }
     }
 }
 
-/// The token envelope at `found`, where the chat-token scan stands on a
-/// `<|`: where reading stopped, or `None` when none opens there.
-pub(super) fn read_token(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
-    let rest = &scope.reply[found..];
-    if let Some(envelope) = TOKENS.iter().find(|e| rest.starts_with(e.open)) {
-        return Some(read(scope, found, found + envelope.open.len(), envelope, out));
+/// Reads the token envelopes where the chat-token scan finds them.
+pub(super) struct Reader<'a> {
+    closes: [Forward<'a>; 5],
+    gigachat_close: Forward<'a>,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(reply: &'a str) -> Self {
+        Reader { closes: TOKENS.map(|envelope| Forward::new(reply, envelope.close)), gigachat_close: Forward::new(reply, GIGACHAT.close) }
     }
-    let role = found.checked_sub(GIGACHAT_ROLE.len()).filter(|&r| scope.reply.is_char_boundary(r))?;
-    (rest.starts_with(GIGACHAT.open) && scope.reply[role..found] == *GIGACHAT_ROLE).then_some(())?;
-    Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, out))
+
+    /// The token envelope at `found`, where the chat-token scan stands on
+    /// a `<|`: where reading stopped, or `None` when none opens there.
+    pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
+        let rest = &scope.reply[found..];
+        if let Some(i) = TOKENS.iter().position(|e| rest.starts_with(e.open)) {
+            return Some(read(scope, found, found + TOKENS[i].open.len(), &TOKENS[i], &mut self.closes[i], out));
+        }
+        let role = found.checked_sub(GIGACHAT_ROLE.len()).filter(|&r| scope.reply.is_char_boundary(r))?;
+        (rest.starts_with(GIGACHAT.open) && scope.reply[role..found] == *GIGACHAT_ROLE).then_some(())?;
+        Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
+    }
 }
 
 /// The envelope opened at `open` whose body starts at `body`: its calls
-/// collected, and where reading stopped.
-fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, out: &mut Collector<'_>) -> usize {
+/// collected, and where reading stopped. `closes` finds its closing token;
+/// when there is none, reading ends with the reply whether or not the body
+/// holds calls, so that no unclosed envelope is read twice.
+fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes: &mut Forward<'_>, out: &mut Collector<'_>) -> usize {
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };
-    let close = if envelope.close.is_empty() { None } else { find(reply, body, envelope.close) };
+    let close = if envelope.close.is_empty() { None } else { closes.next(body) };
     let (body_end, end) = close.map_or((reply.len(), reply.len()), |c| (c, c + envelope.close.len()));
-    let text = reply[body..body_end].trim();
-    if text.is_empty() {
+    let text = reply[body..body_end].trim_start();
+    let opens = match envelope.body {
+        Body::Pythonic => pythonic::opens_call(text),
+        Body::Json | Body::NameKeyed => text.starts_with(['{', '[']),
+    };
+    if !opens {
+        // The envelope's token quoted in prose.
         return body;
     }
     let calls = match envelope.body {
@@ -162,6 +182,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, out: &
             out.calls(open..end, calls);
             end
         }
+        _ if close.is_none() => reply.len(),
         _ => body,
     }
 }
@@ -280,6 +301,7 @@ mod tests {
 
     #[test]
     fn envelopes_in_prose_or_code_are_not_calls() {
+        assert_eq!(warnings("Granite writes <|tool_call|> before its calls, and <tool_calls> too."), Vec::<String>::new());
         no_calls(&[
             "Jamba wraps calls in `<tool_calls>[{\"name\": \"delete_all\", \"arguments\": {}}]</tool_calls>`.",
             "<think><TOOLCALL>[{\"name\": \"now\", \"arguments\": {}}]</TOOLCALL></think>",

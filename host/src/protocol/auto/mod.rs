@@ -160,6 +160,7 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut kimi = kimi::Reader::new(reply);
     let mut kimi_k3 = kimi_k3::Reader::new(reply);
+    let mut envelopes = envelope::Reader::new(reply);
     let mut command_r = command_r::Reader::new(reply);
     let mut at = 0;
     while let Some(found) = find(reply, at, CHAT_TOKEN_OPEN) {
@@ -171,7 +172,7 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
         } else if reply[found..].starts_with(harmony::MESSAGE) {
             harmony::read(scope, found, out).unwrap_or(found + harmony::MESSAGE.len())
-        } else if let Some(end) = envelope::read_token(scope, found, out) {
+        } else if let Some(end) = envelopes.read(scope, found, out) {
             end
         } else if let Some(end) = kimi.read(scope, found, out) {
             end
