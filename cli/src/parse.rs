@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Find the tool calls in a model's finished reply and print them as JSON:
-/// `{"calls": [{"name", "arguments"}], "content", "warnings"}`. Loaded
+/// `{"calls": [{"name", "arguments"}], "content", "warnings"}`; a call to a
+/// tool that is not declared is listed with `"undeclared": true` and a
+/// warning that names the closest declared tools. Loaded
 /// plugins' tools and those of `--tools FILE` are declared, and their
 /// calls' arguments are coerced to the declared types.
 #[derive(Debug, clap::Args)]
@@ -72,9 +74,12 @@ impl ParseCommand {
             } else if nothing_declared || self.tools.contains(&call.name) {
                 call.arguments.clone()
             } else {
+                // Kept, flagged: the pipeline answers it with the same
+                // message (and runs nothing), so the model learns of it.
                 let mut names: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
                 names.extend(self.tools.iter().map(String::as_str));
                 warnings.push(format!("at byte {}: {}", call.span.start, unknown_tool(&call.name, &names)));
+                calls.push(json!({ "name": call.name, "arguments": Value::Object(call.arguments.clone()), "undeclared": true }));
                 continue;
             };
             calls.push(json!({ "name": call.name, "arguments": Value::Object(arguments) }));

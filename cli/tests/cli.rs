@@ -290,7 +290,11 @@ fn parse_coerces_arguments_of_loaded_tools_and_reports_problems() {
                  <<<[TOOL_REQUEST]>>>tool_name:「始」dir_tree「末」,max_depth:「始」deep「末」<<<[END_TOOL_REQUEST]>>>\n\
                  <<<[TOOL_REQUEST]>>>tool_name:「始」calculator「末」<<<[END_TOOL_REQUEST]>>>";
     let out = parse(dir.path(), &[], reply);
-    assert_eq!(out["calls"], serde_json::json!([{ "name": "dir_tree", "arguments": { "max_depth": 2 } }]));
+    assert_eq!(
+        out["calls"],
+        serde_json::json!([{ "name": "dir_tree", "arguments": { "max_depth": 2 } }, { "name": "calculator", "arguments": {}, "undeclared": true }]),
+        "a call to an undeclared tool is kept, flagged"
+    );
     let warnings: Vec<&str> = out["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
     assert!(warnings[0].ends_with("the parameter `max_depth` of `dir_tree` must be an integer, got the string \"deep\""), "{warnings:?}");
     assert!(warnings[1].ends_with("no tool named `calculator` is loaded; did you mean `calculate`?"), "{warnings:?}");
