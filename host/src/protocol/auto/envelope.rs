@@ -24,6 +24,7 @@ use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::{Collector, Forward};
 use super::super::ParsedCall;
+use super::super::xml_tag::TOOL_CALL;
 use super::{Scope, markup_name, pythonic};
 use serde_json::{Map, Value};
 
@@ -148,7 +149,13 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes
         Body::Json | Body::NameKeyed => text.starts_with(['{', '[']),
     };
     if !opens {
-        // The envelope's token quoted in prose.
+        // Hunyuan V3's `<tool_call>` elements, read by the `<tool_call>`
+        // scan: the envelope around them is no content. Else the
+        // envelope's token quoted in prose.
+        if text.starts_with(TOOL_CALL.0) && close.is_some() && trust == Trust::Explicit {
+            out.markup(open..body);
+            out.markup(body_end..end);
+        }
         return body;
     }
     let calls = match envelope.body {
