@@ -43,16 +43,21 @@ pub(crate) const HARMONY_END: &str = "<|end|>";
 pub(crate) const SEED_THINK_OPEN: &str = "<seed:think>";
 /// Closes it.
 pub(crate) const SEED_THINK_CLOSE: &str = "</seed:think>";
+/// Opens Magistral's and Devstral's reasoning.
+pub(crate) const MISTRAL_THINK_OPEN: &str = "[THINK]";
+/// Closes it.
+pub(crate) const MISTRAL_THINK_CLOSE: &str = "[/THINK]";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 4] = [
+pub(crate) const REASONING: [(&str, &str); 5] = [
     (THINK_OPEN, THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
+    (MISTRAL_THINK_OPEN, MISTRAL_THINK_CLOSE),
     (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
     (HARMONY_ANALYSIS_OPEN, HARMONY_END),
 ];
 
 /// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
-/// `<seed:think>…</seed:think>`, Command R7B's
+/// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>` and gpt-oss's analysis messages.
 /// After an unclosed opening the rest of the reply is reasoning (an unclosed
 /// `<think>` only up to a section of calls' special token); before a

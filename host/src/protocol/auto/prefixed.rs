@@ -126,6 +126,9 @@ mod tests {
         assert_eq!(Value::Object(checked(typed)), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}));
         let reasoned = "<think>Weather first.</think>[TOOL_CALLS]now[CALL_ID]q[ARGS]{}";
         assert_eq!(calls(reasoned), one("now", json!({})));
+        let magistral = "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then.[TOOL_CALLS]now[ARGS]{}";
+        assert_eq!(calls(magistral), one("now", json!({})), "Magistral's [THINK] is reasoning");
+        assert_eq!(parse(magistral).content, "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then.");
     }
 
     #[test]
