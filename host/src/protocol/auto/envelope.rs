@@ -3,7 +3,9 @@
 //!
 //! - AI21 Jamba and Tencent Hunyuan-A13B: `<tool_calls>[{"name", "arguments"}]</tool_calls>`;
 //! - NVIDIA Nemotron (Llama-3.1- and Nano-based): `<TOOLCALL>[…]</TOOLCALL>`;
-//! - Meituan LongCat: `<longcat_tool_call>{…}</longcat_tool_call>`;
+//! - Meituan LongCat: `<longcat_tool_call>{…}</longcat_tool_call>`, or the
+//!   name and `<longcat_arg_key>K</longcat_arg_key><longcat_arg_value>V</longcat_arg_value>`
+//!   for each argument;
 //! - IBM Granite 3: `<|tool_call|>[{"name", "arguments"}]` (no closing token;
 //!   `arguments` may come before `name`);
 //! - InternLM2: `<|action_start|><|plugin|>{"name", "parameters"}<|action_end|>`;
@@ -25,7 +27,7 @@ use super::super::lenient_json;
 use super::super::scan::{Collector, Forward};
 use super::super::ParsedCall;
 use super::super::xml_tag::TOOL_CALL;
-use super::{Scope, markup_name, pythonic};
+use super::{Scope, glm, markup_name, pythonic};
 use serde_json::{Map, Value};
 
 /// What an envelope holds.
@@ -51,11 +53,14 @@ const fn envelope(open: &'static str, close: &'static str, body: Body) -> Envelo
     Envelope { open, close, body }
 }
 
+/// Opens LongCat's calls: JSON, or a name and GLM-like `longcat_` argument
+/// tags ([`glm::LONGCAT`]).
+const LONGCAT_TOOL_CALL: &str = "<longcat_tool_call>";
 /// The envelopes that open with a tag (`<name>`).
 const TAGS: [Envelope; 4] = [
     envelope("<tool_calls>", "</tool_calls>", Body::Json),
     envelope("<TOOLCALL>", "</TOOLCALL>", Body::Json),
-    envelope("<longcat_tool_call>", "</longcat_tool_call>", Body::Json),
+    envelope(LONGCAT_TOOL_CALL, "</longcat_tool_call>", Body::Json),
     envelope("<function_calls>", "</function_calls>", Body::Pythonic),
 ];
 /// The envelopes that open with a chat-template token (`<|…|>`).
@@ -144,6 +149,14 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes
     let close = if envelope.close.is_empty() { None } else { closes.next(body) };
     let (body_end, end) = close.map_or((reply.len(), reply.len()), |c| (c, c + envelope.close.len()));
     let text = reply[body..body_end].trim_start();
+    if envelope.open == LONGCAT_TOOL_CALL && glm::opens_call(text, &glm::LONGCAT) {
+        if close.is_none() {
+            out.warn(open, format!("the call after {LONGCAT_TOOL_CALL} is cut off; it is not a call"));
+            return reply.len();
+        }
+        glm::read(scope, body_end - text.len(), body_end, open..end, &glm::LONGCAT, out);
+        return end;
+    }
     let opens = match envelope.body {
         Body::Pythonic => pythonic::opens_call(text),
         Body::Json | Body::NameKeyed => text.starts_with(['{', '[']),
@@ -279,6 +292,18 @@ mod tests {
         ] {
             assert_eq!(calls(reply), one("now", json!({})), "{reply}");
         }
+    }
+
+    #[test]
+    fn longcat_calls_with_argument_tags() {
+        let reply = "Checking.\n<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Paris</longcat_arg_value>\n</longcat_tool_call>\n<longcat_tool_call>undeclared_tool\n<longcat_arg_key>a</longcat_arg_key>\n<longcat_arg_value>1</longcat_arg_value>\n</longcat_tool_call>";
+        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({"a": "1"}))]);
+        assert_eq!(parse(reply).content, "Checking.");
+        let typed = "<longcat_tool_call>forecast\n<longcat_arg_key>days</longcat_arg_key>\n<longcat_arg_value>3</longcat_arg_value>\n<longcat_arg_key>metric</longcat_arg_key>\n<longcat_arg_value>false</longcat_arg_value>\n</longcat_tool_call>";
+        assert_eq!(Value::Object(checked(typed)), json!({"days": 3, "metric": false}));
+        let cut = "<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Par";
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["the call after <longcat_tool_call> is cut off; it is not a call"]);
     }
 
     #[test]

@@ -215,8 +215,8 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         } else if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
             function_tag::hermes_named(scope, text_at, element.body.end, span, out);
-        } else if glm::opens_call(text) {
-            glm::read(scope, text_at, element.body.end, span, out);
+        } else if glm::opens_call(text, &glm::GLM) {
+            glm::read(scope, text_at, element.body.end, span, &glm::GLM, out);
         } else {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
