@@ -81,11 +81,18 @@ const STRING_ATTRIBUTE: &str = "string=";
 pub(crate) struct Invoke<'a> {
     dialect: &'static Dialect,
     parameter_close: Forward<'a>,
+    parameter_open: Forward<'a>,
+    invoke_close: Forward<'a>,
 }
 
 impl<'a> Invoke<'a> {
     pub(crate) fn new(reply: &'a str, dialect: &'static Dialect) -> Self {
-        Invoke { dialect, parameter_close: Forward::new(reply, dialect.parameter_close) }
+        Invoke {
+            dialect,
+            parameter_close: Forward::new(reply, dialect.parameter_close),
+            parameter_open: Forward::new(reply, dialect.parameter_open),
+            invoke_close: Forward::new(reply, dialect.invoke_close),
+        }
     }
 
     /// Whether a call starts at the start of `rest`.
@@ -118,7 +125,7 @@ impl<'a> Invoke<'a> {
                 let what = format!("expected {}\"KEY\"> or {} in the call to `{name}`", dialect.parameter_open, dialect.invoke_close);
                 return self.cut_off_or(reply, at, out, &what);
             };
-            let Some(close) = self.parameter_close.next(value_start) else {
+            let Some(close) = self.value_end(value_start) else {
                 let what = format!("`{key}` in the call to `{name}` has no {}", dialect.parameter_close);
                 return self.cut_off_or(reply, at, out, &what);
             };
@@ -129,6 +136,19 @@ impl<'a> Invoke<'a> {
             return (None, p);
         }
         (Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..p }), p)
+    }
+
+    /// Where the value starting at `start` ends: at the last closing tag
+    /// before the next argument or the call's end, so that a value quoting
+    /// markup (`</parameter>`) keeps it.
+    fn value_end(&mut self, start: usize) -> Option<usize> {
+        let structural = [self.parameter_open.next(start), self.invoke_close.next(start)].into_iter().flatten().min();
+        let limit = structural.unwrap_or(usize::MAX);
+        let mut close = self.parameter_close.next(start);
+        while let Some(later) = close.and_then(|c| self.parameter_close.next(c + 1)).filter(|&c| c < limit) {
+            close = Some(later);
+        }
+        close
     }
 
     /// A call that cannot be read: cut off when the reply ends inside it

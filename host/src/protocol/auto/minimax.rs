@@ -91,6 +91,8 @@ mod tests {
             Value::Object(checked(reply)),
             json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "fields": ["rain"], "x": null}})
         );
+        let quoting = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">close it with </parameter> then</parameter><parameter name=\"x\">1</parameter></invoke></minimax:tool_call>";
+        assert_eq!(calls(quoting), one("calculate", json!({"code": "close it with </parameter> then", "x": "1"})), "a value quoting markup keeps it");
         let code = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">\nif a < b && c > d { \"<x>\" }\n</parameter></invoke></minimax:tool_call>";
         assert_eq!(calls(code), one("calculate", json!({"code": "if a < b && c > d { \"<x>\" }"})));
     }
