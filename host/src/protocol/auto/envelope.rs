@@ -183,6 +183,16 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes
                 json_call::report(&repairs, body, out);
                 Some(json_calls(value, envelope.body, open..end, trust, scope, out))
             }
+            Ok((value, used, repairs)) if close.is_none() => {
+                // The closing token left out, and prose after the calls.
+                json_call::report(&repairs, body, out);
+                let calls = json_calls(value, envelope.body, open..body + used, trust, scope, out);
+                if !calls.is_empty() {
+                    out.calls(open..body + used, calls);
+                    return body + used;
+                }
+                None
+            }
             Ok(_) => {
                 out.warn(body, format!("text follows the calls after {}; it is not a call", envelope.open));
                 None
@@ -289,6 +299,7 @@ mod tests {
             "<function_calls>now()</function_calls>",
             "<|python_start|>now()<|python_end|>",
             "<|tool_call_start|>[now()]",
+            "<|tools_prefix|>[{\"now\": {}}]",
         ] {
             assert_eq!(calls(reply), one("now", json!({})), "{reply}");
         }
@@ -304,6 +315,16 @@ mod tests {
         let cut = "<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Par";
         assert_eq!(calls(cut), vec![]);
         assert_eq!(warnings(cut), ["the call after <longcat_tool_call> is cut off; it is not a call"]);
+    }
+
+    #[test]
+    fn prose_after_calls_whose_closing_token_is_left_out_is_content() {
+        let reply = "I will check. <|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}] One moment.";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(reply).content, "I will check.  One moment.");
+        let granite = "<|tool_call|>[{\"name\": \"now\", \"arguments\": {}}]\nDone.";
+        assert_eq!(calls(granite), one("now", json!({})));
+        assert_eq!(parse(granite).content, "Done.");
     }
 
     #[test]
