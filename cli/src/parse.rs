@@ -1,6 +1,6 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::{ToolCall, ToolSpec};
+use toolhost::{ToolCall, ToolSpec, tools_from_schema};
 use toolhost::{Declared, ProtocolId};
 use toolhost::Registry;
 use toolhost::unknown_tool;
@@ -11,9 +11,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Find the tool calls in a model's finished reply and print them as JSON:
-/// `{"calls": [{"name", "arguments"}], "content", "warnings"}`. Loaded
-/// plugins' tools are declared, and their calls' arguments are coerced to
-/// the declared types.
+/// `{"calls": [{"name", "arguments"}], "content", "warnings"}`; a call to a
+/// tool that is not declared is listed with `"undeclared": true` and a
+/// warning that names the closest declared tools. Loaded
+/// plugins' tools and those of `--tools FILE` are declared, and their
+/// calls' arguments are coerced to the declared types.
 #[derive(Debug, clap::Args)]
 pub(super) struct ParseCommand {
     /// The protocol: vcp, json-block, xml-tag, native or auto.
@@ -22,6 +24,10 @@ pub(super) struct ParseCommand {
     /// Declare a tool name (when no plugins are loaded); repeatable.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
+    /// Declare the tools of an OpenAI `tools` JSON array in FILE, with
+    /// their parameters' types, to which values are coerced.
+    #[arg(long = "tools", value_name = "FILE")]
+    tools_file: Option<PathBuf>,
     /// The reply; `-` or nothing reads stdin.
     file: Option<PathBuf>,
 }
@@ -41,7 +47,15 @@ impl ParseCommand {
         let policy = global.policy()?;
         let registry = if policy.plugin_dirs.is_empty() { None } else { Some(global.registry().await?) };
         let catalog = registry.as_ref().map(Registry::catalog);
-        let specs: Vec<&ToolSpec> = catalog.iter().flat_map(|c| c.tools().map(|(_, t)| t)).collect();
+        let from_file = match &self.tools_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                let value: Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+                tools_from_schema(&value).with_context(|| format!("{} is not an OpenAI tools array", path.display()))?
+            }
+            None => Vec::new(),
+        };
+        let specs: Vec<&ToolSpec> = catalog.iter().flat_map(|c| c.tools().map(|(_, t)| t)).chain(&from_file).collect();
         let declared = Declared::new(specs.iter().map(|t| t.name.clone()).chain(self.tools.iter().cloned()));
 
         let parsed = self.protocol.protocol().parse(&reply, &declared);
@@ -60,9 +74,12 @@ impl ParseCommand {
             } else if nothing_declared || self.tools.contains(&call.name) {
                 call.arguments.clone()
             } else {
+                // Kept, flagged: the pipeline answers it with the same
+                // message (and runs nothing), so the model learns of it.
                 let mut names: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
                 names.extend(self.tools.iter().map(String::as_str));
                 warnings.push(format!("at byte {}: {}", call.span.start, unknown_tool(&call.name, &names)));
+                calls.push(json!({ "name": call.name, "arguments": Value::Object(call.arguments.clone()), "undeclared": true }));
                 continue;
             };
             calls.push(json!({ "name": call.name, "arguments": Value::Object(arguments) }));

@@ -355,7 +355,11 @@ fn parse_coerces_arguments_of_loaded_tools_and_reports_problems() {
                  <<<[TOOL_REQUEST]>>>tool_name:「始」dir_tree「末」,max_depth:「始」deep「末」<<<[END_TOOL_REQUEST]>>>\n\
                  <<<[TOOL_REQUEST]>>>tool_name:「始」calculator「末」<<<[END_TOOL_REQUEST]>>>";
     let out = parse(dir.path(), &[], reply);
-    assert_eq!(out["calls"], serde_json::json!([{ "name": "dir_tree", "arguments": { "max_depth": 2 } }]));
+    assert_eq!(
+        out["calls"],
+        serde_json::json!([{ "name": "dir_tree", "arguments": { "max_depth": 2 } }, { "name": "calculator", "arguments": {}, "undeclared": true }]),
+        "a call to an undeclared tool is kept, flagged"
+    );
     let warnings: Vec<&str> = out["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
     assert!(warnings[0].ends_with("the parameter `max_depth` of `dir_tree` must be an integer, got the string \"deep\""), "{warnings:?}");
     assert!(warnings[1].ends_with("no tool named `calculator` is loaded; did you mean `calculate`?"), "{warnings:?}");
@@ -708,4 +712,76 @@ fn run_executes_a_replys_calls_and_denies_what_nobody_approved() {
     let approved = toolhost_with_input(dir.path(), &["run", "--json", "--yes"], reply);
     assert_eq!(statuses(&approved), ["success", "success"]);
     assert_eq!(std::fs::read_to_string(dir.path().join("ws/a.txt")).unwrap(), "42");
+}
+
+/// `parse --tools FILE` types every XML-style family's values by the
+/// schemas in FILE: a string keeps its text exactly, even when it looks
+/// like JSON; integers, numbers, booleans, objects and arrays are decoded;
+/// `null` for an optional parameter is its absence; a parameter the schema
+/// does not declare keeps its text as a string.
+#[test]
+fn parse_types_xml_style_values_by_the_schemas_of_a_tools_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "forecast", "description": "weather", "parameters": {
+        "type": "object",
+        "required": ["city"],
+        "properties": {
+            "city": {"type": "string"}, "days": {"type": "integer"}, "ratio": {"type": "number"}, "metric": {"type": "boolean"},
+            "options": {"type": "object"}, "fields": {"type": "array", "items": {"type": "string"}}, "limit": {"type": ["integer", "null"]}
+        }}}}]);
+    std::fs::write(dir.path().join("tools.json"), tools.to_string()).unwrap();
+    // (key, value as written, JSON type for the families that tag it)
+    let values = [
+        ("city", "{\"a\": 1}", "string"),
+        ("days", "3", "integer"),
+        ("ratio", "0.5", "number"),
+        ("metric", "true", "boolean"),
+        ("options", "{\"x\": [1, null]}", "object"),
+        ("fields", "[\"rain\", \"wind\"]", "array"),
+        ("limit", "null", "null"),
+        ("extra", "42", "string"),
+    ];
+    let join = |f: &dyn Fn(&str, &str, &str) -> String| values.iter().map(|(k, v, t)| f(k, v, t)).collect::<String>();
+    let families = [
+        ("qwen3-coder", format!("<tool_call>\n<function=forecast>\n{}</function>\n</tool_call>", join(&|k, v, _| format!("<parameter={k}>\n{v}\n</parameter>\n")))),
+        ("seed-oss", format!("<seed:tool_call>\n<function=forecast>\n{}</function>\n</seed:tool_call>", join(&|k, v, _| format!("<parameter={k}>{v}</parameter>\n")))),
+        ("glm", format!("<tool_call>forecast\n{}</tool_call>", join(&|k, v, _| format!("<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n")))),
+        ("minimax", format!("<minimax:tool_call>\n<invoke name=\"forecast\">\n{}</invoke>\n</minimax:tool_call>", join(&|k, v, _| format!("<parameter name=\"{k}\">{v}</parameter>\n")))),
+        (
+            "deepseek-dsml",
+            format!(
+                "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"forecast\">\n{}</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+                join(&|k, v, t| format!("<｜DSML｜parameter name=\"{k}\" string=\"{}\">{v}</｜DSML｜parameter>\n", t == "string"))
+            ),
+        ),
+        (
+            "step3",
+            format!(
+                "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"forecast\">{}</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+                join(&|k, v, _| format!("<steptml:parameter name=\"{k}\">{v}</steptml:parameter>"))
+            ),
+        ),
+        (
+            "kimi-k3",
+            format!(
+                "<|open|>tools<|sep|><|open|>call tool=\"forecast\" index=\"1\"<|sep|>{}<|close|>call<|sep|><|close|>tools<|sep|>",
+                join(&|k, v, t| format!("<|open|>argument key=\"{k}\" type=\"{t}\"<|sep|>{v}<|close|>argument<|sep|>"))
+            ),
+        ),
+    ];
+    let typed = serde_json::json!({
+        "city": "{\"a\": 1}", "days": 3, "ratio": 0.5, "metric": true, "options": {"x": [1, null]}, "fields": ["rain", "wind"], "extra": "42"
+    });
+    for (family, reply) in families {
+        let out = toolhost_with_input(dir.path(), &["parse", "--tools", "tools.json"], &reply);
+        assert!(out.status.success(), "{family}: {}", text(&out.stderr));
+        let parsed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(parsed["calls"][0]["arguments"], typed, "{family}: {parsed}");
+        assert_eq!(parsed["warnings"], serde_json::json!([]), "{family}");
+    }
+    let untyped = toolhost_with_input(dir.path(), &["parse", "--tool", "forecast"], &"<tool_call>\n<function=forecast>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>");
+    let untyped: serde_json::Value = serde_json::from_slice(&untyped.stdout).unwrap();
+    assert_eq!(untyped["calls"][0]["arguments"], serde_json::json!({"days": "3"}), "without a schema, text");
+    let bad = toolhost_with_input(dir.path(), &["parse", "--tools", "missing.json"], "");
+    assert!(!bad.status.success() && text(&bad.stderr).contains("missing.json"), "{}", text(&bad.stderr));
 }

@@ -37,8 +37,8 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
     }
     let mut args = Map::new();
     for param in &spec.params {
-        match call.args.get(&param.name) {
-            None | Some(Value::Null) if param.required => {
+        match call.args.get(&param.name).filter(|value| !is_null(value, param.ty)) {
+            None if param.required => {
                 return Err(error(format!(
                     "`{}` needs the parameter `{}` ({}): {}",
                     spec.name,
@@ -47,7 +47,7 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
                     param.description
                 )));
             }
-            None | Some(Value::Null) => {}
+            None => {}
             Some(value) => {
                 let coerced = coerce(value, param.ty).ok_or_else(|| {
                     error(format!(
@@ -69,6 +69,18 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
         }
     }
     Ok(ToolCall { args, ..call.clone() })
+}
+
+/// Whether `value` is null for a parameter of type `ty`: JSON `null`, or,
+/// but for a string (whose text is kept exactly), `null` or Python's
+/// `None` written as text, as XML-style families write it. A null
+/// parameter is an absent one.
+fn is_null(value: &Value, ty: ParamType) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(text) => ty != ParamType::String && matches!(text.trim(), "null" | "None"),
+        _ => false,
+    }
 }
 
 /// `value` as type `ty`, or `None` when it cannot be.
@@ -191,6 +203,13 @@ mod tests {
             Ok(json!({"query": "q", "limit": 42, "ratio": 0.5, "exact": true, "filter": {"a": [1]}}))
         );
         assert_eq!(run("search", json!({"query": 7, "limit": 3.0})), Ok(json!({"query": "7", "limit": 3})));
+    }
+
+    #[test]
+    fn null_written_as_text_is_absent_but_for_a_string() {
+        assert_eq!(run("search", json!({"query": "null", "limit": "null", "exact": " None ", "filter": "null"})), Ok(json!({"query": "null"})));
+        assert_eq!(run("search", json!({"query": "None"})), Ok(json!({"query": "None"})));
+        assert_eq!(run("search", json!({"limit": "null"})).unwrap_err(), "`search` needs the parameter `query` (string): the query");
     }
 
     #[test]

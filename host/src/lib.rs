@@ -124,6 +124,7 @@ pub use error_chain::{SharedError, error_chain};
 pub use regular_file::{open_regular_file, read_regular_file};
 pub use trust::{UntrustedFile, check_trusted};
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
+pub use protocol::native::{ToolsSchemaError, tools_from_schema};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{

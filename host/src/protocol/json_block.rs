@@ -4,6 +4,7 @@
 //! guidance by permission level.
 
 use super::json_call::{self, Trust};
+use super::lenient_json;
 use super::scan::{Collector, FENCE, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, result_text, describe_params, describe_tool, example_arguments};
 use crate::manifest::{Permission, Reach, ToolSpec};
@@ -134,7 +135,8 @@ impl Care {
 }
 
 /// Every ``` fence outside reasoning whose language is `json` (or, with
-/// `any_language`, empty too) is read as JSON calls.
+/// `any_language`, empty too) is read as JSON calls; but a Python dict in
+/// a plain fence with prose after it is an example being explained.
 pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declared, any_language: bool, out: &mut Collector<'_>) {
     let mut at = 0;
     while let Some(open) = find(reply, at, FENCE) {
@@ -154,7 +156,10 @@ pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declare
             None => {}
             Some(close) if wanted => {
                 let text = &reply[body..close];
-                if text.trim_start().starts_with(['{', '[']) {
+                let explained = language.is_empty() && !reply[close + FENCE.len()..].trim().is_empty();
+                if explained && is_python_dict(text) {
+                    // An example shown in prose, not a call.
+                } else if text.trim_start().starts_with(['{', '[']) {
                     json_call::collect_text(text, body, open..close + FENCE.len(), Trust::Declared, declared, out);
                 }
             }
@@ -162,6 +167,13 @@ pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declare
         }
         at = next;
     }
+}
+
+/// Whether `text` is a Python literal rather than JSON: it reads only with
+/// Python's quotes or constants.
+fn is_python_dict(text: &str) -> bool {
+    const PYTHON: [&str; 4] = ["single-quoted string", "Python True", "Python False", "Python None"];
+    lenient_json::parse(text).is_ok_and(|(_, repairs)| repairs.iter().any(|r| PYTHON.contains(&r.what)))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use super::json_call::{self, Trust};
 use super::lenient_json;
 use super::scan::{Collector, Reasoning, find_open_bracket};
 use super::{Declared, Parsed, Protocol, ProtocolId, result_text};
-use crate::manifest::{ParamType, ToolSpec};
+use crate::manifest::{ParamSpec, ParamType, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value, json};
@@ -90,9 +90,94 @@ pub fn parameters_schema(tool: &ToolSpec) -> Value {
     json!({ "type": "object", "properties": properties, "required": required })
 }
 
+/// Tool declarations in a file that is not an OpenAI `tools` array.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool {index}: {what}")]
+pub struct ToolsSchemaError {
+    /// Which tool of the array, from 0.
+    pub index: usize,
+    /// What is wrong with it.
+    pub what: String,
+}
+
+/// The tools an OpenAI `tools` array declares (or an object holding one
+/// under `tools`), each `{"type": "function", "function": {"name",
+/// "description", "parameters"}}` or the function alone: the inverse of
+/// [`tools_schema`]. A parameter's type is its schema's `type` (the first
+/// that is not `null` when it lists several); `object`, `array`, `null`,
+/// a union (`anyOf`, `oneOf`) or no type at all is any JSON value. Tools
+/// read this way belong to no plugin: their `plugin` is `tools`.
+///
+/// # Errors
+/// When `tools` is not such an array, or a tool has no name.
+pub fn tools_from_schema(tools: &Value) -> Result<Vec<ToolSpec>, ToolsSchemaError> {
+    let tools = tools.get("tools").unwrap_or(tools);
+    let Value::Array(items) = tools else {
+        return Err(ToolsSchemaError { index: 0, what: "expected an array of tools".into() });
+    };
+    items.iter().enumerate().map(|(index, item)| tool_from_schema(item).map_err(|what| ToolsSchemaError { index, what })).collect()
+}
+
+/// One tool of an OpenAI `tools` array.
+fn tool_from_schema(item: &Value) -> Result<ToolSpec, String> {
+    let function = item.get("function").unwrap_or(item);
+    let name = function.get("name").and_then(Value::as_str).ok_or("it has no `name`")?;
+    let description = function.get("description").and_then(Value::as_str).unwrap_or_default();
+    let parameters = function.get("parameters").or_else(|| function.get("input_schema"));
+    let required: Vec<&str> = parameters
+        .and_then(|p| p.get("required"))
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let properties = parameters.and_then(|p| p.get("properties")).and_then(Value::as_object);
+    let params = properties
+        .into_iter()
+        .flatten()
+        .map(|(key, schema)| ParamSpec {
+            name: key.clone(),
+            ty: schema_type(schema),
+            description: schema.get("description").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            required: required.contains(&key.as_str()),
+        })
+        .collect();
+    Ok(ToolSpec { params, ..ToolSpec::new(name, "tools", description) })
+}
+
+/// The type a parameter's JSON Schema declares.
+fn schema_type(schema: &Value) -> ParamType {
+    let named = match schema.get("type") {
+        Some(Value::String(ty)) => Some(ty.as_str()),
+        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|ty| *ty != "null"),
+        _ => None,
+    };
+    match named {
+        Some("string") => ParamType::String,
+        Some("integer") => ParamType::Integer,
+        Some("number") => ParamType::Number,
+        Some("boolean") => ParamType::Boolean,
+        _ => ParamType::Json,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_read_back_from_their_schema() {
+        let forecast = super::super::forecast();
+        let read = tools_from_schema(&tools_schema(std::slice::from_ref(&forecast))).unwrap();
+        let types: Vec<_> = read[0].params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
+        let declared: Vec<_> = forecast.params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
+        assert_eq!((read[0].name.as_str(), types), ("forecast", declared));
+        let file = json!({"tools": [{"name": "f", "parameters": {"type": "object", "required": ["a"], "properties": {
+            "a": {"type": ["integer", "null"]}, "b": {"type": "array"}, "c": {"anyOf": [{"type": "string"}]}, "d": {"type": "object"}}}}]});
+        let read = tools_from_schema(&file).unwrap();
+        let types: Vec<_> = read[0].params.iter().map(|p| (p.name.as_str(), p.ty, p.required)).collect();
+        assert_eq!(types, [("a", ParamType::Integer, true), ("b", ParamType::Json, false), ("c", ParamType::Json, false), ("d", ParamType::Json, false)]);
+        assert_eq!(tools_from_schema(&json!([{"function": {}}])).unwrap_err().to_string(), "tool 0: it has no `name`");
+        assert_eq!(tools_from_schema(&json!({"a": 1})).unwrap_err().to_string(), "tool 0: expected an array of tools");
+    }
 
     #[test]
     fn tool_calls_objects_and_arrays_parse() {

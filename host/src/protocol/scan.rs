@@ -39,16 +39,29 @@ pub(crate) const COMMAND_R_THINKING_CLOSE: &str = "<|END_THINKING|>";
 pub(crate) const HARMONY_ANALYSIS_OPEN: &str = "<|channel|>analysis<|message|>";
 /// Ends a Harmony message, and so the analysis.
 pub(crate) const HARMONY_END: &str = "<|end|>";
+/// Opens Seed-OSS's reasoning.
+pub(crate) const SEED_THINK_OPEN: &str = "<seed:think>";
+/// Closes it.
+pub(crate) const SEED_THINK_CLOSE: &str = "</seed:think>";
+/// Opens Magistral's and Devstral's reasoning.
+pub(crate) const MISTRAL_THINK_OPEN: &str = "[THINK]";
+/// Closes it.
+pub(crate) const MISTRAL_THINK_CLOSE: &str = "[/THINK]";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 3] = [
+pub(crate) const REASONING: [(&str, &str); 5] = [
     (THINK_OPEN, THINK_CLOSE),
+    (SEED_THINK_OPEN, SEED_THINK_CLOSE),
+    (MISTRAL_THINK_OPEN, MISTRAL_THINK_CLOSE),
     (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
     (HARMONY_ANALYSIS_OPEN, HARMONY_END),
 ];
 
-/// The reasoning regions of a reply: `<think>…</think>`, Command R7B's
+/// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
+/// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>` and gpt-oss's analysis messages.
-/// After an unclosed opening the rest of the reply is reasoning; before a `</think>` that nothing opened,
+/// After an unclosed opening the rest of the reply is reasoning (an unclosed
+/// `<think>` only up to a section of calls' special token); before a
+/// `</think>` that nothing opened,
 /// the start of the reply is (templates that think by default write the
 /// `<think>` into the prompt, so the reply holds only its close).
 pub(crate) struct Reasoning {
@@ -69,7 +82,8 @@ impl Reasoning {
                         at = end;
                     }
                     None => {
-                        regions.push(open..reply.len());
+                        let end = if open_marker == THINK_OPEN { unclosed_thinking_end(reply, body) } else { reply.len() };
+                        regions.push(open..end);
                         break;
                     }
                 }
@@ -92,6 +106,26 @@ impl Reasoning {
     pub(crate) fn skip(&self, offset: usize) -> Option<usize> {
         region_at(&self.regions, offset).map(|r| r.end)
     }
+}
+
+/// The special tokens that open a section of calls in families whose
+/// models may call a tool before closing their `<think>` (Kimi K2's
+/// thinking models; DeepSeek's): the engines' reasoning parsers end the
+/// reasoning there.
+const CALLS_END_THINKING: [&str; 5] = [
+    super::auto::kimi::SECTION_BEGIN,
+    super::auto::kimi::SECTION_BEGIN_SINGULAR,
+    super::auto::deepseek::SECTION_BEGIN,
+    super::auto::dsml::FUNCTION_CALLS_BEGIN,
+    super::auto::dsml::TOOL_CALLS_BEGIN,
+];
+
+/// Where a `<think>` that is never closed ends, its text starting at
+/// `body`: at the first section of calls ([`CALLS_END_THINKING`]), else at
+/// the reply's end. (Only a special token ends it: text that merely looks
+/// like a call stays reasoning.)
+fn unclosed_thinking_end(reply: &str, body: usize) -> usize {
+    CALLS_END_THINKING.iter().filter_map(|token| find(reply, body, token)).min().unwrap_or(reply.len())
 }
 
 /// Sorted, overlapping ranges joined into one.

@@ -14,6 +14,7 @@
 use super::super::lenient_json;
 use super::super::scan::{Collector, FENCE, find};
 use super::super::ParsedCall;
+use super::{dsml, step3};
 use super::section::{self, CallTokenSearch, CallTokens};
 use super::{Scope, markup_name};
 use serde_json::{Map, Value};
@@ -50,10 +51,13 @@ const FUNCTION_TYPE: &str = "function";
 /// The fence's language before V3's arguments.
 const JSON_LANGUAGE: &str = "json";
 
-/// Every DeepSeek section or lone call outside reasoning.
+/// Every DeepSeek section or lone call outside reasoning, V3.2's and V4's
+/// DSML sections ([`dsml`]) and Step3's ([`step3`]) among them.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut reader = Reader { tokens: CallTokenSearch::new(reply, SEP, CALL_END) };
+    let mut dsml = dsml::Reader::new(reply);
+    let mut step3 = step3::Reader::new(reply);
     let mut at = 0;
     while let Some(found) = find(reply, at, TOKEN_OPEN) {
         if let Some(end) = scope.reasoning.skip(found) {
@@ -65,8 +69,12 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
             let (call, end) = reader.call(scope, found, out);
             out.calls(found..end, call.into_iter().collect());
             end
+        } else if let Some(end) = step3.read(scope, found, out) {
+            end
         } else if let Some(begin) = std::iter::once(SECTION_BEGIN).chain(SECTION_BEGIN_VARIANTS).find(|b| rest.starts_with(b)) {
             section::read(scope, found, found + begin.len(), &mut reader, out)
+        } else if let Some(end) = dsml.read(scope, found, out) {
+            end
         } else {
             found + TOKEN_OPEN.len()
         };

@@ -2,7 +2,8 @@
 //!
 //! - Qwen3-Coder: `<function=NAME>`, then `<parameter=KEY>value</parameter>`
 //!   for each argument, then `</function>`; usually inside `<tool_call>`,
-//!   which then belongs to the call;
+//!   which then belongs to the call; Seed-OSS writes the same calls inside
+//!   `<seed:tool_call>` (its reasoning is `<seed:think>…</seed:think>`);
 //! - Llama 3.1's custom tools: `<function=NAME>{…}</function>`;
 //! - `<function name="NAME">{…}</function>`;
 //! - a Hermes `<tool_call>` whose body is `<function>NAME</function>` and
@@ -33,8 +34,21 @@ pub(crate) const FUNCTION_CLOSE: &str = "</function>";
 pub(crate) const PARAMETER_OPEN: &str = "<parameter=";
 /// Closes it.
 pub(crate) const PARAMETER_CLOSE: &str = "</parameter>";
+/// Seed-OSS's element around a call, open and close.
+pub(crate) const SEED_TOOL_CALL: (&str, &str) = ("<seed:tool_call>", "</seed:tool_call>");
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 6] = [FUNCTION_OPEN, FUNCTION_NAMED, FUNCTION_NAME_OPEN, FUNCTION_CLOSE, PARAMETER_OPEN, PARAMETER_CLOSE];
+pub(crate) const MARKERS: [&str; 8] = [
+    FUNCTION_OPEN,
+    FUNCTION_NAMED,
+    FUNCTION_NAME_OPEN,
+    FUNCTION_CLOSE,
+    PARAMETER_OPEN,
+    PARAMETER_CLOSE,
+    SEED_TOOL_CALL.0,
+    SEED_TOOL_CALL.1,
+];
+/// The elements a call may stand in, which then belong to it.
+const WRAPPERS: [(&str, &str); 2] = [TOOL_CALL, SEED_TOOL_CALL];
 
 /// What every `<function…` tag starts with.
 const ANCHOR: &str = "<function";
@@ -200,15 +214,19 @@ impl Call<'_> {
                 out.warn(p, format!("expected {PARAMETER_OPEN}KEY> or {FUNCTION_CLOSE} in the call to `{}`; it is not a call", self.name));
                 return Err(p);
             };
-            let close = ends.parameter_close.next(value_start);
-            let next = [ends.parameter_open.next(value_start), ends.function.next(value_start), ends.tool_call.next(value_start)]
-                .into_iter()
-                .flatten()
-                .min();
+            // The value runs to the last `</parameter>` before the next
+            // parameter or the call's end, so that a value quoting markup
+            // (`</parameter>`, `<tool_call>…</tool_call>`) keeps it.
+            let structural = [ends.parameter_open.next(value_start), ends.function.next(value_start)].into_iter().flatten().min();
+            let limit = structural.unwrap_or(reply.len());
+            let mut close = ends.parameter_close.next(value_start).filter(|&c| c < limit);
+            while let Some(later) = close.and_then(|c| ends.parameter_close.next(c + 1)).filter(|&c| c < limit) {
+                close = Some(later);
+            }
+            let next = [structural, ends.tool_call.next(value_start)].into_iter().flatten().min();
             let (value_end, after) = match (close, next) {
-                (Some(close), None) => (close, close + PARAMETER_CLOSE.len()),
-                (Some(close), Some(next)) if close < next => (close, close + PARAMETER_CLOSE.len()),
-                (_, Some(next)) => {
+                (Some(close), _) => (close, close + PARAMETER_CLOSE.len()),
+                (None, Some(next)) => {
                     out.warn(value_start, format!("repaired: {PARAMETER_CLOSE} missing after `{key}`"));
                     (next, next)
                 }
@@ -232,12 +250,13 @@ fn template_value(raw: &str) -> &str {
     raw.strip_suffix("\r\n").or_else(|| raw.strip_suffix('\n')).unwrap_or(raw)
 }
 
-/// `span`, widened to the `<tool_call>…</tool_call>` around it, if any.
+/// `span`, widened to the `<tool_call>…</tool_call>` (or Seed-OSS's
+/// element) around it, if any.
 pub(super) fn wrapped(reply: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
     let before = reply[..span.start].trim_end();
-    let start = before.strip_suffix(TOOL_CALL.0).map_or(span.start, str::len);
     let after = reply[span.end..].trim_start();
-    let end = if after.starts_with(TOOL_CALL.1) { reply.len() - after.len() + TOOL_CALL.1.len() } else { span.end };
+    let start = WRAPPERS.iter().find_map(|(open, _)| before.strip_suffix(open)).map_or(span.start, str::len);
+    let end = WRAPPERS.iter().find(|(_, close)| after.starts_with(close)).map_or(span.end, |(_, close)| reply.len() - after.len() + close.len());
     start..end
 }
 
@@ -303,6 +322,42 @@ mod tests {
             ]
         );
         assert_eq!(parse(&reply).content, "");
+    }
+
+    /// Two calls as Seed-OSS's template writes them.
+    const SEED_CALLS: &str = "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>\n<seed:tool_call>\n<function=now>\n</function>\n</seed:tool_call>";
+
+    #[test]
+    fn seed_oss_calls_after_prose_and_after_reasoning() {
+        let both = vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))];
+        assert_eq!(calls(SEED_CALLS), both);
+        assert_eq!(parse(SEED_CALLS).content, "", "the <seed:tool_call> belongs to the call");
+        let reply = format!("<seed:think>\nThe weather, then the time.\n</seed:think>\nChecking both.\n{SEED_CALLS}");
+        assert_eq!(calls(&reply), both);
+        assert_eq!(parse(&reply).content, "<seed:think>\nThe weather, then the time.\n</seed:think>\nChecking both.");
+        let typed = "<seed:tool_call>\n<function=forecast>\n<parameter=city>42</parameter>\n<parameter=days>3</parameter>\n<parameter=ratio>0.5</parameter>\n<parameter=metric>true</parameter>\n<parameter=options>{\"a\": [1]}</parameter>\n</function>\n</seed:tool_call>";
+        assert_eq!(serde_json::Value::Object(checked(typed)), json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": [1]}}));
+    }
+
+    #[test]
+    fn a_seed_oss_call_in_its_reasoning_or_cut_off_is_not_a_call() {
+        let example = format!("<seed:think>I could write {SEED_CALLS} but the answer is known.</seed:think>It is sunny.");
+        assert_eq!(calls(&example), vec![], "a complete call inside closed reasoning is reasoning");
+        assert_eq!(parse(&example).content, example);
+        let cut = "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Par";
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["the call to `get_weather` is cut off before its </function>; it is not a call"]);
+        no_calls(&["Seed-OSS writes `<seed:tool_call><function=delete_all></function></seed:tool_call>`.", "<seed:think><seed:tool_call>"]);
+    }
+
+    #[test]
+    fn a_value_quoting_markup_keeps_it() {
+        let quoting = "<tool_call>\n<function=calculate>\n<parameter=code>\nuse <tool_call> and </parameter> here\n</parameter>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>";
+        assert_eq!(calls(quoting), one("calculate", json!({"code": "use <tool_call> and </parameter> here", "x": "1"})));
+        let nested = "<tool_call>\n<function=calculate>\n<parameter=code>\nsee <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n</parameter>\n</function>\n</tool_call>";
+        assert_eq!(calls(nested), one("calculate", json!({"code": "see <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>"})));
+        assert_eq!(parse(nested).content, "");
+        assert!(parse(nested).warnings.is_empty(), "{:?}", parse(nested).warnings);
     }
 
     #[test]

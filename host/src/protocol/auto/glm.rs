@@ -1,6 +1,9 @@
 //! GLM-4.5, 4.6 and 4.7: `<tool_call>NAME` and, for each argument,
 //! `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>`, then
 //! `</tool_call>` (4.5 and 4.6 put line breaks between them, 4.7 does not).
+//! Tencent's Hunyuan (HY) V3 writes the same calls with `<tool_sep>` after
+//! the name, inside `<tool_calls>…</tool_calls>` (left out of the content);
+//! Meituan's LongCat with `longcat_` tags ([`LONGCAT`]).
 //!
 //! The template writes a string value as it is and any other value as JSON;
 //! the value is kept as text here, and the check step types it by the
@@ -13,24 +16,36 @@ use super::{Scope, markup_name};
 use serde_json::{Map, Value};
 use std::ops::Range;
 
-/// Opens and closes an argument's key.
-pub(crate) const ARG_KEY: (&str, &str) = ("<arg_key>", "</arg_key>");
-/// Opens and closes an argument's value.
-pub(crate) const ARG_VALUE: (&str, &str) = ("<arg_value>", "</arg_value>");
+/// The tags around an argument's key and its value, open and close.
+pub(crate) struct ArgTags {
+    pub(crate) key: (&'static str, &'static str),
+    pub(crate) value: (&'static str, &'static str),
+}
+
+/// GLM's (and Hunyuan's) argument tags.
+pub(crate) const GLM: ArgTags = ArgTags { key: ("<arg_key>", "</arg_key>"), value: ("<arg_value>", "</arg_value>") };
+/// LongCat's, in `<longcat_tool_call>` ([`envelope`](super::envelope)).
+pub(crate) const LONGCAT: ArgTags =
+    ArgTags { key: ("<longcat_arg_key>", "</longcat_arg_key>"), value: ("<longcat_arg_value>", "</longcat_arg_value>") };
+/// Between Hunyuan's name and arguments.
+pub(crate) const TOOL_SEP: &str = "<tool_sep>";
 /// Every marker this module reads (besides `<tool_call>`).
-pub(crate) const MARKERS: [&str; 4] = [ARG_KEY.0, ARG_KEY.1, ARG_VALUE.0, ARG_VALUE.1];
+pub(crate) const MARKERS: [&str; 9] =
+    [GLM.key.0, GLM.key.1, GLM.value.0, GLM.value.1, TOOL_SEP, LONGCAT.key.0, LONGCAT.key.1, LONGCAT.value.0, LONGCAT.value.1];
 
 /// Whether the `<tool_call>` body `text` starts like a GLM call: a tool's
 /// name, then an argument, a line break or nothing.
-pub(super) fn opens_call(text: &str) -> bool {
+pub(super) fn opens_call(text: &str, tags: &ArgTags) -> bool {
     let name_end = text.find(['\n', '<']).unwrap_or(text.len());
-    markup_name(&text[..name_end]).is_some() && (name_end == text.len() || text[name_end..].trim_start().is_empty() || text[name_end..].trim_start().starts_with(ARG_KEY.0))
+    let rest = text[name_end..].trim_start();
+    let rest = rest.strip_prefix(TOOL_SEP).unwrap_or(rest).trim_start();
+    markup_name(&text[..name_end]).is_some() && (rest.is_empty() || rest.starts_with(tags.key.0))
 }
 
 /// The GLM call in the `<tool_call>` body `at..end`; the call spans `span`.
 /// A name alone is a call only for a declared tool: prose such as "wrap it
 /// in <tool_call>search</tool_call>" names a tool without calling it.
-pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>, out: &mut Collector<'_>) {
+pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>, tags: &ArgTags, out: &mut Collector<'_>) {
     let body = &scope.reply[..end];
     let name_end = body[at..].find(['\n', '<']).map_or(end, |i| at + i);
     let Some(name) = markup_name(&body[at..name_end]) else { return };
@@ -38,19 +53,22 @@ pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>,
         return;
     }
     let mut arguments = Map::new();
-    let mut p = name_end;
+    let mut p = name_end + (body[name_end..].len() - body[name_end..].trim_start().len());
+    if body[p..].starts_with(TOOL_SEP) {
+        p += TOOL_SEP.len();
+    }
     loop {
         p += body[p..].len() - body[p..].trim_start().len();
         if p >= end {
             break;
         }
-        let key = element(body, p, ARG_KEY);
+        let key = element(body, p, tags.key);
         let Ok((key, after_key)) = key else {
             out.warn(p, format!("{} in the call to `{name}`; it is not a call", key.unwrap_err()));
             return;
         };
         let value_at = after_key + (body[after_key..].len() - body[after_key..].trim_start().len());
-        let value = element(body, value_at, ARG_VALUE);
+        let value = element(body, value_at, tags.value);
         let Ok((value, after_value)) = value else {
             out.warn(value_at, format!("{} after `{}` in the call to `{name}`; it is not a call", value.unwrap_err(), key.trim()));
             return;
@@ -108,6 +126,18 @@ mod tests {
             ]
         );
         assert_eq!(parse(&reply).content, "I will check both.\n\n\n\nmeanwhile, Shanghai:");
+    }
+
+    #[test]
+    fn hunyuan_v3_calls_with_a_separator_after_the_name() {
+        let reply = "Checking.<tool_calls><tool_call>get_weather<tool_sep><arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call><tool_call>now<tool_sep></tool_call></tool_calls>";
+        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))]);
+        assert_eq!(parse(reply).content, "Checking.", "the <tool_calls> around them is no content");
+        let typed = "<tool_calls><tool_call>forecast<tool_sep><arg_key>days</arg_key><arg_value>3</arg_value><arg_key>options</arg_key><arg_value>{\"a\": [1]}</arg_value></tool_call></tool_calls>";
+        assert_eq!(serde_json::Value::Object(checked(typed)), json!({"days": 3, "options": {"a": [1]}}));
+        let cut = "<tool_calls><tool_call>get_weather<tool_sep><arg_key>city</arg_key><arg_value>Par";
+        assert_eq!(calls(cut), vec![]);
+        no_calls(&["`<tool_call>delete_all<tool_sep></tool_call>`"]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub(crate) const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 /// Closes them.
 pub(crate) const SECTION_END: &str = "<|tool_calls_section_end|>";
 /// The section tokens as some outputs write them, without the `s`.
-const SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
+pub(crate) const SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
 const SECTION_END_SINGULAR: &str = "<|tool_call_section_end|>";
 /// Opens one call.
 pub(crate) const CALL_BEGIN: &str = "<|tool_call_begin|>";
@@ -129,6 +129,15 @@ mod tests {
         let tool_calls = crate::ToolCall::from_reply(TWO_CALLS, &parsed.calls);
         assert_eq!(tool_calls[0].id, "functions.get_weather:0", "the id the result answers");
         assert!(tool_calls[1].raw.starts_with("<|tool_call_begin|>\nfunctions.now:1"), "{}", tool_calls[1].raw);
+    }
+
+    #[test]
+    fn kimi_calls_after_a_think_that_is_never_closed() {
+        let reply = "<think>The user wants the weather, so I call the tool.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Oslo\"}<|tool_call_end|><|tool_calls_section_end|>";
+        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Oslo"}))], "the section ends the thinking");
+        assert_eq!(parse(reply).content, "<think>The user wants the weather, so I call the tool.");
+        let example = "<think>I could write <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call> but no tool is needed.";
+        assert_eq!(calls(example), vec![], "markup that is no special token stays reasoning");
     }
 
     #[test]

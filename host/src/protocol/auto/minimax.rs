@@ -6,32 +6,29 @@
 //! A value is raw text, trimmed as vLLM's and SGLang's `minimax_m2`
 //! parsers trim it; it stays a string here, and the check step types it by
 //! the declared parameter, as it does Qwen3-Coder's `<parameter=…>` values
-//! ([`function_tag`](super::function_tag)).
+//! ([`function_tag`](super::function_tag)). The calls' markup is read by
+//! [`invoke`](super::invoke), which DeepSeek's DSML and Step3 share.
 
 use super::super::ParsedCall;
-use super::super::scan::{Collector, Forward, find};
-use super::function_tag::{PARAMETER_CLOSE, quoted_name, tag_end};
+use super::super::scan::{Collector, find};
+use super::invoke::{Invoke, MINIMAX};
 use super::section::{self, CallTokens};
-use super::{Scope, markup_name};
-use serde_json::{Map, Value};
+use super::Scope;
 
 /// Opens the calls.
 pub(crate) const SECTION_BEGIN: &str = "<minimax:tool_call>";
 /// Closes them.
 pub(crate) const SECTION_END: &str = "</minimax:tool_call>";
-/// Opens one call: `<invoke name="NAME">`.
-pub(crate) const INVOKE_OPEN: &str = "<invoke name=";
-/// Closes one call.
-pub(crate) const INVOKE_CLOSE: &str = "</invoke>";
-/// Opens an argument: `<parameter name="KEY">`.
-pub(crate) const PARAMETER_OPEN: &str = "<parameter name=";
 /// Every marker this module reads (`</parameter>` is Qwen3-Coder's too).
-pub(crate) const MARKERS: [&str; 5] = [SECTION_BEGIN, SECTION_END, INVOKE_OPEN, INVOKE_CLOSE, PARAMETER_OPEN];
+pub(crate) const MARKERS: [&str; 6] = {
+    let [invoke_open, invoke_close, parameter_open, parameter_close] = MINIMAX.markers();
+    [SECTION_BEGIN, SECTION_END, invoke_open, invoke_close, parameter_open, parameter_close]
+};
 
 /// Every MiniMax section outside reasoning.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let mut reader = Reader { parameter_close: Forward::new(reply, PARAMETER_CLOSE) };
+    let mut reader = Reader(Invoke::new(reply, &MINIMAX));
     let mut at = 0;
     while let Some(found) = find(reply, at, SECTION_BEGIN) {
         if let Some(end) = scope.reasoning.skip(found) {
@@ -44,9 +41,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
 }
 
 /// Reads the calls of a section.
-struct Reader<'a> {
-    parameter_close: Forward<'a>,
-}
+struct Reader<'a>(Invoke<'a>);
 
 impl CallTokens for Reader<'_> {
     fn section_end(&self, rest: &str) -> Option<usize> {
@@ -54,68 +49,11 @@ impl CallTokens for Reader<'_> {
     }
 
     fn opens_call(&self, rest: &str) -> bool {
-        rest.starts_with(INVOKE_OPEN)
+        self.0.opens_call(rest)
     }
 
-    /// The `<invoke>` at `at`, if it is a call, and where reading it stopped.
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
-        let reply = scope.reply;
-        let Some((name, mut p)) = attribute(reply, at + INVOKE_OPEN.len()) else {
-            return cut_off_or(reply, at, out, "an <invoke> tag does not name a tool");
-        };
-        let Some(name) = markup_name(name) else {
-            out.warn(at, format!("`{}` is not a tool's name; it is not a call", name.trim()));
-            return (None, p);
-        };
-        let mut arguments = Map::new();
-        loop {
-            p += reply[p..].len() - reply[p..].trim_start().len();
-            let rest = &reply[p..];
-            if rest.starts_with(INVOKE_CLOSE) {
-                p += INVOKE_CLOSE.len();
-                break;
-            }
-            let key = rest.strip_prefix(PARAMETER_OPEN).and_then(|_| attribute(reply, p + PARAMETER_OPEN.len()));
-            let Some((key, value_start)) = key.and_then(|(key, after)| Some((markup_name(key)?, after))) else {
-                let what = format!("expected {PARAMETER_OPEN}\"KEY\"> or {INVOKE_CLOSE} in the call to `{name}`");
-                return cut_off_or(reply, at, out, &what);
-            };
-            let Some(close) = self.parameter_close.next(value_start) else {
-                return cut_off_or(reply, at, out, &format!("`{key}` in the call to `{name}` has no {PARAMETER_CLOSE}"));
-            };
-            arguments.insert(key.to_owned(), Value::String(reply[value_start..close].trim().to_owned()));
-            p = close + PARAMETER_CLOSE.len();
-        }
-        if !scope.markup_calls(at, name) {
-            return (None, p);
-        }
-        (Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..p }), p)
-    }
-}
-
-/// The name attribute whose value starts at `start`, quoted as the template
-/// writes it or not (the engines' parsers strip the quotes if any): the
-/// name and where the tag's body starts.
-fn attribute(reply: &str, start: usize) -> Option<(&str, usize)> {
-    quoted_name(reply, start).or_else(|| {
-        let close = tag_end(reply, start)?;
-        Some((&reply[start..close], close + 1))
-    })
-}
-
-/// A call that cannot be read: cut off when the reply ends inside it (no
-/// `</invoke>` follows), else `what` is wrong; a warning either way, and
-/// where reading stopped.
-fn cut_off_or(reply: &str, at: usize, out: &mut Collector<'_>, what: &str) -> (Option<ParsedCall>, usize) {
-    match find(reply, at, INVOKE_CLOSE) {
-        None => {
-            out.warn(at, format!("a call is cut off before its {INVOKE_CLOSE}; it is not a call"));
-            (None, reply.len())
-        }
-        Some(close) => {
-            out.warn(at, format!("{what}; it is not a call"));
-            (None, close + INVOKE_CLOSE.len())
-        }
+        self.0.call(scope, at, out)
     }
 }
 
@@ -153,6 +91,8 @@ mod tests {
             Value::Object(checked(reply)),
             json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "fields": ["rain"], "x": null}})
         );
+        let quoting = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">close it with </parameter> then</parameter><parameter name=\"x\">1</parameter></invoke></minimax:tool_call>";
+        assert_eq!(calls(quoting), one("calculate", json!({"code": "close it with </parameter> then", "x": "1"})), "a value quoting markup keeps it");
         let code = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">\nif a < b && c > d { \"<x>\" }\n</parameter></invoke></minimax:tool_call>";
         assert_eq!(calls(code), one("calculate", json!({"code": "if a < b && c > d { \"<x>\" }"})));
     }

@@ -7,10 +7,17 @@
 //!   ([`function_tag`]);
 //! - GLM's `<tool_call>NAME<arg_key>…</arg_key><arg_value>…` ([`glm`]);
 //! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
-//!   [`deepseek`], both read by [`section`]);
-//! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`],
-//!   read by [`section`] too);
+//!   [`deepseek`], both read by [`section`]), and Kimi K3's XTML tools
+//!   channel ([`kimi_k3`]);
+//! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`])
+//!   DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]) and
+//!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
+//!   read by [`section`] too, their calls by [`invoke`];
 //! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]);
+//! - JSON or pythonic calls in a family's own envelope: Jamba's and
+//!   Hunyuan's `<tool_calls>`, Nemotron's `<TOOLCALL>`, LongCat's, Granite's
+//!   `<|tool_call|>`, InternLM2's, Apertus's, GigaChat's, OLMo 3's
+//!   `<function_calls>`, LFM2's and Llama 4's tokens ([`envelope`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
@@ -26,15 +33,20 @@
 
 pub(crate) mod command_r;
 pub(crate) mod deepseek;
+pub(crate) mod dsml;
+pub(crate) mod envelope;
 pub(crate) mod function_tag;
 pub(crate) mod functionary;
 pub(crate) mod glm;
 pub(crate) mod harmony;
+mod invoke;
 pub(crate) mod kimi;
+pub(crate) mod kimi_k3;
 pub(crate) mod minimax;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 mod section;
+pub(crate) mod step3;
 #[cfg(test)]
 mod testing;
 
@@ -44,7 +56,7 @@ use super::lenient_json;
 use super::scan::{Code, Collector, Quoted, Reasoning, find, find_open_bracket, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
-use super::{Declared, Parsed, Protocol, ProtocolId};
+use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
 use crate::manifest::{MAX_TOOL_NAME_LEN, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
@@ -74,13 +86,14 @@ impl Protocol for Auto {
         scan_json_tag(reply, reasoning, declared, TOOL_CODE, &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
+        envelope::scan_tags(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
         scan_chat_tokens(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
         minimax::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
-        scan_bare(reply, reasoning, declared, &mut out);
+        scan_bare(&scope, &mut out);
         out.finish()
     }
 
@@ -112,11 +125,16 @@ impl<'a> Scope<'a> {
         if self.reasoning.contains(offset) {
             return None;
         }
-        match self.code.get_or_init(|| Code::find(self.reply)).at(offset) {
+        match self.quoted(offset) {
             None => Some(Trust::Explicit),
             Some(Quoted::Fenced) => Some(Trust::Declared),
             Some(Quoted::Inline) => None,
         }
+    }
+
+    /// How the text at `offset` is quoted as code, if it is.
+    fn quoted(&self, offset: usize) -> Option<Quoted> {
+        self.code.get_or_init(|| Code::find(self.reply)).at(offset)
     }
 
     /// Whether markup at `offset` that calls `name` is a call, by
@@ -135,11 +153,14 @@ impl<'a> Scope<'a> {
 pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
 
 /// Every chat-template token that starts a call, in one pass: Llama's
-/// `<|python_tag|>`, Kimi K2's sections and calls, Command R's actions,
-/// Harmony's messages (found by their `<|message|>`).
+/// `<|python_tag|>`, the envelopes of Granite, InternLM2, Apertus, LFM2,
+/// Llama 4 and GigaChat, Kimi K2's sections and calls, Kimi K3's channels, Command R's
+/// actions, Harmony's messages (found by their `<|message|>`).
 fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut kimi = kimi::Reader::new(reply);
+    let mut kimi_k3 = kimi_k3::Reader::new(reply);
+    let mut envelopes = envelope::Reader::new(reply);
     let mut command_r = command_r::Reader::new(reply);
     let mut at = 0;
     while let Some(found) = find(reply, at, CHAT_TOKEN_OPEN) {
@@ -151,7 +172,11 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
         } else if reply[found..].starts_with(harmony::MESSAGE) {
             harmony::read(scope, found, out).unwrap_or(found + harmony::MESSAGE.len())
+        } else if let Some(end) = envelopes.read(scope, found, out) {
+            end
         } else if let Some(end) = kimi.read(scope, found, out) {
+            end
+        } else if let Some(end) = kimi_k3.read(scope, found, out) {
             end
         } else if let Some(end) = command_r.read(scope, found, out) {
             end
@@ -162,8 +187,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
 }
 
 /// Every `<tool_call>` element, by what its body holds: JSON (Hermes,
-/// Qwen), `<function>NAME</function>` and JSON, or GLM's name and argument
-/// tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`], a
+/// Qwen, Granite 4), pythonic calls (`[f(a=1)]` or `f(a=1)`),
+/// `<function>NAME</function>` and JSON, or GLM's name and argument tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`], a
 /// Harmony message to [`harmony`]; each takes the element around it too.
 fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
@@ -179,12 +204,19 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             continue;
         };
         let span = element.open..end;
-        if text.starts_with(['{', '[']) {
+        if pythonic::opens_call(text) {
+            let callable = |name: &str| scope.markup_calls(element.open, name);
+            if let Some(calls) = pythonic::sequence(reply, text_at, element.body.end, callable, out) {
+                let calls = calls.into_iter().map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: span.clone() });
+                let calls = calls.collect();
+                out.calls(span, calls);
+            }
+        } else if text.starts_with(['{', '[']) {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         } else if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
             function_tag::hermes_named(scope, text_at, element.body.end, span, out);
-        } else if glm::opens_call(text) {
-            glm::read(scope, text_at, element.body.end, span, out);
+        } else if glm::opens_call(text, &glm::GLM) {
+            glm::read(scope, text_at, element.body.end, span, &glm::GLM, out);
         } else {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
@@ -203,10 +235,12 @@ fn scan_tool_calls_message(reply: &str, declared: &Declared, out: &mut Collector
     }
 }
 
-/// Bare JSON objects or arrays that name a declared tool, and pythonic
-/// lists of declared tools. After a failed attempt the scan resumes where
+/// Bare JSON objects or arrays that name a declared tool (outside fenced
+/// code, which [`scan_fences`] reads by its language), and pythonic lists
+/// of declared tools. After a failed attempt the scan resumes where
 /// reading stopped, so the time stays linear on any input.
-fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
+fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let (reply, reasoning, declared) = (scope.reply, &scope.reasoning, scope.declared);
     let mut at = 0;
     loop {
         // A resume point can fall inside a multi-byte character, or past
@@ -226,6 +260,7 @@ fn scan_bare(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut 
                 at = pythonic::list(reply, found, declared, out);
                 continue;
             }
+            BareOpening::Json if scope.quoted(found) == Some(Quoted::Fenced) => continue,
             BareOpening::Json => {}
             BareOpening::Neither => continue,
         }
@@ -333,6 +368,20 @@ mod tests {
     }
 
     #[test]
+    fn pythonic_calls_in_a_tool_call_tag() {
+        let both = vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({}))];
+        assert_eq!(calls("<tool_call>[get_weather(city=\"Paris\"), undeclared_tool()]</tool_call>"), both);
+        assert_eq!(calls("Checking.\n<tool_call>\nget_weather(city='Paris')\nundeclared_tool()\n</tool_call>"), both);
+        assert_eq!(parse("Checking.<tool_call>now()</tool_call>").content, "Checking.");
+        let typed = "<tool_call>[forecast(city=\"Rome\", days=3, ratio=0.5, metric=True, options={\"a\": None})]</tool_call>";
+        assert_eq!(super::testing::checked(typed), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}).as_object().unwrap().clone());
+        let cut = "<tool_call>[get_weather(city=\"Par";
+        assert!(calls(cut).is_empty());
+        assert!(calls("<think><tool_call>[now()]</tool_call></think>").is_empty());
+        assert!(calls("`<tool_call>[delete_all()]</tool_call>`").is_empty());
+    }
+
+    #[test]
     fn pythonic_lists() {
         assert_eq!(
             calls("[get_weather(city=\"Paris\", days=3), now()]"),
@@ -364,6 +413,18 @@ mod tests {
             calls("{\"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"now\", \"arguments\": \"{}\"}}]}"),
             one("now", json!({}))
         );
+    }
+
+    #[test]
+    fn a_python_dict_example_in_a_fence_inside_prose_is_not_a_call() {
+        let example = "Here is an example:\n```\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```\nThat is how you call it.";
+        assert!(calls(example).is_empty());
+        assert_eq!(parse(example).content, example);
+        assert!(calls("For instance:\n```python\ntools = {'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```").is_empty());
+        let call = "```\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```";
+        assert_eq!(calls(call), one("get_weather", json!({"city": "Paris"})), "a fenced call with nothing after it");
+        let json = "Calling:\n```\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```\nOne moment.";
+        assert_eq!(calls(json).len(), 1, "JSON in a plain fence is still a call");
     }
 
     #[test]

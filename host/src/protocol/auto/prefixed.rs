@@ -1,5 +1,6 @@
 //! Calls after a prefix: Mistral's `[TOOL_CALLS]` (`[{…}]`, `name{…}`,
-//! `name[ARGS]{…}`) and Llama 3's `<|python_tag|>` (`{"name", "parameters"}`,
+//! `name[ARGS]{…}`, and Mistral Small 3.2's and Devstral's
+//! `name[CALL_ID]ID[ARGS]{…}`, whose id the result answers) and Llama 3's `<|python_tag|>` (`{"name", "parameters"}`,
 //! and its built-in tools' `brave_search.call(query="…")`). A prefix quoted
 //! in inline code starts nothing; in a fenced block, only a declared tool's
 //! call.
@@ -15,8 +16,10 @@ use serde_json::{Map, Value};
 pub(crate) const TOOL_CALLS: &str = "[TOOL_CALLS]";
 /// Llama 3's prefix before a call.
 pub(crate) const PYTHON_TAG: &str = "<|python_tag|>";
-/// Between a Mistral call's name and its arguments.
+/// Between a Mistral call's name (or id) and its arguments.
 const ARGS: &str = "[ARGS]";
+/// Between a Mistral call's name and its id.
+const CALL_ID: &str = "[CALL_ID]";
 /// Between a Llama 3 built-in tool's name and its keyword arguments.
 const BUILT_IN_CALL: &str = ".call(";
 /// Every marker this module reads.
@@ -69,6 +72,11 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
         };
     }
     let mut args_at = name_end;
+    let mut id = None;
+    if let Some((call_id, id_end)) = call_id(reply, args_at) {
+        id = Some(call_id.to_owned());
+        args_at = id_end;
+    }
     if reply[args_at..].starts_with(ARGS) {
         args_at += ARGS.len();
     }
@@ -81,7 +89,7 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
     }
     if let Ok((Value::Object(arguments), used, repairs)) = lenient_json::parse_prefix(&reply[args_at..]) {
         json_call::report(&repairs, args_at, out);
-        out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
+        out.call(ParsedCall { id, name: name.to_owned(), arguments, reserved: Map::new(), span: found..args_at + used });
         args_at + used
     } else {
         out.warn(args_at, format!("the arguments of `{name}` are not a JSON object"));
@@ -89,11 +97,48 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
     }
 }
 
+/// `[CALL_ID]ID` at `at`, followed by `[ARGS]`: the id and where it ends.
+fn call_id(reply: &str, at: usize) -> Option<(&str, usize)> {
+    let start = at + CALL_ID.len();
+    reply[at..].starts_with(CALL_ID).then_some(())?;
+    let end = start + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
+    (end > start && reply[end..].starts_with(ARGS)).then(|| (&reply[start..end], end))
+}
 
 #[cfg(test)]
 mod tests {
     use super::super::testing::{calls, checked, no_calls, one, parse, warnings};
     use serde_json::{Value, json};
+
+    #[test]
+    fn mistral_calls_with_ids() {
+        let reply = "[TOOL_CALLS]get_weather[CALL_ID]a5Bc7dE9f[ARGS]{\"city\": \"Paris\"}";
+        let parsed = parse(reply);
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parsed.calls[0].id.as_deref(), Some("a5Bc7dE9f"), "the result answers the id");
+        assert_eq!((parsed.content.as_str(), parsed.warnings.len()), ("", 0));
+        let several = "I'll check both.[TOOL_CALLS]get_weather[CALL_ID]abc123XYZ[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]now[CALL_ID]def456UVW[ARGS]{}";
+        assert_eq!(calls(several), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))]);
+        assert_eq!(parse(several).content, "I'll check both.");
+        let no_id = "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]now[ARGS]{}";
+        assert_eq!(calls(no_id).len(), 2);
+        let typed = "[TOOL_CALLS]forecast[CALL_ID]x1[ARGS]{\"city\": \"Rome\", \"days\": 3, \"ratio\": 0.5, \"metric\": true, \"options\": {\"a\": null}}";
+        assert_eq!(Value::Object(checked(typed)), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}));
+        let reasoned = "<think>Weather first.</think>[TOOL_CALLS]now[CALL_ID]q[ARGS]{}";
+        assert_eq!(calls(reasoned), one("now", json!({})));
+        let magistral = "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then.[TOOL_CALLS]now[ARGS]{}";
+        assert_eq!(calls(magistral), one("now", json!({})), "Magistral's [THINK] is reasoning");
+        assert_eq!(parse(magistral).content, "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then.");
+    }
+
+    #[test]
+    fn a_cut_off_mistral_call_is_a_warning_not_a_call() {
+        let cut = "[TOOL_CALLS]now[CALL_ID]abc[ARGS]{}[TOOL_CALLS]get_weather[CALL_ID]def[ARGS]{\"city\": \"Par";
+        assert_eq!(calls(cut), one("now", json!({})));
+        assert_eq!(warnings(cut), ["the arguments of `get_weather` are not a JSON object"]);
+        assert_eq!(calls("[TOOL_CALLS]get_weather[CALL_ID]"), vec![]);
+        no_calls(&["Mistral writes `[TOOL_CALLS]delete_all[CALL_ID]x[ARGS]{}`.", "<think>[TOOL_CALLS]now[CALL_ID]q[ARGS]{}</think>"]);
+    }
 
     #[test]
     fn llama_built_in_tools_after_the_python_tag() {

@@ -1,6 +1,7 @@
 //! Calls written as Python: lists like `[get_weather(city="Paris"), now()]`
-//! (Llama 3.2, Llama 4), and the keyword arguments Llama 3's built-in tools
-//! take after `<|python_tag|>` (`brave_search.call(query="…")`).
+//! (Llama 3.2, Llama 4), calls one per line inside a family's envelope
+//! (OLMo 3, LFM2: [`sequence`]), and the keyword arguments Llama 3's
+//! built-in tools take after `<|python_tag|>` (`brave_search.call(query="…")`).
 
 use super::super::lenient_json;
 use super::super::scan::{Collector, skip_ws};
@@ -14,6 +15,14 @@ pub(crate) fn pythonic_head(reply: &str, open: usize) -> Option<&str> {
     let start = skip_ws(bytes, open + 1);
     let end = function_name_end(bytes, start);
     (end > start && bytes.get(end) == Some(&b'(')).then(|| &reply[start..end])
+}
+
+/// Whether `text` starts with a pythonic call, `name(` or `[name(`.
+pub(crate) fn opens_call(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let start = if bytes.first() == Some(&b'[') { skip_ws(bytes, 1) } else { 0 };
+    let end = function_name_end(bytes, start);
+    end > start && bytes[start].is_ascii_alphabetic() && bytes.get(end) == Some(&b'(')
 }
 
 /// Where a pythonic function name starting at `p` ends.
@@ -62,6 +71,52 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
         .collect();
     out.calls(span, calls);
     p
+}
+
+/// The calls from `start` to `end`, inside markup that says they are calls:
+/// `[f(a=1), g()]`, or `f(a=1)` and `g()` one after another, separated by
+/// line breaks or commas. `calls(name)` says whether a name may be called.
+/// `None`, after a warning, when the text is not only calls.
+pub(super) fn sequence(
+    reply: &str,
+    start: usize,
+    end: usize,
+    calls: impl Fn(&str) -> bool,
+    out: &mut Collector<'_>,
+) -> Option<Vec<(String, Map<String, Value>)>> {
+    let bytes = &reply.as_bytes()[..end];
+    let mut p = skip_ws(bytes, start);
+    let bracketed = bytes.get(p) == Some(&b'[');
+    p += usize::from(bracketed);
+    let mut found = Vec::new();
+    loop {
+        while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace() || *b == b',' || *b == b';') {
+            p += 1;
+        }
+        if p >= end || (bracketed && bytes[p] == b']' && reply[p + 1..end].trim().is_empty()) {
+            return Some(found);
+        }
+        let name_start = p;
+        p = function_name_end(bytes, p);
+        let name = &reply[name_start..p];
+        if name.is_empty() || bytes.get(p) != Some(&b'(') {
+            out.warn(name_start, "expected a call, `name(key=value, …)`; it is not a call");
+            return None;
+        }
+        if !calls(name) {
+            return None;
+        }
+        match keyword_arguments(&reply[..end], p + 1, name, out) {
+            Ok((arguments, after)) => {
+                found.push((name.to_owned(), arguments));
+                p = after;
+            }
+            Err(_) => {
+                out.warn(name_start, format!("`{name}(…)` is cut off or not keyword arguments; it is not a call"));
+                return None;
+            }
+        }
+    }
 }
 
 /// `k=v, …)` from `p`, just after the `(` of `name(`: the arguments and

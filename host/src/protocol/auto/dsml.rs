@@ -1,0 +1,135 @@
+//! DeepSeek V3.2 and V4: `<｜DSML｜function_calls>` (V4:
+//! `<｜DSML｜tool_calls>`), then for each call
+//! `<｜DSML｜invoke name="NAME">` with
+//! `<｜DSML｜parameter name="KEY" string="true|false">value</｜DSML｜parameter>`
+//! for each argument and `</｜DSML｜invoke>`, then the section's closing tag
+//! (which may be left out: the stop token can follow the last call).
+//! Reasoning is `<think>…</think>`.
+//!
+//! The model tags each value: `string="true"` is text, kept exactly (a
+//! JSON-looking string stays a string), `string="false"` is JSON, decoded
+//! here; the check step then types both by the declaration. The calls'
+//! markup is read by [`invoke`](super::invoke).
+
+use super::super::ParsedCall;
+use super::super::scan::Collector;
+use super::invoke::{DSML, Invoke};
+use super::section::{self, CallTokens};
+use super::Scope;
+
+/// Opens V3.2's calls.
+pub(crate) const FUNCTION_CALLS_BEGIN: &str = "<｜DSML｜function_calls>";
+/// Closes them.
+pub(crate) const FUNCTION_CALLS_END: &str = "</｜DSML｜function_calls>";
+/// Opens V4's calls.
+pub(crate) const TOOL_CALLS_BEGIN: &str = "<｜DSML｜tool_calls>";
+/// Closes them.
+pub(crate) const TOOL_CALLS_END: &str = "</｜DSML｜tool_calls>";
+/// Every marker this module reads.
+pub(crate) const MARKERS: [&str; 8] = {
+    let [invoke_open, invoke_close, parameter_open, parameter_close] = DSML.markers();
+    [FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END, TOOL_CALLS_BEGIN, TOOL_CALLS_END, invoke_open, invoke_close, parameter_open, parameter_close]
+};
+/// Each section's opening and closing tags.
+const SECTIONS: [(&str, &str); 2] = [(FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END), (TOOL_CALLS_BEGIN, TOOL_CALLS_END)];
+
+/// Reads DSML sections where DeepSeek's token scan finds them.
+pub(super) struct Reader<'a> {
+    invoke: Invoke<'a>,
+    /// The closing tag of the section being read.
+    end: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(reply: &'a str) -> Self {
+        Reader { invoke: Invoke::new(reply, &DSML), end: FUNCTION_CALLS_END }
+    }
+
+    /// The section at `found`, if a DSML section opens there: where reading
+    /// it stopped.
+    pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
+        let (begin, end) = SECTIONS.into_iter().find(|(begin, _)| scope.reply[found..].starts_with(begin))?;
+        let after = found + begin.len();
+        if scope.markup_trust(found).is_none() {
+            return Some(after);
+        }
+        self.end = end;
+        Some(section::read(scope, found, after, self, out))
+    }
+}
+
+impl CallTokens for Reader<'_> {
+    fn section_end(&self, rest: &str) -> Option<usize> {
+        rest.starts_with(self.end).then_some(self.end.len())
+    }
+
+    fn opens_call(&self, rest: &str) -> bool {
+        self.invoke.opens_call(rest)
+    }
+
+    fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
+        self.invoke.call(scope, at, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{calls, checked, no_calls, one, parse, prose, warnings};
+    use serde_json::{Value, json};
+
+    /// Two calls as V3.2's template writes them.
+    const TWO_CALLS: &str = "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">杭州</｜DSML｜parameter>\n<｜DSML｜parameter name=\"date\" string=\"true\">2024-01-16</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"now\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+
+    fn both() -> Vec<(String, Value)> {
+        vec![("get_weather".into(), json!({"city": "杭州", "date": "2024-01-16"})), ("now".into(), json!({}))]
+    }
+
+    #[test]
+    fn dsml_calls_alone_after_prose_and_after_reasoning() {
+        assert_eq!(calls(TWO_CALLS), both());
+        let parsed = parse(TWO_CALLS);
+        assert_eq!(parsed.content, "");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        let reply = format!("<think>\nThe user wants the weather.\n</think>\n\nLet me check.\n\n{TWO_CALLS}");
+        assert_eq!(calls(&reply), both());
+        assert_eq!(parse(&reply).content, "<think>\nThe user wants the weather.\n</think>\n\nLet me check.");
+        let forced_open = format!("The user wants the weather.</think>{TWO_CALLS}");
+        assert_eq!(calls(&forced_open), both(), "the template wrote the <think>");
+        let v4 = TWO_CALLS.replace("function_calls>", "tool_calls>");
+        assert_eq!(calls(&v4), both(), "V4 names the section tool_calls");
+        let unclosed = &TWO_CALLS[..TWO_CALLS.len() - "</｜DSML｜function_calls>".len()];
+        assert_eq!(calls(unclosed), both(), "the section's end left out");
+    }
+
+    #[test]
+    fn dsml_values_are_text_or_json_as_tagged() {
+        let reply = "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"forecast\">\n<｜DSML｜parameter name=\"city\" string=\"true\">{\"a\": 1}</｜DSML｜parameter>\n<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>\n<｜DSML｜parameter name=\"ratio\" string=\"false\">0.5</｜DSML｜parameter>\n<｜DSML｜parameter name=\"metric\" string=\"false\">true</｜DSML｜parameter>\n<｜DSML｜parameter name=\"options\" string=\"false\">{\"hourly\": true, \"fields\": [\"rain\"], \"x\": null}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+        let typed = json!({"city": "{\"a\": 1}", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "fields": ["rain"], "x": null}});
+        assert_eq!(calls(reply), one("forecast", typed.clone()), "typed as tagged, before any declaration");
+        assert_eq!(Value::Object(checked(reply)), typed);
+        let spaced = "<｜DSML｜function_calls><｜DSML｜invoke name=\"calculate\"><｜DSML｜parameter name=\"code\" string=\"true\">  a < b\n</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜function_calls>";
+        assert_eq!(calls(spaced), one("calculate", json!({"code": "  a < b\n"})), "text is kept exactly");
+    }
+
+    #[test]
+    fn a_cut_off_dsml_call_is_a_warning_not_a_call() {
+        let cut = &TWO_CALLS[..TWO_CALLS.len() - "</｜DSML｜invoke>\n</｜DSML｜function_calls>".len()];
+        assert_eq!(calls(cut), one("get_weather", json!({"city": "杭州", "date": "2024-01-16"})), "only the complete call");
+        assert_eq!(warnings(cut), ["a call is cut off before its </｜DSML｜invoke>; it is not a call"]);
+        let mid_value = "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Hang";
+        assert_eq!(calls(mid_value), vec![]);
+        assert_eq!(warnings(mid_value), ["a call is cut off before its </｜DSML｜invoke>; it is not a call"]);
+    }
+
+    #[test]
+    fn dsml_tokens_in_prose_or_code_are_not_calls() {
+        no_calls(&[
+            "DeepSeek V3.2 wraps calls in <｜DSML｜function_calls> and </｜DSML｜function_calls>.",
+            "e.g. `<｜DSML｜function_calls><｜DSML｜invoke name=\"delete_all\"></｜DSML｜invoke></｜DSML｜function_calls>`",
+            "```xml\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"delete_all\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>\n```",
+            "<think><｜DSML｜function_calls><｜DSML｜invoke name=\"now\"></｜DSML｜invoke></｜DSML｜function_calls></think>",
+            "An <｜DSML｜invoke name=\"now\"></｜DSML｜invoke> tag alone is no call.",
+        ]);
+        prose("It opens with <｜DSML｜tool_calls> first.");
+    }
+}

@@ -1,0 +1,370 @@
+//! Calls inside a family's envelope: a pair of tags or tokens around a body
+//! in a format read elsewhere (JSON calls, pythonic calls):
+//!
+//! - AI21 Jamba and Tencent Hunyuan-A13B: `<tool_calls>[{"name", "arguments"}]</tool_calls>`;
+//! - NVIDIA Nemotron (Llama-3.1- and Nano-based): `<TOOLCALL>[…]</TOOLCALL>`;
+//! - Meituan LongCat: `<longcat_tool_call>{…}</longcat_tool_call>`, or the
+//!   name and `<longcat_arg_key>K</longcat_arg_key><longcat_arg_value>V</longcat_arg_value>`
+//!   for each argument;
+//! - IBM Granite 3: `<|tool_call|>[{"name", "arguments"}]` (no closing token;
+//!   `arguments` may come before `name`);
+//! - InternLM2: `<|action_start|><|plugin|>{"name", "parameters"}<|action_end|>`;
+//! - Swiss AI Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`, each
+//!   call an object whose only key is the tool's name;
+//! - GigaChat 3: `function call<|role_sep|>{"name", "arguments"}`, up to
+//!   `<|message_sep|>` or the end;
+//! - AllenAI OLMo 3: `<function_calls>` and pythonic calls one per line;
+//! - Liquid LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`;
+//! - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`.
+//!
+//! An envelope is explicit markup: any tool it names is called (in a fenced
+//! block, only a declared one; in reasoning or inline code, none). A
+//! closing token may be left out (it can be the stop token) when the body
+//! is complete; a body the reply ends inside is a warning, not a call.
+
+use super::super::json_call::{self, Trust};
+use super::super::lenient_json;
+use super::super::scan::{Collector, Forward};
+use super::super::ParsedCall;
+use super::super::xml_tag::TOOL_CALL;
+use super::{Scope, glm, markup_name, pythonic};
+use serde_json::{Map, Value};
+
+/// What an envelope holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    /// A JSON call or array of calls.
+    Json,
+    /// An array of objects `{"NAME": {arguments}}`.
+    NameKeyed,
+    /// Pythonic calls, a list or one after another.
+    Pythonic,
+}
+
+/// One family's envelope.
+struct Envelope {
+    open: &'static str,
+    /// Empty when nothing closes it but the reply's end.
+    close: &'static str,
+    body: Body,
+}
+
+const fn envelope(open: &'static str, close: &'static str, body: Body) -> Envelope {
+    Envelope { open, close, body }
+}
+
+/// Opens LongCat's calls: JSON, or a name and GLM-like `longcat_` argument
+/// tags ([`glm::LONGCAT`]).
+const LONGCAT_TOOL_CALL: &str = "<longcat_tool_call>";
+/// The envelopes that open with a tag (`<name>`).
+const TAGS: [Envelope; 4] = [
+    envelope("<tool_calls>", "</tool_calls>", Body::Json),
+    envelope("<TOOLCALL>", "</TOOLCALL>", Body::Json),
+    envelope(LONGCAT_TOOL_CALL, "</longcat_tool_call>", Body::Json),
+    envelope("<function_calls>", "</function_calls>", Body::Pythonic),
+];
+/// The envelopes that open with a chat-template token (`<|…|>`).
+const TOKENS: [Envelope; 5] = [
+    envelope("<|tool_call|>", "", Body::Json),
+    envelope("<|action_start|><|plugin|>", "<|action_end|>", Body::Json),
+    envelope("<|tools_prefix|>", "<|tools_suffix|>", Body::NameKeyed),
+    envelope("<|tool_call_start|>", "<|tool_call_end|>", Body::Pythonic),
+    envelope("<|python_start|>", "<|python_end|>", Body::Pythonic),
+];
+/// GigaChat's envelope: the role separator after `function call`.
+const GIGACHAT: Envelope = envelope("<|role_sep|>", "<|message_sep|>", Body::Json);
+/// What GigaChat writes before its role separator in a call.
+const GIGACHAT_ROLE: &str = "function call";
+/// Every marker this module reads.
+pub(crate) const MARKERS: [&str; 19] = [
+    TAGS[0].open,
+    TAGS[0].close,
+    TAGS[1].open,
+    TAGS[1].close,
+    TAGS[2].open,
+    TAGS[2].close,
+    TAGS[3].open,
+    TAGS[3].close,
+    TOKENS[0].open,
+    TOKENS[1].open,
+    TOKENS[1].close,
+    TOKENS[2].open,
+    TOKENS[2].close,
+    TOKENS[3].open,
+    TOKENS[3].close,
+    TOKENS[4].open,
+    TOKENS[4].close,
+    GIGACHAT.open,
+    GIGACHAT.close,
+];
+
+/// Every tag envelope outside reasoning, in one pass over the `<`s.
+pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut closes = TAGS.map(|envelope| Forward::new(reply, envelope.close));
+    let mut at = 0;
+    while let Some(found) = memchr::memchr(b'<', &reply.as_bytes()[at..]).map(|i| i + at) {
+        at = found + 1;
+        if let Some(end) = scope.reasoning.skip(found) {
+            at = end;
+            continue;
+        }
+        if let Some(i) = TAGS.iter().position(|e| reply[found..].starts_with(e.open)) {
+            at = read(scope, found, found + TAGS[i].open.len(), &TAGS[i], &mut closes[i], out);
+        }
+    }
+}
+
+/// Reads the token envelopes where the chat-token scan finds them.
+pub(super) struct Reader<'a> {
+    closes: [Forward<'a>; 5],
+    gigachat_close: Forward<'a>,
+}
+
+impl<'a> Reader<'a> {
+    pub(super) fn new(reply: &'a str) -> Self {
+        Reader { closes: TOKENS.map(|envelope| Forward::new(reply, envelope.close)), gigachat_close: Forward::new(reply, GIGACHAT.close) }
+    }
+
+    /// The token envelope at `found`, where the chat-token scan stands on
+    /// a `<|`: where reading stopped, or `None` when none opens there.
+    pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
+        let rest = &scope.reply[found..];
+        if let Some(i) = TOKENS.iter().position(|e| rest.starts_with(e.open)) {
+            return Some(read(scope, found, found + TOKENS[i].open.len(), &TOKENS[i], &mut self.closes[i], out));
+        }
+        let role = found.checked_sub(GIGACHAT_ROLE.len()).filter(|&r| scope.reply.is_char_boundary(r))?;
+        (rest.starts_with(GIGACHAT.open) && scope.reply[role..found] == *GIGACHAT_ROLE).then_some(())?;
+        Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
+    }
+}
+
+/// The envelope opened at `open` whose body starts at `body`: its calls
+/// collected, and where reading stopped. `closes` finds its closing token;
+/// when there is none, reading ends with the reply whether or not the body
+/// holds calls, so that no unclosed envelope is read twice.
+fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes: &mut Forward<'_>, out: &mut Collector<'_>) -> usize {
+    let reply = scope.reply;
+    let Some(trust) = scope.markup_trust(open) else { return body };
+    let close = if envelope.close.is_empty() { None } else { closes.next(body) };
+    let (body_end, end) = close.map_or((reply.len(), reply.len()), |c| (c, c + envelope.close.len()));
+    let text = reply[body..body_end].trim_start();
+    if envelope.open == LONGCAT_TOOL_CALL && glm::opens_call(text, &glm::LONGCAT) {
+        if close.is_none() {
+            out.warn(open, format!("the call after {LONGCAT_TOOL_CALL} is cut off; it is not a call"));
+            return reply.len();
+        }
+        glm::read(scope, body_end - text.len(), body_end, open..end, &glm::LONGCAT, out);
+        return end;
+    }
+    let opens = match envelope.body {
+        Body::Pythonic => pythonic::opens_call(text),
+        Body::Json | Body::NameKeyed => text.starts_with(['{', '[']),
+    };
+    if !opens {
+        // Hunyuan V3's `<tool_call>` elements, read by the `<tool_call>`
+        // scan: the envelope around them is no content. Else the
+        // envelope's token quoted in prose.
+        if text.starts_with(TOOL_CALL.0) && close.is_some() && trust == Trust::Explicit {
+            out.markup(open..body);
+            out.markup(body_end..end);
+        }
+        return body;
+    }
+    let calls = match envelope.body {
+        Body::Pythonic => {
+            let callable = |name: &str| trust == Trust::Explicit || scope.declared.contains(name);
+            pythonic::sequence(reply, body, body_end, callable, out).map(|calls| {
+                calls.into_iter().map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: open..end }).collect()
+            })
+        }
+        Body::Json | Body::NameKeyed => match lenient_json::parse_prefix(&reply[body..body_end]) {
+            Ok((value, used, repairs)) if reply[body + used..body_end].trim().is_empty() => {
+                json_call::report(&repairs, body, out);
+                Some(json_calls(value, envelope.body, open..end, trust, scope, out))
+            }
+            Ok((value, used, repairs)) if close.is_none() => {
+                // The closing token left out, and prose after the calls.
+                json_call::report(&repairs, body, out);
+                let calls = json_calls(value, envelope.body, open..body + used, trust, scope, out);
+                if !calls.is_empty() {
+                    out.calls(open..body + used, calls);
+                    return body + used;
+                }
+                None
+            }
+            Ok(_) => {
+                out.warn(body, format!("text follows the calls after {}; it is not a call", envelope.open));
+                None
+            }
+            Err(_) if close.is_none() => {
+                out.warn(open, format!("the calls after {} are cut off; they are not calls", envelope.open));
+                None
+            }
+            Err(e) => {
+                out.warn(body + e.offset, format!("the calls after {} are not JSON: {}", envelope.open, e.message));
+                None
+            }
+        },
+    };
+    match calls {
+        Some(calls) if !calls.is_empty() => {
+            out.calls(open..end, calls);
+            end
+        }
+        _ if close.is_none() => reply.len(),
+        _ => body,
+    }
+}
+
+/// The calls in a JSON body.
+fn json_calls(value: Value, body: Body, span: std::ops::Range<usize>, trust: Trust, scope: &Scope<'_>, out: &mut Collector<'_>) -> Vec<ParsedCall> {
+    if body == Body::NameKeyed
+        && let Some(calls) = name_keyed(&value, &span)
+    {
+        return calls.into_iter().filter(|call| trust == Trust::Explicit || scope.declared.contains(&call.name)).collect();
+    }
+    let mut inner = Collector::new(scope.reply);
+    json_call::collect_value(value, span, trust, scope.declared, &mut inner);
+    let parsed = inner.finish();
+    for warning in parsed.warnings {
+        out.warn(warning.offset, warning.message);
+    }
+    parsed.calls
+}
+
+/// Apertus's calls, `[{"NAME": {arguments}}, …]`: every item an object
+/// with one key, a tool's name, and an object as its value.
+fn name_keyed(value: &Value, span: &std::ops::Range<usize>) -> Option<Vec<ParsedCall>> {
+    let items = match value {
+        Value::Array(items) => items.as_slice(),
+        single => std::slice::from_ref(single),
+    };
+    items
+        .iter()
+        .map(|item| {
+            let object = item.as_object().filter(|o| o.len() == 1)?;
+            let (name, arguments) = object.iter().next()?;
+            let name = markup_name(name).filter(|n| *n != "name")?;
+            let arguments = arguments.as_object()?.clone();
+            Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: span.clone() })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{calls, checked, no_calls, one, parse, prose, warnings};
+    use serde_json::{Value, json};
+
+    fn both() -> Vec<(String, Value)> {
+        vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({}))]
+    }
+
+    /// Each family's envelope around two calls, the second to a tool that
+    /// is not declared (the envelope says they are calls).
+    const TWO_CALLS: [&str; 10] = [
+        "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</tool_calls>",
+        "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</TOOLCALL>",
+        "<longcat_tool_call>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</longcat_tool_call>",
+        "<function_calls>\nget_weather(city=\"Paris\")\nundeclared_tool()\n</function_calls>",
+        "<|tool_call|>[{\"arguments\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"}, {\"arguments\": {}, \"name\": \"undeclared_tool\"}]",
+        "<|action_start|><|plugin|>\n[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"parameters\": {}}]<|action_end|>",
+        "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}, {\"undeclared_tool\": {}}]<|tools_suffix|>",
+        "function call<|role_sep|>\n[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]",
+        "<|tool_call_start|>[get_weather(city=\"Paris\"), undeclared_tool()]<|tool_call_end|>",
+        "<|python_start|>[get_weather(city='Paris'), undeclared_tool()]<|python_end|>",
+    ];
+
+    #[test]
+    fn each_envelope_alone_after_prose_and_after_reasoning() {
+        for reply in TWO_CALLS {
+            assert_eq!(calls(reply), both(), "{reply}");
+            let parsed = parse(reply);
+            assert_eq!((parsed.content.as_str(), parsed.warnings.len()), ("", 0), "{reply}: {:?}", parsed.warnings);
+            let after = format!("<think>The weather.</think>\nLet me check.\n{reply}");
+            assert_eq!(calls(&after), both(), "{after}");
+            assert_eq!(parse(&after).content, "<think>The weather.</think>\nLet me check.", "{after}");
+        }
+    }
+
+    #[test]
+    fn single_calls_and_left_out_closing_tokens() {
+        for reply in [
+            "<tool_calls>{\"name\": \"now\", \"arguments\": {}}</tool_calls>",
+            "<longcat_tool_call>{\"name\": \"now\", \"arguments\": {}}</longcat_tool_call>",
+            "<|tool_call|>{\"name\": \"now\", \"arguments\": {}}",
+            "<|action_start|><|plugin|>\n{\"name\": \"now\", \"parameters\": {}}",
+            "function call<|role_sep|>\n{\"name\": \"now\", \"arguments\": {}}<|message_sep|>",
+            "<function_calls>now()</function_calls>",
+            "<|python_start|>now()<|python_end|>",
+            "<|tool_call_start|>[now()]",
+            "<|tools_prefix|>[{\"now\": {}}]",
+        ] {
+            assert_eq!(calls(reply), one("now", json!({})), "{reply}");
+        }
+    }
+
+    #[test]
+    fn longcat_calls_with_argument_tags() {
+        let reply = "Checking.\n<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Paris</longcat_arg_value>\n</longcat_tool_call>\n<longcat_tool_call>undeclared_tool\n<longcat_arg_key>a</longcat_arg_key>\n<longcat_arg_value>1</longcat_arg_value>\n</longcat_tool_call>";
+        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({"a": "1"}))]);
+        assert_eq!(parse(reply).content, "Checking.");
+        let typed = "<longcat_tool_call>forecast\n<longcat_arg_key>days</longcat_arg_key>\n<longcat_arg_value>3</longcat_arg_value>\n<longcat_arg_key>metric</longcat_arg_key>\n<longcat_arg_value>false</longcat_arg_value>\n</longcat_tool_call>";
+        assert_eq!(Value::Object(checked(typed)), json!({"days": 3, "metric": false}));
+        let cut = "<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Par";
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["the call after <longcat_tool_call> is cut off; it is not a call"]);
+    }
+
+    #[test]
+    fn prose_after_calls_whose_closing_token_is_left_out_is_content() {
+        let reply = "I will check. <|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}] One moment.";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(reply).content, "I will check.  One moment.");
+        let granite = "<|tool_call|>[{\"name\": \"now\", \"arguments\": {}}]\nDone.";
+        assert_eq!(calls(granite), one("now", json!({})));
+        assert_eq!(parse(granite).content, "Done.");
+    }
+
+    #[test]
+    fn envelope_values_are_typed_by_the_declaration() {
+        for reply in [
+            "<tool_calls>[{\"name\": \"forecast\", \"arguments\": {\"city\": \"Rome\", \"days\": \"3\", \"ratio\": 0.5, \"metric\": true, \"options\": {\"a\": null}}}]</tool_calls>",
+            "<|tools_prefix|>[{\"forecast\": {\"city\": \"Rome\", \"days\": 3, \"ratio\": 0.5, \"metric\": \"true\", \"options\": {\"a\": null}}}]<|tools_suffix|>",
+            "<function_calls>\nforecast(city=\"Rome\", days=3, ratio=0.5, metric=True, options={\"a\": None})\n</function_calls>",
+            "<|tool_call_start|>[forecast(city='Rome', days=3, ratio=0.5, metric=true, options={'a': null})]<|tool_call_end|>",
+        ] {
+            assert_eq!(Value::Object(checked(reply)), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}), "{reply}");
+        }
+    }
+
+    #[test]
+    fn a_cut_off_envelope_is_a_warning_not_a_call() {
+        let cut = "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par";
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["the calls after <tool_calls> are cut off; they are not calls"]);
+        let granite = "<|tool_call|>[{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"get_weather\", \"argu";
+        assert_eq!(calls(granite), vec![]);
+        assert_eq!(warnings(granite), ["the calls after <|tool_call|> are cut off; they are not calls"]);
+        let olmo = "<function_calls>\nnow()\nget_weather(city=\"Par";
+        assert_eq!(calls(olmo), vec![]);
+        assert_eq!(warnings(olmo), ["`get_weather(…)` is cut off or not keyword arguments; it is not a call"]);
+    }
+
+    #[test]
+    fn envelopes_in_prose_or_code_are_not_calls() {
+        assert_eq!(warnings("Granite writes <|tool_call|> before its calls, and <tool_calls> too."), Vec::<String>::new());
+        no_calls(&[
+            "Jamba wraps calls in `<tool_calls>[{\"name\": \"delete_all\", \"arguments\": {}}]</tool_calls>`.",
+            "<think><TOOLCALL>[{\"name\": \"now\", \"arguments\": {}}]</TOOLCALL></think>",
+            "```\n<|tool_call_start|>[delete_all()]<|tool_call_end|>\n```",
+            "OLMo writes <function_calls> around calls like print(x) and more.",
+            "In Python, <function_calls>\nlen(x) is 3\n</function_calls> counts.",
+            "The template says function call<|role_sep|> and then JSON.",
+        ]);
+        prose("Granite writes <|tool_call|> before its calls, and Apertus <|tools_prefix|>.");
+        let fenced = "```\n<|tool_call_start|>[now()]<|tool_call_end|>\n```";
+        assert_eq!(calls(fenced), one("now", json!({})), "in a fence, a declared tool's call");
+    }
+}

@@ -1,0 +1,204 @@
+//! One call written as `<invoke name="NAME">`, a
+//! `<parameter name="KEY">value</parameter>` for each argument, and
+//! `</invoke>`: the markup of MiniMax-M2 ([`MINIMAX`]), of DeepSeek V3.2
+//! and V4 ([`DSML`], its tags behind `｜DSML｜`) and of Step3
+//! ([`STEPTML`], behind `steptml:`). The families differ in the section
+//! around the calls (read by their own modules) and in how a value is
+//! written ([`Values`]).
+
+use super::super::ParsedCall;
+use super::super::lenient_json;
+use super::super::scan::{Collector, Forward, find};
+use super::function_tag::{quoted_name, tag_end};
+use super::{Scope, markup_name};
+use serde_json::{Map, Value};
+
+/// How a dialect writes an argument's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Values {
+    /// Raw text, trimmed as the engines trim it (MiniMax, Step3); the check
+    /// step types it by the declared parameter.
+    Trimmed,
+    /// Tagged by the model: `string="true"` keeps the text exactly,
+    /// `string="false"` is JSON (DeepSeek's DSML).
+    StringAttribute,
+}
+
+/// The tags of one dialect.
+#[derive(Debug)]
+pub(crate) struct Dialect {
+    /// Opens a call, up to its name's value: `<invoke name=`.
+    pub(crate) invoke_open: &'static str,
+    /// Closes a call.
+    pub(crate) invoke_close: &'static str,
+    /// Opens an argument, up to its key's value: `<parameter name=`.
+    pub(crate) parameter_open: &'static str,
+    /// Closes an argument.
+    pub(crate) parameter_close: &'static str,
+    /// How values are written.
+    pub(crate) values: Values,
+}
+
+impl Dialect {
+    /// Every tag of the dialect.
+    pub(crate) const fn markers(&self) -> [&'static str; 4] {
+        [self.invoke_open, self.invoke_close, self.parameter_open, self.parameter_close]
+    }
+}
+
+/// MiniMax-M2's tags.
+pub(crate) const MINIMAX: Dialect = Dialect {
+    invoke_open: "<invoke name=",
+    invoke_close: "</invoke>",
+    parameter_open: "<parameter name=",
+    parameter_close: "</parameter>",
+    values: Values::Trimmed,
+};
+
+/// DeepSeek V3.2's and V4's tags.
+pub(crate) const DSML: Dialect = Dialect {
+    invoke_open: "<｜DSML｜invoke name=",
+    invoke_close: "</｜DSML｜invoke>",
+    parameter_open: "<｜DSML｜parameter name=",
+    parameter_close: "</｜DSML｜parameter>",
+    values: Values::StringAttribute,
+};
+
+/// Step3's tags.
+pub(crate) const STEPTML: Dialect = Dialect {
+    invoke_open: "<steptml:invoke name=",
+    invoke_close: "</steptml:invoke>",
+    parameter_open: "<steptml:parameter name=",
+    parameter_close: "</steptml:parameter>",
+    values: Values::Trimmed,
+};
+
+/// The attribute that tags a DSML value as text or JSON.
+const STRING_ATTRIBUTE: &str = "string=";
+
+/// Reads the calls of one dialect in a reply; its searches stay linear
+/// over the whole reply however many calls it holds.
+pub(crate) struct Invoke<'a> {
+    dialect: &'static Dialect,
+    parameter_close: Forward<'a>,
+    parameter_open: Forward<'a>,
+    invoke_close: Forward<'a>,
+}
+
+impl<'a> Invoke<'a> {
+    pub(crate) fn new(reply: &'a str, dialect: &'static Dialect) -> Self {
+        Invoke {
+            dialect,
+            parameter_close: Forward::new(reply, dialect.parameter_close),
+            parameter_open: Forward::new(reply, dialect.parameter_open),
+            invoke_close: Forward::new(reply, dialect.invoke_close),
+        }
+    }
+
+    /// Whether a call starts at the start of `rest`.
+    pub(crate) fn opens_call(&self, rest: &str) -> bool {
+        rest.starts_with(self.dialect.invoke_open)
+    }
+
+    /// The call whose opening tag is at `at`, if it is one, and where
+    /// reading it stopped.
+    pub(crate) fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
+        let reply = scope.reply;
+        let dialect = self.dialect;
+        let Some((name, _, mut p)) = attributes(reply, at + dialect.invoke_open.len()) else {
+            return self.cut_off_or(reply, at, out, "an invoke tag does not name a tool");
+        };
+        let Some(name) = markup_name(name) else {
+            out.warn(at, format!("`{}` is not a tool's name; it is not a call", name.trim()));
+            return (None, p);
+        };
+        let mut arguments = Map::new();
+        loop {
+            p += reply[p..].len() - reply[p..].trim_start().len();
+            let rest = &reply[p..];
+            if rest.starts_with(dialect.invoke_close) {
+                p += dialect.invoke_close.len();
+                break;
+            }
+            let key = rest.strip_prefix(dialect.parameter_open).and_then(|_| attributes(reply, p + dialect.parameter_open.len()));
+            let Some((key, is_string, value_start)) = key.and_then(|(key, string, after)| Some((markup_name(key)?, string, after))) else {
+                let what = format!("expected {}\"KEY\"> or {} in the call to `{name}`", dialect.parameter_open, dialect.invoke_close);
+                return self.cut_off_or(reply, at, out, &what);
+            };
+            let Some(close) = self.value_end(value_start) else {
+                let what = format!("`{key}` in the call to `{name}` has no {}", dialect.parameter_close);
+                return self.cut_off_or(reply, at, out, &what);
+            };
+            arguments.insert(key.to_owned(), value(dialect.values, is_string, &reply[value_start..close]));
+            p = close + dialect.parameter_close.len();
+        }
+        if !scope.markup_calls(at, name) {
+            return (None, p);
+        }
+        (Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..p }), p)
+    }
+
+    /// Where the value starting at `start` ends: at the last closing tag
+    /// before the next argument or the call's end, so that a value quoting
+    /// markup (`</parameter>`) keeps it.
+    fn value_end(&mut self, start: usize) -> Option<usize> {
+        let structural = [self.parameter_open.next(start), self.invoke_close.next(start)].into_iter().flatten().min();
+        let limit = structural.unwrap_or(usize::MAX);
+        let mut close = self.parameter_close.next(start);
+        while let Some(later) = close.and_then(|c| self.parameter_close.next(c + 1)).filter(|&c| c < limit) {
+            close = Some(later);
+        }
+        close
+    }
+
+    /// A call that cannot be read: cut off when the reply ends inside it
+    /// (no closing tag follows), else `what` is wrong; a warning either
+    /// way, and where reading stopped.
+    fn cut_off_or(&self, reply: &str, at: usize, out: &mut Collector<'_>, what: &str) -> (Option<ParsedCall>, usize) {
+        let close_tag = self.dialect.invoke_close;
+        match find(reply, at, close_tag) {
+            None => {
+                out.warn(at, format!("a call is cut off before its {close_tag}; it is not a call"));
+                (None, reply.len())
+            }
+            Some(close) => {
+                out.warn(at, format!("{what}; it is not a call"));
+                (None, close + close_tag.len())
+            }
+        }
+    }
+}
+
+/// An argument's value as the dialect writes it. A DSML value tagged as
+/// JSON that does not parse stays text, for the check step to judge.
+fn value(values: Values, is_string: Option<bool>, raw: &str) -> Value {
+    match (values, is_string) {
+        (Values::Trimmed, _) => Value::String(raw.trim().to_owned()),
+        (Values::StringAttribute, Some(false)) => {
+            lenient_json::parse(raw.trim()).map_or_else(|_| Value::String(raw.to_owned()), |(value, _)| value)
+        }
+        (Values::StringAttribute, _) => Value::String(raw.to_owned()),
+    }
+}
+
+/// The attributes of a tag whose name value starts at `start`: the name,
+/// quoted as the templates write it or not (the engines strip the quotes
+/// if any), the `string="true|false"` tag if there is one, and where the
+/// tag's body starts.
+fn attributes(reply: &str, start: usize) -> Option<(&str, Option<bool>, usize)> {
+    if let Some((name, body)) = quoted_name(reply, start) {
+        return Some((name, None, body));
+    }
+    let close = tag_end(reply, start)?;
+    let text = &reply[start..close];
+    let Some((name, rest)) = text.split_once(' ').filter(|(_, rest)| rest.trim_start().starts_with(STRING_ATTRIBUTE)) else {
+        return Some((text, None, close + 1));
+    };
+    let tag = rest.trim().strip_prefix(STRING_ATTRIBUTE)?.trim_matches(['"', '\'']);
+    let is_string = match tag {
+        "true" => true,
+        "false" => false,
+        _ => return None,
+    };
+    Some((name.trim_matches(['"', '\'']), Some(is_string), close + 1))
+}
