@@ -1,9 +1,10 @@
 //! Model servers that misbehave on purpose, on loopback: each limit of an
 //! `[llm.NAME]` profile against the server that would pass it. Each test
 //! says the limit it hit by name, keeps what arrived before it, and holds
-//! this process's memory growth under [`MEMORY_BOUND`].
+//! this process's memory growth under [`MEMORY_BOUND`]: each runs alone,
+//! in a process of its own ([`alone`]).
 
-use crate::support::{read_request_head, within_memory};
+use crate::support::{alone, read_request_head, within_memory};
 use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
@@ -63,6 +64,9 @@ async fn ask(profile: LlmProfile) -> (Result<Reply, LlmError>, Duration, usize) 
 
 #[tokio::test]
 async fn endless_reasoning_stops_at_the_reply_cap_keeping_what_came() {
+    if !alone(module_path!(), "endless_reasoning_stops_at_the_reply_cap_keeping_what_came") {
+        return;
+    }
     let base_url = hostile(|mut socket| async move {
         socket.write_all(STREAM_HEAD).await?;
         let piece = chunk(serde_json::json!({ "reasoning_content": "hmm ".repeat(2048) }));
@@ -79,6 +83,9 @@ async fn endless_reasoning_stops_at_the_reply_cap_keeping_what_came() {
 
 #[tokio::test]
 async fn one_line_longer_than_the_line_limit_is_refused_before_it_is_parsed() {
+    if !alone(module_path!(), "one_line_longer_than_the_line_limit_is_refused_before_it_is_parsed") {
+        return;
+    }
     // 20 MiB on one line: under the reply cap, over the line limit.
     let base_url = hostile(|mut socket| async move {
         socket.write_all(STREAM_HEAD).await?;
@@ -101,6 +108,9 @@ async fn one_line_longer_than_the_line_limit_is_refused_before_it_is_parsed() {
 
 #[tokio::test]
 async fn one_call_with_endless_arguments_is_refused_at_the_argument_limit() {
+    if !alone(module_path!(), "one_call_with_endless_arguments_is_refused_at_the_argument_limit") {
+        return;
+    }
     let base_url = hostile(|mut socket| async move {
         socket.write_all(STREAM_HEAD).await?;
         let first = serde_json::json!({ "tool_calls": [{ "index": 0, "id": "a", "function": { "name": "write", "arguments": "{\"text\":\"" } }] });
@@ -124,6 +134,9 @@ async fn one_call_with_endless_arguments_is_refused_at_the_argument_limit() {
 
 #[tokio::test]
 async fn a_reply_of_many_calls_keeps_the_limit_and_one_more_and_counts_the_rest() {
+    if !alone(module_path!(), "a_reply_of_many_calls_keeps_the_limit_and_one_more_and_counts_the_rest") {
+        return;
+    }
     let base_url = hostile(|mut socket| async move {
         socket.write_all(STREAM_HEAD).await?;
         for index in 0..20_000 {
@@ -146,6 +159,9 @@ async fn a_reply_of_many_calls_keeps_the_limit_and_one_more_and_counts_the_rest(
 
 #[tokio::test]
 async fn an_endless_error_body_is_read_only_as_far_as_its_excerpt() {
+    if !alone(module_path!(), "an_endless_error_body_is_read_only_as_far_as_its_excerpt") {
+        return;
+    }
     let base_url = hostile(|mut socket| async move {
         socket.write_all(b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\nthe server broke: ").await?;
         let block = vec![b'z'; 64 << 10];
@@ -163,6 +179,9 @@ async fn an_endless_error_body_is_read_only_as_far_as_its_excerpt() {
 
 #[tokio::test]
 async fn a_server_trickling_empty_chunks_cannot_extend_the_request_past_its_deadline() {
+    if !alone(module_path!(), "a_server_trickling_empty_chunks_cannot_extend_the_request_past_its_deadline") {
+        return;
+    }
     let base_url = hostile(|mut socket| async move {
         socket.write_all(STREAM_HEAD).await?;
         socket.write_all(&chunk(serde_json::json!({ "content": "thinking" }))).await?;

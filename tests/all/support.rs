@@ -205,6 +205,28 @@ pub fn resident_bytes() -> usize {
     pages * 4096
 }
 
+/// Whether this process is the one to run test `name` (of module
+/// `module`, as `module_path!()` says) in. A test that bounds this
+/// process's memory growth runs alone, in a child process of the test
+/// binary, since the other tests running beside it would grow it too: in
+/// the parent this runs the child, asserts that it ran that one test and
+/// passed, and returns false; in the child it returns true.
+pub fn alone(module: &str, name: &str) -> bool {
+    const CHILD: &str = "TOOLHOST_TEST_ALONE";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let test = format!("{}::{name}", module.split_once("::").map_or(module, |(_, path)| path));
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test.as_str(), "--exact", "--test-threads", "1", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success() && said.contains("1 passed"), "{test}, run alone:\n{said}");
+    false
+}
+
 /// Run `work`, sampling this process's resident memory every few
 /// milliseconds on another thread: its output and the most the memory grew
 /// above where it started, in bytes; or, as soon as it grew past `bound`,

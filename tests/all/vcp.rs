@@ -697,6 +697,9 @@ const NODE_MEMORY_BOUND: usize = 256 << 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_waiting_are_bounded_in_bytes_not_only_in_count() {
+    if !crate::support::alone(module_path!(), "calls_waiting_are_bounded_in_bytes_not_only_in_count") {
+        return;
+    }
     // Two slow calls hold the plugin's place; forty 8 MiB calls queue behind.
     let frames = || -> Frames {
         let slow = (0..2).map(|i| execute_frame(&format!("w{i}"), "exposed_wait", json!({"ms": 6000})));
@@ -724,6 +727,9 @@ async fn calls_waiting_are_bounded_in_bytes_not_only_in_count() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_served_to_a_slow_reader_are_bounded_in_bytes_in_flight() {
+    if !crate::support::alone(module_path!(), "files_served_to_a_slow_reader_are_bounded_in_bytes_in_flight") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("big.bin"), vec![7u8; 4 << 20]).unwrap();
     let url = format!("file://{}", dir.path().join("big.bin").display());
