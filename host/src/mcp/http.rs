@@ -61,6 +61,9 @@ impl McpServer {
             axum::Router::new()
                 .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(BoundedSessions::new(config.max_sessions)), http))
         };
+        // rmcp answers a session's DELETE with 202; clients (the official
+        // Python one among them) take only 200 or 204 for "closed".
+        let router = router.layer(axum::middleware::from_fn(closed_is_no_content));
         match &options.token {
             Some(token) => {
                 let expected = Arc::new(Sha256::digest(format!("Bearer {token}")));
@@ -87,6 +90,16 @@ impl McpServer {
         notifier.abort();
         Ok(served?)
     }
+}
+
+/// A session closed by `DELETE` is `204 No Content`.
+async fn closed_is_no_content(request: Request, next: Next) -> Response {
+    let closing = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if closing && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 /// Pass the request on only with the expected `Authorization` header;
