@@ -10,9 +10,11 @@ mod chat;
 mod check;
 mod completions;
 mod confirm;
+mod console;
 mod inspect;
 mod list;
 mod lock;
+mod model;
 mod new;
 mod mcp;
 mod node;
@@ -81,6 +83,7 @@ enum Command {
     Inspect(inspect::InspectCommand),
     Call(call::CallCommand),
     Chat(chat::ChatCommand),
+    Console(console::ConsoleCommand),
     Check(check::CheckCommand),
     Completions(completions::CompletionsCommand),
     Lock(lock::LockCommand),
@@ -136,7 +139,7 @@ impl Cli {
     async fn execute(mut self) -> anyhow::Result<ExitCode> {
         self.global.sandbox = match &self.command {
             // Long-running: the pool the policy sizes.
-            Command::Chat(_) | Command::Node(_) | Command::Mcp(_) => None,
+            Command::Chat(_) | Command::Console(_) | Command::Node(_) | Command::Mcp(_) => None,
             // A reply's calls, perhaps in parallel.
             Command::Run(_) => Some(SandboxSize::on_demand(toolhost::default_concurrency().try_into().unwrap_or(1))),
             _ => Some(SandboxSize::one_call()),
@@ -146,6 +149,7 @@ impl Cli {
             Command::Inspect(c) => c.execute(&self.global).await,
             Command::Call(c) => c.execute(&self.global).await,
             Command::Chat(c) => c.execute(&self.global).await,
+            Command::Console(c) => c.execute(&self.global).await,
             Command::Check(c) => c.execute(&self.global).await,
             Command::Completions(c) => c.execute(),
             Command::Lock(c) => c.execute(&self.global).await,

@@ -4,7 +4,7 @@ use anyhow::Context;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolhost::{CancellationToken, DEFAULT_WATCH_INTERVAL, DenyAll, HttpOptions, McpServer};
+use toolhost::{Approver, ApproverFor, CancellationToken, DEFAULT_WATCH_INTERVAL, DenyAll, HttpOptions, McpServer};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// Serve the loaded tools to MCP clients: on stdin/stdout (the default),
@@ -45,6 +45,12 @@ pub(super) struct McpCommand {
     /// Do not watch the plugin directories (SIGHUP still rescans them).
     #[arg(long, overrides_with = "watch")]
     no_watch: bool,
+    /// Ask a person at the console (a local web page, its URL printed on
+    /// stderr) to approve the calls that need it, instead of the client's
+    /// user; optionally where it listens [default: `[console] listen`].
+    /// `[console] approver = true` does the same.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1)]
+    console: Option<Option<SocketAddr>>,
 }
 
 impl McpCommand {
@@ -54,8 +60,14 @@ impl McpCommand {
         let pipeline = global.pipeline_with(Arc::new(DenyAll)).await?;
         let registry = pipeline.executor().registry().clone();
         let config = registry.policy().mcp.clone();
-        let server = McpServer::new(pipeline, config);
         let shutdown = CancellationToken::new();
+        let server = match super::console::for_door(self.console, &pipeline, &shutdown).await? {
+            Some(console) => {
+                let approver_for: ApproverFor = Arc::new(move |client: &str| Arc::new(console.approver("mcp", client)) as Arc<dyn Approver>);
+                McpServer::asking(pipeline, config, approver_for)
+            }
+            None => McpServer::new(pipeline, config),
+        };
         if self.watch || !self.no_watch {
             let (registry, shutdown) = (registry.clone(), shutdown.clone());
             tokio::spawn(async move { registry.watch(DEFAULT_WATCH_INTERVAL, shutdown).await });

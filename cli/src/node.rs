@@ -50,6 +50,12 @@ pub(super) struct NodeCommand {
     /// terminal.
     #[arg(long)]
     unattended: bool,
+    /// Ask a person at the console (a local web page, its URL printed on
+    /// stderr) to approve the calls that need it; optionally where it
+    /// listens [default: `[console] listen`]. `[console] approver = true`
+    /// does the same.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, conflicts_with = "unattended")]
+    console: Option<Option<std::net::SocketAddr>>,
     /// Print the status a running node last wrote, and exit.
     #[arg(long)]
     status: bool,
@@ -69,7 +75,11 @@ impl NodeCommand {
         } else {
             Arc::new(UnattendedApprover::new(config.unattended))
         };
-        let pipeline = global.pipeline_with(approver).await?;
+        let mut pipeline = global.pipeline_with(approver).await?;
+        let shutdown = CancellationToken::new();
+        if let Some(console) = super::console::for_door(self.console, &pipeline, &shutdown).await? {
+            pipeline = pipeline.with_approver(Arc::new(console.approver("vcp", &config.server)));
+        }
         let registry = pipeline.executor().registry().clone();
         let node = VcpNode::from_env(config, pipeline)?;
         let config = node.config();
@@ -81,7 +91,6 @@ impl NodeCommand {
             config.agent(),
             config.status_file.display()
         ));
-        let shutdown = CancellationToken::new();
         let mut running = tokio::spawn({
             let (node, shutdown) = (node.clone(), shutdown.clone());
             async move { node.run(shutdown).await }

@@ -1,9 +1,6 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::{ToolCall, ToolSpec, tools_from_schema};
-use toolhost::{Declared, ProtocolId};
-use toolhost::Registry;
-use toolhost::unknown_tool;
+use toolhost::{ParseReport, ProtocolId, Registry, ToolSpec, tools_from_schema};
 use anyhow::Context;
 use serde_json::{Value, json};
 use std::io::Read;
@@ -56,35 +53,20 @@ impl ParseCommand {
             None => Vec::new(),
         };
         let specs: Vec<&ToolSpec> = catalog.iter().flat_map(|c| c.tools().map(|(_, t)| t)).chain(&from_file).collect();
-        let declared = Declared::new(specs.iter().map(|t| t.name.clone()).chain(self.tools.iter().cloned()));
-
-        let parsed = self.protocol.protocol().parse(&reply, &declared);
-        let mut warnings: Vec<String> = parsed.warnings.iter().map(ToString::to_string).collect();
-        let nothing_declared = specs.is_empty() && self.tools.is_empty();
-        let mut calls = Vec::new();
-        for (call, tool_call) in parsed.calls.iter().zip(ToolCall::from_reply(&reply, &parsed.calls)) {
-            let arguments = if specs.iter().any(|t| t.name == call.name) {
-                match toolhost::check_call(&tool_call, &specs) {
-                    Ok(checked) => checked.args,
-                    Err(error) => {
-                        warnings.push(format!("at byte {}: {error}", call.span.start));
-                        continue;
-                    }
+        let report = ParseReport::of(&reply, self.protocol, &specs, &self.tools);
+        let calls: Vec<Value> = report
+            .calls
+            .iter()
+            .map(|call| {
+                let mut shown = json!({ "name": call.name, "arguments": call.arguments });
+                if call.undeclared {
+                    shown["undeclared"] = true.into();
                 }
-            } else if nothing_declared || self.tools.contains(&call.name) {
-                call.arguments.clone()
-            } else {
-                // Kept, flagged: the pipeline answers it with the same
-                // message (and runs nothing), so the model learns of it.
-                let mut names: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
-                names.extend(self.tools.iter().map(String::as_str));
-                warnings.push(format!("at byte {}: {}", call.span.start, unknown_tool(&call.name, &names)));
-                calls.push(json!({ "name": call.name, "arguments": Value::Object(call.arguments.clone()), "undeclared": true }));
-                continue;
-            };
-            calls.push(json!({ "name": call.name, "arguments": Value::Object(arguments) }));
-        }
-        let out = json!({ "calls": calls, "content": parsed.content, "warnings": warnings });
+                shown
+            })
+            .collect();
+        let warnings: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
+        let out = json!({ "calls": calls, "content": report.content, "warnings": warnings });
         output::json(&out)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -17,38 +17,11 @@ use std::time::Duration;
 use support::{in_test_home, text};
 
 fn toolchains() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolchains/mcp")
+    support::toolchains().join("mcp")
 }
 
-/// The official Python client's interpreter, which the tests need.
-fn python() -> PathBuf {
-    let python = toolchains().join("python/bin/python");
-    assert!(python.exists(), "{} is missing; run `cargo xtask mcp-clients` (or `cargo xtask test`)", python.display());
-    python
-}
-
-fn client_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.py")
-}
-
-/// A directory whose `toolhost.toml` loads calc, files (writing to `ws/`)
-/// and the hostile plugin, and keeps an audit log.
 fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir(dir.path().join("ws")).unwrap();
-    for (from, name) in [("examples", "calc"), ("examples", "files"), ("hostile", "hostile")] {
-        let file = format!("{name}.wasm");
-        std::fs::copy(support::plugins(from).join(&file), plugins.join(&file)).unwrap();
-    }
-    let policy = "plugin_dirs = [\"plugins\"]\n\
-                  [plugins.files]\nfile = \"files.wasm\"\n\
-                  dirs = { \"/workspace\" = { host = \"ws\", access = \"read-write\" } }\n\
-                  [plugins.hostile]\nfile = \"hostile.wasm\"\n\
-                  [approval]\naudit_log = \"audit.jsonl\"\n";
-    std::fs::write(dir.path().join("toolhost.toml"), policy).unwrap();
-    dir
+    support::workspace_with_hostile()
 }
 
 /// `toolhost mcp ARGS` as an MCP client starts it, in `cwd`.
@@ -61,8 +34,8 @@ fn toolhost_mcp(cwd: &Path, args: &[&str]) -> Command {
 /// Run the client script's `scenario` against `server` (`--stdio CMD…`
 /// or `--http URL …`) from `cwd`, and read what it printed.
 fn client(cwd: &Path, scenario: &[&str], server: &[String]) -> Value {
-    let mut command = Command::new(python());
-    command.current_dir(cwd).arg(client_script());
+    let mut command = Command::new(support::mcp_python());
+    command.current_dir(cwd).arg(support::mcp_client_script());
     // `--stdio CMD ARG…` takes the rest of the line.
     let (stdio, http) = if server.first().is_some_and(|s| s == "--stdio") { (true, false) } else { (false, true) };
     if http {

@@ -53,6 +53,9 @@
 //!
 //! [mcp]                              # serving the tools to MCP clients; see `mcp::McpConfig`
 //! tools = ["calculate"]
+//!
+//! [console]                          # the browser console; see `console::ConsoleConfig`
+//! listen = "127.0.0.1:7800"
 //! ```
 
 use crate::agent::ToolCallConfig;
@@ -61,6 +64,7 @@ use crate::approval::{ApprovalConfig, Rule, RuleAction};
 use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
 use crate::sandbox::{Allowance, Limits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, SandboxSize};
 use crate::mcp::{McpConfig, McpSection};
+use crate::console::{ConsoleConfig, ConsoleSection};
 use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -146,6 +150,8 @@ pub struct Policy {
     pub vcp: Option<VcpConfig>,
     /// Serving the tools to MCP clients (`[mcp]`, see [`McpConfig`]).
     pub mcp: McpConfig,
+    /// The browser console (`[console]`, see [`ConsoleConfig`]).
+    pub console: ConsoleConfig,
     /// Model endpoints, by profile name (`[llm.NAME]`).
     pub llm: BTreeMap<String, LlmProfile>,
     /// How much the sandbox reserves (`[sandbox]`): calls at once and
@@ -202,6 +208,7 @@ impl Default for Policy {
             approval: ApprovalConfig::default(),
             vcp: None,
             mcp: McpConfig::default(),
+            console: ConsoleConfig::default(),
             sandbox: SandboxSize::for_machine(),
         }
     }
@@ -306,6 +313,7 @@ impl Policy {
             approval,
             vcp,
             mcp: file.mcp.resolve(path)?,
+            console: file.console.resolve(path)?,
             llm,
             sandbox: file.sandbox.map_or_else(|| Ok(SandboxSize::for_machine()), |section| section.resolve(path))?,
         })
@@ -484,6 +492,8 @@ struct ConfigFile {
     vcp: Option<VcpSection>,
     #[serde(default)]
     mcp: McpSection,
+    #[serde(default)]
+    console: ConsoleSection,
     #[serde(default)]
     llm: BTreeMap<String, LlmSection>,
     sandbox: Option<SandboxSection>,

@@ -16,7 +16,9 @@
 //! - [`VcpNode`]: the host joined to a VCP server as a distributed node,
 //!   its exposed tools run through the same [`Pipeline`];
 //! - [`McpServer`]: the tools offered to MCP clients over stdio or
-//!   streamable HTTP, through the same [`Pipeline`].
+//!   streamable HTTP, through the same [`Pipeline`];
+//! - [`Console`]: a local web page to try the tools, preview prompts,
+//!   parse replies, chat, and approve calls arriving through every door.
 //!
 //! One whole turn:
 //!
@@ -66,6 +68,7 @@ mod call;
 mod chain;
 mod checked_call;
 mod config;
+mod console;
 mod contract;
 mod discovery;
 mod error_chain;
@@ -75,6 +78,7 @@ mod manifest;
 mod mcp;
 mod message;
 mod outcome;
+mod parse_report;
 mod pipeline;
 mod policy_check;
 mod printable;
@@ -98,6 +102,9 @@ pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::{CallIds, ToolCall};
 pub use checked_call::CheckedCall;
 pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
+pub use console::{
+    Console, ConsoleApprover, ConsoleConfig, ConsoleOptions, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_AGENT, DEFAULT_CONSOLE_LISTEN,
+};
 pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
 pub use config::{
     Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy, find_config_file,
@@ -115,9 +122,10 @@ pub use manifest::{
     Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
     PluginManifest, Reach, ToolSpec, is_valid_name,
 };
-pub use mcp::{DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer};
+pub use mcp::{ApproverFor, DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer};
 pub use message::{Message, NativeCall, Role};
 pub use tool_filter::ToolFilter;
+pub use parse_report::{FoundCall, ParseReport};
 pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
 pub use error_chain::{SharedError, error_chain};

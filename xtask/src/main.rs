@@ -6,7 +6,10 @@
 //!   into `target/plugins/polyglot/` (see `polyglot`);
 //! - `build-samples`: build every language's `toolhost new` sample, as
 //!   the benchmark compares them (with the CLI already built);
-//! - `test`: build the plugins, then run every test;
+//! - `test`: build the plugins, install the peers the tests drive (the
+//!   official MCP clients, nginx, Chromium and ChromeDriver), then run
+//!   every test;
+//! - `browser`: install Chromium and ChromeDriver for the console's tests;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, show a hostile plugin stopped with its limit named, and end
 //!   with one chat turn against a scripted stand-in model;
@@ -19,6 +22,7 @@
 //! Each task that builds plugins first installs the `wasm32-wasip2` target
 //! with rustup, so it works on a fresh machine.
 
+mod browser;
 mod mcp_bench;
 mod mcp_clients;
 mod polyglot;
@@ -57,6 +61,7 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "build-plugins" => build_plugins(&root),
         "mcp-clients" => mcp_clients::install(&root),
+        "browser" => browser::install(&root),
         "mcp-bench" => mcp_bench::run(&root),
         // The bare responder the MCP benchmark measures toolhost against.
         "bare-mcp" => mcp_bench::bare_responder(),
@@ -65,6 +70,7 @@ fn main() -> anyhow::Result<()> {
             build_plugins(&root)?;
             polyglot::install_registry();
             mcp_clients::install(&root)?;
+            browser::install(&root)?;
             run(cargo(&root).args(["test", "--release", "--workspace"]))?;
             let host = host_triple()?;
             for name in NATIVE_TESTED {
@@ -89,7 +95,7 @@ fn main() -> anyhow::Result<()> {
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => bail!("usage: cargo xtask <build-plugins | build-samples | mcp-clients | mcp-bench | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
+        _ => bail!("usage: cargo xtask <build-plugins | build-samples | mcp-clients | browser | mcp-bench | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
     }
 }
 

@@ -5,6 +5,7 @@ mod display;
 mod terminal;
 
 use super::GlobalOptions;
+use super::model::{self, ModelOptions};
 use super::output;
 use anyhow::{Context, bail};
 use display::Display;
@@ -15,18 +16,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use terminal::{Line, Terminal};
 use toolhost::{
-    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DenyAll, Handover, LlmProfile, ManualDecision, OpenAiClient,
-    Policy, ProtocolId, RequestedCall, Stop, ToolCallConfig, Transcript, did_you_mean, printable, to_json_pretty, visible_tools,
+    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DenyAll, Handover, ManualDecision, OpenAiClient,
+    ProtocolId, RequestedCall, Stop, Transcript, printable, to_json_pretty, visible_tools,
 };
 
 /// The agent name a chat without `--agent` runs as (approvals remembered
 /// for it, audit records).
 const CHAT_AGENT: &str = "chat";
-/// Where the model is when nothing says: a local OpenAI-compatible server
-/// (llama.cpp's `llama-server`, vLLM, Ollama's `/v1`, …).
-const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8080/v1";
-/// The model name sent when nothing says; local servers ignore it.
-const DEFAULT_MODEL: &str = "default";
 
 /// Chat with a model that calls the loaded tools.
 ///
@@ -47,21 +43,8 @@ pub(super) struct ChatCommand {
     /// the vcp protocol, the default system prompt.
     #[arg(long)]
     agent: Option<String>,
-    /// The model endpoint, an `[llm.NAME]` profile [default: the agent's].
-    #[arg(long, value_name = "NAME")]
-    llm: Option<String>,
-    /// The endpoint's API base, over the profile's [default:
-    /// $OPENAI_BASE_URL, else http://127.0.0.1:8080/v1].
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
-    /// The model name, over the profile's [default: $OPENAI_MODEL, else
-    /// "default"].
-    #[arg(long)]
-    model: Option<String>,
-    /// The environment variable holding the API key, over the profile's
-    /// [default: OPENAI_API_KEY when it is set].
-    #[arg(long, value_name = "VAR")]
-    api_key_env: Option<String>,
+    #[command(flatten)]
+    endpoint: ModelOptions,
     /// The protocol tools are offered and called in: vcp, json-block,
     /// xml-tag or native [default: the agent's].
     #[arg(long)]
@@ -108,23 +91,14 @@ struct Session {
 impl ChatCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let policy = global.policy()?;
-        let (agent, mut config) = match &self.agent {
-            Some(name) => {
-                let config = policy.agents.get(name).cloned().with_context(|| {
-                    let names: Vec<&str> = policy.agents.keys().map(String::as_str).collect();
-                    format!("no agent `{name}` in the policy{}", did_you_mean(name, &names))
-                })?;
-                (name.clone(), config)
-            }
-            None => (CHAT_AGENT.to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() }),
-        };
+        let (agent, mut config) = model::agent(&policy, self.agent.as_deref(), CHAT_AGENT)?;
         if let Some(protocol) = self.protocol {
             config.protocol = protocol;
         }
         if self.manual {
             config.mode = CallMode::Manual;
         }
-        let profile = self.profile(&policy, &config)?;
+        let profile = self.endpoint.profile(&policy, &config)?;
         let terminal = if std::io::stdin().is_terminal() { Some(Terminal::new()?) } else { None };
         let approver: Arc<dyn Approver> = match &terminal {
             _ if self.yes => Arc::new(AllowAll),
@@ -175,37 +149,6 @@ impl ChatCommand {
             return Err(output::StdoutClosed.into());
         }
         Ok(if session.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
-    }
-
-    /// The endpoint: the named profile (`--llm`, else the agent's) or one
-    /// from the environment, with the command line's overrides.
-    fn profile(&self, policy: &Policy, config: &ToolCallConfig) -> anyhow::Result<LlmProfile> {
-        let mut profile = match self.llm.as_deref().or(config.llm.as_deref()) {
-            Some(name) => policy.llm.get(name).cloned().with_context(|| {
-                let names: Vec<&str> = policy.llm.keys().map(String::as_str).collect();
-                format!("no model profile `{name}` ([llm.{name}]) in the policy{}", did_you_mean(name, &names))
-            })?,
-            None => {
-                let base_url = std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| DEFAULT_BASE_URL.to_owned());
-                let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| DEFAULT_MODEL.to_owned());
-                let mut profile = LlmProfile::new(base_url, model);
-                profile.api_key_env = std::env::var_os("OPENAI_API_KEY").map(|_| "OPENAI_API_KEY".to_owned());
-                profile
-            }
-        };
-        if let Some(url) = &self.base_url {
-            profile.base_url.clone_from(url);
-        }
-        if let Some(model) = &self.model {
-            profile.model.clone_from(model);
-        }
-        if let Some(variable) = &self.api_key_env {
-            profile.api_key_env = Some(variable.clone());
-        }
-        if !(profile.base_url.starts_with("http://") || profile.base_url.starts_with("https://")) {
-            bail!("the model's base URL `{}` is not an http:// or https:// URL", printable(&profile.base_url));
-        }
-        Ok(profile)
     }
 
     fn transcript(&self) -> anyhow::Result<Transcript> {

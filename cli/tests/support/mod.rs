@@ -83,3 +83,41 @@ pub fn run_bounded(command: &mut Command, limit: std::time::Duration, memory: us
     };
     Ok((Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() }, peak))
 }
+
+/// Where `cargo xtask test` installs the peers the tests drive.
+pub fn toolchains() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/toolchains")
+}
+
+/// The official MCP Python client's interpreter, which the tests need.
+pub fn mcp_python() -> PathBuf {
+    let python = toolchains().join("mcp/python/bin/python");
+    assert!(python.exists(), "{} is missing; run `cargo xtask mcp-clients` (or `cargo xtask test`)", python.display());
+    python
+}
+
+/// The script that drives the official MCP Python client.
+pub fn mcp_client_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/client.py")
+}
+
+/// A directory whose `toolhost.toml` loads calc, files (writing to `ws/`)
+/// and the hostile plugin, keeps an audit log, and remembers approvals in
+/// the directory.
+pub fn workspace_with_hostile() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    for (from, name) in [("examples", "calc"), ("examples", "files"), ("hostile", "hostile")] {
+        let file = format!("{name}.wasm");
+        std::fs::copy(self::plugins(from).join(&file), plugins.join(&file)).unwrap();
+    }
+    let policy = "plugin_dirs = [\"plugins\"]\n\
+                  [plugins.files]\nfile = \"files.wasm\"\n\
+                  dirs = { \"/workspace\" = { host = \"ws\", access = \"read-write\" } }\n\
+                  [plugins.hostile]\nfile = \"hostile.wasm\"\n\
+                  [approval]\naudit_log = \"audit.jsonl\"\nmemory_file = \"approvals.json\"\n";
+    std::fs::write(dir.path().join("toolhost.toml"), policy).unwrap();
+    dir
+}

@@ -63,7 +63,13 @@ pub(crate) struct Shared {
     turn: Turn,
     /// The clients connected with sessions, told when the tools change.
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Who approves a client's calls, given the client's name, instead of
+    /// its user through elicitation (a console, say).
+    approver_for: Option<ApproverFor>,
 }
+
+/// An approver for the calls of one MCP client, given the client's name.
+pub type ApproverFor = Arc<dyn Fn(&str) -> Arc<dyn crate::approval::Approver> + Send + Sync>;
 
 impl Shared {
     /// Whether clients are offered `spec`: the agent has tool calling on,
@@ -95,12 +101,24 @@ impl McpServer {
     /// replaces, per call, by the client's user or `config.unattended`), as
     /// `config` says.
     pub fn new(pipeline: Pipeline, config: McpConfig) -> Self {
+        Self::build(pipeline, config, None)
+    }
+
+    /// A server whose calls that need approval are asked of the approver
+    /// `approver_for` gives for the calling client (named as it introduced
+    /// itself), whether or not the client supports elicitation: the
+    /// console's desk, say.
+    pub fn asking(pipeline: Pipeline, config: McpConfig, approver_for: ApproverFor) -> Self {
+        Self::build(pipeline, config, Some(approver_for))
+    }
+
+    fn build(pipeline: Pipeline, config: McpConfig, approver_for: Option<ApproverFor>) -> Self {
         let registry = pipeline.executor().registry();
         // An agent the policy does not configure calls its tools: serving
         // them is what `toolhost mcp` was started for.
         let agent = registry.policy().agents.get(&config.agent).cloned().unwrap_or_else(|| ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
         let turn = Turn { filter: Some(Arc::new(config.filter.clone())), ..Turn::for_agent(config.agent.clone(), agent) };
-        let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()) };
+        let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()), approver_for };
         McpServer { shared: Arc::new(shared) }
     }
 

@@ -3,6 +3,7 @@
 
 use super::Shared;
 use super::approver::ClientApprover;
+use crate::approval::Approver;
 use super::tools::{call_result, mcp_tool};
 use crate::call::ToolCall;
 use crate::outcome::Status;
@@ -81,11 +82,17 @@ impl ServerHandler for Session {
         // A `notifications/cancelled` for this request cancels the call,
         // whether it waits for approval or runs.
         turn.cancel = context.ct.clone();
-        let approver = ClientApprover::new(
-            self.can_ask.then(|| context.peer.clone()),
-            UnattendedApprover::for_mcp(self.shared.config.unattended),
-        );
-        let pipeline = self.shared.pipeline.with_approver(Arc::new(approver));
+        let approver: Arc<dyn Approver> = match &self.shared.approver_for {
+            Some(approver_for) => {
+                let client = context.peer.peer_info().map(|info| info.client_info.name.clone());
+                approver_for(client.as_deref().unwrap_or("an MCP client"))
+            }
+            None => Arc::new(ClientApprover::new(
+                self.can_ask.then(|| context.peer.clone()),
+                UnattendedApprover::for_mcp(self.shared.config.unattended),
+            )),
+        };
+        let pipeline = self.shared.pipeline.with_approver(approver);
         let result = pipeline.run(&turn, vec![call]).await;
         let outcome = &result.outcomes[0];
         // An unknown tool is the client's mistake, not the tool's: MCP says

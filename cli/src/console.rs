@@ -1,0 +1,113 @@
+//! `toolhost console`, and the console `node` and `mcp` open with
+//! `--console`: one local web page to try the tools and to approve calls.
+
+use super::GlobalOptions;
+use super::model::{self, ModelOptions};
+use super::output;
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio::task::JoinHandle;
+use toolhost::{
+    CancellationToken, Console, ConsoleOptions, DEFAULT_CONSOLE_AGENT, DEFAULT_WATCH_INTERVAL, DenyAll, LlmClient, OpenAiClient, Pipeline,
+};
+
+/// Open the console: a local web page to see the loaded tools and turn
+/// them on or off for the agent, preview the system prompt in each
+/// protocol, parse a pasted reply, run any tool from a form, chat with the
+/// agent's model, and approve the calls and results that need it.
+///
+/// It prints its URL with an access token, as a notebook server does:
+/// open that link (it sets a cookie); a request without the token is
+/// refused. It listens on loopback unless told otherwise. Ctrl-C stops it.
+#[derive(Debug, clap::Args)]
+pub(super) struct ConsoleCommand {
+    /// Listen on ADDR [default: `[console] listen`, else 127.0.0.1:7800;
+    /// port 0 picks a free one].
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// The agent (`[agents.NAME]`) whose tools, prompt and model the page
+    /// works with [default: `[console] agent`, else every agent-callable
+    /// tool].
+    #[arg(long)]
+    agent: Option<String>,
+    #[command(flatten)]
+    endpoint: ModelOptions,
+    /// Do not reload when the plugin directories change.
+    #[arg(long)]
+    no_watch: bool,
+}
+
+impl ConsoleCommand {
+    pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
+        let policy = global.policy()?;
+        let name = self.agent.as_deref().or(policy.console.agent.as_deref());
+        let (agent, config) = model::agent(&policy, name, DEFAULT_CONSOLE_AGENT)?;
+        let profile = self.endpoint.profile(&policy, &config)?;
+        let model = format!("model `{}` at {}", profile.model, profile.base_url);
+        let llm: Arc<dyn LlmClient> = Arc::new(OpenAiClient::new(profile).context("the model endpoint")?);
+        let pipeline = global.pipeline_with(Arc::new(DenyAll)).await?;
+        let shutdown = CancellationToken::new();
+        if !self.no_watch {
+            let (registry, shutdown) = (pipeline.executor().registry().clone(), shutdown.clone());
+            tokio::spawn(async move { registry.watch(DEFAULT_WATCH_INTERVAL, shutdown).await });
+        }
+        let options = ConsoleOptions { agent, config, approval_timeout: policy.console.approval_timeout, llm: Some(llm) };
+        let listen = self.listen.unwrap_or(policy.console.listen);
+        let (_, served) = open(pipeline, options, listen, &shutdown).await?;
+        output::note(format_args!("the chat talks to the {model}; Ctrl-C stops the console"));
+        tokio::pin!(served);
+        tokio::select! {
+            result = &mut served => result.context("the console stopped")?.context("the console stopped")?,
+            _ = tokio::signal::ctrl_c() => {
+                shutdown.cancel();
+                served.await.context("the console stopped")?.context("the console stopped")?;
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// Bind `listen`, serve a console for `pipeline` until `shutdown`, and
+/// print its URL; the console, and the task serving it.
+pub(super) async fn open(
+    pipeline: Pipeline,
+    options: ConsoleOptions,
+    listen: SocketAddr,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<(Console, JoinHandle<std::io::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("the console listening on {listen}"))?;
+    let bound = listener.local_addr().context("reading the address the console listens on")?;
+    if !bound.ip().is_loopback() {
+        output::alert(format_args!(
+            "warning: the console listens on {bound}, beyond this machine: anyone who has its URL can run tools and approve calls"
+        ));
+    }
+    let console = Console::new(pipeline, options, bound);
+    output::note(format_args!("console: open {}", console.url()));
+    let served = {
+        let (console, shutdown) = (console.clone(), shutdown.clone());
+        tokio::spawn(async move { console.serve(listener, shutdown).await })
+    };
+    Ok((console, served))
+}
+
+/// The console a door (`node`, `mcp`) opens as its approver: `--console
+/// [ADDR]`, or `[console] approver = true`; `None` when neither asks.
+pub(super) async fn for_door(
+    asked: Option<Option<SocketAddr>>,
+    pipeline: &Pipeline,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Option<Console>> {
+    let policy = pipeline.executor().registry().policy();
+    let listen = match asked {
+        Some(addr) => addr.unwrap_or(policy.console.listen),
+        None if policy.console.approver => policy.console.listen,
+        None => return Ok(None),
+    };
+    let (agent, config) = model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?;
+    let options = ConsoleOptions { agent, config, approval_timeout: policy.console.approval_timeout, llm: None };
+    let (console, _served) = open(pipeline.clone(), options, listen, shutdown).await?;
+    Ok(Some(console))
+}

@@ -1,0 +1,631 @@
+//! `toolhost console`, run as a user runs it: its API over real HTTP
+//! (every endpoint, the token, the origin and host checks, the approval
+//! desk), and the page itself in headless Chromium driven over WebDriver
+//! (Debian's `chromium` and `chromium-driver`, installed by `cargo xtask
+//! test`): run a tool from its form, parse a pasted reply, a chat turn
+//! against the scripted stand-in model approved and then denied in the
+//! page, and a call from the official MCP Python client approved there.
+//!
+//! Each browser test saves a screenshot under `target/console-screenshots/`
+//! when it fails. `TOOLHOST_UPDATE_SCREENSHOTS=1` also writes the README's
+//! screenshot of a chat with an approval pending, `docs/console-chat.png`.
+
+mod support;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::in_test_home;
+use toolhost_standin::{Response, StandIn};
+
+/// How long a browser waits for something to appear.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+const VCP_CALCULATE: &str =
+    "Let me compute.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>";
+const VCP_WRITE: &str =
+    "<<<[TOOL_REQUEST]>>>\ntool_name:「始」write_file「末」,\npath:「始」note.txt「末」,\ncontent:「始」hello「末」\n<<<[END_TOOL_REQUEST]>>>";
+
+fn workspace() -> tempfile::TempDir {
+    support::workspace_with_hostile()
+}
+
+/// A running `toolhost` that prints a console URL, killed when dropped.
+struct Running {
+    child: Child,
+    /// Every line it printed on stderr so far.
+    stderr: Arc<Mutex<String>>,
+    /// The console's link, with its token.
+    link: String,
+}
+
+impl Running {
+    /// Start `toolhost ARGS` in `cwd` and wait for the console's link (and
+    /// for `also`, a second line to wait for, when given).
+    fn start(cwd: &Path, args: &[&str], also: Option<&str>) -> Running {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        in_test_home(&mut command).current_dir(cwd).env_remove("RUST_LOG").args(args);
+        command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = command.spawn().expect("toolhost starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut link = None;
+        let mut waiting_for = also;
+        while link.is_none() || waiting_for.is_some() {
+            let Some(Ok(line)) = lines.next() else {
+                panic!("toolhost {args:?} ended before its console was up:\n{}", stderr.lock().unwrap());
+            };
+            stderr.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(at) = line.find("console: open http://") {
+                link = Some(line[at + "console: open ".len()..].trim().to_owned());
+            }
+            if waiting_for.is_some_and(|text| line.contains(text)) {
+                waiting_for = None;
+            }
+        }
+        let seen = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                seen.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        Running { child, stderr, link: link.unwrap() }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    fn base(&self) -> &str {
+        self.link.split("/?token=").next().unwrap()
+    }
+
+    fn token(&self) -> &str {
+        self.link.split("?token=").nth(1).unwrap()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The line of stderr that contains `text`.
+    fn line_with(&self, text: &str) -> String {
+        self.stderr().lines().find(|line| line.contains(text)).unwrap_or_default().to_owned()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `toolhost console` in `cwd` on a free port, talking to `model`.
+fn console(cwd: &Path, model: Option<&StandIn>) -> Running {
+    let mut args = vec!["console", "--listen", "127.0.0.1:0", "--no-watch"];
+    let url = model.map(StandIn::base_url);
+    if let Some(url) = &url {
+        args.extend(["--base-url", url]);
+    }
+    Running::start(cwd, &args, None)
+}
+
+/// The console's API as a script holding the token uses it.
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+/// An HTTP client (plain HTTP; rustls wants its provider named all the same).
+fn http_client(follow_redirects: bool) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let redirects = if follow_redirects { reqwest::redirect::Policy::default() } else { reqwest::redirect::Policy::none() };
+    reqwest::Client::builder().redirect(redirects).build().unwrap()
+}
+
+impl Api {
+    fn of(running: &Running) -> Api {
+        Api { http: http_client(true), base: running.base().to_owned(), token: running.token().to_owned() }
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
+        let response = request.bearer_auth(&self.token).send().await.expect("the console answers");
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let (status, body) = self.send(self.http.get(format!("{}{path}", self.base))).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let request = self.http.post(format!("{}{path}", self.base)).header("content-type", "application/json").body(body.to_string());
+        self.send(request).await
+    }
+
+    async fn delete(&self, path: &str, body: Value) -> (u16, Value) {
+        let request = self.http.delete(format!("{}{path}", self.base)).header("content-type", "application/json").body(body.to_string());
+        self.send(request).await
+    }
+
+    /// Wait until something waits at the desk; the first such request.
+    async fn pending(&self) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let desk = self.get("/api/pending").await;
+            if let Some(first) = desk["pending"].as_array().and_then(|items| items.first()) {
+                return first.clone();
+            }
+            assert!(Instant::now() < deadline, "nothing came to the desk");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Wait until the chat's turn is over.
+    async fn chat_done(&self) {
+        let deadline = Instant::now() + PATIENCE;
+        while self.get("/api/state").await["chat"]["busy"] == true {
+            assert!(Instant::now() < deadline, "the chat turn did not end");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_token_nothing_is_served_and_the_printed_link_sets_a_cookie() {
+    let dir = workspace();
+    let running = console(dir.path(), None);
+    let http = http_client(false);
+    for path in ["/", "/console.js", "/api/state", "/api/tools", "/api/events", "/api/audit"] {
+        let response = http.get(format!("{}{path}", running.base())).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 401, "{path} without the token");
+    }
+    let wrong = http.get(format!("{}/api/state", running.base())).bearer_auth("0123").send().await.unwrap();
+    assert_eq!(wrong.status().as_u16(), 401, "a wrong token");
+    let run = http.post(format!("{}/api/run", running.base())).body(r#"{"tool":"calculate"}"#).send().await.unwrap();
+    assert_eq!(run.status().as_u16(), 401, "nothing runs without it");
+
+    // The printed link: a cookie, and the same page without the token.
+    let entered = http.get(&running.link).send().await.unwrap();
+    assert_eq!(entered.status().as_u16(), 303);
+    assert_eq!(entered.headers()["location"], "/");
+    let cookie = entered.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let page = http.get(format!("{}/", running.base())).header("cookie", &pair).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(page.text().await.unwrap().contains("toolhost"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_origins_and_other_host_names_are_refused() {
+    let dir = workspace();
+    let running = console(dir.path(), None);
+    let api = Api::of(&running);
+    let run = |headers: &[(&str, &str)]| {
+        let mut request = api.http.post(format!("{}/api/run", api.base)).bearer_auth(&api.token).header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(json!({ "tool": "calculate", "arguments": { "expression": "1+1" } }).to_string()).send()
+    };
+    let evil = run(&[("origin", "http://evil.example")]).await.unwrap();
+    assert_eq!(evil.status().as_u16(), 403, "a cross-origin POST");
+    assert!(evil.text().await.unwrap().contains("another origin"));
+    let sibling = run(&[("origin", "http://127.0.0.1:1")]).await.unwrap();
+    assert_eq!(sibling.status().as_u16(), 403, "another port of localhost is another origin");
+    let blind = run(&[("sec-fetch-site", "cross-site")]).await.unwrap();
+    assert_eq!(blind.status().as_u16(), 403, "a browser's cross-site fetch without an Origin");
+    let own = format!("http://{}", running.base().trim_start_matches("http://"));
+    let same = run(&[("origin", &own), ("sec-fetch-site", "same-origin")]).await.unwrap();
+    assert_eq!(same.status().as_u16(), 200, "its own page");
+    // DNS rebinding: the right token, a foreign Host.
+    let rebound = api.http.get(format!("{}/api/state", api.base)).bearer_auth(&api.token).header("host", "evil.example").send().await.unwrap();
+    assert_eq!(rebound.status().as_u16(), 421);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_toggles_prompt_parse_and_run_over_the_api() {
+    let dir = workspace();
+    let running = console(dir.path(), None);
+    let api = Api::of(&running);
+
+    let state = api.get("/api/state").await;
+    assert_eq!(state["agent"], "console");
+    assert_eq!(state["plugins"], json!(["calc@0.1.0", "files@0.1.0", "hostile@0.1.0"]));
+    let tools = api.get("/api/tools").await;
+    let tool = |name: &str| tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned().unwrap();
+    assert_eq!(tool("calculate")["offered"], true);
+    assert_eq!(tool("write_file")["level"], "sensitive");
+    assert_eq!(tool("read_file")["result_approval"], true);
+    assert_eq!(tool("write_file")["capabilities"]["directories"][0]["granted"], "read-write → ws");
+    assert_eq!(tool("calculate")["params"][0]["name"], "expression");
+
+    // The prompt offers calculate until it is turned off, at once.
+    let prompt = api.get("/api/prompt").await;
+    let vcp = prompt["prompts"].as_array().unwrap().iter().find(|p| p["protocol"] == "vcp").unwrap().clone();
+    assert_eq!(prompt["prompts"].as_array().unwrap().len(), 4, "every protocol but auto");
+    assert!(vcp["text"].as_str().unwrap().contains("calculate") && vcp["tokens"].as_u64().unwrap() > 10, "{vcp}");
+    let (status, after) = api.post("/api/toggles", json!({ "tool": "calculate", "enabled": false })).await;
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(after["tool_toggles"]["calculate"], false);
+    assert_eq!(api.get("/api/tools").await["tools"][0]["offered"], false);
+    let prompt = api.get("/api/prompt").await;
+    assert!(!prompt["tools"].as_array().unwrap().contains(&json!("calculate")), "{}", prompt["tools"]);
+    let (status, _) = api.post("/api/toggles", json!({ "enabled": false })).await;
+    assert_eq!(status, 200);
+    assert_eq!(api.get("/api/prompt").await["tools"], json!([]), "default_tool_enabled = false offers nothing");
+    let (status, typo) = api.post("/api/toggles", json!({ "tool": "calculat", "enabled": true })).await;
+    assert_eq!(status, 404);
+    assert!(typo["error"].as_str().unwrap().contains("calculate"), "the closest name: {typo}");
+
+    // Parse: the call, typed by its declaration, where it stands.
+    let (status, parsed) = api.post("/api/parse", json!({ "text": VCP_CALCULATE })).await;
+    assert_eq!(status, 200);
+    assert_eq!(parsed["calls"][0]["name"], "calculate");
+    assert_eq!(parsed["calls"][0]["arguments"], json!({ "expression": "6 * 7" }));
+    let start = parsed["calls"][0]["span"][0].as_u64().unwrap() as usize;
+    assert!(VCP_CALCULATE[start..].starts_with("<<<[TOOL_REQUEST]>>>"));
+    assert_eq!(parsed["content"].as_str().unwrap().trim(), "Let me compute.");
+    let (_, drift) = api.post("/api/parse", json!({ "text": "<tool_call>{\"name\": \"calculat\", \"arguments\": {}}</tool_call>" })).await;
+    assert_eq!(drift["calls"][0]["undeclared"], true);
+    assert!(drift["warnings"][0]["message"].as_str().unwrap().contains("calculate"), "{drift}");
+
+    // Run: any tool, whatever the agent's toggles; a hostile one's limit named.
+    let (status, ran) = api.post("/api/run", json!({ "tool": "calculate", "arguments": { "expression": "6*7" } })).await;
+    assert_eq!(status, 200);
+    assert_eq!(ran["outcome"]["status"], "success", "{ran}");
+    assert!(ran["outcome"]["output"].as_str().unwrap().contains("42"));
+    assert!(ran["outcome"]["fuel_used"].as_u64().unwrap() > 0);
+    let (_, spun) = api.post("/api/run", json!({ "tool": "spin" })).await;
+    assert_eq!(spun["outcome"]["status"], "out-of-fuel", "{spun}");
+    assert_eq!(spun["outcome"]["failure"]["kind"], "out-of-fuel");
+    let (_, bad) = api.post("/api/run", json!({ "tool": "calculate", "arguments": {} })).await;
+    assert_eq!(bad["outcome"]["status"], "invalid-args", "{bad}");
+
+    // The audit log, newest first.
+    let audit = api.get("/api/audit").await;
+    let statuses: Vec<&str> = audit["records"].as_array().unwrap().iter().filter_map(|r| r["status"].as_str()).collect();
+    assert_eq!(statuses.first(), Some(&"invalid-args"), "{audit}");
+    assert!(statuses.contains(&"out-of-fuel") && statuses.contains(&"success"), "{statuses:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desk_decides_calls_and_results_remembers_and_revokes() {
+    let dir = workspace();
+    let list = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」list_files「末」,\npath:「始」.「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let script = [Response::text(list), Response::text("Listed: {{last_message}}")];
+    let model = StandIn::start(script).await.unwrap();
+    let running = console(dir.path(), Some(&model));
+    let api = Api::of(&running);
+
+    // A moderate call from the chat waits at the desk, from the console's door.
+    let (status, started) = api.post("/api/chat", json!({ "message": "What is in the workspace?" })).await;
+    assert_eq!(status, 202, "{started}");
+    let (status, busy) = api.post("/api/chat", json!({ "message": "again" })).await;
+    assert_eq!(status, 409, "one turn at a time: {busy}");
+    let waiting = api.pending().await;
+    assert_eq!((waiting["door"].as_str(), waiting["caller"].as_str()), (Some("console"), Some("chat")), "{waiting}");
+    assert_eq!(waiting["calls"][0]["tool"], "list_files");
+    assert_eq!(waiting["calls"][0]["can_remember"], true);
+    assert!(waiting["expires_at_ms"].as_u64().unwrap() > 0);
+    let id = waiting["id"].as_u64().unwrap();
+    let (status, wrong) = api.post(&format!("/api/pending/{id}"), json!({ "verdict": "pass" })).await;
+    assert_eq!(status, 400, "a call is not passed: {wrong}");
+    let (status, _) = api.post(&format!("/api/pending/{id}"), json!({ "verdict": "always" })).await;
+    assert_eq!(status, 200);
+    let (status, _) = api.post(&format!("/api/pending/{id}"), json!({ "verdict": "allow" })).await;
+    assert_eq!(status, 410, "decided already");
+    api.chat_done().await;
+    let history = api.get("/api/chat").await;
+    let roles: Vec<&str> = history["entries"].as_array().unwrap().iter().map(|e| e["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"], "{history}");
+
+    // Remembered, then revoked.
+    let remembered = api.get("/api/approvals").await;
+    assert_eq!(remembered["remembered"][0]["tool"], "list_files", "{remembered}");
+    let (status, revoked) = api.delete("/api/approvals", json!({ "tool": "list_files", "agent": "console" })).await;
+    assert_eq!((status, revoked["revoked"].as_u64()), (200, Some(1)));
+    assert_eq!(api.get("/api/approvals").await["remembered"], json!([]));
+
+    // A result that needs approval waits for Pass or Reject; a rejection's
+    // reason is what comes back, never the text.
+    std::fs::write(dir.path().join("ws/secret.txt"), "the launch codes").unwrap();
+    let api = Arc::new(api);
+    let runner = {
+        let api = api.clone();
+        tokio::spawn(async move { api.post("/api/run", json!({ "tool": "read_file", "arguments": { "path": "secret.txt" } })).await })
+    };
+    let waiting = api.pending().await;
+    assert_eq!(waiting["result"]["output"], "the launch codes", "{waiting}");
+    let id = waiting["id"].as_u64().unwrap();
+    let (status, _) = api.post(&format!("/api/pending/{id}"), json!({ "verdict": "reject", "reason": "private" })).await;
+    assert_eq!(status, 200);
+    let (_, ran) = runner.await.unwrap();
+    assert_eq!(ran["outcome"]["status"], "result-rejected", "{ran}");
+    assert!(!ran["outcome"]["output"].as_str().unwrap().contains("launch codes"));
+    assert!(ran["outcome"]["output"].as_str().unwrap().contains("private"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_cancels_a_turn_waiting_at_the_desk_and_withdraws_its_question() {
+    let dir = workspace();
+    let model = StandIn::start([Response::text(VCP_WRITE), Response::text("never asked")]).await.unwrap();
+    let running = console(dir.path(), Some(&model));
+    let api = Api::of(&running);
+    let (status, _) = api.post("/api/chat", json!({ "message": "Save a note" })).await;
+    assert_eq!(status, 202);
+    let waiting = api.pending().await;
+    assert_eq!(waiting["calls"][0]["tool"], "write_file");
+    let (_, stopped) = api.post("/api/chat/stop", json!({})).await;
+    assert_eq!(stopped["stopped"], true);
+    api.chat_done().await;
+    assert_eq!(api.get("/api/pending").await["pending"], json!([]), "the question is withdrawn");
+    assert!(!dir.path().join("ws/note.txt").exists());
+    assert_eq!(model.requests().len(), 1, "the model is not asked again");
+}
+
+// ---- the page, in a real browser -----------------------------------------
+
+/// ChromeDriver on a free port, killed when dropped; `None` (the skip
+/// printed) only where `cargo xtask test` could not install it.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    fn start() -> Option<Driver> {
+        let found = Command::new("sh").args(["-c", "command -v chromedriver"]).output().is_ok_and(|o| o.status.success());
+        if !found {
+            let skipped = support::toolchains().join("browser.skipped");
+            match std::fs::read_to_string(&skipped) {
+                Ok(reason) => {
+                    eprintln!("SKIPPED: the console's browser test: Chromium could not be installed: {reason}");
+                    return None;
+                }
+                Err(_) => panic!("chromedriver is missing; run `cargo xtask browser` (or `cargo xtask test`)"),
+            }
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let deadline = Instant::now() + PATIENCE;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(Driver { child, url: format!("http://127.0.0.1:{port}") })
+    }
+
+    async fn browser(&self) -> Client {
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            json!({ "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"] }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        ClientBuilder::new(connector).capabilities(capabilities).connect(&self.url).await.expect("a Chromium session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+type Step = Result<(), String>;
+
+fn failed(what: impl std::fmt::Display) -> String {
+    what.to_string()
+}
+
+/// Run `test` in a fresh browser; on failure save a screenshot as
+/// `target/console-screenshots/NAME.png`, then fail.
+async fn in_browser<F, Fut>(name: &str, test: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = Step>,
+{
+    let Some(driver) = Driver::start() else { return };
+    let browser = driver.browser().await;
+    let outcome = test(browser.clone()).await;
+    if let Err(why) = outcome {
+        let shot = screenshots().join(format!("{name}.png"));
+        if let Ok(png) = browser.screenshot().await {
+            let _ = std::fs::write(&shot, png);
+        }
+        let _ = browser.close().await;
+        panic!("{name}: {why} (screenshot: {})", shot.display());
+    }
+    let _ = browser.close().await;
+}
+
+fn screenshots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Wait until the element `css` shows text that `ready` accepts; its text.
+async fn wait_text(browser: &Client, css: &str, ready: impl Fn(&str) -> bool) -> Result<String, String> {
+    let deadline = Instant::now() + PATIENCE;
+    let mut last = String::new();
+    loop {
+        if let Ok(found) = browser.find_all(Locator::Css(css)).await {
+            for element in found {
+                if let Ok(text) = element.text().await {
+                    if ready(&text) {
+                        return Ok(text);
+                    }
+                    last = text;
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!("`{css}` never showed what was expected; last: {last:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn click(browser: &Client, css: &str) -> Step {
+    let element = browser.wait().at_most(PATIENCE).for_element(Locator::Css(css)).await.map_err(|e| format!("`{css}`: {e}"))?;
+    element.click().await.map_err(|e| format!("clicking `{css}`: {e}"))
+}
+
+async fn type_into(browser: &Client, css: &str, text: &str) -> Step {
+    let element = browser.wait().at_most(PATIENCE).for_element(Locator::Css(css)).await.map_err(|e| format!("`{css}`: {e}"))?;
+    element.clear().await.map_err(failed)?;
+    element.send_keys(text).await.map_err(|e| format!("typing into `{css}`: {e}"))
+}
+
+/// Open the printed link and wait for the page to have loaded the tools.
+async fn open(browser: &Client, link: &str) -> Step {
+    browser.goto(link).await.map_err(failed)?;
+    browser.wait().at_most(PATIENCE).for_element(Locator::Css("body[data-ready]")).await.map_err(|e| format!("the page never got ready: {e}"))?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_opens_from_the_link_runs_calculate_and_parses_a_vcp_reply() {
+    let dir = workspace();
+    let running = console(dir.path(), None);
+    let link = running.link.clone();
+    in_browser("run_and_parse", |browser| async move {
+        open(&browser, &link).await?;
+        let url = browser.current_url().await.map_err(failed)?;
+        if url.query().is_some() {
+            return Err(format!("the token stays in the address bar: {url}"));
+        }
+        wait_text(&browser, "#tools-table tr[data-tool=calculate]", |t| t.contains("calc@0.1.0")).await?;
+        wait_text(&browser, "#tools-table tr[data-tool=write_file]", |t| t.contains("sensitive") && t.contains("read-write → ws")).await?;
+
+        click(&browser, "#tabs button[data-tab=run]").await?;
+        type_into(&browser, "#run-form [name=expression]", "6*7").await?;
+        click(&browser, "#run-go").await?;
+        wait_text(&browser, "#run-result .status", |t| t == "success").await?;
+        wait_text(&browser, "#run-output", |t| t.contains("42")).await?;
+
+        click(&browser, "#tabs button[data-tab=parse]").await?;
+        type_into(&browser, "#parse-text", VCP_CALCULATE).await?;
+        click(&browser, "#parse-go").await?;
+        wait_text(&browser, "#parse-calls .call-name", |t| t == "calculate").await?;
+        wait_text(&browser, "#parse-marked mark.call", |t| t.contains("TOOL_REQUEST")).await?;
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_model() {
+    let dir = workspace();
+    let script = [
+        Response::text(VCP_WRITE),
+        Response::text("Result: {{last_message}}"),
+        Response::text(VCP_WRITE),
+        Response::text("Told: {{last_message}}"),
+    ];
+    let model = StandIn::start(script).await.unwrap();
+    let running = console(dir.path(), Some(&model));
+    let written = dir.path().join("ws/note.txt");
+    let link = running.link.clone();
+    in_browser("chat_approval", |browser| async move {
+        open(&browser, &link).await?;
+        click(&browser, "#tabs button[data-tab=chat]").await?;
+
+        // Approve: the tool message, then the answer.
+        type_into(&browser, "#chat-input", "Save a note").await?;
+        click(&browser, "#chat-send").await?;
+        wait_text(&browser, "#desk .pending[data-door=console] .call[data-tool=write_file]", |t| t.contains("note.txt")).await?;
+        wait_text(&browser, "#chat-state", |t| t.contains("waiting for your approval")).await?;
+        if std::env::var_os("TOOLHOST_UPDATE_SCREENSHOTS").is_some() {
+            let png = browser.screenshot().await.map_err(failed)?;
+            std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/console-chat.png"), png).map_err(failed)?;
+        }
+        click(&browser, "#desk .pending button.approve").await?;
+        wait_text(&browser, "#chat-log .msg.tool", |t| t.contains("write_file") && t.contains("success")).await?;
+        wait_text(&browser, "#chat-log .msg.assistant", |t| t.starts_with("Result:")).await?;
+        if !written.exists() {
+            return Err("approved, yet the file was not written".into());
+        }
+        std::fs::remove_file(&written).map_err(failed)?;
+
+        // Deny, with a reason the model is told.
+        type_into(&browser, "#chat-input", "Save it again").await?;
+        click(&browser, "#chat-send").await?;
+        type_into(&browser, "#desk .pending input.reason", "not in my workspace").await?;
+        click(&browser, "#desk .pending button.deny").await?;
+        wait_text(&browser, "#chat-log .msg.tool.failed", |t| t.contains("denied")).await?;
+        wait_text(&browser, "#chat-log .msg.assistant", |t| t.starts_with("Told:")).await?;
+        if written.exists() {
+            return Err("denied, yet the file was written".into());
+        }
+        Ok(())
+    })
+    .await;
+    let told = model.requests()[3].last_message().to_owned();
+    assert!(told.contains("not in my workspace"), "the reason reaches the model: {told}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_from_the_official_mcp_client_waits_for_approval_in_the_page() {
+    let dir = workspace();
+    let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
+    let running = Running::start(dir.path(), &args, Some("serving MCP at"));
+    let line = running.line_with("serving MCP at");
+    let mcp_url = line[line.find("http://").unwrap()..].split_whitespace().next().unwrap().to_owned();
+    // The client would answer an elicitation by declining: the console,
+    // not the client, is asked.
+    let client = std::thread::spawn({
+        let cwd = dir.path().to_owned();
+        move || {
+            Command::new(support::mcp_python())
+                .current_dir(cwd)
+                .arg(support::mcp_client_script())
+                .args(["--http", &mcp_url, "approve", "--answer", "decline"])
+                .output()
+                .expect("the Python client runs")
+        }
+    });
+    // The server outlives the page's part: the client still has to read
+    // its result and close its session.
+    let link = running.link.clone();
+    in_browser("mcp_approval", |browser| async move {
+        open(&browser, &link).await?;
+        let card = wait_text(&browser, "#desk .pending[data-door=mcp]", |t| t.contains("write_file")).await?;
+        if !card.contains("left") || !card.contains("approved over MCP") {
+            return Err(format!("the card shows the caller, the arguments and the time left: {card}"));
+        }
+        click(&browser, "#desk .pending[data-door=mcp] button.approve").await?;
+        browser
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css("#desk[hidden]"))
+            .await
+            .map_err(|e| format!("the desk never emptied: {e}"))?;
+        Ok(())
+    })
+    .await;
+    let output = client.join().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "client.py: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(seen["asked"], json!([]), "the client was not asked: {seen}");
+    assert_eq!(seen["result"]["is_error"], false, "{seen}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("ws/note.txt")).unwrap(), "approved over MCP");
+}

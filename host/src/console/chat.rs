@@ -1,0 +1,120 @@
+//! The console's chat: one conversation with the agent's model, through
+//! the library's [`Chain`]. Each turn runs in the background; its events
+//! (text as it streams, calls, approvals, outcomes) reach the page through
+//! the feed, and calls that need approval wait at the desk. Stop cancels
+//! the turn.
+
+use super::Shared;
+use super::workbench::refuse;
+use crate::chain::Chain;
+use crate::llm::LlmClient;
+use crate::transcript::Transcript;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// The conversation and the turn in flight.
+pub(super) struct ChatRoom {
+    llm: Option<Arc<dyn LlmClient>>,
+    transcript: tokio::sync::Mutex<Transcript>,
+    /// The running turn's cancel token.
+    running: Mutex<Option<CancellationToken>>,
+}
+
+impl ChatRoom {
+    pub(super) fn new(llm: Option<Arc<dyn LlmClient>>) -> Self {
+        ChatRoom { llm, transcript: tokio::sync::Mutex::new(Transcript::in_memory()), running: Mutex::new(None) }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Option<CancellationToken>> {
+        self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether there is a model, and whether a turn runs.
+    pub(super) fn describe(&self) -> Value {
+        json!({ "model": self.llm.is_some(), "busy": self.running().is_some() })
+    }
+
+    /// Cancel the turn in flight, if any.
+    pub(super) fn stop(&self) -> bool {
+        self.running().as_ref().map(CancellationToken::cancel).is_some()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Say {
+    message: String,
+}
+
+/// Start a turn with the person's message; 409 while one runs.
+pub(super) async fn send(State(shared): State<Arc<Shared>>, Json(say): Json<Say>) -> Response {
+    let Some(llm) = shared.chat.llm.clone() else {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no model: start the console with --base-url URL, --llm NAME or OPENAI_BASE_URL to chat",
+        );
+    };
+    if say.message.trim().is_empty() {
+        return refuse(StatusCode::BAD_REQUEST, "an empty message");
+    }
+    let cancel = CancellationToken::new();
+    {
+        let mut running = shared.chat.running();
+        if running.is_some() {
+            return refuse(StatusCode::CONFLICT, "a turn is running: wait for it, or stop it");
+        }
+        *running = Some(cancel.clone());
+    }
+    let turn = shared.clone();
+    tokio::spawn(async move {
+        turn.feed.publish("chat-started", &json!({ "message": say.message }));
+        let finished = converse(&turn, llm, &say.message, &cancel).await;
+        *turn.chat.running() = None;
+        turn.feed.publish("chat-finished", &finished);
+    });
+    (StatusCode::ACCEPTED, Json(json!({ "started": true }))).into_response()
+}
+
+/// One turn, as the chain runs it; what the page is told at its end.
+async fn converse(shared: &Shared, llm: Arc<dyn LlmClient>, message: &str, cancel: &CancellationToken) -> Value {
+    let pipeline = shared.pipeline.with_approver(Arc::new(shared.desk.approver("console", "chat")));
+    let chain = match Chain::new(llm, pipeline, shared.agent.clone(), shared.config()) {
+        Ok(chain) => chain.with_prompt_cache(shared.prompts.clone()),
+        Err(error) => return json!({ "error": error.to_string() }),
+    };
+    let mut transcript = shared.chat.transcript.lock().await;
+    let feed = shared.feed.clone();
+    let events = move |event: crate::chain::ChainEvent| feed.publish("chat", &event);
+    match chain.send(&mut transcript, message, &events, cancel).await {
+        Ok(stop) => json!({ "stop": stop, "said": stop.to_string() }),
+        Err(error) => json!({ "error": error.to_string() }),
+    }
+}
+
+/// Cancel the turn in flight.
+pub(super) async fn stop(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(json!({ "stopped": shared.chat.stop() }))
+}
+
+/// The conversation so far (`busy` while a turn holds it).
+pub(super) async fn history(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    match shared.chat.transcript.try_lock() {
+        Ok(transcript) => Json(json!({ "busy": false, "entries": transcript.entries() })),
+        Err(_) => Json(json!({ "busy": true, "entries": null })),
+    }
+}
+
+/// Start a new conversation.
+pub(super) async fn reset(State(shared): State<Arc<Shared>>) -> Response {
+    if shared.chat.running().is_some() {
+        return refuse(StatusCode::CONFLICT, "a turn is running: stop it first");
+    }
+    *shared.chat.transcript.lock().await = Transcript::in_memory();
+    Json(json!({ "reset": true })).into_response()
+}

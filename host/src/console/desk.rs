@@ -1,0 +1,320 @@
+//! The approval desk: calls and results waiting for a person at the
+//! console, whichever door they came through. [`ConsoleApprover`] puts a
+//! request on the desk and waits for the page's decision, up to the
+//! console's timeout; a request whose call is cancelled meanwhile (Stop,
+//! an MCP client's cancellation, a VCP server's `cancel_tool`) is taken off
+//! the desk, and the page is told.
+
+use super::feed::Feed;
+use crate::approval::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultDecision};
+use crate::manifest::ToolSpec;
+use crate::outcome::ToolOutcome;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
+
+/// How much of a result the page is shown to pass or reject.
+const RESULT_EXCERPT_BYTES: usize = 64 * 1024;
+
+/// One request on the desk, as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Waiting {
+    /// The desk's number for it.
+    pub id: u64,
+    /// The door it came through: `console`, `mcp`, `vcp`.
+    pub door: String,
+    /// Who asked: the chat, an MCP client's name, the VCP server.
+    pub caller: String,
+    /// When it must be decided by, in milliseconds since the epoch.
+    pub expires_at_ms: u64,
+    /// Calls to approve (empty for a result).
+    pub calls: Vec<WaitingCall>,
+    /// A result to pass or reject.
+    pub result: Option<WaitingResult>,
+}
+
+/// A call waiting for a decision.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct WaitingCall {
+    pub id: String,
+    pub agent: String,
+    pub plugin: String,
+    pub tool: String,
+    pub level: &'static str,
+    pub args: Map<String, Value>,
+    /// Why it is asked.
+    pub reason: String,
+    /// Whether "allow always" means anything for it.
+    pub can_remember: bool,
+    /// Its decision, once made (the batch waits for all of them).
+    pub decided: Option<&'static str>,
+}
+
+/// A result waiting to be passed on or rejected.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct WaitingResult {
+    pub id: String,
+    pub plugin: String,
+    pub tool: String,
+    pub status: &'static str,
+    pub output: String,
+    /// The output was cut to the excerpt shown.
+    pub cut: bool,
+}
+
+/// Where an answer goes.
+enum Reply {
+    Calls { decisions: Vec<Option<CallDecision>>, send: Option<oneshot::Sender<Vec<CallDecision>>> },
+    Result { send: Option<oneshot::Sender<ResultDecision>> },
+}
+
+struct Entry {
+    view: Waiting,
+    reply: Reply,
+}
+
+/// A person's answer to one pending call, as the page sends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum Verdict {
+    Allow,
+    Always,
+    Deny,
+    Pass,
+    Reject,
+}
+
+/// Why a decision could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum DeskError {
+    #[error("nothing with number {0} waits for a decision (it was decided, cancelled or timed out)")]
+    Gone(u64),
+    #[error("request {0} has no call {1}")]
+    NoCall(u64, usize),
+    #[error("`{0:?}` does not answer this request: calls take allow, always or deny; results take pass or reject")]
+    Mismatch(Verdict),
+}
+
+/// The requests waiting for a person; shared by every door's approver.
+pub(super) struct Desk {
+    next: AtomicU64,
+    entries: Mutex<BTreeMap<u64, Entry>>,
+    feed: Feed,
+    timeout: Duration,
+}
+
+impl Desk {
+    pub(super) fn new(feed: Feed, timeout: Duration) -> Self {
+        Desk { next: AtomicU64::new(1), entries: Mutex::new(BTreeMap::new()), feed, timeout }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
+        self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Everything waiting now, oldest first.
+    pub(super) fn waiting(&self) -> Vec<Waiting> {
+        self.entries().values().map(|entry| entry.view.clone()).collect()
+    }
+
+    fn put(&self, mut view: Waiting, reply: Reply) -> Withdrawal<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        view.id = id;
+        view.expires_at_ms = now_ms() + self.timeout.as_millis() as u64;
+        self.entries().insert(id, Entry { view: view.clone(), reply });
+        self.feed.publish("pending", &view);
+        Withdrawal { desk: self, id }
+    }
+
+    /// Decide call `index` of request `id` (`None`: every undecided call).
+    pub(super) fn decide(&self, id: u64, index: Option<usize>, verdict: Verdict, reason: Option<String>) -> Result<(), DeskError> {
+        let mut entries = self.entries();
+        let entry = entries.get_mut(&id).ok_or(DeskError::Gone(id))?;
+        let done = match &mut entry.reply {
+            Reply::Calls { decisions, send } => {
+                let decision = match verdict {
+                    Verdict::Allow => CallDecision::AllowOnce,
+                    Verdict::Always => CallDecision::AllowAlways,
+                    Verdict::Deny => CallDecision::Deny {
+                        reason: Some(match reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                            Some(reason) => format!("the user denied it: {reason}"),
+                            None => "the user denied it".to_owned(),
+                        }),
+                    },
+                    Verdict::Pass | Verdict::Reject => return Err(DeskError::Mismatch(verdict)),
+                };
+                let indices: Vec<usize> = match index {
+                    Some(index) if index < decisions.len() => vec![index],
+                    Some(index) => return Err(DeskError::NoCall(id, index)),
+                    None => (0..decisions.len()).filter(|&i| decisions[i].is_none()).collect(),
+                };
+                for index in indices {
+                    let shown = match (&decision, entry.view.calls[index].can_remember) {
+                        (CallDecision::AllowAlways, false) => CallDecision::AllowOnce,
+                        (decision, _) => decision.clone(),
+                    };
+                    entry.view.calls[index].decided = Some(decision_name(&shown));
+                    decisions[index] = Some(shown);
+                }
+                if decisions.iter().all(Option::is_some) {
+                    let all = decisions.iter_mut().map(|d| d.take().expect("all decided")).collect();
+                    if let Some(send) = send.take() {
+                        let _ = send.send(all);
+                    }
+                    true
+                } else {
+                    self.feed.publish("pending", &entry.view);
+                    false
+                }
+            }
+            Reply::Result { send } => {
+                let decision = match verdict {
+                    Verdict::Pass => ResultDecision::Pass,
+                    Verdict::Reject => ResultDecision::Reject { reason: reason.filter(|r| !r.trim().is_empty()) },
+                    _ => return Err(DeskError::Mismatch(verdict)),
+                };
+                if let Some(send) = send.take() {
+                    let _ = send.send(decision);
+                }
+                true
+            }
+        };
+        if done {
+            entries.remove(&id);
+            self.feed.publish("resolved", &serde_json::json!({ "id": id, "how": "decided" }));
+        }
+        Ok(())
+    }
+
+    /// An approver for calls arriving through `door` from `caller`.
+    pub(super) fn approver(self: &Arc<Self>, door: &str, caller: &str) -> ConsoleApprover {
+        ConsoleApprover { desk: self.clone(), door: door.to_owned(), caller: caller.to_owned() }
+    }
+}
+
+/// Takes a request off the desk when its waiter goes away — answered,
+/// timed out or cancelled — and tells the page why.
+struct Withdrawal<'a> {
+    desk: &'a Desk,
+    id: u64,
+}
+
+impl Withdrawal<'_> {
+    fn finish(self, how: &str) {
+        if self.desk.entries().remove(&self.id).is_some() {
+            self.desk.feed.publish("resolved", &serde_json::json!({ "id": self.id, "how": how }));
+        }
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Withdrawal<'_> {
+    /// The waiting future was dropped: its call was cancelled.
+    fn drop(&mut self) {
+        if self.desk.entries().remove(&self.id).is_some() {
+            self.desk.feed.publish("resolved", &serde_json::json!({ "id": self.id, "how": "cancelled" }));
+        }
+    }
+}
+
+fn decision_name(decision: &CallDecision) -> &'static str {
+    match decision {
+        CallDecision::AllowOnce => "allow",
+        CallDecision::AllowAlways => "always",
+        CallDecision::Deny { .. } => "deny",
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Asks the person at the console, tagging each request with the door and
+/// caller it came from. Cheap to clone; every clone uses the same desk.
+#[derive(Clone)]
+pub struct ConsoleApprover {
+    desk: Arc<Desk>,
+    door: String,
+    caller: String,
+}
+
+impl ConsoleApprover {
+    fn view(&self) -> Waiting {
+        Waiting { id: 0, door: self.door.clone(), caller: self.caller.clone(), expires_at_ms: 0, calls: Vec::new(), result: None }
+    }
+
+    fn waited(&self) -> String {
+        humantime::format_duration(self.desk.timeout).to_string()
+    }
+}
+
+#[async_trait::async_trait]
+impl Approver for ConsoleApprover {
+    async fn approve_calls(&self, calls: &[PendingCall]) -> Vec<CallDecision> {
+        self.answer_calls(calls).await.into_iter().map(|answer| answer.decision).collect()
+    }
+
+    async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
+        let mut view = self.view();
+        view.calls = calls
+            .iter()
+            .map(|call| WaitingCall {
+                id: call.id.clone(),
+                agent: call.agent.clone(),
+                plugin: call.plugin.clone(),
+                tool: call.tool.clone(),
+                level: call.permission.as_str(),
+                args: call.args.clone(),
+                reason: call.reason.to_string(),
+                can_remember: call.reason == crate::approval::AskReason::Moderate,
+                decided: None,
+            })
+            .collect();
+        let (send, answer) = oneshot::channel();
+        let withdrawal = self.desk.put(view, Reply::Calls { decisions: vec![None; calls.len()], send: Some(send) });
+        match tokio::time::timeout(self.desk.timeout, answer).await {
+            Ok(Ok(decisions)) => {
+                withdrawal.finish("decided");
+                decisions.into_iter().map(|decision| Answer { decision, by: DecidedBy::Person }).collect()
+            }
+            _ => {
+                withdrawal.finish("timed-out");
+                let reason = format!("timed out waiting for approval at the console after {}", self.waited());
+                vec![Answer { decision: CallDecision::Deny { reason: Some(reason) }, by: DecidedBy::TimedOut }; calls.len()]
+            }
+        }
+    }
+
+    async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
+        let mut view = self.view();
+        let mut end = outcome.output.len().min(RESULT_EXCERPT_BYTES);
+        while !outcome.output.is_char_boundary(end) {
+            end -= 1;
+        }
+        view.result = Some(WaitingResult {
+            id: outcome.id.clone(),
+            plugin: tool.plugin.clone(),
+            tool: tool.name.clone(),
+            status: outcome.status.as_str(),
+            output: outcome.output[..end].to_owned(),
+            cut: end < outcome.output.len(),
+        });
+        let (send, answer) = oneshot::channel();
+        let withdrawal = self.desk.put(view, Reply::Result { send: Some(send) });
+        match tokio::time::timeout(self.desk.timeout, answer).await {
+            Ok(Ok(decision)) => {
+                withdrawal.finish("decided");
+                decision
+            }
+            _ => {
+                withdrawal.finish("timed-out");
+                let reason = format!("timed out waiting for approval of the result at the console after {}", self.waited());
+                ResultDecision::Reject { reason: Some(reason) }
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The console: one local web page to see what the model sees and to
+//! supervise it — the loaded tools (toggle them for the agent), the
+//! rendered system prompt per protocol with its token count, a parser for
+//! pasted replies, a form to run any tool, a chat with the agent's model,
+//! the remembered approvals and the audit log — and the approval desk for
+//! calls arriving through every door (the chat, an MCP client, a VCP
+//! server).
+//!
+//! The page (HTML, CSS and script) is embedded in the binary; nothing is
+//! loaded from anywhere else. The console binds loopback by default; every
+//! request needs its token (the printed URL sets a cookie), and a request
+//! that changes anything must come from its own page (see `access`).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::{AllowAll, Approvals, Console, ConsoleOptions, Executor, Pipeline, Policy, Registry};
+//!
+//! # async fn demo() -> anyhow::Result<()> {
+//! let policy = Policy::load("toolhost.toml".as_ref())?;
+//! let registry = Arc::new(Registry::load(policy).await?);
+//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+//! let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(AllowAll));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let console = Console::new(pipeline, ConsoleOptions::default(), listener.local_addr()?);
+//! println!("open {}", console.url());
+//! console.serve(listener, toolhost::CancellationToken::new()).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod access;
+mod chat;
+mod config;
+mod desk;
+mod feed;
+mod page;
+mod records;
+mod workbench;
+
+pub use config::{ConsoleConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_LISTEN};
+pub(crate) use config::ConsoleSection;
+pub use desk::ConsoleApprover;
+
+use crate::agent::ToolCallConfig;
+use crate::discovery::PromptCache;
+use crate::llm::LlmClient;
+use crate::pipeline::Pipeline;
+use access::Access;
+use axum::Router;
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::routing::{get, post};
+use desk::Desk;
+use feed::Feed;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The agent the console works as when none is named.
+pub const DEFAULT_CONSOLE_AGENT: &str = "console";
+
+/// What a console works with besides its pipeline.
+#[derive(Clone)]
+pub struct ConsoleOptions {
+    /// The agent: its name (remembered approvals, audit records) and
+    /// settings (tools, protocol, system prompt). The page edits a copy of
+    /// the settings; the policy file is not written.
+    pub agent: String,
+    /// Its settings.
+    pub config: ToolCallConfig,
+    /// How long a pending call or result waits for a person.
+    pub approval_timeout: Duration,
+    /// The model the chat talks to; `None`: the chat says there is none.
+    pub llm: Option<Arc<dyn LlmClient>>,
+}
+
+impl Default for ConsoleOptions {
+    fn default() -> Self {
+        ConsoleOptions {
+            agent: DEFAULT_CONSOLE_AGENT.to_owned(),
+            config: ToolCallConfig { enabled: true, ..ToolCallConfig::default() },
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            llm: None,
+        }
+    }
+}
+
+/// The console for one registry; clones share it.
+#[derive(Clone)]
+pub struct Console {
+    shared: Arc<Shared>,
+}
+
+/// What every request shares.
+pub(crate) struct Shared {
+    /// Calls run here, asked at the console's desk.
+    pipeline: Pipeline,
+    access: Access,
+    addr: SocketAddr,
+    feed: Feed,
+    desk: Arc<Desk>,
+    agent: String,
+    /// The agent's settings as the page has edited them.
+    config: Mutex<ToolCallConfig>,
+    prompts: Arc<PromptCache>,
+    chat: chat::ChatRoom,
+}
+
+impl Shared {
+    fn config(&self) -> ToolCallConfig {
+        self.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+}
+
+impl Console {
+    /// A console for `pipeline`'s registry, to be served at `addr` (bind
+    /// the listener first: the token's cookie is named by its port). Its
+    /// own calls (the Run panel, the chat) are approved at its desk.
+    pub fn new(pipeline: Pipeline, options: ConsoleOptions, addr: SocketAddr) -> Self {
+        let feed = Feed::new();
+        let desk = Arc::new(Desk::new(feed.clone(), options.approval_timeout));
+        let pipeline = pipeline.with_approver(Arc::new(desk.approver("console", "this page")));
+        let shared = Shared {
+            pipeline,
+            access: Access::new(addr),
+            addr,
+            feed,
+            desk,
+            agent: options.agent,
+            config: Mutex::new(options.config),
+            prompts: Arc::new(PromptCache::new()),
+            chat: chat::ChatRoom::new(options.llm),
+        };
+        Console { shared: Arc::new(shared) }
+    }
+
+    /// The address to open: it carries the token, which sets the cookie.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.shared.addr, self.shared.access.token())
+    }
+
+    /// The token (for clients that send `Authorization: Bearer TOKEN`).
+    pub fn token(&self) -> &str {
+        self.shared.access.token()
+    }
+
+    /// An approver that asks at this console, for calls arriving through
+    /// `door` (`mcp`, `vcp`, …) from `caller`: the page shows both, the
+    /// arguments, and the time left.
+    pub fn approver(&self, door: &str, caller: &str) -> ConsoleApprover {
+        self.shared.desk.approver(door, caller)
+    }
+
+    /// The web application: the page, its API and its event stream, behind
+    /// the token and origin checks.
+    pub fn router(&self) -> Router {
+        let shared = self.shared.clone();
+        let api = Router::new()
+            .route("/api/events", get(workbench::events))
+            .route("/api/state", get(workbench::state))
+            .route("/api/tools", get(workbench::tools))
+            .route("/api/toggles", post(workbench::toggle))
+            .route("/api/prompt", get(workbench::prompt))
+            .route("/api/parse", post(workbench::parse))
+            .route("/api/run", post(workbench::run))
+            .route("/api/pending", get(workbench::pending))
+            .route("/api/pending/{id}", post(workbench::decide))
+            .route("/api/chat", get(chat::history).post(chat::send))
+            .route("/api/chat/stop", post(chat::stop))
+            .route("/api/chat/reset", post(chat::reset))
+            .route("/api/approvals", get(records::remembered).delete(records::revoke))
+            .route("/api/audit", get(records::audit))
+            .with_state(shared.clone());
+        page::routes()
+            .merge(api)
+            .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                let shared = shared.clone();
+                async move { shared.access.guard(request, next).await }
+            }))
+    }
+
+    /// Serve on `listener` until `shutdown` fires; a turn the chat is in
+    /// is cancelled then.
+    pub async fn serve(&self, listener: tokio::net::TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
+        let chat = self.shared.clone();
+        let stopping = shutdown.clone();
+        tokio::spawn(async move {
+            stopping.cancelled().await;
+            chat.chat.stop();
+            chat.feed.close();
+        });
+        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown.cancelled_owned()).await
+    }
+}

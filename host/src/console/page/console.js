@@ -1,0 +1,509 @@
+// The toolhost console's page: plain DOM, no framework. Every request
+// carries the cookie the printed link set; changes go as JSON POSTs to the
+// console's own origin, and live updates arrive as server-sent events.
+"use strict";
+
+const $ = (selector, root = document) => root.querySelector(selector);
+const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key in node && key !== "list") node[key] = value;
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+async function api(path, body, method) {
+  const init = { method: method || (body === undefined ? "GET" : "POST"), headers: {} };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  let value;
+  try { value = text ? JSON.parse(text) : {}; } catch { value = { error: text }; }
+  if (!response.ok) throw new Error(value.error || `${response.status} ${response.statusText}`);
+  return value;
+}
+
+function report(error) {
+  alert(error.message || String(error));
+}
+
+// A JSON value as a collapsible tree.
+function jsonTree(value, key) {
+  const label = key === undefined ? [] : [el("span", { class: "key" }, JSON.stringify(key)), ": "];
+  if (value !== null && typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    const open = Array.isArray(value) ? "[" : "{";
+    const close = Array.isArray(value) ? "]" : "}";
+    const details = el("details", { open: entries.length <= 20 },
+      el("summary", {}, ...label, `${open}${entries.length} ${entries.length === 1 ? "item" : "items"}${close}`));
+    for (const [k, v] of entries) details.append(el("div", {}, jsonTree(v, Array.isArray(value) ? undefined : k)));
+    return details;
+  }
+  const cls = typeof value === "string" ? "str" : typeof value === "number" ? "num" : "lit";
+  return el("span", {}, ...label, el("span", { class: cls }, JSON.stringify(value)));
+}
+
+function jsonView(value) {
+  return el("div", { class: "json" }, jsonTree(value));
+}
+
+function levelBadge(level) {
+  return el("span", { class: `level ${level}` }, level);
+}
+
+const FAILED = new Set(["error", "denied", "result-rejected", "not-found", "invalid-args", "timed-out", "out-of-fuel", "limit-exceeded", "cancelled"]);
+
+// ---- tabs ---------------------------------------------------------------
+
+const loaders = {};
+function show(tab) {
+  for (const button of $$("#tabs button")) button.classList.toggle("active", button.dataset.tab === tab);
+  for (const section of $$("main .tab")) section.hidden = section.id !== `tab-${tab}`;
+  if (loaders[tab]) loaders[tab]().catch(report);
+}
+for (const button of $$("#tabs button")) button.addEventListener("click", () => show(button.dataset.tab));
+
+// ---- state and tools ----------------------------------------------------
+
+let state = {};
+let tools = [];
+
+async function loadState() {
+  state = await api("/api/state");
+  $("#who").textContent = `agent ${state.agent} · ${state.plugins.length} plugins · ${state.protocol} · v${state.version}`;
+  $("#default-enabled").checked = state.default_tool_enabled;
+}
+
+function capabilityCell(caps) {
+  const rows = [];
+  for (const dir of caps.directories) {
+    rows.push(el("div", {}, `dir ${dir.path} (${dir.asked}) → `,
+      dir.granted ? el("span", { class: "granted" }, dir.granted) : el("span", { class: "withheld" }, "withheld")));
+  }
+  for (const env of caps.env) {
+    rows.push(el("div", {}, `env ${env.name} → `, el("span", { class: env.granted ? "granted" : "withheld" }, env.granted ? "granted" : "withheld")));
+  }
+  for (const http of caps.http) {
+    rows.push(el("div", {}, `http ${http.host} → `, el("span", { class: http.granted ? "granted" : "withheld" }, http.granted ? "granted" : "withheld")));
+  }
+  return rows.length ? rows : [el("span", { class: "muted" }, "none: computes only")];
+}
+
+async function loadTools() {
+  const [, list] = await Promise.all([loadState(), api("/api/tools")]);
+  tools = list.tools;
+  const body = $("#tools-table tbody");
+  body.replaceChildren();
+  for (const tool of tools) {
+    const toggle = el("input", {
+      type: "checkbox", checked: tool.offered, disabled: !tool.agent_callable,
+      title: tool.agent_callable ? "offer it to the model" : "the plugin does not make it agent-callable",
+      onchange: (event) => api("/api/toggles", { tool: tool.name, enabled: event.target.checked }).then(loadTools).catch(report),
+    });
+    const params = tool.params.map((p) => el("div", {}, el("code", {}, p.name), `: ${p.type}${p.required ? "" : "?"}`));
+    body.append(el("tr", { "data-tool": tool.name },
+      el("td", {}, toggle),
+      el("td", {}, el("strong", {}, tool.name), el("div", { class: "muted" }, tool.description)),
+      el("td", {}, `${tool.plugin}@${tool.version}`),
+      el("td", {}, levelBadge(tool.level), tool.result_approval ? el("div", { class: "badge" }, "result approval") : null),
+      el("td", {}, params.length ? params : el("span", { class: "muted" }, "none")),
+      el("td", {}, capabilityCell(tool.capabilities))));
+  }
+  fillRunTools();
+}
+loaders.tools = loadTools;
+
+$("#default-enabled").addEventListener("change", (event) =>
+  api("/api/toggles", { enabled: event.target.checked }).then(loadTools).catch(report));
+
+// ---- prompt preview -----------------------------------------------------
+
+let promptProtocol = null;
+async function loadPrompt() {
+  const preview = await api("/api/prompt");
+  const chips = $("#prompt-protocols");
+  chips.replaceChildren();
+  const chosen = preview.prompts.find((p) => p.protocol === promptProtocol) || preview.prompts.find((p) => p.agent_default) || preview.prompts[0];
+  promptProtocol = chosen.protocol;
+  for (const prompt of preview.prompts) {
+    chips.append(el("button", {
+      class: prompt.protocol === chosen.protocol ? "active" : "", "data-protocol": prompt.protocol,
+      onclick: () => { promptProtocol = prompt.protocol; loadPrompt().catch(report); },
+    }, `${prompt.protocol}${prompt.agent_default ? " (agent's)" : ""}`));
+  }
+  $("#prompt-size").textContent = `${chosen.tokens} tokens (o200k_base), ${chosen.bytes} bytes, ${preview.tools.length} tools offered`;
+  $("#prompt-text").textContent = chosen.text;
+}
+loaders.prompt = loadPrompt;
+
+// ---- parse --------------------------------------------------------------
+
+for (const protocol of ["auto", "vcp", "json-block", "xml-tag", "native"]) {
+  $("#parse-protocol").append(el("option", { value: protocol }, protocol));
+}
+
+// The text with the calls' spans and the warnings' offsets marked; both
+// are byte offsets into the UTF-8 text.
+function markText(text, calls, warnings) {
+  const bytes = new TextEncoder().encode(text);
+  const decode = (from, to) => new TextDecoder().decode(bytes.slice(from, to));
+  const cuts = new Set([0, bytes.length]);
+  for (const call of calls) { cuts.add(call.span[0]); cuts.add(call.span[1]); }
+  for (const warning of warnings) { cuts.add(Math.min(warning.offset, bytes.length)); }
+  const points = [...cuts].sort((a, b) => a - b);
+  const out = [];
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [from, to] = [points[i], points[i + 1]];
+    for (const [n, warning] of warnings.entries()) {
+      if (warning.offset === from) out.push(el("mark", { class: "warn", title: warning.message }, `⚠${n + 1}`));
+    }
+    const inCall = calls.find((call) => call.span[0] <= from && to <= call.span[1]);
+    out.push(inCall ? el("mark", { class: "call", title: inCall.name }, decode(from, to)) : decode(from, to));
+  }
+  for (const [n, warning] of warnings.entries()) {
+    if (warning.offset >= bytes.length) out.push(el("mark", { class: "warn", title: warning.message }, `⚠${n + 1}`));
+  }
+  return out;
+}
+
+$("#parse-go").addEventListener("click", async () => {
+  try {
+    const text = $("#parse-text").value;
+    const report_ = await api("/api/parse", { text, protocol: $("#parse-protocol").value });
+    $("#parse-result").hidden = false;
+    $("#parse-calls").replaceChildren(...(report_.calls.length ? report_.calls.map((call) =>
+      el("li", { class: "call" }, el("strong", { class: "call-name" }, call.name),
+        call.undeclared ? el("span", { class: "badge" }, "undeclared") : null, jsonView(call.arguments)))
+      : [el("li", { class: "muted" }, "no calls")]));
+    $("#parse-warnings").replaceChildren(...(report_.warnings.length ? report_.warnings.map((w) =>
+      el("li", {}, `at byte ${w.offset}: ${w.message}`)) : [el("li", { class: "muted" }, "none")]));
+    $("#parse-marked").replaceChildren(...markText(text, report_.calls, report_.warnings));
+    $("#parse-content").textContent = report_.content;
+  } catch (error) { report(error); }
+});
+
+// ---- run ----------------------------------------------------------------
+
+function fillRunTools() {
+  const select = $("#run-tool");
+  const chosen = select.value;
+  select.replaceChildren(...tools.map((t) => el("option", { value: t.name }, `${t.name} (${t.plugin})`)));
+  if (tools.some((t) => t.name === chosen)) select.value = chosen;
+  buildRunForm();
+}
+
+function buildRunForm() {
+  const tool = tools.find((t) => t.name === $("#run-tool").value);
+  const form = $("#run-form");
+  form.replaceChildren();
+  if (!tool) return;
+  $("#run-about").replaceChildren(levelBadge(tool.level), " ", tool.description);
+  const example = tool.example && typeof tool.example === "object" ? tool.example : {};
+  for (const param of tool.params) {
+    const id = `run-param-${param.name}`;
+    const preset = example[param.name];
+    let input;
+    if (param.type === "boolean") input = el("input", { type: "checkbox", id, name: param.name, checked: preset === true });
+    else if (param.type === "integer" || param.type === "number") {
+      input = el("input", { type: "number", id, name: param.name, step: param.type === "integer" ? "1" : "any", value: preset ?? "" });
+    } else if (param.type === "json") {
+      input = el("textarea", { id, name: param.name, rows: 3, value: preset === undefined ? "" : JSON.stringify(preset) });
+    } else input = el("input", { type: "text", id, name: param.name, value: preset ?? "" });
+    input.dataset.type = param.type;
+    form.append(el("div", { class: "field" },
+      el("label", { for: id }, param.name, param.required ? " *" : "", el("span", { class: "muted" }, ` ${param.type}`)),
+      input, el("div", { class: "about" }, param.description)));
+  }
+  if (!tool.params.length) form.append(el("p", { class: "muted" }, "no parameters"));
+}
+$("#run-tool").addEventListener("change", buildRunForm);
+$("#run-form").addEventListener("submit", (event) => { event.preventDefault(); $("#run-go").click(); });
+
+function runArguments() {
+  const args = {};
+  for (const input of $$("#run-form [name]")) {
+    const type = input.dataset.type;
+    if (type === "boolean") { args[input.name] = input.checked; continue; }
+    if (input.value === "") continue;
+    if (type === "integer" || type === "number") args[input.name] = Number(input.value);
+    else if (type === "json") {
+      try { args[input.name] = JSON.parse(input.value); } catch { throw new Error(`${input.name} is not JSON`); }
+    } else args[input.name] = input.value;
+  }
+  return args;
+}
+
+let runOutput = "";
+$("#run-go").addEventListener("click", async () => {
+  const button = $("#run-go");
+  try {
+    const args = runArguments();
+    button.disabled = true;
+    button.textContent = "Running…";
+    const ran = await api("/api/run", { tool: $("#run-tool").value, arguments: args });
+    const outcome = ran.outcome;
+    const result = $("#run-result");
+    result.hidden = false;
+    const status = $(".status", result);
+    status.textContent = outcome.status;
+    status.className = `status ${FAILED.has(outcome.status) ? "bad" : "success"}`;
+    const fuel = outcome.fuel_used === undefined || outcome.fuel_used === null ? "" : `, ${Number(outcome.fuel_used).toLocaleString()} fuel`;
+    $(".timing", result).textContent = `${Number(outcome.duration_ms ?? 0).toFixed(1)} ms${fuel}`;
+    const failure = outcome.failure;
+    const limit = failure && failure.limit ? ` — limit ${failure.limit.name ?? ""} ${failure.limit.value ?? ""}` : "";
+    $(".failure", result).textContent = failure ? `${failure.kind}${limit}${failure.plugin ? ` (${failure.plugin})` : ""}` : "";
+    runOutput = outcome.output;
+    $("#run-output").replaceChildren(ran.output_json ? jsonView(ran.output_json) : el("pre", { class: "block" }, outcome.output));
+  } catch (error) { report(error); } finally {
+    button.disabled = false;
+    button.textContent = "Run";
+  }
+});
+$("#run-copy").addEventListener("click", () => navigator.clipboard.writeText(runOutput).catch(report));
+
+// ---- chat ---------------------------------------------------------------
+
+let streaming = null;   // the assistant message the reply streams into
+let thinking = null;    // its reasoning
+const toolMessages = new Map();
+
+function chatAppend(node) {
+  $("#chat-log").append(node);
+  node.scrollIntoView({ block: "end" });
+  return node;
+}
+
+function chatBusy(busy) {
+  $("#chat-send").disabled = busy;
+  $("#chat-stop").disabled = !busy;
+  $("#chat-reset").disabled = busy;
+}
+
+function toolMessage(event) {
+  const failed = FAILED.has(event.status);
+  let output = event.output;
+  let body;
+  try { const parsed = JSON.parse(output); body = typeof parsed === "object" && parsed !== null ? jsonView(parsed) : null; } catch { body = null; }
+  return el("div", { class: `msg tool${failed ? " failed" : ""}`, "data-call": event.id },
+    el("div", { class: "head" }, `🔧 ${event.tool} · `, el("span", { class: `status ${failed ? "bad" : "success"}` }, event.status), ` · ${event.duration_ms.toFixed(1)} ms`),
+    el("div", { class: "muted" }, event.arguments),
+    el("details", {}, el("summary", {}, "result"), body || el("pre", {}, output)));
+}
+
+function onChat(event) {
+  switch (event.event) {
+    case "requesting":
+      streaming = null; thinking = null;
+      $("#chat-state").textContent = "the model is replying…";
+      break;
+    case "text-delta":
+      if (!streaming) streaming = chatAppend(el("div", { class: "msg assistant" }));
+      streaming.textContent += event.text;
+      break;
+    case "reasoning-delta":
+      if (!thinking) thinking = chatAppend(el("div", { class: "msg reasoning" }));
+      thinking.textContent += event.text;
+      break;
+    case "calls-parsed":
+      for (const warning of event.warnings) chatAppend(el("div", { class: "msg note" }, `⚠ ${warning}`));
+      break;
+    case "awaiting-approval":
+      $("#chat-state").textContent = `waiting for your approval: ${event.calls.map((c) => c.tool).join(", ")}`;
+      for (const call of event.calls) chatAppend(el("div", { class: "msg note", "data-state": "pending" }, `⏸ ${call.tool} waits for approval (above)`));
+      break;
+    case "executing":
+      $("#chat-state").textContent = `running: ${event.calls.map((c) => c.tool).join(", ")}`;
+      for (const call of event.calls) chatAppend(el("div", { class: "msg note", "data-state": "executing" }, `▶ ${call.tool} running…`));
+      break;
+    case "outcome":
+      toolMessages.set(event.id, chatAppend(toolMessage(event)));
+      streaming = null;
+      break;
+    case "warning":
+      chatAppend(el("div", { class: "msg note" }, `⚠ ${event.message}`));
+      break;
+    case "error":
+      chatAppend(el("div", { class: "msg note error" }, `✗ ${event.message}`));
+      break;
+    case "finished":
+      $("#chat-state").textContent = describeStop(event.stop);
+      break;
+  }
+}
+
+function describeStop(stop) {
+  switch (stop.reason) {
+    case "answered": return "";
+    case "cancelled": return "stopped";
+    case "iteration-limit": return `stopped after ${stop.limit} rounds of tool calls`;
+    case "repeated": return `stopped: the model kept calling ${stop.tool}`;
+    case "model-failed": return `the model failed: ${stop.message}`;
+    default: return stop.reason;
+  }
+}
+
+async function loadChat() {
+  const history = await api("/api/chat");
+  chatBusy(Boolean(state.chat && state.chat.busy));
+  if (history.busy || !history.entries) return;
+  const log = $("#chat-log");
+  log.replaceChildren();
+  for (const entry of history.entries) {
+    if (entry.role === "user") log.append(el("div", { class: "msg user" }, entry.content));
+    else if (entry.role === "assistant" && entry.content) log.append(el("div", { class: "msg assistant" }, entry.content));
+    else if (entry.role === "tool") {
+      log.append(toolMessage({ id: entry.id, tool: entry.tool, status: entry.status, duration_ms: entry.duration_ms ?? 0, arguments: "", output: entry.content ?? entry.output ?? "" }));
+    }
+  }
+  if (!state.chat || !state.chat.model) $("#chat-state").textContent = "no model: start the console with --base-url URL or --llm NAME to chat";
+}
+loaders.chat = loadChat;
+
+async function sendChat() {
+  const input = $("#chat-input");
+  const message = input.value.trim();
+  if (!message) return;
+  try {
+    await api("/api/chat", { message });
+    input.value = "";
+  } catch (error) { report(error); }
+}
+$("#chat-send").addEventListener("click", sendChat);
+$("#chat-input").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); sendChat(); }
+});
+$("#chat-stop").addEventListener("click", () => api("/api/chat/stop", {}).catch(report));
+$("#chat-reset").addEventListener("click", () => api("/api/chat/reset", {}).then(() => { $("#chat-log").replaceChildren(); $("#chat-state").textContent = ""; }).catch(report));
+
+// ---- the approval desk --------------------------------------------------
+
+const desk = new Map();
+
+function decide(id, body) {
+  return api(`/api/pending/${id}`, body).catch(report);
+}
+
+function renderPending(item) {
+  const card = el("div", { class: "pending", "data-id": item.id, "data-door": item.door });
+  card.append(el("div", {},
+    el("span", { class: "badge door" }, item.door), " ", el("strong", {}, item.caller), " ",
+    el("span", { class: "left muted", "data-expires": item.expires_at_ms }, "")));
+  if (item.result) {
+    const result = item.result;
+    const reason = el("input", { type: "text", class: "reason", placeholder: "why not (the model is told)" });
+    card.append(el("div", { class: "call" },
+      el("div", {}, "The result of ", el("strong", {}, result.tool), ` (${result.plugin}) · ${result.status} — pass it on to the model?`),
+      el("pre", { class: "block" }, result.output + (result.cut ? "\n[…]" : "")),
+      el("div", { class: "actions" },
+        el("button", { class: "pass", onclick: () => decide(item.id, { verdict: "pass" }) }, "Pass"),
+        reason,
+        el("button", { class: "reject", onclick: () => decide(item.id, { verdict: "reject", reason: reason.value }) }, "Reject"))));
+    return card;
+  }
+  item.calls.forEach((call, index) => {
+    const reason = el("input", { type: "text", class: "reason", placeholder: "why not (the model is told)" });
+    const decided = call.decided;
+    card.append(el("div", { class: "call", "data-tool": call.tool },
+      el("div", {}, el("strong", {}, call.tool), ` (${call.plugin}) `, levelBadge(call.level), el("span", { class: "muted" }, ` — ${call.reason}`)),
+      jsonView(call.args),
+      decided ? el("div", { class: "muted" }, `decided: ${decided}`) :
+        el("div", { class: "actions" },
+          el("button", { class: "approve", onclick: () => decide(item.id, { verdict: "allow", index }) }, "Approve"),
+          call.can_remember ? el("button", { class: "always", onclick: () => decide(item.id, { verdict: "always", index }) }, "Always") : null,
+          reason,
+          el("button", { class: "deny", onclick: () => decide(item.id, { verdict: "deny", index, reason: reason.value }) }, "Deny"))));
+  });
+  if (item.calls.length > 1) {
+    card.append(el("div", { class: "actions" }, el("button", { class: "approve-all", onclick: () => decide(item.id, { verdict: "allow" }) }, "Approve all")));
+  }
+  return card;
+}
+
+function renderDesk() {
+  const items = $("#desk-items");
+  items.replaceChildren(...[...desk.values()].map(renderPending));
+  $("#desk").hidden = desk.size === 0;
+  tick();
+}
+
+function tick() {
+  const now = Date.now();
+  for (const left of $$("#desk .left")) {
+    const seconds = Math.max(0, Math.round((Number(left.dataset.expires) - now) / 1000));
+    left.textContent = `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")} left`;
+  }
+}
+setInterval(tick, 1000);
+
+async function loadDesk() {
+  const { pending } = await api("/api/pending");
+  desk.clear();
+  for (const item of pending) desk.set(item.id, item);
+  renderDesk();
+}
+
+// ---- approvals and audit ------------------------------------------------
+
+async function loadApprovals() {
+  const list = await api("/api/approvals");
+  $("#approvals-file").textContent = `remembered in ${list.file}`;
+  const body = $("#approvals-table tbody");
+  body.replaceChildren(...(list.remembered.length ? list.remembered.map((r) => el("tr", { "data-tool": r.tool },
+    el("td", {}, r.agent), el("td", {}, r.plugin), el("td", {}, r.tool), el("td", {}, r.since),
+    el("td", {}, el("button", { class: "revoke", onclick: () => api("/api/approvals", { tool: r.tool, agent: r.agent }, "DELETE").then(loadApprovals).catch(report) }, "Revoke"))))
+    : [el("tr", {}, el("td", { colSpan: 5, class: "muted" }, "nothing remembered"))]));
+}
+loaders.approvals = loadApprovals;
+
+async function loadAudit() {
+  const audit = await api("/api/audit");
+  $("#audit-file").textContent = audit.file ? `newest first, from ${audit.file}` : "no audit log: set [approval] audit_log in toolhost.toml";
+  const body = $("#audit-table tbody");
+  body.replaceChildren(...audit.records.map((r) => el("tr", {},
+    el("td", {}, r.time ?? r.at ?? ""), el("td", {}, r.agent ?? ""), el("td", {}, r.tool ?? ""),
+    el("td", {}, r.decision ?? r.decided_by ?? ""), el("td", {}, r.status ?? ""), el("td", {}, r.duration_ms ?? ""))));
+}
+loaders.audit = loadAudit;
+
+// ---- live updates -------------------------------------------------------
+
+function connect() {
+  const source = new EventSource("/api/events");
+  source.onopen = () => { $("#link").className = "link up"; loadDesk().catch(() => {}); };
+  source.onerror = () => { $("#link").className = "link down"; };
+  source.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    switch (event.type) {
+      case "pending": desk.set(event.id, event); renderDesk(); break;
+      case "resolved": desk.delete(event.id); renderDesk(); break;
+      case "resync": loadDesk().catch(() => {}); break;
+      case "toggles": loadTools().catch(() => {}); if (!$("#tab-prompt").hidden) loadPrompt().catch(() => {}); break;
+      case "approvals": if (!$("#tab-approvals").hidden) loadApprovals().catch(() => {}); break;
+      case "chat-started":
+        chatBusy(true);
+        chatAppend(el("div", { class: "msg user" }, event.message));
+        break;
+      case "chat": onChat(event); break;
+      case "chat-finished":
+        chatBusy(false);
+        if (event.error) chatAppend(el("div", { class: "msg note error" }, `✗ ${event.error}`));
+        break;
+    }
+  };
+}
+
+loadTools().then(() => { document.body.dataset.ready = "true"; }).catch(report);
+connect();

@@ -1,0 +1,231 @@
+//! The console's panels that work with the registry: the tools and the
+//! agent's toggles, the prompt preview, the parser, the Run form, and the
+//! approval desk's answers.
+
+use super::Shared;
+use super::desk::Verdict;
+use crate::call::ToolCall;
+use crate::manifest::ToolSpec;
+use crate::parse_report::ParseReport;
+use crate::pipeline::Turn;
+use crate::protocol::ProtocolId;
+use crate::registry::LoadedPlugin;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+type Shared_ = State<Arc<Shared>>;
+
+/// A refusal the page shows as it is.
+pub(super) fn refuse(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    (status, Json(json!({ "error": message.to_string() }))).into_response()
+}
+
+/// The live event stream.
+pub(super) async fn events(State(shared): Shared_) -> impl IntoResponse {
+    shared.feed.stream()
+}
+
+/// Who the console works as, and what it serves.
+pub(super) async fn state(State(shared): Shared_) -> Json<Value> {
+    let config = shared.config();
+    let catalog = shared.pipeline.executor().registry().catalog();
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "agent": shared.agent,
+        "enabled": config.enabled,
+        "protocol": config.protocol,
+        "default_tool_enabled": config.default_tool_enabled,
+        "tool_toggles": config.tool_toggles,
+        "plugins": catalog.plugins.iter().map(|p| p.label()).collect::<Vec<_>>(),
+        "chat": shared.chat.describe(),
+    }))
+}
+
+/// Every loaded tool, with what it asks for and what it was granted, and
+/// whether the agent is offered it.
+pub(super) async fn tools(State(shared): Shared_) -> Json<Value> {
+    let config = shared.config();
+    let catalog = shared.pipeline.executor().registry().catalog();
+    let tools: Vec<Value> = catalog
+        .tools()
+        .map(|(plugin, spec)| {
+            json!({
+                "name": spec.name,
+                "plugin": plugin.name(),
+                "version": plugin.manifest.version,
+                "description": spec.description,
+                "level": spec.permission.as_str(),
+                "result_approval": spec.result_approval,
+                "agent_callable": spec.agent_callable,
+                "distributed_exposed": spec.distributed_exposed,
+                "tags": spec.tags,
+                "params": spec.params,
+                "example": spec.example,
+                "offered": config.enabled && config.offers(spec),
+                "toggle": config.tool_toggles.get(&spec.name),
+                "capabilities": capabilities(plugin),
+            })
+        })
+        .collect();
+    Json(json!({ "tools": tools }))
+}
+
+/// Each capability the plugin asks for, granted (and how) or withheld.
+fn capabilities(plugin: &LoadedPlugin) -> Value {
+    let asked = &plugin.manifest.capabilities;
+    let grants = &plugin.grants;
+    let dirs: Vec<Value> = asked
+        .directories
+        .iter()
+        .map(|dir| {
+            let granted = grants.dirs.iter().find(|g| g.guest_path == dir.guest_path);
+            json!({
+                "path": dir.guest_path,
+                "asked": dir.access.as_str(),
+                "granted": granted.map(|g| format!("{} → {}", g.access.as_str(), g.host_path.display())),
+            })
+        })
+        .collect();
+    let env: Vec<Value> =
+        asked.env.iter().map(|name| json!({ "name": name, "granted": grants.env.iter().any(|e| &e.name == name) })).collect();
+    let http: Vec<Value> = asked
+        .http_hosts
+        .iter()
+        .map(|host| json!({ "host": host, "granted": grants.http_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) }))
+        .collect();
+    json!({ "directories": dirs, "env": env, "http": http })
+}
+
+/// A change to the agent's toggles: one tool's, or the default.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Toggle {
+    /// The tool; absent: `default_tool_enabled`.
+    tool: Option<String>,
+    /// On or off; `null` for a tool: back to the default.
+    enabled: Option<bool>,
+}
+
+/// Turn a tool (or the default) on or off for the agent, at once.
+pub(super) async fn toggle(State(shared): Shared_, Json(toggle): Json<Toggle>) -> Response {
+    let catalog = shared.pipeline.executor().registry().catalog();
+    {
+        let mut config = shared.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match (&toggle.tool, toggle.enabled) {
+            (Some(tool), _) if catalog.tool(tool).is_none() => {
+                let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
+                return refuse(StatusCode::NOT_FOUND, crate::suggest::unknown_tool(tool, &names));
+            }
+            (Some(tool), Some(on)) => {
+                config.tool_toggles.insert(tool.clone(), on);
+            }
+            (Some(tool), None) => {
+                config.tool_toggles.remove(tool);
+            }
+            (None, Some(on)) => config.default_tool_enabled = on,
+            (None, None) => return refuse(StatusCode::BAD_REQUEST, "`enabled` is required for the default"),
+        }
+    }
+    shared.feed.publish("toggles", &json!({}));
+    state(State(shared)).await.into_response()
+}
+
+/// The agent's system prompt as each protocol renders it, with its size.
+pub(super) async fn prompt(State(shared): Shared_) -> Response {
+    let config = shared.config();
+    let template = match config.system_prompt_template() {
+        Ok(template) => template,
+        Err(error) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("the agent's system prompt file: {error}")),
+    };
+    let catalog = shared.pipeline.executor().registry().catalog();
+    let offered: Vec<&ToolSpec> = crate::discovery::visible_tools(&catalog, &config);
+    let prompts: Vec<Value> = ProtocolId::ALL
+        .into_iter()
+        .filter(|&protocol| protocol != ProtocolId::Auto)
+        .map(|protocol| {
+            let rendered = shared.prompts.render(&catalog, &shared.agent, &config, protocol, &template);
+            json!({
+                "protocol": protocol,
+                "agent_default": protocol == config.protocol,
+                "text": rendered.text,
+                "tokens": rendered.tokens(),
+                "bytes": rendered.text.len(),
+            })
+        })
+        .collect();
+    Json(json!({ "tools": offered.iter().map(|t| &t.name).collect::<Vec<_>>(), "prompts": prompts })).into_response()
+}
+
+/// A reply to parse.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ParseRequest {
+    text: String,
+    #[serde(default = "auto")]
+    protocol: ProtocolId,
+}
+
+fn auto() -> ProtocolId {
+    ProtocolId::Auto
+}
+
+/// The calls, prose and warnings in a pasted reply.
+pub(super) async fn parse(State(shared): Shared_, Json(request): Json<ParseRequest>) -> Json<ParseReport> {
+    let catalog = shared.pipeline.executor().registry().catalog();
+    let specs: Vec<&ToolSpec> = catalog.tools().map(|(_, t)| t).collect();
+    Json(ParseReport::of(&request.text, request.protocol, &specs, &[]))
+}
+
+/// One call to run from the Run form.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RunRequest {
+    tool: String,
+    #[serde(default)]
+    arguments: Map<String, Value>,
+}
+
+/// Run one call through the pipeline as a direct call (as `toolhost call`
+/// does: any loaded tool, whatever the agent's toggles): checked, run in a
+/// fresh instance, its result approved at the desk if its tool asks for
+/// that. The person who pressed Run chose the call, so it is not asked
+/// again (deny rules still hold).
+pub(super) async fn run(State(shared): Shared_, Json(request): Json<RunRequest>) -> Json<Value> {
+    let mut turn = Turn::direct(ProtocolId::JsonBlock);
+    turn.chosen_by_person = true;
+    let call = ToolCall::with_map("console-run", &request.tool, request.arguments);
+    let result = shared.pipeline.run(&turn, vec![call]).await;
+    let outcome = &result.outcomes[0];
+    let output_json = serde_json::from_str::<Value>(&outcome.output).ok().filter(|v| v.is_object() || v.is_array());
+    Json(json!({ "outcome": outcome, "output_json": output_json, "summary": result.summary }))
+}
+
+/// What waits at the desk now.
+pub(super) async fn pending(State(shared): Shared_) -> Json<Value> {
+    Json(json!({ "pending": shared.desk.waiting() }))
+}
+
+/// A person's decision on a pending request.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Decision {
+    /// allow | always | deny for calls; pass | reject for a result.
+    verdict: Verdict,
+    /// One call of the batch; absent: every call not yet decided.
+    index: Option<usize>,
+    /// Why (deny, reject): the model is told.
+    reason: Option<String>,
+}
+
+pub(super) async fn decide(State(shared): Shared_, Path(id): Path<u64>, Json(decision): Json<Decision>) -> Response {
+    match shared.desk.decide(id, decision.index, decision.verdict, decision.reason) {
+        Ok(()) => Json(json!({ "ok": true })).into_response(),
+        Err(error @ super::desk::DeskError::Gone(_)) => refuse(StatusCode::GONE, error),
+        Err(error) => refuse(StatusCode::BAD_REQUEST, error),
+    }
+}
