@@ -520,6 +520,12 @@ async fn the_page_opens_from_the_link_runs_calculate_and_parses_a_vcp_reply() {
         click(&browser, "#run-go").await?;
         wait_text(&browser, "#run-result .status", |t| t == "success").await?;
         wait_text(&browser, "#run-output", |t| t.contains("42")).await?;
+        // A hostile tool: its limit is named as such.
+        let tools = browser.find(Locator::Css("#run-tool")).await.map_err(failed)?;
+        tools.select_by_value("spin").await.map_err(|e| format!("choosing spin: {e}"))?;
+        click(&browser, "#run-go").await?;
+        wait_text(&browser, "#run-result .status", |t| t == "out-of-fuel").await?;
+        wait_text(&browser, "#run-result .failure", |t| t.contains("the limit fuel =") && t.contains("hostile@")).await?;
 
         click(&browser, "#tabs button[data-tab=parse]").await?;
         type_into(&browser, "#parse-text", VCP_CALCULATE).await?;

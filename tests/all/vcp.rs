@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
-use toolhost::{Approvals, CancellationToken, NodeState, NodeStatus, Pipeline, UnattendedApprover, VcpNode};
+use toolhost::{Approvals, CancellationToken, Console, ConsoleOptions, NodeState, NodeStatus, Pipeline, UnattendedApprover, VcpNode};
 
 const KEY: &str = "s3cret-key";
 /// Limits under which `exposed_spin` runs until stopped. (A plugin section
@@ -27,6 +27,19 @@ impl Node {
     /// A node over `plugins` joining `server` with `key`; `vcp` is added to
     /// its `[vcp]` section and `policy` after it.
     async fn join_with(server: &str, key: &str, plugins: &[&str], vcp: &str, policy: &str) -> Node {
+        Self::join_asking(server, key, plugins, vcp, policy, |pipeline| pipeline).await
+    }
+
+    /// [`Node::join_with`], its pipeline changed by `asking` (to ask
+    /// someone other than `[vcp.unattended]`).
+    async fn join_asking(
+        server: &str,
+        key: &str,
+        plugins: &[&str],
+        vcp: &str,
+        policy: &str,
+        asking: impl FnOnce(Pipeline) -> Pipeline,
+    ) -> Node {
         let text = format!(
             "[vcp]\nserver = \"{server}\"\nnode_name = \"test node\"\nping_interval_ms = 200\n{vcp}\n\
              [vcp.reconnect]\ninitial_ms = 50\nmax_ms = 400\n{policy}"
@@ -35,7 +48,7 @@ impl Node {
         let config = host.registry.policy().vcp.clone().expect("[vcp] is set");
         let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
         let approver = Arc::new(UnattendedApprover::new(config.unattended));
-        let pipeline = Pipeline::new(host.executor.clone(), approvals, approver);
+        let pipeline = asking(Pipeline::new(host.executor.clone(), approvals, approver));
         let node = VcpNode::new(config, key, pipeline).unwrap();
         let shutdown = CancellationToken::new();
         let running = tokio::spawn({
@@ -785,4 +798,67 @@ async fn one_plugins_slow_calls_do_not_starve_another_plugins_quick_call() {
     standin.execute("quick", "calculate", json!({"expression": "2 + 2"}));
     assert_eq!(content_json(&standin.result("quick").await)["value"], 4.0);
     assert!(asked.elapsed() < Duration::from_secs(2), "the quick call waited {:?}", asked.elapsed());
+}
+
+/// The console's API, as its page uses it (the token as a bearer header).
+async fn console_api(console: &Console, base: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    let mut request = reqwest::Client::new().request(method, format!("{base}{path}")).bearer_auth(console.token());
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    request.send().await.expect("the console answers").json().await.expect("JSON")
+}
+
+/// Wait until `count` requests wait at the console's desk.
+async fn console_pending(console: &Console, base: &str, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let desk = console_api(console, base, reqwest::Method::GET, "/api/pending", None).await;
+        let pending = desk["pending"].as_array().cloned().unwrap_or_default();
+        if pending.len() == count {
+            return pending;
+        }
+        assert!(Instant::now() < deadline, "{count} pending never came: {desk}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_from_the_server_waits_at_the_console_and_its_cancel_withdraws_it() {
+    let standin = StandIn::start(KEY).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let base = format!("http://{addr}");
+    let console = Arc::new(std::sync::OnceLock::<Console>::new());
+    let server = standin.url();
+    let node = Node::join_asking(&server, KEY, &["exposed"], "", "", |pipeline| {
+        let made = Console::new(pipeline.clone(), ConsoleOptions::default(), addr);
+        let asking = pipeline.with_approver(Arc::new(made.approver("vcp", &server)));
+        console.set(made).ok().expect("set once");
+        asking
+    })
+    .await;
+    let console = console.get().unwrap().clone();
+    tokio::spawn({
+        let (console, shutdown) = (console.clone(), node.shutdown.clone());
+        async move { console.serve(listener, shutdown).await }
+    });
+    standin.registration(1).await;
+
+    // Approved in the console: it runs, and the server gets its result.
+    standin.execute("r-ok", "moderate_echo", json!({"text": "hi"}));
+    let pending = console_pending(&console, &base, 1).await;
+    assert_eq!((pending[0]["door"].as_str(), pending[0]["caller"].as_str()), (Some("vcp"), Some(server.as_str())), "{pending:?}");
+    assert_eq!(pending[0]["calls"][0]["args"], json!({"text": "hi"}));
+    let id = pending[0]["id"].as_u64().unwrap();
+    console_api(&console, &base, reqwest::Method::POST, &format!("/api/pending/{id}"), Some(json!({"verdict": "allow"}))).await;
+    assert_eq!(standin.result("r-ok").await["result"]["content"][0]["text"], "hi");
+
+    // The server gives up on the next: the question is withdrawn.
+    standin.execute("r-gone", "moderate_echo", json!({"text": "late"}));
+    console_pending(&console, &base, 1).await;
+    standin.cancel("r-gone");
+    let result = standin.result("r-gone").await;
+    assert!(error_of(&result).contains("cancel"), "{result}");
+    console_pending(&console, &base, 0).await;
 }

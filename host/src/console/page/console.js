@@ -263,8 +263,10 @@ $("#run-go").addEventListener("click", async () => {
     const fuel = outcome.fuel_used === undefined || outcome.fuel_used === null ? "" : `, ${Number(outcome.fuel_used).toLocaleString()} fuel`;
     $(".timing", result).textContent = `${Number(outcome.duration_ms ?? 0).toFixed(1)} ms${fuel}`;
     const failure = outcome.failure;
-    const limit = failure && failure.limit ? ` — limit ${failure.limit.name ?? ""} ${failure.limit.value ?? ""}` : "";
-    $(".failure", result).textContent = failure ? `${failure.kind}${limit}${failure.plugin ? ` (${failure.plugin})` : ""}` : "";
+    const limit = failure && failure.limit ? ` — the limit ${failure.limit.name} = ${failure.limit.value.toLocaleString()} was reached` : "";
+    const hosts = failure && failure.hosts ? ` — not granted: ${failure.hosts.join(", ")}` : "";
+    const plugin = failure && failure.plugin ? ` (${failure.plugin}@${failure.plugin_version})` : "";
+    $(".failure", result).textContent = failure ? `${failure.kind}${limit}${hosts}${plugin}` : "";
     runOutput = outcome.output;
     $("#run-output").replaceChildren(ran.output_json ? jsonView(ran.output_json) : el("pre", { class: "block" }, outcome.output));
   } catch (error) { report(error); } finally {
@@ -473,8 +475,9 @@ async function loadAudit() {
   $("#audit-file").textContent = audit.file ? `newest first, from ${audit.file}` : "no audit log: set [approval] audit_log in toolhost.toml";
   const body = $("#audit-table tbody");
   body.replaceChildren(...audit.records.map((r) => el("tr", {},
-    el("td", {}, r.time ?? r.at ?? ""), el("td", {}, r.agent ?? ""), el("td", {}, r.tool ?? ""),
-    el("td", {}, r.decision ?? r.decided_by ?? ""), el("td", {}, r.status ?? ""), el("td", {}, r.duration_ms ?? ""))));
+    el("td", {}, r.time), el("td", {}, r.agent), el("td", {}, r.plugin ? `${r.tool} (${r.plugin})` : r.tool),
+    el("td", {}, [r.decision, r.by && `by ${r.by}`, r.reason].filter(Boolean).join(" · ") || "—"),
+    el("td", {}, r.status), el("td", {}, r.duration_ms))));
 }
 loaders.audit = loadAudit;
 
