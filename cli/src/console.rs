@@ -55,7 +55,7 @@ impl ConsoleCommand {
         }
         let options = ConsoleOptions { agent, config, approval_timeout: policy.console.approval_timeout, llm: Some(llm) };
         let listen = self.listen.unwrap_or(policy.console.listen);
-        let (_, served) = open(pipeline, options, listen, &shutdown).await?;
+        let (_, served) = open(pipeline, options, listen, false, &shutdown).await?;
         output::note(format_args!("the chat talks to the {model}; Ctrl-C stops the console"));
         tokio::pin!(served);
         tokio::select! {
@@ -70,14 +70,30 @@ impl ConsoleCommand {
 }
 
 /// Bind `listen`, serve a console for `pipeline` until `shutdown`, and
-/// print its URL; the console, and the task serving it.
+/// print its URL; the console, and the task serving it. With `fallback`,
+/// a taken port gives way to a free one.
 pub(super) async fn open(
     pipeline: Pipeline,
     options: ConsoleOptions,
     listen: SocketAddr,
+    fallback: bool,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<(Console, JoinHandle<std::io::Result<()>>)> {
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("the console listening on {listen}"))?;
+    if listen.ip().is_unspecified() {
+        anyhow::bail!(
+            "the console cannot listen on {listen}: it answers only to the address it listens on, so name that \
+             address (e.g. 192.168.1.5:{}), or keep the default, loopback",
+            listen.port()
+        );
+    }
+    let listener = match tokio::net::TcpListener::bind(listen).await {
+        Err(error) if fallback && error.kind() == std::io::ErrorKind::AddrInUse => {
+            output::note(format_args!("the console's port {} is taken (another console?): it takes a free one", listen.port()));
+            tokio::net::TcpListener::bind(SocketAddr::new(listen.ip(), 0)).await
+        }
+        bound => bound,
+    }
+    .with_context(|| format!("the console cannot listen on {listen} (another console there? --listen 127.0.0.1:0 picks a free port)"))?;
     let bound = listener.local_addr().context("reading the address the console listens on")?;
     if !bound.ip().is_loopback() {
         output::alert(format_args!(
@@ -101,13 +117,29 @@ pub(super) async fn for_door(
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Option<Console>> {
     let policy = pipeline.executor().registry().policy();
-    let listen = match asked {
-        Some(addr) => addr.unwrap_or(policy.console.listen),
-        None if policy.console.approver => policy.console.listen,
+    // An address named on the command line is that address; the default
+    // gives way when taken (an MCP client may start several servers).
+    let (listen, fallback) = match asked {
+        Some(Some(addr)) => (addr, false),
+        Some(None) => (policy.console.listen, true),
+        None if policy.console.approver => (policy.console.listen, true),
         None => return Ok(None),
     };
     let (agent, config) = model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?;
     let options = ConsoleOptions { agent, config, approval_timeout: policy.console.approval_timeout, llm: None };
-    let (console, _served) = open(pipeline.clone(), options, listen, shutdown).await?;
+    let (console, served) = open(pipeline.clone(), options, listen, fallback, shutdown).await?;
+    // Calls keep coming to its desk: say so if nobody can reach it any more.
+    let stopping = shutdown.clone();
+    tokio::spawn(async move {
+        let ended = served.await;
+        if !stopping.is_cancelled() {
+            let why = match ended {
+                Ok(Ok(())) => "it stopped".to_owned(),
+                Ok(Err(error)) => error.to_string(),
+                Err(error) => error.to_string(),
+            };
+            output::alert(format_args!("the console stopped ({why}): calls that need approval are refused from now on"));
+        }
+    });
     Ok(Some(console))
 }

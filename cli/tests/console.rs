@@ -203,6 +203,26 @@ async fn without_the_token_nothing_is_served_and_the_printed_link_sets_a_cookie(
     let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
     assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
     assert!(page.text().await.unwrap().contains("toolhost"));
+    // A page on another port of this host may plant a decoy of the same
+    // name (cookies do not keep to ports): the console still lets in the
+    // right one.
+    let name = pair.split('=').next().unwrap();
+    let decoyed = format!("{name}=decoy; {pair}");
+    let state = http.get(format!("{}/api/state", running.base())).header("cookie", decoyed).send().await.unwrap();
+    assert_eq!(state.status().as_u16(), 200, "a decoy cookie does not lock the console out");
+    // The link's redirect stays on the console.
+    let token = running.token();
+    let away = http.get(format!("{}//evil.example/?token={token}", running.base())).send().await.unwrap();
+    assert_eq!(away.headers()["location"], "/", "`//host` would leave the console");
+}
+
+#[test]
+fn an_unspecified_address_is_refused_for_the_host_check_it_would_defeat() {
+    let dir = workspace();
+    let out = support::toolhost(dir.path(), &["console", "--listen", "0.0.0.0:0", "--no-watch"]);
+    let stderr = support::text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("cannot listen on 0.0.0.0:0") && stderr.contains("name that address"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -353,6 +373,72 @@ async fn the_desk_decides_calls_and_results_remembers_and_revokes() {
     assert_eq!(ran["outcome"]["status"], "result-rejected", "{ran}");
     assert!(!ran["outcome"]["output"].as_str().unwrap().contains("launch codes"));
     assert!(ran["outcome"]["output"].as_str().unwrap().contains("private"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_withdraws_a_result_waiting_for_approval_and_none_of_it_goes_on() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("ws/secret.txt"), "the launch codes").unwrap();
+    let read = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」read_file「末」,\npath:「始」secret.txt「末」\n<<<[END_TOOL_REQUEST]>>>";
+    let model = StandIn::start([Response::text(read), Response::text("never asked")]).await.unwrap();
+    let running = console(dir.path(), Some(&model));
+    let api = Api::of(&running);
+    let (status, _) = api.post("/api/chat", json!({ "message": "Read the secret" })).await;
+    assert_eq!(status, 202);
+    // read_file is moderate: allow the call, then its result waits.
+    let call = api.pending().await;
+    let (status, _) = api.post(&format!("/api/pending/{}", call["id"]), json!({ "verdict": "allow" })).await;
+    assert_eq!(status, 200);
+    let deadline = Instant::now() + PATIENCE;
+    let result = loop {
+        let desk = api.get("/api/pending").await;
+        if let Some(result) = desk["pending"].as_array().and_then(|p| p.iter().find(|item| !item["result"].is_null())) {
+            break result.clone();
+        }
+        assert!(Instant::now() < deadline, "the result never waited: {desk}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(result["result"]["output"], "the launch codes");
+    let (_, stopped) = api.post("/api/chat/stop", json!({})).await;
+    assert_eq!(stopped["stopped"], true);
+    api.chat_done().await;
+    assert_eq!(api.get("/api/pending").await["pending"], json!([]), "the result is withdrawn");
+    let history = api.get("/api/chat").await;
+    let tool = history["entries"].as_array().unwrap().iter().find(|e| e["role"] == "tool").cloned().unwrap();
+    assert_eq!(tool["status"], "cancelled", "{tool}");
+    assert!(!history.to_string().contains("launch codes"), "none of the result went on: {history}");
+    // Passing it now is too late.
+    let (status, _) = api.post(&format!("/api/pending/{}", result["id"]), json!({ "verdict": "pass" })).await;
+    assert_eq!(status, 410);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desk_holds_at_most_64_requests_and_refuses_more_saying_why() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("ws/a.txt"), "a").unwrap();
+    let running = console(dir.path(), None);
+    let api = Arc::new(Api::of(&running));
+    // Each Run of read_file waits at the desk for its result to be passed.
+    let waiting: Vec<_> = (0..64)
+        .map(|_| {
+            let api = api.clone();
+            tokio::spawn(async move { api.post("/api/run", json!({ "tool": "read_file", "arguments": { "path": "a.txt" } })).await })
+        })
+        .collect();
+    let deadline = Instant::now() + PATIENCE;
+    while api.get("/api/pending").await["pending"].as_array().unwrap().len() < 64 {
+        assert!(Instant::now() < deadline, "64 results never waited");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, refused) = api.post("/api/run", json!({ "tool": "read_file", "arguments": { "path": "a.txt" } })).await;
+    assert_eq!(refused["outcome"]["status"], "result-rejected", "{refused}");
+    assert!(refused["outcome"]["output"].as_str().unwrap().contains("64 requests already wait"), "{refused}");
+    for item in api.get("/api/pending").await["pending"].as_array().unwrap() {
+        api.post(&format!("/api/pending/{}", item["id"]), json!({ "verdict": "pass" })).await;
+    }
+    for run in waiting {
+        assert_eq!(run.await.unwrap().1["outcome"]["status"], "success");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -342,7 +342,7 @@ impl Pipeline {
         }
         for ((index, mut outcome), (call, decided)) in runnable.into_iter().zip(outcomes).zip(calls.iter().zip(decisions)) {
             if call.spec().result_approval && holds_tool_text(&outcome) {
-                self.approve_result(&mut outcome, call.spec()).await;
+                self.approve_result(turn, &mut outcome, call.spec()).await;
                 observer.finished(&outcome);
             }
             let audit = self.approvals.audits().then(|| {
@@ -355,11 +355,22 @@ impl Pipeline {
     /// Step 4 for one call: what a tool that declares result approval
     /// said — its result, and as surely its error or invalid-arguments
     /// text, which could carry the same bytes — is shown to a person first.
-    async fn approve_result(&self, outcome: &mut ToolOutcome, spec: &ToolSpec) {
+    /// Cancelling the turn ends the wait: the call is cancelled, and none
+    /// of its text goes on.
+    async fn approve_result(&self, turn: &Turn, outcome: &mut ToolOutcome, spec: &ToolSpec) {
         if !spec.result_approval || !holds_tool_text(outcome) {
             return;
         }
-        if let ResultDecision::Reject { reason } = self.approver.approve_result(outcome, spec).await {
+        let decision = tokio::select! {
+            decision = self.approver.approve_result(outcome, spec) => decision,
+            () = turn.cancel.cancelled() => {
+                outcome.status = Status::Cancelled;
+                outcome.failure = crate::outcome::Failure::of_status(Status::Cancelled);
+                outcome.output = "cancelled while its result waited for approval".into();
+                return;
+            }
+        };
+        if let ResultDecision::Reject { reason } = decision {
             // The rejected text is replaced here, before any message or
             // summary is built from the outcome.
             outcome.status = Status::ResultRejected;

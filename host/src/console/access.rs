@@ -24,6 +24,9 @@ pub(super) struct Access {
     hosts: Vec<String>,
 }
 
+/// Random bytes in a token.
+const TOKEN_BYTES: usize = 24;
+
 /// What a page may load and where it may connect: only the console itself.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
      connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -31,7 +34,7 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
 impl Access {
     /// A fresh random token for a console listening on `addr`.
     pub(super) fn new(addr: SocketAddr) -> Self {
-        let mut bytes = [0u8; 24];
+        let mut bytes = [0u8; TOKEN_BYTES];
         getrandom::fill(&mut bytes).expect("the operating system's random source");
         let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         Self::with_token(addr, token)
@@ -59,13 +62,15 @@ impl Access {
         Sha256::digest(given.as_bytes()).as_slice() == self.digest
     }
 
-    /// The token the request carries: the cookie, else a bearer header.
-    fn carried<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
-        let cookie = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|pair| {
-            let (name, value) = pair.trim().split_once('=')?;
-            (name == self.cookie).then_some(value)
-        });
-        cookie.or_else(|| headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer "))
+    /// Whether the request carries the token: in any cookie of the
+    /// console's name (a page on another port of this host may plant a
+    /// decoy of the same name, which must not lock the console out), or
+    /// as a bearer header.
+    fn carries_token(&self, headers: &HeaderMap) -> bool {
+        let mut cookies = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';'));
+        let in_cookie = cookies.any(|pair| pair.trim().split_once('=').is_some_and(|(name, value)| name == self.cookie && self.is_token(value)));
+        let bearer = || headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        in_cookie || bearer().is_some_and(|given| self.is_token(given))
     }
 
     /// `?token=…` in the URL: the printed link's way in.
@@ -98,7 +103,7 @@ impl Access {
         if !self.host_ok(request.headers()) {
             return refused(StatusCode::MISDIRECTED_REQUEST, "this console answers only to its own address (localhost)\n");
         }
-        let changes = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
         if changes && !self.same_origin(request.headers()) {
             return refused(StatusCode::FORBIDDEN, "a request from another origin may not change anything here\n");
         }
@@ -107,7 +112,7 @@ impl Access {
                 return self.enter(&request);
             }
         }
-        if !self.carried(request.headers()).is_some_and(|given| self.is_token(given)) {
+        if !self.carries_token(request.headers()) {
             return refused(
                 StatusCode::UNAUTHORIZED,
                 "the console needs its token: open the URL `toolhost console` printed (it ends in ?token=…)\n",
@@ -121,7 +126,11 @@ impl Access {
     /// The printed link: set the cookie and go to the same page without
     /// the token in the address bar (or the history, or a Referer).
     fn enter(&self, request: &Request) -> Response {
-        let path = request.uri().path();
+        // Only a path of this console: `//host/…` would leave it.
+        let path = match request.uri().path() {
+            path if path.starts_with('/') && !path.starts_with("//") => path,
+            _ => "/",
+        };
         let cookie = format!("{}={}; Path=/; HttpOnly; SameSite=Strict", self.cookie, self.token);
         let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, path.to_owned())]).into_response();
         if let Ok(value) = HeaderValue::from_str(&cookie) {

@@ -73,12 +73,25 @@ pub(super) async fn send(State(shared): State<Arc<Shared>>, Json(say): Json<Say>
     }
     let turn = shared.clone();
     tokio::spawn(async move {
+        // However the turn ends — a panic included — the chat is free again.
+        let mut over = TurnOver { shared: turn.clone(), finished: json!({ "error": "the turn failed inside the host" }) };
         turn.feed.publish("chat-started", &json!({ "message": say.message }));
-        let finished = converse(&turn, llm, &say.message, &cancel).await;
-        *turn.chat.running() = None;
-        turn.feed.publish("chat-finished", &finished);
+        over.finished = converse(&turn, llm, &say.message, &cancel).await;
     });
     (StatusCode::ACCEPTED, Json(json!({ "started": true }))).into_response()
+}
+
+/// Frees the chat when its turn ends, and tells the page how.
+struct TurnOver {
+    shared: Arc<Shared>,
+    finished: Value,
+}
+
+impl Drop for TurnOver {
+    fn drop(&mut self) {
+        *self.shared.chat.running() = None;
+        self.shared.feed.publish("chat-finished", &self.finished);
+    }
 }
 
 /// One turn, as the chain runs it; what the page is told at its end.
@@ -112,9 +125,14 @@ pub(super) async fn history(State(shared): State<Arc<Shared>>) -> Json<Value> {
 
 /// Start a new conversation.
 pub(super) async fn reset(State(shared): State<Arc<Shared>>) -> Response {
+    let running = || refuse(StatusCode::CONFLICT, "a turn is running: stop it first");
     if shared.chat.running().is_some() {
-        return refuse(StatusCode::CONFLICT, "a turn is running: stop it first");
+        return running();
     }
-    *shared.chat.transcript.lock().await = Transcript::in_memory();
+    // A turn that starts meanwhile holds the transcript: it is not erased.
+    match shared.chat.transcript.try_lock() {
+        Ok(mut transcript) => *transcript = Transcript::in_memory(),
+        Err(_) => return running(),
+    }
     Json(json!({ "reset": true })).into_response()
 }

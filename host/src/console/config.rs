@@ -25,6 +25,7 @@ const MAX_APPROVAL_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// The console's settings: `[console]`, or the defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConsoleConfig {
     /// The address it listens on.
     pub listen: SocketAddr,

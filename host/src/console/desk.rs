@@ -19,6 +19,11 @@ use tokio::sync::oneshot;
 
 /// How much of a result the page is shown to pass or reject.
 const RESULT_EXCERPT_BYTES: usize = 64 * 1024;
+/// Requests the desk holds at once; past it a call is denied (a result
+/// rejected) at once, saying why, rather than piling up unseen.
+pub(super) const MAX_WAITING: usize = 64;
+/// The longest caller name shown (an MCP client names itself).
+const MAX_CALLER_CHARS: usize = 80;
 
 /// One request on the desk, as the page shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +69,8 @@ pub(super) struct WaitingResult {
     pub output: String,
     /// The output was cut to the excerpt shown.
     pub cut: bool,
+    /// The whole output's size: what Pass passes on.
+    pub total_bytes: usize,
 }
 
 /// Where an answer goes.
@@ -102,38 +109,96 @@ pub(super) enum DeskError {
 /// The requests waiting for a person; shared by every door's approver.
 pub(super) struct Desk {
     next: AtomicU64,
-    entries: Mutex<BTreeMap<u64, Entry>>,
+    entries: Mutex<Entries>,
     feed: Feed,
     timeout: Duration,
 }
 
+#[derive(Default)]
+struct Entries {
+    waiting: BTreeMap<u64, Entry>,
+    /// The console shut down: nothing more is put on the desk.
+    closed: bool,
+}
+
+/// Why a request was not put on the desk, or got no answer.
+enum Unanswered {
+    /// Nobody decided in time.
+    TimedOut,
+    /// The console closed, or the desk was full: the words say which.
+    Refused(String),
+}
+
 impl Desk {
     pub(super) fn new(feed: Feed, timeout: Duration) -> Self {
-        Desk { next: AtomicU64::new(1), entries: Mutex::new(BTreeMap::new()), feed, timeout }
+        Desk { next: AtomicU64::new(1), entries: Mutex::new(Entries::default()), feed, timeout }
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Everything waiting now, oldest first.
     pub(super) fn waiting(&self) -> Vec<Waiting> {
-        self.entries().values().map(|entry| entry.view.clone()).collect()
+        self.entries().waiting.values().map(|entry| entry.view.clone()).collect()
     }
 
-    fn put(&self, mut view: Waiting, reply: Reply) -> Withdrawal<'_> {
+    /// Put a request on the desk, unless the console closed or the desk is
+    /// full.
+    fn put(&self, mut view: Waiting, reply: Reply) -> Result<Withdrawal<'_>, Unanswered> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         view.id = id;
         view.expires_at_ms = now_ms() + self.timeout.as_millis() as u64;
-        self.entries().insert(id, Entry { view: view.clone(), reply });
+        {
+            let mut entries = self.entries();
+            if entries.closed {
+                return Err(Unanswered::Refused("the console closed before anyone decided".to_owned()));
+            }
+            if entries.waiting.len() >= MAX_WAITING {
+                return Err(Unanswered::Refused(format!("{MAX_WAITING} requests already wait for a person at the console")));
+            }
+            entries.waiting.insert(id, Entry { view: view.clone(), reply });
+        }
         self.feed.publish("pending", &view);
-        Withdrawal { desk: self, id }
+        Ok(Withdrawal { desk: self, id })
+    }
+
+    /// The console shuts down: whatever waits is answered as refused (its
+    /// waiter sees the reply dropped), and nothing more is put here.
+    pub(super) fn close(&self) {
+        let drained = {
+            let mut entries = self.entries();
+            entries.closed = true;
+            std::mem::take(&mut entries.waiting)
+        };
+        for id in drained.into_keys() {
+            self.feed.publish("resolved", &serde_json::json!({ "id": id, "how": "closed" }));
+        }
+    }
+
+    /// Wait for the answer to a request put on the desk.
+    async fn answer<T>(&self, withdrawal: Withdrawal<'_>, answer: oneshot::Receiver<T>) -> Result<T, Unanswered> {
+        match tokio::time::timeout(self.timeout, answer).await {
+            Ok(Ok(decided)) => {
+                withdrawal.finish("decided");
+                Ok(decided)
+            }
+            // The reply was dropped: the console closed.
+            Ok(Err(_)) => {
+                withdrawal.finish("closed");
+                Err(Unanswered::Refused("the console closed before anyone decided".to_owned()))
+            }
+            Err(_) => {
+                withdrawal.finish("timed-out");
+                Err(Unanswered::TimedOut)
+            }
+        }
     }
 
     /// Decide call `index` of request `id` (`None`: every undecided call).
     pub(super) fn decide(&self, id: u64, index: Option<usize>, verdict: Verdict, reason: Option<String>) -> Result<(), DeskError> {
         let mut entries = self.entries();
-        let entry = entries.get_mut(&id).ok_or(DeskError::Gone(id))?;
+        let entry = entries.waiting.get_mut(&id).ok_or(DeskError::Gone(id))?;
         let done = match &mut entry.reply {
             Reply::Calls { decisions, send } => {
                 let decision = match verdict {
@@ -162,8 +227,10 @@ impl Desk {
                 }
                 if decisions.iter().all(Option::is_some) {
                     let all = decisions.iter_mut().map(|d| d.take().expect("all decided")).collect();
-                    if let Some(send) = send.take() {
-                        let _ = send.send(all);
+                    // The waiter gave up (timed out) a moment ago: the
+                    // decision came too late, and the page is told so.
+                    if send.take().is_none_or(|send| send.send(all).is_err()) {
+                        return Err(DeskError::Gone(id));
                     }
                     true
                 } else {
@@ -177,14 +244,14 @@ impl Desk {
                     Verdict::Reject => ResultDecision::Reject { reason: reason.filter(|r| !r.trim().is_empty()) },
                     _ => return Err(DeskError::Mismatch(verdict)),
                 };
-                if let Some(send) = send.take() {
-                    let _ = send.send(decision);
+                if send.take().is_none_or(|send| send.send(decision).is_err()) {
+                    return Err(DeskError::Gone(id));
                 }
                 true
             }
         };
         if done {
-            entries.remove(&id);
+            entries.waiting.remove(&id);
             self.feed.publish("resolved", &serde_json::json!({ "id": id, "how": "decided" }));
         }
         Ok(())
@@ -192,7 +259,11 @@ impl Desk {
 
     /// An approver for calls arriving through `door` from `caller`.
     pub(super) fn approver(self: &Arc<Self>, door: &str, caller: &str) -> ConsoleApprover {
-        ConsoleApprover { desk: self.clone(), door: door.to_owned(), caller: caller.to_owned() }
+        let caller = match caller.char_indices().nth(MAX_CALLER_CHARS) {
+            Some((cut, _)) => format!("{}…", &caller[..cut]),
+            None => caller.to_owned(),
+        };
+        ConsoleApprover { desk: self.clone(), door: door.to_owned(), caller }
     }
 }
 
@@ -205,7 +276,7 @@ struct Withdrawal<'a> {
 
 impl Withdrawal<'_> {
     fn finish(self, how: &str) {
-        if self.desk.entries().remove(&self.id).is_some() {
+        if self.desk.entries().waiting.remove(&self.id).is_some() {
             self.desk.feed.publish("resolved", &serde_json::json!({ "id": self.id, "how": how }));
         }
         std::mem::forget(self);
@@ -215,7 +286,7 @@ impl Withdrawal<'_> {
 impl Drop for Withdrawal<'_> {
     /// The waiting future was dropped: its call was cancelled.
     fn drop(&mut self) {
-        if self.desk.entries().remove(&self.id).is_some() {
+        if self.desk.entries().waiting.remove(&self.id).is_some() {
             self.desk.feed.publish("resolved", &serde_json::json!({ "id": self.id, "how": "cancelled" }));
         }
     }
@@ -275,18 +346,19 @@ impl Approver for ConsoleApprover {
             })
             .collect();
         let (send, answer) = oneshot::channel();
-        let withdrawal = self.desk.put(view, Reply::Calls { decisions: vec![None; calls.len()], send: Some(send) });
-        match tokio::time::timeout(self.desk.timeout, answer).await {
-            Ok(Ok(decisions)) => {
-                withdrawal.finish("decided");
-                decisions.into_iter().map(|decision| Answer { decision, by: DecidedBy::Person }).collect()
+        let reply = Reply::Calls { decisions: vec![None; calls.len()], send: Some(send) };
+        let answered = match self.desk.put(view, reply) {
+            Ok(withdrawal) => self.desk.answer(withdrawal, answer).await,
+            Err(refused) => Err(refused),
+        };
+        let (reason, by) = match answered {
+            Ok(decisions) => return decisions.into_iter().map(|decision| Answer { decision, by: DecidedBy::Person }).collect(),
+            Err(Unanswered::TimedOut) => {
+                (format!("timed out waiting for approval at the console after {}", self.waited()), DecidedBy::TimedOut)
             }
-            _ => {
-                withdrawal.finish("timed-out");
-                let reason = format!("timed out waiting for approval at the console after {}", self.waited());
-                vec![Answer { decision: CallDecision::Deny { reason: Some(reason) }, by: DecidedBy::TimedOut }; calls.len()]
-            }
-        }
+            Err(Unanswered::Refused(why)) => (format!("not approved: {why}"), DecidedBy::NoAnswer),
+        };
+        vec![Answer { decision: CallDecision::Deny { reason: Some(reason) }, by }; calls.len()]
     }
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
@@ -302,19 +374,20 @@ impl Approver for ConsoleApprover {
             status: outcome.status.as_str(),
             output: outcome.output[..end].to_owned(),
             cut: end < outcome.output.len(),
+            total_bytes: outcome.output.len(),
         });
         let (send, answer) = oneshot::channel();
-        let withdrawal = self.desk.put(view, Reply::Result { send: Some(send) });
-        match tokio::time::timeout(self.desk.timeout, answer).await {
-            Ok(Ok(decision)) => {
-                withdrawal.finish("decided");
-                decision
+        let answered = match self.desk.put(view, Reply::Result { send: Some(send) }) {
+            Ok(withdrawal) => self.desk.answer(withdrawal, answer).await,
+            Err(refused) => Err(refused),
+        };
+        let reason = match answered {
+            Ok(decision) => return decision,
+            Err(Unanswered::TimedOut) => {
+                format!("timed out waiting for approval of the result at the console after {}", self.waited())
             }
-            _ => {
-                withdrawal.finish("timed-out");
-                let reason = format!("timed out waiting for approval of the result at the console after {}", self.waited());
-                ResultDecision::Reject { reason: Some(reason) }
-            }
-        }
+            Err(Unanswered::Refused(why)) => format!("not approved: {why}"),
+        };
+        ResultDecision::Reject { reason: Some(reason) }
     }
 }

@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Events kept for a slow page before it is told it lagged.
 const BACKLOG: usize = 1024;
+/// How often an idle stream carries a comment, so proxies and the
+/// browser keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// The console's event broadcast; clones share it.
 #[derive(Clone)]
@@ -58,6 +61,6 @@ impl Feed {
             Some((Ok(event), receiver))
         })
         .take_until(self.closed.clone().cancelled_owned());
-        Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
     }
 }

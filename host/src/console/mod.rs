@@ -105,11 +105,28 @@ pub(crate) struct Shared {
     config: Mutex<ToolCallConfig>,
     prompts: Arc<PromptCache>,
     chat: chat::ChatRoom,
+    /// Fired when the console shuts down: ends its own calls' waits.
+    closing: CancellationToken,
 }
 
 impl Shared {
     fn config(&self) -> ToolCallConfig {
-        self.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.config_mut().clone()
+    }
+
+    fn config_mut(&self) -> std::sync::MutexGuard<'_, ToolCallConfig> {
+        self.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Shutting down: stop the chat's turn and the Run form's calls, end
+    /// every event stream, and answer whatever waits at the desk as
+    /// refused, so that nothing waits for a page that can no longer
+    /// connect.
+    fn close(&self) {
+        self.closing.cancel();
+        self.chat.stop();
+        self.feed.close();
+        self.desk.close();
     }
 }
 
@@ -131,6 +148,7 @@ impl Console {
             config: Mutex::new(options.config),
             prompts: Arc::new(PromptCache::new()),
             chat: chat::ChatRoom::new(options.llm),
+            closing: CancellationToken::new(),
         };
         Console { shared: Arc::new(shared) }
     }
@@ -180,16 +198,19 @@ impl Console {
             }))
     }
 
-    /// Serve on `listener` until `shutdown` fires; a turn the chat is in
-    /// is cancelled then.
+    /// Serve on `listener` until `shutdown` fires; then the chat's turn and
+    /// the Run form's calls are cancelled, and whatever waits at the desk
+    /// (from any door) is refused, saying the console closed.
     pub async fn serve(&self, listener: tokio::net::TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
-        let chat = self.shared.clone();
+        let shared = self.shared.clone();
         let stopping = shutdown.clone();
         tokio::spawn(async move {
             stopping.cancelled().await;
-            chat.chat.stop();
-            chat.feed.close();
+            shared.close();
         });
-        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown.cancelled_owned()).await
+        let served = axum::serve(listener, self.router()).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+        // However serving ended, nobody can reach the desk any more.
+        self.shared.close();
+        served
     }
 }

@@ -18,20 +18,18 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-type Shared_ = State<Arc<Shared>>;
-
 /// A refusal the page shows as it is.
 pub(super) fn refuse(status: StatusCode, message: impl std::fmt::Display) -> Response {
     (status, Json(json!({ "error": message.to_string() }))).into_response()
 }
 
 /// The live event stream.
-pub(super) async fn events(State(shared): Shared_) -> impl IntoResponse {
+pub(super) async fn events(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     shared.feed.stream()
 }
 
 /// Who the console works as, and what it serves.
-pub(super) async fn state(State(shared): Shared_) -> Json<Value> {
+pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Json<Value> {
     let config = shared.config();
     let catalog = shared.pipeline.executor().registry().catalog();
     Json(json!({
@@ -48,7 +46,7 @@ pub(super) async fn state(State(shared): Shared_) -> Json<Value> {
 
 /// Every loaded tool, with what it asks for and what it was granted, and
 /// whether the agent is offered it.
-pub(super) async fn tools(State(shared): Shared_) -> Json<Value> {
+pub(super) async fn tools(State(shared): State<Arc<Shared>>) -> Json<Value> {
     let config = shared.config();
     let catalog = shared.pipeline.executor().registry().catalog();
     let tools: Vec<Value> = catalog
@@ -112,10 +110,10 @@ pub(super) struct Toggle {
 }
 
 /// Turn a tool (or the default) on or off for the agent, at once.
-pub(super) async fn toggle(State(shared): Shared_, Json(toggle): Json<Toggle>) -> Response {
+pub(super) async fn toggle(State(shared): State<Arc<Shared>>, Json(toggle): Json<Toggle>) -> Response {
     let catalog = shared.pipeline.executor().registry().catalog();
     {
-        let mut config = shared.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut config = shared.config_mut();
         match (&toggle.tool, toggle.enabled) {
             (Some(tool), _) if catalog.tool(tool).is_none() => {
                 let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
@@ -136,7 +134,7 @@ pub(super) async fn toggle(State(shared): Shared_, Json(toggle): Json<Toggle>) -
 }
 
 /// The agent's system prompt as each protocol renders it, with its size.
-pub(super) async fn prompt(State(shared): Shared_) -> Response {
+pub(super) async fn prompt(State(shared): State<Arc<Shared>>) -> Response {
     let config = shared.config();
     let template = match config.system_prompt_template() {
         Ok(template) => template,
@@ -175,7 +173,7 @@ fn auto() -> ProtocolId {
 }
 
 /// The calls, prose and warnings in a pasted reply.
-pub(super) async fn parse(State(shared): Shared_, Json(request): Json<ParseRequest>) -> Json<ParseReport> {
+pub(super) async fn parse(State(shared): State<Arc<Shared>>, Json(request): Json<ParseRequest>) -> Json<ParseReport> {
     let catalog = shared.pipeline.executor().registry().catalog();
     let specs: Vec<&ToolSpec> = catalog.tools().map(|(_, t)| t).collect();
     Json(ParseReport::of(&request.text, request.protocol, &specs, &[]))
@@ -195,9 +193,10 @@ pub(super) struct RunRequest {
 /// fresh instance, its result approved at the desk if its tool asks for
 /// that. The person who pressed Run chose the call, so it is not asked
 /// again (deny rules still hold).
-pub(super) async fn run(State(shared): Shared_, Json(request): Json<RunRequest>) -> Json<Value> {
+pub(super) async fn run(State(shared): State<Arc<Shared>>, Json(request): Json<RunRequest>) -> Json<Value> {
     let mut turn = Turn::direct(ProtocolId::JsonBlock);
     turn.chosen_by_person = true;
+    turn.cancel = shared.closing.child_token();
     let call = ToolCall::with_map("console-run", &request.tool, request.arguments);
     let result = shared.pipeline.run(&turn, vec![call]).await;
     let outcome = &result.outcomes[0];
@@ -206,7 +205,7 @@ pub(super) async fn run(State(shared): Shared_, Json(request): Json<RunRequest>)
 }
 
 /// What waits at the desk now.
-pub(super) async fn pending(State(shared): Shared_) -> Json<Value> {
+pub(super) async fn pending(State(shared): State<Arc<Shared>>) -> Json<Value> {
     Json(json!({ "pending": shared.desk.waiting() }))
 }
 
@@ -222,7 +221,7 @@ pub(super) struct Decision {
     reason: Option<String>,
 }
 
-pub(super) async fn decide(State(shared): Shared_, Path(id): Path<u64>, Json(decision): Json<Decision>) -> Response {
+pub(super) async fn decide(State(shared): State<Arc<Shared>>, Path(id): Path<u64>, Json(decision): Json<Decision>) -> Response {
     match shared.desk.decide(id, decision.index, decision.verdict, decision.reason) {
         Ok(()) => Json(json!({ "ok": true })).into_response(),
         Err(error @ super::desk::DeskError::Gone(_)) => refuse(StatusCode::GONE, error),

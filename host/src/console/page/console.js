@@ -40,6 +40,9 @@ function report(error) {
   alert(error.message || String(error));
 }
 
+// A tree opens by itself up to this many items.
+const OPEN_TREE_ITEMS = 20;
+
 // A JSON value as a collapsible tree.
 function jsonTree(value, key) {
   const label = key === undefined ? [] : [el("span", { class: "key" }, JSON.stringify(key)), ": "];
@@ -47,7 +50,7 @@ function jsonTree(value, key) {
     const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
     const open = Array.isArray(value) ? "[" : "{";
     const close = Array.isArray(value) ? "]" : "}";
-    const details = el("details", { open: entries.length <= 20 },
+    const details = el("details", { open: entries.length <= OPEN_TREE_ITEMS },
       el("summary", {}, ...label, `${open}${entries.length} ${entries.length === 1 ? "item" : "items"}${close}`));
     for (const [k, v] of entries) details.append(el("div", {}, jsonTree(v, Array.isArray(value) ? undefined : k)));
     return details;
@@ -182,16 +185,16 @@ function markText(text, calls, warnings) {
 $("#parse-go").addEventListener("click", async () => {
   try {
     const text = $("#parse-text").value;
-    const report_ = await api("/api/parse", { text, protocol: $("#parse-protocol").value });
+    const parsed = await api("/api/parse", { text, protocol: $("#parse-protocol").value });
     $("#parse-result").hidden = false;
-    $("#parse-calls").replaceChildren(...(report_.calls.length ? report_.calls.map((call) =>
+    $("#parse-calls").replaceChildren(...(parsed.calls.length ? parsed.calls.map((call) =>
       el("li", { class: "call" }, el("strong", { class: "call-name" }, call.name),
         call.undeclared ? el("span", { class: "badge" }, "undeclared") : null, jsonView(call.arguments)))
       : [el("li", { class: "muted" }, "no calls")]));
-    $("#parse-warnings").replaceChildren(...(report_.warnings.length ? report_.warnings.map((w) =>
+    $("#parse-warnings").replaceChildren(...(parsed.warnings.length ? parsed.warnings.map((w) =>
       el("li", {}, `at byte ${w.offset}: ${w.message}`)) : [el("li", { class: "muted" }, "none")]));
-    $("#parse-marked").replaceChildren(...markText(text, report_.calls, report_.warnings));
-    $("#parse-content").textContent = report_.content;
+    $("#parse-marked").replaceChildren(...markText(text, parsed.calls, parsed.warnings));
+    $("#parse-content").textContent = parsed.content;
   } catch (error) { report(error); }
 });
 
@@ -409,8 +412,9 @@ function renderPending(item) {
     card.append(el("div", { class: "call" },
       el("div", {}, "The result of ", el("strong", {}, result.tool), ` (${result.plugin}) · ${result.status} — pass it on to the model?`),
       el("pre", { class: "block" }, result.output + (result.cut ? "\n[…]" : "")),
+      result.cut ? el("div", { class: "muted" }, `shown: the first ${result.output.length.toLocaleString()} characters of ${result.total_bytes.toLocaleString()} bytes — Pass passes all of it`) : null,
       el("div", { class: "actions" },
-        el("button", { class: "pass", onclick: () => decide(item.id, { verdict: "pass" }) }, "Pass"),
+        el("button", { class: "pass", onclick: () => decide(item.id, { verdict: "pass" }) }, result.cut ? `Pass all ${result.total_bytes.toLocaleString()} bytes` : "Pass"),
         reason,
         el("button", { class: "reject", onclick: () => decide(item.id, { verdict: "reject", reason: reason.value }) }, "Reject"))));
     return card;
@@ -434,11 +438,29 @@ function renderPending(item) {
   return card;
 }
 
+// Cards are added, replaced and removed one by one: a reason being typed
+// in one card survives what happens to the others.
 function renderDesk() {
   const items = $("#desk-items");
-  items.replaceChildren(...[...desk.values()].map(renderPending));
+  for (const card of $$(".pending", items)) {
+    if (!desk.has(Number(card.dataset.id))) card.remove();
+  }
+  for (const item of desk.values()) {
+    const shown = $(`.pending[data-id="${item.id}"]`, items);
+    if (shown && shown.dataset.version === String(item.version)) continue;
+    const card = renderPending(item);
+    card.dataset.version = String(item.version);
+    if (shown) shown.replaceWith(card); else items.append(card);
+  }
   $("#desk").hidden = desk.size === 0;
   tick();
+}
+
+// Each update of a request is a new version of its card.
+let versions = 0;
+function onDesk(item) {
+  item.version = ++versions;
+  desk.set(item.id, item);
 }
 
 function tick() {
@@ -453,7 +475,7 @@ setInterval(tick, 1000);
 async function loadDesk() {
   const { pending } = await api("/api/pending");
   desk.clear();
-  for (const item of pending) desk.set(item.id, item);
+  for (const item of pending) onDesk(item);
   renderDesk();
 }
 
@@ -490,9 +512,13 @@ function connect() {
   source.onmessage = (message) => {
     const event = JSON.parse(message.data);
     switch (event.type) {
-      case "pending": desk.set(event.id, event); renderDesk(); break;
+      case "pending": onDesk(event); renderDesk(); break;
       case "resolved": desk.delete(event.id); renderDesk(); break;
-      case "resync": loadDesk().catch(() => {}); break;
+      case "resync":
+        // Events were missed: fetch what they would have said.
+        loadDesk().catch(() => {});
+        loadState().then(() => { chatBusy(Boolean(state.chat && state.chat.busy)); return loadChat(); }).catch(() => {});
+        break;
       case "toggles": loadTools().catch(() => {}); if (!$("#tab-prompt").hidden) loadPrompt().catch(() => {}); break;
       case "approvals": if (!$("#tab-approvals").hidden) loadApprovals().catch(() => {}); break;
       case "chat-started":
