@@ -367,4 +367,20 @@ mod tests {
         let fenced = "```\n<|tool_call_start|>[now()]<|tool_call_end|>\n```";
         assert_eq!(calls(fenced), one("now", json!({})), "in a fence, a declared tool's call");
     }
+
+    #[test]
+    fn apertus_reasoning_is_not_calls_and_ends_where_the_prompt_opened_it() {
+        let shown = "<|inner_prefix|>I could write <|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|> but I know it.<|inner_suffix|>It is sunny.";
+        assert_eq!(calls(shown), vec![], "a call shown in reasoning is reasoning");
+        let after = "<|inner_prefix|>The weather in Paris.<|inner_suffix|><|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|>";
+        assert_eq!(calls(after), one("get_weather", json!({"city": "Paris"})));
+        // llama.cpp ends the prompt with the prefix when thinking is on: the
+        // reply holds only the suffix.
+        let opened_by_the_prompt = "Maybe <|tools_prefix|>[{\"now\": {}}]<|tools_suffix|>.<|inner_suffix|><|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|>";
+        assert_eq!(calls(opened_by_the_prompt), one("get_weather", json!({"city": "Paris"})));
+        let unclosed = "<|inner_prefix|>I might call <|tools_prefix|>[{\"now\": {}}]<|tools_suffix|>";
+        assert_eq!(calls(unclosed), vec![], "reasoning never closed runs to the end");
+        let closed_twice = "<|inner_prefix|>a<|inner_suffix|>b<|inner_suffix|><|tools_prefix|>[{\"now\": {}}]<|tools_suffix|>";
+        assert_eq!(calls(closed_twice), one("now", json!({})), "a second suffix opens nothing");
+    }
 }
