@@ -47,6 +47,10 @@ pub(crate) const SEED_THINK_CLOSE: &str = "</seed:think>";
 pub(crate) const MISTRAL_THINK_OPEN: &str = "[THINK]";
 /// Closes it.
 pub(crate) const MISTRAL_THINK_CLOSE: &str = "[/THINK]";
+/// Opens Hunyuan V3's reasoning as its shipped tokenizer writes it.
+pub(crate) const HY3_THINK_OPEN: &str = "<think:opensource>";
+/// Closes it.
+pub(crate) const HY3_THINK_CLOSE: &str = "</think:opensource>";
 /// Opens Apertus's reasoning.
 pub(crate) const APERTUS_INNER_OPEN: &str = "<|inner_prefix|>";
 /// Closes it.
@@ -54,8 +58,9 @@ pub(crate) const APERTUS_INNER_CLOSE: &str = "<|inner_suffix|>";
 /// What Apertus's two markers start with, searched for once for both.
 const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 6] = [
+pub(crate) const REASONING: [(&str, &str); 7] = [
     (THINK_OPEN, THINK_CLOSE),
+    (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
     (MISTRAL_THINK_OPEN, MISTRAL_THINK_CLOSE),
     (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
@@ -65,8 +70,9 @@ pub(crate) const REASONING: [(&str, &str); 6] = [
 
 /// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
 /// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
-/// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages and
-/// Apertus's `<|inner_prefix|>…<|inner_suffix|>`. After an unclosed opening
+/// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
+/// Apertus's `<|inner_prefix|>…<|inner_suffix|>` and Hunyuan V3's
+/// `<think:opensource>…</think:opensource>`. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
 /// section of calls' special token); before a
 /// `</think>` that nothing opened,

@@ -68,9 +68,9 @@ pub(crate) const FAMILIES: &[Family] = &[
     Family {
         name: "Hunyuan V3",
         models: "Hunyuan (HY) V3",
-        sample: "<tool_calls><tool_call>get_weather<tool_sep><arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call></tool_calls>",
+        sample: "<tool_calls:opensource><tool_call:opensource>get_weather<tool_sep:opensource><arg_key:opensource>city</arg_key:opensource><arg_value:opensource>Paris</arg_value:opensource></tool_call:opensource></tool_calls:opensource>",
         engines: ["`hy_v3`", "`hunyuan`", NONE, NONE, NONE, NONE],
-        auto: "values typed by the declared schema",
+        auto: "its tokens with the shipped tokenizer's `:opensource` suffix or without; values typed by the declared schema; `<think:opensource>` is reasoning",
     },
     Family {
         name: "Kimi K2",
