@@ -61,13 +61,16 @@ impl PromptCommand {
             ));
         }
         let prompt = PromptCache::new().render(&catalog, &agent, &config, protocol, &template);
-        output::data(&prompt.text)?;
+        // The estimate goes to stderr even when stdout's reader stopped
+        // early (`toolhost prompt | head`), which it is there to go with.
+        let written = output::data(&prompt.text);
         output::note(format_args!(
             "{} tokens (o200k_base), {} bytes, protocol {}",
             prompt.tokens(),
             prompt.text.len(),
             protocol.as_str()
         ));
+        written?;
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -334,3 +334,62 @@ fn a_renamed_tool_lets_two_plugins_with_one_tool_name_both_load() {
     let out = toolhost(dir.path(), &["call", "calculate", "--arg", "expression=6*7"]);
     assert!(out.status.success() && text(&out.stdout).contains("42"), "{}", stderr(&out));
 }
+
+/// A line of output as the Try-it test compares it: a line that says a
+/// time, a fuel count or a local port has its digits masked, as they
+/// change from run to run; every other line is compared as it is.
+fn steady(line: &str) -> String {
+    let varies = [" ms", "fuel ", "127.0.0.1:"].iter().any(|v| line.contains(v));
+    if varies { line.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect() } else { line.trim_end().to_owned() }
+}
+
+/// The `$ COMMAND` lines of the `console` blocks of `section`, each with
+/// the output shown under it.
+fn console_steps(section: &str) -> Vec<(String, Vec<String>)> {
+    let mut steps: Vec<(String, Vec<String>)> = Vec::new();
+    for block in section.split("```console\n").skip(1) {
+        let block = block.split("```").next().unwrap();
+        for line in block.lines() {
+            match (line.strip_prefix("$ "), steps.last_mut()) {
+                (Some(command), _) => steps.push((command.to_owned(), Vec::new())),
+                (None, Some((_, shown))) => shown.push(line.to_owned()),
+                (None, None) => panic!("a console block starts with output, not a command: {line}"),
+            }
+        }
+    }
+    steps
+}
+
+#[test]
+fn the_readmes_try_it_section_works_as_written() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let section = readme.split("\n## Try it\n").nth(1).expect("the README has a Try it section");
+    let section = section.split("<!-- try-it: end -->").next().unwrap();
+    let steps = console_steps(section);
+    assert!(steps.len() >= 4, "call, list, prompt and chat: {steps:?}");
+    assert!(repo.join("target/release/standin-llm").exists(), "the scripted model is missing; run `cargo xtask build-plugins`");
+    // The commands run as a user runs them, from the repository's root,
+    // with the `toolhost` just built first on the PATH.
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_toolhost")).parent().unwrap();
+    let path = format!("{}:{}", built.display(), std::env::var("PATH").unwrap_or_default());
+    for (command, shown) in steps {
+        let out = in_test_home(Command::new("sh").arg("-c").arg(format!("{{ {command}\n}} 2>&1")))
+            .current_dir(repo)
+            .env("PATH", &path)
+            .env_remove("RUST_LOG")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_MODEL")
+            .output()
+            .unwrap();
+        let said = text(&out.stdout);
+        assert!(out.status.success(), "{command}\n{said}");
+        // stdout and stderr interleave as the pipes flush: the same lines,
+        // in any order.
+        let mut printed: Vec<String> = said.lines().map(steady).collect();
+        let mut expected: Vec<String> = shown.iter().map(|l| steady(l)).collect();
+        printed.sort();
+        expected.sort();
+        assert_eq!(printed, expected, "`{command}` printed, unlike the README:\n{said}");
+    }
+}

@@ -179,6 +179,8 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
     // Cargo unifies the same features and the test run reuses this build
     // rather than compiling wasmtime a second time.
     run(cargo(root).args(["build", "--release", "--workspace", "--tests"]))?;
+    // The scripted model the README's "Try it" chats with.
+    run(cargo(root).args(["build", "--release", "-p", "toolhost-standin"]))?;
     polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())

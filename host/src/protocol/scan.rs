@@ -47,20 +47,34 @@ pub(crate) const SEED_THINK_CLOSE: &str = "</seed:think>";
 pub(crate) const MISTRAL_THINK_OPEN: &str = "[THINK]";
 /// Closes it.
 pub(crate) const MISTRAL_THINK_CLOSE: &str = "[/THINK]";
+/// Opens Hunyuan V3's reasoning as its shipped tokenizer writes it.
+pub(crate) const HY3_THINK_OPEN: &str = "<think:opensource>";
+/// Closes it.
+pub(crate) const HY3_THINK_CLOSE: &str = "</think:opensource>";
+/// Opens Apertus's reasoning.
+pub(crate) const APERTUS_INNER_OPEN: &str = "<|inner_prefix|>";
+/// Closes it.
+pub(crate) const APERTUS_INNER_CLOSE: &str = "<|inner_suffix|>";
+/// What Apertus's two markers start with, searched for once for both.
+const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 5] = [
+pub(crate) const REASONING: [(&str, &str); 7] = [
     (THINK_OPEN, THINK_CLOSE),
+    (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
     (MISTRAL_THINK_OPEN, MISTRAL_THINK_CLOSE),
     (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
     (HARMONY_ANALYSIS_OPEN, HARMONY_END),
+    (APERTUS_INNER_OPEN, APERTUS_INNER_CLOSE),
 ];
 
 /// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
 /// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
-/// `<|START_THINKING|>…<|END_THINKING|>` and gpt-oss's analysis messages.
-/// After an unclosed opening the rest of the reply is reasoning (an unclosed
-/// `<think>` only up to a section of calls' special token); before a
+/// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
+/// Apertus's `<|inner_prefix|>…<|inner_suffix|>` and Hunyuan V3's
+/// `<think:opensource>…</think:opensource>`. After an unclosed opening
+/// the rest of the reply is reasoning (an unclosed `<think>` only up to a
+/// section of calls' special token); before a
 /// `</think>` that nothing opened,
 /// the start of the reply is (templates that think by default write the
 /// `<think>` into the prompt, so the reply holds only its close).
@@ -72,6 +86,10 @@ impl Reasoning {
     pub(crate) fn find(reply: &str) -> Self {
         let mut regions = Vec::new();
         for (open_marker, close_marker) in REASONING {
+            if open_marker == APERTUS_INNER_OPEN {
+                apertus_regions(reply, &mut regions);
+                continue;
+            }
             let mut at = 0;
             while let Some(open) = find(reply, at, open_marker) {
                 let body = open + open_marker.len();
@@ -105,6 +123,38 @@ impl Reasoning {
     /// The end of the reasoning region holding `offset`, if any.
     pub(crate) fn skip(&self, offset: usize) -> Option<usize> {
         region_at(&self.regions, offset).map(|r| r.end)
+    }
+}
+
+/// Apertus's `<|inner_prefix|>…<|inner_suffix|>` regions, both markers
+/// found in one pass over their common start (parsing prose is mostly
+/// these searches). A suffix that comes before any prefix closes reasoning
+/// the prompt opened: llama.cpp ends the prompt with the prefix when
+/// thinking is on.
+fn apertus_regions(reply: &str, regions: &mut Vec<Range<usize>>) {
+    let (mut open, mut marked) = (None, false);
+    let mut at = 0;
+    while let Some(found) = find(reply, at, APERTUS_INNER) {
+        let rest = &reply[found..];
+        at = if rest.starts_with(APERTUS_INNER_OPEN) {
+            open = open.or(Some(found));
+            marked = true;
+            found + APERTUS_INNER_OPEN.len()
+        } else if rest.starts_with(APERTUS_INNER_CLOSE) {
+            let end = found + APERTUS_INNER_CLOSE.len();
+            match open.take() {
+                Some(start) => regions.push(start..end),
+                None if !marked => regions.push(0..end),
+                None => {}
+            }
+            marked = true;
+            end
+        } else {
+            found + APERTUS_INNER.len()
+        };
+    }
+    if let Some(start) = open {
+        regions.push(start..reply.len());
     }
 }
 

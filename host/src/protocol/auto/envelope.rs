@@ -2,6 +2,8 @@
 //! in a format read elsewhere (JSON calls, pythonic calls):
 //!
 //! - AI21 Jamba and Tencent Hunyuan-A13B: `<tool_calls>[{"name", "arguments"}]</tool_calls>`;
+//! - Tencent Hunyuan V3 as shipped: `<tool_calls:opensource>` around
+//!   GLM-like calls whose every token has the `:opensource` suffix;
 //! - NVIDIA Nemotron (Llama-3.1- and Nano-based): `<TOOLCALL>[…]</TOOLCALL>`;
 //! - Meituan LongCat: `<longcat_tool_call>{…}</longcat_tool_call>`, or the
 //!   name and `<longcat_arg_key>K</longcat_arg_key><longcat_arg_value>V</longcat_arg_value>`
@@ -24,7 +26,7 @@
 
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
-use super::super::scan::{Collector, Forward};
+use super::super::scan::{Collector, Forward, find};
 use super::super::ParsedCall;
 use super::super::xml_tag::TOOL_CALL;
 use super::{Scope, glm, markup_name, pythonic};
@@ -56,12 +58,18 @@ const fn envelope(open: &'static str, close: &'static str, body: Body) -> Envelo
 /// Opens LongCat's calls: JSON, or a name and GLM-like `longcat_` argument
 /// tags ([`glm::LONGCAT`]).
 const LONGCAT_TOOL_CALL: &str = "<longcat_tool_call>";
+/// Opens Hunyuan V3's calls as its shipped tokenizer writes them:
+/// `<tool_call:opensource>` elements of [`glm::HY3`] tags.
+const HY3_TOOL_CALLS: &str = "<tool_calls:opensource>";
+/// One of those calls, open and close.
+const HY3_TOOL_CALL: (&str, &str) = ("<tool_call:opensource>", "</tool_call:opensource>");
 /// The envelopes that open with a tag (`<name>`).
-const TAGS: [Envelope; 4] = [
+const TAGS: [Envelope; 5] = [
     envelope("<tool_calls>", "</tool_calls>", Body::Json),
     envelope("<TOOLCALL>", "</TOOLCALL>", Body::Json),
     envelope(LONGCAT_TOOL_CALL, "</longcat_tool_call>", Body::Json),
     envelope("<function_calls>", "</function_calls>", Body::Pythonic),
+    envelope(HY3_TOOL_CALLS, "</tool_calls:opensource>", Body::Json),
 ];
 /// The envelopes that open with a chat-template token (`<|…|>`).
 const TOKENS: [Envelope; 5] = [
@@ -76,7 +84,7 @@ const GIGACHAT: Envelope = envelope("<|role_sep|>", "<|message_sep|>", Body::Jso
 /// What GigaChat writes before its role separator in a call.
 const GIGACHAT_ROLE: &str = "function call";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 19] = [
+pub(crate) const MARKERS: [&str; 23] = [
     TAGS[0].open,
     TAGS[0].close,
     TAGS[1].open,
@@ -85,6 +93,10 @@ pub(crate) const MARKERS: [&str; 19] = [
     TAGS[2].close,
     TAGS[3].open,
     TAGS[3].close,
+    TAGS[4].open,
+    TAGS[4].close,
+    HY3_TOOL_CALL.0,
+    HY3_TOOL_CALL.1,
     TOKENS[0].open,
     TOKENS[1].open,
     TOKENS[1].close,
@@ -157,6 +169,9 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes
         glm::read(scope, body_end - text.len(), body_end, open..end, &glm::LONGCAT, out);
         return end;
     }
+    if envelope.open == HY3_TOOL_CALLS {
+        return read_hy3(scope, open, body, body_end, end, out);
+    }
     let opens = match envelope.body {
         Body::Pythonic => pythonic::opens_call(text),
         Body::Json | Body::NameKeyed => text.starts_with(['{', '[']),
@@ -215,6 +230,35 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes
         _ if close.is_none() => reply.len(),
         _ => body,
     }
+}
+
+/// Hunyuan V3's suffixed calls in the envelope opened at `open`, whose body
+/// is `body..body_end` and which ends at `end`: each `<tool_call:opensource>`
+/// element read as GLM's, with [`glm::HY3`] tags; the envelope's tokens are
+/// no content. Where reading stopped.
+fn read_hy3(scope: &Scope<'_>, open: usize, body: usize, body_end: usize, end: usize, out: &mut Collector<'_>) -> usize {
+    let within = &scope.reply[..body_end];
+    let (call_open, call_close) = HY3_TOOL_CALL;
+    let mut at = body;
+    let mut read_any = false;
+    while let Some(call) = find(within, at, call_open) {
+        let text = call + call_open.len();
+        let Some(close) = find(within, text, call_close) else {
+            out.warn(call, format!("{call_open} is not closed; it is not a call"));
+            break;
+        };
+        let start = text + (within[text..close].len() - within[text..close].trim_start().len());
+        at = close + call_close.len();
+        glm::read(scope, start, close, call..at, &glm::HY3, out);
+        read_any = true;
+    }
+    if !read_any {
+        // The envelope's token quoted in prose.
+        return body;
+    }
+    out.markup(open..body);
+    out.markup(body_end..end);
+    end
 }
 
 /// The calls in a JSON body.
@@ -366,5 +410,21 @@ mod tests {
         prose("Granite writes <|tool_call|> before its calls, and Apertus <|tools_prefix|>.");
         let fenced = "```\n<|tool_call_start|>[now()]<|tool_call_end|>\n```";
         assert_eq!(calls(fenced), one("now", json!({})), "in a fence, a declared tool's call");
+    }
+
+    #[test]
+    fn apertus_reasoning_is_not_calls_and_ends_where_the_prompt_opened_it() {
+        let shown = "<|inner_prefix|>I could write <|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|> but I know it.<|inner_suffix|>It is sunny.";
+        assert_eq!(calls(shown), vec![], "a call shown in reasoning is reasoning");
+        let after = "<|inner_prefix|>The weather in Paris.<|inner_suffix|><|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|>";
+        assert_eq!(calls(after), one("get_weather", json!({"city": "Paris"})));
+        // llama.cpp ends the prompt with the prefix when thinking is on: the
+        // reply holds only the suffix.
+        let opened_by_the_prompt = "Maybe <|tools_prefix|>[{\"now\": {}}]<|tools_suffix|>.<|inner_suffix|><|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|>";
+        assert_eq!(calls(opened_by_the_prompt), one("get_weather", json!({"city": "Paris"})));
+        let unclosed = "<|inner_prefix|>I might call <|tools_prefix|>[{\"now\": {}}]<|tools_suffix|>";
+        assert_eq!(calls(unclosed), vec![], "reasoning never closed runs to the end");
+        let closed_twice = "<|inner_prefix|>a<|inner_suffix|>b<|inner_suffix|><|tools_prefix|>[{\"now\": {}}]<|tools_suffix|>";
+        assert_eq!(calls(closed_twice), one("now", json!({})), "a second suffix opens nothing");
     }
 }

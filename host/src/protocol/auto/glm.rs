@@ -2,7 +2,9 @@
 //! `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>`, then
 //! `</tool_call>` (4.5 and 4.6 put line breaks between them, 4.7 does not).
 //! Tencent's Hunyuan (HY) V3 writes the same calls with `<tool_sep>` after
-//! the name, inside `<tool_calls>…</tool_calls>` (left out of the content);
+//! the name, inside `<tool_calls>…</tool_calls>` (left out of the content),
+//! and its shipped tokenizer every one of those tokens with a suffix,
+//! `<tool_call:opensource>` ([`HY3`], read by [`envelope`](super::envelope));
 //! Meituan's LongCat with `longcat_` tags ([`LONGCAT`]).
 //!
 //! The template writes a string value as it is and any other value as JSON;
@@ -16,29 +18,55 @@ use super::{Scope, markup_name};
 use serde_json::{Map, Value};
 use std::ops::Range;
 
-/// The tags around an argument's key and its value, open and close.
+/// The tags around an argument's key and its value, open and close, and
+/// the separator that may follow the tool's name.
 pub(crate) struct ArgTags {
     pub(crate) key: (&'static str, &'static str),
     pub(crate) value: (&'static str, &'static str),
+    pub(crate) sep: &'static str,
 }
 
-/// GLM's (and Hunyuan's) argument tags.
-pub(crate) const GLM: ArgTags = ArgTags { key: ("<arg_key>", "</arg_key>"), value: ("<arg_value>", "</arg_value>") };
-/// LongCat's, in `<longcat_tool_call>` ([`envelope`](super::envelope)).
-pub(crate) const LONGCAT: ArgTags =
-    ArgTags { key: ("<longcat_arg_key>", "</longcat_arg_key>"), value: ("<longcat_arg_value>", "</longcat_arg_value>") };
 /// Between Hunyuan's name and arguments.
 pub(crate) const TOOL_SEP: &str = "<tool_sep>";
+/// GLM's (and Hunyuan's) argument tags.
+pub(crate) const GLM: ArgTags = ArgTags { key: ("<arg_key>", "</arg_key>"), value: ("<arg_value>", "</arg_value>"), sep: TOOL_SEP };
+/// LongCat's, in `<longcat_tool_call>` ([`envelope`](super::envelope)).
+pub(crate) const LONGCAT: ArgTags = ArgTags {
+    key: ("<longcat_arg_key>", "</longcat_arg_key>"),
+    value: ("<longcat_arg_value>", "</longcat_arg_value>"),
+    sep: TOOL_SEP,
+};
+/// Hunyuan V3's as its shipped tokenizer writes them, each token with the
+/// `:opensource` suffix (the same tokens without it are not in its vocabulary).
+pub(crate) const HY3: ArgTags = ArgTags {
+    key: ("<arg_key:opensource>", "</arg_key:opensource>"),
+    value: ("<arg_value:opensource>", "</arg_value:opensource>"),
+    sep: "<tool_sep:opensource>",
+};
 /// Every marker this module reads (besides `<tool_call>`).
-pub(crate) const MARKERS: [&str; 9] =
-    [GLM.key.0, GLM.key.1, GLM.value.0, GLM.value.1, TOOL_SEP, LONGCAT.key.0, LONGCAT.key.1, LONGCAT.value.0, LONGCAT.value.1];
+pub(crate) const MARKERS: [&str; 14] = [
+    GLM.key.0,
+    GLM.key.1,
+    GLM.value.0,
+    GLM.value.1,
+    TOOL_SEP,
+    LONGCAT.key.0,
+    LONGCAT.key.1,
+    LONGCAT.value.0,
+    LONGCAT.value.1,
+    HY3.key.0,
+    HY3.key.1,
+    HY3.value.0,
+    HY3.value.1,
+    HY3.sep,
+];
 
 /// Whether the `<tool_call>` body `text` starts like a GLM call: a tool's
 /// name, then an argument, a line break or nothing.
 pub(super) fn opens_call(text: &str, tags: &ArgTags) -> bool {
     let name_end = text.find(['\n', '<']).unwrap_or(text.len());
     let rest = text[name_end..].trim_start();
-    let rest = rest.strip_prefix(TOOL_SEP).unwrap_or(rest).trim_start();
+    let rest = rest.strip_prefix(tags.sep).unwrap_or(rest).trim_start();
     markup_name(&text[..name_end]).is_some() && (rest.is_empty() || rest.starts_with(tags.key.0))
 }
 
@@ -54,8 +82,8 @@ pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>,
     }
     let mut arguments = Map::new();
     let mut p = name_end + (body[name_end..].len() - body[name_end..].trim_start().len());
-    if body[p..].starts_with(TOOL_SEP) {
-        p += TOOL_SEP.len();
+    if body[p..].starts_with(tags.sep) {
+        p += tags.sep.len();
     }
     loop {
         p += body[p..].len() - body[p..].trim_start().len();
@@ -138,6 +166,27 @@ mod tests {
         let cut = "<tool_calls><tool_call>get_weather<tool_sep><arg_key>city</arg_key><arg_value>Par";
         assert_eq!(calls(cut), vec![]);
         no_calls(&["`<tool_call>delete_all<tool_sep></tool_call>`"]);
+    }
+
+    #[test]
+    fn hunyuan_v3_calls_with_the_shipped_tokenizers_suffix() {
+        let two = "<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n</tool_call:opensource>\n<tool_call:opensource>now<tool_sep:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>";
+        let both = vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))];
+        assert_eq!(calls(two), both);
+        let reasoned = format!("<think:opensource>The weather, then the time.</think:opensource>\nChecking.{two}");
+        assert_eq!(calls(&reasoned), both);
+        assert_eq!(parse(&reasoned).content.trim(), "<think:opensource>The weather, then the time.</think:opensource>\nChecking.");
+        assert!(parse(&reasoned).warnings.is_empty(), "{:?}", parse(&reasoned).warnings);
+        let typed = "<tool_calls:opensource><tool_call:opensource>forecast<tool_sep:opensource><arg_key:opensource>days</arg_key:opensource><arg_value:opensource>3</arg_value:opensource><arg_key:opensource>metric</arg_key:opensource><arg_value:opensource>false</arg_value:opensource></tool_call:opensource></tool_calls:opensource>";
+        assert_eq!(serde_json::Value::Object(checked(typed)), json!({"days": 3, "metric": false}));
+        let unclosed = &two[..two.len() - "\n</tool_calls:opensource>".len()];
+        assert_eq!(calls(unclosed), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))], "the stop token left out");
+        let cut = "<tool_calls:opensource><tool_call:opensource>get_weather<tool_sep:opensource><arg_key:opensource>city</arg_key:opensource><arg_value:opensource>Par";
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["<tool_call:opensource> is not closed; it is not a call"]);
+        let shown = format!("<think:opensource>I could write {two}.</think:opensource>It is sunny.");
+        assert_eq!(calls(&shown), vec![], "a call shown in reasoning is reasoning");
+        no_calls(&[&format!("Hy3 writes `{typed}`."), "Hy3 opens its calls with <tool_calls:opensource> and closes them with </tool_calls:opensource>."]);
     }
 
     #[test]

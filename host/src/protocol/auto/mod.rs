@@ -32,6 +32,8 @@
 //! starts first wins.
 
 pub(crate) mod command_r;
+#[cfg(test)]
+mod compatibility;
 pub(crate) mod deepseek;
 pub(crate) mod dsml;
 pub(crate) mod envelope;

@@ -1,0 +1,286 @@
+//! The README's compatibility table, held here as data the tests check:
+//! each family's sample reply must parse to its one call, and the table
+//! the README shows between its markers must be the one [`render`] writes
+//! from [`FAMILIES`]. `TOOLHOST_BLESS=1 cargo test -p toolhost --lib
+//! compatibility` rewrites the README's copy.
+//!
+//! The engine columns name the parser an engine selects for the family
+//! (`--tool-call-parser` in vLLM and SGLang, `--dyn-tool-call-parser` in
+//! Dynamo) or, where an engine picks it from the chat template (llama.cpp,
+//! Ollama, LM Studio) or the name is not an option, a ✓. They were read
+//! from each engine's parser registry: vLLM's `vllm/tool_parsers`,
+//! SGLang's `FunctionCallParser`, llama.cpp's chat formats, Dynamo's
+//! parser map and TensorRT-LLM's `serve/tool_parser`, Ollama's
+//! `model/parsers` and its template-driven JSON parser, and LM Studio's
+//! list of models with native tool use.
+
+/// The engines, in the table's column order.
+pub(crate) const ENGINES: [&str; 6] = ["vLLM", "SGLang", "llama.cpp", "TensorRT-LLM / Dynamo", "Ollama", "LM Studio"];
+
+/// What an engine cell says when the engine has no parser for the family.
+const NONE: &str = "—";
+
+/// One family of tool-call markup.
+pub(crate) struct Family {
+    /// Its name.
+    pub(crate) name: &'static str,
+    /// The models that write it.
+    pub(crate) models: &'static str,
+    /// A reply calling `get_weather` with `{"city": "Paris"}`, as the
+    /// family's template writes it.
+    pub(crate) sample: &'static str,
+    /// Per engine of [`ENGINES`]: its parser's name, ✓, or [`NONE`].
+    pub(crate) engines: [&'static str; 6],
+    /// What `auto` does with it besides finding the call.
+    pub(crate) auto: &'static str,
+}
+
+/// Every family `auto` reads, in the README's order.
+pub(crate) const FAMILIES: &[Family] = &[
+    Family {
+        name: "Hermes JSON in `<tool_call>`",
+        models: "Hermes 2 Pro, Hermes 3, Qwen 2.5, Qwen 3, QwQ, Granite 4",
+        sample: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+        engines: ["`hermes`, `granite4`", "`hermes`, `qwen25`", "✓", "`hermes`, `qwen25`; TRT-LLM ✓", "✓", "✓"],
+        auto: "`arguments`, `parameters` or `args`, before or after `name`; pythonic calls and Harmony messages inside the tag too",
+    },
+    Family {
+        name: "Qwen3-Coder XML",
+        models: "Qwen3-Coder, Step 3.5, Nemotron Nano 3",
+        sample: "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        engines: ["`qwen3_coder`, `qwen3_xml`, `step3p5`", "`qwen3_coder`, `step3p5`", "✓", "`qwen3_coder`, `nemotron_nano`; TRT-LLM ✓", "✓", NONE],
+        auto: "values typed by the declared schema; with or without the `<tool_call>`; a value quoting `</parameter>` keeps it",
+    },
+    Family {
+        name: "Seed-OSS",
+        models: "Seed-OSS 36B",
+        sample: "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>",
+        engines: ["`seed_oss`", NONE, "✓", NONE, NONE, NONE],
+        auto: "`<seed:think>` is reasoning: a call shown inside it is not a call",
+    },
+    Family {
+        name: "GLM",
+        models: "GLM-4.5, 4.6, 4.7",
+        sample: "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+        engines: ["`glm45`, `glm47`", "`glm45`, `glm47`", "✓", "`glm47`; TRT-LLM ✓", "✓", NONE],
+        auto: "values typed by the declared schema; with or without line breaks",
+    },
+    Family {
+        name: "Hunyuan V3",
+        models: "Hunyuan (HY) V3",
+        sample: "<tool_calls:opensource><tool_call:opensource>get_weather<tool_sep:opensource><arg_key:opensource>city</arg_key:opensource><arg_value:opensource>Paris</arg_value:opensource></tool_call:opensource></tool_calls:opensource>",
+        engines: ["`hy_v3`", "`hunyuan`", NONE, NONE, NONE, NONE],
+        auto: "its tokens with the shipped tokenizer's `:opensource` suffix or without; values typed by the declared schema; `<think:opensource>` is reasoning",
+    },
+    Family {
+        name: "Kimi K2",
+        models: "Kimi K2, K2 Thinking",
+        sample: "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|><|tool_calls_section_end|>",
+        engines: ["`kimi_k2`", "`kimi_k2`", "✓", "`kimi_k2`; TRT-LLM ✓", NONE, NONE],
+        auto: "`functions.NAME:IDX` is the call's id; calls after a `<think>` never closed",
+    },
+    Family {
+        name: "Kimi K3",
+        models: "Kimi K3",
+        sample: "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",
+        engines: ["`kimi_k3`", "`kimi_k3`", NONE, "TRT-LLM ✓", NONE, NONE],
+        auto: "values decoded as their tag types them; the response channel's tokens left out of the content",
+    },
+    Family {
+        name: "DeepSeek V3, R1",
+        models: "DeepSeek V3, R1, R1-0528",
+        sample: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        engines: ["`deepseek_v3`", "`deepseekv3`", "✓", "`deepseek_v3`; TRT-LLM ✓", NONE, NONE],
+        auto: "`_` or spaces for `▁`; calls after a `<think>` never closed",
+    },
+    Family {
+        name: "DeepSeek V3.1",
+        models: "DeepSeek V3.1",
+        sample: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        engines: ["`deepseek_v31`", "`deepseekv31`", "✓", "`deepseek_v3_1`; TRT-LLM ✓", NONE, NONE],
+        auto: "as V3",
+    },
+    Family {
+        name: "DeepSeek DSML",
+        models: "DeepSeek V3.2, V4",
+        sample: "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        engines: ["`deepseek_v32`, `deepseek_v4`", "`deepseekv32`, `deepseekv4`", NONE, "`deepseek_v3_2`, `deepseek_v4`; TRT-LLM ✓", NONE, NONE],
+        auto: "`string=\"true\"` values kept as text, others decoded as JSON; the closing tag may be left out",
+    },
+    Family {
+        name: "MiniMax",
+        models: "MiniMax-M2, M2.1, M2.5, M3",
+        sample: "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n</minimax:tool_call>",
+        engines: ["`minimax_m2`, `minimax_m3`", "`minimax-m2`, `minimax-m3`", "✓", "`minimax_m2`; TRT-LLM ✓", "✓", NONE],
+        auto: "values typed by the declared schema; the closing tag may be left out",
+    },
+    Family {
+        name: "Step3",
+        models: "Step3",
+        sample: "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"get_weather\"><steptml:parameter name=\"city\">Paris</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+        engines: ["`step3`", "`step3`", NONE, NONE, NONE, NONE],
+        auto: "values typed by the declared schema",
+    },
+    Family {
+        name: "Harmony",
+        models: "gpt-oss",
+        sample: "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
+        engines: ["`openai`", "`gpt-oss`", "✓", "`harmony`", "✓", NONE],
+        auto: "with or without the leading tokens or `<|constrain|>`; the analysis channel is reasoning",
+    },
+    Family {
+        name: "Mistral `[TOOL_CALLS]`",
+        models: "Mistral 7B v0.3, Nemo, Small 3.2, Devstral, Magistral",
+        sample: "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
+        engines: ["`mistral`", "`mistral`", "✓", "`mistral`", "✓", NONE],
+        auto: "`[{…}]`, `name{…}`, `name[ARGS]{…}` and `name[CALL_ID]ID[ARGS]{…}` (the id answered by the result); `[THINK]…[/THINK]` is reasoning",
+    },
+    Family {
+        name: "Llama 3 JSON",
+        models: "Llama 3.1, 3.2, 3.3",
+        sample: "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+        engines: ["`llama3_json`", "`llama3`", "✓", "`llama3_json`", "✓", "✓"],
+        auto: "with or without `<|python_tag|>` (without it, only for a declared tool); built-in tools as `<|python_tag|>NAME.call(…)`",
+    },
+    Family {
+        name: "Pythonic list",
+        models: "Llama 3.2, Llama 4",
+        sample: "[get_weather(city=\"Paris\")]",
+        engines: ["`pythonic`, `llama4_pythonic`", "`pythonic`", NONE, "`pythonic`", NONE, NONE],
+        auto: "only for declared tools when bare; Python or JSON literals",
+    },
+    Family {
+        name: "LFM2, Llama 4 tokens",
+        models: "LFM2, Llama 4",
+        sample: "<|tool_call_start|>[get_weather(city=\"Paris\")]<|tool_call_end|>",
+        engines: ["`lfm2`", "`lfm2`", "✓", NONE, "✓", NONE],
+        auto: "pythonic calls between `<|tool_call_start|>` or `<|python_start|>` and their closing tokens",
+    },
+    Family {
+        name: "OLMo 3",
+        models: "OLMo 3",
+        sample: "<function_calls>\nget_weather(city=\"Paris\")\n</function_calls>",
+        engines: ["`olmo3`", NONE, NONE, NONE, "✓", NONE],
+        auto: "one pythonic call per line",
+    },
+    Family {
+        name: "`<tool_calls>` JSON",
+        models: "Jamba, Hunyuan-A13B",
+        sample: "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</tool_calls>",
+        engines: ["`jamba`, `hunyuan_a13b`", NONE, NONE, "`jamba`", NONE, NONE],
+        auto: "a JSON array of calls",
+    },
+    Family {
+        name: "Nemotron `<TOOLCALL>`",
+        models: "Llama-Nemotron, Nemotron Nano 2",
+        sample: "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</TOOLCALL>",
+        engines: [NONE, NONE, "✓", "`nemotron_deci`", NONE, NONE],
+        auto: "a JSON array of calls",
+    },
+    Family {
+        name: "LongCat",
+        models: "LongCat-Flash",
+        sample: "<longcat_tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</longcat_tool_call>",
+        engines: ["`longcat`", NONE, NONE, NONE, "✓", NONE],
+        auto: "JSON, or GLM-style `<longcat_arg_key>` tags typed by the declared schema",
+    },
+    Family {
+        name: "Granite 3",
+        models: "Granite 3.x",
+        sample: "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+        engines: ["`granite`", NONE, "✓", NONE, "✓", NONE],
+        auto: "nothing closes it: the array ends the calls",
+    },
+    Family {
+        name: "InternLM",
+        models: "InternLM2, InternLM2.5, Intern-S1",
+        sample: "<|action_start|><|plugin|>\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}<|action_end|>",
+        engines: ["`internlm`", "`interns1`", NONE, NONE, NONE, NONE],
+        auto: "one JSON call or an array",
+    },
+    Family {
+        name: "Apertus",
+        models: "Apertus",
+        sample: "<|tools_prefix|>[{\"get_weather\": {\"city\": \"Paris\"}}]<|tools_suffix|>",
+        engines: ["`apertus`", "`apertus2509`", "✓", NONE, "✓", NONE],
+        auto: "`{NAME: arguments}` objects; `<|inner_prefix|>…<|inner_suffix|>` is reasoning",
+    },
+    Family {
+        name: "GigaChat 3",
+        models: "GigaChat 3",
+        sample: "function call<|role_sep|>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+        engines: ["`gigachat3`", "`gigachat3`", NONE, NONE, NONE, NONE],
+        auto: "up to `<|message_sep|>` or the reply's end",
+    },
+    Family {
+        name: "Command R7B",
+        models: "Command R7B, Command A",
+        sample: "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]<|END_ACTION|>",
+        engines: ["`cohere_command3`", NONE, "✓", NONE, "✓", NONE],
+        auto: "`tool_call_id` is the call's id; `<|START_THINKING|>` is reasoning",
+    },
+    Family {
+        name: "Functionary v3.2",
+        models: "Functionary v3.2",
+        sample: ">>>get_weather\n{\"city\": \"Paris\"}",
+        engines: [NONE, NONE, "✓", NONE, NONE, NONE],
+        auto: "`>>>all` prose segments left out of the content; `>>>python` code as `{\"code\": …}`",
+    },
+    Family {
+        name: "`<function=NAME>` JSON",
+        models: "Functionary v3.1, Llama 3.1 custom tools",
+        sample: "<function=get_weather>{\"city\": \"Paris\"}</function>",
+        engines: [NONE, NONE, "✓", NONE, NONE, NONE],
+        auto: "also `<function name=\"NAME\">{…}</function>`",
+    },
+];
+
+/// Where the generated table starts in the README.
+pub(crate) const BEGIN: &str = "<!-- compatibility table: generated from host/src/protocol/auto/compatibility.rs; TOOLHOST_BLESS=1 cargo test -p toolhost --lib compatibility rewrites it -->";
+/// Where it ends.
+pub(crate) const END: &str = "<!-- end of the compatibility table -->";
+
+/// The table as markdown, from its header row to its last row.
+pub(crate) fn render() -> String {
+    let cell = |text: &str| text.replace('|', "\\|");
+    let mut table = format!("| family | models | {} | what `auto` does |\n", ENGINES.join(" | "));
+    table.push_str(&"| --- ".repeat(ENGINES.len() + 3));
+    table.push_str("|\n");
+    for family in FAMILIES {
+        let engines: Vec<String> = family.engines.iter().map(|e| cell(e)).collect();
+        table.push_str(&format!("| {} | {} | {} | {} |\n", cell(family.name), cell(family.models), engines.join(" | "), cell(family.auto)));
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{calls, one, parse};
+    use super::{BEGIN, END, FAMILIES, render};
+    use serde_json::json;
+
+    #[test]
+    fn every_family_in_the_table_is_read_as_its_one_call() {
+        for family in FAMILIES {
+            assert_eq!(calls(family.sample), one("get_weather", json!({"city": "Paris"})), "{}: {}", family.name, family.sample);
+            let parsed = parse(family.sample);
+            assert_eq!(parsed.content.trim(), "", "{}: its markup is no content", family.name);
+            let reasoned = format!("<think>I could write {} here.</think>It is sunny.", family.sample);
+            assert_eq!(calls(&reasoned), vec![], "{}: a call shown in reasoning is reasoning", family.name);
+        }
+    }
+
+    #[test]
+    fn the_readmes_compatibility_table_is_the_one_the_tests_render() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        let start = readme.find(BEGIN).map(|at| at + BEGIN.len() + 1).expect("the README marks where the table starts");
+        let end = readme[start..].find(END).map(|at| start + at).expect("the README marks where the table ends");
+        let table = render();
+        if std::env::var_os("TOOLHOST_BLESS").is_some_and(|v| v == "1") {
+            std::fs::write(path, format!("{}{table}{}", &readme[..start], &readme[end..])).unwrap();
+            return;
+        }
+        assert!(readme[start..end] == table, "the README's compatibility table differs from the families in compatibility.rs; run `TOOLHOST_BLESS=1 cargo test -p toolhost --lib compatibility` to rewrite it");
+    }
+}
