@@ -273,9 +273,10 @@ pub(crate) struct VcpSection {
     ping_interval_ms: Option<u64>,
     shutdown_grace_ms: Option<u64>,
     write_timeout_ms: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::config::expanded")]
     serve_dirs: Vec<PathBuf>,
     max_file_kib: Option<u64>,
+    #[serde(default, deserialize_with = "crate::config::expanded")]
     status_file: Option<PathBuf>,
 }
 
