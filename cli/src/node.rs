@@ -28,6 +28,10 @@ use tokio::signal::unix::{SignalKind, signal};
 /// or `--key-env`), never from the command line or the policy file. Calls
 /// that need approval ask at the terminal; without one (or with
 /// `--unattended`) `[vcp.unattended]` decides, and denies by default.
+/// A tool that may ask is registered with a timeout that adds `[vcp]
+/// approval_window_ms` (default 5 minutes) per question to its own limit,
+/// so the server waits for your answer; a question the server gives up on
+/// first (its `cancel_tool`) is withdrawn, and said so.
 ///
 /// While it runs, the node keeps its status in a JSON file (`[vcp]
 /// status_file`, default toolhost.node.json beside toolhost.toml);
@@ -63,10 +67,12 @@ impl NodeCommand {
         if self.status {
             return self.show_status(global);
         }
-        let config = self.config(global)?;
+        let mut config = self.config(global)?;
         let approver: Arc<dyn Approver> = if !self.unattended && std::io::stdin().is_terminal() {
             Arc::new(TerminalApprover::stdio())
         } else {
+            // Nobody is asked, so the server need not wait for anyone.
+            config.approval_window = Duration::ZERO;
             Arc::new(UnattendedApprover::new(config.unattended))
         };
         let pipeline = global.pipeline_with(approver).await?;
