@@ -18,6 +18,7 @@ mod mcp;
 mod node;
 mod output;
 mod parse;
+mod progress;
 mod prompt;
 mod remove;
 mod run;
@@ -244,20 +245,25 @@ impl GlobalOptions {
         Ok(registry)
     }
 
-    /// The registry over `policy`'s plugin directories, showing progress on
-    /// stderr while components compile.
+    /// The registry over `policy`'s plugin directories, saying on stderr
+    /// what takes a while (components compiling) and for how long.
     async fn load(&self, policy: Policy) -> anyhow::Result<Registry> {
         if policy.plugin_dirs.is_empty() {
             bail!("no plugin directories: pass --plugins DIR or set plugin_dirs in {DEFAULT_CONFIG_FILE}");
         }
-        let show = !output::quiet() && (std::io::stderr().is_terminal() || self.verbose > 0);
-        Registry::load_with_progress(policy, &|p| {
-            if show {
-                output::note(format_args!("compiling {} ({}/{})", p.file.display(), p.index, p.total));
-            }
+        let progress = progress::Progress::start("loading plugins");
+        let loaded = Registry::load_with_progress(policy, &|p| {
+            progress.update(format_args!(
+                "compiling {} ({}/{}; the compiled code is cached for the next load)",
+                p.file.display(),
+                p.index,
+                p.total
+            ));
         })
         .await
-        .context("loading plugins")
+        .context("loading plugins");
+        progress.finish("plugins loaded");
+        loaded
     }
 }
 
