@@ -13,6 +13,8 @@ use toolhost::{
 use std::io::IsTerminal;
 use tokio::signal::unix::{SignalKind, signal};
 
+/// Join a VCP server as a distributed node.
+///
 /// Join a VCP server as a distributed node: offer this host's
 /// distributed-exposed tools (narrowed by `[vcp] tools`) to every agent on
 /// the server, and run the calls it sends — checked, approved and
@@ -37,6 +39,7 @@ use tokio::signal::unix::{SignalKind, signal};
 /// status_file`, default toolhost.node.json beside toolhost.toml);
 /// `--status` prints it.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  VCP_KEY=… toolhost node --server ws://127.0.0.1:6005\n  toolhost node --unattended\n  toolhost node --status")]
 pub(super) struct NodeCommand {
     /// The VCP server, ws://HOST:PORT or wss://HOST:PORT [default: `[vcp]
     /// server`].

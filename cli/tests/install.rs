@@ -81,12 +81,17 @@ fn a_file_is_installed_pinned_listed_from_anywhere_called_and_removed() {
 
     let removed = user.toolhost(&["remove", "calc"]);
     assert!(removed.status.success(), "{}", text(&removed.stderr));
+    assert!(text(&removed.stderr).contains("and its pin in"), "{}", text(&removed.stderr));
     assert!(!installed.exists());
     assert!(!user.lock().contains("calc.wasm"), "{}", user.lock());
     let listed = user.toolhost(&["list"]);
     assert!(!text(&listed.stdout).contains("calculate"), "{}", text(&listed.stdout));
     let missing = user.toolhost(&["remove", "calc"]);
     assert!(text(&missing.stderr).contains("no plugin `calc` is installed"), "{}", text(&missing.stderr));
+    // Copied in by hand, never pinned: no pin is said to be dropped.
+    std::fs::copy(calc(), &installed).unwrap();
+    let unpinned = user.toolhost(&["remove", "calc"]);
+    assert!(text(&unpinned.stderr).contains("(it had no pin in"), "{}", text(&unpinned.stderr));
 }
 
 #[test]
@@ -107,6 +112,7 @@ fn what_does_not_load_or_match_or_was_not_confirmed_is_not_installed() {
         let out = user.toolhost(args);
         assert!(!out.status.success(), "{args:?}");
         assert!(text(&out.stderr).contains(says), "{args:?}: {}", text(&out.stderr));
+        assert!(!text(&out.stderr).contains(".wasm.part"), "the staged file is not named: {}", text(&out.stderr));
     }
     let left: Vec<_> = std::fs::read_dir(user.plugin_dir()).unwrap().collect();
     assert!(left.is_empty(), "nothing installed or left staged: {left:?}");
