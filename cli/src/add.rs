@@ -3,11 +3,14 @@ use super::output;
 use super::source::Source;
 use super::confirm::confirm;
 use super::inspect;
+use super::progress::Progress;
 use anyhow::{Context, anyhow, bail};
 use std::process::ExitCode;
 use std::path::Path;
 use toolhost::{Catalog, LoadedPlugin, LockFile, Registry, printable, sha256_hex};
 
+/// Install a component into the plugin directory and pin it.
+///
 /// Install a component into the plugin directory (the per-user one,
 /// `$XDG_DATA_HOME/toolhost/plugins`, when there is no policy file; else
 /// the policy's first) and pin its SHA-256 in the lock file.
@@ -22,6 +25,7 @@ use toolhost::{Catalog, LoadedPlugin, LockFile, Registry, printable, sha256_hex}
 /// asked to confirm. It is installed as `NAME.wasm`, NAME its plugin name,
 /// replacing an earlier version of it.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost add dist/words.wasm\n  toolhost add https://example.com/words.wasm --sha256 9f86d0…\n  toolhost add oci://ghcr.io/me/words:0.1.0 --yes")]
 pub(super) struct AddCommand {
     /// A file, `https://…`, or `oci://HOST/REPO:TAG` / `oci://HOST/REPO@sha256:…`.
     source: String,
@@ -43,20 +47,32 @@ impl AddCommand {
         let dir = policy.plugin_dirs.first().cloned().context("no plugin directory to install into")?;
         let lock_file = policy.lock_file.clone();
         let mut lock = LockFile::read(&lock_file)?.unwrap_or_else(|| LockFile::new([]));
-        let bytes = Source::parse(&self.source)?.fetch(self.sha256.as_deref()).await?;
+        let progress = Progress::start(format_args!("fetching {}", self.source));
+        let bytes = Source::parse(&self.source)?.fetch(self.sha256.as_deref()).await;
+        progress.finish("fetched");
+        let bytes = bytes?;
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let staged = tempfile::Builder::new().prefix(".add-").suffix(STAGING_SUFFIX).tempfile_in(&dir)?;
         std::fs::write(staged.path(), &bytes)?;
         // Its text is the plugin's: one line, escaped.
         let registry = Registry::new(policy)?;
-        let plugin = registry
-            .inspect(staged.path())
-            .await
-            .map_err(|e| anyhow!("{} was not installed: {}", self.source, printable(&e.to_string())))?;
+        let progress = Progress::start(format_args!("loading {} in the sandbox (compiling it)", self.source));
+        let plugin = registry.inspect(staged.path()).await;
+        progress.finish("loaded");
+        let plugin = plugin
+            // The staged file is ours; the person knows the source.
+            .map_err(|e| {
+                let staged_name = staged.path().file_name().unwrap_or_default().to_string_lossy();
+                let why = e.to_string().replace(&staged.path().display().to_string(), &self.source).replace(&*staged_name, &self.source);
+                anyhow!("{} was not installed: {}", self.source, printable(&why))
+            })?;
         let target = dir.join(format!("{}.wasm", plugin.manifest.name));
         inspect::show(&plugin, &target)?;
         // The staged file is not `.wasm`, so this is what is installed now.
-        let installed = registry.survey(&|_| {}).await.context("loading the installed plugins")?;
+        let progress = Progress::start("loading the installed plugins");
+        let installed = registry.survey(&|p| progress.update(format_args!("compiling {} ({}/{})", p.file.display(), p.index, p.total))).await;
+        progress.finish("loaded");
+        let installed = installed.context("loading the installed plugins")?;
         if let Some(clash) = clash(&installed, &plugin, &target) {
             bail!("{} was not installed: {}", self.source, printable(&clash));
         }

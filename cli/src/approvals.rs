@@ -1,7 +1,8 @@
 use super::GlobalOptions;
 use super::output;
+use std::collections::BTreeSet;
 use std::process::ExitCode;
-use toolhost::ApprovalMemory;
+use toolhost::{ApprovalMemory, did_you_mean};
 
 /// How many hex digits of a plugin's SHA-256 the list shows.
 const SHORT_SHA256: usize = 12;
@@ -13,6 +14,7 @@ const SHORT_SHA256: usize = 12;
 /// memory_file` of toolhost.toml (default: toolhost.approvals.json beside
 /// the lock file).
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost approvals list\n  toolhost approvals revoke read_file --agent coder\n  toolhost approvals clear")]
 pub(super) struct ApprovalsCommand {
     #[command(subcommand)]
     action: Action,
@@ -59,7 +61,19 @@ impl ApprovalsCommand {
             }
             Action::Revoke { tool, agent } => {
                 let removed = memory.revoke(&tool, agent.as_deref())?;
-                let whose = agent.map(|a| format!(" for agent {a}")).unwrap_or_default();
+                let whose = agent.as_deref().map(|a| format!(" for agent {a}")).unwrap_or_default();
+                if removed == 0 {
+                    // A typo revokes nothing: say what is remembered instead.
+                    let entries = memory.entries();
+                    let tools: Vec<&str> = entries.iter().map(|e| e.tool.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
+                    let agents: Vec<&str> =
+                        entries.iter().filter(|e| e.tool == tool).map(|e| e.agent.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
+                    let hint = match agent.as_deref() {
+                        Some(agent) if tools.contains(&tool.as_str()) => did_you_mean(agent, &agents),
+                        _ => did_you_mean(&tool, &tools),
+                    };
+                    anyhow::bail!("no remembered approval of {tool}{whose} in {file}{hint}");
+                }
                 output::line(format_args!("revoked {removed} remembered approval(s) of {tool}{whose} in {file}"))?;
             }
             Action::Clear => {

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use toolhost::{Limits, Policy, ProtocolId, Status, ToolCall, Turn, did_you_mean};
 
+/// Call a tool once and print its output.
+///
 /// Call a tool once, through the same checks and approval as a model's
 /// calls, and print its output. Arguments are coerced to the declared
 /// types; a moderate or sensitive tool asks on a terminal, runs with
@@ -14,6 +16,7 @@ use toolhost::{Limits, Policy, ProtocolId, Status, ToolCall, Turn, did_you_mean}
 /// characters in the output are shown escaped on a terminal and written
 /// as they are to a pipe or a file; in an error, always escaped.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost call calculate --arg expression=\"6*7\"\n  toolhost call write_file --yes --json '{\"path\": \"a.txt\", \"content\": \"hi\"}'\n  toolhost call dir_tree --output json")]
 pub(super) struct CallCommand {
     /// The tool's name.
     tool: String,

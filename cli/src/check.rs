@@ -1,15 +1,20 @@
 use super::{GlobalOptions, findings, output};
 use std::process::ExitCode;
-use toolhost::Approvals;
+use toolhost::{Approvals, missing_grants};
 
+/// Check the policy against the loaded plugins; fail on any finding.
+///
 /// Load the policy and every plugin as any command would, and fail if
 /// anything is amiss: a refused component, a policy section that does not
 /// apply, a key that does nothing (a section for no plugin, a grant never
 /// asked for, a toggle or `{{tool:NAME}}` naming no tool, an agent with
-/// tool calling off), a remembered-approvals file that cannot be read.
+/// tool calling off), tools offered to models whose plugin asks for a
+/// directory or HTTP host the policy withholds (prompts leave them out), a
+/// remembered-approvals file that cannot be read.
 /// Each finding is a line on stdout; the exit code is 0 only with none,
 /// so CI can hold a policy to it.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost check\n  toolhost --config ci/toolhost.toml check")]
 pub(super) struct CheckCommand {}
 
 impl CheckCommand {
@@ -18,6 +23,7 @@ impl CheckCommand {
         let registry = global.load(global.policy()?).await?;
         let approvals = Approvals::new(&registry.policy().approval);
         let mut findings = findings(&registry);
+        findings.extend(missing_grants(&registry.catalog()).into_iter().map(|w| format!("warning: {w}")));
         findings.extend(approvals.take_warnings().into_iter().map(|w| format!("warning: {w}")));
         for finding in &findings {
             output::line(finding)?;
@@ -29,7 +35,11 @@ impl CheckCommand {
             catalog.plugins.len(),
             catalog.tools().count(),
             catalog.refused.len(),
-            if findings.is_empty() { "ok".to_owned() } else { format!("{} findings", findings.len()) }
+            match findings.len() {
+                0 => "ok".to_owned(),
+                1 => "1 finding".to_owned(),
+                n => format!("{n} findings"),
+            }
         );
         output::note(summary);
         Ok(if findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })

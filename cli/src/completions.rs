@@ -2,10 +2,13 @@ use super::Cli;
 use clap::CommandFactory;
 use std::process::ExitCode;
 
+/// Print a shell completion script.
+///
 /// Print a completion script for SHELL: `toolhost completions bash >
 /// ~/.local/share/bash-completion/completions/toolhost`, or `source
 /// <(toolhost completions zsh)`.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost\n  source <(toolhost completions zsh)")]
 pub(super) struct CompletionsCommand {
     /// bash, zsh, fish, elvish or powershell.
     shell: clap_complete::Shell,

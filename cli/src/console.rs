@@ -13,15 +13,18 @@ use toolhost::{
     CancellationToken, Console, ConsoleOptions, DEFAULT_CONSOLE_AGENT, DEFAULT_WATCH_INTERVAL, DenyAll, LlmClient, OpenAiClient, Pipeline,
 };
 
-/// Open the console: a local web page to see the loaded tools and turn
-/// them on or off for the agent, preview the system prompt in each
-/// protocol, parse a pasted reply, run any tool from a form, chat with the
-/// agent's model, and approve the calls and results that need it.
+/// Open a local web page to try the tools, chat, and approve calls.
+///
+/// The console shows the loaded tools (turn them on or off for the
+/// agent), previews the system prompt in each protocol, parses a pasted
+/// reply, runs any tool from a form, chats with the agent's model, and
+/// asks you to approve the calls and results that need it.
 ///
 /// It prints its URL with an access token, as a notebook server does:
 /// open that link (it sets a cookie); a request without the token is
 /// refused. It listens on loopback unless told otherwise. Ctrl-C stops it.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost console\n  toolhost console --agent coder --base-url http://127.0.0.1:8080/v1\n  toolhost mcp --console   # approve an MCP client's calls in the page")]
 pub(super) struct ConsoleCommand {
     /// Listen on ADDR [default: `[console] listen`, else 127.0.0.1:7800;
     /// port 0 picks a free one].

@@ -9,11 +9,14 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Show what one component offers and asks for.
+///
 /// Load one component and show its manifest, its pin, its limits, and the
 /// capabilities it asks for next to those the policy grants (and, when the
 /// policy section of its name is not bound to this component, why not).
 /// Control characters in what the plugin declares are shown escaped.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost inspect dist/words.wasm\n  toolhost inspect dist/words.wasm --json")]
 pub(super) struct InspectCommand {
     /// The component file.
     file: PathBuf,

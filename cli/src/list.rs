@@ -5,10 +5,13 @@ use toolhost::ToolSpec;
 use serde_json::json;
 use std::process::ExitCode;
 
+/// List the loaded tools and what their plugins are granted.
+///
 /// List the loaded tools: name (and the plugin's own name for it, when the
 /// policy renamed it), plugin@version, permission, params and the
 /// capabilities granted to their plugin.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost list\n  toolhost --plugins target/plugins/examples list\n  toolhost list --json")]
 pub(super) struct ListCommand {
     /// Print JSON instead of a table.
     #[arg(long)]

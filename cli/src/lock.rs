@@ -5,6 +5,8 @@ use toolhost::{LoadError, LockFile, Registry, component_files, sha256_hex};
 use anyhow::{Context, bail};
 use std::process::ExitCode;
 
+/// Pin every component's SHA-256 in the lock file.
+///
 /// Pin the SHA-256 of every component in the plugin directories into the
 /// lock file, each by its path relative to the lock file's directory. Once
 /// it exists, a component that is not pinned, or whose bytes changed, is
@@ -17,6 +19,7 @@ use std::process::ExitCode;
 /// Pinning a new or changed component trusts it: on a terminal it asks
 /// first; otherwise pass --yes.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost lock\n  toolhost --plugins plugins lock --yes")]
 pub(super) struct LockCommand {
     /// Pin new and changed components without asking.
     #[arg(long, short)]

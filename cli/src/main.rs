@@ -20,6 +20,7 @@ mod mcp;
 mod node;
 mod output;
 mod parse;
+mod progress;
 mod prompt;
 mod remove;
 mod run;
@@ -29,7 +30,7 @@ mod wit;
 // Each call's host memory is counted, so its host-memory limit holds.
 toolhost::count_host_memory!();
 
-use toolhost::{DEFAULT_CONFIG_FILE, Policy, SandboxSize, check_policy, error_chain, find_config_file};
+use toolhost::{DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, Policy, SandboxSize, check_policy, error_chain, find_config_file};
 use std::sync::Arc;
 use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
 use anyhow::{Context, bail};
@@ -58,9 +59,16 @@ struct GlobalOptions {
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     /// A directory of plugin components; repeatable. Replaces the policy's
-    /// `plugin_dirs` when given.
+    /// `plugin_dirs` when given; its components are pinned by the
+    /// policy's lock file, unless that is the per-user one (which pins what
+    /// `toolhost add` installed): then by toolhost.lock in this directory,
+    /// if it exists.
     #[arg(long = "plugins", global = true, value_name = "DIR")]
     plugins: Vec<PathBuf>,
+    /// The lock file that pins the components, in place of the policy's
+    /// `lock_file` (and of the rule `--plugins` follows).
+    #[arg(long, global = true, value_name = "FILE")]
+    lock_file: Option<PathBuf>,
     /// More log output on stderr: -v info, -vv debug, -vvv trace.
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
     verbose: u8,
@@ -210,6 +218,14 @@ impl GlobalOptions {
         };
         if !self.plugins.is_empty() {
             policy.plugin_dirs = self.plugins.clone();
+            // The per-user lock pins what `add` installed in the per-user
+            // directory, not a directory named here, say a build's output.
+            if toolhost::user_plugin_dir().is_some_and(|dir| policy.lock_file == dir.join(DEFAULT_LOCK_FILE)) {
+                policy.lock_file = PathBuf::from(DEFAULT_LOCK_FILE);
+            }
+        }
+        if let Some(lock_file) = &self.lock_file {
+            policy.lock_file = lock_file.clone();
         }
         if let Some(size) = self.sandbox {
             policy.sandbox = size;
@@ -233,20 +249,25 @@ impl GlobalOptions {
         Ok(registry)
     }
 
-    /// The registry over `policy`'s plugin directories, showing progress on
-    /// stderr while components compile.
+    /// The registry over `policy`'s plugin directories, saying on stderr
+    /// what takes a while (components compiling) and for how long.
     async fn load(&self, policy: Policy) -> anyhow::Result<Registry> {
         if policy.plugin_dirs.is_empty() {
             bail!("no plugin directories: pass --plugins DIR or set plugin_dirs in {DEFAULT_CONFIG_FILE}");
         }
-        let show = !output::quiet() && (std::io::stderr().is_terminal() || self.verbose > 0);
-        Registry::load_with_progress(policy, &|p| {
-            if show {
-                output::note(format_args!("compiling {} ({}/{})", p.file.display(), p.index, p.total));
-            }
+        let progress = progress::Progress::start("loading plugins");
+        let loaded = Registry::load_with_progress(policy, &|p| {
+            progress.update(format_args!(
+                "compiling {} ({}/{}; the compiled code is cached for the next load)",
+                p.file.display(),
+                p.index,
+                p.total
+            ));
         })
         .await
-        .context("loading plugins")
+        .context("loading plugins");
+        progress.finish("plugins loaded");
+        loaded
     }
 }
 

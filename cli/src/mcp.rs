@@ -7,6 +7,8 @@ use std::sync::Arc;
 use toolhost::{Approver, ApproverFor, CancellationToken, DEFAULT_WATCH_INTERVAL, DenyAll, HttpOptions, McpServer};
 use tokio::signal::unix::{SignalKind, signal};
 
+/// Serve the loaded tools to MCP clients.
+///
 /// Serve the loaded tools to MCP clients: on stdin/stdout (the default),
 /// or over streamable HTTP at http://ADDR/mcp with --http ADDR.
 ///
@@ -20,6 +22,7 @@ use tokio::signal::unix::{SignalKind, signal};
 /// For a desktop client, one line: `toolhost mcp --plugins DIR`. Logs go
 /// to stderr.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost mcp\n  toolhost mcp --http 127.0.0.1:8765\n  MCP_TOKEN=… toolhost mcp --http 127.0.0.1:8765 --token-env MCP_TOKEN")]
 pub(super) struct McpCommand {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
     /// 127.0.0.1:8808.

@@ -4,11 +4,14 @@ use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Write a new plugin project with one sample tool.
+///
 /// Write a new plugin project: the WIT, the language's helper, one sample
 /// tool (named NAME, counting the words of its `text` parameter), the build
 /// file and a README with the one build command. Built as the README says,
 /// the component loads and its tool runs through `toolhost call` as it is.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost new words --lang rust\n  toolhost new words --lang python --dir plugins/words")]
 pub(super) struct NewCommand {
     /// The project's name, also its plugin's and its sample tool's:
     /// lowercase letters, digits, `_` and `-`, starting with a letter.

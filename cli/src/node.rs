@@ -13,6 +13,8 @@ use toolhost::{
 use std::io::IsTerminal;
 use tokio::signal::unix::{SignalKind, signal};
 
+/// Join a VCP server as a distributed node.
+///
 /// Join a VCP server as a distributed node: offer this host's
 /// distributed-exposed tools (narrowed by `[vcp] tools`) to every agent on
 /// the server, and run the calls it sends — checked, approved and
@@ -28,11 +30,16 @@ use tokio::signal::unix::{SignalKind, signal};
 /// or `--key-env`), never from the command line or the policy file. Calls
 /// that need approval ask at the terminal; without one (or with
 /// `--unattended`) `[vcp.unattended]` decides, and denies by default.
+/// A tool that may ask is registered with a timeout that adds `[vcp]
+/// approval_window_ms` (default 5 minutes) per question to its own limit,
+/// so the server waits for your answer; a question the server gives up on
+/// first (its `cancel_tool`) is withdrawn, and said so.
 ///
 /// While it runs, the node keeps its status in a JSON file (`[vcp]
 /// status_file`, default toolhost.node.json beside toolhost.toml);
 /// `--status` prints it.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  VCP_KEY=… toolhost node --server ws://127.0.0.1:6005\n  toolhost node --console   # approve the server's calls in a local web page\n  toolhost node --status")]
 pub(super) struct NodeCommand {
     /// The VCP server, ws://HOST:PORT or wss://HOST:PORT [default: `[vcp]
     /// server`].
@@ -69,16 +76,20 @@ impl NodeCommand {
         if self.status {
             return self.show_status(global);
         }
-        let config = self.config(global)?;
+        let mut config = self.config(global)?;
         let approver: Arc<dyn Approver> = if !self.unattended && std::io::stdin().is_terminal() {
             Arc::new(TerminalApprover::stdio())
         } else {
+            // Nobody is asked, so the server need not wait for anyone.
+            config.approval_window = Duration::ZERO;
             Arc::new(UnattendedApprover::new(config.unattended))
         };
         let mut pipeline = global.pipeline_with(approver).await?;
         let shutdown = CancellationToken::new();
         if let Some(console) = super::console::for_door(self.console, &pipeline, &shutdown).await? {
             pipeline = pipeline.with_approver(Arc::new(console.approver("vcp", &config.server)));
+            // The server waits as long as a person at the console has.
+            config.approval_window = pipeline.executor().registry().policy().console.approval_timeout;
         }
         let registry = pipeline.executor().registry().clone();
         let node = VcpNode::from_env(config, pipeline)?;

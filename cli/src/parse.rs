@@ -7,6 +7,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Find the tool calls in a model's reply and print them as JSON.
+///
 /// Find the tool calls in a model's finished reply and print them as JSON:
 /// `{"calls": [{"name", "arguments"}], "content", "warnings"}`; a call to a
 /// tool that is not declared is listed with `"undeclared": true` and a
@@ -14,6 +16,7 @@ use std::process::ExitCode;
 /// plugins' tools and those of `--tools FILE` are declared, and their
 /// calls' arguments are coerced to the declared types.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost parse reply.txt\n  toolhost parse --protocol vcp - < reply.txt\n  toolhost parse --tools tools.json reply.txt")]
 pub(super) struct ParseCommand {
     /// The protocol: vcp, json-block, xml-tag, native or auto.
     #[arg(long, default_value = "auto")]

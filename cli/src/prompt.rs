@@ -6,10 +6,15 @@ use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Print the system prompt that tells a model about the tools.
+///
 /// Print the system prompt that tells a model about the tools, rendered in
-/// a protocol; its token estimate goes to stderr. Control characters are
+/// a protocol; its token estimate goes to stderr. A tool whose plugin asks
+/// for a directory or HTTP host the policy does not grant is left out
+/// (said on stderr), unless an agent's `tool_toggles` turns it on by name. Control characters are
 /// shown escaped on a terminal and written as they are to a pipe or a file.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost prompt\n  toolhost prompt --protocol json-block\n  toolhost prompt --agent coder --template prompt.md")]
 pub(super) struct PromptCommand {
     /// The protocol: vcp, json-block, xml-tag or native [default: the
     /// agent's, else vcp].
@@ -52,8 +57,24 @@ impl PromptCommand {
                 "warning: agent `{agent}` has tool calling off, so the prompt offers no tools; set enabled = true in [agents.{agent}]"
             ));
         }
+        // A tool that would fail for want of a grant is not taught, unless
+        // the agent turns it on by name.
+        let mut config = config;
+        let left_out: Vec<String> = catalog
+            .tools()
+            .filter(|(plugin, tool)| plugin.missing_grants().next().is_some() && config.offers(tool))
+            .filter(|(_, tool)| config.tool_toggles.get(&tool.name) != Some(&true))
+            .map(|(_, tool)| tool.name.clone())
+            .collect();
+        config.tool_toggles.extend(left_out.iter().map(|tool| (tool.clone(), false)));
         let offered = visible_tools(&catalog, &config);
         let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        if !left_out.is_empty() {
+            output::note(format_args!(
+                "left out: {}: their plugin asks for a directory or HTTP host the policy does not grant (`toolhost check` names it)",
+                left_out.join(", ")
+            ));
+        }
         for unknown in unknown_template_tools(&template, &offered) {
             output::note(format_args!(
                 "warning: {{{{tool:{unknown}}}}} names no tool offered to agent `{agent}`, so it renders as nothing{}",

@@ -4,10 +4,13 @@ use anyhow::{Context, bail};
 use std::process::ExitCode;
 use toolhost::LockFile;
 
+/// Remove a component `toolhost add` installed.
+///
 /// Remove a component `toolhost add` installed, by its plugin name: delete
 /// `NAME.wasm` from the plugin directory it was installed into and drop its
 /// pin from the lock file.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost remove words")]
 pub(super) struct RemoveCommand {
     /// The plugin's name, as `toolhost list` shows it.
     name: String,
@@ -22,11 +25,20 @@ impl RemoveCommand {
             bail!("no plugin `{}` is installed in {}", self.name, dir.display());
         }
         std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
-        if let Some(mut lock) = LockFile::read(&policy.lock_file)? {
-            lock.remove_pin(&LockFile::key(&policy.lock_file, &file));
-            lock.write(&policy.lock_file)?;
+        let dropped = match LockFile::read(&policy.lock_file)? {
+            Some(mut lock) => {
+                let dropped = lock.remove_pin(&LockFile::key(&policy.lock_file, &file));
+                if dropped.is_some() {
+                    lock.write(&policy.lock_file)?;
+                }
+                dropped
+            }
+            None => None,
+        };
+        match dropped {
+            Some(_) => output::note(format_args!("removed {} and its pin in {}", file.display(), policy.lock_file.display())),
+            None => output::note(format_args!("removed {} (it had no pin in {})", file.display(), policy.lock_file.display())),
         }
-        output::note(format_args!("removed {} and its pin", file.display()));
         Ok(ExitCode::SUCCESS)
     }
 }

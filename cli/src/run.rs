@@ -7,16 +7,21 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use toolhost::{Declared, ProtocolId, ToolCall, Turn, did_you_mean};
 
+/// Run the tool calls in a model's reply and print the results.
+///
 /// Run every call in a model's finished reply — checked, approved and
 /// executed as the agent's settings say — and print what the model should
 /// see next. Calls that need approval ask on a terminal, run with `--yes`,
 /// and are denied otherwise; the exit code is 0 whenever the run itself
 /// worked, whatever became of the calls. A summary goes to stderr.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost run reply.txt\n  toolhost run --agent coder --yes reply.txt\n  toolhost run --json - < reply.txt")]
 pub(super) struct RunCommand {
     /// The protocol the reply is written in: vcp, json-block, xml-tag,
     /// native or auto [default: the agent's, else auto]. Results come back
-    /// in it (json-block for auto).
+    /// in it; for auto, in the protocol the reply's calls are written in
+    /// (vcp, json-block or xml-tag), else in vcp, which `toolhost prompt`
+    /// teaches by default.
     #[arg(long)]
     protocol: Option<ProtocolId>,
     /// The agent whose reply this is (`[agents.NAME]`): which tools it may
@@ -36,6 +41,10 @@ pub(super) struct RunCommand {
     /// The reply; `-` or nothing for stdin.
     file: Option<PathBuf>,
 }
+
+/// The protocols whose results a reply read by `auto` is answered in, when
+/// its calls are written in one of them.
+const ANSWERED_IN: [ProtocolId; 3] = [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag];
 
 impl RunCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
@@ -65,6 +74,12 @@ impl RunCommand {
         let catalog = pipeline.executor().registry().catalog();
         let declared = Declared::new(catalog.tools().map(|(_, tool)| tool.name.clone()));
         let parsed = turn.protocol.protocol().parse(&reply, &declared);
+        if turn.protocol == ProtocolId::Auto {
+            turn.protocol = ANSWERED_IN
+                .into_iter()
+                .find(|protocol| !protocol.protocol().parse(&reply, &declared).calls.is_empty())
+                .unwrap_or(ProtocolId::Vcp);
+        }
         for warning in &parsed.warnings {
             output::note(format_args!("warning: {warning}"));
         }

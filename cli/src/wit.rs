@@ -4,11 +4,14 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Print the plugin contract (WIT), or write it into a directory.
+///
 /// Print the plugin contract, the WIT package `toolhost:plugin` built into
 /// this binary, or write it into a directory for a component toolchain
 /// (`componentize-py -d DIR`, `wit-bindgen c DIR`, …). A plugin targets its
 /// world `plugin`.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost wit\n  toolhost wit --out wit")]
 pub(super) struct WitCommand {
     /// Write `plugin.wit` into DIR (made if missing) instead of printing it.
     #[arg(long, value_name = "DIR")]

@@ -216,7 +216,10 @@ fn approvals_lists_revokes_and_clears_remembered_decisions() {
     memory.reload();
     assert!(!memory.contains("coder", "files", "read_file", &sha) && memory.contains("writer", "files", "read_file", &sha));
     assert!(run(&["approvals", "revoke", "read_file"]).starts_with("revoked 1 remembered approval(s) of read_file in"));
-    assert!(run(&["approvals", "revoke", "nothing"]).starts_with("revoked 0 "));
+    let typo = toolhost(dir.path(), &["approvals", "revoke", "http_gte"]);
+    assert!(!typo.status.success());
+    let said = text(&typo.stderr);
+    assert!(said.contains("no remembered approval of http_gte in") && said.contains("did you mean `http_get`"), "{said}");
 
     assert!(run(&["approvals", "clear"]).starts_with("cleared 1 remembered approval(s) from"));
     memory.reload();
@@ -712,6 +715,36 @@ fn run_executes_a_replys_calls_and_denies_what_nobody_approved() {
     let approved = toolhost_with_input(dir.path(), &["run", "--json", "--yes"], reply);
     assert_eq!(statuses(&approved), ["success", "success"]);
     assert_eq!(std::fs::read_to_string(dir.path().join("ws/a.txt")).unwrap(), "42");
+}
+
+#[test]
+fn short_help_lists_each_command_on_a_line_and_each_commands_long_help_ends_with_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = text(&toolhost(dir.path(), &["-h"]).stdout);
+    let listed: Vec<&str> = short.lines().skip_while(|l| *l != "Commands:").skip(1).take_while(|l| !l.is_empty()).collect();
+    assert!(listed.len() > 15, "{short}");
+    for line in &listed {
+        assert!(line.len() <= 100, "a one-line summary: {line}");
+    }
+    for command in listed.iter().filter_map(|l| l.split_whitespace().next()).filter(|c| *c != "help") {
+        let long = text(&toolhost(dir.path(), &[command, "--help"]).stdout);
+        let (_, examples) = long.trim_end().rsplit_once("\nExamples:\n").unwrap_or_else(|| panic!("{command}: {long}"));
+        let lines: Vec<&str> = examples.lines().collect();
+        assert!(!lines.is_empty() && lines.iter().all(|l| l.starts_with("  ") && l.contains("toolhost ")), "{command}: {examples}");
+    }
+}
+
+#[test]
+fn run_answers_in_the_protocol_the_calls_were_written_in_and_in_vcp_as_prompt_teaches_by_default() {
+    let dir = demo_dir();
+    let taught = toolhost(dir.path(), &["prompt"]);
+    assert!(text(&taught.stdout).contains("<<<[TOOL_REQUEST]>>>"), "{}", text(&taught.stdout));
+    let vcp = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」6*7「末」\n<<<[END_TOOL_REQUEST]>>>\n";
+    let answered = text(&toolhost_with_input(dir.path(), &["run"], vcp).stdout);
+    assert!(answered.starts_with("<!-- VCP_TOOL_PAYLOAD -->") && answered.contains("42"), "{answered}");
+    let json = "```json\n{\"action\": \"tool_call\", \"name\": \"calculate\", \"arguments\": {\"expression\": \"6*7\"}}\n```\n";
+    let answered = text(&toolhost_with_input(dir.path(), &["run"], json).stdout);
+    assert!(answered.contains("\"toolCallId\"") && !answered.contains("VCP_TOOL_PAYLOAD"), "{answered}");
 }
 
 /// `parse --tools FILE` types every XML-style family's values by the

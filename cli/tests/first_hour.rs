@@ -250,7 +250,10 @@ fn an_os_error_is_said_once_and_a_plugins_wasi_errno_in_words() {
 #[test]
 fn check_fails_on_a_policy_mistake_and_passes_a_clean_policy() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = |agents: &str| format!("plugin_dirs = [{:?}]\n{agents}", examples());
+    // Only calc: a plugin that lacks a grant is a finding of its own.
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(support::plugins("examples").join("calc.wasm"), dir.path().join("plugins/calc.wasm")).unwrap();
+    let policy = |agents: &str| format!("plugin_dirs = [\"plugins\"]\n{agents}");
     std::fs::write(
         dir.path().join("toolhost.toml"),
         policy("[agents.helper]\nenabled = true\nsystem_prompt = \"Use {{tool:calculat}} well. {{tools}}\"\n"),
@@ -264,7 +267,7 @@ fn check_fails_on_a_policy_mistake_and_passes_a_clean_policy() {
             && found.contains("did you mean `calculate`"),
         "{found}"
     );
-    assert!(stderr(&out).contains("1 findings"), "{}", stderr(&out));
+    assert!(stderr(&out).contains(": 1 finding\n"), "{}", stderr(&out));
     // The same mistake in a template given to `prompt`.
     std::fs::write(dir.path().join("prompt.txt"), "{{tool:calculat}}").unwrap();
     let out = toolhost(dir.path(), &["prompt", "--agent", "helper", "--template", "prompt.txt"]);
@@ -284,6 +287,56 @@ fn check_fails_on_a_policy_mistake_and_passes_a_clean_policy() {
     let out = toolhost(dir.path(), &["prompt", "--agent", "off"]);
     assert!(stderr(&out).contains("agent `off` has tool calling off"), "{}", stderr(&out));
     assert!(!toolhost(dir.path(), &["check"]).status.success());
+}
+
+#[test]
+fn tools_whose_plugin_lacks_a_grant_are_flagged_by_check_and_left_out_of_the_prompt_until_granted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), format!("plugin_dirs = [{:?}]\n", examples())).unwrap();
+    let out = toolhost(dir.path(), &["check"]);
+    assert!(!out.status.success());
+    let found = text(&out.stdout);
+    assert!(
+        found.contains(
+            "warning: plugins.files.dirs.\"/workspace\": the plugin asks for the directory /workspace, which the policy \
+             does not grant, so its tools (list_files, read_file, write_file) fail where they use it"
+        ),
+        "{found}"
+    );
+    let prompt = text(&toolhost(dir.path(), &["prompt"]).stdout);
+    assert!(prompt.contains("calculate") && !prompt.contains("read_file"), "{prompt}");
+
+    std::fs::create_dir(dir.path().join("ws")).unwrap();
+    let granted = format!(
+        "plugin_dirs = [{:?}]\n[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = \"ws\" }} }}\n",
+        examples()
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), granted).unwrap();
+    let found = text(&toolhost(dir.path(), &["check"]).stdout);
+    assert!(!found.contains("plugins.files") && found.contains("plugins.dirtree"), "{found}");
+    let prompt = text(&toolhost(dir.path(), &["prompt"]).stdout);
+    assert!(prompt.contains("read_file"), "{prompt}");
+}
+
+#[test]
+fn a_load_that_compiles_for_over_a_second_says_so_with_the_time_taken_on_a_stderr_that_is_no_terminal() {
+    let textstats = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/polyglot/textstats.wasm");
+    if !textstats.exists() {
+        return eprintln!("SKIPPED: the Python example (18 MiB, seconds to compile) is not built");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(&textstats, dir.path().join("plugins/textstats.wasm")).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    // A cache of its own, so the component compiles.
+    for (var, sub) in [("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")] {
+        command.env(var, dir.path().join(sub));
+    }
+    let out = command.env_remove("RUST_LOG").current_dir(dir.path()).args(["--plugins", "plugins", "list"]).output().unwrap();
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("compiling plugins/textstats.wasm (1/1;") && said.contains(" s\n"), "{said}");
+    assert!(said.contains("plugins loaded in "), "{said}");
 }
 
 #[test]

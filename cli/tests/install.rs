@@ -81,12 +81,17 @@ fn a_file_is_installed_pinned_listed_from_anywhere_called_and_removed() {
 
     let removed = user.toolhost(&["remove", "calc"]);
     assert!(removed.status.success(), "{}", text(&removed.stderr));
+    assert!(text(&removed.stderr).contains("and its pin in"), "{}", text(&removed.stderr));
     assert!(!installed.exists());
     assert!(!user.lock().contains("calc.wasm"), "{}", user.lock());
     let listed = user.toolhost(&["list"]);
     assert!(!text(&listed.stdout).contains("calculate"), "{}", text(&listed.stdout));
     let missing = user.toolhost(&["remove", "calc"]);
     assert!(text(&missing.stderr).contains("no plugin `calc` is installed"), "{}", text(&missing.stderr));
+    // Copied in by hand, never pinned: no pin is said to be dropped.
+    std::fs::copy(calc(), &installed).unwrap();
+    let unpinned = user.toolhost(&["remove", "calc"]);
+    assert!(text(&unpinned.stderr).contains("(it had no pin in"), "{}", text(&unpinned.stderr));
 }
 
 #[test]
@@ -107,6 +112,7 @@ fn what_does_not_load_or_match_or_was_not_confirmed_is_not_installed() {
         let out = user.toolhost(args);
         assert!(!out.status.success(), "{args:?}");
         assert!(text(&out.stderr).contains(says), "{args:?}: {}", text(&out.stderr));
+        assert!(!text(&out.stderr).contains(".wasm.part"), "the staged file is not named: {}", text(&out.stderr));
     }
     let left: Vec<_> = std::fs::read_dir(user.plugin_dir()).unwrap().collect();
     assert!(left.is_empty(), "nothing installed or left staged: {left:?}");
@@ -400,4 +406,52 @@ fn an_oci_layer_declared_larger_than_the_cap_is_refused_before_it_is_fetched() {
     assert!(said.contains(&format!("declares a component of {} bytes, larger than 256 MiB", 300 << 20)), "{said}");
     assert_eq!(registry.layer_requests.load(std::sync::atomic::Ordering::SeqCst), 0, "the layer was fetched: {said}");
     assert!(!user.plugin_dir().join("calc.wasm").exists());
+}
+
+/// `toolhost` as a user with a fresh home directory and no XDG variables
+/// runs it, in `cwd`.
+fn in_fresh_home(home: &Path, cwd: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    for var in ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "RUST_LOG"] {
+        command.env_remove(var);
+    }
+    command.env("HOME", home).current_dir(cwd).args(args).output().expect("toolhost runs")
+}
+
+/// README, "Installing components": grant a directory to an installed
+/// plugin in the per-user policy, as written there.
+#[test]
+fn a_grant_in_the_user_policy_reaches_what_add_installed_and_leaves_other_plugin_dirs_alone() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let toolhost = |args: &[&str]| in_fresh_home(home.path(), cwd.path(), args);
+    let dirtree = plugins("examples").join("dirtree.wasm");
+    let out = toolhost(&["add", dirtree.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    std::fs::create_dir_all(home.path().join("notes")).unwrap();
+    std::fs::write(home.path().join("notes/todo.txt"), "call mum").unwrap();
+    std::fs::create_dir_all(home.path().join(".config/toolhost")).unwrap();
+    std::fs::write(
+        home.path().join(".config/toolhost/toolhost.toml"),
+        "[plugins.dirtree]\ndirs = { \"/tree\" = { host = \"~/notes\" } }\n",
+    )
+    .unwrap();
+    let out = toolhost(&["call", "dir_tree"]);
+    assert!(text(&out.stdout).contains("todo.txt"), "{}{}", text(&out.stdout), text(&out.stderr));
+
+    // The next `add` installs beside it, pinned in the same lock …
+    let out = toolhost(&["add", calc().to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lock_file = home.path().join(".local/share/toolhost/plugins/toolhost.lock");
+    let lock = std::fs::read_to_string(&lock_file).unwrap();
+    assert!(lock.contains("\"calc.wasm\"") && lock.contains("\"dirtree.wasm\""), "{lock}");
+    let out = toolhost(&["call", "dir_tree"]);
+    assert!(text(&out.stdout).contains("todo.txt"), "{}", text(&out.stderr));
+    // … and a directory given with --plugins is not held to that lock.
+    let examples = plugins("examples");
+    let out = toolhost(&["--plugins", examples.to_str().unwrap(), "call", "calculate", "--arg", "expression=6*7"]);
+    assert!(text(&out.stdout).contains("42"), "{}", text(&out.stderr));
+    // Unless asked.
+    let out = toolhost(&["--plugins", examples.to_str().unwrap(), "--lock-file", lock_file.to_str().unwrap(), "list"]);
+    assert!(text(&out.stderr).contains("is not pinned"), "{}", text(&out.stderr));
 }

@@ -54,7 +54,8 @@ pub struct ToolCallConfig {
     /// agent may call. Default: [`DEFAULT_SYSTEM_PROMPT`].
     pub system_prompt: Option<String>,
     /// The system prompt's template in a file (relative to
-    /// `toolhost.toml`), instead of `system_prompt`.
+    /// `toolhost.toml`; `~` and `$XDG_*` expand), instead of `system_prompt`.
+    #[serde(deserialize_with = "crate::config::expanded")]
     pub system_prompt_file: Option<PathBuf>,
 }
 

@@ -71,6 +71,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod home_paths;
+pub(crate) use home_paths::expanded;
+
 /// The name looked for in the working directory when `--config` is absent.
 pub const DEFAULT_CONFIG_FILE: &str = "toolhost.toml";
 /// The lock file's name when the policy names none.
@@ -228,7 +231,10 @@ impl Policy {
     }
 
     /// Read and check `path`. Relative paths inside are relative to the
-    /// file's directory.
+    /// file's directory; a leading `~`, `$HOME` or `$XDG_*_HOME` expands.
+    /// The per-user policy file ([`user_config_file`]) that names no
+    /// `plugin_dirs` or `lock_file` has those of [`Policy::user`], so a
+    /// grant written there applies to what `toolhost add` installed.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
@@ -286,7 +292,18 @@ impl Policy {
             let (rename, tool_prefix) = (plugin.rename, plugin.tool_prefix);
             plugins.insert(name, PluginPolicy { limits, allowance, binding, rename, tool_prefix });
         }
-        let lock_file = resolve(file.lock_file.unwrap_or_else(|| PathBuf::from(DEFAULT_LOCK_FILE)));
+        // The per-user policy is written over what `toolhost add` installed:
+        // what it does not name is the per-user directory and its lock.
+        let user_dir = is_user_config_file(path).then(user_plugin_dir).flatten();
+        let lock_file = match (file.lock_file, &user_dir) {
+            (Some(lock_file), _) => resolve(lock_file),
+            (None, Some(dir)) => dir.join(DEFAULT_LOCK_FILE),
+            (None, None) => resolve(PathBuf::from(DEFAULT_LOCK_FILE)),
+        };
+        let plugin_dirs = match user_dir {
+            Some(dir) if file.plugin_dirs.is_empty() => vec![dir],
+            _ => file.plugin_dirs.into_iter().map(resolve).collect(),
+        };
         let approval = file.approval.resolve(&lock_file, &resolve, path)?;
         let llm = file
             .llm
@@ -303,7 +320,7 @@ impl Policy {
             check_vcp_server(name, profile, vcp.as_ref(), path)?;
         }
         Ok(Policy {
-            plugin_dirs: file.plugin_dirs.into_iter().map(resolve).collect(),
+            plugin_dirs,
             cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
             cache_key: file.cache_key.map(resolve).or_else(default_cache_key),
             lock_file,
@@ -457,6 +474,12 @@ pub fn user_config_file() -> Option<PathBuf> {
     user_dir("XDG_CONFIG_HOME", ".config").map(|dir| dir.join("toolhost").join(DEFAULT_CONFIG_FILE))
 }
 
+/// Whether `path` is the per-user policy file, however it is spelled.
+fn is_user_config_file(path: &Path) -> bool {
+    let Some(user) = user_config_file() else { return false };
+    user == path || std::fs::canonicalize(&user).is_ok_and(|user| std::fs::canonicalize(path).is_ok_and(|path| user == path))
+}
+
 /// The policy file that applies in `dir`, found as cargo finds its
 /// manifest: `toolhost.toml` in `dir` or the nearest directory above it,
 /// else the per-user one ([`user_config_file`]) when it exists.
@@ -476,10 +499,13 @@ fn user_dir(var: &str, fallback: &str) -> Option<PathBuf> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "expanded")]
     plugin_dirs: Vec<PathBuf>,
+    #[serde(default, deserialize_with = "expanded")]
     cache_dir: Option<PathBuf>,
+    #[serde(default, deserialize_with = "expanded")]
     cache_key: Option<PathBuf>,
+    #[serde(default, deserialize_with = "expanded")]
     lock_file: Option<PathBuf>,
     #[serde(default)]
     limits: LimitOverrides,
@@ -604,7 +630,9 @@ const MAX_CALLS_PER_REPLY: u64 = 4096;
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct ApprovalSection {
+    #[serde(default, deserialize_with = "expanded")]
     memory_file: Option<PathBuf>,
+    #[serde(default, deserialize_with = "expanded")]
     audit_log: Option<PathBuf>,
     #[serde(default)]
     rules: Vec<RuleSection>,
@@ -662,6 +690,7 @@ struct PluginSection {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DirSection {
+    #[serde(deserialize_with = "expanded")]
     host: PathBuf,
     #[serde(default = "read_only")]
     access: DirAccess,
@@ -780,6 +809,19 @@ mod tests {
         for (key, bad) in [("max_line_kib = 8", "max_line_kib = 0"), ("max_calls_per_reply = 3", "max_calls_per_reply = 5000")] {
             let error = Policy::parse(&text.replace(key, bad), path).unwrap_err().to_string();
             assert!(error.contains(&format!("llm.local.{}", &bad[..bad.find(' ').unwrap()])), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_path_that_does_not_expand_is_refused_naming_its_key() {
+        for (text, key) in [
+            ("lock_file = \"$PWD/toolhost.lock\"", "lock_file"),
+            ("[plugins.files]\ndirs = { \"/workspace\" = { host = \"~bob/ws\" } }", "host"),
+            ("[agents.a]\nsystem_prompt_file = \"$TMP/p.md\"", "system_prompt_file"),
+            ("[vcp]\nserver = \"ws://127.0.0.1:6005\"\nserve_dirs = [\"${HOME\"]", "serve_dirs"),
+        ] {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.contains(key) && (error.contains("expands") || error.contains("unclosed")), "{text}: {error}");
         }
     }
 

@@ -139,7 +139,7 @@ pub use registry::{
     CacheError, CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, PinState,
     DEFAULT_WATCH_INTERVAL, Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
-pub use policy_check::{PolicyWarning, check_policy};
+pub use policy_check::{PolicyWarning, check_policy, missing_grants};
 pub use suggest::{did_you_mean, unknown_tool};
 pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use vcp_node::{
@@ -184,7 +184,7 @@ pub mod limits {
     pub mod vcp_node {
         pub use crate::vcp_node::{
             ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
-            DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, DEFAULT_WRITE_TIMEOUT,
+            DEFAULT_APPROVAL_WINDOW, DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, DEFAULT_WRITE_TIMEOUT,
             FILES_AT_ONCE, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION, STATUS_WRITE_INTERVAL,
         };
     }

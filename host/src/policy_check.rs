@@ -9,6 +9,7 @@
 use crate::config::Policy;
 use crate::discovery::{unknown_template_tools, visible_tools};
 use crate::registry::Catalog;
+use crate::sandbox::Withheld;
 use crate::suggest::did_you_mean;
 
 /// One mistake, in words for a person: the key and what is wrong.
@@ -91,6 +92,36 @@ pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
                 }
             }
             Err(error) => warn(format!("agents.{agent}.{key}"), format!("cannot be read: {error}")),
+        }
+    }
+    warnings
+}
+
+/// Tools offered to models whose plugin asks for a directory or HTTP host
+/// the policy withholds: they fail where they use it (`toolhost prompt`
+/// leaves them out). One warning per capability withheld, naming the key
+/// that would grant it. `toolhost check` fails on these.
+pub fn missing_grants(catalog: &Catalog) -> Vec<PolicyWarning> {
+    let mut warnings = Vec::new();
+    for plugin in &catalog.plugins {
+        let tools: Vec<&str> = plugin.manifest.tools.iter().filter(|t| t.agent_callable).map(|t| t.name.as_str()).collect();
+        if tools.is_empty() {
+            continue;
+        }
+        let name = plugin.name();
+        for withheld in plugin.missing_grants() {
+            let (key, what) = match withheld {
+                Withheld::Directory { guest_path } => (format!("plugins.{name}.dirs.\"{guest_path}\""), format!("the directory {guest_path}")),
+                Withheld::HttpHost { host } => (format!("plugins.{name}.http_hosts"), format!("the HTTP host {host}")),
+                Withheld::Env { .. } => continue,
+            };
+            let message = format!(
+                "the plugin asks for {what}, which the policy does not grant, so its tools ({}) fail where they use it \
+                 and `toolhost prompt` leaves them out; grant it, or offer a tool anyway with an agent's tool_toggles = {{ {} = true }}",
+                tools.join(", "),
+                tools[0]
+            );
+            warnings.push(PolicyWarning { key, message });
         }
     }
     warnings

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
-use toolhost::{Approvals, CancellationToken, Console, ConsoleOptions, NodeState, NodeStatus, Pipeline, UnattendedApprover, VcpNode};
+use toolhost::{
+    Approvals, Approver, CancellationToken, Console, ConsoleOptions, NodeState, NodeStatus, Pipeline, TerminalApprover,
+    UnattendedApprover, VcpConfig, VcpNode,
+};
 
 const KEY: &str = "s3cret-key";
 /// Limits under which `exposed_spin` runs until stopped. (A plugin section
@@ -27,7 +30,20 @@ impl Node {
     /// A node over `plugins` joining `server` with `key`; `vcp` is added to
     /// its `[vcp]` section and `policy` after it.
     async fn join_with(server: &str, key: &str, plugins: &[&str], vcp: &str, policy: &str) -> Node {
-        Self::join_asking(server, key, plugins, vcp, policy, |pipeline| pipeline).await
+        let unattended = |config: &VcpConfig| -> Arc<dyn Approver> { Arc::new(UnattendedApprover::new(config.unattended)) };
+        Self::join_approved_by(server, key, plugins, vcp, policy, unattended).await
+    }
+
+    /// [`Node::join_with`], calls that need approval decided by `approver`.
+    async fn join_approved_by(
+        server: &str,
+        key: &str,
+        plugins: &[&str],
+        vcp: &str,
+        policy: &str,
+        approver: impl FnOnce(&VcpConfig) -> Arc<dyn Approver>,
+    ) -> Node {
+        Self::join_asking(server, key, plugins, vcp, policy, |config, pipeline| pipeline.with_approver(approver(config))).await
     }
 
     /// [`Node::join_with`], its pipeline changed by `asking` (to ask
@@ -38,7 +54,7 @@ impl Node {
         plugins: &[&str],
         vcp: &str,
         policy: &str,
-        asking: impl FnOnce(Pipeline) -> Pipeline,
+        asking: impl FnOnce(&VcpConfig, Pipeline) -> Pipeline,
     ) -> Node {
         let text = format!(
             "[vcp]\nserver = \"{server}\"\nnode_name = \"test node\"\nping_interval_ms = 200\n{vcp}\n\
@@ -48,7 +64,7 @@ impl Node {
         let config = host.registry.policy().vcp.clone().expect("[vcp] is set");
         let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
         let approver = Arc::new(UnattendedApprover::new(config.unattended));
-        let pipeline = asking(Pipeline::new(host.executor.clone(), approvals, approver));
+        let pipeline = asking(&config, Pipeline::new(host.executor.clone(), approvals, approver));
         let node = VcpNode::new(config, key, pipeline).unwrap();
         let shutdown = CancellationToken::new();
         let running = tokio::spawn({
@@ -272,6 +288,107 @@ async fn cancel_tool_stops_a_spinning_plugin() {
     // The node still serves.
     standin.execute("r-after", "typed_echo", json!({"text": "a", "count": "1", "ratio": "1", "flag": "false", "items": "{}"}));
     content_json(&standin.result("r-after").await);
+}
+
+/// A person at the node's terminal: what the test types reaches the
+/// approval prompt, and what the prompt writes is on the screen.
+struct Person {
+    keyboard: std::io::PipeWriter,
+    screen: Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+/// The terminal's screen, written by the prompt.
+struct Screen(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Screen {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Person {
+    /// The person, and the approver that asks them.
+    fn at_terminal() -> (Person, Arc<dyn Approver>) {
+        let (reader, keyboard) = std::io::pipe().unwrap();
+        let screen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let approver = Arc::new(TerminalApprover::new(std::io::BufReader::new(reader), Screen(screen.clone())));
+        (Person { keyboard, screen }, approver)
+    }
+
+    fn types(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.keyboard, "{line}").unwrap();
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    /// Wait until `text` is on the screen `times` times.
+    async fn sees(&self, text: &str, times: usize) {
+        let started = Instant::now();
+        while self.screen().matches(text).count() < times {
+            assert!(started.elapsed() < PATIENCE, "{text:?} ×{times} not shown within {PATIENCE:?}: {}", self.screen());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// The `communication.timeout` `registration` gives `tool`: how long the
+/// server waits for a call of it.
+fn registered_timeout(registration: &crate::vcp_standin::Received, tool: &str) -> Duration {
+    let tools = registration.frame["data"]["tools"].as_array().unwrap();
+    let manifest = tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("{tool} is registered"));
+    Duration::from_millis(manifest["communication"]["timeout"].as_u64().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_approved_after_its_tools_time_limit_is_answered_before_the_server_gives_up() {
+    let standin = StandIn::start(KEY).await;
+    let (mut person, approver) = Person::at_terminal();
+    let limits = "[limits]\ntimeout_ms = 300\n";
+    let _node = Node::join_approved_by(&standin.url(), KEY, &["exposed"], "", limits, |_| approver).await;
+    let registration = standin.registration(1).await;
+    assert_eq!(registered_timeout(&registration, "typed_echo"), Duration::from_millis(1300), "a public tool asks nobody");
+    let waits = registered_timeout(&registration, "moderate_echo");
+    assert_eq!(waits, Duration::from_millis(300 + 300_000 + 1000), "its limit, the approval window, the margin");
+
+    let sent = Instant::now();
+    standin.execute("r-thought", "moderate_echo", json!({"text": "hi"}));
+    person.sees("run it?", 1).await;
+    // Longer than the tool's limit and the margin together.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    person.types("y");
+    let result = standin.result("r-thought").await;
+    let answered_after = sent.elapsed();
+    assert_eq!(result["result"]["content"][0]["text"], "hi", "{result}");
+    assert!(answered_after < waits, "answered after {answered_after:?}; the server waits {waits:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_whose_call_the_server_cancels_is_withdrawn_and_the_next_answer_goes_to_the_next_question() {
+    let standin = StandIn::start(KEY).await;
+    let (mut person, approver) = Person::at_terminal();
+    let _node = Node::join_approved_by(&standin.url(), KEY, &["exposed"], "", "", |_| approver).await;
+    standin.registration(1).await;
+    standin.execute("r-gone", "moderate_echo", json!({"text": "gone"}));
+    person.sees("run it?", 1).await;
+    standin.cancel("r-gone");
+    let result = standin.result("r-gone").await;
+    assert!(error_of(&result).contains("cancelled while waiting for approval"), "{result}");
+    person.sees("withdrawn: the call was cancelled while it waited for an answer", 1).await;
+    // The line typed for the withdrawn question answers nothing …
+    person.types("y");
+    person.sees("the answer was not used", 1).await;
+    // … and the next question gets the next line.
+    standin.execute("r-next", "moderate_echo", json!({"text": "next"}));
+    person.sees("run it?", 2).await;
+    person.types("y");
+    assert_eq!(standin.result("r-next").await["result"]["content"][0]["text"], "next");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -831,7 +948,7 @@ async fn a_call_from_the_server_waits_at_the_console_and_its_cancel_withdraws_it
     let base = format!("http://{addr}");
     let console = Arc::new(std::sync::OnceLock::<Console>::new());
     let server = standin.url();
-    let node = Node::join_asking(&server, KEY, &["exposed"], "", "", |pipeline| {
+    let node = Node::join_asking(&server, KEY, &["exposed"], "", "", |_, pipeline| {
         let made = Console::new(pipeline.clone(), ConsoleOptions::default(), addr);
         let asking = pipeline.with_approver(Arc::new(made.approver("vcp", &server)));
         console.set(made).ok().expect("set once");

@@ -217,24 +217,22 @@ dirs = {{ "/tree" = {{ host = "workspace" }} }}
 [plugins.files]
 file = "files.wasm"
 dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
-
-[plugins.hostile]
-file = "hostile.wasm"
-limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
 "#,
             examples = plugins.join("examples").display(),
             polyglot = plugins.join("polyglot").display(),
         ),
     )?;
     let toolhost = root.join("target/release/toolhost");
-    let step = |title: &str, args: &[&str], expect_success: bool| -> anyhow::Result<()> {
-        println!("\n$ toolhost {}\n# {title}", args.join(" "));
-        let status = Command::new(&toolhost).arg("--config").arg(&config).args(args).status()?;
+    let step_with = |config: &Path, title: &str, args: &[&str], expect_success: bool| -> anyhow::Result<()> {
+        let named = config.file_name().filter(|name| *name != "toolhost.toml").map(|name| format!("--config {} ", name.to_string_lossy()));
+        println!("\n$ toolhost {}{}\n# {title}", named.unwrap_or_default(), args.join(" "));
+        let status = Command::new(&toolhost).arg("--config").arg(config).args(args).status()?;
         if status.success() != expect_success {
             bail!("`toolhost {}` exited with {status}, expected {}", args.join(" "), if expect_success { "success" } else { "failure" });
         }
         Ok(())
     };
+    let step = |title: &str, args: &[&str], expect_success: bool| step_with(&config, title, args, expect_success);
     step("the example plugins, their permissions and grants", &["list"], true)?;
     step("arithmetic", &["call", "calculate", "--arg", "expression=2 * (3 + 4) ^ 2"], true)?;
     step("time-zone conversion", &["call", "convert_time", "--arg", "time=2026-03-01 09:30", "--arg", "from=America/New_York", "--arg", "to=Asia/Tokyo"], true)?;
@@ -255,9 +253,16 @@ limits = {{ fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }}
     let hostile = demo.join("hostile");
     std::fs::create_dir_all(&hostile)?;
     std::fs::copy(plugins.join("hostile/hostile.wasm"), hostile.join("hostile.wasm"))?;
-    let hostile = hostile.to_str().context("non-UTF-8 path")?;
-    step("a hostile plugin that loops forever, stopped by its fuel limit", &["--plugins", hostile, "call", "spin"], false)?;
-    step("a hostile plugin that hoards memory, stopped at its memory limit", &["--plugins", hostile, "call", "exhaust_memory"], false)?;
+    // A policy of its own, so the other steps' policy names no plugin
+    // they do not load.
+    let hostile_config = demo.join("hostile.toml");
+    std::fs::write(
+        &hostile_config,
+        "plugin_dirs = [\"hostile\"]\ncache_dir = \"cache\"\n\n[plugins.hostile]\nfile = \"hostile.wasm\"\n\
+         limits = { fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }\n",
+    )?;
+    step_with(&hostile_config, "a hostile plugin that loops forever, stopped by its fuel limit", &["call", "spin"], false)?;
+    step_with(&hostile_config, "a hostile plugin that hoards memory, stopped at its memory limit", &["call", "exhaust_memory"], false)?;
     step("the host still answers the next call", &["call", "calculate", "--arg", "expression=sqrt(2)"], true)?;
     chat_turn(root, &demo, &config)?;
     println!("\ndemo finished: every step behaved as expected");

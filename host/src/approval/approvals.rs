@@ -106,6 +106,23 @@ impl Approvals {
         }
     }
 
+    /// Whether a call of `tool` by `agent` may be put to a person, as
+    /// [`assess`](Self::assess) decides for some arguments: an ask rule
+    /// for it, `require_confirmation`, or a level above public that no
+    /// allow rule for every call of it covers. Remembered decisions are not
+    /// counted: they may be revoked.
+    pub fn may_ask(&self, agent: &str, require_confirmation: bool, tool: &ToolSpec) -> bool {
+        let rule = |action| self.rules.iter().any(|rule| rule.action() == action && rule.may_match(agent, &tool.name));
+        let always = |action| {
+            let any_args = Map::new();
+            self.rules.iter().any(|rule| rule.action() == action && rule.matches(agent, &tool.name, &any_args))
+        };
+        if always(RuleAction::Deny) {
+            return false;
+        }
+        rule(RuleAction::Ask) || require_confirmation || (tool.permission != Permission::Public && !always(RuleAction::Allow))
+    }
+
     /// Ask `approver` about `calls` (one batch, so a person can answer all
     /// at once): one answer per call, in order. An approver that answers
     /// too few calls is taken to deny the rest.

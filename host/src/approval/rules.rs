@@ -143,6 +143,12 @@ impl Rule {
             && self.args.iter().all(|(name, pattern)| args.get(name).is_some_and(|value| self.arg_matches(pattern, value)))
     }
 
+    /// Whether the rule applies to some call of `tool` by `agent`,
+    /// whatever its arguments.
+    pub(crate) fn may_match(&self, agent: &str, tool: &str) -> bool {
+        self.agent.as_deref().is_none_or(|a| a == agent) && self.tool.matcher.is_match(tool)
+    }
+
     fn arg_matches(&self, pattern: &Pattern, value: &Value) -> bool {
         let text: Cow<'_, str> = match value {
             Value::String(s) => Cow::Borrowed(s),

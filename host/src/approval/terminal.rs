@@ -21,6 +21,7 @@ use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;
 use crate::printable::{printable, printable_lines, to_json_pretty};
 use std::io::{self, BufRead, BufReader, Stderr, Stdin, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Indentation of arguments and results under their heading.
@@ -32,6 +33,8 @@ const CALL_HELP: &str = "Answer y (yes), a (always: moderate tools only), n (no;
 const RESULT_HELP: &str = "Answer y (pass it on) or n (withhold it; a reason may follow).";
 /// The reason a call or result gets when the input ends before an answer.
 const INPUT_ENDED: &str = "nobody answered: the approval prompt's input ended";
+/// Said when the line read was meant for a question withdrawn meanwhile.
+const ANSWER_NOT_USED: &str = "(that question was withdrawn: the answer was not used)";
 
 /// Shows each pending call (tool, plugin, why, its arguments as pretty
 /// JSON) and reads an answer per call: `y`es, `a`lways (moderate tools),
@@ -42,15 +45,96 @@ const INPUT_ENDED: &str = "nobody answered: the approval prompt's input ended";
 /// Everything a plugin or a model chose is shown escaped ([`printable`]),
 /// so it cannot steer the terminal. Reading blocks, so it happens on a
 /// blocking thread.
+///
+/// A question whose call is cancelled before it is answered (the turn is
+/// cancelled, or a VCP server's `cancel_tool` came) is withdrawn, saying
+/// so at once; the line typed for it next is not taken as an answer to
+/// anything.
 #[derive(Debug)]
 pub struct TerminalApprover<R, W> {
     io: Arc<Mutex<Prompt<R, W>>>,
+    /// What withdrawals are said on, while a question waits for input.
+    output: SharedOutput<W>,
 }
 
 #[derive(Debug)]
 struct Prompt<R, W> {
     input: R,
-    output: W,
+    output: SharedOutput<W>,
+}
+
+/// The prompt's output, written a call at a time: a question is withdrawn
+/// while its reader waits for a line.
+#[derive(Debug)]
+struct SharedOutput<W>(Arc<Mutex<W>>);
+
+impl<W> Clone for SharedOutput<W> {
+    fn clone(&self) -> Self {
+        SharedOutput(Arc::clone(&self.0))
+    }
+}
+
+impl<W: Write> Write for SharedOutput<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).flush()
+    }
+}
+
+/// One batch of questions: whether it was shown, and whether it was
+/// withdrawn.
+#[derive(Debug, Default)]
+struct Question {
+    shown: AtomicBool,
+    withdrawn: AtomicBool,
+}
+
+impl Question {
+    /// Start showing it; false when it was withdrawn first.
+    fn show(&self) -> bool {
+        self.shown.store(true, Ordering::SeqCst);
+        !self.withdrawn.load(Ordering::SeqCst)
+    }
+
+    fn withdrawn(&self) -> bool {
+        self.withdrawn.load(Ordering::SeqCst)
+    }
+}
+
+/// Withdraws its question when dropped before [`Pending::answered`]: the
+/// future asking was dropped, as a cancelled turn drops it.
+struct Pending<W: Write> {
+    question: Arc<Question>,
+    output: SharedOutput<W>,
+    /// What was asked about, for the notice.
+    about: String,
+    answered: bool,
+}
+
+impl<W: Write> Pending<W> {
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl<W: Write> Drop for Pending<W> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        self.question.withdrawn.store(true, Ordering::SeqCst);
+        if self.question.shown.load(Ordering::SeqCst) {
+            let _ = writeln!(
+                self.output,
+                "\n{}: withdrawn: the call was cancelled while it waited for an answer (no answer is needed)",
+                self.about
+            );
+            let _ = self.output.flush();
+        }
+    }
 }
 
 impl TerminalApprover<BufReader<Stdin>, Stderr> {
@@ -64,13 +148,22 @@ impl TerminalApprover<BufReader<Stdin>, Stderr> {
 impl<R: BufRead + Send + 'static, W: Write + Send + 'static> TerminalApprover<R, W> {
     /// Ask on `output`, read answers from `input`.
     pub fn new(input: R, output: W) -> Self {
-        TerminalApprover { io: Arc::new(Mutex::new(Prompt { input, output })) }
+        let output = SharedOutput(Arc::new(Mutex::new(output)));
+        TerminalApprover { io: Arc::new(Mutex::new(Prompt { input, output: output.clone() })), output }
     }
 
     /// The reader and the writer back, unless a prompt is still running.
     pub fn into_inner(self) -> Option<(R, W)> {
-        let prompt = Arc::into_inner(self.io)?.into_inner().unwrap_or_else(PoisonError::into_inner);
-        Some((prompt.input, prompt.output))
+        let TerminalApprover { io, output } = self;
+        drop(output);
+        let prompt = Arc::into_inner(io)?.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let output = Arc::into_inner(prompt.output.0)?.into_inner().unwrap_or_else(PoisonError::into_inner);
+        Some((prompt.input, output))
+    }
+
+    /// A question about `about`, withdrawn if dropped unanswered.
+    fn pending(&self, about: String) -> Pending<W> {
+        Pending { question: Arc::default(), output: self.output.clone(), about, answered: false }
     }
 
     /// Run `ask` on a blocking thread with the prompt; `None` if it
@@ -89,8 +182,10 @@ impl<R: BufRead + Send + 'static, W: Write + Send + 'static> Approver for Termin
     }
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
-        let (outcome, tool) = (outcome.clone(), tool.clone());
-        let decision = self.blocking(move |prompt| prompt.result(&outcome, &tool)).await;
+        let pending = self.pending(format!("the result of {}", printable(&tool.name)));
+        let (outcome, tool, question) = (outcome.clone(), tool.clone(), pending.question.clone());
+        let decision = self.blocking(move |prompt| prompt.result(&outcome, &tool, &question)).await;
+        pending.answered();
         match decision {
             Some(Ok(Some(decision))) => decision,
             Some(Ok(None)) => ResultDecision::Reject { reason: Some(INPUT_ENDED.into()) },
@@ -100,8 +195,11 @@ impl<R: BufRead + Send + 'static, W: Write + Send + 'static> Approver for Termin
     }
 
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
-        let owned = calls.to_vec();
-        let answers = self.blocking(move |prompt| prompt.calls(&owned)).await;
+        let tools: Vec<String> = calls.iter().map(|call| printable(&call.tool).into_owned()).collect();
+        let pending = self.pending(format!("the question about {}", tools.join(", ")));
+        let (owned, question) = (calls.to_vec(), pending.question.clone());
+        let answers = self.blocking(move |prompt| prompt.calls(&owned, &question)).await;
+        pending.answered();
         answers.unwrap_or_else(|| unasked(calls.len(), "the approval prompt failed".into()))
     }
 }
@@ -141,9 +239,9 @@ fn parse_reply(line: &str) -> Option<Reply> {
 impl<R: BufRead, W: Write> Prompt<R, W> {
     /// One answer per call: those given, then denials for the rest if the
     /// input ended or failed first.
-    fn calls(&mut self, calls: &[PendingCall]) -> Vec<Answer> {
+    fn calls(&mut self, calls: &[PendingCall], question: &Question) -> Vec<Answer> {
         let mut answers = Vec::with_capacity(calls.len());
-        let why = match self.ask_calls(calls, &mut answers) {
+        let why = match self.ask_calls(calls, question, &mut answers) {
             Ok(()) => INPUT_ENDED.to_owned(),
             Err(e) => {
                 tracing::warn!("the approval prompt failed: {e}");
@@ -154,7 +252,10 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
         answers
     }
 
-    fn ask_calls(&mut self, calls: &[PendingCall], answers: &mut Vec<Answer>) -> io::Result<()> {
+    fn ask_calls(&mut self, calls: &[PendingCall], question: &Question, answers: &mut Vec<Answer>) -> io::Result<()> {
+        if !question.show() {
+            return Ok(());
+        }
         let count = calls.len();
         let plural = if count == 1 { "tool call needs" } else { "tool calls need" };
         writeln!(self.output, "{count} {plural} approval:")?;
@@ -179,8 +280,8 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
             }
             let moderate = call.permission == Permission::Moderate;
             let choices = if moderate { "y/a/n/all/none" } else { "y/n/all/none" };
-            let question = format!("[{}/{count}] {}: run it? [{choices}] ", i + 1, printable(&call.tool));
-            let Some(reply) = self.read_reply(&question, CALL_HELP)? else { return Ok(()) };
+            let asked = format!("[{}/{count}] {}: run it? [{choices}] ", i + 1, printable(&call.tool));
+            let Some(reply) = self.read_reply(&asked, CALL_HELP, question)? else { return Ok(()) };
             let decision = match reply {
                 Reply::Yes => CallDecision::AllowOnce,
                 Reply::Always if moderate => CallDecision::AllowAlways,
@@ -199,7 +300,10 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
 
     /// Show `outcome` and ask whether it may go on; `None` at the end of
     /// input.
-    fn result(&mut self, outcome: &ToolOutcome, tool: &ToolSpec) -> io::Result<Option<ResultDecision>> {
+    fn result(&mut self, outcome: &ToolOutcome, tool: &ToolSpec, question: &Question) -> io::Result<Option<ResultDecision>> {
+        if !question.show() {
+            return Ok(None);
+        }
         writeln!(
             self.output,
             "result of {} (plugin {}): {}, {} ms",
@@ -210,7 +314,7 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
         )?;
         self.indented(&outcome.output)?;
         loop {
-            let Some(reply) = self.read_reply("pass it on? [y/n] ", RESULT_HELP)? else { return Ok(None) };
+            let Some(reply) = self.read_reply("pass it on? [y/n] ", RESULT_HELP, question)? else { return Ok(None) };
             match reply {
                 Reply::Yes => return Ok(Some(ResultDecision::Pass)),
                 Reply::No(reason) => return Ok(Some(ResultDecision::Reject { reason })),
@@ -219,15 +323,20 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
         }
     }
 
-    /// Ask `question` until a reply parses, showing `help` after one that
-    /// does not; `None` at the end of input.
-    fn read_reply(&mut self, question: &str, help: &str) -> io::Result<Option<Reply>> {
+    /// Ask `asked` until a reply parses, showing `help` after one that
+    /// does not; `None` at the end of input, or when `question` was
+    /// withdrawn while the line was awaited.
+    fn read_reply(&mut self, asked: &str, help: &str, question: &Question) -> io::Result<Option<Reply>> {
         loop {
-            write!(self.output, "{question}")?;
+            write!(self.output, "{asked}")?;
             self.output.flush()?;
             let mut line = String::new();
             if self.input.read_line(&mut line)? == 0 {
                 writeln!(self.output)?;
+                return Ok(None);
+            }
+            if question.withdrawn() {
+                writeln!(self.output, "{ANSWER_NOT_USED}")?;
                 return Ok(None);
             }
             match parse_reply(&line) {

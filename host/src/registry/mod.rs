@@ -41,7 +41,7 @@ use crate::config::Policy;
 use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
 use crate::printable::printable;
 use crate::sandbox::{
-    CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError,
+    CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld,
 };
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -81,6 +81,12 @@ pub struct LoadedPlugin {
 }
 
 impl LoadedPlugin {
+    /// The directories and HTTP hosts it asks for that the policy
+    /// withholds: where it would use them, its tools fail.
+    pub fn missing_grants(&self) -> impl Iterator<Item = &Withheld> {
+        self.grants.withheld.iter().filter(|withheld| matches!(withheld, Withheld::Directory { .. } | Withheld::HttpHost { .. }))
+    }
+
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.manifest.name

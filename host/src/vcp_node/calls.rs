@@ -16,6 +16,8 @@ use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::vcp::RESERVED_KEYS;
 use crate::registry::sha256_hex;
 use serde_json::{Map, Value};
+use crate::pipeline::TurnObserver;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
@@ -56,9 +58,36 @@ pub(super) async fn answer(
         None => None,
     };
     let mut turn = inner.turn.clone();
-    turn.cancel = cancel;
-    let result = inner.pipeline.run(&turn, vec![call]).await;
-    (frames::tool_result(&request_id, &result.outcomes[0]), None)
+    turn.cancel = cancel.clone();
+    let asked = Asked::default();
+    let result = inner.pipeline.run_observed(&turn, vec![call], &asked).await;
+    let outcome = &result.outcomes[0];
+    if cancel.is_cancelled() && asked.waiting.load(Ordering::SeqCst) && outcome.status == Status::Cancelled {
+        tracing::warn!(
+            "{} cancelled call {request_id} ({}) while it waited for approval: the question is withdrawn; \
+             [vcp] approval_window_ms ({} ms) is the time a person is given per question",
+            inner.config.server,
+            outcome.tool,
+            inner.config.approval_window.as_millis()
+        );
+    }
+    (frames::tool_result(&request_id, outcome), None)
+}
+
+/// Whether the call waits for a person now.
+#[derive(Default)]
+struct Asked {
+    waiting: AtomicBool,
+}
+
+impl TurnObserver for Asked {
+    fn awaiting_approval(&self, _calls: &[PendingCall]) {
+        self.waiting.store(true, Ordering::SeqCst);
+    }
+
+    fn executing(&self, _calls: &[crate::CheckedCall]) {
+        self.waiting.store(false, Ordering::SeqCst);
+    }
 }
 
 /// A file request: checked, approved, read, audited like a call.
@@ -108,7 +137,7 @@ async fn answer_file_request(
     if approvals.audits() {
         let mut outcome = ToolOutcome::without_running(request_id, INTERNAL_REQUEST_FILE, status, said);
         outcome.duration = start.elapsed();
-        approvals.audit(&AuditRecord::new(agent(inner), Some(FILE_REQUEST_PLUGIN), args, approval.as_ref(), &outcome));
+        approvals.audit(&AuditRecord::new(inner.agent(), Some(FILE_REQUEST_PLUGIN), args, approval.as_ref(), &outcome));
     }
     let frame = match served {
         Ok(result) => frames::success(request_id, result),
@@ -125,7 +154,7 @@ async fn approve_file_request(
     args: &Map<String, Value>,
     cancel: &CancellationToken,
 ) -> Option<Assessment> {
-    let (approvals, agent) = (inner.pipeline.approvals(), agent(inner));
+    let (approvals, agent) = (inner.pipeline.approvals(), inner.agent());
     let mut spec = ToolSpec::new(INTERNAL_REQUEST_FILE, FILE_REQUEST_PLUGIN, "serve a file from [vcp] serve_dirs");
     spec.permission = FILE_REQUEST_PERMISSION;
     // "Allow always" holds for the directories served when it was given.
@@ -149,9 +178,4 @@ async fn approve_file_request(
     };
     let answer = answers.into_iter().next().expect("one answer per call asked");
     Some(approvals.settle(&pending, &identity, answer).await)
-}
-
-/// The agent the node's calls are approved and audited under.
-fn agent(inner: &Inner) -> &str {
-    inner.turn.agent.as_deref().expect("a distributed turn names its agent")
 }

@@ -14,6 +14,7 @@
 //! ping_interval_ms = 20_000           # a WebSocket ping this often; silence for two intervals drops the connection
 //! shutdown_grace_ms = 5_000           # on Ctrl-C, how long running calls may finish before they are cancelled
 //! write_timeout_ms = 10_000           # a server that takes no write this long is left, and rejoined
+//! approval_window_ms = 300_000        # a person's time to answer each question a call may put (default 5 min)
 //!
 //! [vcp.unattended]                    # a call that needs approval while no person is attached
 //! moderate = "deny"                   # deny (default) | allow
@@ -76,6 +77,10 @@ pub const MAX_FRAME_BYTES: usize = 16 << 20;
 pub const MAX_PENDING_BYTES: usize = 64 << 20;
 /// Files `internal_request_file` reads and encodes at once; more wait.
 pub const FILES_AT_ONCE: usize = 2;
+/// How long a person has to answer each approval question a call may
+/// put, by default: the 5 minutes the VCP server gives its own approvals.
+/// The server is told it in the timeout it waits for the call.
+pub const DEFAULT_APPROVAL_WINDOW: Duration = Duration::from_secs(300);
 /// How long one write to the server may take, by default: a server that
 /// stops reading is left, and the node reconnects.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -107,6 +112,16 @@ pub struct VcpConfig {
     /// How long one write to the server may take. Default
     /// [`DEFAULT_WRITE_TIMEOUT`].
     pub write_timeout: Duration,
+    /// A person's time to answer each approval question a call may put
+    /// (the call itself, then its result where the tool asks for that).
+    /// Default [`DEFAULT_APPROVAL_WINDOW`]; zero when nobody is asked (an
+    /// [`UnattendedApprover`](super::UnattendedApprover)). A tool that may
+    /// put a question is registered with a timeout of its own limit, this
+    /// window per question and [`SERVER_TIMEOUT_MARGIN`], so a person's
+    /// thinking time does not count against the server's timeout; a
+    /// question the server gives up on first is withdrawn when its
+    /// `cancel_tool` comes.
+    pub approval_window: Duration,
     /// The directories `internal_request_file` may serve files from; empty
     /// refuses every request.
     pub serve_dirs: Vec<PathBuf>,
@@ -195,6 +210,7 @@ impl VcpConfig {
             ping_interval: DEFAULT_PING_INTERVAL,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
+            approval_window: DEFAULT_APPROVAL_WINDOW,
             serve_dirs: Vec::new(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             status_file: PathBuf::from(DEFAULT_STATUS_FILE),
@@ -273,9 +289,11 @@ pub(crate) struct VcpSection {
     ping_interval_ms: Option<u64>,
     shutdown_grace_ms: Option<u64>,
     write_timeout_ms: Option<u64>,
-    #[serde(default)]
+    approval_window_ms: Option<u64>,
+    #[serde(default, deserialize_with = "crate::config::expanded")]
     serve_dirs: Vec<PathBuf>,
     max_file_kib: Option<u64>,
+    #[serde(default, deserialize_with = "crate::config::expanded")]
     status_file: Option<PathBuf>,
 }
 
@@ -340,6 +358,7 @@ impl VcpSection {
         config.ping_interval = millis("ping_interval_ms", self.ping_interval_ms, DEFAULT_PING_INTERVAL, 10)?;
         config.shutdown_grace = millis("shutdown_grace_ms", self.shutdown_grace_ms, DEFAULT_SHUTDOWN_GRACE, 0)?;
         config.write_timeout = millis("write_timeout_ms", self.write_timeout_ms, DEFAULT_WRITE_TIMEOUT, 10)?;
+        config.approval_window = millis("approval_window_ms", self.approval_window_ms, DEFAULT_APPROVAL_WINDOW, 0)?;
         config.serve_dirs = self.serve_dirs.into_iter().map(resolve).collect();
         if let Some(kib) = self.max_file_kib {
             let most = (MAX_FRAME_BYTES as u64 * 3 / 4) >> 10;

@@ -181,7 +181,7 @@ impl Session {
         events: &mut broadcast::Receiver<RegistryEvent>,
     ) -> Ended {
         let catalog = inner.pipeline.executor().registry().catalog();
-        let registration = Registration::of(&catalog, &inner.exposure, &inner.config);
+        let registration = inner.registration(&catalog);
         let (replies_to, replies) = mpsc::unbounded_channel();
         let mut session = Session {
             inner,
@@ -323,7 +323,7 @@ impl Session {
     /// Whether the tools to register differ from those registered.
     fn tools_changed(&self) -> bool {
         let catalog = self.inner.pipeline.executor().registry().catalog();
-        let now = Registration::of(&catalog, &self.inner.exposure, &self.inner.config);
+        let now = self.inner.registration(&catalog);
         let changed = now != self.registration;
         if changed {
             tracing::info!(

@@ -4,6 +4,7 @@
 
 use super::config::{SERVER_TIMEOUT_MARGIN, VcpConfig};
 use crate::agent::ToolCallConfig;
+use crate::approval::Approvals;
 use crate::manifest::ToolSpec;
 use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::vcp::{VCP, render_tool, request_block};
@@ -107,13 +108,16 @@ pub(super) struct Registration {
 
 impl Registration {
     /// The exposed tools of `catalog` (as `exposure` says, the same rule
-    /// calls are checked by), each as a VCP manifest.
-    pub(super) fn of(catalog: &Catalog, exposure: &ToolCallConfig, config: &VcpConfig) -> Registration {
+    /// calls are checked by), each as a VCP manifest whose timeout covers
+    /// the questions `approvals` may put to a person about a call of it by
+    /// `agent` (see [`VcpConfig::approval_window`]).
+    pub(super) fn of(catalog: &Catalog, exposure: &ToolCallConfig, config: &VcpConfig, approvals: &Approvals, agent: &str) -> Registration {
         let exposed: Vec<_> = catalog.tools().filter(|(_, spec)| exposure.exposes(spec)).collect();
         let manifests: Vec<Value> = exposed
             .iter()
             .map(|(plugin, spec)| {
-                let timeout = plugin.limits.timeout + SERVER_TIMEOUT_MARGIN;
+                let questions = u32::from(approvals.may_ask(agent, exposure.require_confirmation, spec)) + u32::from(spec.result_approval);
+                let timeout = plugin.limits.timeout + config.approval_window * questions + SERVER_TIMEOUT_MARGIN;
                 json!({
                     "name": spec.name,
                     "displayName": spec.name,

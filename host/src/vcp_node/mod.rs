@@ -83,7 +83,7 @@ mod status;
 mod unattended;
 
 pub use config::{
-    ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
+    ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_APPROVAL_WINDOW, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
     DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, DEFAULT_WRITE_TIMEOUT,
     FILES_AT_ONCE, InvalidServerUrl, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS, Reconnect, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION,
     STATUS_WRITE_INTERVAL, Unattended, UnattendedAction, VcpConfig,
@@ -241,6 +241,16 @@ impl VcpNode {
 }
 
 impl Inner {
+    /// What the node registers for the tools of `catalog`.
+    fn registration(&self, catalog: &crate::registry::Catalog) -> frames::Registration {
+        frames::Registration::of(catalog, &self.exposure, &self.config, self.pipeline.approvals(), self.agent())
+    }
+
+    /// The agent the node's calls are approved and audited under.
+    fn agent(&self) -> &str {
+        self.turn.agent.as_deref().expect("a distributed turn names its agent")
+    }
+
     /// Change the status and stamp it.
     fn update(&self, change: impl FnOnce(&mut NodeStatus)) {
         self.status.send_modify(|status| {
