@@ -1,14 +1,16 @@
 use super::{GlobalOptions, findings, output};
 use std::process::ExitCode;
-use toolhost::Approvals;
+use toolhost::{Approvals, unscoped_rules};
 
 /// Load the policy and every plugin as any command would, and fail if
 /// anything is amiss: a refused component, a policy section that does not
 /// apply, a key that does nothing (a section for no plugin, a grant never
 /// asked for, a toggle or `{{tool:NAME}}` naming no tool, an agent with
-/// tool calling off), a remembered-approvals file that cannot be read.
-/// Each finding is a line on stdout; the exit code is 0 only with none,
-/// so CI can hold a policy to it.
+/// tool calling off, a rule naming a plugin not loaded), a
+/// remembered-approvals file that cannot be read. Each finding is a line
+/// on stdout; the exit code is 0 only with none, so CI can hold a policy
+/// to it. An `info:` line says which plugins' tools each approval rule
+/// that names no plugin matches; it is not a finding.
 #[derive(Debug, clap::Args)]
 pub(super) struct CheckCommand {}
 
@@ -23,6 +25,9 @@ impl CheckCommand {
             output::line(finding)?;
         }
         let catalog = registry.catalog();
+        for scope in unscoped_rules(registry.policy(), &catalog) {
+            output::line(format_args!("info: {scope}"))?;
+        }
         let source = file.map_or_else(|| "no policy file".to_owned(), |f| f.display().to_string());
         let summary = format!(
             "{} plugins, {} tools, {} refused ({source}): {}",

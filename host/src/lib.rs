@@ -131,7 +131,7 @@ pub use registry::{
     CacheError, CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, PinState,
     DEFAULT_WATCH_INTERVAL, Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
-pub use policy_check::{PolicyWarning, check_policy};
+pub use policy_check::{PolicyWarning, check_policy, unscoped_rules};
 pub use suggest::{did_you_mean, unknown_tool};
 pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use vcp_node::{

@@ -16,6 +16,7 @@ mod grants;
 mod host_limits;
 mod hostile_model;
 mod interruptions;
+mod level_floor;
 mod pipeline;
 mod limits;
 mod llm;

@@ -77,7 +77,7 @@ impl Approvals {
             self.rules
                 .iter()
                 .enumerate()
-                .find(|(_, rule)| rule.action() == action && rule.matches(agent, &tool.name, args))
+                .find(|(_, rule)| rule.action() == action && rule.matches(agent, &tool.plugin, &tool.name, args))
                 .map(|(i, rule)| (describe(i, rule), rule))
         };
         if let Some((which, rule)) = first(RuleAction::Deny) {
@@ -220,7 +220,7 @@ mod tests {
     }
 
     fn rule(action: RuleAction, tool: &str) -> Rule {
-        Rule::new(action, tool, None, [], None).unwrap()
+        Rule::new(action, tool, None, None, [], None).unwrap()
     }
 
     fn tool(name: &str, permission: Permission) -> ToolSpec {
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn deny_beats_allow_whatever_the_order() {
-        let mut deny = Rule::new(RuleAction::Deny, "write_*", None, [], Some("writes are off today".into())).unwrap();
+        let mut deny = Rule::new(RuleAction::Deny, "write_*", None, None, [], Some("writes are off today".into())).unwrap();
         let setup = with_rules(vec![rule(RuleAction::Allow, "write_file"), deny.clone()]);
         let write = tool("write_file", Permission::Sensitive);
         let expected = Assessment::Deny { by: by_rule(1, "deny write_*"), reason: "writes are off today".into() };
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn an_ask_rule_makes_a_public_tool_ask_and_beats_allow() {
-        let ask = Rule::new(RuleAction::Ask, "calc*", None, [], Some("costly".into())).unwrap();
+        let ask = Rule::new(RuleAction::Ask, "calc*", None, None, [], Some("costly".into())).unwrap();
         let setup = with_rules(vec![rule(RuleAction::Allow, "*"), ask]);
         assert_eq!(
             assess(&setup, &tool("calculate", Permission::Public), &Map::new()),
@@ -293,7 +293,7 @@ mod tests {
 
     #[test]
     fn an_argument_pattern_allows_one_path_and_asks_for_another() {
-        let notes = Rule::new(RuleAction::Allow, "write_file", None, [("path".into(), "notes/**".into())], None).unwrap();
+        let notes = Rule::new(RuleAction::Allow, "write_file", None, None, [("path".into(), "notes/**".into())], None).unwrap();
         let setup = with_rules(vec![notes]);
         let write = tool("write_file", Permission::Sensitive);
         assert_eq!(
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn an_agent_narrowed_rule_applies_to_that_agent_only() {
-        let coder = Rule::new(RuleAction::Allow, "write_file", Some("coder".into()), [], None).unwrap();
+        let coder = Rule::new(RuleAction::Allow, "write_file", None, Some("coder".into()), [], None).unwrap();
         let setup = with_rules(vec![coder]);
         let write = tool("write_file", Permission::Sensitive);
         assert!(matches!(setup.approvals.assess("coder", false, SHA, &write, &Map::new()), Assessment::Run { .. }));

@@ -59,8 +59,14 @@ impl RuleAction {
 }
 
 /// One approval rule: an action for the calls of the tools its `tool`
-/// glob matches, optionally only for one agent and only where every listed
-/// argument matches its glob.
+/// glob matches, optionally only of one plugin, only for one agent and only
+/// where every listed argument matches its glob.
+///
+/// A rule that names the plugin (`plugin = "files"`) applies to that
+/// plugin's tools only, so another plugin cannot bring a tool under it by
+/// its choice of name; `toolhost check` says which plugins' tools a rule
+/// without one matches. An allow rule naming the plugin and the tool is how
+/// a policy lets a tool run below the level the host holds it to.
 ///
 /// Globs are globset's, with `*` and `?` stopping at `/` and `**` crossing
 /// it, so `notes/*` is one level and `notes/**` the whole tree. A string
@@ -77,6 +83,7 @@ impl RuleAction {
 pub struct Rule {
     action: RuleAction,
     tool: Pattern,
+    plugin: Option<String>,
     agent: Option<String>,
     args: Vec<(String, Pattern)>,
     reason: Option<String>,
@@ -97,12 +104,13 @@ pub struct RuleError {
 
 impl Rule {
     /// A rule that takes `action` on calls of the tools matching the glob
-    /// `tool`, for `agent` only if given, where each `(argument, glob)` in
-    /// `args` matches. `reason` is what a deny tells the model, or what an
-    /// ask tells the person; an allow rule takes none.
+    /// `tool`, of `plugin` only and for `agent` only if given, where each
+    /// `(argument, glob)` in `args` matches. `reason` is what a deny tells
+    /// the model, or what an ask tells the person; an allow rule takes none.
     pub fn new(
         action: RuleAction,
         tool: &str,
+        plugin: Option<String>,
         agent: Option<String>,
         args: impl IntoIterator<Item = (String, String)>,
         reason: Option<String>,
@@ -113,6 +121,9 @@ impl Rule {
             return Err(error("tool", tool, "expected a tool name or a glob like \"read_*\"; \"*\" is every tool".into()));
         }
         let tool = Pattern::new(tool).map_err(|why| error("tool", tool, why))?;
+        if let Some(plugin) = plugin.as_deref().filter(|p| !crate::manifest::is_valid_name(p)) {
+            return Err(error("plugin", plugin, "expected a plugin's name, as it declares it".into()));
+        }
         let args = args
             .into_iter()
             .map(|(name, glob)| match Pattern::new(&glob) {
@@ -123,7 +134,7 @@ impl Rule {
         if let (RuleAction::Allow, Some(reason)) = (action, &reason) {
             return Err(error("reason", reason, "an allow rule gives no reason; only deny and ask rules use one".into()));
         }
-        Ok(Rule { action, tool, agent, args, reason })
+        Ok(Rule { action, tool, plugin, agent, args, reason })
     }
 
     /// What the rule does.
@@ -136,10 +147,22 @@ impl Rule {
         self.reason.as_deref()
     }
 
-    /// Whether the rule applies to a call of `tool` by `agent` with `args`.
-    pub fn matches(&self, agent: &str, tool: &str, args: &Map<String, Value>) -> bool {
+    /// The plugin it is narrowed to, if any.
+    pub fn plugin(&self) -> Option<&str> {
+        self.plugin.as_deref()
+    }
+
+    /// Whether it is about `tool` of `plugin`, whatever the agent and the
+    /// arguments.
+    pub fn covers(&self, plugin: &str, tool: &str) -> bool {
+        self.plugin.as_deref().is_none_or(|p| p == plugin) && self.tool.matcher.is_match(tool)
+    }
+
+    /// Whether the rule applies to a call of `tool` of `plugin` by `agent`
+    /// with `args`.
+    pub fn matches(&self, agent: &str, plugin: &str, tool: &str, args: &Map<String, Value>) -> bool {
         self.agent.as_deref().is_none_or(|a| a == agent)
-            && self.tool.matcher.is_match(tool)
+            && self.covers(plugin, tool)
             && self.args.iter().all(|(name, pattern)| args.get(name).is_some_and(|value| self.arg_matches(pattern, value)))
     }
 
@@ -157,10 +180,13 @@ impl Rule {
     }
 }
 
-/// `deny write_file for agent coder where path = "secrets/**"`.
+/// `deny write_file of plugin files for agent coder where path = "secrets/**"`.
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.action.as_str(), self.tool.glob.glob())?;
+        if let Some(plugin) = &self.plugin {
+            write!(f, " of plugin {plugin}")?;
+        }
         if let Some(agent) = &self.agent {
             write!(f, " for agent {agent}")?;
         }
@@ -228,63 +254,72 @@ mod tests {
 
     fn rule(action: RuleAction, tool: &str, arg: Option<(&str, &str)>) -> Rule {
         let args = arg.map(|(k, v)| (k.to_owned(), v.to_owned()));
-        Rule::new(action, tool, None, args, None).unwrap()
+        Rule::new(action, tool, None, None, args, None).unwrap()
     }
 
     #[test]
     fn tool_globs_and_argument_globs_match() {
         let read = rule(RuleAction::Ask, "read_*", None);
-        assert!(read.matches("a", "read_file", &Map::new()));
-        assert!(!read.matches("a", "write_file", &Map::new()));
+        assert!(read.matches("a", "p", "read_file", &Map::new()));
+        assert!(!read.matches("a", "p", "write_file", &Map::new()));
         let notes = rule(RuleAction::Allow, "write_file", Some(("path", "notes/**")));
-        assert!(notes.matches("a", "write_file", &args(json!({ "path": "notes/a/b.txt" }))));
-        assert!(!notes.matches("a", "write_file", &args(json!({ "path": "src/main.rs" }))));
-        assert!(!notes.matches("a", "write_file", &Map::new()), "a missing argument does not match");
+        assert!(notes.matches("a", "p", "write_file", &args(json!({ "path": "notes/a/b.txt" }))));
+        assert!(!notes.matches("a", "p", "write_file", &args(json!({ "path": "src/main.rs" }))));
+        assert!(!notes.matches("a", "p", "write_file", &Map::new()), "a missing argument does not match");
         let one_level = rule(RuleAction::Allow, "write_file", Some(("path", "notes/*")));
-        assert!(!one_level.matches("a", "write_file", &args(json!({ "path": "notes/a/b.txt" }))), "* stops at /");
+        assert!(!one_level.matches("a", "p", "write_file", &args(json!({ "path": "notes/a/b.txt" }))), "* stops at /");
     }
 
     #[test]
     fn other_json_values_match_as_their_json_text() {
         let small = rule(RuleAction::Allow, "*", Some(("count", "[0-9]")));
-        assert!(small.matches("a", "t", &args(json!({ "count": 7 }))));
-        assert!(!small.matches("a", "t", &args(json!({ "count": 12 }))));
+        assert!(small.matches("a", "p", "t", &args(json!({ "count": 7 }))));
+        assert!(!small.matches("a", "p", "t", &args(json!({ "count": 12 }))));
         let yes = rule(RuleAction::Deny, "*", Some(("force", "true")));
-        assert!(yes.matches("a", "t", &args(json!({ "force": true }))));
-        assert!(!yes.matches("a", "t", &args(json!({ "force": "false" }))));
+        assert!(yes.matches("a", "p", "t", &args(json!({ "force": true }))));
+        assert!(!yes.matches("a", "p", "t", &args(json!({ "force": "false" }))));
     }
 
     #[test]
     fn parent_components_never_widen_an_allow_and_never_escape_a_deny() {
         let allow = rule(RuleAction::Allow, "write_file", Some(("path", "notes/**")));
         for path in ["notes/../secrets/key", "notes/a/../../etc", "notes\\..\\x"] {
-            assert!(!allow.matches("a", "write_file", &args(json!({ "path": path }))), "{path}");
+            assert!(!allow.matches("a", "p", "write_file", &args(json!({ "path": path }))), "{path}");
         }
         let deny = rule(RuleAction::Deny, "write_file", Some(("path", "secrets/**")));
         for path in ["secrets/key", "notes/../secrets/key", "./secrets//key", "a/b/../../secrets/key"] {
-            assert!(deny.matches("a", "write_file", &args(json!({ "path": path }))), "{path}");
+            assert!(deny.matches("a", "p", "write_file", &args(json!({ "path": path }))), "{path}");
         }
-        assert!(!deny.matches("a", "write_file", &args(json!({ "path": "notes/secrets/key" }))));
+        assert!(!deny.matches("a", "p", "write_file", &args(json!({ "path": "notes/secrets/key" }))));
         assert_eq!(lexically_normal("/../a/./b//../c"), "/a/c");
         assert_eq!(lexically_normal("../a/.."), "..");
     }
 
     #[test]
     fn agent_narrows_a_rule() {
-        let coder = Rule::new(RuleAction::Deny, "*", Some("coder".into()), [], None).unwrap();
-        assert!(coder.matches("coder", "t", &Map::new()));
-        assert!(!coder.matches("writer", "t", &Map::new()));
+        let coder = Rule::new(RuleAction::Deny, "*", None, Some("coder".into()), [], None).unwrap();
+        assert!(coder.matches("coder", "p", "t", &Map::new()));
+        assert!(!coder.matches("writer", "p", "t", &Map::new()));
+    }
+
+    #[test]
+    fn plugin_narrows_a_rule() {
+        let files = Rule::new(RuleAction::Allow, "write_file", Some("files".into()), None, [], None).unwrap();
+        assert!(files.matches("a", "files", "write_file", &Map::new()));
+        assert!(!files.matches("a", "notes", "write_file", &Map::new()), "another plugin's tool of that name");
+        let error = Rule::new(RuleAction::Allow, "write_file", Some("fi*".into()), None, [], None).unwrap_err();
+        assert_eq!(error.key, "plugin");
     }
 
     #[test]
     fn bad_rules_name_the_key() {
-        let error = Rule::new(RuleAction::Allow, "write_file", None, [("path".into(), "notes/[".into())], None);
+        let error = Rule::new(RuleAction::Allow, "write_file", None, None, [("path".into(), "notes/[".into())], None);
         let error = error.unwrap_err();
         assert_eq!(error.key, "args.path");
         assert!(error.why.contains("unclosed character class"), "{error}");
-        let error = Rule::new(RuleAction::Deny, "write file", None, [], None).unwrap_err();
+        let error = Rule::new(RuleAction::Deny, "write file", None, None, [], None).unwrap_err();
         assert_eq!(error.key, "tool");
-        let error = Rule::new(RuleAction::Allow, "x", None, [], Some("because".into())).unwrap_err();
+        let error = Rule::new(RuleAction::Allow, "x", None, None, [], Some("because".into())).unwrap_err();
         assert_eq!(error.key, "reason");
     }
 
@@ -293,11 +328,12 @@ mod tests {
         let rule = Rule::new(
             RuleAction::Deny,
             "write_*",
+            Some("files".into()),
             Some("coder".into()),
             [("path".into(), "secrets/**".into()), ("mode".into(), "a*".into())],
             None,
         )
         .unwrap();
-        assert_eq!(rule.to_string(), r#"deny write_* for agent coder where path = "secrets/**", mode = "a*""#);
+        assert_eq!(rule.to_string(), r#"deny write_* of plugin files for agent coder where path = "secrets/**", mode = "a*""#);
     }
 }
