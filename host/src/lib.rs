@@ -91,7 +91,7 @@ mod vcp_node;
 pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
 pub use approval::{
     AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
-    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, PendingCall,
+    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MAX_LINKS, MAX_PATH_BYTES, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, PendingCall,
     RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};

@@ -17,6 +17,7 @@ mod host_limits;
 mod hostile_model;
 mod interruptions;
 mod level_floor;
+mod path_rules;
 mod pipeline;
 mod limits;
 mod llm;

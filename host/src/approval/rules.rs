@@ -1,6 +1,7 @@
 //! Approval rules: `[[approval.rules]]` in `toolhost.toml`, compiled once
 //! when the policy is read, and the `[approval]` table they live in.
 
+use super::opened_path::{CallArguments, PathReadings};
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -69,16 +70,26 @@ impl RuleAction {
 /// a policy lets a tool run below the level the host holds it to.
 ///
 /// Globs are globset's, with `*` and `?` stopping at `/` and `**` crossing
-/// it, so `notes/*` is one level and `notes/**` the whole tree. A string
-/// argument is matched as it is; any other value as its JSON text
-/// (`5`, `true`, `{"a":1}`); a missing argument matches no pattern.
+/// it, so `notes/*` is one level and `notes/**` the whole tree — and
+/// `notes` itself. A string argument is matched as it is; any other value
+/// as its JSON text (`5`, `true`, `{"a":1}`); a missing argument matches no
+/// pattern.
 ///
-/// Arguments are often paths, so `..` is handled on the safe side: an
-/// `allow` pattern never matches a value with a `..` component
-/// (`notes/../secret` is not under `notes/`), and `deny` and `ask` patterns
-/// also match the value with `.` and `..` resolved and `//` folded, so
-/// `notes/../secrets/key` meets a `secrets/**` deny. Symbolic links are
-/// not resolved: the rules see the text the model wrote.
+/// Arguments are often paths, and a rule judges the path that will be
+/// opened: a string is also read as a path in each of the plugin's granted
+/// directories, symbolic links followed inside it. On the safe side each
+/// way:
+/// - a `deny` or `ask` pattern matches when the text, the text with `.`
+///   and `..` resolved and `//` folded (also with `\` as a separator), or
+///   any place the path leads to in a directory (relative to it, or under
+///   its guest path) matches, so `notes/../secrets/key`,
+///   `/workspace/secrets/key` and `alias/key` with `alias -> secrets` all
+///   meet a `secrets/**` deny;
+/// - an `allow` pattern matches only when the text does, has no `..`
+///   component, and every place a link leads it to matches too, so
+///   `notes/x` with `notes -> .git/hooks` is not under `notes/**`;
+/// - a path that leaves its directory through a link (or a `..`) denies
+///   the call: the rule cannot judge where it ends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
     action: RuleAction,
@@ -155,26 +166,54 @@ impl Rule {
     /// Whether it is about `tool` of `plugin`, whatever the agent and the
     /// arguments.
     pub fn covers(&self, plugin: &str, tool: &str) -> bool {
-        self.plugin.as_deref().is_none_or(|p| p == plugin) && self.tool.matcher.is_match(tool)
+        self.plugin.as_deref().is_none_or(|p| p == plugin) && self.tool.is_match(tool)
+    }
+
+    /// Whether it is about calls of `tool` of `plugin` by `agent`, whatever
+    /// their arguments.
+    pub(crate) fn applies_to(&self, agent: &str, plugin: &str, tool: &str) -> bool {
+        self.agent.as_deref().is_none_or(|a| a == agent) && self.covers(plugin, tool)
     }
 
     /// Whether the rule applies to a call of `tool` of `plugin` by `agent`
-    /// with `args`.
+    /// with `args`, judging their text only (no directory to open them in).
     pub fn matches(&self, agent: &str, plugin: &str, tool: &str, args: &Map<String, Value>) -> bool {
-        self.agent.as_deref().is_none_or(|a| a == agent)
-            && self.covers(plugin, tool)
-            && self.args.iter().all(|(name, pattern)| args.get(name).is_some_and(|value| self.arg_matches(pattern, value)))
+        self.matches_call(agent, plugin, tool, &CallArguments::new(args, &[]))
     }
 
-    fn arg_matches(&self, pattern: &Pattern, value: &Value) -> bool {
+    /// Whether the rule applies to a call of `tool` of `plugin` by `agent`
+    /// with `args`, paths judged where they lead in the plugin's directories.
+    pub(crate) fn matches_call(&self, agent: &str, plugin: &str, tool: &str, args: &CallArguments<'_>) -> bool {
+        self.applies_to(agent, plugin, tool)
+            && self.args.iter().all(|(name, pattern)| {
+                args.get(name).is_some_and(|value| self.arg_matches(pattern, value, args.path(name).as_deref()))
+            })
+    }
+
+    /// How an argument this rule judges leaves its directory, naming the
+    /// argument: a rule about paths cannot judge where such a path ends,
+    /// so the call is denied. `None` when none does.
+    pub(crate) fn escape(&self, args: &CallArguments<'_>) -> Option<String> {
+        self.args.iter().find_map(|(name, _)| args.path(name)?.escape.as_ref().map(|why| format!("`{name}` = {why}")))
+    }
+
+    fn arg_matches(&self, pattern: &Pattern, value: &Value, path: Option<&PathReadings>) -> bool {
         let text: Cow<'_, str> = match value {
             Value::String(s) => Cow::Borrowed(s),
             other => Cow::Owned(other.to_string()),
         };
+        let either = |forms: &[String; 2]| forms.iter().any(|form| pattern.is_match(form));
         match self.action {
-            RuleAction::Allow => !has_parent_component(&text) && pattern.matcher.is_match(&*text),
+            RuleAction::Allow => {
+                !has_parent_component(&text)
+                    && pattern.is_match(&text)
+                    && path.is_none_or(|path| path.through_links.iter().all(either))
+            }
             RuleAction::Ask | RuleAction::Deny => {
-                pattern.matcher.is_match(&*text) || pattern.matcher.is_match(lexically_normal(&text))
+                pattern.is_match(&text)
+                    || pattern.is_match(&lexically_normal(&text, &['/']))
+                    || pattern.is_match(&lexically_normal(&text, &['/', '\\']))
+                    || path.is_some_and(|path| path.direct.iter().chain(&path.through_links).any(either))
             }
         }
     }
@@ -203,12 +242,23 @@ impl fmt::Display for Rule {
 struct Pattern {
     glob: Glob,
     matcher: GlobMatcher,
+    /// For `dir/**`, `dir` itself: the tree includes its root.
+    root: Option<GlobMatcher>,
 }
 
 impl Pattern {
     fn new(text: &str) -> Result<Self, String> {
-        let glob = GlobBuilder::new(text).literal_separator(true).build().map_err(|e| e.kind().to_string())?;
-        Ok(Pattern { matcher: glob.compile_matcher(), glob })
+        let compile = |text: &str| GlobBuilder::new(text).literal_separator(true).build().map_err(|e| e.kind().to_string());
+        let glob = compile(text)?;
+        let root = match text.strip_suffix("/**") {
+            Some(root) if !root.is_empty() => Some(compile(root)?.compile_matcher()),
+            _ => None,
+        };
+        Ok(Pattern { matcher: glob.compile_matcher(), glob, root })
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        self.matcher.is_match(text) || self.root.as_ref().is_some_and(|root| root.is_match(text))
     }
 }
 
@@ -224,23 +274,23 @@ fn has_parent_component(text: &str) -> bool {
     text.split(['/', '\\']).any(|c| c == "..")
 }
 
-/// `text` as a path with `.` and empty components dropped and `..` taken
-/// back where it can be; the root stays.
-fn lexically_normal(text: &str) -> String {
+/// `text` as a path split at `separators`, with `.` and empty components
+/// dropped and `..` taken back where it can be; the root stays.
+fn lexically_normal(text: &str, separators: &[char]) -> String {
     let mut parts: Vec<&str> = Vec::new();
-    for component in text.split('/') {
+    for component in text.split(separators) {
         match component {
             "" | "." => {}
             ".." if parts.last().is_some_and(|p| *p != "..") => {
                 parts.pop();
             }
             // Above the root is the root.
-            ".." if text.starts_with('/') => {}
+            ".." if text.starts_with(separators) => {}
             other => parts.push(other),
         }
     }
     let joined = parts.join("/");
-    if text.starts_with('/') { format!("/{joined}") } else { joined }
+    if text.starts_with(separators) { format!("/{joined}") } else { joined }
 }
 
 #[cfg(test)]
@@ -287,12 +337,24 @@ mod tests {
             assert!(!allow.matches("a", "p", "write_file", &args(json!({ "path": path }))), "{path}");
         }
         let deny = rule(RuleAction::Deny, "write_file", Some(("path", "secrets/**")));
-        for path in ["secrets/key", "notes/../secrets/key", "./secrets//key", "a/b/../../secrets/key"] {
+        for path in ["secrets/key", "notes/../secrets/key", "./secrets//key", "a/b/../../secrets/key", "notes\\..\\secrets\\key"] {
             assert!(deny.matches("a", "p", "write_file", &args(json!({ "path": path }))), "{path}");
         }
         assert!(!deny.matches("a", "p", "write_file", &args(json!({ "path": "notes/secrets/key" }))));
-        assert_eq!(lexically_normal("/../a/./b//../c"), "/a/c");
-        assert_eq!(lexically_normal("../a/.."), "..");
+        assert_eq!(lexically_normal("/../a/./b//../c", &['/']), "/a/c");
+        assert_eq!(lexically_normal("../a/..", &['/']), "..");
+        assert_eq!(lexically_normal("notes\\..\\secrets\\key", &['/', '\\']), "secrets/key");
+    }
+
+    #[test]
+    fn a_tree_pattern_covers_its_root_in_every_spelling() {
+        let deny = rule(RuleAction::Deny, "write_file", Some(("path", "secrets/**")));
+        for path in ["secrets", "secrets/", "./secrets", "notes/../secrets"] {
+            assert!(deny.matches("a", "p", "write_file", &args(json!({ "path": path }))), "{path}");
+        }
+        assert!(!deny.matches("a", "p", "write_file", &args(json!({ "path": "secretsx" }))));
+        let everything = rule(RuleAction::Deny, "write_file", Some(("path", "**")));
+        assert!(everything.matches("a", "p", "write_file", &args(json!({ "path": "x" }))));
     }
 
     #[test]
