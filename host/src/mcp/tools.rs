@@ -85,6 +85,7 @@ mod tests {
         assert_eq!(listed["inputSchema"]["properties"]["path"], json!({"type": "string", "description": "Where."}));
         assert_eq!(listed["inputSchema"]["required"], json!(["path"]));
         assert_eq!(listed["_meta"]["toolhost/permission"], "sensitive");
+        assert_eq!(listed["_meta"]["toolhost/declaredPermission"], "public", "the plugin's own beside it");
         let mut public = ToolSpec::new("calculate", "calculator", "");
         public.permission = Permission::Public;
         let listed = serde_json::to_value(mcp_tool(&public, "calculator@1.0.0")).unwrap();
