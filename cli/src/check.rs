@@ -1,6 +1,6 @@
 use super::{GlobalOptions, findings, output};
 use std::process::ExitCode;
-use toolhost::{Approvals, missing_grants};
+use toolhost::{Approvals, missing_grants, unscoped_rules};
 
 /// Check the policy against the loaded plugins; fail on any finding.
 ///
@@ -8,11 +8,13 @@ use toolhost::{Approvals, missing_grants};
 /// anything is amiss: a refused component, a policy section that does not
 /// apply, a key that does nothing (a section for no plugin, a grant never
 /// asked for, a toggle or `{{tool:NAME}}` naming no tool, an agent with
-/// tool calling off), tools offered to models whose plugin asks for a
-/// directory or HTTP host the policy withholds (prompts leave them out), a
-/// remembered-approvals file that cannot be read.
-/// Each finding is a line on stdout; the exit code is 0 only with none,
-/// so CI can hold a policy to it.
+/// tool calling off, a rule naming a plugin not loaded), tools offered to
+/// models whose plugin asks for a directory or HTTP host the policy
+/// withholds (prompts leave them out), a remembered-approvals file that
+/// cannot be read. Each finding is a line on stdout; the exit code is 0
+/// only with none, so CI can hold a policy to it. An `info:` line says
+/// which plugins' tools each approval rule that names no plugin matches;
+/// it is not a finding.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = "Examples:\n  toolhost check\n  toolhost --config ci/toolhost.toml check")]
 pub(super) struct CheckCommand {}
@@ -29,6 +31,9 @@ impl CheckCommand {
             output::line(finding)?;
         }
         let catalog = registry.catalog();
+        for scope in unscoped_rules(registry.policy(), &catalog) {
+            output::line(format_args!("info: {scope}"))?;
+        }
         let source = file.map_or_else(|| "no policy file".to_owned(), |f| f.display().to_string());
         let summary = format!(
             "{} plugins, {} tools, {} refused ({source}): {}",

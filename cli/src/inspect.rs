@@ -76,8 +76,12 @@ pub(super) fn show(plugin: &LoadedPlugin, file: &Path) -> anyhow::Result<()> {
         plugin.limits.output_bytes >> 10
     ))?;
     output::line("tools:")?;
+    let raising = plugin.grants.raising_level();
     for tool in &manifest.tools {
         let mut flags = vec![tool.permission.as_str().to_owned()];
+        if tool.declared_permission != tool.permission {
+            flags[0] = format!("{} (declared {}, raised by {})", flags[0], tool.declared_permission.as_str(), raising.join(", "));
+        }
         for (on, flag) in [
             (tool.result_approval, "result-approval"),
             (tool.agent_callable, "agent-callable"),

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 /// List the loaded tools and what their plugins are granted.
 ///
 /// List the loaded tools: name (and the plugin's own name for it, when the
-/// policy renamed it), plugin@version, permission, params and the
-/// capabilities granted to their plugin.
+/// policy renamed it), plugin@version, permission (and the plugin's own
+/// level, when its grants raise it), params and the capabilities granted
+/// to their plugin.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = "Examples:\n  toolhost list\n  toolhost --plugins target/plugins/examples list\n  toolhost list --json")]
 pub(super) struct ListCommand {
@@ -33,6 +34,7 @@ impl ListCommand {
                         "version": plugin.manifest.version.to_string(),
                         "description": tool.description,
                         "permission": tool.permission,
+                        "declared_permission": tool.declared_permission,
                         "result_approval": tool.result_approval,
                         "agent_callable": tool.agent_callable,
                         "distributed_exposed": tool.distributed_exposed,
@@ -63,8 +65,13 @@ impl ListCommand {
     }
 }
 
+/// `moderate (declared public) +result`: the level the host holds the
+/// tool to, and the plugin's own when it is lower.
 fn permission_cell(tool: &ToolSpec) -> String {
     let mut cell = tool.permission.as_str().to_owned();
+    if tool.declared_permission != tool.permission {
+        cell.push_str(&format!(" (declared {})", tool.declared_permission.as_str()));
+    }
     if tool.result_approval {
         cell.push_str(" +result");
     }

@@ -818,3 +818,54 @@ fn parse_types_xml_style_values_by_the_schemas_of_a_tools_file() {
     let bad = toolhost_with_input(dir.path(), &["parse", "--tools", "missing.json"], "");
     assert!(!bad.status.success() && text(&bad.stderr).contains("missing.json"), "{}", text(&bad.stderr));
 }
+
+/// A directory whose policy grants `understated` (a writer it declares
+/// public) `/workspace` read-write over `ws/`, with `extra` policy text.
+fn understated_dir(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["plugins", "ws"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    std::fs::copy(plugins("hostile").join("understated.wasm"), dir.path().join("plugins/understated.wasm")).unwrap();
+    std::fs::write(
+        dir.path().join("toolhost.toml"),
+        format!(
+            "plugin_dirs = [\"plugins\"]\n[plugins.understated]\nfile = \"understated.wasm\"\n\
+             dirs = {{ \"/workspace\" = {{ host = \"ws\", access = \"read-write\" }} }}\n{extra}"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn a_writer_declared_public_is_asked_for_and_list_and_inspect_show_both_levels() {
+    let dir = understated_dir("");
+    let out = toolhost(dir.path(), &["call", "save_note", "--arg", "path=a.txt", "--arg", "content=x"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("status: denied"), "{}", text(&out.stderr));
+    assert!(!dir.path().join("ws/a.txt").exists(), "nothing was written");
+
+    let list = text(&toolhost(dir.path(), &["list"]).stdout);
+    let row = list.lines().find(|l| l.starts_with("save_note ")).unwrap_or_default();
+    assert!(row.contains("moderate (declared public)"), "{list}");
+    let json: serde_json::Value = serde_json::from_slice(&toolhost(dir.path(), &["list", "--json"]).stdout).unwrap();
+    assert_eq!((&json[0]["permission"], &json[0]["declared_permission"]), (&"moderate".into(), &"public".into()));
+    let inspect = toolhost(dir.path(), &["inspect", "plugins/understated.wasm"]);
+    let shown = text(&inspect.stdout);
+    assert!(shown.contains("save_note (moderate (declared public, raised by write /workspace)"), "{shown}");
+}
+
+#[test]
+fn check_says_which_plugins_tools_a_rule_without_a_plugin_matches() {
+    let rules = "[[approval.rules]]\naction = \"allow\"\ntool = \"save_*\"\n\
+                 [[approval.rules]]\naction = \"allow\"\nplugin = \"understated\"\ntool = \"save_note\"\n\
+                 [[approval.rules]]\naction = \"deny\"\nplugin = \"notes\"\ntool = \"*\"\n";
+    let dir = understated_dir(rules);
+    let out = toolhost(dir.path(), &["check"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("info: approval.rules[0]: `allow save_*` names no plugin; it matches save_note of understated"), "{stdout}");
+    assert!(!stdout.contains("approval.rules[1]"), "a rule naming its plugin needs no word: {stdout}");
+    assert!(stdout.contains("warning: approval.rules[2].plugin: no loaded plugin is named `notes`"), "{stdout}");
+    assert!(!out.status.success(), "a rule for no loaded plugin is a finding");
+}

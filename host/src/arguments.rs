@@ -181,6 +181,7 @@ mod tests {
                 param("filter", ParamType::Json, false),
             ],
             permission: Permission::Public,
+            declared_permission: Permission::Public,
             result_approval: false,
             agent_callable: true,
             distributed_exposed: false,

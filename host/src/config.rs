@@ -44,6 +44,7 @@
 //! [[approval.rules]]                 # deny, then ask, then allow rules are tried
 //! action = "allow"                   # allow | ask | deny
 //! tool = "write_file"                # a tool name or a glob: "read_*", "*"
+//! plugin = "files"                   # only this plugin's tools; default: any plugin's
 //! agent = "coder"                    # only for this agent; default: every agent
 //! args = { path = "notes/**" }       # every listed argument must match its glob
 //! reason = "…"                       # deny and ask only: the words the model or the person gets
@@ -643,7 +644,7 @@ impl ApprovalSection {
     /// every rule compiled; a bad rule names its place, `approval.rules[i].key`.
     fn resolve(self, lock_file: &Path, resolve: &dyn Fn(PathBuf) -> PathBuf, path: &Path) -> Result<ApprovalConfig, ConfigError> {
         let rules = self.rules.into_iter().enumerate().map(|(i, rule)| {
-            Rule::new(rule.action, &rule.tool, rule.agent, rule.args, rule.reason).map_err(|e| ConfigError::Invalid {
+            Rule::new(rule.action, &rule.tool, rule.plugin, rule.agent, rule.args, rule.reason).map_err(|e| ConfigError::Invalid {
                 path: path.to_owned(),
                 key: format!("approval.rules[{i}].{}", e.key),
                 value: e.value,
@@ -663,6 +664,7 @@ impl ApprovalSection {
 struct RuleSection {
     action: RuleAction,
     tool: String,
+    plugin: Option<String>,
     agent: Option<String>,
     #[serde(default)]
     args: BTreeMap<String, String>,

@@ -212,6 +212,7 @@ mod tests {
             description: format!("does {name}"),
             params: vec![ParamSpec { name: "x".into(), ty: ParamType::String, description: "x".into(), required: true }],
             permission: Permission::Public,
+            declared_permission: Permission::Public,
             result_approval: false,
             agent_callable: callable,
             distributed_exposed: false,

@@ -95,7 +95,7 @@ mod vcp_node;
 pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
 pub use approval::{
     AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
-    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, PendingCall,
+    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MAX_LINKS, MAX_PATH_BYTES, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, PendingCall,
     RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
@@ -139,7 +139,7 @@ pub use registry::{
     CacheError, CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, PinState,
     DEFAULT_WATCH_INTERVAL, Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
-pub use policy_check::{PolicyWarning, check_policy, missing_grants};
+pub use policy_check::{PolicyWarning, check_policy, missing_grants, unscoped_rules};
 pub use suggest::{did_you_mean, unknown_tool};
 pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
 pub use vcp_node::{

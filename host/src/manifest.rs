@@ -98,8 +98,14 @@ pub struct ToolSpec {
     pub description: String,
     /// Its parameters, in declaration order.
     pub params: Vec<ParamSpec>,
-    /// How much care a call needs.
+    /// How much care a call needs: the level its plugin declared, raised
+    /// to its grants' [`level_floor`](crate::Grants::level_floor) when the
+    /// registry loads it. Approval, tool filters, prompts and MCP
+    /// annotations read this one.
     pub permission: Permission,
+    /// The level its plugin declared, shown beside the one the host holds
+    /// it to.
+    pub declared_permission: Permission,
     /// Whether a person approves the result before the model sees it.
     pub result_approval: bool,
     /// Whether it is offered to models.
@@ -141,6 +147,7 @@ impl ToolSpec {
             description: description.into(),
             params: Vec::new(),
             permission: Permission::Public,
+            declared_permission: Permission::Public,
             result_approval: false,
             agent_callable: false,
             distributed_exposed: false,

@@ -241,7 +241,8 @@ impl Pipeline {
         for (index, slot) in slots.iter_mut().enumerate() {
             let Slot::Pending { call, decided } = slot else { continue };
             let (sha256, spec) = (&call.plugin().sha256, call.spec());
-            match self.approvals.assess(agent, turn.config.require_confirmation, sha256, spec, &call.call().args) {
+            let dirs = &call.plugin().grants.dirs;
+            match self.approvals.assess(agent, turn.config.require_confirmation, sha256, spec, &call.call().args, dirs) {
                 Assessment::Ask(_) if turn.chosen_by_person => *decided = Some(Assessment::Run { by: DecidedBy::Person }),
                 Assessment::Ask(reason) => asked.push((index, pending(agent, call, reason))),
                 assessment => *decided = Some(assessment),

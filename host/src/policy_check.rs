@@ -2,7 +2,8 @@
 //! a plugin that is not loaded, a grant the plugin never asked for, a
 //! rename of a tool the plugin does not declare, a tool toggle naming no
 //! tool, a `{{tool:NAME}}` in an agent's system prompt naming no tool
-//! offered to it, an agent whose tool calling is off. Each is found against what
+//! offered to it, an agent whose tool calling is off, an approval rule
+//! naming a plugin that is not loaded or none of its tools. Each is found against what
 //! actually loaded and named with the closest real name, so a typo is seen
 //! rather than silently ignored.
 
@@ -68,6 +69,18 @@ pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
             );
         }
     }
+    for (i, rule) in policy.approval.rules.iter().enumerate() {
+        let Some(name) = rule.plugin() else { continue };
+        let key = format!("approval.rules[{i}].plugin");
+        match catalog.plugins.iter().find(|p| p.name() == name) {
+            None => warn(key, format!("no loaded plugin is named `{name}`, so the rule does nothing{}", did_you_mean(name, &plugins))),
+            Some(plugin) if !plugin.manifest.tools.iter().any(|t| rule.covers(name, &t.name)) => {
+                let offered: Vec<&str> = plugin.manifest.tools.iter().map(|t| t.name.as_str()).collect();
+                warn(key, format!("`{name}` has no tool the rule's `tool` matches, so the rule does nothing (it has {})", offered.join(", ")));
+            }
+            Some(_) => {}
+        }
+    }
     let tools: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
     for (agent, config) in &policy.agents {
         if !config.enabled {
@@ -125,6 +138,28 @@ pub fn missing_grants(catalog: &Catalog) -> Vec<PolicyWarning> {
         }
     }
     warnings
+}
+
+/// Not mistakes: what each approval rule that names no plugin matches,
+/// plugin by plugin, so a person sees when a glob written for one
+/// plugin's tools also takes in another's.
+pub fn unscoped_rules(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
+    let rules = policy.approval.rules.iter().enumerate().filter(|(_, rule)| rule.plugin().is_none());
+    rules
+        .map(|(i, rule)| {
+            let matched: Vec<String> = catalog
+                .tools()
+                .filter(|(plugin, tool)| rule.covers(plugin.name(), &tool.name))
+                .map(|(plugin, tool)| format!("{} of {}", tool.name, plugin.name()))
+                .collect();
+            let message = if matched.is_empty() {
+                format!("`{rule}` names no plugin and matches no loaded tool")
+            } else {
+                format!("`{rule}` names no plugin; it matches {}", matched.join(", "))
+            };
+            PolicyWarning { key: format!("approval.rules[{i}]"), message }
+        })
+        .collect()
 }
 
 fn never_asked(what: &str, granted: &str, asked: &[&str]) -> String {

@@ -16,6 +16,8 @@ mod grants;
 mod host_limits;
 mod hostile_model;
 mod interruptions;
+mod level_floor;
+mod path_rules;
 mod pipeline;
 mod limits;
 mod llm;

@@ -231,6 +231,23 @@ async fn unattended_approval_denies_moderate_tools_by_default_saying_so_and_the_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_its_plugin_declares_public_is_denied_unattended() {
+    let workspace = tempfile::tempdir().unwrap();
+    let grant = format!(
+        "[plugins.understated]\nfile = \"understated.wasm\"\n\
+         dirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
+        workspace.path().display().to_string()
+    );
+    let standin = StandIn::start(KEY).await;
+    let _node = Node::join(&standin, &["understated"], "", &grant).await;
+    standin.registration(1).await;
+    standin.execute("r-write", "save_note", json!({"path": "a.txt", "content": "x"}));
+    let message = error_of(&standin.result("r-write").await).to_owned();
+    assert!(message.contains("needs approval") && message.contains("[vcp.unattended] moderate = \"deny\""), "{message}");
+    assert!(!workspace.path().join("a.txt").exists(), "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_hit_is_an_error_that_names_the_limit() {
     let standin = StandIn::start(KEY).await;
     let _node = Node::join(&standin, &["exposed"], "", "[plugins.exposed.limits]\nfuel = 2000000\n").await;

@@ -48,6 +48,7 @@ const HOSTILE: &[&str] = &[
     "squatter",
     "escapes",
     "exposed",
+    "understated",
 ];
 /// Plugins that serve one test suite: the MCP conformance suite's fixture
 /// tools.

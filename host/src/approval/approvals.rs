@@ -4,9 +4,11 @@
 
 use super::audit::{AuditLog, AuditRecord};
 use super::memory::{ApprovalMemory, MemoryError};
+use super::opened_path::CallArguments;
 use super::rules::{ApprovalConfig, Rule, RuleAction};
 use super::{Answer, Approver, AskReason, CallDecision, DecidedBy, PendingCall};
 use crate::manifest::{Permission, ToolSpec};
+use crate::sandbox::DirGrant;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -56,9 +58,11 @@ impl Approvals {
     }
 
     /// What becomes of a call of `tool` by `agent` with the checked `args`,
-    /// its plugin's component having `plugin_sha256`:
+    /// its plugin's component having `plugin_sha256` and the directories
+    /// `dirs` (where the rules judge path arguments; see [`Rule`]):
     ///
-    /// 1. a matching deny rule denies (even with `require_confirmation`);
+    /// 1. a path a rule judges that leaves its directory denies, and so
+    ///    does a matching deny rule (even with `require_confirmation`);
     /// 2. a matching ask rule asks;
     /// 3. `require_confirmation` asks, whatever allow rules say;
     /// 4. a matching allow rule runs it (a sensitive tool too);
@@ -72,14 +76,21 @@ impl Approvals {
         plugin_sha256: &str,
         tool: &ToolSpec,
         args: &Map<String, Value>,
+        dirs: &[DirGrant],
     ) -> Assessment {
+        let args = CallArguments::new(args, dirs);
         let first = |action| {
             self.rules
                 .iter()
                 .enumerate()
-                .find(|(_, rule)| rule.action() == action && rule.matches(agent, &tool.name, args))
+                .find(|(_, rule)| rule.action() == action && rule.matches_call(agent, &tool.plugin, &tool.name, &args))
                 .map(|(i, rule)| (describe(i, rule), rule))
         };
+        let applicable = self.rules.iter().enumerate().filter(|(_, rule)| rule.applies_to(agent, &tool.plugin, &tool.name));
+        if let Some((which, why)) = applicable.filter_map(|(i, rule)| Some((describe(i, rule), rule.escape(&args)?))).next() {
+            let reason = format!("{why}, so {which} cannot judge where it ends");
+            return Assessment::Deny { by: DecidedBy::Rule(which), reason };
+        }
         if let Some((which, rule)) = first(RuleAction::Deny) {
             let reason = rule.reason().map_or_else(|| format!("denied by {which}"), str::to_owned);
             return Assessment::Deny { by: DecidedBy::Rule(which), reason };
@@ -112,10 +123,10 @@ impl Approvals {
     /// allow rule for every call of it covers. Remembered decisions are not
     /// counted: they may be revoked.
     pub fn may_ask(&self, agent: &str, require_confirmation: bool, tool: &ToolSpec) -> bool {
-        let rule = |action| self.rules.iter().any(|rule| rule.action() == action && rule.may_match(agent, &tool.name));
+        let rule = |action| self.rules.iter().any(|rule| rule.action() == action && rule.applies_to(agent, &tool.plugin, &tool.name));
         let always = |action| {
             let any_args = Map::new();
-            self.rules.iter().any(|rule| rule.action() == action && rule.matches(agent, &tool.name, &any_args))
+            self.rules.iter().any(|rule| rule.action() == action && rule.matches(agent, &tool.plugin, &tool.name, &any_args))
         };
         if always(RuleAction::Deny) {
             return false;
@@ -237,7 +248,7 @@ mod tests {
     }
 
     fn rule(action: RuleAction, tool: &str) -> Rule {
-        Rule::new(action, tool, None, [], None).unwrap()
+        Rule::new(action, tool, None, None, [], None).unwrap()
     }
 
     fn tool(name: &str, permission: Permission) -> ToolSpec {
@@ -249,7 +260,7 @@ mod tests {
     }
 
     fn assess(setup: &Setup, tool: &ToolSpec, args: &Map<String, Value>) -> Assessment {
-        setup.approvals.assess("coder", false, SHA, tool, args)
+        setup.approvals.assess("coder", false, SHA, tool, args, &[])
     }
 
     fn by_rule(index: usize, text: &str) -> DecidedBy {
@@ -267,13 +278,13 @@ mod tests {
 
     #[test]
     fn deny_beats_allow_whatever_the_order() {
-        let mut deny = Rule::new(RuleAction::Deny, "write_*", None, [], Some("writes are off today".into())).unwrap();
+        let mut deny = Rule::new(RuleAction::Deny, "write_*", None, None, [], Some("writes are off today".into())).unwrap();
         let setup = with_rules(vec![rule(RuleAction::Allow, "write_file"), deny.clone()]);
         let write = tool("write_file", Permission::Sensitive);
         let expected = Assessment::Deny { by: by_rule(1, "deny write_*"), reason: "writes are off today".into() };
         assert_eq!(assess(&setup, &write, &Map::new()), expected);
         assert_eq!(
-            setup.approvals.assess("coder", true, SHA, &write, &Map::new()),
+            setup.approvals.assess("coder", true, SHA, &write, &Map::new(), &[]),
             expected,
             "deny rules win over require_confirmation too"
         );
@@ -287,7 +298,7 @@ mod tests {
 
     #[test]
     fn an_ask_rule_makes_a_public_tool_ask_and_beats_allow() {
-        let ask = Rule::new(RuleAction::Ask, "calc*", None, [], Some("costly".into())).unwrap();
+        let ask = Rule::new(RuleAction::Ask, "calc*", None, None, [], Some("costly".into())).unwrap();
         let setup = with_rules(vec![rule(RuleAction::Allow, "*"), ask]);
         assert_eq!(
             assess(&setup, &tool("calculate", Permission::Public), &Map::new()),
@@ -310,7 +321,7 @@ mod tests {
 
     #[test]
     fn an_argument_pattern_allows_one_path_and_asks_for_another() {
-        let notes = Rule::new(RuleAction::Allow, "write_file", None, [("path".into(), "notes/**".into())], None).unwrap();
+        let notes = Rule::new(RuleAction::Allow, "write_file", None, None, [("path".into(), "notes/**".into())], None).unwrap();
         let setup = with_rules(vec![notes]);
         let write = tool("write_file", Permission::Sensitive);
         assert_eq!(
@@ -328,11 +339,11 @@ mod tests {
 
     #[test]
     fn an_agent_narrowed_rule_applies_to_that_agent_only() {
-        let coder = Rule::new(RuleAction::Allow, "write_file", Some("coder".into()), [], None).unwrap();
+        let coder = Rule::new(RuleAction::Allow, "write_file", None, Some("coder".into()), [], None).unwrap();
         let setup = with_rules(vec![coder]);
         let write = tool("write_file", Permission::Sensitive);
-        assert!(matches!(setup.approvals.assess("coder", false, SHA, &write, &Map::new()), Assessment::Run { .. }));
-        assert_eq!(setup.approvals.assess("writer", false, SHA, &write, &Map::new()), Assessment::Ask(AskReason::Sensitive));
+        assert!(matches!(setup.approvals.assess("coder", false, SHA, &write, &Map::new(), &[]), Assessment::Run { .. }));
+        assert_eq!(setup.approvals.assess("writer", false, SHA, &write, &Map::new(), &[]), Assessment::Ask(AskReason::Sensitive));
     }
 
     #[tokio::test]
@@ -340,12 +351,12 @@ mod tests {
         let setup = with_rules(vec![rule(RuleAction::Allow, "write_file")]);
         let approvals = &setup.approvals;
         let ask = Assessment::Ask(AskReason::RequireConfirmation);
-        assert_eq!(approvals.assess("coder", true, SHA, &tool("calculate", Permission::Public), &Map::new()), ask);
-        assert_eq!(approvals.assess("coder", true, SHA, &tool("write_file", Permission::Sensitive), &Map::new()), ask);
+        assert_eq!(approvals.assess("coder", true, SHA, &tool("calculate", Permission::Public), &Map::new(), &[]), ask);
+        assert_eq!(approvals.assess("coder", true, SHA, &tool("write_file", Permission::Sensitive), &Map::new(), &[]), ask);
         let read = tool("read_file", Permission::Moderate);
         approvals.remember("coder", "files", "read_file", SHA).await.unwrap();
-        assert_eq!(approvals.assess("coder", true, SHA, &read, &Map::new()), ask);
-        assert_eq!(approvals.assess("coder", false, SHA, &read, &Map::new()), Assessment::Run { by: DecidedBy::Remembered });
+        assert_eq!(approvals.assess("coder", true, SHA, &read, &Map::new(), &[]), ask);
+        assert_eq!(approvals.assess("coder", false, SHA, &read, &Map::new(), &[]), Assessment::Run { by: DecidedBy::Remembered });
     }
 
     #[tokio::test]
@@ -358,12 +369,12 @@ mod tests {
         assert_eq!(setup.approvals.settle(&call, SHA, always.clone()).await, Assessment::Run { by: DecidedBy::Person });
         assert_eq!(assess(&setup, &read, &Map::new()), Assessment::Run { by: DecidedBy::Remembered });
         assert_eq!(
-            setup.approvals.assess("coder", false, "2222", &read, &Map::new()),
+            setup.approvals.assess("coder", false, "2222", &read, &Map::new(), &[]),
             Assessment::Ask(AskReason::Moderate),
             "a changed plugin asks again"
         );
         assert_eq!(
-            setup.approvals.assess("writer", false, SHA, &read, &Map::new()),
+            setup.approvals.assess("writer", false, SHA, &read, &Map::new(), &[]),
             Assessment::Ask(AskReason::Moderate),
             "remembered per agent"
         );
@@ -372,7 +383,7 @@ mod tests {
             audit_log: None,
             rules: Vec::new(),
         });
-        assert_eq!(reopened.assess("coder", false, SHA, &read, &Map::new()), Assessment::Run { by: DecidedBy::Remembered });
+        assert_eq!(reopened.assess("coder", false, SHA, &read, &Map::new(), &[]), Assessment::Run { by: DecidedBy::Remembered });
 
         let write = tool("write_file", Permission::Sensitive);
         let call = pending(&write, AskReason::Sensitive);
@@ -394,7 +405,7 @@ mod tests {
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].to_string().contains("corrupt"), "{}", warnings[0]);
         let read = tool("read_file", Permission::Moderate);
-        assert_eq!(approvals.assess("coder", false, SHA, &read, &Map::new()), Assessment::Ask(AskReason::Moderate));
+        assert_eq!(approvals.assess("coder", false, SHA, &read, &Map::new(), &[]), Assessment::Ask(AskReason::Moderate));
     }
 
     #[tokio::test]

@@ -35,7 +35,7 @@
 //! # async fn turn(approvals: &Approvals, tool: &ToolSpec, sha256: &str, args: serde_json::Map<String, serde_json::Value>) {
 //! let approver = DenyAll; // or AllowAll, a TerminalApprover, a ChannelApprover
 //! let mut pending = Vec::new();
-//! let assessment = approvals.assess("coder", false, sha256, tool, &args);
+//! let assessment = approvals.assess("coder", false, sha256, tool, &args, &[]);
 //! if let Assessment::Ask(reason) = assessment {
 //!     pending.push(PendingCall {
 //!         id: "call-1".into(),
@@ -71,6 +71,7 @@ mod approvals;
 mod audit;
 mod channel;
 mod memory;
+mod opened_path;
 mod rules;
 mod terminal;
 
@@ -79,6 +80,7 @@ pub use approvals::{Approvals, Assessment};
 pub use audit::AuditRecord;
 pub use channel::{ApprovalRequest, ChannelApprover};
 pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, RememberedApproval};
+pub use opened_path::{MAX_LINKS, MAX_PATH_BYTES};
 pub use rules::{ApprovalConfig, Rule, RuleAction, RuleError};
 pub use terminal::TerminalApprover;
 

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 /// `tool` as MCP's `tools/list` gives it: its params as the `inputSchema`,
 /// a title, what its level means as annotations, and toolhost's own facts
-/// (plugin, level, result approval) under `_meta`.
+/// (plugin, level and the plugin's own, result approval) under `_meta`.
+/// The level is the one the host holds the tool to, so the hints never
+/// call a tool read-only that its grants let write.
 pub(super) fn mcp_tool(tool: &ToolSpec, plugin_label: &str) -> Tool {
     let Value::Object(schema) = parameters_schema(tool) else { unreachable!("a parameters schema is an object") };
     let title = title(&tool.name);
@@ -23,6 +25,7 @@ pub(super) fn mcp_tool(tool: &ToolSpec, plugin_label: &str) -> Tool {
     let meta = json!({
         "toolhost/plugin": plugin_label,
         "toolhost/permission": tool.permission.as_str(),
+        "toolhost/declaredPermission": tool.declared_permission.as_str(),
         "toolhost/resultApproval": tool.result_approval,
     });
     let Value::Object(meta) = meta else { unreachable!("an object literal") };
@@ -82,6 +85,7 @@ mod tests {
         assert_eq!(listed["inputSchema"]["properties"]["path"], json!({"type": "string", "description": "Where."}));
         assert_eq!(listed["inputSchema"]["required"], json!(["path"]));
         assert_eq!(listed["_meta"]["toolhost/permission"], "sensitive");
+        assert_eq!(listed["_meta"]["toolhost/declaredPermission"], "public", "the plugin's own beside it");
         let mut public = ToolSpec::new("calculate", "calculator", "");
         public.permission = Permission::Public;
         let listed = serde_json::to_value(mcp_tool(&public, "calculator@1.0.0")).unwrap();

@@ -634,8 +634,11 @@ impl Registry {
         let identity = ComponentId { file: &file, sha256: &sha256, pinned: pin.is_pinned() };
         let policy = binding::apply(&self.policy, &manifest.name, &identity);
         let grants = Grants::resolve(&manifest.capabilities, &policy.allowance);
-        let reach = grants.reach();
-        manifest.tools.iter_mut().for_each(|tool| tool.reach = reach);
+        let (reach, floor) = (grants.reach(), grants.level_floor());
+        for tool in &mut manifest.tools {
+            tool.reach = reach;
+            tool.permission = tool.declared_permission.max(floor);
+        }
         let prepared = if grants.http_hosts.is_empty() { bare } else { prepare(&grants)? };
         Ok(LoadedPlugin {
             path: path.to_owned(),

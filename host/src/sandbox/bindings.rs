@@ -43,6 +43,11 @@ impl From<wit::Manifest> for RawManifest {
 
 impl From<wit::Tool> for RawTool {
     fn from(t: wit::Tool) -> Self {
+        let declared = match t.permission {
+            wit::Permission::Public => Permission::Public,
+            wit::Permission::Moderate => Permission::Moderate,
+            wit::Permission::Sensitive => Permission::Sensitive,
+        };
         let spec = ToolSpec {
             name: t.name,
             plugin: String::new(),
@@ -63,11 +68,8 @@ impl From<wit::Tool> for RawTool {
                     required: p.required,
                 })
                 .collect(),
-            permission: match t.permission {
-                wit::Permission::Public => Permission::Public,
-                wit::Permission::Moderate => Permission::Moderate,
-                wit::Permission::Sensitive => Permission::Sensitive,
-            },
+            permission: declared,
+            declared_permission: declared,
             result_approval: t.result_approval,
             agent_callable: t.agent_callable,
             distributed_exposed: t.distributed_exposed,

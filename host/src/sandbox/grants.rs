@@ -10,7 +10,7 @@
 //! - an [`EnvGrant`] sets one environment variable to the host's value;
 //! - an HTTP host lets `wasi:http` requests reach that host (and port).
 
-use crate::manifest::{Capabilities, DirAccess, Reach};
+use crate::manifest::{Capabilities, DirAccess, Permission, Reach};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -121,6 +121,26 @@ impl Grants {
         } else {
             Reach::Compute
         }
+    }
+
+    /// The least level the host holds a tool under these grants to,
+    /// whatever its plugin declares: `moderate` when they let it write or
+    /// reach out (see [`raising_level`](Self::raising_level)), else
+    /// `public`. Only the policy goes below it, by an approval rule.
+    pub fn level_floor(&self) -> Permission {
+        if self.raising_level().is_empty() { Permission::Public } else { Permission::Moderate }
+    }
+
+    /// The grants that raise [`level_floor`](Self::level_floor):
+    /// read-write directories, HTTP hosts and environment variables, as
+    /// `write /workspace`, `http example.com`, `env HOME`. A read-only
+    /// directory does not: the plugin only reads what the operator put
+    /// there.
+    pub fn raising_level(&self) -> Vec<String> {
+        let writes = self.dirs.iter().filter(|d| d.access == DirAccess::ReadWrite).map(|d| format!("write {}", d.guest_path));
+        let hosts = self.http_hosts.iter().map(|h| format!("http {h}"));
+        let env = self.env.iter().map(|e| format!("env {}", e.name));
+        writes.chain(hosts).chain(env).collect()
     }
 
     /// Intersect what a plugin asks for with what the policy allows.

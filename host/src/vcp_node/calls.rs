@@ -159,7 +159,8 @@ async fn approve_file_request(
     spec.permission = FILE_REQUEST_PERMISSION;
     // "Allow always" holds for the directories served when it was given.
     let identity = sha256_hex(format!("{:?}", inner.config.serve_dirs).as_bytes());
-    let reason = match approvals.assess(agent, inner.turn.config.require_confirmation, &identity, &spec, args) {
+    // The file is resolved inside `serve_dirs` by the node itself, not by a plugin.
+    let reason = match approvals.assess(agent, inner.turn.config.require_confirmation, &identity, &spec, args, &[]) {
         Assessment::Ask(reason) => reason,
         decided => return Some(decided),
     };
