@@ -150,7 +150,9 @@ async fn a_saved_conversation_resumes_with_what_was_said() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = chat(dir.path(), &model, &["--message", "What was my colour?", "--resume", "t.jsonl"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("resuming t.jsonl (3 entries)"), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("resuming t.jsonl (3 entries)"), "{stderr}");
+    assert!(stderr.contains("you> My colour is blue\nNoted: blue."), "the last exchange is shown: {stderr}");
     let requests = model.requests();
     let sent = requests[1].messages();
     let said: Vec<&str> = sent.iter().filter_map(|m| m["content"].as_str()).collect();
@@ -260,4 +262,41 @@ async fn at_a_terminal_calls_are_asked_at_the_prompt_and_ctrl_c_cancels_a_turn()
     assert_eq!(requests.len(), 4);
     let last: Vec<&str> = requests[3].messages().iter().filter_map(|m| m["content"].as_str()).collect();
     assert!(last.iter().any(|m| m.starts_with("word word")), "what streamed before the cancel is kept: {last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_terminal_slash_commands_list_the_tools_reload_and_are_never_sent() {
+    let dir = workspace();
+    let model = StandIn::start([Response::text("Hello.")]).await.unwrap();
+    let mut command = command(dir.path());
+    command.args(["chat", "--base-url", &model.base_url()]);
+    let session = tokio::task::spawn_blocking(move || {
+        let mut session = rexpect::session::spawn_command(command, Some(30_000)).unwrap();
+        session.exp_string("/help lists the commands").unwrap();
+        session.exp_string("you> ").unwrap();
+        session.send_line("/help").unwrap();
+        session.exp_string("/reload").unwrap();
+        session.exp_string("you> ").unwrap();
+        session.send_line("/tools").unwrap();
+        session.exp_string("write_file").unwrap();
+        session.exp_string("sensitive").unwrap();
+        session.exp_string("you> ").unwrap();
+        session.send_line("/tool").unwrap();
+        session.exp_string("no command /tool").unwrap();
+        session.exp_string("/tools").unwrap();
+        session.exp_string("you> ").unwrap();
+        session.send_line("/reload").unwrap();
+        session.exp_string("reloaded: nothing changed").unwrap();
+        session.exp_string("you> ").unwrap();
+        session.send_line("Hi").unwrap();
+        session.exp_string("Hello.").unwrap();
+        session.exp_string("you> ").unwrap();
+        session.send_line("/quit").unwrap();
+        session.exp_eof().unwrap();
+        session.process_mut().wait().unwrap()
+    });
+    let status = session.await.unwrap();
+    assert!(matches!(status, rexpect::process::WaitStatus::Exited(_, 0)), "{status:?}");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1, "commands never reach the model");
 }

@@ -84,7 +84,7 @@ async fn an_unmapped_directory_is_withheld_and_invisible() {
     assert!(
         outcome.output.ends_with(
             "note: plugin `hostile` is granted no directories, so every path is missing to it; it asks for /data, \
-             which the policy does not grant ([plugins.hostile.dirs] in toolhost.toml)"
+             which the policy does not grant ([plugins.hostile.dirs] in the policy file)"
         ),
         "{}",
         outcome.output

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use terminal::{Line, Terminal};
 use toolhost::{
     AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DenyAll, Handover, ManualDecision, OpenAiClient,
-    ProtocolId, RequestedCall, Stop, Transcript, printable, to_json_pretty, visible_tools,
+    DEFAULT_WATCH_INTERVAL, Entry, ProtocolId, Registry, RequestedCall, Stop, Transcript, did_you_mean, printable, to_json_pretty,
+    visible_tools,
 };
 
 /// The agent name a chat without `--agent` runs as (approvals remembered
@@ -79,6 +80,8 @@ pub(super) struct ChatCommand {
 /// What a chat needs while it runs.
 struct Session {
     chain: Chain,
+    /// The loaded plugins, for `/tools` and `/reload`.
+    registry: Arc<Registry>,
     transcript: Transcript,
     display: Display,
     /// The person's terminal, when stdin is one.
@@ -107,6 +110,7 @@ impl ChatCommand {
             None => Arc::new(DenyAll),
         };
         let pipeline = global.pipeline_with(approver).await?;
+        let registry = pipeline.executor().registry().clone();
         let offered = if config.enabled { visible_tools(&pipeline.executor().registry().catalog(), &config).len() } else { 0 };
         let (url, model) = (profile.base_url.clone(), profile.model.clone());
         // A chat channel that is the VCP server this machine joins as a
@@ -127,7 +131,8 @@ impl ChatCommand {
             output::note("note: no terminal to ask on: calls that need approval are denied (--yes allows them)");
         }
         let transcript = self.transcript()?;
-        let mut session = Session { chain, transcript, display: Display::new(self.json), terminal, yes: self.yes, failed: false };
+        let display = Display::new(self.json);
+        let mut session = Session { chain, registry, transcript, display, terminal, yes: self.yes, failed: false };
         let waiting = !session.transcript.unanswered().is_empty() && session.chain.config().mode == CallMode::Manual;
         if waiting {
             session.decide_waiting().await?;
@@ -160,6 +165,7 @@ impl ChatCommand {
             }
             let count = transcript.entries().len();
             output::note(format_args!("resuming {} ({count} entries)", path.display()));
+            show_last_exchange(&transcript);
             return Ok(transcript);
         }
         match &self.transcript {
@@ -173,11 +179,23 @@ impl Session {
     /// Messages typed at the prompt, each a turn, until Ctrl-D or `/quit`.
     async fn prompt_loop(&mut self) -> anyhow::Result<()> {
         let terminal = self.terminal.clone().expect("a prompt loop runs at a terminal");
-        output::note("Type a message; Ctrl-C cancels a turn, Ctrl-D or /quit ends the chat.");
+        output::note("Type a message; /help lists the commands; Ctrl-C cancels a turn, Ctrl-D or /quit ends the chat.");
+        // Components added, changed or removed in the plugin directories
+        // reach the next turn.
+        let watching = CancellationToken::new();
+        let _stop_watching = watching.clone().drop_guard();
+        tokio::spawn({
+            let registry = self.registry.clone();
+            async move { registry.watch(DEFAULT_WATCH_INTERVAL, watching).await }
+        });
         loop {
             let message = match terminal.read("you> ", "").await? {
                 Line::Text(text) if matches!(text.trim(), "/quit" | "/exit") => return Ok(()),
                 Line::Text(text) if text.trim().is_empty() => continue,
+                Line::Text(text) if is_command(&text) => {
+                    self.command(text.trim()).await;
+                    continue;
+                }
                 Line::Text(text) => text,
                 Line::Interrupted => continue,
                 Line::Ended => return Ok(()),
@@ -185,6 +203,45 @@ impl Session {
             self.turn(&message).await?;
             if self.display.closed() {
                 return Ok(());
+            }
+        }
+    }
+
+    /// A `/command` typed at the prompt: said on stderr, never sent.
+    async fn command(&mut self, command: &str) {
+        match command {
+            "/help" => output::note(
+                "/tools    the tools offered to the model, with their levels\n\
+                 /reload   rescan the plugin directories now (changes are also picked up on their own)\n\
+                 /quit     end the chat (or Ctrl-D); Ctrl-C cancels a turn",
+            ),
+            "/tools" => {
+                let catalog = self.registry.catalog();
+                let config = self.chain.config();
+                let offered = if config.enabled { visible_tools(&catalog, config) } else { Vec::new() };
+                if offered.is_empty() {
+                    output::note("no tools are offered to the model");
+                }
+                for tool in offered {
+                    let first = tool.description.lines().next().unwrap_or("");
+                    output::note(format_args!("{:<16} {:<10} {}", tool.name, tool.permission.as_str(), printable(first)));
+                }
+            }
+            "/reload" => match self.registry.reload().await {
+                Ok(event) if event.added.is_empty() && event.removed.is_empty() && event.changed.is_empty() => {
+                    output::note("reloaded: nothing changed")
+                }
+                Ok(event) => output::note(format_args!(
+                    "reloaded: added [{}], removed [{}], changed [{}]",
+                    event.added.join(", "),
+                    event.removed.join(", "),
+                    event.changed.join(", ")
+                )),
+                Err(error) => output::alert(format_args!("the reload failed: {error}")),
+            },
+            other => {
+                let known = ["/help", "/tools", "/reload", "/quit"];
+                output::note(format_args!("no command {}{}; /help lists them", printable(other), did_you_mean(other, &known)));
             }
         }
     }
@@ -325,5 +382,29 @@ async fn interruptible<T>(work: impl Future<Output = T>, cancel: &CancellationTo
                 cancel.cancel();
             }
         }
+    }
+}
+
+/// A line typed at the prompt that is a command: one word after a `/`
+/// (a message that merely starts with a path has spaces or more slashes).
+fn is_command(text: &str) -> bool {
+    let text = text.trim();
+    text.starts_with('/') && text.len() > 1 && !text[1..].contains(['/', ' ', '\t'])
+}
+
+/// What was last said in a resumed conversation, so the person knows
+/// where it stands.
+fn show_last_exchange(transcript: &Transcript) {
+    let entries = transcript.entries();
+    let Some(asked) = entries.iter().rposition(|e| matches!(e, Entry::User { .. })) else { return };
+    if let Entry::User { content } = &entries[asked] {
+        output::note(format_args!("you> {}", printable(content)));
+    }
+    let answer = entries[asked..].iter().rev().find_map(|e| match e {
+        Entry::Assistant { content, .. } if !content.trim().is_empty() => Some(content),
+        _ => None,
+    });
+    if let Some(answer) = answer {
+        output::note(printable(answer));
     }
 }

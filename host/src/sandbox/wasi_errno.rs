@@ -113,7 +113,7 @@ fn directories_note(plugin: &str, grants: &Grants) -> String {
     if !withheld.is_empty() {
         let _ = write!(
             note,
-            "; it asks for {}, which the policy does not grant ([plugins.{plugin}.dirs] in toolhost.toml)",
+            "; it asks for {}, which the policy does not grant ([plugins.{plugin}.dirs] in the policy file)",
             withheld.join(", ")
         );
     }
@@ -145,7 +145,7 @@ mod tests {
             "cannot open /etc/passwd: No such file or directory (WASI errno 44, ENOENT)\n\
              note: plugin `files` sees only /data (read); any other path is missing to it, and writing in a \
              read-only one is refused; it asks for /secrets, \
-             which the policy does not grant ([plugins.files.dirs] in toolhost.toml)"
+             which the policy does not grant ([plugins.files.dirs] in the policy file)"
         );
     }
 
