@@ -83,8 +83,8 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         "demo" => {
+            // The plugins' build builds the binaries the demo runs.
             build_plugins(&root)?;
-            run(cargo(&root).args(["build", "--release", "-p", "toolhost-standin"]))?;
             demo(&root)
         }
         "bench" => {
@@ -178,10 +178,10 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
     // The CLI builds the polyglot examples. Built as `cargo test --release
     // --workspace` builds it (every member, test targets too), so that
     // Cargo unifies the same features and the test run reuses this build
-    // rather than compiling wasmtime a second time.
-    run(cargo(root).args(["build", "--release", "--workspace", "--tests"]))?;
-    // The scripted model the README's "Try it" chats with.
-    run(cargo(root).args(["build", "--release", "-p", "toolhost-standin"]))?;
+    // rather than compiling wasmtime a second time; every binary in the same
+    // build (the CLI, and `standin-llm`, the scripted model the README's
+    // "Try it" chats with), so none is compiled again with other features.
+    run(cargo(root).args(["build", "--release", "--workspace", "--tests", "--bins"]))?;
     polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())
