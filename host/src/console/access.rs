@@ -74,7 +74,7 @@ impl Access {
     }
 
     /// `?token=…` in the URL: the printed link's way in.
-    fn in_query<'a>(request: &'a Request) -> Option<&'a str> {
+    fn in_query(request: &Request) -> Option<&str> {
         request.uri().query()?.split('&').find_map(|pair| pair.strip_prefix("token="))
     }
 
@@ -107,10 +107,8 @@ impl Access {
         if changes && !self.same_origin(request.headers()) {
             return refused(StatusCode::FORBIDDEN, "a request from another origin may not change anything here\n");
         }
-        if let Some(given) = Self::in_query(&request) {
-            if request.method() == Method::GET && self.is_token(given) {
-                return self.enter(&request);
-            }
+        if request.method() == Method::GET && Self::in_query(&request).is_some_and(|given| self.is_token(given)) {
+            return self.enter(&request);
         }
         if !self.carries_token(request.headers()) {
             return refused(
