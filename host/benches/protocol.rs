@@ -124,6 +124,7 @@ fn tool(i: usize) -> ToolSpec {
             ParamSpec { name: "limit".into(), ty: ParamType::Integer, description: "how many results".into(), required: false },
         ],
         permission: Permission::Public,
+        declared_permission: Permission::Public,
         result_approval: false,
         agent_callable: true,
         distributed_exposed: false,

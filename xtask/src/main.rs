@@ -181,7 +181,9 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
     // rather than compiling wasmtime a second time; every binary in the same
     // build (the CLI, and `standin-llm`, the scripted model the README's
     // "Try it" chats with), so none is compiled again with other features.
-    run(cargo(root).args(["build", "--release", "--workspace", "--tests", "--bins"]))?;
+    // The benchmarks too, so that a change that breaks one fails CI rather
+    // than the next `cargo xtask bench`.
+    run(cargo(root).args(["build", "--release", "--workspace", "--tests", "--bins", "--benches"]))?;
     polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())
