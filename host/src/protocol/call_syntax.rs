@@ -46,6 +46,7 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::step3::MARKERS)
         .chain(auto::envelope::MARKERS)
         .chain(auto::kimi_k3::MARKERS)
+        .chain(auto::gemma::MARKERS)
         .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
         // After the reasoning markers, so that `<|channel|>analysis<|message|>`
         // is named rather than its `<|channel|>`.

@@ -60,6 +60,14 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("<|call|>".to_owned()),
         Just("<|end|>".to_owned()),
         Just("<minimax:tool_call>".to_owned()),
+        Just("<|tool_call>call:".to_owned()),
+        Just("<tool_call|>".to_owned()),
+        Just("<|\"|>".to_owned()),
+        Just("<start_function_call>call:now{".to_owned()),
+        Just("<escape>".to_owned()),
+        Just("<|channel>thought".to_owned()),
+        Just("<|eom_id|>".to_owned()),
+        Just("<|eot_id|>".to_owned()),
         Just("<invoke name=\"calc\">\n<parameter name=\"x\">".to_owned()),
         Just("</invoke>".to_owned()),
         Just("</minimax:tool_call>".to_owned()),
@@ -406,6 +414,13 @@ fn adversarial_input_parses_in_linear_time() {
         "<think><|tool_calls_section_begin|>",
         "<tool_call>\n<function=calc>\n<parameter=x>\n</parameter>",
         "```\n{'name': 'calc'}\n```\n",
+        "<|tool_call>call:calc{x:<|\"|>",
+        "<|tool_call>call:calc{x:[",
+        "<|tool_call>call:calc{x:{y:1,",
+        "<start_function_call>call:calc{x:\"",
+        "<|tool_call>call:",
+        "<|channel>thought<|tool_call>",
+        "<|eot_id|> ",
     ];
     for pattern in patterns {
         let small = pattern.repeat(100_000 / pattern.len());

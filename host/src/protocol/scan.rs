@@ -55,10 +55,14 @@ pub(crate) const HY3_THINK_CLOSE: &str = "</think:opensource>";
 pub(crate) const APERTUS_INNER_OPEN: &str = "<|inner_prefix|>";
 /// Closes it.
 pub(crate) const APERTUS_INNER_CLOSE: &str = "<|inner_suffix|>";
+/// Opens Gemma 4's reasoning (`<|channel>thought…`).
+pub(crate) const GEMMA4_CHANNEL_OPEN: &str = "<|channel>";
+/// Closes it.
+pub(crate) const GEMMA4_CHANNEL_CLOSE: &str = "<channel|>";
 /// What Apertus's two markers start with, searched for once for both.
 const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 7] = [
+pub(crate) const REASONING: [(&str, &str); 8] = [
     (THINK_OPEN, THINK_CLOSE),
     (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
@@ -66,13 +70,15 @@ pub(crate) const REASONING: [(&str, &str); 7] = [
     (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
     (HARMONY_ANALYSIS_OPEN, HARMONY_END),
     (APERTUS_INNER_OPEN, APERTUS_INNER_CLOSE),
+    (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE),
 ];
 
 /// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
 /// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
-/// Apertus's `<|inner_prefix|>…<|inner_suffix|>` and Hunyuan V3's
-/// `<think:opensource>…</think:opensource>`. After an unclosed opening
+/// Apertus's `<|inner_prefix|>…<|inner_suffix|>`, Hunyuan V3's
+/// `<think:opensource>…</think:opensource>` and Gemma 4's
+/// `<|channel>…<channel|>`. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
 /// section of calls' special token); before a
 /// `</think>` that nothing opened,

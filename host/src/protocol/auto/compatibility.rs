@@ -129,6 +129,20 @@ pub(crate) const FAMILIES: &[Family] = &[
         auto: "with or without the leading tokens or `<|constrain|>`; the analysis channel is reasoning",
     },
     Family {
+        name: "Gemma 4",
+        models: "Gemma 4",
+        sample: "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+        engines: ["`gemma4`", "`gemma4`", NONE, "`gemma4`", "✓", NONE],
+        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning",
+    },
+    Family {
+        name: "FunctionGemma",
+        models: "FunctionGemma 270M",
+        sample: "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>",
+        engines: ["`functiongemma`", NONE, "✓", NONE, "✓", NONE],
+        auto: "as Gemma 4, with `<escape>` around strings",
+    },
+    Family {
         name: "Mistral `[TOOL_CALLS]`",
         models: "Mistral 7B v0.3, Nemo, Small 3.2, Devstral, Magistral",
         sample: "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",

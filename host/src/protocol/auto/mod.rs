@@ -18,12 +18,17 @@
 //!   Hunyuan's `<tool_calls>`, Nemotron's `<TOOLCALL>`, LongCat's, Granite's
 //!   `<|tool_call|>`, InternLM2's, Apertus's, GigaChat's, OLMo 3's
 //!   `<function_calls>`, LFM2's and Llama 4's tokens ([`envelope`]);
+//! - Gemma 4's `<|tool_call>call:NAME{…}<tool_call|>` and FunctionGemma's
+//!   `<start_function_call>call:NAME{…}` ([`gemma`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
 //!   ([`prefixed`]);
 //! - pythonic lists, `[get_weather(city="Paris"), now()]` ([`pythonic`]);
 //! - fenced JSON objects and arrays, and an OpenAI `tool_calls` message.
+//!
+//! A token that ends the turn at the very end of a reply is no content
+//! ([`turn_end`]).
 //!
 //! Bare (unfenced, untagged) JSON and pythonic lists are calls only when
 //! they name a declared tool, so an example in prose never runs; markup
@@ -39,6 +44,7 @@ pub(crate) mod dsml;
 pub(crate) mod envelope;
 pub(crate) mod function_tag;
 pub(crate) mod functionary;
+pub(crate) mod gemma;
 pub(crate) mod glm;
 pub(crate) mod harmony;
 mod invoke;
@@ -51,6 +57,7 @@ mod section;
 pub(crate) mod step3;
 #[cfg(test)]
 mod testing;
+mod turn_end;
 
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
@@ -94,8 +101,10 @@ impl Protocol for Auto {
         deepseek::scan(&scope, &mut out);
         minimax::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
+        gemma::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
+        turn_end::scan(reply, &mut out);
         out.finish()
     }
 
@@ -155,7 +164,7 @@ impl<'a> Scope<'a> {
 pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
 
 /// Every chat-template token that starts a call, in one pass: Llama's
-/// `<|python_tag|>`, the envelopes of Granite, InternLM2, Apertus, LFM2,
+/// `<|python_tag|>`, Gemma 4's `<|tool_call>`, the envelopes of Granite, InternLM2, Apertus, LFM2,
 /// Llama 4 and GigaChat, Kimi K2's sections and calls, Kimi K3's channels, Command R's
 /// actions, Harmony's messages (found by their `<|message|>`).
 fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
@@ -172,6 +181,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
         at = if reply[found..].starts_with(prefixed::PYTHON_TAG) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
+        } else if reply[found..].starts_with(gemma::GEMMA4.open) {
+            gemma::read(scope, found, &gemma::GEMMA4, out)
         } else if reply[found..].starts_with(harmony::MESSAGE) {
             harmony::read(scope, found, out).unwrap_or(found + harmony::MESSAGE.len())
         } else if let Some(end) = envelopes.read(scope, found, out) {
