@@ -314,6 +314,9 @@ impl<'a> Forward<'a> {
     }
 }
 
+/// Between two calls, a separator rather than prose.
+const CALL_SEPARATOR: &str = ";";
+
 /// Collects calls and warnings, and assembles the [`Parsed`].
 pub(crate) struct Collector<'a> {
     reply: &'a str,
@@ -374,9 +377,14 @@ impl<'a> Collector<'a> {
         // most of the time a reply without calls takes.
         let mut pieces = Vec::with_capacity(kept.len() + 1);
         let mut at = 0;
-        for (span, _) in &kept {
-            pieces.push(&self.reply[at..span.start]);
+        let mut after_calls = false;
+        for (span, calls) in &kept {
+            let gap = &self.reply[at..span.start];
+            // Llama 3.2 separates its calls with `;`, which is no prose.
+            let separator = after_calls && !calls.is_empty() && gap.trim() == CALL_SEPARATOR;
+            pieces.push(if separator { "" } else { gap });
             at = span.end;
+            after_calls = !calls.is_empty();
         }
         pieces.push(&self.reply[at..]);
         let blank = |piece: &&str| piece.trim().is_empty();

@@ -212,10 +212,13 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         if function_tag::opens_call(text) || harmony::in_tool_call(body) {
             continue;
         }
-        let Some(end) = element.end else {
+        // Unclosed, the element is a call when complete JSON runs to the
+        // reply's end, as vLLM's and SGLang's Hermes parsers read it.
+        let Some((body_end, end)) = element.end.map(|end| (element.body.end, end)).or_else(|| json_to_the_end(reply, text_at).map(|end| (end, end))) else {
             out.warn(element.open, format!("{} is not closed; it is not a call", TOOL_CALL.0));
             continue;
         };
+        let body = &reply[element.body.start..body_end];
         let span = element.open..end;
         if pythonic::opens_call(text) {
             let callable = |name: &str| scope.markup_calls(element.open, name);
@@ -234,6 +237,17 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
     }
+}
+
+/// The end of the JSON value at `at`, if nothing but white space and the
+/// turn's end tokens follows it.
+fn json_to_the_end(reply: &str, at: usize) -> Option<usize> {
+    if !reply[at..].starts_with(['{', '[']) {
+        return None;
+    }
+    let (_, used, _) = lenient_json::parse_prefix(&reply[at..]).ok()?;
+    let end = at + used;
+    reply[end..turn_end::start(reply).max(end)].trim().is_empty().then_some(end)
 }
 
 /// A whole reply that is an OpenAI message with `tool_calls`.
@@ -359,6 +373,20 @@ mod tests {
     }
 
     #[test]
+    fn an_unclosed_tool_call_tag_holding_a_whole_call_is_a_call() {
+        let until_eos = "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"trigger\": true}}";
+        assert_eq!(calls(until_eos), one("final_answer", json!({"trigger": true})), "an undeclared tool in explicit markup");
+        assert_eq!((parse(until_eos).content.as_str(), parse(until_eos).warnings.len()), ("", 0));
+        let second = "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"x\", \"arguments\": {}}\n<|im_end|>";
+        assert_eq!(calls(second).len(), 2);
+        assert_eq!(parse(second).content, "");
+        let cut = "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"trigger\": true}";
+        assert_eq!(calls(cut), vec![], "the JSON itself cut off");
+        let then_prose = "<tool_call>{\"name\": \"x\", \"arguments\": {}} and more";
+        assert_eq!(calls(then_prose), vec![]);
+    }
+
+    #[test]
     fn mistral_array_and_name_forms() {
         assert_eq!(
             calls("[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]"),
@@ -378,6 +406,20 @@ mod tests {
             one("undeclared", json!({})),
             "the python tag is explicit markup"
         );
+    }
+
+    #[test]
+    fn llama_json_calls_separated_by_semicolons() {
+        let (a, b) = ("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}", "{\"name\": \"now\", \"parameters\": {}}");
+        let both = vec![("get_weather".into(), json!({"city": "Lima"})), ("now".into(), json!({}))];
+        for reply in [format!("<|python_tag|>{a}; {b}"), format!("{a} ; {b}"), format!("{a};\n{b}<|eot_id|>")] {
+            assert_eq!(calls(&reply), both, "{reply}");
+            assert_eq!(parse(&reply).content, "", "{reply}");
+        }
+        let around = format!("Here are the results: {a}; {b} Would you like to know more?");
+        assert_eq!(calls(&around), both);
+        assert_eq!(parse(&around).content, "Here are the results:  Would you like to know more?");
+        assert_eq!(parse(&format!("{a}; and then")).content, "; and then", "a semicolon before prose is prose");
     }
 
     #[test]

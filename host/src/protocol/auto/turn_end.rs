@@ -48,16 +48,22 @@ pub(crate) const TOKENS: [&str; 23] = [
 /// Leaves the end-of-turn tokens at the end of `reply` (and a Llama
 /// `<|python_tag|>` with nothing after it) out of the content.
 pub(super) fn scan(reply: &str, out: &mut Collector<'_>) {
+    let end = start(reply);
+    if end < reply.len() {
+        out.markup(end..reply.len());
+    }
+}
+
+/// Where the end-of-turn tokens at the end of `reply` start: its length if
+/// there are none.
+pub(super) fn start(reply: &str) -> usize {
     let mut end = reply.len();
     loop {
         let rest = reply[..end].trim_end();
         match TOKENS.iter().chain([&PYTHON_TAG]).find(|token| rest.ends_with(**token)) {
             Some(token) => end = rest.len() - token.len(),
-            None => break,
+            None => return end,
         }
-    }
-    if end < reply.len() {
-        out.markup(end..reply.len());
     }
 }
 
