@@ -73,6 +73,11 @@ pub(crate) const REASONING: [(&str, &str); 8] = [
     (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE),
 ];
 
+/// The reasoning a prompt can open, so that the reply holds only its close:
+/// `<think>` (templates that think by default) and Gemma 4's
+/// `<|channel>thought` (its prompt after a tool's result).
+const PROMPT_OPENED: [(&str, &str); 2] = [(THINK_OPEN, THINK_CLOSE), (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE)];
+
 /// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
 /// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
@@ -80,10 +85,8 @@ pub(crate) const REASONING: [(&str, &str); 8] = [
 /// `<think:opensource>…</think:opensource>` and Gemma 4's
 /// `<|channel>…<channel|>`. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
-/// section of calls' special token); before a
-/// `</think>` that nothing opened,
-/// the start of the reply is (templates that think by default write the
-/// `<think>` into the prompt, so the reply holds only its close).
+/// section of calls' special token); before a `</think>` or `<channel|>`
+/// that nothing opened, the start of the reply is ([`PROMPT_OPENED`]).
 pub(crate) struct Reasoning {
     regions: Vec<Range<usize>>,
 }
@@ -113,10 +116,12 @@ impl Reasoning {
                 }
             }
         }
-        let first_open = regions.iter().filter(|r| reply[r.start..].starts_with(THINK_OPEN)).map(|r| r.start).min();
-        let before_open = &reply[..first_open.unwrap_or(reply.len())];
-        if let Some(close) = find(before_open, 0, THINK_CLOSE) {
-            regions.push(0..close + THINK_CLOSE.len());
+        for (open_marker, close_marker) in PROMPT_OPENED {
+            let first_open = regions.iter().filter(|r| reply[r.start..].starts_with(open_marker)).map(|r| r.start).min();
+            let before_open = &reply[..first_open.unwrap_or(reply.len())];
+            if let Some(close) = find(before_open, 0, close_marker) {
+                regions.push(0..close + close_marker.len());
+            }
         }
         Reasoning { regions: merge(regions) }
     }

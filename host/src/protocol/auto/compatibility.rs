@@ -132,8 +132,8 @@ pub(crate) const FAMILIES: &[Family] = &[
         name: "Gemma 4",
         models: "Gemma 4",
         sample: "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
-        engines: ["`gemma4`", "`gemma4`", NONE, "`gemma4`", "✓", NONE],
-        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning",
+        engines: ["`gemma4`", "`gemma4`", "✓", "`gemma4`", "✓", NONE],
+        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning, and so is the start of a reply up to a `<channel|>` nothing opened",
     },
     Family {
         name: "FunctionGemma",

@@ -308,6 +308,8 @@ mod tests {
         assert_eq!(calls(thought), one("get_weather", json!({"city": "Oslo"})), "Gemma 4's thought channel is reasoning");
         let think = "<think>Weather first.</think><start_function_call>call:now{}<end_function_call>";
         assert_eq!(calls(think), one("now", json!({})));
+        let after_a_result = "The file lists two names; <|tool_call>call:now{}<tool_call|> next?<channel|><|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>";
+        assert_eq!(calls(after_a_result), one("get_weather", json!({"city": "Oslo"})), "the prompt after a tool's result opens the thought");
         let separated = "<|tool_call>call:now{}<tool_call|>\n<|tool_call>call:get_weather{city:<|\"|>Rome<|\"|>}<tool_call|>";
         assert_eq!(calls(separated).len(), 2);
     }
