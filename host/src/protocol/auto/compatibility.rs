@@ -221,10 +221,17 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "GigaChat 3",
-        models: "GigaChat 3",
+        models: "GigaChat 3, 3.1",
         sample: "function call<|role_sep|>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
-        engines: ["`gigachat3`", "`gigachat3`", NONE, NONE, NONE, NONE],
-        auto: "up to `<|message_sep|>` or the reply's end",
+        engines: ["`gigachat3`", "`gigachat3`", "✓", NONE, NONE, NONE],
+        auto: "up to `<|message_sep|>` or the reply's end; 3.1's `<|function_call|>{…}` too; the `<|message_sep|>` before the call and a final `</s>` are no content",
+    },
+    Family {
+        name: "GigaChat 3.5 GCML",
+        models: "GigaChat 3.5",
+        sample: "<｜GCML｜tool_calls><｜GCML｜invoke name=\"get_weather\"><｜GCML｜parameter name=\"city\" string=\"true\">Paris</｜GCML｜parameter></｜GCML｜invoke></｜GCML｜tool_calls>",
+        engines: ["`gigachat35`", "✓", NONE, NONE, NONE, NONE],
+        auto: "read as DeepSeek's DSML: `string=\"true\"` values kept as text, others decoded as JSON",
     },
     Family {
         name: "Command R7B",

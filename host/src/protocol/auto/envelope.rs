@@ -14,7 +14,8 @@
 //! - Swiss AI Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`, each
 //!   call an object whose only key is the tool's name;
 //! - GigaChat 3: `function call<|role_sep|>{"name", "arguments"}`, up to
-//!   `<|message_sep|>` or the end;
+//!   `<|message_sep|>` or the end, and GigaChat 3.1's
+//!   `<|function_call|>{"name", "arguments"}`;
 //! - AllenAI OLMo 3: `<function_calls>` and pythonic calls one per line;
 //! - Liquid LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`;
 //! - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`.
@@ -72,8 +73,9 @@ const TAGS: [Envelope; 5] = [
     envelope(HY3_TOOL_CALLS, "</tool_calls:opensource>", Body::Json),
 ];
 /// The envelopes that open with a chat-template token (`<|…|>`).
-const TOKENS: [Envelope; 5] = [
+const TOKENS: [Envelope; 6] = [
     envelope("<|tool_call|>", "", Body::Json),
+    envelope("<|function_call|>", "", Body::Json),
     envelope("<|action_start|><|plugin|>", "<|action_end|>", Body::Json),
     envelope("<|tools_prefix|>", "<|tools_suffix|>", Body::NameKeyed),
     envelope("<|tool_call_start|>", "<|tool_call_end|>", Body::Pythonic),
@@ -84,7 +86,7 @@ const GIGACHAT: Envelope = envelope("<|role_sep|>", "<|message_sep|>", Body::Jso
 /// What GigaChat writes before its role separator in a call.
 const GIGACHAT_ROLE: &str = "function call";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 23] = [
+pub(crate) const MARKERS: [&str; 24] = [
     TAGS[0].open,
     TAGS[0].close,
     TAGS[1].open,
@@ -99,13 +101,14 @@ pub(crate) const MARKERS: [&str; 23] = [
     HY3_TOOL_CALL.1,
     TOKENS[0].open,
     TOKENS[1].open,
-    TOKENS[1].close,
     TOKENS[2].open,
     TOKENS[2].close,
     TOKENS[3].open,
     TOKENS[3].close,
     TOKENS[4].open,
     TOKENS[4].close,
+    TOKENS[5].open,
+    TOKENS[5].close,
     GIGACHAT.open,
     GIGACHAT.close,
 ];
@@ -129,7 +132,7 @@ pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
 
 /// Reads the token envelopes where the chat-token scan finds them.
 pub(super) struct Reader<'a> {
-    closes: [Forward<'a>; 5],
+    closes: [Forward<'a>; 6],
     gigachat_close: Forward<'a>,
 }
 
@@ -147,7 +150,10 @@ impl<'a> Reader<'a> {
         }
         let role = found.checked_sub(GIGACHAT_ROLE.len()).filter(|&r| scope.reply.is_char_boundary(r))?;
         (rest.starts_with(GIGACHAT.open) && scope.reply[role..found] == *GIGACHAT_ROLE).then_some(())?;
-        Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
+        // The message separator that ends the prose before the call is no
+        // prose either.
+        let start = scope.reply[..role].trim_end().strip_suffix(GIGACHAT.close).map_or(role, str::len);
+        Some(read(scope, start, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
     }
 }
 
@@ -330,6 +336,24 @@ mod tests {
             assert_eq!(calls(&after), both(), "{after}");
             assert_eq!(parse(&after).content, "<think>The weather.</think>\nLet me check.", "{after}");
         }
+    }
+
+    #[test]
+    fn gigachat_calls_after_prose_as_its_templates_write_them() {
+        let call = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}";
+        for reply in [
+            format!("I'll check that for you.<|message_sep|>\n\nfunction call<|role_sep|>\n{call}"),
+            format!("I'll check that for you.<|message_sep|>\n\nfunction call<|role_sep|>\n{call}</s>"),
+            format!("I'll check that for you.<|function_call|>{call}"),
+            format!("I'll check that for you.<|function_call|>{call}</s>"),
+        ] {
+            assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+            assert_eq!(parse(&reply).content, "I'll check that for you.", "{reply}");
+        }
+        let undeclared = "<|function_call|>{\"name\": \"manage_user_memory\", \"arguments\": {\"action\": \"create\"}}";
+        assert_eq!(calls(undeclared), one("manage_user_memory", json!({"action": "create"})), "explicit markup");
+        assert_eq!(calls("<|function_call|>{\"name\": \"now\", \"argu"), vec![], "cut off");
+        no_calls(&["GigaChat 3.1 writes `<|function_call|>{\"name\": \"delete_all\", \"arguments\": {}}`."]);
     }
 
     #[test]

@@ -4,10 +4,16 @@
 //! `<|im_end|>`, Harmony's `<|return|>` and the like. At the very end of a
 //! reply such a token is where generation stopped, not prose, so it is
 //! left out of the content; anywhere else it stays (it is being quoted).
-//! SentencePiece's `</s>` is not among them: it closes HTML's `<s>` too.
+//! SentencePiece's `</s>` (Mistral, GigaChat) ends the turn only in a reply
+//! with no `<s>`, whose strikethrough it would close.
 
-use super::super::scan::Collector;
+use super::super::scan::{Collector, find};
 use super::prefixed::PYTHON_TAG;
+
+/// SentencePiece's end of sentence.
+const SENTENCE_END: &str = "</s>";
+/// What opens the strikethrough `</s>` also closes.
+const STRIKETHROUGH: &str = "<s>";
 
 /// Every token that ends a turn, a message or the text, by family.
 pub(crate) const TOKENS: [&str; 23] = [
@@ -60,10 +66,12 @@ pub(super) fn start(reply: &str) -> usize {
     let mut end = reply.len();
     loop {
         let rest = reply[..end].trim_end();
-        match TOKENS.iter().chain([&PYTHON_TAG]).find(|token| rest.ends_with(**token)) {
-            Some(token) => end = rest.len() - token.len(),
+        let token = match TOKENS.iter().chain([&PYTHON_TAG]).find(|token| rest.ends_with(**token)) {
+            Some(token) => token,
+            None if rest.ends_with(SENTENCE_END) && find(rest, 0, STRIKETHROUGH).is_none() => SENTENCE_END,
             None => return end,
-        }
+        };
+        end = rest.len() - token.len();
     }
 }
 
@@ -84,6 +92,7 @@ mod tests {
             assert_eq!((calls(&call).len(), parse(&call).content.as_str()), (1, ""), "{token}");
         }
         assert_eq!(parse("Done.<|eom_id|><|eot_id|>\n").content, "Done.", "several");
+        assert_eq!(parse("It is sunny.</s>").content, "It is sunny.", "SentencePiece's end of sentence");
         assert_eq!(parse("Let me check.<|python_tag|>").content, "Let me check.", "a python tag with nothing after it");
         let harmony = "<|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>";
         assert_eq!(parse(harmony).content, "It is sunny.");
