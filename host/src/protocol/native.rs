@@ -144,8 +144,8 @@ fn tool_from_schema(item: &Value) -> Result<ToolSpec, String> {
 }
 
 /// The type a parameter's JSON Schema declares: its `type` (the one that is
-/// not `null` of a list), else the one type of its `anyOf` or `oneOf`
-/// branches that are not `null` (Pydantic's `Optional[T]`). The type names
+/// not `null` of a list), else that of the first of its `anyOf` or `oneOf`
+/// branches that is not `null` (Pydantic's `Optional[T]`). The type names
 /// vLLM's XML parsers accept beside JSON Schema's (`int`, `float`, `double`,
 /// `bool`, `str`) count as theirs.
 fn schema_type(schema: &Value) -> ParamType {
@@ -154,16 +154,14 @@ fn schema_type(schema: &Value) -> ParamType {
         Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|ty| *ty != "null").map(type_named),
         _ => None,
     };
-    named.or_else(|| one_branch_type(schema)).unwrap_or(ParamType::Json)
+    named.or_else(|| first_branch_type(schema)).unwrap_or(ParamType::Json)
 }
 
-/// The type of a schema's `anyOf` or `oneOf` when all its branches but
-/// `null` declare the same one.
-fn one_branch_type(schema: &Value) -> Option<ParamType> {
+/// The type of the first branch of a schema's `anyOf` or `oneOf` that is
+/// not `null`, as vLLM's XML parsers type by it.
+fn first_branch_type(schema: &Value) -> Option<ParamType> {
     let branches = schema.get("anyOf").or_else(|| schema.get("oneOf"))?.as_array()?;
-    let mut types = branches.iter().filter(|branch| branch.get("type").and_then(Value::as_str) != Some("null")).map(schema_type);
-    let first = types.next()?;
-    types.all(|ty| ty == first).then_some(first)
+    branches.iter().find(|branch| branch.get("type").and_then(Value::as_str) != Some("null")).map(schema_type)
 }
 
 /// The type a schema's `type` names.
@@ -202,7 +200,7 @@ mod tests {
                 ("c", ParamType::String, false),
                 ("d", ParamType::Json, false),
                 ("e", ParamType::Integer, false),
-                ("f", ParamType::Json, false),
+                ("f", ParamType::String, false),
                 ("g", ParamType::Number, false),
                 ("h", ParamType::Json, false),
             ]
