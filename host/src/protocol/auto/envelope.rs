@@ -416,8 +416,22 @@ mod tests {
         assert_eq!(calls(granite), vec![]);
         assert_eq!(warnings(granite), ["the calls after <|tool_call|> are cut off; they are not calls"]);
         let olmo = "<function_calls>\nnow()\nget_weather(city=\"Par";
-        assert_eq!(calls(olmo), vec![]);
+        assert_eq!(calls(olmo), one("now", json!({})), "only the complete call");
         assert_eq!(warnings(olmo), ["`get_weather(…)` is cut off or not keyword arguments; it is not a call"]);
+    }
+
+    #[test]
+    fn a_bad_olmo_call_does_not_drop_its_siblings() {
+        let weather = "get_weather(city='San Francisco', metric='celsius')";
+        let expected = one("get_weather", json!({"city": "San Francisco", "metric": "celsius"}));
+        for bad in ["bad(x=b'z')", "calc(x=1e999)"] {
+            let reply = format!("<function_calls>{bad}\n{weather}</function_calls>");
+            assert_eq!(calls(&reply), expected, "{reply}");
+            assert_eq!(parse(&reply).content, "", "{reply}");
+            assert_eq!(warnings(&reply).len(), 1, "{reply}");
+        }
+        let all_bad = "<function_calls>bad(x=b'z')\ncalc(x=1e999)</function_calls>";
+        assert_eq!(calls(all_bad), vec![]);
     }
 
     #[test]

@@ -76,7 +76,9 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
 /// The calls from `start` to `end`, inside markup that says they are calls:
 /// `[f(a=1), g()]`, or `f(a=1)` and `g()` one after another, separated by
 /// line breaks or commas. `calls(name)` says whether a name may be called.
-/// `None`, after a warning, when the text is not only calls.
+/// `None`, after a warning, when the text is not only calls. Calls one per
+/// line stand alone: a line whose call cannot be read is warned of and
+/// skipped, as vLLM's OLMo 3 parser keeps the siblings of a bad call.
 pub(super) fn sequence(
     reply: &str,
     start: usize,
@@ -89,12 +91,13 @@ pub(super) fn sequence(
     let bracketed = bytes.get(p) == Some(&b'[');
     p += usize::from(bracketed);
     let mut found = Vec::new();
+    let mut skipped = false;
     loop {
         while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace() || *b == b',' || *b == b';') {
             p += 1;
         }
         if p >= end || (bracketed && bytes[p] == b']' && reply[p + 1..end].trim().is_empty()) {
-            return Some(found);
+            return (!skipped || !found.is_empty()).then_some(found);
         }
         let name_start = p;
         p = function_name_end(bytes, p);
@@ -113,7 +116,15 @@ pub(super) fn sequence(
             }
             Err(_) => {
                 out.warn(name_start, format!("`{name}(…)` is cut off or not keyword arguments; it is not a call"));
-                return None;
+                let next_line = (!bracketed).then(|| memchr::memchr(b'\n', &bytes[name_start..]).map(|i| name_start + i)).flatten();
+                match next_line {
+                    Some(line_end) if line_end < end => {
+                        skipped = true;
+                        p = line_end;
+                    }
+                    _ if !bracketed && !found.is_empty() => return Some(found),
+                    _ => return None,
+                }
             }
         }
     }
