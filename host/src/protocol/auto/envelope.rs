@@ -432,6 +432,9 @@ mod tests {
         }
         let all_bad = "<function_calls>bad(x=b'z')\ncalc(x=1e999)</function_calls>";
         assert_eq!(calls(all_bad), vec![]);
+        let lfm2 = format!("<|tool_call_start|>[{weather}, bad(x=b'z', y=\")]\")]<|tool_call_end|>");
+        assert_eq!(calls(&lfm2), expected, "in a list too");
+        assert_eq!(parse(&lfm2).content, "");
     }
 
     #[test]

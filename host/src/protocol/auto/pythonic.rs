@@ -76,9 +76,9 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
 /// The calls from `start` to `end`, inside markup that says they are calls:
 /// `[f(a=1), g()]`, or `f(a=1)` and `g()` one after another, separated by
 /// line breaks or commas. `calls(name)` says whether a name may be called.
-/// `None`, after a warning, when the text is not only calls. Calls one per
-/// line stand alone: a line whose call cannot be read is warned of and
-/// skipped, as vLLM's OLMo 3 parser keeps the siblings of a bad call.
+/// `None`, after a warning, when the text is not only calls. A call whose
+/// arguments cannot be read but whose parentheses close is warned of and
+/// skipped: vLLM's LFM2 and OLMo 3 parsers keep the siblings of a bad call.
 pub(super) fn sequence(
     reply: &str,
     start: usize,
@@ -116,18 +116,47 @@ pub(super) fn sequence(
             }
             Err(_) => {
                 out.warn(name_start, format!("`{name}(…)` is cut off or not keyword arguments; it is not a call"));
-                let next_line = (!bracketed).then(|| memchr::memchr(b'\n', &bytes[name_start..]).map(|i| name_start + i)).flatten();
-                match next_line {
-                    Some(line_end) if line_end < end => {
+                match call_end(bytes, p, end) {
+                    Some(after) => {
                         skipped = true;
-                        p = line_end;
+                        p = after;
                     }
-                    _ if !bracketed && !found.is_empty() => return Some(found),
-                    _ => return None,
+                    None if !bracketed && !found.is_empty() => return Some(found),
+                    None => return None,
                 }
             }
         }
     }
+}
+
+/// Where the call whose `(` stands at `open` ends, past its `)`: brackets
+/// counted, quoted text (`'…'`, `"…"`, with backslash escapes) skipped;
+/// `None` when nothing before `end` closes it.
+fn call_end(bytes: &[u8], open: usize, end: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote = None;
+    let mut p = open;
+    while p < end {
+        let b = bytes[p];
+        match quote {
+            Some(_) if b == b'\\' => p += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None => match b {
+                b'\'' | b'"' => quote = Some(b),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return (b == b')').then_some(p + 1);
+                    }
+                }
+                _ => {}
+            },
+        }
+        p += 1;
+    }
+    None
 }
 
 /// `k=v, …)` from `p`, just after the `(` of `name(`: the arguments and
