@@ -421,6 +421,9 @@ fn adversarial_input_parses_in_linear_time() {
         "<|tool_call>call:",
         "<|channel>thought<|tool_call>",
         "<|eot_id|> ",
+        "[calc(x='1'y), ",
+        "<function_calls>calc(x='a'b)\n",
+        "{'a', ",
     ];
     for pattern in patterns {
         let small = pattern.repeat(100_000 / pattern.len());

@@ -421,6 +421,17 @@ mod tests {
     }
 
     #[test]
+    fn lfm2_strings_quoting_their_own_quote() {
+        let sed = "<|tool_call_start|>[bash(command='sed -n '360,450p' /testbed/sympy/matrices/common.py')]<|tool_call_end|>";
+        assert_eq!(calls(sed), one("bash", json!({"command": "sed -n '360,450p' /testbed/sympy/matrices/common.py"})));
+        let python_c = "<|tool_call_start|>[bash(command='cd /testbed && python3 -c \"from sympy import latex\nprint(latex(3*x, mul_symbol='\\\\,'))\"')]<|tool_call_end|>";
+        assert_eq!(calls(python_c), one("bash", json!({"command": "cd /testbed && python3 -c \"from sympy import latex\nprint(latex(3*x, mul_symbol='\\,'))\""})));
+        let then_more = "<function_calls>grep(pattern='it's', path='a.txt')\nnow()</function_calls>";
+        assert_eq!(calls(then_more), vec![("grep".into(), json!({"pattern": "it's", "path": "a.txt"})), ("now".into(), json!({}))]);
+        assert_eq!(calls("<|tool_call_start|>[bash(command='a 'b' c)]"), vec![], "no end in sight");
+    }
+
+    #[test]
     fn a_bad_olmo_call_does_not_drop_its_siblings() {
         let weather = "get_weather(city='San Francisco', metric='celsius')";
         let expected = one("get_weather", json!({"city": "San Francisco", "metric": "celsius"}));
