@@ -380,6 +380,8 @@ mod tests {
         let second = "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"x\", \"arguments\": {}}\n<|im_end|>";
         assert_eq!(calls(second).len(), 2);
         assert_eq!(parse(second).content, "");
+        let granite = "<tool_call> [{\n  \"name\": \"test_function\",\n  \"arguments\": {\"path\": \"C:\\\\Users\\\\file.txt\", \"empty\": {}}\n}]";
+        assert_eq!(calls(granite), one("test_function", json!({"path": "C:\\Users\\file.txt", "empty": {}})), "Granite 3.1's unclosed <tool_call> array");
         let cut = "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"trigger\": true}";
         assert_eq!(calls(cut), vec![], "the JSON itself cut off");
         let then_prose = "<tool_call>{\"name\": \"x\", \"arguments\": {}} and more";
