@@ -17,6 +17,7 @@
 use super::super::ParsedCall;
 use super::super::scan::{Collector, find};
 use super::{Scope, markup_name};
+use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
 /// One family's tokens.
@@ -73,7 +74,9 @@ pub(crate) fn read(scope: &Scope<'_>, found: usize, dialect: &Dialect, out: &mut
     // The name's characters only, so a token before prose reads no further.
     let name_end = name_at + named.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(named.len());
     if name_end == reply.len() {
-        out.warn(found, format!("the call to `{}` is cut off before its arguments; it is not a call", &reply[name_at..]));
+        // Name characters are ASCII: any byte is a character boundary.
+        let shown = &reply[name_at..reply.len().min(name_at + MAX_TOOL_NAME_LEN)];
+        out.warn(found, format!("the call to `{shown}` is cut off before its arguments; it is not a call"));
         return reply.len();
     }
     let Some(name) = markup_name(&reply[name_at..name_end]).filter(|_| reply[name_end..].starts_with('{')) else {
