@@ -42,6 +42,7 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
         .chain(auto::minimax::MARKERS)
+        .chain(auto::minimax_m3::MARKERS)
         .chain(auto::dsml::MARKERS)
         .chain(auto::step3::MARKERS)
         .chain(auto::envelope::MARKERS)

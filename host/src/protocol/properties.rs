@@ -68,6 +68,12 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("<|channel>thought".to_owned()),
         Just("<|eom_id|>".to_owned()),
         Just("<|eot_id|>".to_owned()),
+        Just("]<]minimax[>[<tool_call>".to_owned()),
+        Just("]<]minimax[>[<invoke name=\"calc\">".to_owned()),
+        Just("]<]minimax[>[<x>".to_owned()),
+        Just("]<]minimax[>[</x>".to_owned()),
+        Just("]<]minimax[>[<item>".to_owned()),
+        Just("]<]minimax[>[</invoke>".to_owned()),
         Just("<invoke name=\"calc\">\n<parameter name=\"x\">".to_owned()),
         Just("</invoke>".to_owned()),
         Just("</minimax:tool_call>".to_owned()),
@@ -424,6 +430,9 @@ fn adversarial_input_parses_in_linear_time() {
         "[calc(x='1'y), ",
         "<function_calls>calc(x='a'b)\n",
         "{'a', ",
+        "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[<x>",
+        "]<]minimax[>[<x>]<]minimax[>[<item>1",
+        "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[</x>",
     ];
     for pattern in patterns {
         let small = pattern.repeat(100_000 / pattern.len());

@@ -59,10 +59,14 @@ pub(crate) const APERTUS_INNER_CLOSE: &str = "<|inner_suffix|>";
 pub(crate) const GEMMA4_CHANNEL_OPEN: &str = "<|channel>";
 /// Closes it.
 pub(crate) const GEMMA4_CHANNEL_CLOSE: &str = "<channel|>";
+/// Opens MiniMax M3's reasoning.
+pub(crate) const MINIMAX_THINK_OPEN: &str = "<mm:think>";
+/// Closes it.
+pub(crate) const MINIMAX_THINK_CLOSE: &str = "</mm:think>";
 /// What Apertus's two markers start with, searched for once for both.
 const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 8] = [
+pub(crate) const REASONING: [(&str, &str); 9] = [
     (THINK_OPEN, THINK_CLOSE),
     (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
@@ -71,6 +75,7 @@ pub(crate) const REASONING: [(&str, &str); 8] = [
     (HARMONY_ANALYSIS_OPEN, HARMONY_END),
     (APERTUS_INNER_OPEN, APERTUS_INNER_CLOSE),
     (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE),
+    (MINIMAX_THINK_OPEN, MINIMAX_THINK_CLOSE),
 ];
 
 /// The reasoning a prompt can open, so that the reply holds only its close:
@@ -82,8 +87,8 @@ const PROMPT_OPENED: [(&str, &str); 2] = [(THINK_OPEN, THINK_CLOSE), (GEMMA4_CHA
 /// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
 /// Apertus's `<|inner_prefix|>…<|inner_suffix|>`, Hunyuan V3's
-/// `<think:opensource>…</think:opensource>` and Gemma 4's
-/// `<|channel>…<channel|>`. After an unclosed opening
+/// `<think:opensource>…</think:opensource>`, Gemma 4's
+/// `<|channel>…<channel|>` and MiniMax M3's `<mm:think>…</mm:think>`. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
 /// section of calls' special token); before a `</think>` or `<channel|>`
 /// that nothing opened, the start of the reply is ([`PROMPT_OPENED`]).

@@ -109,10 +109,17 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "MiniMax",
-        models: "MiniMax-M2, M2.1, M2.5, M3",
+        models: "MiniMax-M2, M2.1, M2.5",
         sample: "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n</minimax:tool_call>",
-        engines: ["`minimax_m2`, `minimax_m3`", "`minimax-m2`, `minimax-m3`", "✓", "`minimax_m2`; TRT-LLM ✓", "✓", NONE],
+        engines: ["`minimax_m2`", "`minimax-m2`", "✓", "`minimax_m2`; TRT-LLM ✓", "✓", NONE],
         auto: "values typed by the declared schema; the closing tag may be left out",
+    },
+    Family {
+        name: "MiniMax M3",
+        models: "MiniMax M3",
+        sample: "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+        engines: ["`minimax_m3`", "`minimax-m3`", NONE, NONE, NONE, NONE],
+        auto: "arguments as elements named by their keys: nested elements are objects, `<item>`s arrays, a repeated key an array; top-level values typed by the declared schema; `<mm:think>` is reasoning",
     },
     Family {
         name: "Step3",

@@ -9,6 +9,7 @@
 //! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
 //!   [`deepseek`], both read by [`section`]), and Kimi K3's XTML tools
 //!   channel ([`kimi_k3`]);
+//! - MiniMax M3's elements behind `]<]minimax[>[` ([`minimax_m3`]);
 //! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`])
 //!   DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]) and
 //!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
@@ -51,6 +52,7 @@ mod invoke;
 pub(crate) mod kimi;
 pub(crate) mod kimi_k3;
 pub(crate) mod minimax;
+pub(crate) mod minimax_m3;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 mod section;
@@ -100,6 +102,7 @@ impl Protocol for Auto {
         scan_chat_tokens(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
         minimax::scan(&scope, &mut out);
+        minimax_m3::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
         gemma::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
@@ -209,7 +212,8 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         let body = &reply[element.body.clone()];
         let text = body.trim_start();
         let text_at = element.body.start + (body.len() - text.len());
-        if function_tag::opens_call(text) || harmony::in_tool_call(body) {
+        // MiniMax M3's section, read by [`minimax_m3`].
+        if function_tag::opens_call(text) || harmony::in_tool_call(body) || reply[..element.open].ends_with(minimax_m3::NAMESPACE) {
             continue;
         }
         // Unclosed, the element is a call when complete JSON runs to the
