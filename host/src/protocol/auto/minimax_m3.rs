@@ -45,16 +45,7 @@ pub(crate) const MARKERS: [&str; 4] = [SECTION_BEGIN, SECTION_END, INVOKE_OPEN, 
 
 /// Every M3 section outside reasoning.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    let reply = scope.reply;
-    let mut at = 0;
-    while let Some(found) = find(reply, at, SECTION_BEGIN) {
-        if let Some(end) = scope.reasoning.skip(found) {
-            at = end;
-            continue;
-        }
-        let begin = found + SECTION_BEGIN.len();
-        at = if scope.markup_trust(found).is_some() { section::read(scope, found, begin, &mut Reader, out) } else { begin };
-    }
+    section::scan(scope, SECTION_BEGIN, &mut Reader, out);
 }
 
 /// Reads the calls of a section.
