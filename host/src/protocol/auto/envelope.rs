@@ -30,7 +30,7 @@ use super::super::lenient_json;
 use super::super::scan::{Collector, Forward, find};
 use super::super::ParsedCall;
 use super::super::xml_tag::TOOL_CALL;
-use super::{Scope, glm, markup_name, pythonic};
+use super::{Scope, gemma, glm, markup_name, pythonic};
 use serde_json::{Map, Value};
 
 /// What an envelope holds.
@@ -113,7 +113,8 @@ pub(crate) const MARKERS: [&str; 24] = [
     GIGACHAT.close,
 ];
 
-/// Every tag envelope outside reasoning, in one pass over the `<`s.
+/// Every tag envelope outside reasoning, and FunctionGemma's calls, in one
+/// pass over the `<`s.
 pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut closes = TAGS.map(|envelope| Forward::new(reply, envelope.close));
@@ -126,6 +127,9 @@ pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
         if let Some(i) = TAGS.iter().position(|e| reply[found..].starts_with(e.open)) {
             at = read(scope, found, found + TAGS[i].open.len(), &TAGS[i], &mut closes[i], out);
+        } else if reply[found..].starts_with(gemma::FUNCTION_GEMMA.open) {
+            // Read in this pass, so that prose costs no search of its own.
+            at = gemma::read(scope, found, &gemma::FUNCTION_GEMMA, out);
         }
     }
 }

@@ -47,19 +47,9 @@ pub(crate) const MARKERS: [&str; 6] =
 /// the stack.
 const MAX_DEPTH: usize = super::super::lenient_json::MAX_DEPTH;
 
-/// Every FunctionGemma call outside reasoning (Gemma 4's opening token is
-/// a chat token, found with the others).
-pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    let mut at = 0;
-    while let Some(found) = find(scope.reply, at, FUNCTION_GEMMA.open) {
-        at = match scope.reasoning.skip(found) {
-            Some(end) => end,
-            None => read(scope, found, &FUNCTION_GEMMA, out),
-        };
-    }
-}
-
-/// The call whose opening token stands at `found`; where reading stopped.
+/// The call whose opening token stands at `found`, outside reasoning (the
+/// chat-token scan finds Gemma 4's, the tag envelopes' scan
+/// FunctionGemma's); where reading stopped.
 pub(crate) fn read(scope: &Scope<'_>, found: usize, dialect: &Dialect, out: &mut Collector<'_>) -> usize {
     let reply = scope.reply;
     let after = found + dialect.open.len();

@@ -43,9 +43,19 @@ const ITEM: &str = "item";
 /// Every marker this module reads.
 pub(crate) const MARKERS: [&str; 4] = [SECTION_BEGIN, SECTION_END, INVOKE_OPEN, INVOKE_CLOSE];
 
-/// Every M3 section outside reasoning.
-pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    section::scan(scope, SECTION_BEGIN, &mut Reader, out);
+/// Whether the `<tool_call>` at `open` is an M3 section's.
+pub(super) fn opens_section(reply: &str, open: usize) -> bool {
+    reply[..open].ends_with(NAMESPACE)
+}
+
+/// The M3 section whose `<tool_call>` stands at `open`, found by the scan
+/// for `<tool_call>` elements (outside reasoning), so that prose costs no
+/// search of its own.
+pub(super) fn read(scope: &Scope<'_>, open: usize, out: &mut Collector<'_>) {
+    let found = open - NAMESPACE.len();
+    if scope.markup_trust(found).is_some() {
+        section::read(scope, found, found + SECTION_BEGIN.len(), &mut Reader, out);
+    }
 }
 
 /// Reads the calls of a section.

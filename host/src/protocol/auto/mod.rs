@@ -102,9 +102,7 @@ impl Protocol for Auto {
         scan_chat_tokens(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
         minimax::scan(&scope, &mut out);
-        minimax_m3::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
-        gemma::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
         turn_end::scan(reply, &mut out);
@@ -206,14 +204,18 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
 /// Qwen, Granite 4), pythonic calls (`[f(a=1)]` or `f(a=1)`),
 /// `<function>NAME</function>` and JSON, or GLM's name and argument tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`], a
 /// Harmony message to [`harmony`]; each takes the element around it too.
+/// MiniMax M3's `]<]minimax[>[<tool_call>` is read here by [`minimax_m3`].
 fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     for element in xml_tag::elements(reply, &scope.reasoning, TOOL_CALL) {
         let body = &reply[element.body.clone()];
         let text = body.trim_start();
         let text_at = element.body.start + (body.len() - text.len());
-        // MiniMax M3's section, read by [`minimax_m3`].
-        if function_tag::opens_call(text) || harmony::in_tool_call(body) || reply[..element.open].ends_with(minimax_m3::NAMESPACE) {
+        if minimax_m3::opens_section(reply, element.open) {
+            minimax_m3::read(scope, element.open, out);
+            continue;
+        }
+        if function_tag::opens_call(text) || harmony::in_tool_call(body) {
             continue;
         }
         // Unclosed, the element is a call when complete JSON runs to the
