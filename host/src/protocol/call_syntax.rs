@@ -42,10 +42,12 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
         .chain(auto::minimax::MARKERS)
+        .chain(auto::minimax_m3::MARKERS)
         .chain(auto::dsml::MARKERS)
         .chain(auto::step3::MARKERS)
         .chain(auto::envelope::MARKERS)
         .chain(auto::kimi_k3::MARKERS)
+        .chain(auto::gemma::MARKERS)
         .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
         // After the reasoning markers, so that `<|channel|>analysis<|message|>`
         // is named rather than its `<|channel|>`.

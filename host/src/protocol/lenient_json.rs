@@ -1,7 +1,7 @@
 //! A JSON reader for what models write: it accepts strict JSON and repairs
 //! the mistakes models make, reporting each repair. Repairs: trailing
-//! commas, single-quoted strings, Python `True`/`False`/`None`, raw newlines
-//! and tabs inside strings, unquoted keys. Nesting deeper than
+//! commas, single-quoted strings, Python `True`/`False`/`None` and sets
+//! (read as arrays), raw newlines and tabs inside strings, unquoted keys. Nesting deeper than
 //! [`MAX_DEPTH`] is refused, so hostile input cannot exhaust the stack, and
 //! every byte is looked at a bounded number of times.
 
@@ -89,9 +89,23 @@ impl Reader<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
+        let open = self.at;
         self.at += 1;
         let mut map = Map::new();
         while !self.closes(b'}', "object")? {
+            if map.is_empty() && self.peek().is_some_and(|b| matches!(b, b'"' | b'\'' | b'-' | b'0'..=b'9')) {
+                // A Python set, `{'a', 'b'}`, if no `:` follows its first item.
+                let (first_at, repairs) = (self.at, self.repairs.len());
+                let first = self.value(depth + 1)?;
+                self.skip_ws();
+                if self.peek() != Some(b':') {
+                    self.repairs.insert(repairs, Repair { offset: open, what: "Python set" });
+                    return self.set_items(first, depth);
+                }
+                // A key after all: read again as one.
+                self.at = first_at;
+                self.repairs.truncate(repairs);
+            }
             let key = match self.peek() {
                 Some(quote @ (b'"' | b'\'')) => self.string(quote)?,
                 Some(b) if b.is_ascii_alphabetic() || b == b'_' => {
@@ -115,6 +129,18 @@ impl Reader<'_> {
             self.after_item(b'}', "object")?;
         }
         Ok(Value::Object(map))
+    }
+
+    /// The rest of a Python set whose first item is read: its items as an
+    /// array, as vLLM's pythonic parsers decode a set.
+    fn set_items(&mut self, first: Value, depth: usize) -> Result<Value, JsonError> {
+        let mut items = vec![first];
+        self.after_item(b'}', "set")?;
+        while !self.closes(b'}', "set")? {
+            items.push(self.value(depth + 1)?);
+            self.after_item(b'}', "set")?;
+        }
+        Ok(Value::Array(items))
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
@@ -337,6 +363,16 @@ mod tests {
             repaired(r#"{"a": True, "b": False, "c": None}"#),
             (json!({"a": true, "b": false, "c": null}), vec!["Python True", "Python False", "Python None"])
         );
+    }
+
+    #[test]
+    fn python_sets_are_read_as_arrays() {
+        assert_eq!(repaired("{'urgent', 'bug'}"), (json!(["urgent", "bug"]), vec!["Python set", "single-quoted string", "single-quoted string"]));
+        assert_eq!(repaired("{1, -2,}").0, json!([1, -2]));
+        assert_eq!(repaired("{\"a\"}").0, json!(["a"]));
+        assert_eq!(repaired("{\"a\": {2}}").0, json!({"a": [2]}));
+        assert_eq!(repaired("{}").0, json!({}));
+        assert!(parse("{'a', 'b'").is_err());
     }
 
     #[test]

@@ -143,18 +143,34 @@ fn tool_from_schema(item: &Value) -> Result<ToolSpec, String> {
     Ok(ToolSpec { params, ..ToolSpec::new(name, "tools", description) })
 }
 
-/// The type a parameter's JSON Schema declares.
+/// The type a parameter's JSON Schema declares: its `type` (the one that is
+/// not `null` of a list), else that of the first of its `anyOf` or `oneOf`
+/// branches that is not `null` (Pydantic's `Optional[T]`). The type names
+/// vLLM's XML parsers accept beside JSON Schema's (`int`, `float`, `double`,
+/// `bool`, `str`) count as theirs.
 fn schema_type(schema: &Value) -> ParamType {
     let named = match schema.get("type") {
-        Some(Value::String(ty)) => Some(ty.as_str()),
-        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|ty| *ty != "null"),
+        Some(Value::String(ty)) => Some(type_named(ty)),
+        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|ty| *ty != "null").map(type_named),
         _ => None,
     };
-    match named {
-        Some("string") => ParamType::String,
-        Some("integer") => ParamType::Integer,
-        Some("number") => ParamType::Number,
-        Some("boolean") => ParamType::Boolean,
+    named.or_else(|| first_branch_type(schema)).unwrap_or(ParamType::Json)
+}
+
+/// The type of the first branch of a schema's `anyOf` or `oneOf` that is
+/// not `null`, as vLLM's XML parsers type by it.
+fn first_branch_type(schema: &Value) -> Option<ParamType> {
+    let branches = schema.get("anyOf").or_else(|| schema.get("oneOf"))?.as_array()?;
+    branches.iter().find(|branch| branch.get("type").and_then(Value::as_str) != Some("null")).map(schema_type)
+}
+
+/// The type a schema's `type` names.
+fn type_named(name: &str) -> ParamType {
+    match name {
+        "string" | "str" => ParamType::String,
+        "integer" | "int" => ParamType::Integer,
+        "number" | "float" | "double" => ParamType::Number,
+        "boolean" | "bool" => ParamType::Boolean,
         _ => ParamType::Json,
     }
 }
@@ -171,10 +187,24 @@ mod tests {
         let declared: Vec<_> = forecast.params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
         assert_eq!((read[0].name.as_str(), types), ("forecast", declared));
         let file = json!({"tools": [{"name": "f", "parameters": {"type": "object", "required": ["a"], "properties": {
-            "a": {"type": ["integer", "null"]}, "b": {"type": "array"}, "c": {"anyOf": [{"type": "string"}]}, "d": {"type": "object"}}}}]});
+            "a": {"type": ["integer", "null"]}, "b": {"type": "array"}, "c": {"anyOf": [{"type": "string"}]}, "d": {"type": "object"},
+            "e": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 5}, "f": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+            "g": {"type": "float"}, "h": {"anyOf": [{"type": "null"}, {"type": "array", "items": {"type": "string"}}]}}}}]});
         let read = tools_from_schema(&file).unwrap();
         let types: Vec<_> = read[0].params.iter().map(|p| (p.name.as_str(), p.ty, p.required)).collect();
-        assert_eq!(types, [("a", ParamType::Integer, true), ("b", ParamType::Json, false), ("c", ParamType::Json, false), ("d", ParamType::Json, false)]);
+        assert_eq!(
+            types,
+            [
+                ("a", ParamType::Integer, true),
+                ("b", ParamType::Json, false),
+                ("c", ParamType::String, false),
+                ("d", ParamType::Json, false),
+                ("e", ParamType::Integer, false),
+                ("f", ParamType::String, false),
+                ("g", ParamType::Number, false),
+                ("h", ParamType::Json, false),
+            ]
+        );
         assert_eq!(tools_from_schema(&json!([{"function": {}}])).unwrap_err().to_string(), "tool 0: it has no `name`");
         assert_eq!(tools_from_schema(&json!({"a": 1})).unwrap_err().to_string(), "tool 0: expected an array of tools");
     }

@@ -55,10 +55,18 @@ pub(crate) const HY3_THINK_CLOSE: &str = "</think:opensource>";
 pub(crate) const APERTUS_INNER_OPEN: &str = "<|inner_prefix|>";
 /// Closes it.
 pub(crate) const APERTUS_INNER_CLOSE: &str = "<|inner_suffix|>";
+/// Opens Gemma 4's reasoning (`<|channel>thought…`).
+pub(crate) const GEMMA4_CHANNEL_OPEN: &str = "<|channel>";
+/// Closes it.
+pub(crate) const GEMMA4_CHANNEL_CLOSE: &str = "<channel|>";
+/// Opens MiniMax M3's reasoning.
+pub(crate) const MINIMAX_THINK_OPEN: &str = "<mm:think>";
+/// Closes it.
+pub(crate) const MINIMAX_THINK_CLOSE: &str = "</mm:think>";
 /// What Apertus's two markers start with, searched for once for both.
 const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 7] = [
+pub(crate) const REASONING: [(&str, &str); 9] = [
     (THINK_OPEN, THINK_CLOSE),
     (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
@@ -66,18 +74,24 @@ pub(crate) const REASONING: [(&str, &str); 7] = [
     (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
     (HARMONY_ANALYSIS_OPEN, HARMONY_END),
     (APERTUS_INNER_OPEN, APERTUS_INNER_CLOSE),
+    (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE),
+    (MINIMAX_THINK_OPEN, MINIMAX_THINK_CLOSE),
 ];
+
+/// The reasoning a prompt can open, so that the reply holds only its close:
+/// `<think>` (templates that think by default) and Gemma 4's
+/// `<|channel>thought` (its prompt after a tool's result).
+const PROMPT_OPENED: [(&str, &str); 2] = [(THINK_OPEN, THINK_CLOSE), (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE)];
 
 /// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
 /// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
-/// Apertus's `<|inner_prefix|>…<|inner_suffix|>` and Hunyuan V3's
-/// `<think:opensource>…</think:opensource>`. After an unclosed opening
+/// Apertus's `<|inner_prefix|>…<|inner_suffix|>`, Hunyuan V3's
+/// `<think:opensource>…</think:opensource>`, Gemma 4's
+/// `<|channel>…<channel|>` and MiniMax M3's `<mm:think>…</mm:think>`. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
-/// section of calls' special token); before a
-/// `</think>` that nothing opened,
-/// the start of the reply is (templates that think by default write the
-/// `<think>` into the prompt, so the reply holds only its close).
+/// section of calls' special token); before a `</think>` or `<channel|>`
+/// that nothing opened, the start of the reply is ([`PROMPT_OPENED`]).
 pub(crate) struct Reasoning {
     regions: Vec<Range<usize>>,
 }
@@ -107,10 +121,12 @@ impl Reasoning {
                 }
             }
         }
-        let first_open = regions.iter().filter(|r| reply[r.start..].starts_with(THINK_OPEN)).map(|r| r.start).min();
-        let before_open = &reply[..first_open.unwrap_or(reply.len())];
-        if let Some(close) = find(before_open, 0, THINK_CLOSE) {
-            regions.push(0..close + THINK_CLOSE.len());
+        for (open_marker, close_marker) in PROMPT_OPENED {
+            let first_open = regions.iter().filter(|r| reply[r.start..].starts_with(open_marker)).map(|r| r.start).min();
+            let before_open = &reply[..first_open.unwrap_or(reply.len())];
+            if let Some(close) = find(before_open, 0, close_marker) {
+                regions.push(0..close + close_marker.len());
+            }
         }
         Reasoning { regions: merge(regions) }
     }
@@ -308,6 +324,9 @@ impl<'a> Forward<'a> {
     }
 }
 
+/// Between two calls, a separator rather than prose.
+const CALL_SEPARATOR: &str = ";";
+
 /// Collects calls and warnings, and assembles the [`Parsed`].
 pub(crate) struct Collector<'a> {
     reply: &'a str,
@@ -368,9 +387,14 @@ impl<'a> Collector<'a> {
         // most of the time a reply without calls takes.
         let mut pieces = Vec::with_capacity(kept.len() + 1);
         let mut at = 0;
-        for (span, _) in &kept {
-            pieces.push(&self.reply[at..span.start]);
+        let mut after_calls = false;
+        for (span, calls) in &kept {
+            let gap = &self.reply[at..span.start];
+            // Llama 3.2 separates its calls with `;`, which is no prose.
+            let separator = after_calls && !calls.is_empty() && gap.trim() == CALL_SEPARATOR;
+            pieces.push(if separator { "" } else { gap });
             at = span.end;
+            after_calls = !calls.is_empty();
         }
         pieces.push(&self.reply[at..]);
         let blank = |piece: &&str| piece.trim().is_empty();

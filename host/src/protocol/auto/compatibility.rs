@@ -109,10 +109,17 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "MiniMax",
-        models: "MiniMax-M2, M2.1, M2.5, M3",
+        models: "MiniMax-M2, M2.1, M2.5",
         sample: "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n</minimax:tool_call>",
-        engines: ["`minimax_m2`, `minimax_m3`", "`minimax-m2`, `minimax-m3`", "✓", "`minimax_m2`; TRT-LLM ✓", "✓", NONE],
+        engines: ["`minimax_m2`", "`minimax-m2`", "✓", "`minimax_m2`; TRT-LLM ✓", "✓", NONE],
         auto: "values typed by the declared schema; the closing tag may be left out",
+    },
+    Family {
+        name: "MiniMax M3",
+        models: "MiniMax M3",
+        sample: "]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name=\"get_weather\">]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>",
+        engines: ["`minimax_m3`", "`minimax-m3`", NONE, NONE, NONE, NONE],
+        auto: "arguments as elements named by their keys: nested elements are objects, `<item>`s arrays, a repeated key an array; top-level values typed by the declared schema; `<mm:think>` is reasoning",
     },
     Family {
         name: "Step3",
@@ -127,6 +134,20 @@ pub(crate) const FAMILIES: &[Family] = &[
         sample: "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
         engines: ["`openai`", "`gpt-oss`", "✓", "`harmony`", "✓", NONE],
         auto: "with or without the leading tokens or `<|constrain|>`; the analysis channel is reasoning",
+    },
+    Family {
+        name: "Gemma 4",
+        models: "Gemma 4",
+        sample: "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+        engines: ["`gemma4`", "`gemma4`", "✓", "`gemma4`", "✓", NONE],
+        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning, and so is the start of a reply up to a `<channel|>` nothing opened",
+    },
+    Family {
+        name: "FunctionGemma",
+        models: "FunctionGemma 270M",
+        sample: "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>",
+        engines: ["`functiongemma`", NONE, "✓", NONE, "✓", NONE],
+        auto: "as Gemma 4, with `<escape>` around strings",
     },
     Family {
         name: "Mistral `[TOOL_CALLS]`",
@@ -207,10 +228,17 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "GigaChat 3",
-        models: "GigaChat 3",
+        models: "GigaChat 3, 3.1",
         sample: "function call<|role_sep|>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
-        engines: ["`gigachat3`", "`gigachat3`", NONE, NONE, NONE, NONE],
-        auto: "up to `<|message_sep|>` or the reply's end",
+        engines: ["`gigachat3`", "`gigachat3`", "✓", NONE, NONE, NONE],
+        auto: "up to `<|message_sep|>` or the reply's end; 3.1's `<|function_call|>{…}` too; the `<|message_sep|>` before the call and a final `</s>` are no content",
+    },
+    Family {
+        name: "GigaChat 3.5 GCML",
+        models: "GigaChat 3.5",
+        sample: "<｜GCML｜tool_calls><｜GCML｜invoke name=\"get_weather\"><｜GCML｜parameter name=\"city\" string=\"true\">Paris</｜GCML｜parameter></｜GCML｜invoke></｜GCML｜tool_calls>",
+        engines: ["`gigachat35`", "✓", NONE, NONE, NONE, NONE],
+        auto: "read as DeepSeek's DSML: `string=\"true\"` values kept as text, others decoded as JSON",
     },
     Family {
         name: "Command R7B",

@@ -4,7 +4,8 @@
 //! `<｜DSML｜parameter name="KEY" string="true|false">value</｜DSML｜parameter>`
 //! for each argument and `</｜DSML｜invoke>`, then the section's closing tag
 //! (which may be left out: the stop token can follow the last call).
-//! Reasoning is `<think>…</think>`.
+//! Reasoning is `<think>…</think>`. GigaChat 3.5 writes the same markup
+//! behind `｜GCML｜` (`<｜GCML｜tool_calls>`, `<｜GCML｜invoke name="NAME">`…).
 //!
 //! The model tags each value: `string="true"` is text, kept exactly (a
 //! JSON-looking string stays a string), `string="false"` is JSON, decoded
@@ -13,7 +14,7 @@
 
 use super::super::ParsedCall;
 use super::super::scan::Collector;
-use super::invoke::{DSML, Invoke};
+use super::invoke::{DSML, Dialect, GCML, Invoke};
 use super::section::{self, CallTokens};
 use super::Scope;
 
@@ -25,36 +26,66 @@ pub(crate) const FUNCTION_CALLS_END: &str = "</｜DSML｜function_calls>";
 pub(crate) const TOOL_CALLS_BEGIN: &str = "<｜DSML｜tool_calls>";
 /// Closes them.
 pub(crate) const TOOL_CALLS_END: &str = "</｜DSML｜tool_calls>";
+/// Opens GigaChat 3.5's calls.
+pub(crate) const GCML_BEGIN: &str = "<｜GCML｜tool_calls>";
+/// Closes them.
+pub(crate) const GCML_END: &str = "</｜GCML｜tool_calls>";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 8] = {
+pub(crate) const MARKERS: [&str; 14] = {
     let [invoke_open, invoke_close, parameter_open, parameter_close] = DSML.markers();
-    [FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END, TOOL_CALLS_BEGIN, TOOL_CALLS_END, invoke_open, invoke_close, parameter_open, parameter_close]
+    let [gcml_invoke_open, gcml_invoke_close, gcml_parameter_open, gcml_parameter_close] = GCML.markers();
+    [
+        FUNCTION_CALLS_BEGIN,
+        FUNCTION_CALLS_END,
+        TOOL_CALLS_BEGIN,
+        TOOL_CALLS_END,
+        invoke_open,
+        invoke_close,
+        parameter_open,
+        parameter_close,
+        GCML_BEGIN,
+        GCML_END,
+        gcml_invoke_open,
+        gcml_invoke_close,
+        gcml_parameter_open,
+        gcml_parameter_close,
+    ]
 };
-/// Each section's opening and closing tags.
-const SECTIONS: [(&str, &str); 2] = [(FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END), (TOOL_CALLS_BEGIN, TOOL_CALLS_END)];
+/// Each section's opening and closing tags, and the dialect of its calls.
+const SECTIONS: [(&str, &str, &Dialect); 3] =
+    [(FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END, &DSML), (TOOL_CALLS_BEGIN, TOOL_CALLS_END, &DSML), (GCML_BEGIN, GCML_END, &GCML)];
 
-/// Reads DSML sections where DeepSeek's token scan finds them.
+/// Reads DSML and GCML sections where DeepSeek's token scan finds them.
 pub(super) struct Reader<'a> {
-    invoke: Invoke<'a>,
+    dsml: Invoke<'a>,
+    gcml: Invoke<'a>,
     /// The closing tag of the section being read.
     end: &'static str,
+    /// Whether that section is GigaChat's.
+    gigachat: bool,
 }
 
 impl<'a> Reader<'a> {
     pub(super) fn new(reply: &'a str) -> Self {
-        Reader { invoke: Invoke::new(reply, &DSML), end: FUNCTION_CALLS_END }
+        Reader { dsml: Invoke::new(reply, &DSML), gcml: Invoke::new(reply, &GCML), end: FUNCTION_CALLS_END, gigachat: false }
     }
 
-    /// The section at `found`, if a DSML section opens there: where reading
-    /// it stopped.
+    /// The section at `found`, if a DSML or GCML section opens there: where
+    /// reading it stopped.
     pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
-        let (begin, end) = SECTIONS.into_iter().find(|(begin, _)| scope.reply[found..].starts_with(begin))?;
+        let (begin, end, dialect) = SECTIONS.into_iter().find(|(begin, ..)| scope.reply[found..].starts_with(begin))?;
         let after = found + begin.len();
         if scope.markup_trust(found).is_none() {
             return Some(after);
         }
         self.end = end;
+        self.gigachat = std::ptr::eq(dialect, &GCML);
         Some(section::read(scope, found, after, self, out))
+    }
+
+    /// The calls of the section being read.
+    fn invoke(&mut self) -> &mut Invoke<'a> {
+        if self.gigachat { &mut self.gcml } else { &mut self.dsml }
     }
 }
 
@@ -64,11 +95,11 @@ impl CallTokens for Reader<'_> {
     }
 
     fn opens_call(&self, rest: &str) -> bool {
-        self.invoke.opens_call(rest)
+        if self.gigachat { self.gcml.opens_call(rest) } else { self.dsml.opens_call(rest) }
     }
 
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
-        self.invoke.call(scope, at, out)
+        self.invoke().call(scope, at, out)
     }
 }
 
@@ -119,6 +150,25 @@ mod tests {
         let mid_value = "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Hang";
         assert_eq!(calls(mid_value), vec![]);
         assert_eq!(warnings(mid_value), ["a call is cut off before its </｜DSML｜invoke>; it is not a call"]);
+    }
+
+    /// Two calls as GigaChat 3.5 writes them.
+    const GCML_TWO_CALLS: &str = "<｜GCML｜tool_calls><｜GCML｜invoke name=\"get_weather\"><｜GCML｜parameter name=\"city\" string=\"true\">Tokyo</｜GCML｜parameter></｜GCML｜invoke><｜GCML｜invoke name=\"now\"></｜GCML｜invoke></｜GCML｜tool_calls>";
+
+    #[test]
+    fn gigachat_gcml_calls_read_as_dsml() {
+        let two = vec![("get_weather".into(), json!({"city": "Tokyo"})), ("now".into(), json!({}))];
+        assert_eq!(calls(GCML_TWO_CALLS), two);
+        assert_eq!((parse(GCML_TWO_CALLS).content.as_str(), parse(GCML_TWO_CALLS).warnings.len()), ("", 0));
+        let after = format!("<think>Tokyo first.</think>I will check.{GCML_TWO_CALLS}");
+        assert_eq!(calls(&after), two);
+        assert_eq!(parse(&after).content, "<think>Tokyo first.</think>I will check.");
+        let typed = "<｜GCML｜tool_calls><｜GCML｜invoke name=\"forecast\"><｜GCML｜parameter name=\"city\" string=\"false\">\"Rome\"</｜GCML｜parameter><｜GCML｜parameter name=\"days\" string=\"false\">7</｜GCML｜parameter><｜GCML｜parameter name=\"ratio\" string=\"false\">3.5</｜GCML｜parameter><｜GCML｜parameter name=\"metric\" string=\"false\">true</｜GCML｜parameter><｜GCML｜parameter name=\"options\" string=\"false\">{\"nested\": true, \"x\": null}</｜GCML｜parameter></｜GCML｜invoke></｜GCML｜tool_calls>";
+        assert_eq!(Value::Object(checked(typed)), json!({"city": "Rome", "days": 7, "ratio": 3.5, "metric": true, "options": {"nested": true, "x": null}}));
+        let cut = "<｜GCML｜tool_calls><｜GCML｜invoke name=\"broken\">";
+        assert_eq!((calls(cut), warnings(cut)), (vec![], vec!["a call is cut off before its </｜GCML｜invoke>; it is not a call".to_owned()]));
+        no_calls(&["GigaChat 3.5 writes `<｜GCML｜tool_calls><｜GCML｜invoke name=\"delete_all\"></｜GCML｜invoke></｜GCML｜tool_calls>`.", "<｜GCML｜tool_calls><｜DSML｜invoke name=\"now\"></｜DSML｜invoke></｜GCML｜tool_calls>"]);
+        prose("It opens with <｜GCML｜tool_calls> first.");
     }
 
     #[test]

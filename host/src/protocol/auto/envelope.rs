@@ -14,7 +14,8 @@
 //! - Swiss AI Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`, each
 //!   call an object whose only key is the tool's name;
 //! - GigaChat 3: `function call<|role_sep|>{"name", "arguments"}`, up to
-//!   `<|message_sep|>` or the end;
+//!   `<|message_sep|>` or the end, and GigaChat 3.1's
+//!   `<|function_call|>{"name", "arguments"}`;
 //! - AllenAI OLMo 3: `<function_calls>` and pythonic calls one per line;
 //! - Liquid LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`;
 //! - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`.
@@ -29,7 +30,7 @@ use super::super::lenient_json;
 use super::super::scan::{Collector, Forward, find};
 use super::super::ParsedCall;
 use super::super::xml_tag::TOOL_CALL;
-use super::{Scope, glm, markup_name, pythonic};
+use super::{Scope, gemma, glm, markup_name, pythonic};
 use serde_json::{Map, Value};
 
 /// What an envelope holds.
@@ -72,8 +73,9 @@ const TAGS: [Envelope; 5] = [
     envelope(HY3_TOOL_CALLS, "</tool_calls:opensource>", Body::Json),
 ];
 /// The envelopes that open with a chat-template token (`<|…|>`).
-const TOKENS: [Envelope; 5] = [
+const TOKENS: [Envelope; 6] = [
     envelope("<|tool_call|>", "", Body::Json),
+    envelope("<|function_call|>", "", Body::Json),
     envelope("<|action_start|><|plugin|>", "<|action_end|>", Body::Json),
     envelope("<|tools_prefix|>", "<|tools_suffix|>", Body::NameKeyed),
     envelope("<|tool_call_start|>", "<|tool_call_end|>", Body::Pythonic),
@@ -84,7 +86,7 @@ const GIGACHAT: Envelope = envelope("<|role_sep|>", "<|message_sep|>", Body::Jso
 /// What GigaChat writes before its role separator in a call.
 const GIGACHAT_ROLE: &str = "function call";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 23] = [
+pub(crate) const MARKERS: [&str; 24] = [
     TAGS[0].open,
     TAGS[0].close,
     TAGS[1].open,
@@ -99,18 +101,20 @@ pub(crate) const MARKERS: [&str; 23] = [
     HY3_TOOL_CALL.1,
     TOKENS[0].open,
     TOKENS[1].open,
-    TOKENS[1].close,
     TOKENS[2].open,
     TOKENS[2].close,
     TOKENS[3].open,
     TOKENS[3].close,
     TOKENS[4].open,
     TOKENS[4].close,
+    TOKENS[5].open,
+    TOKENS[5].close,
     GIGACHAT.open,
     GIGACHAT.close,
 ];
 
-/// Every tag envelope outside reasoning, in one pass over the `<`s.
+/// Every tag envelope outside reasoning, and FunctionGemma's calls, in one
+/// pass over the `<`s.
 pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut closes = TAGS.map(|envelope| Forward::new(reply, envelope.close));
@@ -123,13 +127,16 @@ pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
         if let Some(i) = TAGS.iter().position(|e| reply[found..].starts_with(e.open)) {
             at = read(scope, found, found + TAGS[i].open.len(), &TAGS[i], &mut closes[i], out);
+        } else if reply[found..].starts_with(gemma::FUNCTION_GEMMA.open) {
+            // Read in this pass, so that prose costs no search of its own.
+            at = gemma::read(scope, found, &gemma::FUNCTION_GEMMA, out);
         }
     }
 }
 
 /// Reads the token envelopes where the chat-token scan finds them.
 pub(super) struct Reader<'a> {
-    closes: [Forward<'a>; 5],
+    closes: [Forward<'a>; 6],
     gigachat_close: Forward<'a>,
 }
 
@@ -147,7 +154,10 @@ impl<'a> Reader<'a> {
         }
         let role = found.checked_sub(GIGACHAT_ROLE.len()).filter(|&r| scope.reply.is_char_boundary(r))?;
         (rest.starts_with(GIGACHAT.open) && scope.reply[role..found] == *GIGACHAT_ROLE).then_some(())?;
-        Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
+        // The message separator that ends the prose before the call is no
+        // prose either.
+        let start = scope.reply[..role].trim_end().strip_suffix(GIGACHAT.close).map_or(role, str::len);
+        Some(read(scope, start, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
     }
 }
 
@@ -333,6 +343,24 @@ mod tests {
     }
 
     #[test]
+    fn gigachat_calls_after_prose_as_its_templates_write_them() {
+        let call = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}";
+        for reply in [
+            format!("I'll check that for you.<|message_sep|>\n\nfunction call<|role_sep|>\n{call}"),
+            format!("I'll check that for you.<|message_sep|>\n\nfunction call<|role_sep|>\n{call}</s>"),
+            format!("I'll check that for you.<|function_call|>{call}"),
+            format!("I'll check that for you.<|function_call|>{call}</s>"),
+        ] {
+            assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+            assert_eq!(parse(&reply).content, "I'll check that for you.", "{reply}");
+        }
+        let undeclared = "<|function_call|>{\"name\": \"manage_user_memory\", \"arguments\": {\"action\": \"create\"}}";
+        assert_eq!(calls(undeclared), one("manage_user_memory", json!({"action": "create"})), "explicit markup");
+        assert_eq!(calls("<|function_call|>{\"name\": \"now\", \"argu"), vec![], "cut off");
+        no_calls(&["GigaChat 3.1 writes `<|function_call|>{\"name\": \"delete_all\", \"arguments\": {}}`."]);
+    }
+
+    #[test]
     fn single_calls_and_left_out_closing_tokens() {
         for reply in [
             "<tool_calls>{\"name\": \"now\", \"arguments\": {}}</tool_calls>",
@@ -392,8 +420,36 @@ mod tests {
         assert_eq!(calls(granite), vec![]);
         assert_eq!(warnings(granite), ["the calls after <|tool_call|> are cut off; they are not calls"]);
         let olmo = "<function_calls>\nnow()\nget_weather(city=\"Par";
-        assert_eq!(calls(olmo), vec![]);
+        assert_eq!(calls(olmo), one("now", json!({})), "only the complete call");
         assert_eq!(warnings(olmo), ["`get_weather(…)` is cut off or not keyword arguments; it is not a call"]);
+    }
+
+    #[test]
+    fn lfm2_strings_quoting_their_own_quote() {
+        let sed = "<|tool_call_start|>[bash(command='sed -n '360,450p' /testbed/sympy/matrices/common.py')]<|tool_call_end|>";
+        assert_eq!(calls(sed), one("bash", json!({"command": "sed -n '360,450p' /testbed/sympy/matrices/common.py"})));
+        let python_c = "<|tool_call_start|>[bash(command='cd /testbed && python3 -c \"from sympy import latex\nprint(latex(3*x, mul_symbol='\\\\,'))\"')]<|tool_call_end|>";
+        assert_eq!(calls(python_c), one("bash", json!({"command": "cd /testbed && python3 -c \"from sympy import latex\nprint(latex(3*x, mul_symbol='\\,'))\""})));
+        let then_more = "<function_calls>grep(pattern='it's', path='a.txt')\nnow()</function_calls>";
+        assert_eq!(calls(then_more), vec![("grep".into(), json!({"pattern": "it's", "path": "a.txt"})), ("now".into(), json!({}))]);
+        assert_eq!(calls("<|tool_call_start|>[bash(command='a 'b' c)]"), vec![], "no end in sight");
+    }
+
+    #[test]
+    fn a_bad_olmo_call_does_not_drop_its_siblings() {
+        let weather = "get_weather(city='San Francisco', metric='celsius')";
+        let expected = one("get_weather", json!({"city": "San Francisco", "metric": "celsius"}));
+        for bad in ["bad(x=b'z')", "calc(x=1e999)"] {
+            let reply = format!("<function_calls>{bad}\n{weather}</function_calls>");
+            assert_eq!(calls(&reply), expected, "{reply}");
+            assert_eq!(parse(&reply).content, "", "{reply}");
+            assert_eq!(warnings(&reply).len(), 1, "{reply}");
+        }
+        let all_bad = "<function_calls>bad(x=b'z')\ncalc(x=1e999)</function_calls>";
+        assert_eq!(calls(all_bad), vec![]);
+        let lfm2 = format!("<|tool_call_start|>[{weather}, bad(x=b'z', y=\")]\")]<|tool_call_end|>");
+        assert_eq!(calls(&lfm2), expected, "in a list too");
+        assert_eq!(parse(&lfm2).content, "");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! One call written as `<invoke name="NAME">`, a
 //! `<parameter name="KEY">value</parameter>` for each argument, and
 //! `</invoke>`: the markup of MiniMax-M2 ([`MINIMAX`]), of DeepSeek V3.2
-//! and V4 ([`DSML`], its tags behind `｜DSML｜`) and of Step3
+//! and V4 ([`DSML`], its tags behind `｜DSML｜`), of GigaChat 3.5 ([`GCML`],
+//! the same behind `｜GCML｜`) and of Step3
 //! ([`STEPTML`], behind `steptml:`). The families differ in the section
 //! around the calls (read by their own modules) and in how a value is
 //! written ([`Values`]).
@@ -20,7 +21,7 @@ pub(crate) enum Values {
     /// step types it by the declared parameter.
     Trimmed,
     /// Tagged by the model: `string="true"` keeps the text exactly,
-    /// `string="false"` is JSON (DeepSeek's DSML).
+    /// `string="false"` is JSON (DeepSeek's DSML, GigaChat's GCML).
     StringAttribute,
 }
 
@@ -61,6 +62,15 @@ pub(crate) const DSML: Dialect = Dialect {
     invoke_close: "</｜DSML｜invoke>",
     parameter_open: "<｜DSML｜parameter name=",
     parameter_close: "</｜DSML｜parameter>",
+    values: Values::StringAttribute,
+};
+
+/// GigaChat 3.5's tags: DSML's, behind `｜GCML｜`.
+pub(crate) const GCML: Dialect = Dialect {
+    invoke_open: "<｜GCML｜invoke name=",
+    invoke_close: "</｜GCML｜invoke>",
+    parameter_open: "<｜GCML｜parameter name=",
+    parameter_close: "</｜GCML｜parameter>",
     values: Values::StringAttribute,
 };
 

@@ -10,7 +10,7 @@
 //! [`invoke`](super::invoke), which DeepSeek's DSML and Step3 share.
 
 use super::super::ParsedCall;
-use super::super::scan::{Collector, find};
+use super::super::scan::Collector;
 use super::invoke::{Invoke, MINIMAX};
 use super::section::{self, CallTokens};
 use super::Scope;
@@ -27,17 +27,7 @@ pub(crate) const MARKERS: [&str; 6] = {
 
 /// Every MiniMax section outside reasoning.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    let reply = scope.reply;
-    let mut reader = Reader(Invoke::new(reply, &MINIMAX));
-    let mut at = 0;
-    while let Some(found) = find(reply, at, SECTION_BEGIN) {
-        if let Some(end) = scope.reasoning.skip(found) {
-            at = end;
-            continue;
-        }
-        let begin = found + SECTION_BEGIN.len();
-        at = if scope.markup_trust(found).is_some() { section::read(scope, found, begin, &mut reader, out) } else { begin };
-    }
+    section::scan(scope, SECTION_BEGIN, &mut Reader(Invoke::new(scope.reply, &MINIMAX)), out);
 }
 
 /// Reads the calls of a section.

@@ -9,6 +9,7 @@
 //! - Kimi K2's and DeepSeek's sections of special tokens ([`kimi`],
 //!   [`deepseek`], both read by [`section`]), and Kimi K3's XTML tools
 //!   channel ([`kimi_k3`]);
+//! - MiniMax M3's elements behind `]<]minimax[>[` ([`minimax_m3`]);
 //! - MiniMax-M2's `<minimax:tool_call><invoke name="NAME">…` ([`minimax`])
 //!   DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]) and
 //!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
@@ -18,12 +19,17 @@
 //!   Hunyuan's `<tool_calls>`, Nemotron's `<TOOLCALL>`, LongCat's, Granite's
 //!   `<|tool_call|>`, InternLM2's, Apertus's, GigaChat's, OLMo 3's
 //!   `<function_calls>`, LFM2's and Llama 4's tokens ([`envelope`]);
+//! - Gemma 4's `<|tool_call>call:NAME{…}<tool_call|>` and FunctionGemma's
+//!   `<start_function_call>call:NAME{…}` ([`gemma`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
 //!   ([`prefixed`]);
 //! - pythonic lists, `[get_weather(city="Paris"), now()]` ([`pythonic`]);
 //! - fenced JSON objects and arrays, and an OpenAI `tool_calls` message.
+//!
+//! A token that ends the turn at the very end of a reply is no content
+//! ([`turn_end`]).
 //!
 //! Bare (unfenced, untagged) JSON and pythonic lists are calls only when
 //! they name a declared tool, so an example in prose never runs; markup
@@ -39,18 +45,21 @@ pub(crate) mod dsml;
 pub(crate) mod envelope;
 pub(crate) mod function_tag;
 pub(crate) mod functionary;
+pub(crate) mod gemma;
 pub(crate) mod glm;
 pub(crate) mod harmony;
 mod invoke;
 pub(crate) mod kimi;
 pub(crate) mod kimi_k3;
 pub(crate) mod minimax;
+pub(crate) mod minimax_m3;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 mod section;
 pub(crate) mod step3;
 #[cfg(test)]
 mod testing;
+mod turn_end;
 
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
@@ -96,6 +105,7 @@ impl Protocol for Auto {
         functionary::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
+        turn_end::scan(reply, &mut out);
         out.finish()
     }
 
@@ -155,7 +165,7 @@ impl<'a> Scope<'a> {
 pub(crate) const CHAT_TOKEN_OPEN: &str = "<|";
 
 /// Every chat-template token that starts a call, in one pass: Llama's
-/// `<|python_tag|>`, the envelopes of Granite, InternLM2, Apertus, LFM2,
+/// `<|python_tag|>`, Gemma 4's `<|tool_call>`, the envelopes of Granite, InternLM2, Apertus, LFM2,
 /// Llama 4 and GigaChat, Kimi K2's sections and calls, Kimi K3's channels, Command R's
 /// actions, Harmony's messages (found by their `<|message|>`).
 fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
@@ -172,6 +182,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
         at = if reply[found..].starts_with(prefixed::PYTHON_TAG) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
+        } else if reply[found..].starts_with(gemma::GEMMA4.open) {
+            gemma::read(scope, found, &gemma::GEMMA4, out)
         } else if reply[found..].starts_with(harmony::MESSAGE) {
             harmony::read(scope, found, out).unwrap_or(found + harmony::MESSAGE.len())
         } else if let Some(end) = envelopes.read(scope, found, out) {
@@ -192,19 +204,27 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
 /// Qwen, Granite 4), pythonic calls (`[f(a=1)]` or `f(a=1)`),
 /// `<function>NAME</function>` and JSON, or GLM's name and argument tags. A Qwen3-Coder `<function=…>` body is left to [`function_tag`], a
 /// Harmony message to [`harmony`]; each takes the element around it too.
+/// MiniMax M3's `]<]minimax[>[<tool_call>` is read here by [`minimax_m3`].
 fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     for element in xml_tag::elements(reply, &scope.reasoning, TOOL_CALL) {
         let body = &reply[element.body.clone()];
         let text = body.trim_start();
         let text_at = element.body.start + (body.len() - text.len());
+        if minimax_m3::opens_section(reply, element.open) {
+            minimax_m3::read(scope, element.open, out);
+            continue;
+        }
         if function_tag::opens_call(text) || harmony::in_tool_call(body) {
             continue;
         }
-        let Some(end) = element.end else {
+        // Unclosed, the element is a call when complete JSON runs to the
+        // reply's end, as vLLM's and SGLang's Hermes parsers read it.
+        let Some((body_end, end)) = element.end.map(|end| (element.body.end, end)).or_else(|| json_to_the_end(reply, text_at).map(|end| (end, end))) else {
             out.warn(element.open, format!("{} is not closed; it is not a call", TOOL_CALL.0));
             continue;
         };
+        let body = &reply[element.body.start..body_end];
         let span = element.open..end;
         if pythonic::opens_call(text) {
             let callable = |name: &str| scope.markup_calls(element.open, name);
@@ -223,6 +243,17 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
     }
+}
+
+/// The end of the JSON value at `at`, if nothing but white space and the
+/// turn's end tokens follows it.
+fn json_to_the_end(reply: &str, at: usize) -> Option<usize> {
+    if !reply[at..].starts_with(['{', '[']) {
+        return None;
+    }
+    let (_, used, _) = lenient_json::parse_prefix(&reply[at..]).ok()?;
+    let end = at + used;
+    reply[end..turn_end::start(reply).max(end)].trim().is_empty().then_some(end)
 }
 
 /// A whole reply that is an OpenAI message with `tool_calls`.
@@ -348,6 +379,22 @@ mod tests {
     }
 
     #[test]
+    fn an_unclosed_tool_call_tag_holding_a_whole_call_is_a_call() {
+        let until_eos = "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"trigger\": true}}";
+        assert_eq!(calls(until_eos), one("final_answer", json!({"trigger": true})), "an undeclared tool in explicit markup");
+        assert_eq!((parse(until_eos).content.as_str(), parse(until_eos).warnings.len()), ("", 0));
+        let second = "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"x\", \"arguments\": {}}\n<|im_end|>";
+        assert_eq!(calls(second).len(), 2);
+        assert_eq!(parse(second).content, "");
+        let granite = "<tool_call> [{\n  \"name\": \"test_function\",\n  \"arguments\": {\"path\": \"C:\\\\Users\\\\file.txt\", \"empty\": {}}\n}]";
+        assert_eq!(calls(granite), one("test_function", json!({"path": "C:\\Users\\file.txt", "empty": {}})), "Granite 3.1's unclosed <tool_call> array");
+        let cut = "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"trigger\": true}";
+        assert_eq!(calls(cut), vec![], "the JSON itself cut off");
+        let then_prose = "<tool_call>{\"name\": \"x\", \"arguments\": {}} and more";
+        assert_eq!(calls(then_prose), vec![]);
+    }
+
+    #[test]
     fn mistral_array_and_name_forms() {
         assert_eq!(
             calls("[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]"),
@@ -367,6 +414,20 @@ mod tests {
             one("undeclared", json!({})),
             "the python tag is explicit markup"
         );
+    }
+
+    #[test]
+    fn llama_json_calls_separated_by_semicolons() {
+        let (a, b) = ("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}", "{\"name\": \"now\", \"parameters\": {}}");
+        let both = vec![("get_weather".into(), json!({"city": "Lima"})), ("now".into(), json!({}))];
+        for reply in [format!("<|python_tag|>{a}; {b}"), format!("{a} ; {b}"), format!("{a};\n{b}<|eot_id|>")] {
+            assert_eq!(calls(&reply), both, "{reply}");
+            assert_eq!(parse(&reply).content, "", "{reply}");
+        }
+        let around = format!("Here are the results: {a}; {b} Would you like to know more?");
+        assert_eq!(calls(&around), both);
+        assert_eq!(parse(&around).content, "Here are the results:  Would you like to know more?");
+        assert_eq!(parse(&format!("{a}; and then")).content, "; and then", "a semicolon before prose is prose");
     }
 
     #[test]

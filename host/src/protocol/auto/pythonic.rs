@@ -76,7 +76,9 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
 /// The calls from `start` to `end`, inside markup that says they are calls:
 /// `[f(a=1), g()]`, or `f(a=1)` and `g()` one after another, separated by
 /// line breaks or commas. `calls(name)` says whether a name may be called.
-/// `None`, after a warning, when the text is not only calls.
+/// `None`, after a warning, when the text is not only calls. A call whose
+/// arguments cannot be read but whose parentheses close is warned of and
+/// skipped: vLLM's LFM2 and OLMo 3 parsers keep the siblings of a bad call.
 pub(super) fn sequence(
     reply: &str,
     start: usize,
@@ -89,12 +91,13 @@ pub(super) fn sequence(
     let bracketed = bytes.get(p) == Some(&b'[');
     p += usize::from(bracketed);
     let mut found = Vec::new();
+    let mut skipped = false;
     loop {
         while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace() || *b == b',' || *b == b';') {
             p += 1;
         }
         if p >= end || (bracketed && bytes[p] == b']' && reply[p + 1..end].trim().is_empty()) {
-            return Some(found);
+            return (!skipped || !found.is_empty()).then_some(found);
         }
         let name_start = p;
         p = function_name_end(bytes, p);
@@ -113,10 +116,123 @@ pub(super) fn sequence(
             }
             Err(_) => {
                 out.warn(name_start, format!("`{name}(…)` is cut off or not keyword arguments; it is not a call"));
-                return None;
+                match call_end(bytes, p, end) {
+                    Some(after) => {
+                        skipped = true;
+                        p = after;
+                    }
+                    None if !bracketed && !found.is_empty() => return Some(found),
+                    None => return None,
+                }
             }
         }
     }
+}
+
+/// How far a string quoting its own quote is looked through for its end.
+const LOOSE_STRING_MAX: usize = 4096;
+
+/// A string opened by the quote at `start` that holds the same quote
+/// unescaped (`'sed -n '1,5p' f'`): it ends at the first such quote after
+/// which the call's arguments go on (`, key=`) or the call ends and so does
+/// the list or line (`)` then `]`, `,`, a line break, a token or the end).
+/// Escapes are read as Python reads them. Looked for within
+/// [`LOOSE_STRING_MAX`] bytes, so that reading stays linear.
+fn loose_string(reply: &str, start: usize) -> Option<(String, usize)> {
+    let bytes = reply.as_bytes();
+    let quote = *bytes.get(start).filter(|b| matches!(b, b'\'' | b'"'))?;
+    let limit = reply.len().min(start + LOOSE_STRING_MAX);
+    let mut p = start + 1;
+    while p < limit {
+        match bytes[p] {
+            b'\\' => p += 2,
+            b if b == quote && ends_string(bytes, p + 1) => return Some((python_unescape(&reply[start + 1..p]), p + 1)),
+            _ => p += 1,
+        }
+    }
+    None
+}
+
+/// Whether what follows a quote at `p` shows it ends the string: `, key=`,
+/// or `)` and then the end of the list or line.
+fn ends_string(bytes: &[u8], p: usize) -> bool {
+    let p = skip_spaces(bytes, p);
+    match bytes.get(p) {
+        Some(b',') => {
+            let key = skip_spaces(bytes, p + 1);
+            let key_end = (key..bytes.len()).find(|&i| !(bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_')).unwrap_or(bytes.len());
+            key_end > key && bytes.get(skip_spaces(bytes, key_end)) == Some(&b'=')
+        }
+        Some(b')') => {
+            let after = skip_spaces(bytes, p + 1);
+            matches!(bytes.get(after), None | Some(b']' | b',' | b'\n' | b'\r' | b'<'))
+        }
+        _ => false,
+    }
+}
+
+/// Past spaces and tabs.
+fn skip_spaces(bytes: &[u8], mut p: usize) -> usize {
+    while bytes.get(p).is_some_and(|b| *b == b' ' || *b == b'\t') {
+        p += 1;
+    }
+    p
+}
+
+/// A Python string literal's text, its escapes read: `\\`, the quote,
+/// `\n`, `\t`, `\r`; any other backslash is kept, as Python keeps it.
+fn python_unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push('\\'),
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some(q @ ('"' | '\'')) => out.push(q),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// Where the call whose `(` stands at `open` ends, past its `)`: brackets
+/// counted, quoted text (`'…'`, `"…"`, with backslash escapes) skipped;
+/// `None` when nothing before `end` closes it.
+fn call_end(bytes: &[u8], open: usize, end: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote = None;
+    let mut p = open;
+    while p < end {
+        let b = bytes[p];
+        match quote {
+            Some(_) if b == b'\\' => p += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None => match b {
+                b'\'' | b'"' => quote = Some(b),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return (b == b')').then_some(p + 1);
+                    }
+                }
+                _ => {}
+            },
+        }
+        p += 1;
+    }
+    None
 }
 
 /// `k=v, …)` from `p`, just after the `(` of `name(`: the arguments and
@@ -146,12 +262,17 @@ pub(super) fn keyword_arguments(
             return Err(p);
         }
         p = skip_ws(bytes, p + 1);
-        let (value, used, _) = match lenient_json::parse_prefix(&reply[p..]) {
-            Ok(read) => read,
-            Err(e) => return Err(p + e.offset.max(1)),
+        let read = lenient_json::parse_prefix(&reply[p..]).map(|(value, used, _)| (value, p + used));
+        let (value, after) = match read {
+            Ok((value, after)) if matches!(bytes.get(skip_ws(bytes, after)), Some(b',' | b')')) => (value, after),
+            // A string quoting its own quote unescaped, as shell commands do.
+            other => match loose_string(reply, p) {
+                Some((text, after)) => (Value::String(text), after),
+                None => return Err(other.map_or_else(|e| p + e.offset.max(1), |(_, after)| after)),
+            },
         };
         arguments.insert(key.to_owned(), value);
-        p = skip_ws(bytes, p + used);
+        p = skip_ws(bytes, after);
         match bytes.get(p) {
             Some(b',') => p += 1,
             Some(b')') => {}
