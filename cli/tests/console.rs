@@ -475,7 +475,7 @@ impl Driver {
             let skipped = support::toolchains().join("browser.skipped");
             match std::fs::read_to_string(&skipped) {
                 Ok(reason) => {
-                    eprintln!("SKIPPED: the console's browser test: Chromium could not be installed: {reason}");
+                    support::skip("Chromium, for the console's browser test", &reason);
                     return None;
                 }
                 Err(_) => panic!("chromedriver is missing; run `cargo xtask browser` (or `cargo xtask test`)"),

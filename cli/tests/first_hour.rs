@@ -322,7 +322,7 @@ fn tools_whose_plugin_lacks_a_grant_are_flagged_by_check_and_left_out_of_the_pro
 fn a_load_that_compiles_for_over_a_second_says_so_with_the_time_taken_on_a_stderr_that_is_no_terminal() {
     let textstats = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/polyglot/textstats.wasm");
     if !textstats.exists() {
-        return eprintln!("SKIPPED: the Python example (18 MiB, seconds to compile) is not built");
+        return support::skip("the Python example (18 MiB, seconds to compile)", "it is not built");
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("plugins")).unwrap();

@@ -190,7 +190,7 @@ impl Drop for LocalRegistry {
 fn an_oci_artifact_is_installed_and_pinned_by_tag_and_digest_and_a_tampered_one_refused() {
     let registry = match LocalRegistry::start() {
         Ok(registry) => registry,
-        Err(reason) => return eprintln!("SKIPPED: no local OCI registry: {reason}"),
+        Err(reason) => return support::skip("a local OCI registry", &reason),
     };
     let manifest = registry.push(&calc(), "tools/calc", "0.1.0");
     let digest = sha256_hex(&std::fs::read(calc()).unwrap());

@@ -354,7 +354,7 @@ fn stateless_replicas_behind_nginx_share_one_url() {
 fn the_official_conformance_suite_passes_but_for_its_baseline() {
     let skipped = toolchains().join("conformance.skipped");
     if let Ok(reason) = std::fs::read_to_string(&skipped) {
-        eprintln!("SKIPPED: the MCP conformance suite: Node 22 could not be installed: {reason}");
+        support::skip("Node 22, for the MCP conformance suite", &reason);
         return;
     }
     let bin = toolchains().join("node/node_modules/.bin");

@@ -52,7 +52,7 @@ fn sh(dir: &Path, env: &[(String, String)], command: &str) -> std::process::Outp
 fn scaffold_builds_and_answers(lang: &str) {
     let env = match toolchain_env(lang) {
         Ok(env) => env,
-        Err(reason) => return eprintln!("SKIPPED: the {lang} toolchain did not install: {reason}"),
+        Err(reason) => return support::skip(&format!("the {lang} toolchain"), &reason),
     };
     let dir = tempfile::tempdir().unwrap();
     let name = format!("words-{lang}");
@@ -143,7 +143,7 @@ fn blocks(section: &str) -> Vec<(&str, &str)> {
 fn the_readmes_rust_plugin_quickstart_works_as_written() {
     let env = match toolchain_env("rust") {
         Ok(env) => env,
-        Err(reason) => return eprintln!("SKIPPED: the rust toolchain did not install: {reason}"),
+        Err(reason) => return support::skip("the rust toolchain", &reason),
     };
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap();
     let section = readme.split("## Quickstart: writing a plugin in Rust").nth(1).unwrap().split("\n## ").next().unwrap();

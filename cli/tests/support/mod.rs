@@ -5,6 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Say that a test is skipped because `what` is missing, and why. Under
+/// CI (`CI` set, as `.ci/run` is run), where `cargo xtask test` installs
+/// every toolchain and service the tests use, a missing one fails the
+/// test instead: a skip must not pass there unseen.
+pub fn skip(what: &str, reason: &str) {
+    let under_ci = std::env::var("CI").is_ok_and(|ci| !ci.is_empty() && ci != "false" && ci != "0");
+    assert!(!under_ci, "{what} is missing under CI, where `cargo xtask test` installs it: {reason}");
+    eprintln!("SKIPPED: {what} is missing: {reason}");
+}
+
 /// `target/plugins/DIR`, built by `cargo xtask build-plugins`.
 pub fn plugins(dir: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins").join(dir);
