@@ -433,6 +433,8 @@ fn adversarial_input_parses_in_linear_time() {
         "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[<x>",
         "]<]minimax[>[<x>]<]minimax[>[<item>1",
         "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[</x>",
+        "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[</x>]<]minimax[>[</tool_call>",
+        "</s>",
     ];
     for pattern in patterns {
         let small = pattern.repeat(100_000 / pattern.len());

@@ -14,7 +14,7 @@
 
 use super::super::ParsedCall;
 use super::super::scan::Collector;
-use super::invoke::{DSML, Dialect, GCML, Invoke};
+use super::invoke::{DSML, GCML, Invoke};
 use super::section::{self, CallTokens};
 use super::Scope;
 
@@ -51,9 +51,10 @@ pub(crate) const MARKERS: [&str; 14] = {
         gcml_parameter_close,
     ]
 };
-/// Each section's opening and closing tags, and the dialect of its calls.
-const SECTIONS: [(&str, &str, &Dialect); 3] =
-    [(FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END, &DSML), (TOOL_CALLS_BEGIN, TOOL_CALLS_END, &DSML), (GCML_BEGIN, GCML_END, &GCML)];
+/// Each section's opening and closing tags; GCML's hold GigaChat's calls,
+/// the others DSML's.
+const SECTIONS: [(&str, &str); 3] =
+    [(FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END), (TOOL_CALLS_BEGIN, TOOL_CALLS_END), (GCML_BEGIN, GCML_END)];
 
 /// Reads DSML and GCML sections where DeepSeek's token scan finds them.
 pub(super) struct Reader<'a> {
@@ -73,13 +74,13 @@ impl<'a> Reader<'a> {
     /// The section at `found`, if a DSML or GCML section opens there: where
     /// reading it stopped.
     pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
-        let (begin, end, dialect) = SECTIONS.into_iter().find(|(begin, ..)| scope.reply[found..].starts_with(begin))?;
+        let (begin, end) = SECTIONS.into_iter().find(|(begin, _)| scope.reply[found..].starts_with(begin))?;
         let after = found + begin.len();
         if scope.markup_trust(found).is_none() {
             return Some(after);
         }
         self.end = end;
-        self.gigachat = std::ptr::eq(dialect, &GCML);
+        self.gigachat = begin == GCML_BEGIN;
         Some(section::read(scope, found, after, self, out))
     }
 

@@ -156,8 +156,13 @@ impl<'a> Reader<'a> {
         (rest.starts_with(GIGACHAT.open) && scope.reply[role..found] == *GIGACHAT_ROLE).then_some(())?;
         // The message separator that ends the prose before the call is no
         // prose either.
+        // Its own markup, not the call's span: the call before may end
+        // after that separator already.
         let start = scope.reply[..role].trim_end().strip_suffix(GIGACHAT.close).map_or(role, str::len);
-        Some(read(scope, start, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
+        if start < role {
+            out.markup(start..role);
+        }
+        Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
     }
 }
 
@@ -358,6 +363,8 @@ mod tests {
         assert_eq!(calls(undeclared), one("manage_user_memory", json!({"action": "create"})), "explicit markup");
         assert_eq!(calls("<|function_call|>{\"name\": \"now\", \"argu"), vec![], "cut off");
         no_calls(&["GigaChat 3.1 writes `<|function_call|>{\"name\": \"delete_all\", \"arguments\": {}}`."]);
+        let two = "function call<|role_sep|>\n{\"name\":\"now\",\"arguments\":{}}<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\":\"get_weather\",\"arguments\":{}}";
+        assert_eq!(calls(two).len(), 2, "a separator that ends one call and precedes the next keeps both");
     }
 
     #[test]

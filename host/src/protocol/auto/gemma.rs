@@ -16,7 +16,7 @@
 
 use super::super::ParsedCall;
 use super::super::scan::{Collector, find};
-use super::{Scope, markup_name};
+use super::{Scope, exact_number, markup_name};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -264,10 +264,7 @@ fn bare(text: &str) -> Value {
         "true" => Value::Bool(true),
         "false" => Value::Bool(false),
         "null" | "None" | "none" | "nil" => Value::Null,
-        _ if text.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => {
-            serde_json::from_str::<serde_json::Number>(text).map_or_else(|_| Value::String(text.to_owned()), Value::Number)
-        }
-        _ => Value::String(text.to_owned()),
+        _ => exact_number(text).map_or_else(|| Value::String(text.to_owned()), Value::Number),
     }
 }
 
@@ -332,7 +329,9 @@ mod tests {
         let escaped = "<start_function_call>call:forecast{city:<escape>Rome<escape>,days:<escape>3<escape>,ratio:0.5,metric:<escape>true<escape>}<end_function_call>";
         assert_eq!(Value::Object(checked(escaped)), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true}), "escaped scalars typed by the schema");
         let raw = "<|tool_call>call:calculate{code:<|\"|>if a < b { x = [1, 2]; }\n  \"quoted\" \\n<|\"|>,n:-1.5e3,x:none}<tool_call|>";
-        assert_eq!(calls(raw), one("calculate", json!({"code": "if a < b { x = [1, 2]; }\n  \"quoted\" \\n", "n": -1500.0, "x": null})));
+        assert_eq!(calls(raw), one("calculate", json!({"code": "if a < b { x = [1, 2]; }\n  \"quoted\" \\n", "n": "-1.5e3", "x": null})));
+        let rewritten = "<|tool_call>call:forecast{city:1.10,days:3}<tool_call|>";
+        assert_eq!(Value::Object(checked(rewritten)), json!({"city": "1.10", "days": 3}), "a number a float would rewrite keeps its text");
         let undeclared = "<|tool_call>call:calculate{x:12,y:<|\"|>12<|\"|>,z:abc}<tool_call|>";
         assert_eq!(calls(undeclared), one("calculate", json!({"x": 12, "y": "12", "z": "abc"})), "a quoted value stays text");
         let json_quoted = "<|tool_call>call:calculate{code:\"raw \\\"quoted\\\"\",\"note\":<|\"|>say \"hi\"<|\"|>}<tool_call|>";

@@ -21,8 +21,9 @@ use super::super::lenient_json::MAX_DEPTH;
 use super::super::scan::{Collector, find};
 use super::function_tag::quoted_name;
 use super::section::{self, CallTokens};
-use super::{Scope, markup_name};
+use super::{Scope, exact_number, markup_name};
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// Stands before every tag.
 pub(crate) const NAMESPACE: &str = "]<]minimax[>[";
@@ -54,12 +55,27 @@ pub(super) fn opens_section(reply: &str, open: usize) -> bool {
 pub(super) fn read(scope: &Scope<'_>, open: usize, out: &mut Collector<'_>) {
     let found = open - NAMESPACE.len();
     if scope.markup_trust(found).is_some() {
-        section::read(scope, found, found + SECTION_BEGIN.len(), &mut Reader, out);
+        section::read(scope, found, found + SECTION_BEGIN.len(), &mut Reader::default(), out);
     }
 }
 
 /// Reads the calls of a section.
-struct Reader;
+#[derive(Default)]
+struct Reader {
+    /// Where the section's closing tag stands (or the reply ends), once
+    /// looked for: searched once per section, not once per bad call.
+    section_end: Option<usize>,
+}
+
+impl Reader {
+    /// Where the section being read ends, at or after `p`.
+    fn section_end(&mut self, reply: &str, p: usize) -> usize {
+        match self.section_end {
+            Some(end) if end >= p => end,
+            _ => *self.section_end.insert(find(reply, p, SECTION_END).unwrap_or(reply.len())),
+        }
+    }
+}
 
 impl CallTokens for Reader {
     fn section_end(&self, rest: &str) -> Option<usize> {
@@ -76,22 +92,33 @@ impl CallTokens for Reader {
             out.warn(at, "an invoke tag does not name a tool; it is not a call");
             return (None, at + INVOKE_OPEN.len());
         };
-        let mut arguments = Map::new();
+        let mut arguments = Repeating::default();
         loop {
             p += reply[p..].len() - reply[p..].trim_start().len();
             if let Some(after) = reply[p..].strip_prefix(INVOKE_CLOSE) {
                 let end = reply.len() - after.len();
-                let call = scope.markup_calls(at, name).then(|| ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..end });
+                let call = scope.markup_calls(at, name).then(|| ParsedCall {
+                    id: None,
+                    name: name.to_owned(),
+                    arguments: arguments.map,
+                    reserved: Map::new(),
+                    span: at..end,
+                });
                 return (call, end);
             }
             match element(reply, p, 0) {
                 Ok((key, value, end)) => {
-                    arguments.insert(key.to_owned(), leaf_text(value));
+                    arguments.insert(key, leaf_text(value));
                     p = end;
                 }
                 Err(Stop::Malformed) => {
                     out.warn(p, format!("expected {NAMESPACE}<KEY> or {INVOKE_CLOSE} in the call to `{name}`; it is not a call"));
-                    return (None, find(reply, p, INVOKE_CLOSE).map_or(reply.len(), |close| close + INVOKE_CLOSE.len()));
+                    // Resume within the section: past its end, the search
+                    // would take the text after it along, and repeated by
+                    // every section of a hostile reply, be quadratic.
+                    let section_end = self.section_end(reply, p);
+                    let close = find(&reply[..section_end], p, INVOKE_CLOSE);
+                    return (None, close.map_or(section_end, |close| close + INVOKE_CLOSE.len()));
                 }
                 Err(Stop::CutOff) => {
                     out.warn(at, format!("a call is cut off before its {INVOKE_CLOSE}; it is not a call"));
@@ -128,7 +155,8 @@ fn leaf_text(read: Read) -> Value {
 fn nested(read: Read) -> Value {
     match read {
         Read::Text(text) => match serde_json::from_str::<Value>(text.trim()) {
-            Ok(scalar @ (Value::Number(_) | Value::Bool(_) | Value::Null)) => scalar,
+            Ok(Value::Number(_)) => exact_number(text.trim()).map_or(Value::String(text), Value::Number),
+            Ok(scalar @ (Value::Bool(_) | Value::Null)) => scalar,
             _ => Value::String(text),
         },
         Read::Value(value) => value,
@@ -189,17 +217,34 @@ fn assemble(children: Vec<(&str, Value)>) -> Value {
     if children.iter().all(|(tag, _)| *tag == ITEM) {
         return Value::Array(children.into_iter().map(|(_, value)| value).collect());
     }
-    let mut map = Map::new();
+    let mut object = Repeating::default();
     for (tag, value) in children {
-        match map.get_mut(tag) {
-            Some(Value::Array(values)) => values.push(value),
-            Some(first) => *first = Value::Array(vec![first.take(), value]),
+        object.insert(tag, value);
+    }
+    Value::Object(object.map)
+}
+
+/// An object whose keys written more than once hold arrays of their
+/// values (a value that is an array itself stays one element).
+#[derive(Default)]
+struct Repeating {
+    map: Map<String, Value>,
+    repeated: HashSet<String>,
+}
+
+impl Repeating {
+    fn insert(&mut self, key: &str, value: Value) {
+        match self.map.get_mut(key) {
             None => {
-                map.insert(tag.to_owned(), value);
+                self.map.insert(key.to_owned(), value);
+            }
+            Some(Value::Array(values)) if self.repeated.contains(key) => values.push(value),
+            Some(first) => {
+                *first = Value::Array(vec![first.take(), value]);
+                self.repeated.insert(key.to_owned());
             }
         }
     }
-    Value::Object(map)
 }
 
 #[cfg(test)]
@@ -257,6 +302,13 @@ mod tests {
         let broken = format!("{NS}<tool_call>{NS}<invoke name=\"now\">{NS}</user_id>{NS}</invoke>{NS}</tool_call>");
         assert_eq!(calls(&broken), vec![]);
         assert_eq!(warnings(&broken), [format!("expected {NS}<KEY> or {NS}</invoke> in the call to `now`; it is not a call")]);
+        let twice = format!("{NS}<tool_call>{NS}<invoke name=\"get_weather\">{NS}<city>a{NS}</city>{NS}<city>b{NS}</city>{NS}</invoke>{NS}</tool_call>");
+        assert_eq!(calls(&twice), one("get_weather", json!({"city": ["a", "b"]})), "a top-level key written twice");
+        let lists = format!("{NS}<tool_call>{NS}<invoke name=\"get_weather\">{NS}<city>{NS}<item>a{NS}</item>{NS}</city>{NS}<city>{NS}<item>b{NS}</item>{NS}</city>{NS}</invoke>{NS}</tool_call>");
+        assert_eq!(calls(&lists), one("get_weather", json!({"city": [["a"], ["b"]]})), "a repeated key holding lists");
+        let unclosed = format!("{NS}<tool_call>{NS}<invoke name=\"now\">{NS}</x>{NS}</tool_call>\nThe answer is 4.");
+        assert_eq!(parse(&unclosed).content.trim(), "The answer is 4.", "a bad call takes nothing past its section");
+        assert_eq!(calls(&format!("{unclosed}\n{}", two_calls())).len(), 2, "nor the calls after it");
     }
 
     #[test]

@@ -12,8 +12,9 @@ use super::prefixed::PYTHON_TAG;
 
 /// SentencePiece's end of sentence.
 const SENTENCE_END: &str = "</s>";
-/// What opens the strikethrough `</s>` also closes.
-const STRIKETHROUGH: &str = "<s>";
+/// What opens the strikethrough `</s>` also closes, bare or with
+/// attributes.
+const STRIKETHROUGH: [&str; 2] = ["<s>", "<s "];
 
 /// Every token that ends a turn, a message or the text, by family.
 pub(crate) const TOKENS: [&str; 23] = [
@@ -64,11 +65,14 @@ pub(super) fn scan(reply: &str, out: &mut Collector<'_>) {
 /// there are none.
 pub(super) fn start(reply: &str) -> usize {
     let mut end = reply.len();
+    // Looked for once: a search per stripped token would be quadratic in a
+    // reply of many `</s>`.
+    let struck = STRIKETHROUGH.iter().any(|tag| find(reply, 0, tag).is_some());
     loop {
         let rest = reply[..end].trim_end();
         let token = match TOKENS.iter().chain([&PYTHON_TAG]).find(|token| rest.ends_with(**token)) {
             Some(token) => token,
-            None if rest.ends_with(SENTENCE_END) && find(rest, 0, STRIKETHROUGH).is_none() => SENTENCE_END,
+            None if rest.ends_with(SENTENCE_END) && !struck => SENTENCE_END,
             None => return end,
         };
         end = rest.len() - token.len();
@@ -103,5 +107,6 @@ mod tests {
         prose("ChatML ends a turn with <|im_end|> and Llama 3 with <|eot_id|>, as documented.");
         prose("`<|im_end|>`");
         prose("This is <s>struck</s>");
+        prose("Price: <s style=\"color:red\">$10</s>");
     }
 }
