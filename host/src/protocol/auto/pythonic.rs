@@ -131,6 +131,9 @@ pub(super) fn sequence(
 
 /// How far a string quoting its own quote is looked through for its end.
 const LOOSE_STRING_MAX: usize = 4096;
+/// The longest keyword a call's next argument may have, where a string
+/// quoting its own quote is told to end by `, key=`.
+const KEY_MAX: usize = 128;
 
 /// A string opened by the quote at `start` that holds the same quote
 /// unescaped (`'sed -n '1,5p' f'`): it ends at the first such quote after
@@ -159,9 +162,11 @@ fn ends_string(bytes: &[u8], p: usize) -> bool {
     let p = skip_spaces(bytes, p);
     match bytes.get(p) {
         Some(b',') => {
+            // A key is looked through for at most KEY_MAX bytes, so that
+            // every quote before a long word does not read all of it.
             let key = skip_spaces(bytes, p + 1);
-            let key_end = (key..bytes.len()).find(|&i| !(bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_')).unwrap_or(bytes.len());
-            key_end > key && bytes.get(skip_spaces(bytes, key_end)) == Some(&b'=')
+            let key_end = (key..bytes.len().min(key + KEY_MAX)).find(|&i| !(bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_'));
+            key_end.is_some_and(|end| end > key && bytes.get(skip_spaces(bytes, end)) == Some(&b'='))
         }
         Some(b')') => {
             let after = skip_spaces(bytes, p + 1);
