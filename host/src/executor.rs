@@ -331,7 +331,7 @@ fn report(options: &RunOptions, index: usize, outcome: &ToolOutcome) {
 /// The outcome of a call during which the host panicked: the panic's text
 /// goes to the log, not to the model.
 fn host_panicked(plugin: &LoadedPlugin, call: &ToolCall, panic: &(dyn std::any::Any + Send)) -> ToolOutcome {
-    let text = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    let text = crate::error_chain::panic_message(panic);
     tracing::error!("the host panicked while running `{}` of plugin `{}`: {}", call.tool, plugin.name(), text.unwrap_or("(no message)"));
     let message = "the host panicked while running this call (its log says why)".into();
     ToolOutcome::without_running(&call.id, &call.tool, Status::Error, message)

@@ -5,11 +5,11 @@
 //! A cache file holds native code the host will run, so it is trusted only
 //! when this user wrote it. The cache directory must belong to this user and
 //! be writable by no one else (a new one is made `0700`), and every file
-//! carries an HMAC-SHA256, under a secret key of this user's, of the
-//! artifact and of the component and engine it is for. A file that fails
-//! the check — truncated, corrupted, forged, written under another key
-//! (another user, another machine), or moved to another component's name —
-//! is recompiled, never loaded.
+//! carries a MAC (BLAKE3 in its keyed mode), under a secret key of this
+//! user's, of the artifact and of the component and engine it is for. A
+//! file that fails the check — truncated, corrupted, forged, written under
+//! another key (another user, another machine), or moved to another
+//! component's name — is recompiled, never loaded.
 //!
 //! The key is 32 random bytes in a file of its own (`Policy::cache_key`),
 //! apart from the cache, so that copying or sharing a cache directory does
@@ -17,12 +17,17 @@
 //! a key file that belongs to someone else, or that group or others may
 //! read or write, is refused.
 //!
-//! A cache file is `MAGIC`, the HMAC, then the artifact. It is written to a
+//! A cache file is `MAGIC`, the MAC, then the artifact. It is written to a
 //! temporary file and renamed into place, so a reader never sees half a
 //! file.
+//!
+//! The artifact is copied into memory, never mapped from the file: mapping
+//! it would spare a third of a warm load (measured 1.15 → 0.82 ms, issue
+//! 17), but any process that then truncated the file in place (`cp` over
+//! it, `rsync --inplace`) would kill the host with `SIGBUS` the next time
+//! a call touched that code.
 #![allow(unsafe_code, reason = "deserializing a compiled artifact is unsafe in wasmtime; see `load`")]
 
-use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::fs::{DirBuilder, File, Metadata, OpenOptions};
 use std::hash::{Hash, Hasher};
@@ -35,29 +40,14 @@ use wasmtime::component::Component;
 /// The first bytes of every cache file; bump the digit when the layout
 /// changes. It is part of each file's name too, so files of another layout
 /// are never read.
-const MAGIC: &[u8; 16] = b"toolhost-cwasm2\n";
-/// Bytes of the secret key: HMAC-SHA256's output size, the least RFC 2104
-/// recommends.
-const KEY_BYTES: usize = 32;
-/// Bytes of the HMAC in a cache file.
-const TAG_BYTES: usize = 32;
+const MAGIC: &[u8; 16] = b"toolhost-cwasm3\n";
+/// Bytes of the secret key, as BLAKE3's keyed mode takes it.
+const KEY_BYTES: usize = blake3::KEY_LEN;
+/// Bytes of the MAC in a cache file.
+const TAG_BYTES: usize = blake3::OUT_LEN;
 /// What precedes the artifact in a cache file.
 const HEADER_BYTES: usize = MAGIC.len() + TAG_BYTES;
 
-/// A component's serialized code, as `Component::serialize` wrote it for
-/// this engine configuration: just serialized, or read from a cache file
-/// whose HMAC proved that (the file's header kept, to spare a copy).
-pub struct Artifact {
-    bytes: Vec<u8>,
-    start: usize,
-}
-
-impl Artifact {
-    /// The serialized code.
-    pub fn code(&self) -> &[u8] {
-        &self.bytes[self.start..]
-    }
-}
 /// A new cache directory, and the key's directory: only the owner may enter.
 const PRIVATE_DIR_MODE: u32 = 0o700;
 /// Mode bits that let group or others write: refused on the cache directory.
@@ -66,8 +56,6 @@ const WRITABLE_BY_OTHERS: u32 = 0o022;
 const OPEN_TO_OTHERS: u32 = 0o077;
 /// The permission bits of a mode, as `chmod` takes them.
 const PERMISSION_BITS: u32 = 0o7777;
-
-type HmacSha256 = Hmac<Sha256>;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,21 +208,14 @@ impl ArtifactCache {
     }
 
     /// The component with digest `sha256` and bytes `wasm`: from the cache
-    /// when an authentic artifact is there, else compiled and stored. With
-    /// it, its serialized code ([`Artifact`]), which loads it into the other
-    /// engines without serializing it again.
-    pub fn load_or_compile(
-        &self,
-        engine: &Engine,
-        sha256: &str,
-        wasm: &[u8],
-    ) -> wasmtime::Result<(Component, Artifact, CacheUse)> {
+    /// when an authentic artifact is there, else compiled and stored.
+    pub fn load_or_compile(&self, engine: &Engine, sha256: &str, wasm: &[u8]) -> wasmtime::Result<(Component, CacheUse)> {
         let (path, id) = (self.path_for(sha256), self.entry_id(sha256));
         let recovered = match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(format!("unreadable cache file {}: {e}", path.display())),
             Ok(file) => match self.load(engine, &id, &file) {
-                Ok(component) => return Ok((component, Artifact { bytes: file, start: HEADER_BYTES }, CacheUse::Hit)),
+                Ok(component) => return Ok((component, CacheUse::Hit)),
                 Err(why) => Some(format!("cache file {} {why}", path.display())),
             },
         };
@@ -242,39 +223,42 @@ impl ArtifactCache {
             tracing::warn!("{why}; recompiling");
         }
         let component = Component::new(engine, wasm)?;
-        let artifact = Artifact { bytes: component.serialize()?, start: 0 };
-        if let Err(e) = self.store(&path, &id, artifact.code()) {
+        if let Err(e) = self.store(&path, &id, &component.serialize()?) {
             let why = format!("cannot write cache file {}: {e}", path.display());
             tracing::warn!("{why}");
             let why = match recovered {
                 Some(recovered) => format!("{recovered}; {why}"),
                 None => why,
             };
-            return Ok((component, artifact, CacheUse::NotStored(why)));
+            return Ok((component, CacheUse::NotStored(why)));
         }
-        Ok((component, artifact, recovered.map_or(CacheUse::Compiled, CacheUse::Recovered)))
+        Ok((component, recovered.map_or(CacheUse::Compiled, CacheUse::Recovered)))
     }
 
     /// What a cache file is for: the layout, the component and the engine.
-    /// Its name, and part of what its HMAC covers, so that a file moved to
+    /// Its name, and part of what its MAC covers, so that a file moved to
     /// another component's name fails.
     fn entry_id(&self, sha256: &str) -> [u8; 32] {
         Sha256::new().chain_update(MAGIC).chain_update(sha256).chain_update(&self.engine_key).finalize().into()
     }
 
-    /// The HMAC of the cache file `id` holding `artifact`, not yet finalized.
-    fn mac(&self, id: &[u8; 32], artifact: &[u8]) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(&self.key.0).expect("HMAC takes a key of any length");
+    /// The MAC of the cache file `id` holding `artifact`: BLAKE3 keyed
+    /// with this user's key, a PRF by design, so no HMAC construction is
+    /// needed around it. Profiled on this project's 2-core machine, it
+    /// reads a 700 KiB artifact in 0.09 ms where HMAC-SHA256 took 0.3 ms
+    /// (with the SHA extensions), a sixth of a warm plugin load (issue 17).
+    fn mac(&self, id: &[u8; 32], artifact: &[u8]) -> blake3::Hash {
+        let mut mac = blake3::Hasher::new_keyed(&self.key.0);
         mac.update(MAGIC);
         mac.update(id);
         mac.update(artifact);
-        mac
+        mac.finalize()
     }
 
     fn store(&self, path: &Path, id: &[u8; 32], artifact: &[u8]) -> std::io::Result<()> {
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
         file.write_all(MAGIC)?;
-        file.write_all(&self.mac(id, artifact).finalize().into_bytes())?;
+        file.write_all(self.mac(id, artifact).as_bytes())?;
         file.write_all(artifact)?;
         file.as_file().sync_all()?;
         file.persist(path).map_err(|e| e.error)?;
@@ -287,15 +271,16 @@ impl ArtifactCache {
             return Err("is not a toolhost cache file".into());
         }
         let (tag, artifact) = file[MAGIC.len()..].split_at(TAG_BYTES);
-        // `verify_slice` compares in constant time.
-        if self.mac(id, artifact).verify_slice(tag).is_err() {
-            return Err("failed authentication: its HMAC does not match this user's cache key (it is truncated, \
+        let tag: [u8; TAG_BYTES] = tag.try_into().expect("the header holds the tag");
+        // `Hash`'s equality compares in constant time.
+        if self.mac(id, artifact) != blake3::Hash::from_bytes(tag) {
+            return Err("failed authentication: its MAC does not match this user's cache key (it is truncated, \
                         corrupted, forged, or was written under another key)"
                 .into());
         }
         // SAFETY: wasmtime requires that the bytes were produced by
         // `Component::serialize` of a compatible engine and not tampered
-        // with. The HMAC, under a key only this user can read, proves that
+        // with. The MAC, under a key only this user can read, proves that
         // `store` wrote them, from `serialize`, for this very component and
         // engine configuration (wasmtime checks the engine again in its own
         // header), and that they are intact.

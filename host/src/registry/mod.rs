@@ -33,12 +33,12 @@ mod watch;
 
 pub use binding::{ComponentId, UnboundSection};
 pub use cache::{ArtifactCache, CacheError, CacheUse};
-use cache::Artifact;
 pub use lock::{LockError, LockFile, PinChange, PinState};
 pub use watch::DEFAULT_WATCH_INTERVAL;
 
 use crate::config::Policy;
 use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
+use crate::error_chain::caught;
 use crate::printable::printable;
 use crate::sandbox::{
     CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld,
@@ -599,22 +599,18 @@ impl Registry {
             |e: wasmtime::Error| LoadError::Compile { file: file.clone(), reason: format!("{e:#}"), source: Some(e.into()) };
         let panicked = |stage, message| LoadError::Panicked { file: file.clone(), stage, message };
         let (sandbox, cache, digest) = (self.sandbox.clone(), self.cache.clone(), sha256.clone());
-        let (components, cache) = blocking_caught(move || {
+        let (component, cache) = blocking_caught(move || {
             let engine = sandbox.engine();
-            let (component, artifact, cache) = match &cache {
-                Some(cache) => {
-                    let (component, artifact, cache) = cache.load_or_compile(engine, &digest, &wasm)?;
-                    (component, Some(artifact), cache)
-                }
-                None => (Component::new(engine, &wasm)?, None, CacheUse::Compiled),
-            };
-            wasmtime::Result::Ok((sandbox.replicate(&component, artifact.as_ref().map(Artifact::code))?, cache))
+            wasmtime::Result::Ok(match &cache {
+                Some(cache) => cache.load_or_compile(engine, &digest, &wasm)?,
+                None => (Component::new(engine, &wasm)?, CacheUse::Compiled),
+            })
         })
         .await
         .map_err(|message| panicked("compiling", message))?
         .map_err(compile_error)?;
         let prepare = |grants: &Grants| {
-            caught(|| self.sandbox.prepare(&components, grants)).map_err(|message| panicked("preparing", message))?.map_err(compile_error)
+            caught(|| self.sandbox.prepare(&component, grants)).map_err(|message| panicked("preparing", message))?.map_err(compile_error)
         };
         // The manifest is read with no grants; calls run with the plugin's.
         let bare = prepare(&Grants::none())?;
@@ -680,17 +676,6 @@ async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 /// compiler's panic, refuses that component and not the whole load.
 async fn blocking_caught<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
     blocking(move || caught(work)).await
-}
-
-/// `work`'s value, or the message of its panic.
-fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|panic| {
-        panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".to_owned())
-    })
 }
 
 impl Catalog {

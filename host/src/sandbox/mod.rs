@@ -38,8 +38,8 @@ pub use limits::{
     DEFAULT_TIMEOUT, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
 };
 
-use crate::error_chain::error_chain;
-use std::sync::Arc;
+use crate::error_chain::{caught, error_chain};
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -81,7 +81,7 @@ pub struct SandboxError(#[source] Box<dyn std::error::Error + Send + Sync>);
 /// registries (`Registry::with_sandbox`), which then share its pool and
 /// its limit on calls at once.
 pub struct Sandbox {
-    shards: Vec<Shard>,
+    shards: Vec<Arc<Shard>>,
     ticker: EpochTicker,
     size: SandboxSize,
     /// One permit per call that may run at once: a call past the pool's
@@ -101,17 +101,34 @@ struct Shard {
     linkers: linking::Linkers,
 }
 
-/// A plugin linked once in every shard, so that each call only
-/// instantiates, in the shard it is given.
+/// A plugin linked for its grants, so that each call only instantiates:
+/// in the first shard when it is loaded, and in each other shard when the
+/// first call lands there (see [`Sandbox::ready_in`]).
 pub(crate) struct Prepared {
-    pres: Vec<ReadyPlugin<CallState>>,
+    first: ReadyPlugin<CallState>,
+    replicas: Arc<Replicas>,
 }
 
-impl Prepared {
-    /// The plugin as linked in shard `shard` (wrapping around).
-    pub(crate) fn in_shard(&self, shard: usize) -> (usize, &ReadyPlugin<CallState>) {
-        let index = shard % self.pres.len();
-        (index, &self.pres[index])
+/// A plugin's links in the shards after the first, made on a thread of
+/// their own when first wanted.
+struct Replicas {
+    linked: Vec<OnceLock<ReadyPlugin<CallState>>>,
+    /// Whether each replica has been asked for: it is made once, and a
+    /// replica that failed is not tried again.
+    asked: Vec<AtomicBool>,
+    /// What the replicas are made from, dropped with the last one made.
+    source: std::sync::Mutex<Option<Arc<ReplicaSource>>>,
+}
+
+struct ReplicaSource {
+    /// The plugin as compiled for the first shard.
+    component: Component,
+    grants: Grants,
+}
+
+impl Replicas {
+    fn all_linked(&self) -> bool {
+        self.linked.iter().all(|linked| linked.get().is_some())
     }
 }
 
@@ -156,7 +173,7 @@ impl Sandbox {
     }
 
     /// The engines and linkers for `size`.
-    fn shards(size: &SandboxSize) -> wasmtime::Result<Vec<Shard>> {
+    fn shards(size: &SandboxSize) -> wasmtime::Result<Vec<Arc<Shard>>> {
         let mut config = Config::new();
         config
             .consume_fuel(true)
@@ -188,7 +205,7 @@ impl Sandbox {
             .map(|_| {
                 let engine = Engine::new(&config)?;
                 let linkers = linking::Linkers::new(&engine)?;
-                Ok(Shard { engine, linkers })
+                Ok(Arc::new(Shard { engine, linkers }))
             })
             .collect()
     }
@@ -215,46 +232,83 @@ impl Sandbox {
         &self.shards[shard].engine
     }
 
-    /// `component`, compiled for [`Sandbox::engine`], loaded into every
-    /// shard: one component per shard, the given one first.
-    #[allow(unsafe_code, reason = "loading compiled code into an engine is unsafe in wasmtime")]
-    ///
-    /// `code` is the component's serialized code when the caller has it (the
-    /// compiled cache's authenticated artifact, or what it just serialized
-    /// to store): serializing a large component again costs about as much as
-    /// loading it (48 ms for the 30 MiB of a Python component).
-    pub(crate) fn replicate(&self, component: &Component, code: Option<&[u8]>) -> wasmtime::Result<Vec<Component>> {
-        let mut all = vec![component.clone()];
-        if self.shards.len() > 1 {
-            let serialized;
-            let code = match code {
-                Some(code) => code,
-                None => {
-                    serialized = component.serialize()?;
-                    &serialized
-                }
-            };
-            for shard in &self.shards[1..] {
-                // SAFETY: `code` was serialized by an engine of the same
-                // configuration, from `component`: just now, or read back
-                // from a cache file whose HMAC, under this user's key,
-                // proves that the cache wrote it so (see `registry::cache`).
-                all.push(unsafe { Component::deserialize(&shard.engine, code) }?);
-            }
-        }
-        Ok(all)
+    /// Link `compiled` for `grants` in the first shard. The other shards
+    /// load its code and link it only when a call lands there: a warm load
+    /// used to spend a fifth of its time deserializing into a second
+    /// engine a plugin that a one-shot command, or an idle registry, never
+    /// runs there (issue 17).
+    pub(crate) fn prepare(&self, component: &Component, grants: &Grants) -> wasmtime::Result<Prepared> {
+        let first = self.shards[0].link(component, grants)?;
+        let others = self.shards.len() - 1;
+        let source = ReplicaSource { component: component.clone(), grants: grants.clone() };
+        let replicas = Replicas {
+            linked: (0..others).map(|_| OnceLock::new()).collect(),
+            asked: (0..others).map(|_| AtomicBool::new(false)).collect(),
+            source: std::sync::Mutex::new((others > 0).then(|| Arc::new(source))),
+        };
+        Ok(Prepared { first, replicas: Arc::new(replicas) })
     }
 
-    /// Link `components` (one per shard, from [`Sandbox::replicate`]) for
-    /// `grants`, so that each call only instantiates.
-    pub(crate) fn prepare(&self, components: &[Component], grants: &Grants) -> wasmtime::Result<Prepared> {
-        let pres = self
-            .shards
-            .iter()
-            .zip(components)
-            .map(|(shard, component)| ReadyPlugin::new(shard.linkers.for_plugin(component, grants)?.instantiate_pre(component)?))
-            .collect::<wasmtime::Result<Vec<_>>>()?;
-        Ok(Prepared { pres })
+    /// `prepared` as linked in shard `shard` (wrapping around) and that
+    /// shard's index. A shard it is not linked in yet starts linking it on
+    /// a thread of its own, and meanwhile the call runs in the first
+    /// shard, which every engine's pool has room for.
+    pub(crate) fn ready_in<'p>(&self, prepared: &'p Prepared, shard: usize) -> (usize, &'p ReadyPlugin<CallState>) {
+        let index = shard % self.shards.len();
+        let Some(replica) = index.checked_sub(1) else { return (0, &prepared.first) };
+        if let Some(linked) = prepared.replicas.linked[replica].get() {
+            return (index, linked);
+        }
+        if !prepared.replicas.asked[replica].swap(true, Ordering::AcqRel) {
+            self.link_replica(&prepared.replicas, replica);
+        }
+        (0, &prepared.first)
+    }
+
+    /// Load and link replica `replica` (shard `replica + 1`) on a thread
+    /// of its own. If that fails, the shard keeps falling back to the
+    /// first, and the log says why once.
+    fn link_replica(&self, replicas: &Arc<Replicas>, replica: usize) {
+        let Some(source) = replicas.source.lock().expect("replica source lock").clone() else { return };
+        let (replicas, shard) = (replicas.clone(), self.shards[replica + 1].clone());
+        let work = move || {
+            let linked = caught(|| shard.load(&source)).unwrap_or_else(|panic| Err(wasmtime::format_err!("panicked: {panic}")));
+            match linked {
+                Ok(linked) => {
+                    let _ = replicas.linked[replica].set(linked);
+                    if replicas.all_linked() {
+                        replicas.source.lock().expect("replica source lock").take();
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    "could not load a plugin into engine {}; its calls there run in the first: {error:#}",
+                    replica + 1
+                ),
+            }
+        };
+        if let Err(error) = std::thread::Builder::new().name("toolhost-replica".into()).spawn(work) {
+            tracing::warn!("could not start a thread to load a plugin into engine {}: {error}", replica + 1);
+        }
+    }
+}
+
+impl Shard {
+    /// `component` linked for `grants` in this shard's engine.
+    fn link(&self, component: &Component, grants: &Grants) -> wasmtime::Result<ReadyPlugin<CallState>> {
+        ReadyPlugin::new(self.linkers.for_plugin(component, grants)?.instantiate_pre(component)?)
+    }
+
+    /// `source`'s code loaded into this shard's engine and linked. Its
+    /// code is serialized again rather than kept: this runs once per shard,
+    /// off the load and the call, and keeping it would hold a copy of every
+    /// plugin's code (30 MiB for a Python one) that no call may ever need.
+    #[allow(unsafe_code, reason = "loading compiled code into an engine is unsafe in wasmtime")]
+    fn load(&self, source: &ReplicaSource) -> wasmtime::Result<ReadyPlugin<CallState>> {
+        let code = source.component.serialize()?;
+        // SAFETY: `code` was serialized just now, from a component compiled
+        // or loaded by an engine of the same configuration.
+        let component = unsafe { Component::deserialize(&self.engine, code) }?;
+        self.link(&component, &source.grants)
     }
 }
 
@@ -425,6 +479,37 @@ mod tests {
         assert!(waiting.await.is_none(), "a cancelled wait gives no slot");
         drop(held);
         assert!(sandbox.call_slot(&CancellationToken::new()).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_plugin_is_loaded_into_another_engine_when_a_call_first_lands_there() {
+        let wasm = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/plugins/examples/calc.wasm");
+        let sandbox = Sandbox::with_size(SandboxSize::pooled(2, 2)).unwrap();
+        let component = Component::from_file(sandbox.engine(), wasm).expect("the example plugins are built (`cargo xtask test`)");
+        let prepared = sandbox.prepare(&component, &Grants::none()).unwrap();
+        assert!(prepared.replicas.linked[0].get().is_none(), "linked into the second engine at load");
+
+        // The first call meant for the second shard runs in the first.
+        assert_eq!(sandbox.ready_in(&prepared, 1).0, 0);
+        for _ in 0..1000 {
+            if prepared.replicas.all_linked() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(prepared.replicas.all_linked(), "the second engine never got the plugin");
+        assert!(prepared.replicas.source.lock().unwrap().is_none(), "the source is kept after the last replica was made");
+        assert_eq!(sandbox.ready_in(&prepared, 1).0, 1);
+        assert_eq!(sandbox.ready_in(&prepared, 2).0, 0, "shards wrap around");
+
+        let (returned, _, _) = sandbox
+            .run(&prepared, 1, "calc", &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())
+            .await;
+        match returned {
+            Ok(Returned::Manifest(_)) => {}
+            Ok(Returned::Invoke(_)) => panic!("the manifest export returned an invoke result"),
+            Err(failure) => panic!("the call in the second engine failed: {failure}"),
+        }
     }
 
     /// Set in the child process that runs under an address-space limit.
