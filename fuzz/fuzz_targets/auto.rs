@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| toolhost_fuzz::parse(toolhost::ProtocolId::Auto, data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| toolhost_fuzz::parse(toolhost_protocol::ProtocolId::Auto, data));

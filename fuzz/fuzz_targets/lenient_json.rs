@@ -3,7 +3,7 @@
 //! The lenient JSON reader: where it reads JSON that strict JSON also
 //! reads, it reads the same value; its offsets stay inside the text.
 
-use toolhost::fuzzing::{lenient_json, lenient_json_prefix};
+use toolhost_protocol::lenient_json::{parse as lenient_json, parse_prefix as lenient_json_prefix};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

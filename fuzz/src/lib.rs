@@ -1,8 +1,10 @@
 //! What every fuzz target checks besides "does not panic": the properties
-//! a parse keeps on any input (`host/src/protocol/properties.rs` checks
-//! the same on generated input).
+//! a parse keeps on any input (`protocol/src/properties.rs` checks the
+//! same on generated input).
 
-use toolhost::{Declared, ProtocolId, ToolCall, check_call};
+use toolhost_protocol::arguments::check as check_call;
+use toolhost_protocol::{Declared, ProtocolId};
+use toolhost_types::ToolCall;
 
 /// The tools the targets declare: the names the seeds call.
 const DECLARED: [&str; 6] = ["get_weather", "calculate", "now", "forecast", "calc", "python"];
@@ -25,9 +27,9 @@ pub fn parse(protocol: ProtocolId, data: &[u8]) {
     for warning in &parsed.warnings {
         assert!(warning.offset <= reply.len(), "warning at {} past {}", warning.offset, reply.len());
     }
-    assert!(parsed.warnings.len() <= toolhost::MAX_WARNINGS + 1, "{} warnings", parsed.warnings.len());
+    assert!(parsed.warnings.len() <= toolhost_protocol::MAX_WARNINGS + 1, "{} warnings", parsed.warnings.len());
     assert!(parsed.content.len() <= reply.len());
-    let spec = toolhost::fuzzing::forecast();
+    let spec = toolhost_protocol::forecast();
     for call in ToolCall::from_reply(&reply, &parsed.calls) {
         let _ = check_call(&call, &[&spec]);
     }

@@ -5,7 +5,6 @@
 //! twice.
 
 use std::error::Error;
-use std::sync::Arc;
 
 /// `error`'s message, then each cause's that is not already in the text,
 /// joined by ": ".
@@ -35,38 +34,7 @@ pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
         .map_err(|panic| panic_message(&*panic).unwrap_or("a panic without a message").to_owned())
 }
 
-/// An error kept as the source of one that must be `Clone` and `Eq` (a
-/// [`CallFailure`](crate::CallFailure)): shared by its clones, compared by
-/// its text.
-#[derive(Debug, Clone)]
-pub struct SharedError(Arc<dyn Error + Send + Sync>);
-
-impl SharedError {
-    /// Keep `error`.
-    pub fn new(error: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
-        SharedError(Arc::from(error.into()))
-    }
-}
-
-impl std::fmt::Display for SharedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl Error for SharedError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        self.0.source()
-    }
-}
-
-impl PartialEq for SharedError {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.to_string() == other.0.to_string()
-    }
-}
-
-impl Eq for SharedError {}
+pub use toolhost_types::SharedError;
 
 #[cfg(test)]
 mod tests {

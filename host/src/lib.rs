@@ -60,11 +60,15 @@
 //! The crate's own layout is described in `docs/ARCHITECTURE.md`; what the
 //! sandbox promises, in `docs/SECURITY.md`.
 
+// The crates below this one, at the paths their modules had when they were
+// part of it: `toolhost-types` (plain data) and `toolhost-protocol` (the
+// parsers and renderers; no WebAssembly, no async runtime).
+use toolhost_protocol::{self as protocol, arguments, declaration, suggest};
+use toolhost_types::{call, failure, manifest, message, outcome, units};
+
 mod agent;
 mod appender;
 mod approval;
-mod arguments;
-mod call;
 mod chain;
 mod checked_call;
 mod config;
@@ -74,19 +78,14 @@ mod discovery;
 mod error_chain;
 mod executor;
 mod llm;
-mod manifest;
 mod mcp;
-mod message;
-mod outcome;
 mod parse_report;
 mod pipeline;
 mod policy_check;
 mod printable;
-mod protocol;
 mod registry;
 mod regular_file;
 mod sandbox;
-mod suggest;
 mod tool_filter;
 mod transcript;
 mod trust;
@@ -118,9 +117,10 @@ pub use llm::{
     DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmError,
     LlmProfile, OpenAiClient, Reply, ReplyLimit, RetryPolicy, StreamEvent, Usage,
 };
+pub use declaration::{Field, ManifestError};
 pub use manifest::{
-    Capabilities, DirAccess, DirRequest, Field, HOST_API_VERSION, ManifestError, ParamSpec, ParamType, Permission,
-    PluginManifest, Reach, ToolSpec, is_valid_name,
+    Capabilities, DirAccess, DirRequest, HOST_API_VERSION, ParamSpec, ParamType, Permission, PluginManifest, Reach, ToolSpec,
+    is_valid_name,
 };
 pub use mcp::{ApproverFor, DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer};
 pub use message::{Message, NativeCall, Role};
@@ -151,14 +151,6 @@ pub use sandbox::{
     SandboxError, SandboxSize, ToolFailure, ToolFailureKind, ToolOutput, Withheld, accounting_active, address_space_limit,
     raise_open_file_limit,
 };
-
-/// What the fuzz targets in `fuzz/` reach that the API does not.
-#[cfg(feature = "fuzzing")]
-#[doc(hidden)]
-pub mod fuzzing {
-    pub use crate::protocol::forecast;
-    pub use crate::protocol::lenient_json::{parse as lenient_json, parse_prefix as lenient_json_prefix};
-}
 
 /// Every limit's default, and the fixed limits, as `docs/SECURITY.md`
 /// lists them.

@@ -17,6 +17,7 @@
 //! - [`to_json_pretty`]: JSON whose strings carry none of these characters
 //!   raw; the values are unchanged.
 
+use toolhost_protocol::text::needs_escape;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -71,22 +72,6 @@ fn escape(text: &str, also: impl Fn(char) -> bool) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
-}
-
-/// Whether [`printable`] escapes `c`.
-pub(crate) fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            // line and paragraph separators: some terminals break lines there
-            '\u{2028}' | '\u{2029}'
-            // bidi marks, embeddings, overrides and isolates, which reorder
-            // what a terminal shows
-            | '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-            // invisible: soft hyphen, zero-width space/joiners, word joiner
-            // and invisible operators, deprecated format controls, BOM, and
-            // the tag characters that hide text from people but not models
-            | '\u{00ad}' | '\u{200b}'..='\u{200d}' | '\u{2060}'..='\u{2064}' | '\u{206a}'..='\u{206f}'
-            | '\u{feff}' | '\u{e0000}'..='\u{e007f}')
 }
 
 /// JSON laid out by `F`, with [`needs_escape`] characters in strings as

@@ -89,7 +89,7 @@ impl RequestedCall {
 
     /// Back to a call to run.
     pub fn to_call(&self) -> ToolCall {
-        ToolCall { raw: self.raw.clone(), ..ToolCall::with_map(&self.id, &self.tool, self.arguments.clone()) }
+        ToolCall::with_map(&self.id, &self.tool, self.arguments.clone()).with_raw(self.raw.clone())
     }
 }
 
@@ -445,7 +445,7 @@ mod tests {
     use serde_json::json;
 
     fn call(id: &str) -> ToolCall {
-        ToolCall { raw: r#"{"expression":"1+1"}"#.into(), ..ToolCall::new(id, "calculate", json!({"expression": "1+1"}).as_object().unwrap().clone()) }
+        ToolCall::new(id, "calculate", json!({"expression": "1+1"}).as_object().unwrap().clone()).with_raw(r#"{"expression":"1+1"}"#)
     }
 
     fn sample(transcript: &mut Transcript) {

@@ -18,17 +18,22 @@ const HANG_SECONDS: u64 = 10;
 /// show as slow units.
 const MAX_INPUT_BYTES: usize = 16 * 1024;
 
-/// Each target, and where its seeds come from (files or folders of the
-/// workspace, whose Rust string literals, or whole `.toml` files, are
-/// seeds).
-const TARGETS: &[(&str, &[&str])] = &[
-    ("auto", &["host/src/protocol"]),
-    ("vcp", &["host/src/protocol/vcp.rs", "host/src/protocol/auto"]),
-    ("json_block", &["host/src/protocol/json_block.rs", "host/src/protocol/auto"]),
-    ("xml_tag", &["host/src/protocol/xml_tag.rs", "host/src/protocol/auto"]),
-    ("native", &["host/src/protocol/native.rs", "host/src/protocol/json_call.rs"]),
-    ("lenient_json", &["host/src/protocol/lenient_json.rs", "host/src/protocol/json_call.rs", "host/src/protocol/auto"]),
-    ("config", &["host/src/config.rs", "tests"]),
+/// The cargo-fuzz folder of the parser targets: they depend on
+/// `toolhost-protocol` alone, so they build without wasmtime.
+const PARSER_FUZZ_DIR: &str = "fuzz";
+
+/// Each target, its cargo-fuzz folder, and where its seeds come from
+/// (files or folders of the workspace, whose Rust string literals, or whole
+/// `.toml` files, are seeds).
+const TARGETS: &[(&str, &str, &[&str])] = &[
+    ("auto", PARSER_FUZZ_DIR, &["protocol/src"]),
+    ("vcp", PARSER_FUZZ_DIR, &["protocol/src/vcp.rs", "protocol/src/auto"]),
+    ("json_block", PARSER_FUZZ_DIR, &["protocol/src/json_block.rs", "protocol/src/auto"]),
+    ("xml_tag", PARSER_FUZZ_DIR, &["protocol/src/xml_tag.rs", "protocol/src/auto"]),
+    ("native", PARSER_FUZZ_DIR, &["protocol/src/native.rs", "protocol/src/json_call.rs"]),
+    ("lenient_json", PARSER_FUZZ_DIR, &["protocol/src/lenient_json.rs", "protocol/src/json_call.rs", "protocol/src/auto"]),
+    // The policy needs the whole host, wasmtime included: a folder of its own.
+    ("config", "fuzz/config", &["host/src/config.rs", "tests"]),
 ];
 
 /// Run the targets named in `args` (all by default).
@@ -39,22 +44,22 @@ pub(crate) fn run_targets(root: &Path, args: &[String]) -> anyhow::Result<()> {
     while let Some(arg) = args.next() {
         if arg == "--seconds" {
             seconds = args.next().context("--seconds needs a number")?.parse().context("--seconds needs a number")?;
-        } else if TARGETS.iter().any(|(name, _)| name == arg) {
+        } else if TARGETS.iter().any(|(name, ..)| name == arg) {
             chosen.push(arg.as_str());
         } else {
-            let names: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
+            let names: Vec<&str> = TARGETS.iter().map(|(name, ..)| *name).collect();
             bail!("unknown fuzz target `{arg}`; the targets are {}", names.join(", "));
         }
     }
     install()?;
     let mut report = Vec::new();
-    for &(target, sources) in TARGETS.iter().filter(|(name, _)| chosen.is_empty() || chosen.contains(name)) {
-        let seeds = seed(root, target, sources)?;
+    for &(target, fuzz_dir, sources) in TARGETS.iter().filter(|(name, ..)| chosen.is_empty() || chosen.contains(name)) {
+        let seeds = seed(root, fuzz_dir, target, sources)?;
         eprintln!("xtask: fuzzing {target} for {seconds} s from {seeds} seeds");
         let log = root.join("fuzz/logs").join(format!("{target}.log"));
         std::fs::create_dir_all(log.parent().expect("a folder"))?;
         let status = nightly_cargo(root)
-            .args(["fuzz", "run", "--sanitizer", "none", "--debug-assertions", target, "--"])
+            .args(["fuzz", "run", "--fuzz-dir", fuzz_dir, "--sanitizer", "none", "--debug-assertions", target, "--"])
             .arg(format!("-max_total_time={seconds}"))
             .arg(format!("-timeout={HANG_SECONDS}"))
             .arg(format!("-max_len={MAX_INPUT_BYTES}"))
@@ -65,7 +70,7 @@ pub(crate) fn run_targets(root: &Path, args: &[String]) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(&log)?;
         let runs = final_stat(&text, "stat::number_of_executed_units:").unwrap_or_default();
         let slowest = final_stat(&text, "stat::slowest_unit_time_sec:").unwrap_or_default();
-        let found = if status.success() { "nothing".to_owned() } else { finding(&text) };
+        let found = if status.success() { "nothing".to_owned() } else { format!("{} (input in {fuzz_dir}/artifacts/)", finding(&text)) };
         eprintln!("xtask: {target}: {runs} executions in {seconds} s, slowest input {slowest} s, found {found} (log: {})", log.display());
         report.push((target, runs, slowest, found));
     }
@@ -74,7 +79,7 @@ pub(crate) fn run_targets(root: &Path, args: &[String]) -> anyhow::Result<()> {
         println!("| {target} | {runs} | {slowest} | {found} |");
     }
     if report.iter().any(|(.., found)| found != "nothing") {
-        bail!("a fuzz target found a problem; its input is in fuzz/artifacts/");
+        bail!("a fuzz target found a problem; its input is in the artifacts folder the table names");
     }
     Ok(())
 }
@@ -97,9 +102,10 @@ fn nightly_cargo(root: &Path) -> Command {
     command
 }
 
-/// Write the seeds of `target` into its corpus; how many there are.
-fn seed(root: &Path, target: &str, sources: &[&str]) -> anyhow::Result<usize> {
-    let corpus = root.join("fuzz/corpus").join(target);
+/// Write the seeds of `target` into its corpus in `fuzz_dir`; how many
+/// there are.
+fn seed(root: &Path, fuzz_dir: &str, target: &str, sources: &[&str]) -> anyhow::Result<usize> {
+    let corpus = root.join(fuzz_dir).join("corpus").join(target);
     std::fs::create_dir_all(&corpus)?;
     let mut seeds = Vec::new();
     for source in sources {

@@ -76,9 +76,9 @@ fn native_calls(reply: &Reply, ids: &mut CallIds) -> Vec<Incoming> {
         .iter()
         .map(|native| {
             let id = ids.assign(Some(&native.id));
-            let call = ToolCall { raw: native.arguments.clone(), ..ToolCall::with_map(id, &native.name, Map::new()) };
+            let call = ToolCall::with_map(id, &native.name, Map::new()).with_raw(native.arguments.clone());
             match arguments_of(&native.arguments) {
-                Ok(args) => Incoming::Call(ToolCall { args, ..call }),
+                Ok(args) => Incoming::Call(call.with_args(args)),
                 Err(why) => Incoming::Unreadable { why: format!("the arguments of `{}` are {why}", native.name), call },
             }
         })

@@ -37,7 +37,8 @@ pub use lock::{LockError, LockFile, PinChange, PinState};
 pub use watch::DEFAULT_WATCH_INTERVAL;
 
 use crate::config::Policy;
-use crate::manifest::{ManifestError, PluginManifest, ToolSpec};
+use crate::declaration::{ManifestError, RawManifest};
+use crate::manifest::{PluginManifest, ToolSpec};
 use crate::error_chain::caught;
 use crate::printable::printable;
 use crate::sandbox::{
@@ -623,7 +624,7 @@ impl Registry {
             Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
-        let mut manifest = PluginManifest::validate(raw.into(), Limits::for_manifest().output_bytes)
+        let mut manifest = RawManifest::from(raw).validate(Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
         let section = self.policy.plugins.get(&manifest.name);
         let renamed = names::rename_tools(&mut manifest, section, &key)?;

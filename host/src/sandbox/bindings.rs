@@ -2,8 +2,9 @@
 //! guest's manifest into the host-side types.
 
 use crate::manifest::{
-    Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, RawManifest, RawTool, ToolSpec,
+    Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, ToolSpec,
 };
+use crate::declaration::{RawManifest, RawTool};
 
 wasmtime::component::bindgen!({
     path: "wit",

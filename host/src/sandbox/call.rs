@@ -6,12 +6,14 @@ use super::capture::Capture;
 use super::filesystem::{Listings, OpenFiles};
 use super::grants::{Grants, HttpGate};
 use super::host_work::{self, HostLimit, HostWork};
-use super::limits::{CallLimiter, Limits, Refusal, grouped, human_bytes, human_duration};
+use super::limits::{CallLimiter, Limits, Refusal};
+use crate::failure::{CallFailure, SharedError, ToolFailure, ToolFailureKind, ToolOutput};
+use crate::units::human_bytes;
 use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
 use crate::printable::printable;
-use crate::error_chain::{SharedError, error_chain};
+use crate::error_chain::error_chain;
 use std::time::{Duration, Instant};
 use wasmtime::component::{ResourceTable, ResourceTableError};
 use tokio_util::sync::CancellationToken;
@@ -113,183 +115,17 @@ pub(crate) enum Returned {
     Invoke(Result<ToolOutput, ToolFailure>),
 }
 
-/// A tool's successful result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolOutput {
-    /// Plain text.
-    Text(String),
-    /// A serialized JSON document.
-    Json(String),
+/// The host's own `error`, as the failure of a call.
+pub(crate) fn host_failure(error: wasmtime::Error) -> CallFailure {
+    CallFailure::Host { message: error_chain(&*error), source: Some(SharedError::new(error)) }
 }
 
-impl ToolOutput {
-    /// The output as text.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ToolOutput::Text(s) | ToolOutput::Json(s) => s,
-        }
-    }
-}
-
-/// How a plugin said its tool failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolFailureKind {
-    /// The arguments were wrong.
-    InvalidArgs,
-    /// The plugin has no such tool.
-    UnknownTool,
-    /// The tool ran and failed.
-    Failed,
-}
-
-/// A failure the plugin itself reported.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolFailure {
-    /// Which kind.
-    pub kind: ToolFailureKind,
-    /// The plugin's message.
-    pub message: String,
-}
-
-/// Why a call did not return a result. Every variant that stems from a
-/// limit names the limit and its value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CallFailure {
-    /// The plugin returned an error.
-    #[error("{}", .0.message)]
-    Tool(ToolFailure),
-    /// The fuel limit was reached.
-    #[error("out of fuel after {} units", grouped(*limit))]
-    OutOfFuel {
-        /// The fuel limit.
-        limit: u64,
-    },
-    /// The wall-clock deadline passed; the call was stopped.
-    #[error("timed out after {}", human_duration(*limit))]
-    TimedOut {
-        /// The deadline.
-        limit: Duration,
-    },
-    /// Linear memory would have grown past the limit.
-    #[error("memory limit {} exceeded", human_bytes(*limit))]
-    MemoryLimit {
-        /// The memory limit in bytes.
-        limit: usize,
-    },
-    /// The host held more memory for the call than allowed.
-    #[error("host memory limit {} exceeded", human_bytes(*limit))]
-    HostMemoryLimit {
-        /// The host-memory limit in bytes.
-        limit: usize,
-    },
-    /// One host call was handed more data than the host takes at once.
-    #[error("a host call was handed more than {} at once, the limit for one call", human_bytes(*limit))]
-    HostCallTooLarge {
-        /// The bytes one host call may take.
-        limit: usize,
-    },
-    /// The WebAssembly stack was exhausted.
-    #[error("stack limit {} exceeded", human_bytes(*limit))]
-    StackOverflow {
-        /// The stack limit in bytes.
-        limit: usize,
-    },
-    /// The output was larger than allowed.
-    #[error("output of {} exceeds the limit of {}", human_bytes(*size), human_bytes(*limit))]
-    OutputTooLarge {
-        /// The output's size in bytes.
-        size: usize,
-        /// The output limit in bytes.
-        limit: usize,
-    },
-    /// A count limit (instances, tables, memories, table elements,
-    /// resources, open files) was hit.
-    #[error("{what} limit {limit} exceeded")]
-    ResourceLimit {
-        /// Which resource.
-        what: &'static str,
-        /// Its limit.
-        limit: usize,
-    },
-    /// The plugin reached an HTTP host it was not granted, then failed.
-    #[error("HTTP host {} is not granted to plugin `{plugin}`; the plugin then failed: {plugin_error}", hosts.join(", "))]
-    HttpDenied {
-        /// The plugin.
-        plugin: String,
-        /// The hosts it tried (the first few, then how many more).
-        hosts: Vec<String>,
-        /// What the plugin said when it failed.
-        plugin_error: String,
-    },
-    /// The plugin sent more HTTP requests than allowed, then failed.
-    #[error("HTTP requests limit {limit} exceeded; the plugin then failed: {plugin_error}")]
-    HttpRequestsLimit {
-        /// The limit.
-        limit: usize,
-        /// What the plugin said when it failed.
-        plugin_error: String,
-    },
-    /// The plugin called an interface it was not granted.
-    #[error("plugin `{plugin}` called `{function}`, but {}", missing_grant(*capability, plugin, *reading_manifest))]
-    NotGranted {
-        /// The plugin (its file, while its manifest is read).
-        plugin: String,
-        /// Whether this happened while its manifest was read, when no
-        /// plugin has any grant.
-        reading_manifest: bool,
-        /// Which capability it lacks.
-        capability: GrantKind,
-        /// The function it called.
-        function: String,
-    },
-    /// The plugin exited (WASI `exit`) instead of returning a result.
-    #[error("the plugin exited with status {status} instead of returning a result")]
-    Exited {
-        /// Its exit status.
-        status: i32,
-    },
-    /// The plugin trapped: a panic, an `unreachable`, a bad memory access.
-    #[error(
-        "plugin trapped: {trap}{}{}",
-        if stderr.is_empty() { String::new() } else { format!("; stderr: {stderr}") },
-        refused.as_deref().map(|r| format!(" (earlier, {r})")).unwrap_or_default()
-    )]
-    Trapped {
-        /// The trap.
-        trap: String,
-        /// The end of what it wrote to stderr, often a panic message.
-        stderr: String,
-        /// A growth the limiter refused before the trap, if any.
-        refused: Option<String>,
-    },
-    /// The call was cancelled before it finished.
-    #[error("cancelled before it finished")]
-    Cancelled,
-    /// The plugin could not be instantiated or called.
-    #[error("the host could not run the plugin: {message}")]
-    Host {
-        /// What went wrong, its causes included.
-        message: String,
-        /// The error itself, where the host had one.
-        #[source]
-        source: Option<SharedError>,
-    },
-}
-
-impl CallFailure {
-    /// The host's own `error`, as the failure of a call.
-    fn host(error: wasmtime::Error) -> Self {
-        CallFailure::Host { message: error_chain(&*error), source: Some(SharedError::new(error)) }
-    }
-
-    /// This failure, keeping `error` as its source where it is the host's
-    /// and has none yet.
-    fn caused_by(self, error: wasmtime::Error) -> Self {
-        match self {
-            CallFailure::Host { message, source: None } => CallFailure::Host { message, source: Some(SharedError::new(error)) },
-            other => other,
-        }
+/// `failure`, keeping `error` as its source where it is the host's and has
+/// none yet.
+fn caused_by(failure: CallFailure, error: wasmtime::Error) -> CallFailure {
+    match failure {
+        CallFailure::Host { message, source: None } => CallFailure::Host { message, source: Some(SharedError::new(error)) },
+        other => other,
     }
 }
 
@@ -297,36 +133,6 @@ impl CallFailure {
 #[derive(Debug, thiserror::Error)]
 #[error("the call was cancelled")]
 struct CancelledByToken;
-
-/// A capability linked only where granted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GrantKind {
-    /// Outbound HTTP (`wasi:http`).
-    Http,
-    /// Raw sockets (`wasi:sockets`), never granted.
-    Sockets,
-}
-
-fn missing_grant(capability: GrantKind, plugin: &str, reading_manifest: bool) -> String {
-    match capability {
-        _ if reading_manifest => "a manifest is read with no grants at all".into(),
-        GrantKind::Http => format!(
-            "no HTTP host is granted to it; allow hosts with `http_hosts` in its [plugins.{plugin}] section"
-        ),
-        GrantKind::Sockets => "toolhost never grants sockets; a plugin reaches the network through granted HTTP hosts".into(),
-    }
-}
-
-/// What one call did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invocation {
-    /// The result, or why there is none.
-    pub result: Result<ToolOutput, CallFailure>,
-    /// Fuel units burned.
-    pub fuel_used: u64,
-    /// Wall-clock time, instantiation included.
-    pub duration: Duration,
-}
 
 impl Sandbox {
     /// Run `export` in a fresh store and instance of `prepared`, in shard
@@ -355,7 +161,7 @@ impl Sandbox {
         let store = self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone());
         let mut store = match store {
             Ok(store) => store,
-            Err(e) => return (Err(CallFailure::host(e)), 0, start.elapsed()),
+            Err(e) => return (Err(host_failure(e)), 0, start.elapsed()),
         };
 
         let meter = store.data().work.memory.meter();
@@ -384,7 +190,7 @@ impl Sandbox {
         let result = match outcome {
             None => Err(CallFailure::Cancelled),
             Some(Err(_elapsed)) => Err(CallFailure::TimedOut { limit: limits.timeout }),
-            Some(Ok(Err(error))) => Err(classify(&error, store.data(), &stderr, reading_manifest, instantiated).caused_by(error)),
+            Some(Ok(Err(error))) => Err(caused_by(classify(&error, store.data(), &stderr, reading_manifest, instantiated), error)),
             Some(Ok(Ok(returned))) => Ok(returned),
         };
         let result = result.and_then(|returned| check_returned(returned, store.data()));

@@ -17,7 +17,7 @@
 
 use super::call::CallState;
 use super::host_memory::HostMemory;
-use super::limits::human_bytes;
+use crate::units::human_bytes;
 use super::linking::{WASI_FILESYSTEM_TYPES, WASI_IO_POLL, WASI_IO_STREAMS};
 use wasmtime::component::{Linker, Resource};
 use wasmtime::StoreContextMut;

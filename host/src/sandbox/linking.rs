@@ -14,7 +14,8 @@
 //! for it. An import toolhost does not offer at all makes the component
 //! fail to load.
 
-use super::call::{CallState, GrantKind};
+use super::call::CallState;
+use crate::failure::GrantKind;
 use super::grants::Grants;
 use super::{bindings, filesystem, host_work};
 use wasmtime::component::types::ComponentItem;

@@ -20,7 +20,7 @@ mod plugin_log;
 mod size;
 mod wasi_errno;
 
-pub use call::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
+pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
 pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 pub(crate) use call::{CallState, Export, Returned};
 pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};

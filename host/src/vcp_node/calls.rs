@@ -50,7 +50,7 @@ pub(super) async fn answer(
     let (reserved, args): (Map<String, Value>, Map<String, Value>) =
         args.into_iter().partition(|(key, _)| RESERVED_KEYS.contains(&key.as_str()));
     let plugin = inner.pipeline.executor().registry().catalog().tool(&tool).map(|(plugin, _)| plugin.name().to_owned());
-    let call = ToolCall { reserved, ..ToolCall::with_map(&request_id, tool, args) };
+    let call = ToolCall::with_map(&request_id, tool, args).with_reserved(reserved);
     // Cancelled while waiting for the plugin's share: the pipeline answers
     // it as cancelled without running it.
     let _share = match &plugin {

@@ -5,7 +5,8 @@
 //! prompt holds no call but the examples the renderer writes.
 
 use super::{Declared, ProtocolId, example_arguments};
-use crate::manifest::{Capabilities, ParamSpec, ParamType, PluginManifest, RawManifest, RawTool, ToolSpec};
+use crate::declaration::{RawManifest, RawTool};
+use crate::manifest::{Capabilities, ParamSpec, ParamType, ToolSpec};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
@@ -329,7 +330,7 @@ proptest! {
 
     #[test]
     fn an_accepted_manifest_renders_no_call_but_its_examples(raw in raw_manifest()) {
-        let Ok(manifest) = PluginManifest::validate(raw, usize::MAX) else { return Ok(()) };
+        let Ok(manifest) = raw.validate(usize::MAX) else { return Ok(()) };
         let declared = Declared::new(manifest.tools.iter().map(|t| t.name.clone()));
         for rendered in ALL {
             let prompt = rendered.protocol().render(&manifest.tools);
@@ -356,7 +357,7 @@ fn the_manifests_the_property_draws_are_often_accepted() {
     let accepted = (0..400)
         .filter(|_| {
             let raw = strategy.new_tree(&mut runner).expect("a manifest").current();
-            PluginManifest::validate(raw, usize::MAX).is_ok()
+            raw.validate(usize::MAX).is_ok()
         })
         .count();
     assert!(accepted >= 60, "only {accepted} of 400 accepted");

@@ -6,7 +6,7 @@
 
 use crate::call::ToolCall;
 use crate::manifest::{ParamType, ToolSpec};
-use crate::protocol::lenient_json;
+use crate::lenient_json;
 use crate::suggest::unknown_tool;
 use serde_json::{Map, Number, Value};
 
@@ -68,7 +68,7 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
             args.insert(key.clone(), value.clone());
         }
     }
-    Ok(ToolCall { args, ..call.clone() })
+    Ok(call.clone().with_args(args))
 }
 
 /// Whether `value` is null for a parameter of type `ty`: JSON `null`, or,

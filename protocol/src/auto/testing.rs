@@ -47,5 +47,5 @@ pub(crate) fn checked(reply: &str) -> Map<String, Value> {
     let parsed = parse(reply);
     assert_eq!(parsed.calls.len(), 1, "{reply}: {:?}", parsed.warnings);
     let call = &ToolCall::from_reply(reply, &parsed.calls)[0];
-    crate::check_call(call, &[&super::super::forecast()]).expect("the check step accepts the call").args
+    crate::arguments::check(call, &[&super::super::forecast()]).expect("the check step accepts the call").args
 }

@@ -264,7 +264,7 @@ pub(crate) const FAMILIES: &[Family] = &[
 ];
 
 /// Where the generated table starts in the README.
-pub(crate) const BEGIN: &str = "<!-- compatibility table: generated from host/src/protocol/auto/compatibility.rs; TOOLHOST_BLESS=1 cargo test -p toolhost --lib compatibility rewrites it -->";
+pub(crate) const BEGIN: &str = "<!-- compatibility table: generated from protocol/src/auto/compatibility.rs; TOOLHOST_BLESS=1 cargo test -p toolhost-protocol --lib compatibility rewrites it -->";
 /// Where it ends.
 pub(crate) const END: &str = "<!-- end of the compatibility table -->";
 

@@ -1,26 +1,48 @@
-//! Text protocols: how tools are described to a model, and how its calls
-//! are found in a finished reply.
+//! Find the tool calls in any model's reply, and tell a model about its
+//! tools.
 //!
 //! A [`Protocol`] renders tool definitions for a prompt, parses a complete
 //! reply into [`ParsedCall`]s, and formats results for the model. One file
-//! per format: [`vcp`], [`json_block`], [`xml_tag`], [`native`], and
-//! [`auto`], which recognises all of them and the formats models drift into
-//! on their own.
+//! per format: [`vcp`], [`json_block`](ProtocolId::JsonBlock),
+//! [`xml_tag`](ProtocolId::XmlTag), [`native`], and `auto`
+//! ([`ProtocolId::Auto`]), which recognises all of them and the formats
+//! models drift into on their own (see the README's compatibility table).
+//! [`arguments`] checks and types a parsed call's arguments against its
+//! tool's declaration; [`declaration`] checks a plugin's declarations
+//! before a prompt shows them.
 //!
 //! Parsing never panics and never fails: every problem becomes a
 //! [`Warning`] with a byte offset, and time is linear in the reply's length.
+//! This crate has no WebAssembly runtime and no async runtime in it: a
+//! program with no plugins at all can use it, given tool names
+//! ([`Declared`]) and, to type values, their declarations.
 
+pub mod arguments;
 mod auto;
 pub(crate) mod call_syntax;
+pub mod declaration;
 mod json_block;
 mod json_call;
-pub(crate) mod lenient_json;
-pub(crate) mod native;
+pub mod lenient_json;
+pub mod native;
 #[cfg(test)]
 mod properties;
 mod scan;
-pub(crate) mod vcp;
+pub mod suggest;
+pub mod text;
+pub mod vcp;
 mod xml_tag;
+
+/// The README's example, compiled and run as a test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
+pub(crate) use text::is_line_break;
+pub use toolhost_types::call::ParsedCall;
+// The declarations, calls, outcomes and messages every protocol reads and
+// writes, at the paths the modules have always named them by.
+pub(crate) use toolhost_types::{call, manifest, message, outcome};
 
 use crate::manifest::ToolSpec;
 use crate::message::Message;
@@ -28,32 +50,10 @@ use crate::outcome::{Status, ToolOutcome};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
-use std::ops::Range;
 
 /// Warnings past this many are counted, not listed, so hostile input cannot
 /// make the warning list as large as itself.
 pub const MAX_WARNINGS: usize = 100;
-
-/// One call found in a reply, before its arguments are checked against the
-/// tool's declaration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ParsedCall {
-    /// The call's id where the model gave one (a native `tool_calls` id),
-    /// to be used unchanged in the result message.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// The tool's name as written.
-    pub name: String,
-    /// The arguments as written (strings for VCP).
-    pub arguments: Map<String, Value>,
-    /// Keys a protocol reserves for itself (VCP's `archery`, `maid`, …),
-    /// kept apart from the arguments.
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub reserved: Map<String, Value>,
-    /// Where the call stands in the reply, in bytes.
-    #[serde(skip)]
-    pub span: Range<usize>,
-}
 
 /// A problem found while parsing, at a byte offset of the reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -182,7 +182,7 @@ impl std::str::FromStr for ProtocolId {
 
 /// What the model reads of one outcome: the output of a success, else the
 /// status and the message that says what went wrong.
-pub(crate) fn result_text(outcome: &ToolOutcome) -> String {
+pub fn result_text(outcome: &ToolOutcome) -> String {
     match outcome.status {
         Status::Success => outcome.output.clone(),
         status => format!("{status}: {}", outcome.output),
@@ -190,7 +190,7 @@ pub(crate) fn result_text(outcome: &ToolOutcome) -> String {
 }
 
 /// The tool's example arguments, or placeholders built from its params.
-pub(crate) fn example_arguments(tool: &ToolSpec) -> Map<String, Value> {
+pub fn example_arguments(tool: &ToolSpec) -> Map<String, Value> {
     if let Some(Value::Object(example)) = &tool.example {
         return example.clone();
     }
@@ -246,11 +246,6 @@ fn quote(text: &str, first: &str, rest: &str) -> String {
         }
     }
     out
-}
-
-/// Whether a model may read `c` as the end of a line.
-pub(crate) fn is_line_break(c: char) -> bool {
-    matches!(c, '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
 /// `forecast`, a tool with a parameter of every type (`city`, `days`,

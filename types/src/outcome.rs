@@ -1,7 +1,7 @@
 //! [`ToolOutcome`]: what became of one call, as the model and the person
 //! see it.
 
-use crate::sandbox::{CallFailure, Invocation, ToolFailureKind};
+use crate::failure::{CallFailure, Invocation, ToolFailureKind};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -248,7 +248,7 @@ impl Failure {
     }
 
     /// The failure of a call that did not run, as far as its status tells.
-    pub(crate) fn of_status(status: Status) -> Option<Self> {
+    pub fn of_status(status: Status) -> Option<Self> {
         use FailureKind as K;
         let kind = match status {
             Status::Success => return None,

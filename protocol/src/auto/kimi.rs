@@ -126,7 +126,7 @@ mod tests {
         let parsed = parse(TWO_CALLS);
         assert_eq!(parsed.content, "I'll help you check the weather.");
         assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
-        let tool_calls = crate::ToolCall::from_reply(TWO_CALLS, &parsed.calls);
+        let tool_calls = crate::call::ToolCall::from_reply(TWO_CALLS, &parsed.calls);
         assert_eq!(tool_calls[0].id, "functions.get_weather:0", "the id the result answers");
         assert!(tool_calls[1].raw.starts_with("<|tool_call_begin|>\nfunctions.now:1"), "{}", tool_calls[1].raw);
     }

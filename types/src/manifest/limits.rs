@@ -1,9 +1,12 @@
 //! How much a manifest may declare. Every declaration is copied into the
 //! host and most of it into every prompt, so each is capped; the caps are
 //! generous for real tools and far below what would hurt the host or
-//! crowd a model's context. The whole manifest is capped too, by the
-//! manifest output limit the registry passes in
-//! (`Limits::for_manifest().output_bytes`, 256 KiB).
+//! crowd a model's context. The whole manifest is capped too, by
+//! [`MAX_MANIFEST_BYTES`].
+
+/// Bytes of a whole manifest as the plugin returns it: the output limit
+/// under which the registry reads it (`Limits::for_manifest`).
+pub const MAX_MANIFEST_BYTES: usize = 256 << 10;
 
 /// The longest plugin, tool or parameter name every text protocol can
 /// carry.

@@ -73,7 +73,7 @@ mod tests {
         let ids: Vec<Option<String>> = parsed.calls.iter().map(|c| c.id.clone()).collect();
         assert_eq!(ids, [Some("0".into()), Some("1".into())]);
         assert_eq!(parsed.content, "<|START_THINKING|>I will look up the weather, then the time.<|END_THINKING|>");
-        assert_eq!(crate::ToolCall::from_reply(R7B, &parsed.calls)[1].id, "1");
+        assert_eq!(crate::call::ToolCall::from_reply(R7B, &parsed.calls)[1].id, "1");
     }
 
     #[test]

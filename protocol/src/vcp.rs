@@ -98,7 +98,7 @@ impl Protocol for Vcp {
 }
 
 /// One tool's definition with a ready-to-copy example block.
-pub(crate) fn render_tool(tool: &ToolSpec) -> String {
+pub fn render_tool(tool: &ToolSpec) -> String {
     let mut out = format!("Tool: {}\nPlugin: {}\nPermission: {}\n", tool.name, tool.plugin, tool.permission.as_str());
     out.push_str(&describe_tool(tool));
     out.push_str(&describe_params(tool));

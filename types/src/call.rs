@@ -1,10 +1,31 @@
 //! [`ToolCall`]: one request to run a tool, however it was asked for.
 
 use crate::manifest::json_type;
-use crate::protocol::ParsedCall;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
+use std::ops::Range;
+
+/// One call found in a reply, before its arguments are checked against the
+/// tool's declaration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParsedCall {
+    /// The call's id where the model gave one (a native `tool_calls` id),
+    /// to be used unchanged in the result message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The tool's name as written.
+    pub name: String,
+    /// The arguments as written (strings for VCP).
+    pub arguments: Map<String, Value>,
+    /// Keys a protocol reserves for itself (VCP's `archery`, `maid`, …),
+    /// kept apart from the arguments.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub reserved: Map<String, Value>,
+    /// Where the call stands in the reply, in bytes.
+    #[serde(skip)]
+    pub span: Range<usize>,
+}
 
 /// One request to run a tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -48,7 +69,7 @@ impl ToolCall {
 
     /// A call whose arguments are already an object: what [`ToolCall::new`]
     /// makes, without serializing them again (the doors' hot paths).
-    pub(crate) fn with_map(id: impl Into<String>, tool: impl Into<String>, args: Map<String, Value>) -> Self {
+    pub fn with_map(id: impl Into<String>, tool: impl Into<String>, args: Map<String, Value>) -> Self {
         ToolCall { id: id.into(), tool: tool.into(), args, raw: String::new(), reserved: Map::new(), unusable_args: None }
     }
 
@@ -75,8 +96,26 @@ impl ToolCall {
             .collect()
     }
 
+    /// This call with `raw` as the text it was written as.
+    #[must_use]
+    pub fn with_raw(self, raw: impl Into<String>) -> Self {
+        ToolCall { raw: raw.into(), ..self }
+    }
+
+    /// This call with `reserved` as the keys its protocol reserves.
+    #[must_use]
+    pub fn with_reserved(self, reserved: Map<String, Value>) -> Self {
+        ToolCall { reserved, ..self }
+    }
+
+    /// This call with `args` as its arguments.
+    #[must_use]
+    pub fn with_args(self, args: Map<String, Value>) -> Self {
+        ToolCall { args, ..self }
+    }
+
     /// Why this call's arguments cannot be used, if they cannot.
-    pub(crate) fn unusable_args(&self) -> Option<&str> {
+    pub fn unusable_args(&self) -> Option<&str> {
         self.unusable_args.as_deref()
     }
 }
