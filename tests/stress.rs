@@ -114,7 +114,11 @@ async fn run() -> anyhow::Result<()> {
     host.warm_up().await?;
     let fds_before = open_fds();
     let rss_before = rss("VmRSS");
-    println!("stress: {} hostile tools x {ROUNDS}, {TASKS} tasks; rss {} MiB, {fds_before} descriptors", host.hostile.len(), rss_before >> 20);
+    println!(
+        "stress: {} hostile tools x {ROUNDS}, {TASKS} tasks; rss {} MiB, {fds_before} descriptors",
+        host.hostile.len(),
+        rss_before >> 20
+    );
 
     let started = Instant::now();
     let host = Arc::new(host);

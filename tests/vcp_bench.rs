@@ -110,8 +110,13 @@ async fn run() -> anyhow::Result<()> {
     println!("(a) bare executor, fresh instance, serial   median {:>10}", show(fresh_median));
     println!("(b) execute_tool -> tool_result, serial     median {:>10}   p99 {:>10}", show(median), show(p99));
     println!("    the node's and the socket's share of (b) median {:>10}", show(median.saturating_sub(fresh_median)));
-    println!("(c) through the node, {IN_FLIGHT} in flight          {per_second:>10.0} calls/s ({THROUGHPUT_CALLS} calls in {elapsed:.2?})");
-    println!("    against (a) serial                      {fresh_per_second:>10.0} calls/s: {:.2}x", per_second / fresh_per_second);
+    println!(
+        "(c) through the node, {IN_FLIGHT} in flight          {per_second:>10.0} calls/s ({THROUGHPUT_CALLS} calls in {elapsed:.2?})"
+    );
+    println!(
+        "    against (a) serial                      {fresh_per_second:>10.0} calls/s: {:.2}x",
+        per_second / fresh_per_second
+    );
     Ok(())
 }
 

@@ -1,12 +1,12 @@
 use super::GlobalOptions;
-use super::output;
-use super::source::Source;
 use super::confirm::confirm;
 use super::inspect;
+use super::output;
 use super::progress::Progress;
+use super::source::Source;
 use anyhow::{Context, anyhow, bail};
-use std::process::ExitCode;
 use std::path::Path;
+use std::process::ExitCode;
 use toolhost::{Catalog, LoadedPlugin, LockFile, Registry, printable, sha256_hex};
 
 /// Install a component into the plugin directory and pin it.
@@ -25,7 +25,9 @@ use toolhost::{Catalog, LoadedPlugin, LockFile, Registry, printable, sha256_hex}
 /// asked to confirm. It is installed as `NAME.wasm`, NAME its plugin name,
 /// replacing an earlier version of it.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost add dist/words.wasm\n  toolhost add https://example.com/words.wasm --sha256 9f86d0…\n  toolhost add oci://ghcr.io/me/words:0.1.0 --yes")]
+#[command(
+    after_long_help = "Examples:\n  toolhost add dist/words.wasm\n  toolhost add https://example.com/words.wasm --sha256 9f86d0…\n  toolhost add oci://ghcr.io/me/words:0.1.0 --yes"
+)]
 pub(super) struct AddCommand {
     /// A file, `https://…`, or `oci://HOST/REPO:TAG` / `oci://HOST/REPO@sha256:…`.
     source: String,
@@ -63,14 +65,18 @@ impl AddCommand {
             // The staged file is ours; the person knows the source.
             .map_err(|e| {
                 let staged_name = staged.path().file_name().unwrap_or_default().to_string_lossy();
-                let why = e.to_string().replace(&staged.path().display().to_string(), &self.source).replace(&*staged_name, &self.source);
+                let why = e
+                    .to_string()
+                    .replace(&staged.path().display().to_string(), &self.source)
+                    .replace(&*staged_name, &self.source);
                 anyhow!("{} was not installed: {}", self.source, printable(&why))
             })?;
         let target = dir.join(format!("{}.wasm", plugin.manifest.name));
         inspect::show(&plugin, &target)?;
         // The staged file is not `.wasm`, so this is what is installed now.
         let progress = Progress::start("loading the installed plugins");
-        let installed = registry.survey(&|p| progress.update(format_args!("compiling {} ({}/{})", p.file.display(), p.index, p.total))).await;
+        let installed =
+            registry.survey(&|p| progress.update(format_args!("compiling {} ({}/{})", p.file.display(), p.index, p.total))).await;
         progress.finish("loaded");
         let installed = installed.context("loading the installed plugins")?;
         if let Some(clash) = clash(&installed, &plugin, &target) {
@@ -103,6 +109,11 @@ impl AddCommand {
 fn clash(installed: &Catalog, plugin: &LoadedPlugin, target: &Path) -> Option<String> {
     plugin.manifest.tools.iter().find_map(|tool| {
         let (owner, _) = installed.tool(&tool.name).filter(|(owner, _)| owner.path != target)?;
-        Some(format!("its tool `{}` is offered already by plugin `{}` ({})", tool.name, owner.manifest.name, owner.path.display()))
+        Some(format!(
+            "its tool `{}` is offered already by plugin `{}` ({})",
+            tool.name,
+            owner.manifest.name,
+            owner.path.display()
+        ))
     })
 }

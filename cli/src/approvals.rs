@@ -14,7 +14,9 @@ const SHORT_SHA256: usize = 12;
 /// memory_file` of toolhost.toml (default: toolhost.approvals.json beside
 /// the lock file).
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost approvals list\n  toolhost approvals revoke read_file --agent coder\n  toolhost approvals clear")]
+#[command(
+    after_long_help = "Examples:\n  toolhost approvals list\n  toolhost approvals revoke read_file --agent coder\n  toolhost approvals clear"
+)]
 pub(super) struct ApprovalsCommand {
     #[command(subcommand)]
     action: Action,
@@ -66,8 +68,13 @@ impl ApprovalsCommand {
                     // A typo revokes nothing: say what is remembered instead.
                     let entries = memory.entries();
                     let tools: Vec<&str> = entries.iter().map(|e| e.tool.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
-                    let agents: Vec<&str> =
-                        entries.iter().filter(|e| e.tool == tool).map(|e| e.agent.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
+                    let agents: Vec<&str> = entries
+                        .iter()
+                        .filter(|e| e.tool == tool)
+                        .map(|e| e.agent.as_str())
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .collect();
                     let hint = match agent.as_deref() {
                         Some(agent) if tools.contains(&tool.as_str()) => did_you_mean(agent, &agents),
                         _ => did_you_mean(&tool, &tools),

@@ -16,7 +16,9 @@ use toolhost::{Limits, Policy, ProtocolId, Status, ToolCall, Turn, did_you_mean}
 /// characters in the output are shown escaped on a terminal and written
 /// as they are to a pipe or a file; in an error, always escaped.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost call calculate --arg expression=\"6*7\"\n  toolhost call write_file --yes --json '{\"path\": \"a.txt\", \"content\": \"hi\"}'\n  toolhost call dir_tree --output json")]
+#[command(
+    after_long_help = "Examples:\n  toolhost call calculate --arg expression=\"6*7\"\n  toolhost call write_file --yes --json '{\"path\": \"a.txt\", \"content\": \"hi\"}'\n  toolhost call dir_tree --output json"
+)]
 pub(super) struct CallCommand {
     /// The tool's name.
     tool: String,

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 /// ~/.local/share/bash-completion/completions/toolhost`, or `source
 /// <(toolhost completions zsh)`.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost\n  source <(toolhost completions zsh)")]
+#[command(
+    after_long_help = "Examples:\n  toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost\n  source <(toolhost completions zsh)"
+)]
 pub(super) struct CompletionsCommand {
     /// bash, zsh, fish, elvish or powershell.
     shell: clap_complete::Shell,

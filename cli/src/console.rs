@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use toolhost::{
-    CancellationToken, Console, ConsoleOptions, DEFAULT_CONSOLE_AGENT, DEFAULT_WATCH_INTERVAL, DenyAll, LlmClient, OpenAiClient, Pipeline,
+    CancellationToken, Console, ConsoleOptions, DEFAULT_CONSOLE_AGENT, DEFAULT_WATCH_INTERVAL, DenyAll, LlmClient, OpenAiClient,
+    Pipeline,
 };
 
 /// Open a local web page to try the tools, chat, and approve calls.
@@ -24,7 +25,9 @@ use toolhost::{
 /// open that link (it sets a cookie); a request without the token is
 /// refused. It listens on loopback unless told otherwise. Ctrl-C stops it.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost console\n  toolhost console --agent coder --base-url http://127.0.0.1:8080/v1\n  toolhost mcp --console   # approve an MCP client's calls in the page")]
+#[command(
+    after_long_help = "Examples:\n  toolhost console\n  toolhost console --agent coder --base-url http://127.0.0.1:8080/v1\n  toolhost mcp --console   # approve an MCP client's calls in the page"
+)]
 pub(super) struct ConsoleCommand {
     /// Listen on ADDR [default: `[console] listen`, else 127.0.0.1:7800;
     /// port 0 picks a free one].
@@ -96,7 +99,9 @@ pub(super) async fn open(
         }
         bound => bound,
     }
-    .with_context(|| format!("the console cannot listen on {listen} (another console there? --listen 127.0.0.1:0 picks a free port)"))?;
+    .with_context(|| {
+        format!("the console cannot listen on {listen} (another console there? --listen 127.0.0.1:0 picks a free port)")
+    })?;
     let bound = listener.local_addr().context("reading the address the console listens on")?;
     if !bound.ip().is_loopback() {
         output::alert(format_args!(

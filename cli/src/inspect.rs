@@ -1,13 +1,13 @@
 use super::GlobalOptions;
 use super::list::params_cell;
 use super::output;
-use toolhost::printable;
-use toolhost::{LoadedPlugin, LockFile, Registry};
-use toolhost::Withheld;
 use anyhow::anyhow;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use toolhost::Withheld;
+use toolhost::printable;
+use toolhost::{LoadedPlugin, LockFile, Registry};
 
 /// Show what one component offers and asks for.
 ///

@@ -1,9 +1,9 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::LoadedPlugin;
-use toolhost::ToolSpec;
 use serde_json::json;
 use std::process::ExitCode;
+use toolhost::LoadedPlugin;
+use toolhost::ToolSpec;
 
 /// List the loaded tools and what their plugins are granted.
 ///
@@ -12,7 +12,9 @@ use std::process::ExitCode;
 /// level, when its grants raise it), params and the capabilities granted
 /// to their plugin.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost list\n  toolhost --plugins target/plugins/examples list\n  toolhost list --json")]
+#[command(
+    after_long_help = "Examples:\n  toolhost list\n  toolhost --plugins target/plugins/examples list\n  toolhost list --json"
+)]
 pub(super) struct ListCommand {
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -80,22 +82,16 @@ fn permission_cell(tool: &ToolSpec) -> String {
 
 /// `expression: string, zone?: string`
 pub(super) fn params_cell(tool: &ToolSpec) -> String {
-    let params: Vec<String> = tool
-        .params
-        .iter()
-        .map(|p| format!("{}{}: {}", p.name, if p.required { "" } else { "?" }, p.ty.as_str()))
-        .collect();
+    let params: Vec<String> =
+        tool.params.iter().map(|p| format!("{}{}: {}", p.name, if p.required { "" } else { "?" }, p.ty.as_str())).collect();
     if params.is_empty() { "-".into() } else { params.join(", ") }
 }
 
 /// `dir /workspace=/srv/ws (read-write), env HOME, http example.com`
 pub(super) fn grants_cell(plugin: &LoadedPlugin) -> String {
     let grants = &plugin.grants;
-    let mut parts: Vec<String> = grants
-        .dirs
-        .iter()
-        .map(|d| format!("dir {}={} ({})", d.guest_path, d.host_path.display(), d.access.as_str()))
-        .collect();
+    let mut parts: Vec<String> =
+        grants.dirs.iter().map(|d| format!("dir {}={} ({})", d.guest_path, d.host_path.display(), d.access.as_str())).collect();
     parts.extend(grants.env.iter().map(|e| format!("env {}", e.name)));
     parts.extend(grants.http_hosts.iter().map(|h| format!("http {h}")));
     if parts.is_empty() { "none".into() } else { parts.join(", ") }

@@ -1,9 +1,9 @@
 use super::GlobalOptions;
 use super::confirm::confirm;
 use super::output;
-use toolhost::{LoadError, LockFile, Registry, component_files, sha256_hex};
 use anyhow::{Context, bail};
 use std::process::ExitCode;
+use toolhost::{LoadError, LockFile, Registry, component_files, sha256_hex};
 
 /// Pin every component's SHA-256 in the lock file.
 ///
@@ -69,7 +69,10 @@ impl LockCommand {
         }
 
         let trusted = changes.iter().filter(|c| c.trusts_new_bytes()).count();
-        if trusted > 0 && !self.yes && !confirm(format_args!("pin {trusted} new or changed components in {}?", lock_file.display()))? {
+        if trusted > 0
+            && !self.yes
+            && !confirm(format_args!("pin {trusted} new or changed components in {}?", lock_file.display()))?
+        {
             bail!(
                 "{} was not written: {trusted} new or changed components; check them above, then run \
                  `toolhost lock --yes` to pin them",

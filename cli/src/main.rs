@@ -14,9 +14,9 @@ mod console;
 mod inspect;
 mod list;
 mod lock;
+mod mcp;
 mod model;
 mod new;
-mod mcp;
 mod node;
 mod output;
 mod parse;
@@ -30,14 +30,14 @@ mod wit;
 // Each call's host memory is counted, so its host-memory limit holds.
 toolhost::count_host_memory!();
 
-use toolhost::{DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, Policy, SandboxSize, check_policy, error_chain, find_config_file};
-use std::sync::Arc;
-use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
+use toolhost::{DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, Policy, SandboxSize, check_policy, error_chain, find_config_file};
 
 /// Run sandboxed WebAssembly tools for LLMs.
 #[derive(Debug, Parser)]
@@ -340,12 +340,9 @@ fn init_logging(verbose: u8, quiet: bool) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{},toolhost={default}", if quiet { "error" } else { "warn" })));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("{},toolhost={default}", if quiet { "error" } else { "warn" }))
+    });
     // Colour only as `--color` says: a log file should hold text, not escapes.
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(output::color_on_stderr())
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(output::color_on_stderr()).init();
 }

@@ -4,8 +4,8 @@ use anyhow::Context;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolhost::{Approver, ApproverFor, CancellationToken, DEFAULT_WATCH_INTERVAL, DenyAll, HttpOptions, McpServer};
 use tokio::signal::unix::{SignalKind, signal};
+use toolhost::{Approver, ApproverFor, CancellationToken, DEFAULT_WATCH_INTERVAL, DenyAll, HttpOptions, McpServer};
 
 /// Serve the loaded tools to MCP clients.
 ///
@@ -22,7 +22,9 @@ use tokio::signal::unix::{SignalKind, signal};
 /// For a desktop client, one line: `toolhost mcp --plugins DIR`. Logs go
 /// to stderr.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost mcp\n  toolhost mcp --http 127.0.0.1:8765\n  MCP_TOKEN=… toolhost mcp --http 127.0.0.1:8765 --token-env MCP_TOKEN")]
+#[command(
+    after_long_help = "Examples:\n  toolhost mcp\n  toolhost mcp --http 127.0.0.1:8765\n  MCP_TOKEN=… toolhost mcp --http 127.0.0.1:8765 --token-env MCP_TOKEN"
+)]
 pub(super) struct McpCommand {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
     /// 127.0.0.1:8808.
@@ -66,7 +68,8 @@ impl McpCommand {
         let shutdown = CancellationToken::new();
         let server = match super::console::for_door(self.console, &pipeline, &shutdown).await? {
             Some(console) => {
-                let approver_for: ApproverFor = Arc::new(move |client: &str| Arc::new(console.approver("mcp", client)) as Arc<dyn Approver>);
+                let approver_for: ApproverFor =
+                    Arc::new(move |client: &str| Arc::new(console.approver("mcp", client)) as Arc<dyn Approver>);
                 McpServer::asking(pipeline, config, approver_for)
             }
             None => McpServer::new(pipeline, config),

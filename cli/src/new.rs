@@ -11,7 +11,9 @@ use std::process::ExitCode;
 /// file and a README with the one build command. Built as the README says,
 /// the component loads and its tool runs through `toolhost call` as it is.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost new words --lang rust\n  toolhost new words --lang python --dir plugins/words")]
+#[command(
+    after_long_help = "Examples:\n  toolhost new words --lang rust\n  toolhost new words --lang python --dir plugins/words"
+)]
 pub(super) struct NewCommand {
     /// The project's name, also its plugin's and its sample tool's:
     /// lowercase letters, digits, `_` and `-`, starting with a letter.
@@ -118,7 +120,11 @@ impl NewCommand {
             bail!("{} is not empty; choose another directory with --dir", dir.display());
         }
         write_project(&dir, self.lang, &self.name).with_context(|| format!("writing the project into {}", dir.display()))?;
-        output::note(format_args!("wrote a {:?} plugin project in {}; its README says how to build it", self.lang, dir.display()));
+        output::note(format_args!(
+            "wrote a {:?} plugin project in {}; its README says how to build it",
+            self.lang,
+            dir.display()
+        ));
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -1,17 +1,17 @@
 use super::GlobalOptions;
 use super::output;
 use anyhow::{Context, bail};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use tokio::signal::unix::{SignalKind, signal};
 use toolhost::limits::vcp_node::DEFAULT_STATUS_FILE;
 use toolhost::{
-    Approver, CancellationToken, DEFAULT_CONFIG_FILE, NodeState, NodeStatus, TerminalApprover, UnattendedApprover,
-    VcpConfig, VcpNode,
+    Approver, CancellationToken, DEFAULT_CONFIG_FILE, NodeState, NodeStatus, TerminalApprover, UnattendedApprover, VcpConfig,
+    VcpNode,
 };
-use std::io::IsTerminal;
-use tokio::signal::unix::{SignalKind, signal};
 
 /// Join a VCP server as a distributed node.
 ///
@@ -39,7 +39,9 @@ use tokio::signal::unix::{SignalKind, signal};
 /// status_file`, default toolhost.node.json beside toolhost.toml);
 /// `--status` prints it.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  VCP_KEY=… toolhost node --server ws://127.0.0.1:6005\n  toolhost node --console   # approve the server's calls in a local web page\n  toolhost node --status")]
+#[command(
+    after_long_help = "Examples:\n  VCP_KEY=… toolhost node --server ws://127.0.0.1:6005\n  toolhost node --console   # approve the server's calls in a local web page\n  toolhost node --status"
+)]
 pub(super) struct NodeCommand {
     /// The VCP server, ws://HOST:PORT or wss://HOST:PORT [default: `[vcp]
     /// server`].
@@ -214,7 +216,9 @@ fn transition(before: &NodeStatus, now: &NodeStatus) -> Option<String> {
 /// The status as rows of a two-column table.
 fn status_rows(status: &NodeStatus, alive: Option<bool>, now: SystemTime) -> Vec<[String; 2]> {
     let process = match alive {
-        Some(false) if status.state != NodeState::Stopped => format!("{} (gone: this status is from before it ended)", status.pid),
+        Some(false) if status.state != NodeState::Stopped => {
+            format!("{} (gone: this status is from before it ended)", status.pid)
+        }
         _ => status.pid.to_string(),
     };
     let mut rows = vec![
@@ -238,7 +242,10 @@ fn status_rows(status: &NodeStatus, alive: Option<bool>, now: SystemTime) -> Vec
     if let Some(at) = status.next_attempt_unix_ms {
         rows.push(["next attempt".to_owned(), format!("in {}", seconds(until(at, now)))]);
     }
-    let age = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().saturating_sub(Duration::from_millis(status.updated_unix_ms));
+    let age = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(Duration::from_millis(status.updated_unix_ms));
     rows.push(["updated".to_owned(), format!("{} ago", seconds(age))]);
     rows
 }

@@ -15,11 +15,11 @@
 //! [`alert`]s: errors, questions, and a failed call's output. `--color`
 //! decides whether stderr gets escapes ([`color_on_stderr`]).
 
-use toolhost::{printable, printable_lines, to_json_line, to_json_pretty};
 use serde::Serialize;
 use std::fmt::Display;
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
+use toolhost::{printable, printable_lines, to_json_line, to_json_pretty};
 
 /// When to colour what a person reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -45,9 +45,7 @@ pub(super) fn configure(quiet: bool, color: ColorChoice) {
     let color_on_stderr = match color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        }
+        ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
     let _ = SETTINGS.set(Settings { quiet, color_on_stderr });
 }
@@ -79,16 +77,10 @@ pub(super) fn line(text: impl Display) -> anyhow::Result<()> {
 /// Rows of cells in aligned columns, the first row a header. Cells are
 /// escaped before they are measured, so columns line up.
 pub(super) fn table<const N: usize>(rows: &[[String; N]]) -> anyhow::Result<()> {
-    let rows: Vec<Vec<String>> =
-        rows.iter().map(|row| row.iter().map(|cell| printable(cell).into_owned()).collect()).collect();
-    let widths: Vec<usize> =
-        (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(|cell| printable(cell).into_owned()).collect()).collect();
+    let widths: Vec<usize> = (0..N).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
         line(cells.join("  ").trim_end())?;
     }
     Ok(())

@@ -1,11 +1,11 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::{ParseReport, ProtocolId, Registry, ToolSpec, tools_from_schema};
 use anyhow::Context;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolhost::{ParseReport, ProtocolId, Registry, ToolSpec, tools_from_schema};
 
 /// Find the tool calls in a model's reply and print them as JSON.
 ///
@@ -16,7 +16,9 @@ use std::process::ExitCode;
 /// plugins' tools and those of `--tools FILE` are declared, and their
 /// calls' arguments are coerced to the declared types.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost parse reply.txt\n  toolhost parse --protocol vcp - < reply.txt\n  toolhost parse --tools tools.json reply.txt")]
+#[command(
+    after_long_help = "Examples:\n  toolhost parse reply.txt\n  toolhost parse --protocol vcp - < reply.txt\n  toolhost parse --tools tools.json reply.txt"
+)]
 pub(super) struct ParseCommand {
     /// The protocol: vcp, json-block, xml-tag, native or auto.
     #[arg(long, default_value = "auto")]

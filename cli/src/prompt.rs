@@ -1,10 +1,10 @@
 use super::GlobalOptions;
 use super::output;
-use toolhost::{PromptCache, ToolCallConfig, did_you_mean, unknown_template_tools, visible_tools};
-use toolhost::ProtocolId;
 use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolhost::ProtocolId;
+use toolhost::{PromptCache, ToolCallConfig, did_you_mean, unknown_template_tools, visible_tools};
 
 /// Print the system prompt that tells a model about the tools.
 ///
@@ -14,7 +14,9 @@ use std::process::ExitCode;
 /// (said on stderr), unless an agent's `tool_toggles` turns it on by name. Control characters are
 /// shown escaped on a terminal and written as they are to a pipe or a file.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost prompt\n  toolhost prompt --protocol json-block\n  toolhost prompt --agent coder --template prompt.md")]
+#[command(
+    after_long_help = "Examples:\n  toolhost prompt\n  toolhost prompt --protocol json-block\n  toolhost prompt --agent coder --template prompt.md"
+)]
 pub(super) struct PromptCommand {
     /// The protocol: vcp, json-block, xml-tag or native [default: the
     /// agent's, else vcp].
@@ -38,7 +40,10 @@ impl PromptCommand {
                 Some(config) => (name.clone(), config.clone()),
                 None => {
                     let known: Vec<&str> = registry.policy().agents.keys().map(String::as_str).collect();
-                    bail!("no agent `{name}` in the policy; agents: {}", if known.is_empty() { "none".into() } else { known.join(", ") });
+                    bail!(
+                        "no agent `{name}` in the policy; agents: {}",
+                        if known.is_empty() { "none".into() } else { known.join(", ") }
+                    );
                 }
             },
             None => ("default".to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() }),

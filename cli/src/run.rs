@@ -15,7 +15,9 @@ use toolhost::{Declared, ProtocolId, ToolCall, Turn, did_you_mean};
 /// and are denied otherwise; the exit code is 0 whenever the run itself
 /// worked, whatever became of the calls. A summary goes to stderr.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost run reply.txt\n  toolhost run --agent coder --yes reply.txt\n  toolhost run --json - < reply.txt")]
+#[command(
+    after_long_help = "Examples:\n  toolhost run reply.txt\n  toolhost run --agent coder --yes reply.txt\n  toolhost run --json - < reply.txt"
+)]
 pub(super) struct RunCommand {
     /// The protocol the reply is written in: vcp, json-block, xml-tag,
     /// native or auto [default: the agent's, else auto]. Results come back

@@ -96,7 +96,8 @@ async fn download(url: &str) -> anyhow::Result<Vec<u8>> {
 fn http_client(loopback_http: bool) -> anyhow::Result<reqwest::Client> {
     let policy = reqwest::redirect::Policy::custom(move |attempt| {
         let url = attempt.url();
-        let allowed = url.scheme() == "https" || (loopback_http && url.scheme() == "http" && url.host_str().is_some_and(is_loopback));
+        let allowed =
+            url.scheme() == "https" || (loopback_http && url.scheme() == "http" && url.host_str().is_some_and(is_loopback));
         if !allowed {
             let refused = format!("redirected to {url}, which is not https://; toolhost downloads components only over https://");
             attempt.error(refused)
@@ -113,7 +114,8 @@ fn http_client(loopback_http: bool) -> anyhow::Result<reqwest::Client> {
 /// declared length, before reading, else as its bytes arrive). `limit`
 /// names the cap in the message.
 async fn read_capped(mut response: reqwest::Response, cap: usize, what: &str, limit: &str) -> anyhow::Result<Vec<u8>> {
-    let over = || anyhow::anyhow!("{what} is larger than {}, the most toolhost reads ({limit}); it was not installed", in_words(cap));
+    let over =
+        || anyhow::anyhow!("{what} is larger than {}, the most toolhost reads ({limit}); it was not installed", in_words(cap));
     if response.content_length().is_some_and(|length| length > cap as u64) {
         return Err(over());
     }
@@ -183,12 +185,18 @@ async fn pull(reference: &str) -> anyhow::Result<Vec<u8>> {
 /// The image manifest of `reference`, read up to [`MAX_MANIFEST_BYTES`]
 /// (the OCI client would read any length), checked against the digest the
 /// reference names, if it names one.
-async fn pull_manifest(reference: &Reference, loopback: bool, token: Option<&str>, what: &str) -> anyhow::Result<OciImageManifest> {
+async fn pull_manifest(
+    reference: &Reference,
+    loopback: bool,
+    token: Option<&str>,
+    what: &str,
+) -> anyhow::Result<OciImageManifest> {
     let registry = reference.resolve_registry();
     let scheme = if loopback { "http" } else { "https" };
     let tag = reference.digest().or(reference.tag()).unwrap_or("latest");
     let url = format!("{scheme}://{registry}/v2/{}/manifests/{tag}", reference.repository());
-    let mut request = http_client(loopback)?.get(&url).header(reqwest::header::ACCEPT, oci_client::manifest::OCI_IMAGE_MEDIA_TYPE);
+    let mut request =
+        http_client(loopback)?.get(&url).header(reqwest::header::ACCEPT, oci_client::manifest::OCI_IMAGE_MEDIA_TYPE);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -220,7 +228,10 @@ mod tests {
 
     #[test]
     fn sources_are_told_apart_and_plain_http_is_refused() {
-        assert_eq!(Source::parse("oci://127.0.0.1:5000/tools/calc:0.1.0").unwrap(), Source::Oci("127.0.0.1:5000/tools/calc:0.1.0".into()));
+        assert_eq!(
+            Source::parse("oci://127.0.0.1:5000/tools/calc:0.1.0").unwrap(),
+            Source::Oci("127.0.0.1:5000/tools/calc:0.1.0".into())
+        );
         assert_eq!(Source::parse("https://example.com/c.wasm").unwrap(), Source::Https("https://example.com/c.wasm".into()));
         assert_eq!(Source::parse("dist/c.wasm").unwrap(), Source::File("dist/c.wasm".into()));
         assert_eq!(Source::parse("file:///tmp/c.wasm").unwrap(), Source::File("/tmp/c.wasm".into()));

@@ -56,8 +56,7 @@ fn transcript(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-const VCP_CALCULATE: &str =
-    "Let me compute.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>";
+const VCP_CALCULATE: &str = "Let me compute.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>";
 /// An answer that quotes the integer part of the `value` the tool returned.
 const QUOTES_VALUE: &str = "The answer is {{last_message:\"value\\\\?\"?:\\s*([0-9]+)}}.";
 
@@ -77,9 +76,11 @@ fn calculate_in(protocol: &str) -> Reply {
 async fn one_message_in_each_protocol_runs_the_call_answers_and_saves_the_transcript() {
     for protocol in ["vcp", "json-block", "xml-tag", "native"] {
         let dir = workspace();
-        let script = [Response::Reply(calculate_in(protocol).reasoning("6 * 7 needs the calculator")), Response::text(QUOTES_VALUE)];
+        let script =
+            [Response::Reply(calculate_in(protocol).reasoning("6 * 7 needs the calculator")), Response::text(QUOTES_VALUE)];
         let model = StandIn::start(script).await.unwrap();
-        let out = chat(dir.path(), &model, &["--protocol", protocol, "--message", "What is 6 × 7?", "--transcript", "t.jsonl"]).await;
+        let out =
+            chat(dir.path(), &model, &["--protocol", protocol, "--message", "What is 6 × 7?", "--transcript", "t.jsonl"]).await;
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         assert!(out.status.success(), "{protocol}: {stderr}");
         assert!(stdout.trim_end().ends_with("The answer is 42."), "{protocol}: the answer streams to stdout:\n{stdout}");
@@ -180,7 +181,8 @@ async fn manual_mode_without_a_terminal_waits_and_runs_the_calls_on_resume_with_
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("✓ calculate success"), "{stderr}");
     assert!(stdout.contains("The answer is 42."), "{stdout}");
-    let roles: Vec<String> = transcript(&dir.path().join("t.jsonl")).iter().map(|e| e["role"].as_str().unwrap().to_owned()).collect();
+    let roles: Vec<String> =
+        transcript(&dir.path().join("t.jsonl")).iter().map(|e| e["role"].as_str().unwrap().to_owned()).collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
 }
 

@@ -56,7 +56,10 @@ fn call_prints_the_output_and_reports_status_on_stderr() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("status: success · ") && stderr.contains(" ms · fuel "), "{stderr}");
 
-    let json = toolhost(dir.path(), &["call", "convert_time", "--json", r#"{"time":"2026-01-01 12:00","from":"UTC","to":"Asia/Kolkata"}"#]);
+    let json = toolhost(
+        dir.path(),
+        &["call", "convert_time", "--json", r#"{"time":"2026-01-01 12:00","from":"UTC","to":"Asia/Kolkata"}"#],
+    );
     assert!(text(&json.stdout).contains("2026-01-01T17:30:00+05:30"), "{}", text(&json.stdout));
 }
 
@@ -98,7 +101,8 @@ fn a_failed_call_exits_non_zero_and_names_the_limit() {
 fn a_failure_is_data_in_the_json_of_call_and_run() {
     let dir = demo_dir();
     let hostile = plugins("hostile");
-    let out = toolhost(dir.path(), &["--plugins", hostile.to_str().unwrap(), "call", "spin", "--fuel", "5000", "--output", "json"]);
+    let out =
+        toolhost(dir.path(), &["--plugins", hostile.to_str().unwrap(), "call", "spin", "--fuel", "5000", "--output", "json"]);
     assert!(!out.status.success());
     let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let failure = &outcome["failure"];
@@ -193,7 +197,9 @@ fn approvals_lists_revokes_and_clears_remembered_decisions() {
     let file = dir.path().join("state/toolhost.approvals.json");
     let sha = "0123456789abcdef".repeat(4);
     let memory = toolhost::ApprovalMemory::open(&file);
-    for (agent, plugin, tool) in [("coder", "files", "read_file"), ("writer", "files", "read_file"), ("coder", "http_get", "http_get")] {
+    for (agent, plugin, tool) in
+        [("coder", "files", "read_file"), ("writer", "files", "read_file"), ("coder", "http_get", "http_get")]
+    {
         memory.remember(agent, plugin, tool, &sha).unwrap();
     }
     let run = |args: &[&str]| {
@@ -331,9 +337,15 @@ fn parse_finds_calls_in_every_format() {
     let bare = tempfile::tempdir().unwrap();
     let replies = [
         ("vcp", "<<<[TOOL_REQUEST]>>>\ntool_name:「始」get_weather「末」,\ncity:「始」Paris「末」\n<<<[END_TOOL_REQUEST]>>>"),
-        ("json-block", "```json\n{\"action\": \"tool_call\", \"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```"),
+        (
+            "json-block",
+            "```json\n{\"action\": \"tool_call\", \"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```",
+        ),
         ("xml-tag", "<tool_code>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_code>"),
-        ("native", "{\"tool_calls\": [{\"id\": \"1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}}]}"),
+        (
+            "native",
+            "{\"tool_calls\": [{\"id\": \"1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}}]}",
+        ),
         ("auto", "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>"),
         ("auto", "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"),
         ("auto", "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"),
@@ -364,7 +376,10 @@ fn parse_coerces_arguments_of_loaded_tools_and_reports_problems() {
         "a call to an undeclared tool is kept, flagged"
     );
     let warnings: Vec<&str> = out["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
-    assert!(warnings[0].ends_with("the parameter `max_depth` of `dir_tree` must be an integer, got the string \"deep\""), "{warnings:?}");
+    assert!(
+        warnings[0].ends_with("the parameter `max_depth` of `dir_tree` must be an integer, got the string \"deep\""),
+        "{warnings:?}"
+    );
     assert!(warnings[1].ends_with("no tool named `calculator` is loaded; did you mean `calculate`?"), "{warnings:?}");
 }
 
@@ -404,7 +419,11 @@ fn lock_shows_what_it_pins_and_asks_before_trusting_new_bytes() {
     let asked = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
     assert!(!asked.status.success(), "stdin is not a terminal: pinning new bytes needs --yes");
     assert_eq!(text(&asked.stdout), expected);
-    assert!(text(&asked.stderr).contains("2 new or changed components; check them above, then run `toolhost lock --yes`"), "{}", text(&asked.stderr));
+    assert!(
+        text(&asked.stderr).contains("2 new or changed components; check them above, then run `toolhost lock --yes`"),
+        "{}",
+        text(&asked.stderr)
+    );
     assert_eq!(std::fs::read_to_string(dir.path().join("toolhost.lock")).unwrap(), before, "nothing was written");
 
     let declined = on_a_terminal(dir.path(), "--plugins plugins lock", "n\n");
@@ -427,7 +446,11 @@ fn lock_shows_what_it_pins_and_asks_before_trusting_new_bytes() {
     std::fs::remove_file(own.join("files.wasm")).unwrap();
     let removed = toolhost(dir.path(), &["--plugins", "plugins", "lock"]);
     assert!(removed.status.success(), "dropping a pin trusts nothing new: {}", text(&removed.stderr));
-    assert!(text(&removed.stdout).contains(&format!("removed    plugins/files.wasm  sha256:{files}\n")), "{}", text(&removed.stdout));
+    assert!(
+        text(&removed.stdout).contains(&format!("removed    plugins/files.wasm  sha256:{files}\n")),
+        "{}",
+        text(&removed.stdout)
+    );
 }
 
 #[test]
@@ -441,7 +464,10 @@ fn one_file_name_in_two_plugin_directories_is_pinned_and_loaded_by_path() {
     let both = ["--plugins", "one", "--plugins", "two"];
     let lock = toolhost(dir.path(), &[&both[..], &["lock", "--yes"]].concat());
     assert!(lock.status.success(), "{}", text(&lock.stderr));
-    assert_eq!(text(&lock.stdout), format!("new        one/calc.wasm  sha256:{calc}\nnew        two/calc.wasm  sha256:{clock}\n"));
+    assert_eq!(
+        text(&lock.stdout),
+        format!("new        one/calc.wasm  sha256:{calc}\nnew        two/calc.wasm  sha256:{clock}\n")
+    );
 
     let list = toolhost(dir.path(), &[&both[..], &["list"]].concat());
     assert!(list.status.success() && !text(&list.stderr).contains("refused"), "{}", text(&list.stderr));
@@ -465,10 +491,17 @@ fn lock_refuses_to_pin_two_components_claiming_one_name() {
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("refused: plugins/00_files_update.wasm is refused: it claims plugin name `files`, as plugins/files.wasm also does"),
+        stderr.contains(
+            "refused: plugins/00_files_update.wasm is refused: it claims plugin name `files`, as plugins/files.wasm also does"
+        ),
         "{stderr}"
     );
-    assert!(stderr.contains("refused: plugins/files.wasm is refused: it claims plugin name `files`, as plugins/00_files_update.wasm also does"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "refused: plugins/files.wasm is refused: it claims plugin name `files`, as plugins/00_files_update.wasm also does"
+        ),
+        "{stderr}"
+    );
     assert!(stderr.contains("toolhost.lock was not written"), "{stderr}");
     assert!(!dir.path().join("toolhost.lock").exists());
 
@@ -552,7 +585,11 @@ fn call_escapes_errors_always_and_output_on_a_terminal_only() {
     // To a pipe, output is data and passes byte for byte.
     let piped = toolhost(dir.path(), &["call", "shout"]);
     assert!(piped.status.success(), "{}", text(&piped.stderr));
-    assert!(text(&piped.stdout).starts_with("first line\n\x1b[2J\x1b[Hall plugins verified\n\r\x1b[K"), "{}", text(&piped.stdout));
+    assert!(
+        text(&piped.stdout).starts_with("first line\n\x1b[2J\x1b[Hall plugins verified\n\r\x1b[K"),
+        "{}",
+        text(&piped.stdout)
+    );
     assert_shown_not_obeyed("stderr of a call", &piped.stderr);
 
     // On a terminal it is shown escaped, lines kept.
@@ -730,7 +767,10 @@ fn short_help_lists_each_command_on_a_line_and_each_commands_long_help_ends_with
         let long = text(&toolhost(dir.path(), &[command, "--help"]).stdout);
         let (_, examples) = long.trim_end().rsplit_once("\nExamples:\n").unwrap_or_else(|| panic!("{command}: {long}"));
         let lines: Vec<&str> = examples.lines().collect();
-        assert!(!lines.is_empty() && lines.iter().all(|l| l.starts_with("  ") && l.contains("toolhost ")), "{command}: {examples}");
+        assert!(
+            !lines.is_empty() && lines.iter().all(|l| l.starts_with("  ") && l.contains("toolhost ")),
+            "{command}: {examples}"
+        );
     }
 }
 
@@ -756,12 +796,12 @@ fn run_answers_in_the_protocol_the_calls_were_written_in_and_in_vcp_as_prompt_te
 fn parse_types_xml_style_values_by_the_schemas_of_a_tools_file() {
     let dir = tempfile::tempdir().unwrap();
     let tools = serde_json::json!([{"type": "function", "function": {"name": "forecast", "description": "weather", "parameters": {
-        "type": "object",
-        "required": ["city"],
-        "properties": {
-            "city": {"type": "string"}, "days": {"type": "integer"}, "ratio": {"type": "number"}, "metric": {"type": "boolean"},
-            "options": {"type": "object"}, "fields": {"type": "array", "items": {"type": "string"}}, "limit": {"type": ["integer", "null"]}
-        }}}}]);
+    "type": "object",
+    "required": ["city"],
+    "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}, "ratio": {"type": "number"}, "metric": {"type": "boolean"},
+        "options": {"type": "object"}, "fields": {"type": "array", "items": {"type": "string"}}, "limit": {"type": ["integer", "null"]}
+    }}}}]);
     std::fs::write(dir.path().join("tools.json"), tools.to_string()).unwrap();
     // (key, value as written, JSON type for the families that tag it)
     let values = [
@@ -776,15 +816,42 @@ fn parse_types_xml_style_values_by_the_schemas_of_a_tools_file() {
     ];
     let join = |f: &dyn Fn(&str, &str, &str) -> String| values.iter().map(|(k, v, t)| f(k, v, t)).collect::<String>();
     let families = [
-        ("qwen3-coder", format!("<tool_call>\n<function=forecast>\n{}</function>\n</tool_call>", join(&|k, v, _| format!("<parameter={k}>\n{v}\n</parameter>\n")))),
-        ("seed-oss", format!("<seed:tool_call>\n<function=forecast>\n{}</function>\n</seed:tool_call>", join(&|k, v, _| format!("<parameter={k}>{v}</parameter>\n")))),
-        ("glm", format!("<tool_call>forecast\n{}</tool_call>", join(&|k, v, _| format!("<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n")))),
-        ("minimax", format!("<minimax:tool_call>\n<invoke name=\"forecast\">\n{}</invoke>\n</minimax:tool_call>", join(&|k, v, _| format!("<parameter name=\"{k}\">{v}</parameter>\n")))),
+        (
+            "qwen3-coder",
+            format!(
+                "<tool_call>\n<function=forecast>\n{}</function>\n</tool_call>",
+                join(&|k, v, _| format!("<parameter={k}>\n{v}\n</parameter>\n"))
+            ),
+        ),
+        (
+            "seed-oss",
+            format!(
+                "<seed:tool_call>\n<function=forecast>\n{}</function>\n</seed:tool_call>",
+                join(&|k, v, _| format!("<parameter={k}>{v}</parameter>\n"))
+            ),
+        ),
+        (
+            "glm",
+            format!(
+                "<tool_call>forecast\n{}</tool_call>",
+                join(&|k, v, _| format!("<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n"))
+            ),
+        ),
+        (
+            "minimax",
+            format!(
+                "<minimax:tool_call>\n<invoke name=\"forecast\">\n{}</invoke>\n</minimax:tool_call>",
+                join(&|k, v, _| format!("<parameter name=\"{k}\">{v}</parameter>\n"))
+            ),
+        ),
         (
             "deepseek-dsml",
             format!(
                 "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"forecast\">\n{}</｜DSML｜invoke>\n</｜DSML｜function_calls>",
-                join(&|k, v, t| format!("<｜DSML｜parameter name=\"{k}\" string=\"{}\">{v}</｜DSML｜parameter>\n", t == "string"))
+                join(&|k, v, t| format!(
+                    "<｜DSML｜parameter name=\"{k}\" string=\"{}\">{v}</｜DSML｜parameter>\n",
+                    t == "string"
+                ))
             ),
         ),
         (
@@ -812,7 +879,11 @@ fn parse_types_xml_style_values_by_the_schemas_of_a_tools_file() {
         assert_eq!(parsed["calls"][0]["arguments"], typed, "{family}: {parsed}");
         assert_eq!(parsed["warnings"], serde_json::json!([]), "{family}");
     }
-    let untyped = toolhost_with_input(dir.path(), &["parse", "--tool", "forecast"], &"<tool_call>\n<function=forecast>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>");
+    let untyped = toolhost_with_input(
+        dir.path(),
+        &["parse", "--tool", "forecast"],
+        &"<tool_call>\n<function=forecast>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+    );
     let untyped: serde_json::Value = serde_json::from_slice(&untyped.stdout).unwrap();
     assert_eq!(untyped["calls"][0]["arguments"], serde_json::json!({"days": "3"}), "without a schema, text");
     let bad = toolhost_with_input(dir.path(), &["parse", "--tools", "missing.json"], "");
@@ -864,7 +935,10 @@ fn check_says_which_plugins_tools_a_rule_without_a_plugin_matches() {
     let dir = understated_dir(rules);
     let out = toolhost(dir.path(), &["check"]);
     let stdout = text(&out.stdout);
-    assert!(stdout.contains("info: approval.rules[0]: `allow save_*` names no plugin; it matches save_note of understated"), "{stdout}");
+    assert!(
+        stdout.contains("info: approval.rules[0]: `allow save_*` names no plugin; it matches save_note of understated"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("approval.rules[1]"), "a rule naming its plugin needs no word: {stdout}");
     assert!(stdout.contains("warning: approval.rules[2].plugin: no loaded plugin is named `notes`"), "{stdout}");
     assert!(!out.status.success(), "a rule for no loaded plugin is a finding");

@@ -25,10 +25,8 @@ use toolhost_standin::{Response, StandIn};
 /// How long a browser waits for something to appear.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-const VCP_CALCULATE: &str =
-    "Let me compute.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>";
-const VCP_WRITE: &str =
-    "<<<[TOOL_REQUEST]>>>\ntool_name:「始」write_file「末」,\npath:「始」note.txt「末」,\ncontent:「始」hello「末」\n<<<[END_TOOL_REQUEST]>>>";
+const VCP_CALCULATE: &str = "Let me compute.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>";
+const VCP_WRITE: &str = "<<<[TOOL_REQUEST]>>>\ntool_name:「始」write_file「末」,\npath:「始」note.txt「末」,\ncontent:「始」hello「末」\n<<<[END_TOOL_REQUEST]>>>";
 
 fn workspace() -> tempfile::TempDir {
     support::workspace_with_hostile()
@@ -145,12 +143,14 @@ impl Api {
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let request = self.http.post(format!("{}{path}", self.base)).header("content-type", "application/json").body(body.to_string());
+        let request =
+            self.http.post(format!("{}{path}", self.base)).header("content-type", "application/json").body(body.to_string());
         self.send(request).await
     }
 
     async fn delete(&self, path: &str, body: Value) -> (u16, Value) {
-        let request = self.http.delete(format!("{}{path}", self.base)).header("content-type", "application/json").body(body.to_string());
+        let request =
+            self.http.delete(format!("{}{path}", self.base)).header("content-type", "application/json").body(body.to_string());
         self.send(request).await
     }
 
@@ -231,7 +231,8 @@ async fn other_origins_and_other_host_names_are_refused() {
     let running = console(dir.path(), None);
     let api = Api::of(&running);
     let run = |headers: &[(&str, &str)]| {
-        let mut request = api.http.post(format!("{}/api/run", api.base)).bearer_auth(&api.token).header("content-type", "application/json");
+        let mut request =
+            api.http.post(format!("{}/api/run", api.base)).bearer_auth(&api.token).header("content-type", "application/json");
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -248,7 +249,14 @@ async fn other_origins_and_other_host_names_are_refused() {
     let same = run(&[("origin", &own), ("sec-fetch-site", "same-origin")]).await.unwrap();
     assert_eq!(same.status().as_u16(), 200, "its own page");
     // DNS rebinding: the right token, a foreign Host.
-    let rebound = api.http.get(format!("{}/api/state", api.base)).bearer_auth(&api.token).header("host", "evil.example").send().await.unwrap();
+    let rebound = api
+        .http
+        .get(format!("{}/api/state", api.base))
+        .bearer_auth(&api.token)
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(rebound.status().as_u16(), 421);
 }
 
@@ -295,7 +303,8 @@ async fn tools_toggles_prompt_parse_and_run_over_the_api() {
     let start = parsed["calls"][0]["span"][0].as_u64().unwrap() as usize;
     assert!(VCP_CALCULATE[start..].starts_with("<<<[TOOL_REQUEST]>>>"));
     assert_eq!(parsed["content"].as_str().unwrap().trim(), "Let me compute.");
-    let (_, drift) = api.post("/api/parse", json!({ "text": "<tool_call>{\"name\": \"calculat\", \"arguments\": {}}</tool_call>" })).await;
+    let (_, drift) =
+        api.post("/api/parse", json!({ "text": "<tool_call>{\"name\": \"calculat\", \"arguments\": {}}</tool_call>" })).await;
     assert_eq!(drift["calls"][0]["undeclared"], true);
     assert!(drift["warnings"][0]["message"].as_str().unwrap().contains("calculate"), "{drift}");
 
@@ -362,7 +371,9 @@ async fn the_desk_decides_calls_and_results_remembers_and_revokes() {
     let api = Arc::new(api);
     let runner = {
         let api = api.clone();
-        tokio::spawn(async move { api.post("/api/run", json!({ "tool": "read_file", "arguments": { "path": "secret.txt" } })).await })
+        tokio::spawn(
+            async move { api.post("/api/run", json!({ "tool": "read_file", "arguments": { "path": "secret.txt" } })).await },
+        )
     };
     let waiting = api.pending().await;
     assert_eq!(waiting["result"]["output"], "the launch codes", "{waiting}");
@@ -422,7 +433,9 @@ async fn the_desk_holds_at_most_64_requests_and_refuses_more_saying_why() {
     let waiting: Vec<_> = (0..64)
         .map(|_| {
             let api = api.clone();
-            tokio::spawn(async move { api.post("/api/run", json!({ "tool": "read_file", "arguments": { "path": "a.txt" } })).await })
+            tokio::spawn(
+                async move { api.post("/api/run", json!({ "tool": "read_file", "arguments": { "path": "a.txt" } })).await },
+            )
         })
         .collect();
     let deadline = Instant::now() + PATIENCE;
@@ -583,7 +596,12 @@ async fn type_into(browser: &Client, css: &str, text: &str) -> Step {
 /// Open the printed link and wait for the page to have loaded the tools.
 async fn open(browser: &Client, link: &str) -> Step {
     browser.goto(link).await.map_err(failed)?;
-    browser.wait().at_most(PATIENCE).for_element(Locator::Css("body[data-ready]")).await.map_err(|e| format!("the page never got ready: {e}"))?;
+    browser
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("body[data-ready]"))
+        .await
+        .map_err(|e| format!("the page never got ready: {e}"))?;
     Ok(())
 }
 
@@ -599,7 +617,10 @@ async fn the_page_opens_from_the_link_runs_calculate_and_parses_a_vcp_reply() {
             return Err(format!("the token stays in the address bar: {url}"));
         }
         wait_text(&browser, "#tools-table tr[data-tool=calculate]", |t| t.contains("calc@0.1.0")).await?;
-        wait_text(&browser, "#tools-table tr[data-tool=write_file]", |t| t.contains("sensitive") && t.contains("read-write → ws")).await?;
+        wait_text(&browser, "#tools-table tr[data-tool=write_file]", |t| {
+            t.contains("sensitive") && t.contains("read-write → ws")
+        })
+        .await?;
 
         click(&browser, "#tabs button[data-tab=run]").await?;
         type_into(&browser, "#run-form [name=expression]", "6*7").await?;

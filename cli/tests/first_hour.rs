@@ -93,8 +93,13 @@ fn examples() -> String {
 fn call_warns_of_an_undeclared_argument_reads_json_from_stdin_and_prints_the_outcome_as_json() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = examples();
-    let out = toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--arg", "expresion=1", "--arg", "expression=2"]);
-    assert!(stderr(&out).contains("`calculate` declares no parameter `expresion`; did you mean `expression`"), "{}", stderr(&out));
+    let out =
+        toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--arg", "expresion=1", "--arg", "expression=2"]);
+    assert!(
+        stderr(&out).contains("`calculate` declares no parameter `expresion`; did you mean `expression`"),
+        "{}",
+        stderr(&out)
+    );
 
     let mut child = in_test_home(&mut Command::new(env!("CARGO_BIN_EXE_toolhost")))
         .current_dir(dir.path())
@@ -203,7 +208,8 @@ fn quiet_keeps_only_results_and_errors_and_color_follows_the_flag() {
 fn call_takes_fuel_and_time_limits_for_one_try() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = examples();
-    let starved = toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--arg", "expression=2+2", "--fuel", "1000"]);
+    let starved =
+        toolhost(dir.path(), &["--plugins", &plugins, "call", "calculate", "--arg", "expression=2+2", "--fuel", "1000"]);
     assert!(!starved.status.success());
     assert!(stderr(&starved).contains("out of fuel after 1 000 units"), "{}", stderr(&starved));
     std::fs::create_dir(dir.path().join("hostile")).unwrap();
@@ -225,7 +231,10 @@ fn call_takes_fuel_and_time_limits_for_one_try() {
 #[test]
 fn call_timeout_above_thirty_seconds_is_the_limit_the_call_runs_under() {
     let dir = tempfile::tempdir().unwrap();
-    let out = toolhost(dir.path(), &["-vv", "--plugins", &examples(), "call", "calculate", "--arg", "expression=6*7", "--timeout", "2m"]);
+    let out = toolhost(
+        dir.path(),
+        &["-vv", "--plugins", &examples(), "call", "calculate", "--arg", "expression=6*7", "--timeout", "2m"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let calling = stderr(&out).lines().find(|line| line.contains("calling `calculate`")).map(str::to_owned);
     assert!(calling.as_deref().is_some_and(|line| line.contains(", time 120 s,")), "{}", stderr(&out));
@@ -329,7 +338,9 @@ fn a_load_that_compiles_for_over_a_second_says_so_with_the_time_taken_on_a_stder
     std::fs::copy(&textstats, dir.path().join("plugins/textstats.wasm")).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
     // A cache of its own, so the component compiles.
-    for (var, sub) in [("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")] {
+    for (var, sub) in
+        [("XDG_CACHE_HOME", "cache"), ("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")]
+    {
         command.env(var, dir.path().join(sub));
     }
     let out = command.env_remove("RUST_LOG").current_dir(dir.path()).args(["--plugins", "plugins", "list"]).output().unwrap();

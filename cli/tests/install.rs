@@ -72,11 +72,7 @@ fn a_file_is_installed_pinned_listed_from_anywhere_called_and_removed() {
     assert!(text(&again.stderr).contains("already installed"), "{}", text(&again.stderr));
     let impostor = plugins("hostile").join("impostor.wasm");
     let clash = user.toolhost(&["add", impostor.to_str().unwrap(), "--yes"]);
-    assert!(
-        text(&clash.stderr).contains("its tool `calculate` is offered already by plugin `calc`"),
-        "{}",
-        text(&clash.stderr)
-    );
+    assert!(text(&clash.stderr).contains("its tool `calculate` is offered already by plugin `calc`"), "{}", text(&clash.stderr));
     assert!(!user.plugin_dir().join("impostor.wasm").exists());
 
     let removed = user.toolhost(&["remove", "calc"]);
@@ -137,7 +133,10 @@ impl LocalRegistry {
         let root = storage.path().join("data");
         std::fs::write(
             &config,
-            format!("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n", root.display()),
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {host}\n",
+                root.display()
+            ),
         )
         .unwrap();
         let child = Command::new("docker-registry")
@@ -344,7 +343,8 @@ impl User {
         let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         in_test_home(&mut command).env("XDG_DATA_HOME", self.data.path()).current_dir(self.cwd.path()).env_remove("RUST_LOG");
         command.args(["add", source, "--yes"]);
-        support::run_bounded(&mut command, Duration::from_secs(30), ADD_MEMORY_BOUND).unwrap_or_else(|why| panic!("{source}: {why}"))
+        support::run_bounded(&mut command, Duration::from_secs(30), ADD_MEMORY_BOUND)
+            .unwrap_or_else(|why| panic!("{source}: {why}"))
     }
 }
 

@@ -167,7 +167,11 @@ fn assert_basics(seen: &Value) {
     assert_eq!(seen["sum"]["is_error"], false, "{}", seen["sum"]);
     assert_eq!(seen["sum"]["structured"]["value"], 42.0);
     assert_eq!(seen["bad_argument"]["is_error"], true);
-    assert!(seen["bad_argument"]["text"].as_str().unwrap().contains("needs the parameter `expression`"), "{}", seen["bad_argument"]);
+    assert!(
+        seen["bad_argument"]["text"].as_str().unwrap().contains("needs the parameter `expression`"),
+        "{}",
+        seen["bad_argument"]
+    );
     let limit = &seen["limit"];
     assert_eq!(limit["is_error"], true, "{limit}");
     assert!(limit["text"].as_str().unwrap().contains("out of fuel after 1 000 000 000 units"), "{limit}");
@@ -223,7 +227,10 @@ fn a_sensitive_call_is_asked_of_the_clients_user() {
     let denied = client(dir.path(), &["approve", "--answer", "deny"], &over_stdio(&[]));
     assert_eq!(denied["asked"].as_array().unwrap().len(), 1, "{denied}");
     let question = denied["asked"][0]["message"].as_str().unwrap();
-    assert!(question.contains("Run `write_file` (plugin files, sensitive)?") && question.contains("approved over MCP"), "{question}");
+    assert!(
+        question.contains("Run `write_file` (plugin files, sensitive)?") && question.contains("approved over MCP"),
+        "{question}"
+    );
     assert_eq!(denied["result"]["text"], "denied: the user denied it: not today");
     let declined = client(dir.path(), &["approve", "--answer", "decline"], &over_stdio(&[]));
     assert_eq!(declined["result"]["text"], "denied: the user declined it in the MCP client");
@@ -338,7 +345,11 @@ fn stateless_replicas_behind_nginx_share_one_url() {
     let seen = client(balancer.path(), &["concurrent", "--clients", "4", "--calls", "50"], &["--http".into(), url]);
     let _ = nginx.kill();
     let _ = nginx.wait();
-    assert_eq!((seen["mismatched"].as_u64(), seen["failed"].as_u64(), seen["clients"].as_u64()), (Some(0), Some(0), Some(4)), "{seen}");
+    assert_eq!(
+        (seen["mismatched"].as_u64(), seen["failed"].as_u64(), seen["clients"].as_u64()),
+        (Some(0), Some(0), Some(4)),
+        "{seen}"
+    );
     let served: Vec<usize> = replicas
         .iter()
         .map(|(dir, _)| {
@@ -372,7 +383,8 @@ fn the_official_conformance_suite_passes_but_for_its_baseline() {
         .expect("the conformance suite runs");
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "conformance failed:\n{stdout}\n{}", text(&output.stderr));
-    for scenario in ["server-initialize", "tools-list", "tools-call-simple-text", "tools-call-error", "dns-rebinding-protection"] {
+    for scenario in ["server-initialize", "tools-list", "tools-call-simple-text", "tools-call-error", "dns-rebinding-protection"]
+    {
         assert!(stdout.contains(&format!("✓ {scenario}:")), "{scenario} passed:\n{stdout}");
     }
 }

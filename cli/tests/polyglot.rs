@@ -20,8 +20,8 @@ fn toolchain_env(lang: &str) -> Result<Vec<(String, String)>, String> {
         return Err(reason);
     }
     let file = target().join("toolchains/env");
-    let text = std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask build-plugins`", file.display()));
+    let text =
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}; run `cargo xtask build-plugins`", file.display()));
     let bin = Path::new(env!("CARGO_BIN_EXE_toolhost")).parent().unwrap().display().to_string();
     Ok(text
         .lines()

@@ -20,8 +20,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use toolhost::{
-    AllowAll, ApprovalConfig, Approvals, CancellationToken, Chain, ChatRequest, LlmClient, LlmError, Reply, StreamEvent, ChainEvent, Executor, LlmProfile, OpenAiClient, Pipeline, PromptCache,
-    Policy, ProtocolId, Registry, Stop, ToolCallConfig, Transcript,
+    AllowAll, ApprovalConfig, Approvals, CancellationToken, Chain, ChainEvent, ChatRequest, Executor, LlmClient, LlmError,
+    LlmProfile, OpenAiClient, Pipeline, Policy, PromptCache, ProtocolId, Registry, Reply, Stop, StreamEvent, ToolCallConfig,
+    Transcript,
 };
 use toolhost_standin::{Response, StandIn};
 
@@ -87,13 +88,14 @@ fn main() -> anyhow::Result<()> {
             // The loop: one user message to the final answer.
             let model = StandIn::start(script()).await?;
             let approvals = ApprovalConfig { memory_file: dir.path().join("approvals.json"), ..Default::default() };
-            let pipeline = Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
+            let pipeline =
+                Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
             let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "bench"))?);
             // A host keeps one prompt cache: the prompt is rendered (and
             // its tokens counted) once, not once per turn.
             let chain = Chain::new(llm, pipeline, "bench", config.clone())?.with_prompt_cache(prompts.clone());
             let mut transcript = Transcript::create(&dir.path().join(format!("turn-{turn}.jsonl")))?;
-            
+
             let events = |event: ChainEvent| {
                 std::hint::black_box(event);
             };
@@ -120,7 +122,10 @@ fn main() -> anyhow::Result<()> {
             let llm = OpenAiClient::new(LlmProfile::new(replay.base_url(), "bench"))?;
             let requests: Vec<ChatRequest> = bodies
                 .iter()
-                .map(|body| ChatRequest { messages: serde_json::from_value(body["messages"].clone()).expect("messages"), tools: None })
+                .map(|body| ChatRequest {
+                    messages: serde_json::from_value(body["messages"].clone()).expect("messages"),
+                    tools: None,
+                })
                 .collect();
             let start = Instant::now();
             for request in &requests {
@@ -130,7 +135,8 @@ fn main() -> anyhow::Result<()> {
 
             // The loop alone: the replies from memory.
             let approvals = ApprovalConfig { memory_file: dir.path().join("approvals.json"), ..Default::default() };
-            let pipeline = Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
+            let pipeline =
+                Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
             let llm = Arc::new(InProcess { replies: replies(), next: AtomicUsize::new(0) });
             let chain = Chain::new(llm, pipeline, "bench", config.clone())?.with_prompt_cache(prompts.clone());
             let mut transcript = Transcript::create(&dir.path().join(format!("alone-{turn}.jsonl")))?;

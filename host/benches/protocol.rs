@@ -9,9 +9,9 @@
 //! Each figure is a median.
 
 use std::time::{Duration, Instant};
-use toolhost::{PromptCache, ToolCallConfig};
-use toolhost::{ParamSpec, ParamType, Permission, ToolSpec};
 use toolhost::{Declared, ProtocolId};
+use toolhost::{ParamSpec, ParamType, Permission, ToolSpec};
+use toolhost::{PromptCache, ToolCallConfig};
 
 const PROSE_BYTES: usize = 1 << 20;
 
@@ -88,10 +88,50 @@ fn show(d: Duration) -> String {
 /// Deterministic English-like prose with the punctuation replies have.
 fn prose(bytes: usize) -> String {
     const WORDS: &[&str] = &[
-        "the", "model", "answered", "with", "a", "careful", "explanation", "of", "how", "tools", "work,",
-        "and", "then", "(see", "note", "3)", "it", "said:", "results", "may", "vary.", "However", "in",
-        "practice", "most", "replies", "are", "plain", "text", "—", "lists,", "quotes", "\"like", "this\"",
-        "and", "numbers", "such", "as", "42", "or", "3.14.", "Paragraphs", "end", "here.\n\n",
+        "the",
+        "model",
+        "answered",
+        "with",
+        "a",
+        "careful",
+        "explanation",
+        "of",
+        "how",
+        "tools",
+        "work,",
+        "and",
+        "then",
+        "(see",
+        "note",
+        "3)",
+        "it",
+        "said:",
+        "results",
+        "may",
+        "vary.",
+        "However",
+        "in",
+        "practice",
+        "most",
+        "replies",
+        "are",
+        "plain",
+        "text",
+        "—",
+        "lists,",
+        "quotes",
+        "\"like",
+        "this\"",
+        "and",
+        "numbers",
+        "such",
+        "as",
+        "42",
+        "or",
+        "3.14.",
+        "Paragraphs",
+        "end",
+        "here.\n\n",
     ];
     let mut out = String::with_capacity(bytes + 32);
     let mut i = 0usize;

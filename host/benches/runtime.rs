@@ -111,7 +111,8 @@ fn main() -> anyhow::Result<()> {
     // many worker threads.
     let cores = toolhost::default_concurrency();
     let workers = tokio::runtime::Builder::new_multi_thread().worker_threads(cores).enable_all().build()?;
-    let batch: Vec<ToolCall> = (0..SCALING_CALLS).map(|i| ToolCall::new(format!("c{i}"), "calculate", call.args.clone())).collect();
+    let batch: Vec<ToolCall> =
+        (0..SCALING_CALLS).map(|i| ToolCall::new(format!("c{i}"), "calculate", call.args.clone())).collect();
     let (serial, parallel) = workers.block_on(async {
         let executor = Executor::new(registry.clone());
         let time = |parallel: bool| {
@@ -143,7 +144,8 @@ fn main() -> anyhow::Result<()> {
         ..Policy::default()
     }))?);
     let wait_args = serde_json::json!({ "ms": WAIT_MS }).as_object().cloned().unwrap_or_default();
-    let waiting: Vec<ToolCall> = (0..WAITING_CALLS).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", wait_args.clone())).collect();
+    let waiting: Vec<ToolCall> =
+        (0..WAITING_CALLS).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", wait_args.clone())).collect();
     let mut sweep = Vec::new();
     for cap in CAPS {
         let executor = Executor::with_concurrency(waiting_registry.clone(), cap);
@@ -169,7 +171,10 @@ fn main() -> anyhow::Result<()> {
     // bare executor.
     let ten: Vec<ToolCall> = batch[..10].to_vec();
     let (bare, piped) = runtime.block_on(async {
-        let approvals = Approvals::new(&toolhost::ApprovalConfig { memory_file: cache_dir.path().join("approvals.json"), ..Default::default() });
+        let approvals = Approvals::new(&toolhost::ApprovalConfig {
+            memory_file: cache_dir.path().join("approvals.json"),
+            ..Default::default()
+        });
         let pipeline = Pipeline::new(executor.clone(), Arc::new(approvals), Arc::new(AllowAll));
         let turn = Turn::direct(ProtocolId::JsonBlock);
         let options = RunOptions::default();
@@ -214,7 +219,11 @@ fn main() -> anyhow::Result<()> {
     println!("(e) {SCALING_CALLS} calls, serial                    {:>12}", show(serial));
     println!("    {SCALING_CALLS} calls, parallel (cap {cores})           {:>12}", show(parallel));
     for (cap, wait, cpu) in &sweep {
-        println!("(g) cap {cap:>2}: {WAITING_CALLS} calls waiting {WAIT_MS} ms {:>10}; {SCALING_CALLS} CPU-bound calls {:>10}", show(*wait), show(*cpu));
+        println!(
+            "(g) cap {cap:>2}: {WAITING_CALLS} calls waiting {WAIT_MS} ms {:>10}; {SCALING_CALLS} CPU-bound calls {:>10}",
+            show(*wait),
+            show(*cpu)
+        );
     }
     println!("(f) 10 calls on the bare executor          {:>12}", show(bare));
     println!("    10 calls through the turn pipeline     {:>12}", show(piped));
@@ -226,9 +235,12 @@ fn main() -> anyhow::Result<()> {
             println!(
                 "    {label:<9} {:>6} KiB {:>9} {:>6.1}x {:>9} {:>6.1}x {:>9} {:>6.1}x {fuel:>9}",
                 size >> 10,
-                show(*cold), ratio(*cold, rust_cold),
-                show(*warm), ratio(*warm, rust_warm),
-                show(*call), ratio(*call, rust_call),
+                show(*cold),
+                ratio(*cold, rust_cold),
+                show(*warm),
+                ratio(*warm, rust_warm),
+                show(*call),
+                ratio(*call, rust_call),
             );
         }
     }
@@ -296,4 +308,3 @@ fn load_times(runtime: &tokio::runtime::Runtime, file: &Path, cold: usize, warm:
     }
     Ok((median(cold_samples), median(warm_samples)))
 }
-

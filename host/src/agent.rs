@@ -108,4 +108,3 @@ impl ToolCallConfig {
         self.tool_toggles.get(tool).copied().unwrap_or(self.default_tool_enabled)
     }
 }
-

@@ -60,12 +60,12 @@
 //! ```
 
 use crate::agent::ToolCallConfig;
-use crate::llm::LlmProfile;
 use crate::approval::{ApprovalConfig, Rule, RuleAction};
-use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
-use crate::sandbox::{Allowance, Limits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, SandboxSize};
-use crate::mcp::{McpConfig, McpSection};
 use crate::console::{ConsoleConfig, ConsoleSection};
+use crate::llm::LlmProfile;
+use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
+use crate::mcp::{McpConfig, McpSection};
+use crate::sandbox::{Allowance, Limits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, SandboxSize};
 use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -237,8 +237,7 @@ impl Policy {
     /// `plugin_dirs` or `lock_file` has those of [`Policy::user`], so a
     /// grant written there applies to what `toolhost add` installed.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         let policy = Self::parse(&text, path)?;
         policy.check_grant_dirs(path)?;
         Ok(policy)
@@ -277,11 +276,7 @@ impl Policy {
         for (name, plugin) in file.plugins {
             let limits = plugin.limits.apply(limits, path, &format!("plugins.{name}.limits"))?;
             let allowance = Allowance {
-                dirs: plugin
-                    .dirs
-                    .into_iter()
-                    .map(|(guest, dir)| (guest, (resolve(dir.host), dir.access)))
-                    .collect(),
+                dirs: plugin.dirs.into_iter().map(|(guest, dir)| (guest, (resolve(dir.host), dir.access))).collect(),
                 env: plugin.env,
                 http_hosts: plugin.http_hosts,
             };
@@ -387,13 +382,23 @@ fn check_sha256(digest: &str, path: &Path, plugin: &str) -> Result<String, Confi
 /// given one, and a prefix is made of the same characters with room for a
 /// name after it. Whether a prefixed name fits, or a new name is another
 /// tool's, is known once the plugin is loaded (see `registry::names`).
-fn check_tool_names(rename: &BTreeMap<String, String>, prefix: Option<&str>, path: &Path, plugin: &str) -> Result<(), ConfigError> {
-    let invalid = |key: String, value: &str, why: String| ConfigError::Invalid { path: path.to_owned(), key, value: value.to_owned(), why };
+fn check_tool_names(
+    rename: &BTreeMap<String, String>,
+    prefix: Option<&str>,
+    path: &Path,
+    plugin: &str,
+) -> Result<(), ConfigError> {
+    let invalid =
+        |key: String, value: &str, why: String| ConfigError::Invalid { path: path.to_owned(), key, value: value.to_owned(), why };
     let mut given: BTreeMap<&str, &str> = BTreeMap::new();
     for (tool, name) in rename {
         let key = format!("plugins.{plugin}.rename.{tool}");
         if !is_valid_name(name) {
-            return Err(invalid(key, name, format!("a tool name must match ^[A-Za-z0-9_-]{{1,{MAX_TOOL_NAME_LEN}}}$, as a declared one does")));
+            return Err(invalid(
+                key,
+                name,
+                format!("a tool name must match ^[A-Za-z0-9_-]{{1,{MAX_TOOL_NAME_LEN}}}$, as a declared one does"),
+            ));
         }
         if let Some(other) = given.insert(name, tool) {
             return Err(invalid(key, name, format!("tool `{other}` is given that name too; a name belongs to one tool")));
@@ -485,10 +490,7 @@ fn is_user_config_file(path: &Path) -> bool {
 /// manifest: `toolhost.toml` in `dir` or the nearest directory above it,
 /// else the per-user one ([`user_config_file`]) when it exists.
 pub fn find_config_file(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .map(|dir| dir.join(DEFAULT_CONFIG_FILE))
-        .chain(user_config_file())
-        .find(|file| file.is_file())
+    dir.ancestors().map(|dir| dir.join(DEFAULT_CONFIG_FILE)).chain(user_config_file()).find(|file| file.is_file())
 }
 
 /// The XDG base directory `$var`, else `$HOME/fallback`.
@@ -610,7 +612,8 @@ impl LlmSection {
         };
         profile.max_reply_bytes = kib("max_reply_kib", self.max_reply_kib, profile.max_reply_bytes)?;
         profile.max_line_bytes = kib("max_line_kib", self.max_line_kib, profile.max_line_bytes)?;
-        profile.max_call_argument_bytes = kib("max_call_argument_kib", self.max_call_argument_kib, profile.max_call_argument_bytes)?;
+        profile.max_call_argument_bytes =
+            kib("max_call_argument_kib", self.max_call_argument_kib, profile.max_call_argument_bytes)?;
         if let Some(calls) = self.max_calls_per_reply {
             let key = format!("llm.{name}.max_calls_per_reply");
             profile.max_calls_per_reply = in_range(path, &key, calls, 1..=MAX_CALLS_PER_REPLY)? as usize;
@@ -644,11 +647,13 @@ impl ApprovalSection {
     /// every rule compiled; a bad rule names its place, `approval.rules[i].key`.
     fn resolve(self, lock_file: &Path, resolve: &dyn Fn(PathBuf) -> PathBuf, path: &Path) -> Result<ApprovalConfig, ConfigError> {
         let rules = self.rules.into_iter().enumerate().map(|(i, rule)| {
-            Rule::new(rule.action, &rule.tool, rule.plugin, rule.agent, rule.args, rule.reason).map_err(|e| ConfigError::Invalid {
-                path: path.to_owned(),
-                key: format!("approval.rules[{i}].{}", e.key),
-                value: e.value,
-                why: e.why,
+            Rule::new(rule.action, &rule.tool, rule.plugin, rule.agent, rule.args, rule.reason).map_err(|e| {
+                ConfigError::Invalid {
+                    path: path.to_owned(),
+                    key: format!("approval.rules[{i}].{}", e.key),
+                    value: e.value,
+                    why: e.why,
+                }
             })
         });
         Ok(ApprovalConfig {
@@ -913,7 +918,8 @@ mod tests {
 
     #[test]
     fn agents_are_parsed_strictly() {
-        let policy = parse("[agents.coder]\nenabled = true\nprotocol = \"xml-tag\"\ntool_toggles = { calculate = false }\n").unwrap();
+        let policy =
+            parse("[agents.coder]\nenabled = true\nprotocol = \"xml-tag\"\ntool_toggles = { calculate = false }\n").unwrap();
         let coder = &policy.agents["coder"];
         assert!(coder.enabled);
         assert_eq!(coder.protocol, crate::protocol::ProtocolId::XmlTag);
@@ -964,7 +970,8 @@ mod tests {
 
     #[test]
     fn bad_approval_rules_name_the_rule_and_key() {
-        let rule = |body: &str| format!("[[approval.rules]]\naction = \"allow\"\ntool = \"calculate\"\n[[approval.rules]]\n{body}");
+        let rule =
+            |body: &str| format!("[[approval.rules]]\naction = \"allow\"\ntool = \"calculate\"\n[[approval.rules]]\n{body}");
         let error = parse(&rule("action = \"allow\"\ntool = \"write_file\"\nargs = { path = \"notes/[a\" }\n")).unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -982,16 +989,16 @@ mod tests {
         refused(&rule("action = \"permit\"\ntool = \"x\"\n"), "unknown variant `permit`, expected one of `allow`, `ask`, `deny`");
         refused(&rule("action = \"deny\"\ntools = \"x\"\n"), "unknown field `tools`");
         refused(&rule("action = \"deny\"\n"), "missing field `tool`");
-        refused("[approval]\nmemory = \"x.json\"\n", "unknown field `memory`, expected one of `memory_file`, `audit_log`, `rules`");
+        refused(
+            "[approval]\nmemory = \"x.json\"\n",
+            "unknown field `memory`, expected one of `memory_file`, `audit_log`, `rules`",
+        );
     }
 
     #[test]
     fn out_of_range_agent_values_name_the_key() {
         let error = parse("[agents.coder]\ntimeout_ms = 0\n").unwrap_err().to_string();
-        assert_eq!(
-            error,
-            "/etc/toolhost/toolhost.toml: agents.coder.timeout_ms = 0 is out of range: expected 1 to 86400000"
-        );
+        assert_eq!(error, "/etc/toolhost/toolhost.toml: agents.coder.timeout_ms = 0 is out of range: expected 1 to 86400000");
         let error = parse("[agents.coder]\nmax_iterations = 0\n").unwrap_err().to_string();
         assert_eq!(
             error,

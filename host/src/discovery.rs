@@ -21,11 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub fn visible_tools<'a>(catalog: &'a Catalog, config: &ToolCallConfig) -> Vec<&'a ToolSpec> {
     let mut plugins: Vec<_> = catalog.plugins.iter().collect();
     plugins.sort_by(|a, b| a.name().cmp(b.name()));
-    plugins
-        .into_iter()
-        .flat_map(|p| p.manifest.tools.iter())
-        .filter(|t| config.offers(t))
-        .collect()
+    plugins.into_iter().flat_map(|p| p.manifest.tools.iter()).filter(|t| config.offers(t)).collect()
 }
 
 /// A rendered system prompt and, when asked for, its size in tokens.

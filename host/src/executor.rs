@@ -191,7 +191,8 @@ impl Executor {
         {
             failure.message = explained;
         }
-        ToolOutcome::from_invocation(&call.id, &call.tool, invocation).of_plugin(plugin.name(), &plugin.manifest.version.to_string())
+        ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
+            .of_plugin(plugin.name(), &plugin.manifest.version.to_string())
     }
 
     /// Run a batch as `options` say; outcomes keep the calls' order.
@@ -332,7 +333,12 @@ fn report(options: &RunOptions, index: usize, outcome: &ToolOutcome) {
 /// goes to the log, not to the model.
 fn host_panicked(plugin: &LoadedPlugin, call: &ToolCall, panic: &(dyn std::any::Any + Send)) -> ToolOutcome {
     let text = crate::error_chain::panic_message(panic);
-    tracing::error!("the host panicked while running `{}` of plugin `{}`: {}", call.tool, plugin.name(), text.unwrap_or("(no message)"));
+    tracing::error!(
+        "the host panicked while running `{}` of plugin `{}`: {}",
+        call.tool,
+        plugin.name(),
+        text.unwrap_or("(no message)")
+    );
     let message = "the host panicked while running this call (its log says why)".into();
     ToolOutcome::without_running(&call.id, &call.tool, Status::Error, message)
 }

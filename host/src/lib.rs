@@ -93,63 +93,66 @@ mod vcp_node;
 
 pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
 pub use approval::{
-    AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment,
-    AuditRecord, CallDecision, ChannelApprover, DecidedBy, DenyAll, MAX_LINKS, MAX_PATH_BYTES, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, PendingCall,
-    RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
+    AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment, AuditRecord,
+    CallDecision, ChannelApprover, DecidedBy, DenyAll, MAX_LINKS, MAX_PATH_BYTES, MEMORY_FORMAT_VERSION, MEMORY_RECHECK,
+    MemoryError, PendingCall, RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::{CallIds, ToolCall};
-pub use checked_call::CheckedCall;
 pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
-pub use console::{
-    Console, ConsoleApprover, ConsoleConfig, ConsoleOptions, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_AGENT, DEFAULT_CONSOLE_LISTEN,
-};
-pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
+pub use checked_call::CheckedCall;
 pub use config::{
     Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy, find_config_file,
     user_config_file, user_plugin_dir,
 };
+pub use console::{
+    Console, ConsoleApprover, ConsoleConfig, ConsoleOptions, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_AGENT,
+    DEFAULT_CONSOLE_LISTEN,
+};
+pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
+pub use declaration::{Field, ManifestError};
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, unknown_template_tools, visible_tools};
+pub use error_chain::{SharedError, error_chain};
 pub use executor::{Executor, RunOptions, default_concurrency};
-pub use tokio_util::sync::CancellationToken;
 pub use llm::{
     ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES,
     DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmError,
     LlmProfile, OpenAiClient, Reply, ReplyLimit, RetryPolicy, StreamEvent, Usage,
 };
-pub use declaration::{Field, ManifestError};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, HOST_API_VERSION, ParamSpec, ParamType, Permission, PluginManifest, Reach, ToolSpec,
     is_valid_name,
 };
-pub use mcp::{ApproverFor, DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer};
+pub use mcp::{
+    ApproverFor, DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer,
+};
 pub use message::{Message, NativeCall, Role};
-pub use tool_filter::ToolFilter;
-pub use parse_report::{FoundCall, ParseReport};
 pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
+pub use parse_report::{FoundCall, ParseReport};
 pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
-pub use error_chain::{SharedError, error_chain};
-pub use regular_file::{open_regular_file, read_regular_file};
-pub use trust::{UntrustedFile, check_trusted};
+pub use policy_check::{PolicyWarning, check_policy, missing_grants, unscoped_rules};
 pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
 pub use protocol::native::{ToolsSchemaError, tools_from_schema};
 pub use protocol::vcp::summary as vcp_summary;
 pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
 pub use registry::{
-    CacheError, CacheUse, Catalog, Claimant, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile, PinChange, PinState,
-    DEFAULT_WATCH_INTERVAL, Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
+    CacheError, CacheUse, Catalog, Claimant, DEFAULT_WATCH_INTERVAL, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile,
+    PinChange, PinState, Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
 };
-pub use policy_check::{PolicyWarning, check_policy, missing_grants, unscoped_rules};
-pub use suggest::{did_you_mean, unknown_tool};
-pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
-pub use vcp_node::{
-    Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended, UnattendedAction,
-    UnattendedApprover, VcpConfig, VcpNode,
-};
+pub use regular_file::{open_regular_file, read_regular_file};
 pub use sandbox::{
     Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, Sandbox,
     SandboxError, SandboxSize, ToolFailure, ToolFailureKind, ToolOutput, Withheld, accounting_active, address_space_limit,
     raise_open_file_limit,
+};
+pub use suggest::{did_you_mean, unknown_tool};
+pub use tokio_util::sync::CancellationToken;
+pub use tool_filter::ToolFilter;
+pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
+pub use trust::{UntrustedFile, check_trusted};
+pub use vcp_node::{
+    Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended, UnattendedAction,
+    UnattendedApprover, VcpConfig, VcpNode,
 };
 
 /// Every limit's default, and the fixed limits, as `docs/SECURITY.md`
@@ -158,9 +161,8 @@ pub mod limits {
     pub use crate::sandbox::{
         DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_HTTP_REQUESTS, DEFAULT_INSTANCES, DEFAULT_MEMORIES,
         DEFAULT_MEMORY_BYTES, DEFAULT_OPEN_FILES, DEFAULT_OUTPUT_BYTES, DEFAULT_RESOURCES, DEFAULT_TABLE_ELEMENTS,
-        DEFAULT_TABLES, DEFAULT_TIMEOUT, EPOCH_TICK, FUEL_PER_HOST_BYTE, HOST_CALL_FUEL, LOG_BYTES_PER_CALL,
-        LOG_RECORD_COST, LOG_RECORDS_PER_CALL, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS,
-        STACK_LIMIT_BYTES,
+        DEFAULT_TABLES, DEFAULT_TIMEOUT, EPOCH_TICK, FUEL_PER_HOST_BYTE, HOST_CALL_FUEL, LOG_BYTES_PER_CALL, LOG_RECORD_COST,
+        LOG_RECORDS_PER_CALL, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, STACK_LIMIT_BYTES,
     };
 
     /// What the sandbox reserves, and how its default size is decided
@@ -175,9 +177,10 @@ pub mod limits {
     /// The VCP node's defaults and fixed limits.
     pub mod vcp_node {
         pub use crate::vcp_node::{
-            ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES, DEFAULT_PING_INTERVAL,
-            DEFAULT_APPROVAL_WINDOW, DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE, DEFAULT_WRITE_TIMEOUT,
-            FILES_AT_ONCE, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS, SERVER_TIMEOUT_MARGIN, SILENT_INTERVALS, STABLE_CONNECTION, STATUS_WRITE_INTERVAL,
+            ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DEFAULT_APPROVAL_WINDOW, DEFAULT_KEY_ENV, DEFAULT_MAX_FILE_BYTES,
+            DEFAULT_PING_INTERVAL, DEFAULT_RECONNECT_INITIAL, DEFAULT_RECONNECT_MAX, DEFAULT_SHUTDOWN_GRACE, DEFAULT_STATUS_FILE,
+            DEFAULT_WRITE_TIMEOUT, FILES_AT_ONCE, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS, SERVER_TIMEOUT_MARGIN,
+            SILENT_INTERVALS, STABLE_CONNECTION, STATUS_WRITE_INTERVAL,
         };
     }
 }

@@ -55,7 +55,12 @@ impl ParseReport {
         let mut calls = Vec::new();
         for (call, tool_call) in parsed.calls.iter().zip(ToolCall::from_reply(reply, &parsed.calls)) {
             let span = [call.span.start, call.span.end];
-            let found = |arguments: Map<String, Value>, undeclared: bool| FoundCall { name: call.name.clone(), arguments, undeclared, span };
+            let found = |arguments: Map<String, Value>, undeclared: bool| FoundCall {
+                name: call.name.clone(),
+                arguments,
+                undeclared,
+                span,
+            };
             if specs.iter().any(|t| t.name == call.name) {
                 match arguments::check(&tool_call, specs) {
                     Ok(checked) => calls.push(found(checked.args, false)),

@@ -20,9 +20,7 @@
 //! Outcomes keep the calls' order and ids; each call is audited.
 
 use crate::agent::ToolCallConfig;
-use crate::approval::{
-    Approvals, Approver, AskReason, Assessment, AuditRecord, DecidedBy, PendingCall, ResultDecision,
-};
+use crate::approval::{Approvals, Approver, AskReason, Assessment, AuditRecord, DecidedBy, PendingCall, ResultDecision};
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
 use crate::executor::{Executor, RunOptions};
@@ -300,8 +298,7 @@ impl Pipeline {
     }
 
     async fn execute(&self, turn: &Turn, slots: &mut [Slot], observer: &dyn TurnObserver) {
-        let runnable: Vec<usize> =
-            (0..slots.len()).filter(|&index| matches!(slots[index], Slot::Pending { .. })).collect();
+        let runnable: Vec<usize> = (0..slots.len()).filter(|&index| matches!(slots[index], Slot::Pending { .. })).collect();
         let (calls, decisions): (Vec<CheckedCall>, Vec<Option<Assessment>>) = runnable
             .iter()
             .map(|&index| match std::mem::replace(&mut slots[index], Slot::Running) {

@@ -73,10 +73,18 @@ pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
         let Some(name) = rule.plugin() else { continue };
         let key = format!("approval.rules[{i}].plugin");
         match catalog.plugins.iter().find(|p| p.name() == name) {
-            None => warn(key, format!("no loaded plugin is named `{name}`, so the rule does nothing{}", did_you_mean(name, &plugins))),
+            None => {
+                warn(key, format!("no loaded plugin is named `{name}`, so the rule does nothing{}", did_you_mean(name, &plugins)))
+            }
             Some(plugin) if !plugin.manifest.tools.iter().any(|t| rule.covers(name, &t.name)) => {
                 let offered: Vec<&str> = plugin.manifest.tools.iter().map(|t| t.name.as_str()).collect();
-                warn(key, format!("`{name}` has no tool the rule's `tool` matches, so the rule does nothing (it has {})", offered.join(", ")));
+                warn(
+                    key,
+                    format!(
+                        "`{name}` has no tool the rule's `tool` matches, so the rule does nothing (it has {})",
+                        offered.join(", ")
+                    ),
+                );
             }
             Some(_) => {}
         }
@@ -84,10 +92,16 @@ pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
     let tools: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
     for (agent, config) in &policy.agents {
         if !config.enabled {
-            warn(format!("agents.{agent}.enabled"), "tool calling is off for this agent: its model is offered no tools (set enabled = true)".into());
+            warn(
+                format!("agents.{agent}.enabled"),
+                "tool calling is off for this agent: its model is offered no tools (set enabled = true)".into(),
+            );
         }
         for tool in config.tool_toggles.keys().filter(|t| !tools.contains(&t.as_str())) {
-            warn(format!("agents.{agent}.tool_toggles.{tool}"), format!("no loaded tool is named `{tool}`{}", did_you_mean(tool, &tools)));
+            warn(
+                format!("agents.{agent}.tool_toggles.{tool}"),
+                format!("no loaded tool is named `{tool}`{}", did_you_mean(tool, &tools)),
+            );
         }
         let key = if config.system_prompt_file.is_some() { "system_prompt_file" } else { "system_prompt" };
         match config.system_prompt_template() {
@@ -124,7 +138,9 @@ pub fn missing_grants(catalog: &Catalog) -> Vec<PolicyWarning> {
         let name = plugin.name();
         for withheld in plugin.missing_grants() {
             let (key, what) = match withheld {
-                Withheld::Directory { guest_path } => (format!("plugins.{name}.dirs.\"{guest_path}\""), format!("the directory {guest_path}")),
+                Withheld::Directory { guest_path } => {
+                    (format!("plugins.{name}.dirs.\"{guest_path}\""), format!("the directory {guest_path}"))
+                }
                 Withheld::HttpHost { host } => (format!("plugins.{name}.http_hosts"), format!("the HTTP host {host}")),
                 Withheld::Env { .. } => continue,
             };
@@ -164,5 +180,8 @@ pub fn unscoped_rules(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> 
 
 fn never_asked(what: &str, granted: &str, asked: &[&str]) -> String {
     let asked_for = if asked.is_empty() { "nothing of the kind".to_owned() } else { asked.join(", ") };
-    format!("the plugin never asks for the {what} `{granted}`, so the grant does nothing (it asks for {asked_for}){}", did_you_mean(granted, asked))
+    format!(
+        "the plugin never asks for the {what} `{granted}`, so the grant does nothing (it asks for {asked_for}){}",
+        did_you_mean(granted, asked)
+    )
 }

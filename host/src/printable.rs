@@ -17,10 +17,10 @@
 //! - [`to_json_pretty`]: JSON whose strings carry none of these characters
 //!   raw; the values are unchanged.
 
-use toolhost_protocol::text::needs_escape;
 use serde::Serialize;
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use toolhost_protocol::text::needs_escape;
 
 /// `text` with control characters (C0, DEL, C1), line and paragraph
 /// separators, bidirectional controls and invisible format characters

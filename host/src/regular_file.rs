@@ -38,7 +38,8 @@ pub fn open_regular_file(path: &Path) -> std::io::Result<File> {
 /// grows while it is read.
 pub fn read_regular_file(path: &Path, most: u64) -> std::io::Result<Vec<u8>> {
     let file = open_regular_file(path)?;
-    let too_large = || Error::new(ErrorKind::InvalidData, format!("{} is larger than {most} bytes; it was not read", path.display()));
+    let too_large =
+        || Error::new(ErrorKind::InvalidData, format!("{} is larger than {most} bytes; it was not read", path.display()));
     if file.metadata()?.len() > most {
         return Err(too_large());
     }
@@ -59,7 +60,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
         rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::from_raw_mode(0o600)).unwrap();
-        for (path, says) in [(fifo.as_path(), "is a FIFO"), (Path::new("/dev/zero"), "is a device"), (dir.path(), "is a directory")] {
+        for (path, says) in
+            [(fifo.as_path(), "is a FIFO"), (Path::new("/dev/zero"), "is a device"), (dir.path(), "is a directory")]
+        {
             let error = read_regular_file(path, 1 << 20).unwrap_err();
             assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
             assert!(error.to_string().contains(says), "{error}");

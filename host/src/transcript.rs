@@ -398,7 +398,14 @@ impl Transcript {
                         Entry::User { content } => messages.push(Message::user(content.clone())),
                         Entry::Assistant { content, calls, .. } => {
                             let native = if protocol == ProtocolId::Native {
-                                calls.iter().map(|c| NativeCall { id: c.id.clone(), name: c.tool.clone(), arguments: native_arguments(c) }).collect()
+                                calls
+                                    .iter()
+                                    .map(|c| NativeCall {
+                                        id: c.id.clone(),
+                                        name: c.tool.clone(),
+                                        arguments: native_arguments(c),
+                                    })
+                                    .collect()
                             } else {
                                 Vec::new()
                             };
@@ -441,17 +448,22 @@ fn file_ends_with_newline(file: &mut File) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
     use serde_json::json;
+    use std::io::Write;
 
     fn call(id: &str) -> ToolCall {
-        ToolCall::new(id, "calculate", json!({"expression": "1+1"}).as_object().unwrap().clone()).with_raw(r#"{"expression":"1+1"}"#)
+        ToolCall::new(id, "calculate", json!({"expression": "1+1"}).as_object().unwrap().clone())
+            .with_raw(r#"{"expression":"1+1"}"#)
     }
 
     fn sample(transcript: &mut Transcript) {
         transcript.push(Entry::User { content: "what is 1+1?".into() }).unwrap();
         transcript
-            .push(Entry::Assistant { content: "let me see".into(), reasoning: String::new(), calls: vec![RequestedCall::from_call(&call("c1"))] })
+            .push(Entry::Assistant {
+                content: "let me see".into(),
+                reasoning: String::new(),
+                calls: vec![RequestedCall::from_call(&call("c1"))],
+            })
             .unwrap();
         let outcome = ToolOutcome::without_running("c1", "calculate", Status::Success, "2".into());
         transcript.push(Entry::tool(&call("c1"), &outcome)).unwrap();

@@ -5,8 +5,8 @@
 //! model that names the parameter and the expected type.
 
 use crate::call::ToolCall;
-use crate::manifest::{ParamType, ToolSpec};
 use crate::lenient_json;
+use crate::manifest::{ParamType, ToolSpec};
 use crate::suggest::unknown_tool;
 use serde_json::{Map, Number, Value};
 
@@ -104,9 +104,7 @@ pub fn coerce(value: &Value, ty: ParamType) -> Option<Value> {
             Some(0) => Some(Value::Bool(false)),
             _ => None,
         },
-        (ParamType::Json, Value::String(s)) => {
-            Some(lenient_json::parse(s).map(|(v, _)| v).unwrap_or_else(|_| value.clone()))
-        }
+        (ParamType::Json, Value::String(s)) => Some(lenient_json::parse(s).map(|(v, _)| v).unwrap_or_else(|_| value.clone())),
         (ParamType::Json, _) => Some(value.clone()),
         _ => None,
     }
@@ -208,9 +206,15 @@ mod tests {
 
     #[test]
     fn null_written_as_text_is_absent_but_for_a_string() {
-        assert_eq!(run("search", json!({"query": "null", "limit": "null", "exact": " None ", "filter": "null"})), Ok(json!({"query": "null"})));
+        assert_eq!(
+            run("search", json!({"query": "null", "limit": "null", "exact": " None ", "filter": "null"})),
+            Ok(json!({"query": "null"}))
+        );
         assert_eq!(run("search", json!({"query": "None"})), Ok(json!({"query": "None"})));
-        assert_eq!(run("search", json!({"limit": "null"})).unwrap_err(), "`search` needs the parameter `query` (string): the query");
+        assert_eq!(
+            run("search", json!({"limit": "null"})).unwrap_err(),
+            "`search` needs the parameter `query` (string): the query"
+        );
     }
 
     #[test]

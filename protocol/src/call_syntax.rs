@@ -95,7 +95,15 @@ mod tests {
             assert_eq!(first(&text), Some(CallSyntax { offset: 4, syntax: marker }), "{marker}");
             assert_eq!(syntax(&text.to_ascii_uppercase()), Some(marker), "{marker} upper-cased");
         }
-        for marker in ["<<<[TOOL_REQUEST]>>>", "<<[END_TOOL_REQUEST]>>", "「始ESCAPE」", "<tool_call>", "</tool_code>", "```json", "<|im_start|>"] {
+        for marker in [
+            "<<<[TOOL_REQUEST]>>>",
+            "<<[END_TOOL_REQUEST]>>",
+            "「始ESCAPE」",
+            "<tool_call>",
+            "</tool_code>",
+            "```json",
+            "<|im_start|>",
+        ] {
             assert!(first(marker).is_some(), "{marker}");
         }
     }

@@ -638,8 +638,7 @@ fn approx_bytes(bytes: usize) -> String {
 
 fn check_api(plugin: &str, plugin_api: &semver::Version) -> Result<(), ManifestError> {
     let host = semver::Version::parse(HOST_API_VERSION).expect("HOST_API_VERSION is semver");
-    let admits = semver::VersionReq::parse(&format!("^{plugin_api}"))
-        .is_ok_and(|requirement| requirement.matches(&host));
+    let admits = semver::VersionReq::parse(&format!("^{plugin_api}")).is_ok_and(|requirement| requirement.matches(&host));
     if admits {
         Ok(())
     } else {
@@ -696,7 +695,12 @@ mod tests {
             api_version: api.into(),
             tools: vec![RawTool {
                 spec: ToolSpec {
-                    params: vec![ParamSpec { name: "a".into(), ty: ParamType::Integer, description: String::new(), required: true }],
+                    params: vec![ParamSpec {
+                        name: "a".into(),
+                        ty: ParamType::Integer,
+                        description: String::new(),
+                        required: true,
+                    }],
                     ..ToolSpec::new("t", "", "")
                 },
                 example: Some(r#"{"a": 1}"#.into()),
@@ -807,7 +811,9 @@ mod tests {
             let error = refusal(|m| set(m, "clear\u{1b}[2J screen".into()));
             assert_eq!(
                 error,
-                format!("plugin `demo`: {field} contains the character U+001B; declarations are plain text, and only descriptions span lines")
+                format!(
+                    "plugin `demo`: {field} contains the character U+001B; declarations are plain text, and only descriptions span lines"
+                )
             );
             let error = refusal(|m| set(m, "a\rTool: x".into()));
             assert!(error.contains("U+000D"), "{error}");
@@ -867,7 +873,10 @@ mod tests {
         };
         for name in ["tool_name", "archery", "vref"] {
             let error = named(name).expect_err("refused").to_string();
-            assert!(error.starts_with(&format!("plugin `demo`: parameter `{name}` of tool `t` has a name the VCP protocol reserves")), "{error}");
+            assert!(
+                error.starts_with(&format!("plugin `demo`: parameter `{name}` of tool `t` has a name the VCP protocol reserves")),
+                "{error}"
+            );
         }
         assert!(named("maid").is_ok(), "VCP passes `maid` to the tool, so a tool may declare it");
     }
@@ -877,13 +886,21 @@ mod tests {
         let over = |limit: usize| "x".repeat(limit + 1);
         let cases: Vec<(Set, usize, &str)> = vec![
             (|m, text| m.description = text, MAX_PLUGIN_DESCRIPTION_BYTES, "its description is 5 KiB, over the limit of 4 KiB"),
-            (|m, text| m.tools[0].spec.description = text, MAX_TOOL_DESCRIPTION_BYTES, "the description of tool `t` is 17 KiB, over the limit of 16 KiB"),
+            (
+                |m, text| m.tools[0].spec.description = text,
+                MAX_TOOL_DESCRIPTION_BYTES,
+                "the description of tool `t` is 17 KiB, over the limit of 16 KiB",
+            ),
             (
                 |m, text| m.tools[0].spec.params[0].description = text,
                 MAX_PARAM_DESCRIPTION_BYTES,
                 "the description of parameter `a` of tool `t` is 5 KiB, over the limit of 4 KiB",
             ),
-            (|m, text| m.tools[0].spec.tags = vec![text], MAX_TAG_BYTES, "tag 1 of tool `t` is 65 bytes, over the limit of 64 bytes"),
+            (
+                |m, text| m.tools[0].spec.tags = vec![text],
+                MAX_TAG_BYTES,
+                "tag 1 of tool `t` is 65 bytes, over the limit of 64 bytes",
+            ),
             (
                 |m, text| m.tools[0].example = Some(format!("{{\"a\": 1, \"pad\": \"{text}\"}}")),
                 MAX_EXAMPLE_BYTES - 19,
@@ -932,7 +949,9 @@ mod tests {
         let error = refusal(|m| {
             let mut tool = m.tools[0].clone();
             tool.spec.description = "x".repeat(MAX_TOOL_DESCRIPTION_BYTES);
-            m.tools = (0..20).map(|i| RawTool { spec: ToolSpec { name: format!("t{i}"), ..tool.spec.clone() }, ..tool.clone() }).collect();
+            m.tools = (0..20)
+                .map(|i| RawTool { spec: ToolSpec { name: format!("t{i}"), ..tool.spec.clone() }, ..tool.clone() })
+                .collect();
         });
         assert!(error.starts_with("plugin `demo`: manifest of 322 KiB exceeds the limit of 256 KiB"), "{error}");
     }
@@ -952,7 +971,10 @@ mod tests {
         let error = refusal(|m| m.name = format!("\u{1b}[2J{}", "a".repeat(1 << 20)));
         assert_eq!(
             error,
-            format!("plugin `\\u{{1b}}[2J{a}…`: plugin name `\\u{{1b}}[2J{a}…` must match ^[A-Za-z0-9_-]{{1,64}}$", a = "a".repeat(60))
+            format!(
+                "plugin `\\u{{1b}}[2J{a}…`: plugin name `\\u{{1b}}[2J{a}…` must match ^[A-Za-z0-9_-]{{1,64}}$",
+                a = "a".repeat(60)
+            )
         );
     }
 

@@ -6,7 +6,7 @@
 use super::json_call::{self, Trust};
 use super::lenient_json;
 use super::scan::{Collector, FENCE, Reasoning, find};
-use super::{Declared, Parsed, Protocol, ProtocolId, result_text, describe_params, describe_tool, example_arguments};
+use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, describe_tool, example_arguments, result_text};
 use crate::manifest::{Permission, Reach, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
@@ -92,9 +92,18 @@ fn guidance(tools: &[ToolSpec]) -> String {
     let mut text = String::from("\n## When to use them\n");
     for (care, advice) in [
         (Care::Query, "call them whenever they help answer; they only compute."),
-        (Care::Reading, "they read the user's data or reach the network; call them when the request needs it, and say what you are about to do."),
-        (Care::Writing, "they can read and change the user's files; call them when the request needs it, say what you are about to do, and name any file you will change."),
-        (Care::Dangerous, "they change or delete things; describe the exact change and get the user's confirmation before calling. A person approves every such call."),
+        (
+            Care::Reading,
+            "they read the user's data or reach the network; call them when the request needs it, and say what you are about to do.",
+        ),
+        (
+            Care::Writing,
+            "they can read and change the user's files; call them when the request needs it, say what you are about to do, and name any file you will change.",
+        ),
+        (
+            Care::Dangerous,
+            "they change or delete things; describe the exact change and get the user's confirmation before calling. A person approves every such call.",
+        ),
     ] {
         let names: Vec<&str> = tools.iter().filter(|t| Care::of(t) == care).map(|t| t.name.as_str()).collect();
         if !names.is_empty() {

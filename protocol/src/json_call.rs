@@ -35,7 +35,14 @@ pub(crate) enum Trust {
 
 /// Read `text` (which stands at `base` in the reply) as lenient JSON and
 /// collect the calls it holds.
-pub(crate) fn collect_text(text: &str, base: usize, span: Range<usize>, trust: Trust, declared: &Declared, out: &mut Collector<'_>) {
+pub(crate) fn collect_text(
+    text: &str,
+    base: usize,
+    span: Range<usize>,
+    trust: Trust,
+    declared: &Declared,
+    out: &mut Collector<'_>,
+) {
     match lenient_json::parse(text) {
         Ok((value, repairs)) => {
             report(&repairs, base, out);

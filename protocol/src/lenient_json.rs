@@ -367,7 +367,10 @@ mod tests {
 
     #[test]
     fn python_sets_are_read_as_arrays() {
-        assert_eq!(repaired("{'urgent', 'bug'}"), (json!(["urgent", "bug"]), vec!["Python set", "single-quoted string", "single-quoted string"]));
+        assert_eq!(
+            repaired("{'urgent', 'bug'}"),
+            (json!(["urgent", "bug"]), vec!["Python set", "single-quoted string", "single-quoted string"])
+        );
         assert_eq!(repaired("{1, -2,}").0, json!([1, -2]));
         assert_eq!(repaired("{\"a\"}").0, json!(["a"]));
         assert_eq!(repaired("{\"a\": {2}}").0, json!({"a": [2]}));

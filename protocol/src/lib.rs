@@ -194,11 +194,7 @@ pub fn example_arguments(tool: &ToolSpec) -> Map<String, Value> {
     if let Some(Value::Object(example)) = &tool.example {
         return example.clone();
     }
-    tool.params
-        .iter()
-        .filter(|p| p.required)
-        .map(|p| (p.name.clone(), Value::String(format!("<{}>", p.ty.as_str()))))
-        .collect()
+    tool.params.iter().filter(|p| p.required).map(|p| (p.name.clone(), Value::String(format!("<{}>", p.ty.as_str())))).collect()
 }
 
 /// The tool's description as a quote, `> ` before every line, and a line

@@ -115,7 +115,11 @@ pub fn tools_from_schema(tools: &Value) -> Result<Vec<ToolSpec>, ToolsSchemaErro
     let Value::Array(items) = tools else {
         return Err(ToolsSchemaError { index: 0, what: "expected an array of tools".into() });
     };
-    items.iter().enumerate().map(|(index, item)| tool_from_schema(item).map_err(|what| ToolsSchemaError { index, what })).collect()
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| tool_from_schema(item).map_err(|what| ToolsSchemaError { index, what }))
+        .collect()
 }
 
 /// One tool of an OpenAI `tools` array.

@@ -256,17 +256,14 @@ fn param_type() -> impl Strategy<Value = ParamType> {
 /// example that gives some parameters a value and sometimes has a key that
 /// is no parameter.
 fn raw_tool(name: &'static str) -> impl Strategy<Value = RawTool> {
-    let param = param_type().prop_flat_map(|ty| {
-        (Just(ty), declared_text(), any::<bool>(), proptest::option::weighted(0.7, example_value(ty)))
-    });
+    let param = param_type()
+        .prop_flat_map(|ty| (Just(ty), declared_text(), any::<bool>(), proptest::option::weighted(0.7, example_value(ty))));
     let params = proptest::collection::btree_map(proptest::sample::select(&PARAM_NAMES[..]), param, 0..4);
     let stray_key = proptest::option::weighted(0.1, (declared_text(), declared_json()));
     (declared_text(), params, proptest::collection::vec(declared_text(), 0..2), any::<bool>(), stray_key).prop_map(
         move |(description, params, tags, has_example, stray_key)| {
-            let mut example: Map<String, Value> = params
-                .iter()
-                .filter_map(|(name, (_, _, _, value))| Some(((*name).to_owned(), value.clone()?)))
-                .collect();
+            let mut example: Map<String, Value> =
+                params.iter().filter_map(|(name, (_, _, _, value))| Some(((*name).to_owned(), value.clone()?))).collect();
             example.extend(stray_key);
             RawTool {
                 spec: ToolSpec {

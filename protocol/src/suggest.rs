@@ -11,12 +11,8 @@ pub fn unknown_tool(name: &str, known: &[&str]) -> String {
 pub fn did_you_mean(name: &str, known: &[&str]) -> String {
     let mut ranked: Vec<(usize, &str)> = known.iter().map(|k| (edit_distance(name, k), *k)).collect();
     ranked.sort();
-    let close: Vec<String> = ranked
-        .iter()
-        .filter(|(d, k)| *d <= k.len().max(name.len()) / 2)
-        .take(3)
-        .map(|(_, k)| format!("`{k}`"))
-        .collect();
+    let close: Vec<String> =
+        ranked.iter().filter(|(d, k)| *d <= k.len().max(name.len()) / 2).take(3).map(|(_, k)| format!("`{k}`")).collect();
     if close.is_empty() { String::new() } else { format!("; did you mean {}?", close.join(", ")) }
 }
 

@@ -11,8 +11,7 @@ use serde_json::{Map, Value};
 
 /// Keys the VCP server interprets itself; a call keeps them apart from
 /// its arguments, in `reserved`.
-pub const RESERVED_KEYS: &[&str] =
-    &["archery", "ink", "river", "vref", "valet", "maid", "tool_password", "timely_contact"];
+pub const RESERVED_KEYS: &[&str] = &["archery", "ink", "river", "vref", "valet", "maid", "tool_password", "timely_contact"];
 /// The reserved keys the server consumes: a tool never sees them. It
 /// passes the others (`maid`, …) to the tool as well (VCP-PROTOCOL.md §5),
 /// so a VCP-native tool that reads them finds them in its arguments here
@@ -30,17 +29,8 @@ const ESCAPE_CLOSE: &str = "「末ESCAPE」";
 const DOC_VALUE_OPEN: &str = "「始exp」";
 /// Every marker the parser reads. (`[TOOL_REQUEST]` stands for all its
 /// bracketings.)
-pub(crate) const MARKERS: [&str; 9] = [
-    OPEN,
-    CLOSE,
-    VALUE_OPEN,
-    VALUE_CLOSE,
-    LENIENT_VALUE_OPEN,
-    LENIENT_VALUE_CLOSE,
-    ESCAPE_OPEN,
-    ESCAPE_CLOSE,
-    DOC_VALUE_OPEN,
-];
+pub(crate) const MARKERS: [&str; 9] =
+    [OPEN, CLOSE, VALUE_OPEN, VALUE_CLOSE, LENIENT_VALUE_OPEN, LENIENT_VALUE_CLOSE, ESCAPE_OPEN, ESCAPE_CLOSE, DOC_VALUE_OPEN];
 /// The key that names the tool, beside the arguments.
 pub(crate) const TOOL_NAME_KEY: &str = "tool_name";
 
@@ -267,7 +257,8 @@ impl Vcp {
                     }
                     match end.filter(|&e| e < close.start) {
                         Some(end) => {
-                            let close_len = if reply[end..].starts_with(VALUE_CLOSE) { VALUE_CLOSE.len() } else { LENIENT_VALUE_CLOSE.len() };
+                            let close_len =
+                                if reply[end..].starts_with(VALUE_CLOSE) { VALUE_CLOSE.len() } else { LENIENT_VALUE_CLOSE.len() };
                             p = end + close_len;
                             reply[body..end].trim().to_owned()
                         }
@@ -359,7 +350,9 @@ mod tests {
 
     #[test]
     fn a_full_width_colon_separates_a_field_as_a_colon_does() {
-        let parsed = parse("<<<[TOOL_REQUEST]>>>\ntool_name：「始」calculate「末」,\nexpression ：「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>");
+        let parsed = parse(
+            "<<<[TOOL_REQUEST]>>>\ntool_name：「始」calculate「末」,\nexpression ：「始」6 * 7「末」\n<<<[END_TOOL_REQUEST]>>>",
+        );
         assert_eq!(parsed.calls.len(), 1, "{:?}", parsed.warnings);
         assert_eq!(parsed.calls[0].name, "calculate");
         assert_eq!(args(&parsed.calls[0]), json!({"expression": "6 * 7"}));
@@ -368,7 +361,9 @@ mod tests {
 
     #[test]
     fn last_duplicate_wins_empty_is_empty_and_reserved_keys_stay_apart() {
-        let parsed = parse("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」1「末」,a:「始」2「末」,b:「始」「末」,maid:「始」Nova「末」,archery:「始」no_reply「末」<<<[END_TOOL_REQUEST]>>>");
+        let parsed = parse(
+            "<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」1「末」,a:「始」2「末」,b:「始」「末」,maid:「始」Nova「末」,archery:「始」no_reply「末」<<<[END_TOOL_REQUEST]>>>",
+        );
         let call = &parsed.calls[0];
         assert_eq!(args(call), json!({"a": "2", "b": "", "maid": "Nova"}), "the server passes `maid` to the tool");
         assert_eq!(Value::Object(call.reserved.clone()), json!({"maid": "Nova", "archery": "no_reply"}));
@@ -447,7 +442,9 @@ mod tests {
 
     #[test]
     fn documentation_forms_are_not_calls() {
-        let parsed = parse("<<<[TOOL_REQUEST_EXP]>>>tool_name:「始」t「末」<<<[END_TOOL_REQUEST_EXP]>>>\n<<<[TOOL_REQUEST]>>>tool_name:「始exp」t「末exp」<<<[END_TOOL_REQUEST]>>>");
+        let parsed = parse(
+            "<<<[TOOL_REQUEST_EXP]>>>tool_name:「始」t「末」<<<[END_TOOL_REQUEST_EXP]>>>\n<<<[TOOL_REQUEST]>>>tool_name:「始exp」t「末exp」<<<[END_TOOL_REQUEST]>>>",
+        );
         assert!(parsed.calls.is_empty());
     }
 
@@ -461,7 +458,8 @@ mod tests {
 
     #[test]
     fn a_value_without_its_close_ends_the_fields() {
-        let parsed = parse("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」1「末」,b:「始」open <<<[END_TOOL_REQUEST]>>> x 「末」");
+        let parsed =
+            parse("<<<[TOOL_REQUEST]>>>tool_name:「始」t「末」,a:「始」1「末」,b:「始」open <<<[END_TOOL_REQUEST]>>> x 「末」");
         assert_eq!(parsed.calls.len(), 1);
         assert_eq!(args(&parsed.calls[0]), json!({"a": "1"}), "an end marker ends a plain value's block");
         assert!(parsed.warnings[0].message.contains("no closing 「末」"), "{:?}", parsed.warnings);
@@ -490,7 +488,10 @@ mod tests {
         let payload = VCP.format_results(std::slice::from_ref(&outcome));
         assert_eq!(payload.len(), 1);
         assert_eq!(payload[0].role, crate::message::Role::User);
-        assert_eq!(payload[0].content, "<!-- VCP_TOOL_PAYLOAD -->\n[{\"type\":\"text\",\"text\":\"Result of EchoTest (success):\\necho: hello\"}]");
+        assert_eq!(
+            payload[0].content,
+            "<!-- VCP_TOOL_PAYLOAD -->\n[{\"type\":\"text\",\"text\":\"Result of EchoTest (success):\\necho: hello\"}]"
+        );
         assert_eq!(
             summary(&[outcome]),
             "[[VCP调用结果信息汇总:\n- 工具名称: EchoTest\n- 执行状态: ✅ SUCCESS\n- 返回内容: echo: hello\nVCP调用结果结束]]"

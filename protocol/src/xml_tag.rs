@@ -5,12 +5,12 @@
 use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
 use super::scan::{Collector, Reasoning, find};
-use std::ops::Range;
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::json;
+use std::ops::Range;
 
 /// The xml-tag protocol.
 #[derive(Debug, Clone, Copy)]
@@ -91,7 +91,11 @@ pub(crate) struct Element {
 
 /// The elements of `(open, close)` outside reasoning, in order; an unclosed
 /// one is the last.
-pub(crate) fn elements<'a>(reply: &'a str, reasoning: &'a Reasoning, (open_tag, close_tag): (&'a str, &'a str)) -> impl Iterator<Item = Element> + 'a {
+pub(crate) fn elements<'a>(
+    reply: &'a str,
+    reasoning: &'a Reasoning,
+    (open_tag, close_tag): (&'a str, &'a str),
+) -> impl Iterator<Item = Element> + 'a {
     let mut at = Some(0);
     std::iter::from_fn(move || {
         loop {

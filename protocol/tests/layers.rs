@@ -31,7 +31,8 @@ fn closure(lock: &toml::Table, root: &str) -> BTreeSet<String> {
 
 #[test]
 fn the_types_and_protocol_crates_depend_on_no_runtime() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock")).expect("the workspace's Cargo.lock");
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock")).expect("the workspace's Cargo.lock");
     let lock: toml::Table = text.parse().expect("Cargo.lock is TOML");
     let host = closure(&lock, "toolhost");
     assert!(host.contains("wasmtime") && host.contains("tokio"), "the check reads the lock file: {host:?}");

@@ -14,25 +14,16 @@ impl Args {
     pub fn from_json(text: &str) -> Result<Self, ToolError> {
         match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(values)) => Ok(Args { values }),
-            Ok(other) => Err(ToolError::invalid_args(format!(
-                "arguments must be a JSON object, got {}",
-                kind_of(&other)
-            ))),
-            Err(error) => Err(ToolError::invalid_args(format!(
-                "arguments are not valid JSON: {error}"
-            ))),
+            Ok(other) => Err(ToolError::invalid_args(format!("arguments must be a JSON object, got {}", kind_of(&other)))),
+            Err(error) => Err(ToolError::invalid_args(format!("arguments are not valid JSON: {error}"))),
         }
     }
 
     /// The required argument `name`, converted to `T`. The error names the
     /// argument and the expected type.
     pub fn get<T: FromArg>(&self, name: &str) -> Result<T, ToolError> {
-        self.get_opt(name)?.ok_or_else(|| {
-            ToolError::invalid_args(format!(
-                "missing required argument `{name}` ({})",
-                T::EXPECTED
-            ))
-        })
+        self.get_opt(name)?
+            .ok_or_else(|| ToolError::invalid_args(format!("missing required argument `{name}` ({})", T::EXPECTED)))
     }
 
     /// The optional argument `name`: `None` when absent or `null`.
@@ -40,11 +31,7 @@ impl Args {
         match self.values.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(value) => T::from_arg(value).map(Some).ok_or_else(|| {
-                ToolError::invalid_args(format!(
-                    "argument `{name}` must be {}, got {}",
-                    T::EXPECTED,
-                    kind_of(value)
-                ))
+                ToolError::invalid_args(format!("argument `{name}` must be {}, got {}", T::EXPECTED, kind_of(value)))
             }),
         }
     }
@@ -116,11 +103,7 @@ impl FromArg for Value {
 impl FromArg for Vec<String> {
     const EXPECTED: &'static str = "an array of strings";
     fn from_arg(value: &Value) -> Option<Self> {
-        value
-            .as_array()?
-            .iter()
-            .map(|item| item.as_str().map(str::to_owned))
-            .collect()
+        value.as_array()?.iter().map(|item| item.as_str().map(str::to_owned)).collect()
     }
 }
 
@@ -158,19 +141,13 @@ mod tests {
     #[test]
     fn wrong_type_names_argument_and_expected_type() {
         let error = args(r#"{"n": "forty"}"#).get::<i64>("n").unwrap_err();
-        assert_eq!(
-            error,
-            ToolError::InvalidArgs(r#"argument `n` must be an integer, got the string "forty""#.into())
-        );
+        assert_eq!(error, ToolError::InvalidArgs(r#"argument `n` must be an integer, got the string "forty""#.into()));
     }
 
     #[test]
     fn missing_required_argument_is_named() {
         let error = args("{}").get::<String>("path").unwrap_err();
-        assert_eq!(
-            error,
-            ToolError::InvalidArgs("missing required argument `path` (a string)".into())
-        );
+        assert_eq!(error, ToolError::InvalidArgs("missing required argument `path` (a string)".into()));
     }
 
     #[test]

@@ -31,10 +31,9 @@ pub fn get(url: &str, max_body: usize) -> Result<Response, ToolError> {
     request.set_path_with_query(Some(&target.path)).map_err(|()| fail("path"))?;
     let body = request.body().map_err(|()| fail("body"))?;
 
-    let pending = outgoing_handler::handle(request, None)
-        .map_err(|code| ToolError::failed(format!("GET {url} refused: {code:?}")))?;
-    OutgoingBody::finish(body, None)
-        .map_err(|code| ToolError::failed(format!("GET {url} failed: {code:?}")))?;
+    let pending =
+        outgoing_handler::handle(request, None).map_err(|code| ToolError::failed(format!("GET {url} refused: {code:?}")))?;
+    OutgoingBody::finish(body, None).map_err(|code| ToolError::failed(format!("GET {url} failed: {code:?}")))?;
     pending.subscribe().block();
     let response = match pending.get() {
         Some(Ok(Ok(response))) => response,
@@ -60,10 +59,7 @@ pub fn get(url: &str, max_body: usize) -> Result<Response, ToolError> {
             }
             Err(StreamError::Closed) => break,
             Err(StreamError::LastOperationFailed(error)) => {
-                return Err(ToolError::failed(format!(
-                    "reading the body of {url} failed: {}",
-                    error.to_debug_string()
-                )));
+                return Err(ToolError::failed(format!("reading the body of {url} failed: {}", error.to_debug_string())));
             }
         }
     }
@@ -84,9 +80,7 @@ impl Target {
         } else if let Some(rest) = url.strip_prefix("http://") {
             (Scheme::Http, rest)
         } else {
-            return Err(ToolError::invalid_args(format!(
-                "`{url}` is not an http:// or https:// URL"
-            )));
+            return Err(ToolError::invalid_args(format!("`{url}` is not an http:// or https:// URL")));
         };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(at) if rest[at..].starts_with('?') => (&rest[..at], format!("/{}", &rest[at..])),

@@ -49,7 +49,7 @@ mod output;
 
 pub use args::{Args, FromArg};
 pub use log::{LogLevel, log};
-pub use manifest::{Access, Manifest, Permission, Presence, Tool, Type, API_VERSION};
+pub use manifest::{API_VERSION, Access, Manifest, Permission, Presence, Tool, Type};
 pub use output::{Output, ToolError};
 pub use serde_json::{Value, json};
 
@@ -60,9 +60,7 @@ pub const WIT: &str = include_str!("../wit/plugin.wit");
 /// Everything a plugin usually needs, for `use toolhost_sdk::prelude::*`.
 pub mod prelude {
     pub use crate::Presence::{Optional, Required};
-    pub use crate::{
-        Access, Args, Manifest, Output, Permission, Plugin, Tool, ToolError, Type, json,
-    };
+    pub use crate::{Access, Args, Manifest, Output, Permission, Plugin, Tool, ToolError, Type, json};
 }
 
 /// A tool plugin: what it declares and how it runs a call.
@@ -108,9 +106,7 @@ pub mod __glue {
     /// Parse the arguments, run the tool and lower the result.
     pub fn invoke<P: Plugin>(tool: String, args_json: String) -> Result<wit::Output, wit::ToolError> {
         let args = Args::from_json(&args_json).map_err(crate::ToolError::into_wit)?;
-        P::invoke(&tool, args)
-            .map(crate::Output::into_wit)
-            .map_err(crate::ToolError::into_wit)
+        P::invoke(&tool, args).map(crate::Output::into_wit).map_err(crate::ToolError::into_wit)
     }
 }
 
@@ -138,7 +134,7 @@ macro_rules! export_plugin {
                 }
             }
 
-            $crate::__bindings::__export_plugin_world!(ToolhostExport with_types_in $crate::__bindings);
+    $crate::__bindings::__export_plugin_world!(ToolhostExport with_types_in $crate::__bindings);
         };
     };
 }

@@ -143,7 +143,8 @@ impl Reply {
         for delta in self.call_deltas(size) {
             chunks.push(chunk(json!({ "tool_calls": [delta] }), None));
         }
-        let finish = self.finish_reason.clone().unwrap_or_else(|| if self.tool_calls.is_empty() { "stop" } else { "tool_calls" }.into());
+        let finish =
+            self.finish_reason.clone().unwrap_or_else(|| if self.tool_calls.is_empty() { "stop" } else { "tool_calls" }.into());
         chunks.push(chunk(json!({}), Some(&finish)));
         chunks.push(Frame::Chunk(json!({
             "id": "chatcmpl-standin",
@@ -270,11 +271,8 @@ mod tests {
         let deltas = reply.call_deltas(8);
         let ids: Vec<&str> = deltas.iter().map(|d| d["id"].as_str().unwrap()).collect();
         assert_eq!(&ids[..4], ["a", "b", "a", "b"]);
-        let joined: String = deltas
-            .iter()
-            .filter(|d| d["id"] == "a")
-            .map(|d| d["function"]["arguments"].as_str().unwrap())
-            .collect();
+        let joined: String =
+            deltas.iter().filter(|d| d["id"] == "a").map(|d| d["function"]["arguments"].as_str().unwrap()).collect();
         assert_eq!(joined, r#"{"x":"12345678901"}"#);
     }
 

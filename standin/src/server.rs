@@ -121,7 +121,10 @@ async fn complete(State(script): State<Shared>, headers: HeaderMap, body: Bytes)
     let body = serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
     let recorded = Recorded {
         body,
-        headers: headers.iter().map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect(),
+        headers: headers
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect(),
     };
     let next = {
         let mut script = script.lock().unwrap_or_else(PoisonError::into_inner);

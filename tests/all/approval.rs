@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost::{
-    AllowAll, Approvals, Approver, CallDecision, ChannelApprover, DenyAll, Executor, PendingCall, Pipeline, ProtocolId,
-    Registry, ResultDecision, Status, ToolCall, ToolCallConfig, ToolOutcome, ToolSpec, Turn,
+    AllowAll, Approvals, Approver, CallDecision, ChannelApprover, DenyAll, Executor, PendingCall, Pipeline, ProtocolId, Registry,
+    ResultDecision, Status, ToolCall, ToolCallConfig, ToolOutcome, ToolSpec, Turn,
 };
 
 /// Answers from a script, and records what it was asked.
@@ -119,7 +119,11 @@ async fn moderate_asks_once_always_is_remembered_across_a_restart_and_asked_agai
 #[tokio::test]
 async fn sensitive_asks_every_time_even_after_always() {
     let (host, ws) = host("").await;
-    let person = Person::answering([CallDecision::AllowAlways, CallDecision::AllowAlways, CallDecision::Deny { reason: Some("no more".into()) }]);
+    let person = Person::answering([
+        CallDecision::AllowAlways,
+        CallDecision::AllowAlways,
+        CallDecision::Deny { reason: Some("no more".into()) },
+    ]);
     let pipeline = pipeline_of(&host.registry, person.clone());
     let write = |n: u32| call("write_file", json!({ "path": format!("f{n}.txt"), "content": "x" }));
     assert_eq!(status(&pipeline, &agent(false), write(1)).await.0, Status::Success);
@@ -145,7 +149,8 @@ async fn a_deny_rule_beats_an_allow_rule() {
                  [[approval.rules]]\naction = \"deny\"\ntool = \"write_*\"\nreason = \"writes are off today\"\n";
     let (host, ws) = host(rules).await;
     let pipeline = pipeline_of(&host.registry, Arc::new(AllowAll));
-    let (status_, output) = status(&pipeline, &agent(false), call("write_file", json!({ "path": "a.txt", "content": "x" }))).await;
+    let (status_, output) =
+        status(&pipeline, &agent(false), call("write_file", json!({ "path": "a.txt", "content": "x" }))).await;
     assert_eq!((status_, output.as_str()), (Status::Denied, "writes are off today"));
     assert!(!ws.path().join("a.txt").exists(), "--yes does not beat a deny rule");
 }
@@ -196,10 +201,8 @@ async fn every_call_is_audited_with_its_decision() {
     pipeline.run(&agent(false), calls).await;
     let lines: Vec<serde_json::Value> =
         std::fs::read_to_string(&audit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let summary: Vec<(String, String)> = lines
-        .iter()
-        .map(|l| (l["tool"].as_str().unwrap().to_owned(), l["status"].as_str().unwrap().to_owned()))
-        .collect();
+    let summary: Vec<(String, String)> =
+        lines.iter().map(|l| (l["tool"].as_str().unwrap().to_owned(), l["status"].as_str().unwrap().to_owned())).collect();
     assert_eq!(
         summary,
         [("calculate".into(), "success".into()), ("list_files".into(), "denied".into()), ("nope".into(), "not-found".into())]

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost::{
-    AllowAll, Approvals, Approver, CallDecision, CallMode, CallStatus, CancellationToken, Chain, ChainEvent, DenyAll,
-    Entry, LlmProfile, ManualDecision, OpenAiClient, PendingCall, Pipeline, ProtocolId, ResultDecision, RetryPolicy,
-    Status, Stop, ToolCallConfig, ToolOutcome, ToolSpec, Transcript,
+    AllowAll, Approvals, Approver, CallDecision, CallMode, CallStatus, CancellationToken, Chain, ChainEvent, DenyAll, Entry,
+    LlmProfile, ManualDecision, OpenAiClient, PendingCall, Pipeline, ProtocolId, ResultDecision, RetryPolicy, Status, Stop,
+    ToolCallConfig, ToolOutcome, ToolSpec, Transcript,
 };
 use toolhost_standin::{CallStyle, Reply, Response, StandIn};
 
@@ -103,9 +103,8 @@ fn assert_no_dangling_request(transcript: &Transcript) {
     for (index, entry) in transcript.entries().iter().enumerate() {
         if let Entry::Assistant { calls, .. } = entry {
             for call in calls {
-                let answered = transcript.entries()[index..]
-                    .iter()
-                    .any(|e| matches!(e, Entry::Tool { call_id, .. } if *call_id == call.id));
+                let answered =
+                    transcript.entries()[index..].iter().any(|e| matches!(e, Entry::Tool { call_id, .. } if *call_id == call.id));
                 assert!(answered, "call {} ({}) is never answered", call.id, call.tool);
                 assert_ne!(call.status, CallStatus::Pending, "call {} keeps status pending", call.id);
             }
@@ -307,9 +306,10 @@ async fn through_the_loop_a_denial_reason_reaches_the_model_and_a_rejected_resul
 #[tokio::test]
 async fn calls_past_the_per_reply_limit_are_not_run_and_the_model_reads_why() {
     let sums: Vec<String> = (0..40).map(|i| format!("{i} + 1")).collect();
-    let native = sums.iter().enumerate().fold(Reply::text(""), |reply, (i, sum)| {
-        reply.call(&format!("c{i}"), "calculate", json!({ "expression": sum }))
-    });
+    let native = sums
+        .iter()
+        .enumerate()
+        .fold(Reply::text(""), |reply, (i, sum)| reply.call(&format!("c{i}"), "calculate", json!({ "expression": sum })));
     let vcp = sums.iter().map(|sum| vcp_call("calculate", &[("expression", sum)])).collect::<Vec<_>>().join("\n");
     for (protocol, first) in [(ProtocolId::Native, Response::Reply(native)), (ProtocolId::Vcp, Response::text(vcp))] {
         let script = [first, Response::text("done")];
@@ -376,7 +376,12 @@ async fn parallel_agents_run_a_rounds_calls_at_once_and_serial_ones_one_by_one()
         let chat = Chat::new(&["hostile"], "", config, Arc::new(DenyAll), script).await;
         let (stop, transcript) = chat.send("Wait twice").await;
         assert_eq!(stop, Stop::Answered);
-        assert_eq!(results(&transcript).iter().filter(|(_, s, _)| *s == Status::Success).count(), 2, "{:?}", results(&transcript));
+        assert_eq!(
+            results(&transcript).iter().filter(|(_, s, _)| *s == Status::Success).count(),
+            2,
+            "{:?}",
+            results(&transcript)
+        );
         let peak = chat.host.executor.peak_concurrency();
         assert_eq!(peak, if parallel { 2 } else { 1 }, "parallel_execution = {parallel}");
     }
@@ -411,8 +416,9 @@ async fn cancelling_mid_stream_stops_the_reply_and_keeps_what_arrived() {
 #[tokio::test]
 async fn cancelling_mid_tool_stops_the_spinning_plugin_and_answers_every_call() {
     let policy = "[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 60_000 }\n";
-    let reply = [vcp_call("calculate", &[("expression", "1 + 2")]), vcp_call("spin", &[]), vcp_call("calculate", &[("expression", "3")])]
-        .join("\n");
+    let reply =
+        [vcp_call("calculate", &[("expression", "1 + 2")]), vcp_call("spin", &[]), vcp_call("calculate", &[("expression", "3")])]
+            .join("\n");
     let config = ToolCallConfig { timeout_ms: 60_000, ..agent(ProtocolId::Vcp) };
     let chat = Chat::new(&["calc", "hostile"], policy, config, Arc::new(DenyAll), [Response::text(reply)]).await;
     let cancel = CancellationToken::new();
@@ -446,14 +452,23 @@ async fn cancelling_mid_tool_stops_the_spinning_plugin_and_answers_every_call() 
 #[tokio::test]
 async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_lose_nothing() {
     // 500, then a reply: retried.
-    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [Response::status(500, "busy"), Response::text("hi")]).await;
+    let chat = Chat::new(
+        &["calc"],
+        "",
+        agent(ProtocolId::Vcp),
+        Arc::new(DenyAll),
+        [Response::status(500, "busy"), Response::text("hi")],
+    )
+    .await;
     let (stop, _) = chat.send("hello").await;
     assert_eq!(stop, Stop::Answered);
     assert_eq!(chat.model.requests().len(), 2);
 
     // 429 with Retry-After: 1 s, honoured.
     drop(chat);
-    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [Response::rate_limited(1), Response::text("hi")]).await;
+    let chat =
+        Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [Response::rate_limited(1), Response::text("hi")])
+            .await;
     let started = Instant::now();
     let (stop, _) = chat.send("hello").await;
     assert_eq!(stop, Stop::Answered);
@@ -461,7 +476,8 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
 
     // 500 every time: the retries run out and the status is reported.
     drop(chat);
-    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), (0..3).map(|_| Response::status(503, "down"))).await;
+    let chat =
+        Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), (0..3).map(|_| Response::status(503, "down"))).await;
     let (stop, transcript) = chat.send("hello").await;
     assert!(matches!(&stop, Stop::ModelFailed { message } if message.contains("503")), "{stop:?}");
     assert_eq!(chat.model.requests().len(), 3, "the first attempt and two retries");
@@ -483,7 +499,10 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
         let Stop::ModelFailed { message } = &stop else { panic!("{says}: {stop:?}") };
         assert!(message.contains(says), "{message}");
         assert_eq!(chat.model.requests().len(), 1, "{says}: not retried once a reply streamed");
-        let kept = transcript.entries().iter().any(|e| matches!(e, Entry::Assistant { content, calls, .. } if content == "Half a rep" && calls.is_empty()));
+        let kept = transcript
+            .entries()
+            .iter()
+            .any(|e| matches!(e, Entry::Assistant { content, calls, .. } if content == "Half a rep" && calls.is_empty()));
         assert!(kept, "{says}: the partial reply is kept: {:?}", transcript.entries());
         assert!(last_note(&transcript).contains(says));
         assert!(chat.events().iter().any(|e| matches!(e, ChainEvent::Error { message } if message.contains(says))));
@@ -494,7 +513,8 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
 async fn a_saved_conversation_with_a_torn_last_line_resumes_and_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("chat.jsonl");
-    let script = [Response::text(vcp_call("calculate", &[("expression", "6 * 7")])), Response::text("42."), Response::text("Still 42.")];
+    let script =
+        [Response::text(vcp_call("calculate", &[("expression", "6 * 7")])), Response::text("42."), Response::text("Still 42.")];
     let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), script).await;
     let mut transcript = Transcript::create(&path).unwrap();
     chat.send_in(&mut transcript, "What is 6 × 7?", &CancellationToken::new()).await;
@@ -634,7 +654,9 @@ async fn the_model_is_sent_the_pipelines_result_messages_fresh_and_after_a_resum
 async fn calls_answered_without_running_are_recorded_with_the_arguments_they_were_asked_with() {
     // Unreadable native arguments.
     let asked = Reply::text("").call("bad", "calculate", json!([1, 2]));
-    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Native), Arc::new(DenyAll), [Response::Reply(asked), Response::text("ok")]).await;
+    let chat =
+        Chat::new(&["calc"], "", agent(ProtocolId::Native), Arc::new(DenyAll), [Response::Reply(asked), Response::text("ok")])
+            .await;
     let (_, transcript) = chat.send("Compute").await;
     assert_eq!(recorded_arguments(&transcript), [("bad".to_owned(), "[1,2]".to_owned())]);
     assert_eq!(outcome_arguments(&chat.events()), [("bad".to_owned(), "[1,2]".to_owned())]);
@@ -654,7 +676,8 @@ async fn calls_answered_without_running_are_recorded_with_the_arguments_they_wer
     // Manual mode: answered and skipped by a person.
     let reply = [vcp_call("calculate", &[("expression", "2 + 2")]), vcp_call("calculate", &[("expression", "3 + 3")])];
     let config = ToolCallConfig { mode: CallMode::Manual, ..agent(ProtocolId::Vcp) };
-    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), [Response::text(reply.join("\n")), Response::text("ok")]).await;
+    let chat =
+        Chat::new(&["calc"], "", config, Arc::new(DenyAll), [Response::text(reply.join("\n")), Response::text("ok")]).await;
     let (stop, mut transcript) = chat.send("Add twice").await;
     let Stop::AwaitingDecisions { calls } = stop else { panic!("{stop:?}") };
     let decisions = vec![
@@ -675,9 +698,17 @@ async fn native_call_ids_are_unique_across_the_conversation_and_results_answer_t
     let script = [
         // Round one: one call with an id, two without. (Two calls with one
         // id in one reply cannot be told apart: the stream joins them.)
-        Response::Reply(Reply::text("").call("dup", "calculate", expression(1)).call("", "calculate", expression(2)).call("", "calculate", expression(3))),
+        Response::Reply(Reply::text("").call("dup", "calculate", expression(1)).call("", "calculate", expression(2)).call(
+            "",
+            "calculate",
+            expression(3),
+        )),
         // Round two: the same id again, none again, and the id the host gave a call before.
-        Response::Reply(Reply::text("").call("dup", "calculate", expression(4)).call("", "calculate", expression(5)).call("call-1", "calculate", expression(6))),
+        Response::Reply(Reply::text("").call("dup", "calculate", expression(4)).call("", "calculate", expression(5)).call(
+            "call-1",
+            "calculate",
+            expression(6),
+        )),
         Response::text("Done."),
     ];
     let config = ToolCallConfig { max_iterations: 5, ..agent(ProtocolId::Native) };
@@ -688,7 +719,9 @@ async fn native_call_ids_are_unique_across_the_conversation_and_results_answer_t
         .entries()
         .iter()
         .flat_map(|e| match e {
-            Entry::Assistant { calls, .. } => calls.iter().map(|c| (c.id.clone(), c.arguments["expression"].as_str().unwrap().to_owned())).collect(),
+            Entry::Assistant { calls, .. } => {
+                calls.iter().map(|c| (c.id.clone(), c.arguments["expression"].as_str().unwrap().to_owned())).collect()
+            }
             _ => Vec::new(),
         })
         .collect();
@@ -713,11 +746,8 @@ async fn native_call_ids_are_unique_across_the_conversation_and_results_answer_t
     // And the model is told so: each tool message answers a call of the reply before it, once.
     let sent = chat.model.requests()[2].messages().to_vec();
     let answered: Vec<&str> = sent.iter().filter(|m| m["role"] == "tool").map(|m| m["tool_call_id"].as_str().unwrap()).collect();
-    let called: Vec<&str> = sent
-        .iter()
-        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let called: Vec<&str> =
+        sent.iter().flat_map(|m| m["tool_calls"].as_array().into_iter().flatten()).map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(answered, called);
     assert_no_dangling_request(&transcript);
 }
@@ -727,7 +757,14 @@ async fn when_a_turn_returns_every_audit_record_and_transcript_entry_is_written(
     let expression = |n: usize| json!({ "expression": format!("{n} + {n}") });
     let asked = (0..8).fold(Reply::text(""), |reply, n| reply.call(&format!("c{n}"), "calculate", expression(n)));
     let policy = "[approval]\naudit_log = \"audit.jsonl\"\n";
-    let chat = Chat::new(&["calc"], policy, agent(ProtocolId::Native), Arc::new(DenyAll), [Response::Reply(asked), Response::text("Done.")]).await;
+    let chat = Chat::new(
+        &["calc"],
+        policy,
+        agent(ProtocolId::Native),
+        Arc::new(DenyAll),
+        [Response::Reply(asked), Response::text("Done.")],
+    )
+    .await;
     let (path, audit) = (chat.host.dir.path().join("chat.jsonl"), chat.host.dir.path().join("audit.jsonl"));
     let lines = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_default().lines().count();
     let mut transcript = Transcript::create(&path).unwrap();

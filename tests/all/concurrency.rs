@@ -46,9 +46,7 @@ async fn two_hundred_concurrent_calls_across_eight_tasks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_calls_beside_good_ones_do_not_disturb_them() {
-    let host = Arc::new(
-        TestHost::new(&["calc", "hostile"], "[plugins.hostile]\nlimits = { fuel = 20_000_000 }\n").await,
-    );
+    let host = Arc::new(TestHost::new(&["calc", "hostile"], "[plugins.hostile]\nlimits = { fuel = 20_000_000 }\n").await);
     let calls = (0..40u64).map(|i| {
         let host = host.clone();
         tokio::spawn(async move {

@@ -3,8 +3,8 @@
 //! a manifest larger than the manifest cap is refused.
 
 use crate::support::TestHost;
-use toolhost::{PromptCache, ToolCallConfig, visible_tools};
 use toolhost::{Declared, ProtocolId};
+use toolhost::{PromptCache, ToolCallConfig, visible_tools};
 
 /// The protocols a prompt is rendered in (`auto` renders as json-block).
 const RENDERED: [ProtocolId; 4] = [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag, ProtocolId::Native];

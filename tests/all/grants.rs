@@ -3,8 +3,8 @@
 
 use crate::support::{TestHost, plugin};
 use serde_json::json;
-use toolhost::sha256_hex;
 use toolhost::Withheld;
+use toolhost::sha256_hex;
 use toolhost::{Registry, Status};
 
 /// A host with the hostile plugin, `/data` mapped to a fresh directory

@@ -17,7 +17,10 @@ async fn hoarder(data: bool, extra: &str) -> (TestHost, tempfile::TempDir) {
     std::fs::write(dir.path().join("data/inside.txt"), "inside").unwrap();
     std::fs::write(dir.path().join("outside.txt"), "secret").unwrap();
     let dirs = if data {
-        format!("dirs = {{ \"/data\" = {{ host = {:?}, access = \"read-write\" }} }}\n", dir.path().join("data").display().to_string())
+        format!(
+            "dirs = {{ \"/data\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
+            dir.path().join("data").display().to_string()
+        )
     } else {
         String::new()
     };

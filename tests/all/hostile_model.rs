@@ -9,7 +9,9 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use toolhost::{CancellationToken, ChatRequest, LlmClient, LlmError, LlmProfile, Message, OpenAiClient, Reply, ReplyLimit, RetryPolicy};
+use toolhost::{
+    CancellationToken, ChatRequest, LlmClient, LlmError, LlmProfile, Message, OpenAiClient, Reply, ReplyLimit, RetryPolicy,
+};
 
 /// The most a hostile server may make this process grow.
 const MEMORY_BOUND: usize = 256 << 20;

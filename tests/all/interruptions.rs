@@ -8,8 +8,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use toolhost::{
-    Approvals, Approver, CallDecision, CancellationToken, PendingCall, Pipeline, ProtocolId, ResultDecision, RunOptions,
-    Status, ToolCall, ToolOutcome, ToolSpec, Turn,
+    Approvals, Approver, CallDecision, CancellationToken, PendingCall, Pipeline, ProtocolId, ResultDecision, RunOptions, Status,
+    ToolCall, ToolOutcome, ToolSpec, Turn,
 };
 
 /// A tracing layer, as an embedder might install, that panics on the first
@@ -38,8 +38,11 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for PanicsOnFirstCall 
 async fn a_host_panic_serially_as_in_parallel_is_that_calls_error_and_the_next_call_runs() {
     use tracing_subscriber::layer::SubscriberExt;
     let host = TestHost::new(&["calc"], "").await;
-    let calls: Vec<ToolCall> =
-        ["1+1", "2+2"].iter().enumerate().map(|(i, e)| ToolCall::new(format!("c{i}"), "calculate", json!({ "expression": e }))).collect();
+    let calls: Vec<ToolCall> = ["1+1", "2+2"]
+        .iter()
+        .enumerate()
+        .map(|(i, e)| ToolCall::new(format!("c{i}"), "calculate", json!({ "expression": e })))
+        .collect();
     for parallel in [false, true] {
         // On this thread only: calls under `#[tokio::test]`, and the
         // workers they spawn, run on it.
@@ -57,12 +60,18 @@ async fn a_host_panic_serially_as_in_parallel_is_that_calls_error_and_the_next_c
 #[tokio::test]
 async fn parallel_calls_cancelled_before_they_start_are_cancelled() {
     let host = TestHost::new(&["calc"], "").await;
-    let calls: Vec<ToolCall> = (0..5).map(|i| ToolCall::new(format!("c{i}"), "calculate", json!({ "expression": "1" }))).collect();
+    let calls: Vec<ToolCall> =
+        (0..5).map(|i| ToolCall::new(format!("c{i}"), "calculate", json!({ "expression": "1" }))).collect();
     let options = RunOptions { parallel: true, ..RunOptions::default() };
     options.cancel.cancel();
     let outcomes = host.executor.run_all(&calls, &options).await;
     for outcome in &outcomes {
-        assert_eq!((outcome.status, outcome.output.as_str()), (Status::Cancelled, "cancelled before it started"), "{}", outcome.id);
+        assert_eq!(
+            (outcome.status, outcome.output.as_str()),
+            (Status::Cancelled, "cancelled before it started"),
+            "{}",
+            outcome.id
+        );
     }
 }
 

@@ -39,7 +39,8 @@ async fn an_infinite_loop_runs_out_of_fuel() {
 #[tokio::test]
 async fn an_infinite_loop_is_stopped_at_the_deadline() {
     // Bound to the file: an unbound section could only lower the fuel.
-    let host = hostile("[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 200 }\n").await;
+    let host =
+        hostile("[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 200 }\n").await;
     let outcome = host.call("spin", json!({})).await;
     assert_eq!(outcome.status, Status::TimedOut);
     assert_eq!(outcome.output, "timed out after 200 ms");
@@ -118,7 +119,8 @@ async fn too_few_instances_is_named() {
 
 #[tokio::test]
 async fn too_few_tables_or_table_elements_are_named() {
-    for (limit, message) in [("tables = 1", "tables limit 1 exceeded"), ("table_elements = 1", "table elements limit 1 exceeded")] {
+    for (limit, message) in [("tables = 1", "tables limit 1 exceeded"), ("table_elements = 1", "table elements limit 1 exceeded")]
+    {
         let host = hostile(&format!("[plugins.hostile]\nlimits = {{ {limit} }}\n")).await;
         let outcome = host.call("count_calls", json!({})).await;
         assert_eq!(outcome.status, Status::LimitExceeded, "{limit}");

@@ -2,7 +2,6 @@
 //! loaded into a real registry and run in the real sandbox. One binary, one
 //! module per area.
 
-
 // Host memory is counted, as in the toolhost command, so its limits are tested.
 toolhost::count_host_memory!();
 
@@ -17,14 +16,14 @@ mod host_limits;
 mod hostile_model;
 mod interruptions;
 mod level_floor;
-mod path_rules;
-mod pipeline;
 mod limits;
 mod llm;
+mod path_rules;
+mod pipeline;
 mod polyglot;
 mod protocols;
-mod sandbox_sharing;
 mod registry;
+mod sandbox_sharing;
 mod support;
 mod vcp;
 mod vcp_standin;

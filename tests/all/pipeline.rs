@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use toolhost::{
-    AllowAll, Approvals, Approver, CallDecision, Declared, Executor, Message, PendingCall, Pipeline, ProtocolId,
-    ResultDecision, Role, RunOptions, Status, ToolCall, ToolOutcome, ToolSpec, Turn,
+    AllowAll, Approvals, Approver, CallDecision, Declared, Executor, Message, PendingCall, Pipeline, ProtocolId, ResultDecision,
+    Role, RunOptions, Status, ToolCall, ToolOutcome, ToolSpec, Turn,
 };
 
 fn call(id: &str, tool: &str, args: serde_json::Value) -> ToolCall {
@@ -64,9 +64,16 @@ async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
     ];
     let result = pipeline(&host, Arc::new(AllowAll)).run(&Turn::direct(ProtocolId::JsonBlock), calls).await;
     let statuses: Vec<_> = result.outcomes.iter().map(|o| (o.id.as_str(), o.status)).collect();
-    assert_eq!(statuses, [("a", Status::Success), ("b", Status::NotFound), ("c", Status::InvalidArgs), ("d", Status::InvalidArgs)]);
+    assert_eq!(
+        statuses,
+        [("a", Status::Success), ("b", Status::NotFound), ("c", Status::InvalidArgs), ("d", Status::InvalidArgs)]
+    );
     assert_eq!(result.outcomes[1].output, "no tool named `calculat` is loaded; did you mean `calculate`?");
-    assert!(result.outcomes[2].output.starts_with("`calculate` needs the parameter `expression` (string)"), "{}", result.outcomes[2].output);
+    assert!(
+        result.outcomes[2].output.starts_with("`calculate` needs the parameter `expression` (string)"),
+        "{}",
+        result.outcomes[2].output
+    );
     assert_eq!(result.messages.len(), 1, "json-block results are one user message");
     let content = &result.messages[0].content;
     assert!(content.contains(r#""toolCallId":"b""#) && content.contains("not-found: no tool named"), "{content}");
@@ -175,7 +182,11 @@ async fn a_thousand_parallel_calls_under_a_cap_of_eight_each_return_their_own_re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_batch_stops_a_spinning_plugin_and_keeps_finished_results() {
-    let host = TestHost::new(&["hostile", "calc"], "[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 60_000 }\n").await;
+    let host = TestHost::new(
+        &["hostile", "calc"],
+        "[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 60_000 }\n",
+    )
+    .await;
     let calls = vec![
         call("done", "calculate", json!({ "expression": "1+1" })),
         call("spin", "spin", json!({})),

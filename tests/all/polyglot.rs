@@ -71,7 +71,14 @@ async fn python_textstats_declares_from_signatures_counts_refuses_and_stops_at_i
         "textstats",
         &[
             ("text_stats", &[("text", ParamType::String, true), ("top", ParamType::Integer, false)]),
-            ("regex_find", &[("pattern", ParamType::String, true), ("text", ParamType::String, true), ("ignore_case", ParamType::Boolean, false)]),
+            (
+                "regex_find",
+                &[
+                    ("pattern", ParamType::String, true),
+                    ("text", ParamType::String, true),
+                    ("ignore_case", ParamType::Boolean, false),
+                ],
+            ),
         ],
     )
     .await;
@@ -95,7 +102,8 @@ async fn js_jsonpath_queries_refuses_bad_paths_and_stops_at_its_fuel() {
     if !polyglot_built("js", "jsonpath") {
         return;
     }
-    let host = load("jsonpath", &[("json_query", &[("document", ParamType::Json, true), ("path", ParamType::String, true)])]).await;
+    let host =
+        load("jsonpath", &[("json_query", &[("document", ParamType::Json, true), ("path", ParamType::String, true)])]).await;
     let document = json!({ "store": { "book": [{ "title": "Dune", "price": 9 }, { "title": "Emma", "price": 5 }] } });
     let prices = call_json(&host, "json_query", json!({ "document": document, "path": "$..price" })).await;
     assert_eq!(prices["count"], 2);
@@ -117,12 +125,22 @@ async fn c_checksum_hashes_exact_bytes_refuses_unknown_algorithms_and_stops_at_i
         "checksum",
         &[
             ("hash_text", &[("text", ParamType::String, true), ("algorithm", ParamType::String, false)]),
-            ("verify_digest", &[("text", ParamType::String, true), ("expected", ParamType::String, true), ("algorithm", ParamType::String, false)]),
+            (
+                "verify_digest",
+                &[
+                    ("text", ParamType::String, true),
+                    ("expected", ParamType::String, true),
+                    ("algorithm", ParamType::String, false),
+                ],
+            ),
         ],
     )
     .await;
     let sha = call_json(&host, "hash_text", json!({ "text": "hello" })).await;
-    assert_eq!(sha, json!({ "algorithm": "sha256", "hex": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", "bytes": 5 }));
+    assert_eq!(
+        sha,
+        json!({ "algorithm": "sha256", "hex": "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", "bytes": 5 })
+    );
     let crc = call_json(&host, "hash_text", json!({ "text": "hello", "algorithm": "crc32" })).await;
     assert_eq!(crc["hex"], "3610a686");
     // Escapes decode to the exact bytes: "é" is two, and a quote one.
@@ -130,7 +148,13 @@ async fn c_checksum_hashes_exact_bytes_refuses_unknown_algorithms_and_stops_at_i
     assert_eq!(escaped["bytes"], 11);
     let check = call_json(&host, "verify_digest", json!({ "text": "hello", "expected": "3610A686", "algorithm": "crc32" })).await;
     assert_eq!(check["matches"], true);
-    refuses(&host, "hash_text", json!({ "text": "x", "algorithm": "md5" }), "unknown algorithm `md5`: use sha256, crc32 or fnv1a").await;
+    refuses(
+        &host,
+        "hash_text",
+        json!({ "text": "x", "algorithm": "md5" }),
+        "unknown algorithm `md5`: use sha256, crc32 or fnv1a",
+    )
+    .await;
     starves("checksum", "hash_text", json!({ "text": "hello" })).await;
 }
 
@@ -149,7 +173,9 @@ async fn go_semver_compares_by_precedence_refuses_bad_versions_and_stops_at_its_
     .await;
     let compared = call_json(&host, "semver_compare", json!({ "a": "1.10.0", "b": "1.2.3" })).await;
     assert_eq!(compared, json!({ "order": 1, "relation": "a > b" }));
-    let sorted = call_json(&host, "semver_sort", json!({ "versions": ["1.10.0", "1.2.0", "1.2.0-rc.1", "1.2.0-alpha", "1.2.0-alpha.1"] })).await;
+    let sorted =
+        call_json(&host, "semver_sort", json!({ "versions": ["1.10.0", "1.2.0", "1.2.0-rc.1", "1.2.0-alpha", "1.2.0-alpha.1"] }))
+            .await;
     assert_eq!(sorted["sorted"], json!(["1.2.0-alpha", "1.2.0-alpha.1", "1.2.0-rc.1", "1.2.0", "1.10.0"]));
     refuses(&host, "semver_compare", json!({ "a": "1.2", "b": "1.0.0" }), "`1.2` is not MAJOR.MINOR.PATCH").await;
     refuses(&host, "semver_sort", json!({ "versions": "1.0.0" }), "argument `versions` must be []string").await;

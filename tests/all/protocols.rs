@@ -4,8 +4,8 @@
 use crate::support::TestHost;
 use std::path::Path;
 use std::sync::Arc;
-use toolhost::{PromptCache, ToolCallConfig};
 use toolhost::ProtocolId;
+use toolhost::{PromptCache, ToolCallConfig};
 
 const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
 
@@ -78,7 +78,9 @@ fn guidance_line_of(prompt: &str, tool: &str) -> String {
 async fn the_guidance_sorts_tools_by_what_their_grants_let_them_do() {
     let data = tempfile::tempdir().unwrap();
     let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
-    let render = |host: &TestHost| PromptCache::new().render(&host.registry.catalog(), "t", &config, ProtocolId::JsonBlock, "{{tools}}").text.clone();
+    let render = |host: &TestHost| {
+        PromptCache::new().render(&host.registry.catalog(), "t", &config, ProtocolId::JsonBlock, "{{tools}}").text.clone()
+    };
     let grant = |access: &str| {
         format!(
             "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {dir:?}, access = \"{access}\" }} }}\n\

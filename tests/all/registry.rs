@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost::Policy;
 use toolhost::Registry;
-use toolhost::{CacheUse, Executor, LoadError, LockFile, PinState, Status, ToolCall, check_policy, component_files, sha256_hex, visible_tools};
+use toolhost::{
+    CacheUse, Executor, LoadError, LockFile, PinState, Status, ToolCall, check_policy, component_files, sha256_hex, visible_tools,
+};
 
 fn refusals(registry: &Registry) -> Vec<String> {
     registry.catalog().refused.iter().map(|r| r.error.to_string()).collect()
@@ -257,9 +259,10 @@ async fn one_file_name_in_two_plugin_directories_has_a_pin_of_its_own() {
     std::fs::copy(plugin("clock"), more.join("calc.wasm")).unwrap();
     let mut policy = host.policy("");
     policy.plugin_dirs.push(more.clone());
-    let pins = component_files(&policy.plugin_dirs).unwrap().into_iter().map(|path| {
-        (LockFile::key(&policy.lock_file, &path), sha256_hex(&std::fs::read(&path).unwrap()))
-    });
+    let pins = component_files(&policy.plugin_dirs)
+        .unwrap()
+        .into_iter()
+        .map(|path| (LockFile::key(&policy.lock_file, &path), sha256_hex(&std::fs::read(&path).unwrap())));
     LockFile::new(pins).write(&policy.lock_file).unwrap();
 
     let registry = Registry::load(policy).await.unwrap();
@@ -282,9 +285,7 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     let cache = tempfile::tempdir().unwrap();
     let mut policy = host.policy("");
     policy.cache_dir = Some(cache.path().to_owned());
-    let uses = |registry: &Registry| -> Vec<CacheUse> {
-        registry.catalog().plugins.iter().map(|p| p.cache.clone()).collect()
-    };
+    let uses = |registry: &Registry| -> Vec<CacheUse> { registry.catalog().plugins.iter().map(|p| p.cache.clone()).collect() };
 
     let cold = Registry::load(policy.clone()).await.unwrap();
     assert_eq!(uses(&cold), [CacheUse::Compiled, CacheUse::Compiled]);
@@ -336,7 +337,10 @@ async fn a_cache_file_that_cannot_be_read_or_written_costs_only_its_component_th
     assert_eq!(uses[0], CacheUse::Hit, "the other component still comes from the cache");
     let CacheUse::NotStored(why) = &uses[1] else { panic!("{:?}", uses[1]) };
     let entry = files[0].display().to_string();
-    assert!(why.contains(&format!("unreadable cache file {entry}")) && why.contains(&format!("cannot write cache file {entry}")), "{why}");
+    assert!(
+        why.contains(&format!("unreadable cache file {entry}")) && why.contains(&format!("cannot write cache file {entry}")),
+        "{why}"
+    );
     let call = ToolCall::new("1", "calculate", serde_json::json!({ "expression": "6*7" }).as_object().unwrap().clone());
     let outcome = Executor::new(Arc::new(registry)).call(&call).await;
     assert!(outcome.output.contains("42"), "{}", outcome.output);

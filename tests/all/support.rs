@@ -11,10 +11,8 @@ use toolhost::{Executor, LockFile, Policy, Registry, ToolCall, ToolOutcome};
 /// the hostile plugins.
 pub fn plugin(name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    let path = ["examples", "polyglot", "hostile"]
-        .iter()
-        .map(|dir| root.join(dir).join(format!("{name}.wasm")))
-        .find(|p| p.exists());
+    let path =
+        ["examples", "polyglot", "hostile"].iter().map(|dir| root.join(dir).join(format!("{name}.wasm"))).find(|p| p.exists());
     path.unwrap_or_else(|| panic!("{name}.wasm is not built; run `cargo xtask build-plugins` (or `cargo xtask test`)"))
 }
 
@@ -91,9 +89,9 @@ impl TestHost {
     /// `pins` (file name, hex digest), keyed as `toolhost lock` keys it.
     pub fn write_lock(&self, pins: &[(&str, &str)]) {
         let lock_file = self.dir.path().join("toolhost.lock");
-        let keyed = pins.iter().map(|(file, digest)| {
-            (LockFile::key(&lock_file, &self.dir.path().join("plugins").join(file)), digest.to_string())
-        });
+        let keyed = pins
+            .iter()
+            .map(|(file, digest)| (LockFile::key(&lock_file, &self.dir.path().join("plugins").join(file)), digest.to_string()));
         LockFile::new(keyed).write(&lock_file).unwrap();
     }
 
@@ -193,8 +191,7 @@ pub async fn serve_forever(body: &'static str) -> u16 {
                 if !read_request_head(&mut socket).await {
                     return;
                 }
-                let response =
-                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                let response = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
                 let _ = socket.write_all(response.as_bytes()).await;
             });
         }

@@ -127,7 +127,11 @@ async fn registration_sends_a_manifest_per_exposed_tool_then_the_ip_and_the_plac
     assert_eq!(data["capabilities"], json!({"cancelTool": true}));
     let mut names = StandIn::tool_names(&registration);
     names.sort();
-    assert_eq!(names, ["calculate", "exposed_spin", "exposed_wait", "moderate_echo", "typed_echo"], "unexposed_echo is not offered");
+    assert_eq!(
+        names,
+        ["calculate", "exposed_spin", "exposed_wait", "moderate_echo", "typed_echo"],
+        "unexposed_echo is not offered"
+    );
     for manifest in data["tools"].as_array().unwrap() {
         let name = manifest["name"].as_str().unwrap();
         assert_eq!(manifest["pluginType"], "synchronous", "{name}");
@@ -137,7 +141,10 @@ async fn registration_sends_a_manifest_per_exposed_tool_then_the_ip_and_the_plac
         let command = &manifest["capabilities"]["invocationCommands"][0];
         assert_eq!(command["command"], name, "the server prints `command`");
         let description = command["description"].as_str().unwrap();
-        assert!(description.contains("<<<[TOOL_REQUEST]>>>") || description.contains("<<<[TOOL_REQUEST_EXP]>>>"), "{description}");
+        assert!(
+            description.contains("<<<[TOOL_REQUEST]>>>") || description.contains("<<<[TOOL_REQUEST_EXP]>>>"),
+            "{description}"
+        );
     }
     let manifest = |name: &str| data["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap().clone();
     // The tool's own limit plus the margin that lets the node's error arrive first.
@@ -146,10 +153,9 @@ async fn registration_sends_a_manifest_per_exposed_tool_then_the_ip_and_the_plac
     for param in ["text", "count", "ratio", "flag", "items"] {
         assert!(typed.contains(param), "{param} is described: {typed}");
     }
-    assert!(manifest("moderate_echo")["capabilities"]["invocationCommands"][0]["description"]
-        .as_str()
-        .unwrap()
-        .contains("moderate"));
+    assert!(
+        manifest("moderate_echo")["capabilities"]["invocationCommands"][0]["description"].as_str().unwrap().contains("moderate")
+    );
 
     let kinds: Vec<String> = standin.received().iter().map(|r| r.kind().to_owned()).collect();
     assert_eq!(kinds[..3], ["register_tools", "report_ip", "update_static_placeholders"]);
@@ -207,7 +213,8 @@ async fn a_tool_that_is_not_exposed_is_refused_and_never_run() {
     standin.execute("r-shown", "moderate_echo", json!({"text": "hi"}));
     standin.result("r-shown").await;
     let audit = std::fs::read_to_string(node.host.dir.path().join("audit.jsonl")).unwrap();
-    let hidden: Value = audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["tool"] == "unexposed_echo").unwrap();
+    let hidden: Value =
+        audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["tool"] == "unexposed_echo").unwrap();
     assert_eq!(hidden["status"], "not-found", "{hidden}");
     assert_eq!((&hidden["decision"], &hidden["fuel"]), (&Value::Null, &json!(0)), "never approved nor run: {hidden}");
     assert_eq!(hidden["agent"], format!("vcp:127.0.0.1:{}", standin.port));
@@ -561,7 +568,10 @@ async fn a_file_request_is_approved_and_audited_like_a_call_of_a_moderate_tool()
     let records = file_requests_audited(&node);
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!((&records[0]["decision"], &records[0]["status"]), (&json!("deny"), &json!("denied")), "{}", records[0]);
-    assert_eq!((&records[0]["plugin"], &records[0]["agent"]), (&json!("toolhost"), &json!(format!("vcp:127.0.0.1:{}", standin.port))));
+    assert_eq!(
+        (&records[0]["plugin"], &records[0]["agent"]),
+        (&json!("toolhost"), &json!(format!("vcp:127.0.0.1:{}", standin.port)))
+    );
     drop(node);
 
     // The policy lets it run: served, and audited as run.
@@ -641,11 +651,14 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
             _ => None,
         })
         .collect();
-    assert_eq!(statuses, [
-        ("calculate".to_owned(), Status::Success),
-        ("FileOperator".to_owned(), Status::Denied),
-        ("exposed_wait".to_owned(), Status::TimedOut),
-    ]);
+    assert_eq!(
+        statuses,
+        [
+            ("calculate".to_owned(), Status::Success),
+            ("FileOperator".to_owned(), Status::Denied),
+            ("exposed_wait".to_owned(), Status::TimedOut),
+        ]
+    );
     let parsed: Vec<usize> = events
         .iter()
         .filter_map(|e| match e {
@@ -658,7 +671,9 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
     let audit = std::fs::read_to_string(node.host.dir.path().join("audit.jsonl")).unwrap_or_default();
     assert_eq!(audit, "", "nothing ran or was even checked here");
     assert!(transcript.unanswered().is_empty(), "no call is left for the chain to answer");
-    assert!(transcript.entries().iter().any(|e| matches!(e, toolhost::Entry::Assistant { content, .. } if content == SERVER_REPLY)));
+    assert!(
+        transcript.entries().iter().any(|e| matches!(e, toolhost::Entry::Assistant { content, .. } if content == SERVER_REPLY))
+    );
 
     // Not connected: the model is told about no tools nobody could run.
     standin.stop();
@@ -710,7 +725,11 @@ async fn a_handover_to_a_node_another_process_runs_follows_its_status_file_witho
 /// (`cargo xtask test` builds it before the tests run).
 fn toolhost_binary() -> std::path::PathBuf {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost");
-    assert!(path.exists(), "{} is not built; run `cargo build --release -p toolhost-cli` (cargo xtask test does)", path.display());
+    assert!(
+        path.exists(),
+        "{} is not built; run `cargo build --release -p toolhost-cli` (cargo xtask test does)",
+        path.display()
+    );
     path
 }
 
@@ -776,7 +795,8 @@ impl Hostile {
         use tokio_tungstenite::tungstenite::Message;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("ws://{}", listener.local_addr().unwrap());
-        let hostile = Hostile { url, connections: Arc::default(), results: Arc::default(), go: Arc::new(tokio::sync::Semaphore::new(0)) };
+        let hostile =
+            Hostile { url, connections: Arc::default(), results: Arc::default(), go: Arc::new(tokio::sync::Semaphore::new(0)) };
         let (connections, results, frames, go) =
             (hostile.connections.clone(), hostile.results.clone(), Arc::new(frames), hostile.go.clone());
         tokio::spawn(async move {
@@ -909,7 +929,8 @@ async fn a_server_that_stops_reading_is_left_after_the_write_timeout_and_rejoine
         let url = url.clone();
         Box::new((0..10).map(move |i| execute_frame(&format!("f{i}"), "internal_request_file", json!({"fileUrl": url}))))
     };
-    let vcp = format!("write_timeout_ms = 500\nserve_dirs = [\"{}\"]\n[vcp.unattended]\nmoderate = \"allow\"\n", dir.path().display());
+    let vcp =
+        format!("write_timeout_ms = 500\nserve_dirs = [\"{}\"]\n[vcp.unattended]\nmoderate = \"allow\"\n", dir.path().display());
     let hostile = Hostile::start(frames, Reading::Never).await;
     hostile.go();
     let node = Node::join_with(&hostile.url, KEY, &["calc"], &vcp, "").await;

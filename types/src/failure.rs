@@ -182,9 +182,9 @@ pub enum GrantKind {
 fn missing_grant(capability: GrantKind, plugin: &str, reading_manifest: bool) -> String {
     match capability {
         _ if reading_manifest => "a manifest is read with no grants at all".into(),
-        GrantKind::Http => format!(
-            "no HTTP host is granted to it; allow hosts with `http_hosts` in its [plugins.{plugin}] section"
-        ),
+        GrantKind::Http => {
+            format!("no HTTP host is granted to it; allow hosts with `http_hosts` in its [plugins.{plugin}] section")
+        }
         GrantKind::Sockets => "toolhost never grants sockets; a plugin reaches the network through granted HTTP hosts".into(),
     }
 }
@@ -232,4 +232,3 @@ impl PartialEq for SharedError {
 }
 
 impl Eq for SharedError {}
-

@@ -7,8 +7,8 @@
 mod limits;
 
 pub use limits::{
-    MAX_MANIFEST_BYTES, MAX_CAPABILITY_ENTRIES, MAX_CAPABILITY_ENTRY_BYTES, MAX_EXAMPLE_BYTES, MAX_PARAM_DESCRIPTION_BYTES, MAX_PARAMS,
-    MAX_PLUGIN_DESCRIPTION_BYTES, MAX_TAG_BYTES, MAX_TAGS, MAX_TOOL_DESCRIPTION_BYTES, MAX_TOOL_NAME_LEN, MAX_TOOLS,
+    MAX_CAPABILITY_ENTRIES, MAX_CAPABILITY_ENTRY_BYTES, MAX_EXAMPLE_BYTES, MAX_MANIFEST_BYTES, MAX_PARAM_DESCRIPTION_BYTES,
+    MAX_PARAMS, MAX_PLUGIN_DESCRIPTION_BYTES, MAX_TAG_BYTES, MAX_TAGS, MAX_TOOL_DESCRIPTION_BYTES, MAX_TOOL_NAME_LEN, MAX_TOOLS,
     MAX_VERSION_BYTES, STRING_OVERHEAD_BYTES,
 };
 
@@ -17,7 +17,6 @@ use serde::Serialize;
 /// The toolhost plugin API this host speaks. A plugin built against API
 /// `X` loads only when `^X` (the semver caret rule) admits this version.
 pub const HOST_API_VERSION: &str = "0.1.0";
-
 
 /// The JSON type a parameter's value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -220,8 +219,7 @@ pub struct PluginManifest {
 
 /// Whether `name` can be carried by every protocol: `^[A-Za-z0-9_-]{1,64}$`.
 pub fn is_valid_name(name: &str) -> bool {
-    (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=MAX_TOOL_NAME_LEN).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// "a string", "an object", … for an error message.

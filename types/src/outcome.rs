@@ -234,9 +234,7 @@ impl Failure {
             CallFailure::HostCallTooLarge { limit } => Failure::with_limit(K::HostCallTooLarge, "host_call_bytes", *limit),
             CallFailure::StackOverflow { limit } => Failure::with_limit(K::StackOverflow, "stack_bytes", *limit),
             CallFailure::OutputTooLarge { limit, .. } => Failure::with_limit(K::OutputTooLarge, "output_bytes", *limit),
-            CallFailure::ResourceLimit { what, limit } => {
-                Failure::with_limit(K::ResourceLimit, &what.replace(' ', "_"), *limit)
-            }
+            CallFailure::ResourceLimit { what, limit } => Failure::with_limit(K::ResourceLimit, &what.replace(' ', "_"), *limit),
             CallFailure::HttpRequestsLimit { limit, .. } => Failure::with_limit(K::HttpRequestsLimit, "http_requests", *limit),
             CallFailure::HttpDenied { hosts, .. } => Failure { hosts: hosts.clone(), ..Failure::new(K::HttpDenied) },
             CallFailure::NotGranted { .. } => Failure::new(K::NotGranted),

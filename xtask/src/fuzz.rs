@@ -70,8 +70,12 @@ pub(crate) fn run_targets(root: &Path, args: &[String]) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(&log)?;
         let runs = final_stat(&text, "stat::number_of_executed_units:").unwrap_or_default();
         let slowest = final_stat(&text, "stat::slowest_unit_time_sec:").unwrap_or_default();
-        let found = if status.success() { "nothing".to_owned() } else { format!("{} (input in {fuzz_dir}/artifacts/)", finding(&text)) };
-        eprintln!("xtask: {target}: {runs} executions in {seconds} s, slowest input {slowest} s, found {found} (log: {})", log.display());
+        let found =
+            if status.success() { "nothing".to_owned() } else { format!("{} (input in {fuzz_dir}/artifacts/)", finding(&text)) };
+        eprintln!(
+            "xtask: {target}: {runs} executions in {seconds} s, slowest input {slowest} s, found {found} (log: {})",
+            log.display()
+        );
         report.push((target, runs, slowest, found));
     }
     println!("\n| target | executions | slowest input (s) | found |\n| --- | ---: | ---: | --- |");
@@ -231,6 +235,9 @@ let b = r#"raw "quoted""#; let c = '"'; let d = "multi\
     fn the_final_statistics_are_read_from_the_log() {
         let log = "#2\tINITED\nDone 12 runs in 1 second(s)\nstat::number_of_executed_units: 12345\nstat::peak_rss_mb: 40\n";
         assert_eq!(final_stat(log, "stat::number_of_executed_units:"), Some(12345));
-        assert_eq!(finding("INFO: x\nthread '<unnamed>' panicked at host/src/a.rs:1:2:\nSUMMARY: libFuzzer: deadly signal\n"), "thread '<unnamed>' panicked at host/src/a.rs:1:2:");
+        assert_eq!(
+            finding("INFO: x\nthread '<unnamed>' panicked at host/src/a.rs:1:2:\nSUMMARY: libFuzzer: deadly signal\n"),
+            "thread '<unnamed>' panicked at host/src/a.rs:1:2:"
+        );
     }
 }

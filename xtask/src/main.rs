@@ -96,7 +96,9 @@ fn main() -> anyhow::Result<()> {
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => bail!("usage: cargo xtask <build-plugins | build-samples | mcp-clients | browser | mcp-bench | test | demo | bench | fuzz [--seconds N] [TARGET…]>"),
+        _ => bail!(
+            "usage: cargo xtask <build-plugins | build-samples | mcp-clients | browser | mcp-bench | test | demo | bench | fuzz [--seconds N] [TARGET…]>"
+        ),
     }
 }
 
@@ -153,10 +155,7 @@ fn run(command: &mut Command) -> anyhow::Result<()> {
 fn host_triple() -> anyhow::Result<String> {
     let output = Command::new("rustc").arg("-vV").output().context("running rustc -vV")?;
     let text = String::from_utf8(output.stdout)?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .map(str::to_owned)
-        .context("rustc -vV printed no host triple")
+    text.lines().find_map(|l| l.strip_prefix("host: ")).map(str::to_owned).context("rustc -vV printed no host triple")
 }
 
 /// Install the target, build the plugin workspace, and copy the components
@@ -171,8 +170,7 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(&out)?;
         for name in names {
             let file = format!("{name}.wasm");
-            std::fs::copy(built.join(&file), out.join(&file))
-                .with_context(|| format!("copying {file} to {}", out.display()))?;
+            std::fs::copy(built.join(&file), out.join(&file)).with_context(|| format!("copying {file} to {}", out.display()))?;
         }
     }
     // The CLI builds the polyglot examples. Built as `cargo test --release
@@ -191,8 +189,23 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
 
 /// The demo's calls to the other languages' examples, by language.
 const POLYGLOT_STEPS: &[(&str, &str, &[&str])] = &[
-    ("python", "text statistics, in Python", &["call", "text_stats", "--arg", "text=The cat sat. The cat ran!", "--arg", "top=2"]),
-    ("js", "a JSONPath query, in JavaScript", &["call", "json_query", "--arg", r#"document={"books":[{"title":"Dune"},{"title":"Emma"}]}"#, "--arg", "path=$.books[*].title"]),
+    (
+        "python",
+        "text statistics, in Python",
+        &["call", "text_stats", "--arg", "text=The cat sat. The cat ran!", "--arg", "top=2"],
+    ),
+    (
+        "js",
+        "a JSONPath query, in JavaScript",
+        &[
+            "call",
+            "json_query",
+            "--arg",
+            r#"document={"books":[{"title":"Dune"},{"title":"Emma"}]}"#,
+            "--arg",
+            "path=$.books[*].title",
+        ],
+    ),
     ("c", "a checksum, in C", &["call", "hash_text", "--arg", "text=hello", "--arg", "algorithm=crc32"]),
     ("go", "semantic versions compared, in Go", &["call", "semver_compare", "--arg", "a=1.10.0", "--arg", "b=1.2.3"]),
 ];
@@ -227,18 +240,29 @@ dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
     )?;
     let toolhost = root.join("target/release/toolhost");
     let step_with = |config: &Path, title: &str, args: &[&str], expect_success: bool| -> anyhow::Result<()> {
-        let named = config.file_name().filter(|name| *name != "toolhost.toml").map(|name| format!("--config {} ", name.to_string_lossy()));
+        let named = config
+            .file_name()
+            .filter(|name| *name != "toolhost.toml")
+            .map(|name| format!("--config {} ", name.to_string_lossy()));
         println!("\n$ toolhost {}{}\n# {title}", named.unwrap_or_default(), args.join(" "));
         let status = Command::new(&toolhost).arg("--config").arg(config).args(args).status()?;
         if status.success() != expect_success {
-            bail!("`toolhost {}` exited with {status}, expected {}", args.join(" "), if expect_success { "success" } else { "failure" });
+            bail!(
+                "`toolhost {}` exited with {status}, expected {}",
+                args.join(" "),
+                if expect_success { "success" } else { "failure" }
+            );
         }
         Ok(())
     };
     let step = |title: &str, args: &[&str], expect_success: bool| step_with(&config, title, args, expect_success);
     step("the example plugins, their permissions and grants", &["list"], true)?;
     step("arithmetic", &["call", "calculate", "--arg", "expression=2 * (3 + 4) ^ 2"], true)?;
-    step("time-zone conversion", &["call", "convert_time", "--arg", "time=2026-03-01 09:30", "--arg", "from=America/New_York", "--arg", "to=Asia/Tokyo"], true)?;
+    step(
+        "time-zone conversion",
+        &["call", "convert_time", "--arg", "time=2026-03-01 09:30", "--arg", "from=America/New_York", "--arg", "to=Asia/Tokyo"],
+        true,
+    )?;
     step("a tree of the granted directory", &["call", "dir_tree", "--arg", "max_depth=2"], true)?;
     for (lang, title, args) in POLYGLOT_STEPS {
         match polyglot::skipped(root).into_iter().find(|(skipped, _)| skipped == lang) {
@@ -246,11 +270,27 @@ dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
             None => step(title, args, true)?,
         }
     }
-    step("a sensitive tool without a person to approve it is denied", &["call", "write_file", "--arg", "path=hello.txt", "--arg", "content=never written"], false)?;
-    step("approved with --yes, it writes into the granted workspace", &["call", "--yes", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"], true)?;
+    step(
+        "a sensitive tool without a person to approve it is denied",
+        &["call", "write_file", "--arg", "path=hello.txt", "--arg", "content=never written"],
+        false,
+    )?;
+    step(
+        "approved with --yes, it writes into the granted workspace",
+        &["call", "--yes", "write_file", "--arg", "path=hello.txt", "--arg", "content=written by a sandboxed plugin"],
+        true,
+    )?;
     step("reading it back (its result needs approval too)", &["call", "--yes", "read_file", "--arg", "path=hello.txt"], true)?;
-    step("an escape attempt is refused by the plugin and the sandbox", &["call", "--yes", "read_file", "--arg", "path=../../Cargo.toml"], false)?;
-    step("a host the policy does not allow, even approved", &["call", "--yes", "http_get", "--arg", "url=https://example.com/"], false)?;
+    step(
+        "an escape attempt is refused by the plugin and the sandbox",
+        &["call", "--yes", "read_file", "--arg", "path=../../Cargo.toml"],
+        false,
+    )?;
+    step(
+        "a host the policy does not allow, even approved",
+        &["call", "--yes", "http_get", "--arg", "url=https://example.com/"],
+        false,
+    )?;
     // Only the one hostile plugin the demo calls; the rest misbehave at
     // load, which the tests cover.
     let hostile = demo.join("hostile");
@@ -265,7 +305,12 @@ dirs = {{ "/workspace" = {{ host = "workspace", access = "read-write" }} }}
          limits = { fuel = 200_000_000, timeout_ms = 2_000, memory_mib = 32 }\n",
     )?;
     step_with(&hostile_config, "a hostile plugin that loops forever, stopped by its fuel limit", &["call", "spin"], false)?;
-    step_with(&hostile_config, "a hostile plugin that hoards memory, stopped at its memory limit", &["call", "exhaust_memory"], false)?;
+    step_with(
+        &hostile_config,
+        "a hostile plugin that hoards memory, stopped at its memory limit",
+        &["call", "exhaust_memory"],
+        false,
+    )?;
     step("the host still answers the next call", &["call", "calculate", "--arg", "expression=sqrt(2)"], true)?;
     chat_turn(root, &demo, &config)?;
     println!("\ndemo finished: every step behaved as expected");

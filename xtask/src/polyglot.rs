@@ -240,7 +240,12 @@ pub(crate) fn run(command: &mut Command) -> anyhow::Result<()> {
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-        bail!("{:?} failed with {}: {}", command.get_program(), output.status, tail.into_iter().rev().collect::<Vec<_>>().join(" / "));
+        bail!(
+            "{:?} failed with {}: {}",
+            command.get_program(),
+            output.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        );
     }
     Ok(())
 }
@@ -284,7 +289,13 @@ pub fn build_examples(root: &Path, toolhost: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn build_example(root: &Path, toolhost: &Path, toolchains: &Toolchains, example: &Example, component: &Path) -> anyhow::Result<()> {
+fn build_example(
+    root: &Path,
+    toolhost: &Path,
+    toolchains: &Toolchains,
+    example: &Example,
+    component: &Path,
+) -> anyhow::Result<()> {
     let project = scaffold(root, toolhost, example.lang, example.name)?;
     copy_dir(&root.join("plugins").join(example.lang).join(example.name), &project)?;
     let words = build_command(example.lang, example.name);

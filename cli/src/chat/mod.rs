@@ -16,8 +16,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use terminal::{Line, Terminal};
 use toolhost::{
-    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DenyAll, Handover, ManualDecision, OpenAiClient,
-    DEFAULT_WATCH_INTERVAL, Entry, ProtocolId, Registry, RequestedCall, Stop, Transcript, did_you_mean, printable, to_json_pretty,
+    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DEFAULT_WATCH_INTERVAL, DenyAll, Entry, Handover,
+    ManualDecision, OpenAiClient, ProtocolId, Registry, RequestedCall, Stop, Transcript, did_you_mean, printable, to_json_pretty,
     visible_tools,
 };
 
@@ -38,7 +38,9 @@ const CHAT_AGENT: &str = "chat";
 /// (`--llm`, or the agent's `llm`), or `--base-url`/`--model` and the
 /// OPENAI_BASE_URL, OPENAI_MODEL and OPENAI_API_KEY variables.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = "Examples:\n  toolhost chat --base-url http://127.0.0.1:8080/v1\n  toolhost chat --llm local --message \"What is 6*7?\" --yes --transcript chat.jsonl\n  toolhost chat --resume chat.jsonl")]
+#[command(
+    after_long_help = "Examples:\n  toolhost chat --base-url http://127.0.0.1:8080/v1\n  toolhost chat --llm local --message \"What is 6*7?\" --yes --transcript chat.jsonl\n  toolhost chat --resume chat.jsonl"
+)]
 pub(super) struct ChatCommand {
     /// The agent (`[agents.NAME]`): its tools, protocol, limits, mode,
     /// system prompt and model. Without one: every agent-callable tool,
@@ -123,7 +125,10 @@ impl ChatCommand {
         let protocol = config.protocol;
         let mut chain = Chain::new(llm, pipeline, &agent, config)?;
         if let Some(handover) = handover {
-            output::note(format_args!("the model is the VCP server {}: its calls run there, through this machine's node", handover.server()));
+            output::note(format_args!(
+                "the model is the VCP server {}: its calls run there, through this machine's node",
+                handover.server()
+            ));
             chain = chain.handing_over(handover);
         }
         output::note(format_args!("chat: model `{model}` at {url}, {offered} tools offered in {protocol} (agent `{agent}`)"));

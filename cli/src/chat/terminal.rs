@@ -8,10 +8,10 @@
 //! it writes go to stderr, and the unfinished last one (the question)
 //! becomes the line editor's prompt. Ctrl-C at a question cancels the turn.
 
-use std::io::{self, BufRead, Read, Write};
-use std::sync::{Arc, Mutex, PoisonError};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
+use std::io::{self, BufRead, Read, Write};
+use std::sync::{Arc, Mutex, PoisonError};
 use toolhost::{CancellationToken, TerminalApprover};
 
 /// What a read at the prompt gave.
@@ -36,11 +36,7 @@ pub(super) struct Terminal {
 
 impl Terminal {
     pub(super) fn new() -> anyhow::Result<Self> {
-        Ok(Terminal {
-            editor: Arc::new(Mutex::new(DefaultEditor::new()?)),
-            question: Arc::default(),
-            turn: Arc::default(),
-        })
+        Ok(Terminal { editor: Arc::new(Mutex::new(DefaultEditor::new()?)), question: Arc::default(), turn: Arc::default() })
     }
 
     /// Read a line at `prompt`, with `initial` text to edit.

@@ -50,7 +50,6 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-
 /// Run `command` to its end, unless it runs longer than `limit` or its
 /// resident memory passes `memory` bytes: then it is killed and the error
 /// says which. Its output, and the most resident memory it was seen with
@@ -74,7 +73,10 @@ pub fn run_bounded(command: &mut Command, limit: std::time::Duration, memory: us
             break status;
         }
         let status_file = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-        let kib = status_file.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches(" kB").parse::<usize>().ok());
+        let kib = status_file
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").parse::<usize>().ok());
         peak = peak.max(kib.unwrap_or(0) << 10);
         let why = if peak > memory {
             Some(format!("it held {} MiB, over {} MiB", peak >> 20, memory >> 20))

@@ -123,7 +123,8 @@ impl Approvals {
     /// allow rule for every call of it covers. Remembered decisions are not
     /// counted: they may be revoked.
     pub fn may_ask(&self, agent: &str, require_confirmation: bool, tool: &ToolSpec) -> bool {
-        let rule = |action| self.rules.iter().any(|rule| rule.action() == action && rule.applies_to(agent, &tool.plugin, &tool.name));
+        let rule =
+            |action| self.rules.iter().any(|rule| rule.action() == action && rule.applies_to(agent, &tool.plugin, &tool.name));
         let always = |action| {
             let any_args = Map::new();
             self.rules.iter().any(|rule| rule.action() == action && rule.matches(agent, &tool.plugin, &tool.name, &any_args))
@@ -166,10 +167,9 @@ impl Approvals {
                 Assessment::Run { by: answer.by }
             }
             CallDecision::AllowOnce | CallDecision::AllowAlways => Assessment::Run { by: answer.by },
-            CallDecision::Deny { reason } => Assessment::Deny {
-                reason: reason.unwrap_or_else(|| DENIED_WITHOUT_REASON.to_owned()),
-                by: answer.by,
-            },
+            CallDecision::Deny { reason } => {
+                Assessment::Deny { reason: reason.unwrap_or_else(|| DENIED_WITHOUT_REASON.to_owned()), by: answer.by }
+            }
         }
     }
 
@@ -329,11 +329,7 @@ mod tests {
             Assessment::Run { by: by_rule(0, r#"allow write_file where path = "notes/**""#) }
         );
         for path in ["src/main.rs", "notes/../src/main.rs"] {
-            assert_eq!(
-                assess(&setup, &write, &args(json!({ "path": path }))),
-                Assessment::Ask(AskReason::Sensitive),
-                "{path}"
-            );
+            assert_eq!(assess(&setup, &write, &args(json!({ "path": path }))), Assessment::Ask(AskReason::Sensitive), "{path}");
         }
     }
 

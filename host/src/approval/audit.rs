@@ -16,8 +16,8 @@
 //! write is logged through `tracing` and never fails the call.
 
 use super::{Assessment, DecidedBy};
-use crate::outcome::{Status, ToolOutcome};
 use crate::appender::Appender;
+use crate::outcome::{Status, ToolOutcome};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fs::OpenOptions;
@@ -237,7 +237,10 @@ mod tests {
 
         let unknown = AuditRecord::new("coder", None, &Map::new(), None, &outcome(Status::NotFound));
         let value: Value = serde_json::from_str(&unknown.to_json_line()).unwrap();
-        assert_eq!((value["plugin"].clone(), value["decision"].clone(), value["by"].clone()), (Value::Null, Value::Null, Value::Null));
+        assert_eq!(
+            (value["plugin"].clone(), value["decision"].clone(), value["by"].clone()),
+            (Value::Null, Value::Null, Value::Null)
+        );
         assert!(value.get("reason").is_none());
     }
 

@@ -99,9 +99,7 @@ impl Approver for ChannelApprover {
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
         let (who, reason) = match self.request(|reply| ApprovalRequest::Calls { calls: calls.to_vec(), reply }).await {
             Ok(decisions) => return by(DecidedBy::Person, decisions),
-            Err(Unanswered::TimedOut) => {
-                (DecidedBy::TimedOut, format!("timed out waiting for approval after {}", self.waited()))
-            }
+            Err(Unanswered::TimedOut) => (DecidedBy::TimedOut, format!("timed out waiting for approval after {}", self.waited())),
             Err(Unanswered::Closed) => (DecidedBy::NoAnswer, CLOSED.to_owned()),
         };
         by(who, vec![CallDecision::Deny { reason: Some(reason) }; calls.len()])

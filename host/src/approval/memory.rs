@@ -358,10 +358,16 @@ fn lock_file(path: &Path) -> std::io::Result<File> {
     name.push(".lock");
     // A FIFO in its place is refused, never waited on.
     let lock_path = path.with_file_name(name);
-    let not_regular = || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{} is not a regular file", lock_path.display()));
+    let not_regular =
+        || std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{} is not a regular file", lock_path.display()));
     let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
-    let opened =
-        std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).custom_flags(flags.bits() as i32).open(&lock_path);
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(flags.bits() as i32)
+        .open(&lock_path);
     // A FIFO without a reader refuses a non-blocking writer (ENXIO).
     let file = match opened {
         Err(_) if std::fs::symlink_metadata(&lock_path).is_ok_and(|m| !m.is_file()) => return Err(not_regular()),

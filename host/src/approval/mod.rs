@@ -84,8 +84,6 @@ pub use opened_path::{MAX_LINKS, MAX_PATH_BYTES};
 pub use rules::{ApprovalConfig, Rule, RuleAction, RuleError};
 pub use terminal::TerminalApprover;
 
-
-
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};

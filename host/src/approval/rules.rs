@@ -27,11 +27,7 @@ pub struct ApprovalConfig {
 impl Default for ApprovalConfig {
     /// No rules, no audit log, the memory file in the working directory.
     fn default() -> Self {
-        ApprovalConfig {
-            memory_file: PathBuf::from(crate::config::DEFAULT_MEMORY_FILE),
-            audit_log: None,
-            rules: Vec::new(),
-        }
+        ApprovalConfig { memory_file: PathBuf::from(crate::config::DEFAULT_MEMORY_FILE), audit_log: None, rules: Vec::new() }
     }
 }
 
@@ -337,7 +333,8 @@ mod tests {
             assert!(!allow.matches("a", "p", "write_file", &args(json!({ "path": path }))), "{path}");
         }
         let deny = rule(RuleAction::Deny, "write_file", Some(("path", "secrets/**")));
-        for path in ["secrets/key", "notes/../secrets/key", "./secrets//key", "a/b/../../secrets/key", "notes\\..\\secrets\\key"] {
+        for path in ["secrets/key", "notes/../secrets/key", "./secrets//key", "a/b/../../secrets/key", "notes\\..\\secrets\\key"]
+        {
             assert!(deny.matches("a", "p", "write_file", &args(json!({ "path": path }))), "{path}");
         }
         assert!(!deny.matches("a", "p", "write_file", &args(json!({ "path": "notes/secrets/key" }))));

@@ -419,11 +419,7 @@ mod tests {
         let (answers, _) = answer("n\nall\n", &batch()).await;
         assert_eq!(
             answers,
-            [
-                person(CallDecision::Deny { reason: None }),
-                person(CallDecision::AllowOnce),
-                person(CallDecision::AllowOnce),
-            ]
+            [person(CallDecision::Deny { reason: None }), person(CallDecision::AllowOnce), person(CallDecision::AllowOnce),]
         );
         let (answers, _) = answer("none too many writes\n", &batch()).await;
         assert_eq!(answers, vec![person(CallDecision::Deny { reason: Some("too many writes".into()) }); 3]);

@@ -158,14 +158,22 @@ impl std::fmt::Display for Stop {
         match self {
             Stop::Answered => f.write_str("the model answered"),
             Stop::IterationLimit { limit } => {
-                write!(f, "stopped after {limit} rounds of tool calls (the agent's max_iterations); the model got no further turn")
+                write!(
+                    f,
+                    "stopped after {limit} rounds of tool calls (the agent's max_iterations); the model got no further turn"
+                )
             }
             Stop::Repeated { tool } => write!(f, "stopped: the model kept calling `{tool}` with the same arguments"),
             Stop::Cancelled => f.write_str("cancelled"),
             Stop::ModelFailed { message } => write!(f, "the model failed: {message}"),
             Stop::AwaitingDecisions { calls } => {
                 let count = calls.len();
-                write!(f, "{count} call{} wait{} for a decision", if count == 1 { "" } else { "s" }, if count == 1 { "s" } else { "" })
+                write!(
+                    f,
+                    "{count} call{} wait{} for a decision",
+                    if count == 1 { "" } else { "s" },
+                    if count == 1 { "s" } else { "" }
+                )
             }
         }
     }

@@ -44,8 +44,7 @@ impl Chain {
         }
         events(ChainEvent::Requesting { iteration: 0 });
         let catalog = self.pipeline.executor().registry().catalog();
-        let request =
-            ChatRequest { messages: transcript.messages(&self.prompt(&catalog).text, ProtocolId::Vcp), tools: None };
+        let request = ChatRequest { messages: transcript.messages(&self.prompt(&catalog).text, ProtocolId::Vcp), tools: None };
         let reply = match self.ask(&request, events, cancel).await {
             Ok(reply) => reply,
             Err(error) => return self.model_failed(transcript, error, events),
@@ -75,7 +74,8 @@ impl Chain {
             transcript.push(Entry::Note { content })?;
         }
         if finish_reason.as_deref() == Some("length") {
-            let message = "the VCP server stopped at its round limit (or the model's length limit): the reply may be unfinished".to_owned();
+            let message =
+                "the VCP server stopped at its round limit (or the model's length limit): the reply may be unfinished".to_owned();
             transcript.push(Entry::Note { content: message.clone() })?;
             events(ChainEvent::Warning { message });
         }

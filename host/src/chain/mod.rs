@@ -238,7 +238,12 @@ impl Chain {
     }
 
     /// Ask the model, run its calls, repeat, until the loop stops.
-    async fn drive(&self, transcript: &mut Transcript, events: Events<'_>, cancel: &CancellationToken) -> Result<Stop, ChainError> {
+    async fn drive(
+        &self,
+        transcript: &mut Transcript,
+        events: Events<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Stop, ChainError> {
         if self.handover.is_some() {
             return self.hand_over(transcript, events, cancel).await;
         }
@@ -259,8 +264,7 @@ impl Chain {
                 Err(error) => return self.model_failed(transcript, error, events),
             };
             let declared = Declared::new(offered.iter().map(|t| t.name.clone()));
-            let (incoming, warnings) =
-                incoming::calls_in(&reply, self.config.protocol, &declared, &mut transcript.call_ids());
+            let (incoming, warnings) = incoming::calls_in(&reply, self.config.protocol, &declared, &mut transcript.call_ids());
             let incoming = incoming::within_limit(incoming, reply.calls_not_kept, self.llm.max_calls_per_reply());
             let calls: Vec<RequestedCall> = incoming.iter().map(|i| RequestedCall::from_call(i.call())).collect();
             transcript.push(Entry::Assistant { content: reply.content, reasoning: reply.reasoning, calls: calls.clone() })?;
@@ -336,7 +340,11 @@ impl Chain {
                 Planned::Done { outcome, .. } => outcome,
                 Planned::Run(_) => ran.next().expect("one outcome per call run"),
             };
-            transcript.set_status(&call.id, CallStatus::of(outcome.status), (outcome.status != Status::Success).then(|| outcome.output.clone()));
+            transcript.set_status(
+                &call.id,
+                CallStatus::of(outcome.status),
+                (outcome.status != Status::Success).then(|| outcome.output.clone()),
+            );
             record(transcript, call, &outcome)?;
         }
         let iteration = rounds_this_turn(transcript.entries());

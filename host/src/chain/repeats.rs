@@ -36,7 +36,11 @@ mod tests {
     }
 
     fn asked(calls: &[ToolCall]) -> Entry {
-        Entry::Assistant { content: String::new(), reasoning: String::new(), calls: calls.iter().map(RequestedCall::from_call).collect() }
+        Entry::Assistant {
+            content: String::new(),
+            reasoning: String::new(),
+            calls: calls.iter().map(RequestedCall::from_call).collect(),
+        }
     }
 
     #[test]

@@ -68,7 +68,8 @@ impl Access {
     /// as a bearer header.
     fn carries_token(&self, headers: &HeaderMap) -> bool {
         let mut cookies = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';'));
-        let in_cookie = cookies.any(|pair| pair.trim().split_once('=').is_some_and(|(name, value)| name == self.cookie && self.is_token(value)));
+        let in_cookie = cookies
+            .any(|pair| pair.trim().split_once('=').is_some_and(|(name, value)| name == self.cookie && self.is_token(value)));
         let bearer = || headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         in_cookie || bearer().is_some_and(|given| self.is_token(given))
     }
@@ -80,7 +81,10 @@ impl Access {
 
     /// The request's Host, if the console answers to it.
     fn host_ok(&self, headers: &HeaderMap) -> bool {
-        headers.get(header::HOST).and_then(|v| v.to_str().ok()).is_some_and(|host| self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)))
+        headers
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|host| self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)))
     }
 
     /// A request that changes something must come from the console's own

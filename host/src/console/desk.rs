@@ -196,7 +196,13 @@ impl Desk {
     }
 
     /// Decide call `index` of request `id` (`None`: every undecided call).
-    pub(super) fn decide(&self, id: u64, index: Option<usize>, verdict: Verdict, reason: Option<String>) -> Result<(), DeskError> {
+    pub(super) fn decide(
+        &self,
+        id: u64,
+        index: Option<usize>,
+        verdict: Verdict,
+        reason: Option<String>,
+    ) -> Result<(), DeskError> {
         let mut entries = self.entries();
         let entry = entries.waiting.get_mut(&id).ok_or(DeskError::Gone(id))?;
         let done = match &mut entry.reply {

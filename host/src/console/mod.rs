@@ -37,8 +37,8 @@ mod page;
 mod records;
 mod workbench;
 
-pub use config::{ConsoleConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_LISTEN};
 pub(crate) use config::ConsoleSection;
+pub use config::{ConsoleConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_LISTEN};
 pub use desk::ConsoleApprover;
 
 use crate::agent::ToolCallConfig;
@@ -190,12 +190,10 @@ impl Console {
             .route("/api/approvals", get(records::remembered).delete(records::revoke))
             .route("/api/audit", get(records::audit))
             .with_state(shared.clone());
-        page::routes()
-            .merge(api)
-            .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
-                let shared = shared.clone();
-                async move { shared.access.guard(request, next).await }
-            }))
+        page::routes().merge(api).layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+            let shared = shared.clone();
+            async move { shared.access.guard(request, next).await }
+        }))
     }
 
     /// Serve on `listener` until `shutdown` fires; then the chat's turn and

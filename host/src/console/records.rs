@@ -34,7 +34,8 @@ pub(super) struct Revoke {
 
 pub(super) async fn revoke(State(shared): State<Arc<Shared>>, Json(revoke): Json<Revoke>) -> Response {
     let pipeline = shared.pipeline.clone();
-    let forgot = tokio::task::spawn_blocking(move || pipeline.approvals().memory().revoke(&revoke.tool, revoke.agent.as_deref())).await;
+    let forgot =
+        tokio::task::spawn_blocking(move || pipeline.approvals().memory().revoke(&revoke.tool, revoke.agent.as_deref())).await;
     match forgot {
         Ok(Ok(count)) => {
             shared.feed.publish("approvals", &json!({ "revoked": count }));

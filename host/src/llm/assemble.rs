@@ -53,7 +53,6 @@ impl Assembler {
         }
     }
 
-
     /// Take one chunk's JSON, reporting deltas to `on_delta`.
     pub(crate) fn chunk(&mut self, data: &str, on_delta: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<(), LlmError> {
         let chunk: Value = serde_json::from_str(data).map_err(|e| LlmError::Malformed {
@@ -66,7 +65,8 @@ impl Assembler {
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-            self.reply.usage = Some(Usage { prompt_tokens: count("prompt_tokens"), completion_tokens: count("completion_tokens") });
+            self.reply.usage =
+                Some(Usage { prompt_tokens: count("prompt_tokens"), completion_tokens: count("completion_tokens") });
         }
         let choices = chunk.get("choices").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
         for choice in choices.iter().filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0) {

@@ -51,7 +51,11 @@ impl ClientApprover {
         let reply = elicit(peer, message, properties, "approve").await;
         let decision = match reply {
             Ok(Some(content)) if content["approve"] == true => {
-                if content["always"] == true { CallDecision::AllowAlways } else { CallDecision::AllowOnce }
+                if content["always"] == true {
+                    CallDecision::AllowAlways
+                } else {
+                    CallDecision::AllowOnce
+                }
             }
             Ok(Some(content)) => CallDecision::Deny {
                 reason: Some(match content["reason"].as_str().map(str::trim).filter(|reason| !reason.is_empty()) {

@@ -14,11 +14,11 @@
 //! max_sessions = 256                 # HTTP sessions kept at once; a new one past it is refused
 //! ```
 
+use super::sessions::DEFAULT_MAX_SESSIONS;
 use crate::config::ConfigError;
 use crate::manifest::Permission;
 use crate::tool_filter::ToolFilter;
 use crate::vcp_node::UnattendedAction;
-use super::sessions::DEFAULT_MAX_SESSIONS;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -107,7 +107,8 @@ impl McpSection {
             .collect::<Result<Vec<_>, _>>()?;
         let mut filter = ToolFilter::default().tags(&self.tags).levels(&levels);
         if let Some(tools) = &self.tools {
-            filter = filter.names(tools).map_err(|(pattern, why)| invalid("tools", &pattern, &format!("not a pattern: {why}")))?;
+            filter =
+                filter.names(tools).map_err(|(pattern, why)| invalid("tools", &pattern, &format!("not a pattern: {why}")))?;
         }
         for origin in &self.allowed_origins {
             if !(origin.starts_with("http://") || origin.starts_with("https://")) {

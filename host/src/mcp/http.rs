@@ -58,8 +58,10 @@ impl McpServer {
             axum::Router::new()
                 .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), http))
         } else {
-            axum::Router::new()
-                .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(BoundedSessions::new(config.max_sessions)), http))
+            axum::Router::new().nest_service(
+                MCP_PATH,
+                StreamableHttpService::new(factory, Arc::new(BoundedSessions::new(config.max_sessions)), http),
+            )
         };
         // rmcp answers a session's DELETE with 202; clients (the official
         // Python one among them) take only 200 or 204 for "closed".

@@ -36,8 +36,8 @@ mod session;
 mod sessions;
 mod tools;
 
-pub use config::{DEFAULT_MCP_AGENT, LOOPBACK_HOSTS, McpConfig};
 pub(crate) use config::McpSection;
+pub use config::{DEFAULT_MCP_AGENT, LOOPBACK_HOSTS, McpConfig};
 pub use http::HttpOptions;
 pub use sessions::DEFAULT_MAX_SESSIONS;
 
@@ -116,7 +116,12 @@ impl McpServer {
         let registry = pipeline.executor().registry();
         // An agent the policy does not configure calls its tools: serving
         // them is what `toolhost mcp` was started for.
-        let agent = registry.policy().agents.get(&config.agent).cloned().unwrap_or_else(|| ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+        let agent = registry
+            .policy()
+            .agents
+            .get(&config.agent)
+            .cloned()
+            .unwrap_or_else(|| ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
         let turn = Turn { filter: Some(Arc::new(config.filter.clone())), ..Turn::for_agent(config.agent.clone(), agent) };
         let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()), approver_for };
         McpServer { shared: Arc::new(shared) }

@@ -3,8 +3,8 @@
 
 use super::Shared;
 use super::approver::ClientApprover;
-use crate::approval::Approver;
 use super::tools::{call_result, mcp_tool};
+use crate::approval::Approver;
 use crate::call::ToolCall;
 use crate::outcome::Status;
 use crate::vcp_node::UnattendedApprover;

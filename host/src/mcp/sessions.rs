@@ -47,7 +47,11 @@ impl SessionManager for BoundedSessions {
         Ok(self.inner.create_session().await?)
     }
 
-    async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
         Ok(self.inner.initialize_session(id, message).await?)
     }
 

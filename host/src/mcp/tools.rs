@@ -89,7 +89,10 @@ mod tests {
         let mut public = ToolSpec::new("calculate", "calculator", "");
         public.permission = Permission::Public;
         let listed = serde_json::to_value(mcp_tool(&public, "calculator@1.0.0")).unwrap();
-        assert_eq!((listed["annotations"]["readOnlyHint"].clone(), listed["annotations"]["destructiveHint"].clone()), (json!(true), json!(false)));
+        assert_eq!(
+            (listed["annotations"]["readOnlyHint"].clone(), listed["annotations"]["destructiveHint"].clone()),
+            (json!(true), json!(false))
+        );
     }
 
     #[test]
@@ -100,7 +103,10 @@ mod tests {
         assert_eq!(result["structuredContent"], json!({"sum": 3}));
         assert!(result.get("isError").is_none_or(|e| e == false), "{result}");
         ok.output = "42".into();
-        assert!(serde_json::to_value(call_result(&ok)).unwrap().get("structuredContent").is_none(), "only objects are structured");
+        assert!(
+            serde_json::to_value(call_result(&ok)).unwrap().get("structuredContent").is_none(),
+            "only objects are structured"
+        );
         let denied = ToolOutcome::without_running("2", "t", Status::Denied, "nobody approved".into());
         let result = serde_json::to_value(call_result(&denied)).unwrap();
         assert_eq!(result["isError"], true);

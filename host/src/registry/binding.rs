@@ -88,8 +88,7 @@ impl Binding {
         match (&self.file, &self.sha256) {
             (None, None) => component.pinned,
             (file, sha256) => {
-                file.as_deref().is_none_or(|f| f == component.file)
-                    && sha256.as_deref().is_none_or(|s| s == component.sha256)
+                file.as_deref().is_none_or(|f| f == component.file) && sha256.as_deref().is_none_or(|s| s == component.sha256)
             }
         }
     }

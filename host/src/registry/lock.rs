@@ -91,10 +91,7 @@ impl LockFile {
 
     /// A lock with `pins` (key, as [`LockFile::key`] names it → hex digest).
     pub fn new(pins: impl IntoIterator<Item = (String, String)>) -> Self {
-        LockFile {
-            version: LOCK_VERSION,
-            pins: pins.into_iter().map(|(key, hex)| (key, format!("{PIN_PREFIX}{hex}"))).collect(),
-        }
+        LockFile { version: LOCK_VERSION, pins: pins.into_iter().map(|(key, hex)| (key, format!("{PIN_PREFIX}{hex}"))).collect() }
     }
 
     /// How the lock file at `lock_file` names the component at `component`:
@@ -151,9 +148,12 @@ impl LockFile {
             })
             .collect();
         let kept: BTreeSet<&str> = self.pins.keys().map(|key| old.stored_key(key)).collect();
-        changes.extend(old.pins.keys().filter(|stored| !kept.contains(stored.as_str())).map(|stored| {
-            PinChange::Removed { file: stored.clone(), sha256: hex_digest(&old.pins[stored]).to_owned() }
-        }));
+        changes.extend(
+            old.pins
+                .keys()
+                .filter(|stored| !kept.contains(stored.as_str()))
+                .map(|stored| PinChange::Removed { file: stored.clone(), sha256: hex_digest(&old.pins[stored]).to_owned() }),
+        );
         changes.sort_by(|a, b| a.file().cmp(b.file()));
         changes
     }
@@ -167,8 +167,8 @@ impl LockFile {
         file.write_all(
             b"# Written by `toolhost lock`: the SHA-256 of each plugin component, by its path relative to this file.\n",
         )
-            .and_then(|()| file.write_all(body.as_bytes()))
-            .map_err(io)?;
+        .and_then(|()| file.write_all(body.as_bytes()))
+        .map_err(io)?;
         file.persist(path).map_err(|e| io(e.error))?;
         Ok(())
     }

@@ -38,12 +38,10 @@ pub use watch::DEFAULT_WATCH_INTERVAL;
 
 use crate::config::Policy;
 use crate::declaration::{ManifestError, RawManifest};
-use crate::manifest::{PluginManifest, ToolSpec};
 use crate::error_chain::caught;
+use crate::manifest::{PluginManifest, ToolSpec};
 use crate::printable::printable;
-use crate::sandbox::{
-    CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld,
-};
+use crate::sandbox::{CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -361,10 +359,7 @@ impl Registry {
     }
 
     /// [`Registry::load`], calling `progress` before each compilation.
-    pub async fn load_with_progress(
-        policy: Policy,
-        progress: &(dyn Fn(LoadProgress<'_>) + Sync),
-    ) -> Result<Self, RegistryError> {
+    pub async fn load_with_progress(policy: Policy, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Self, RegistryError> {
         let registry = blocking(move || Self::new(policy)).await?;
         registry.populate(progress).await
     }
@@ -448,9 +443,8 @@ impl Registry {
         let lock = self.read_lock().await?;
         let new = self.scan(&old, lock.as_ref(), &|_| {}).await?;
         report::log_catalog(&new);
-        let files = |c: &Catalog| -> HashMap<PathBuf, String> {
-            c.plugins.iter().map(|p| (p.path.clone(), p.sha256.clone())).collect()
-        };
+        let files =
+            |c: &Catalog| -> HashMap<PathBuf, String> { c.plugins.iter().map(|p| (p.path.clone(), p.sha256.clone())).collect() };
         let (before, after) = (files(&old), files(&new));
         let name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let paths: BTreeSet<&PathBuf> = before.keys().chain(after.keys()).collect();
@@ -611,7 +605,9 @@ impl Registry {
         .map_err(|message| panicked("compiling", message))?
         .map_err(compile_error)?;
         let prepare = |grants: &Grants| {
-            caught(|| self.sandbox.prepare(&component, grants)).map_err(|message| panicked("preparing", message))?.map_err(compile_error)
+            caught(|| self.sandbox.prepare(&component, grants))
+                .map_err(|message| panicked("preparing", message))?
+                .map_err(compile_error)
         };
         // The manifest is read with no grants; calls run with the plugin's.
         let bare = prepare(&Grants::none())?;
@@ -624,7 +620,8 @@ impl Registry {
             Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
-        let mut manifest = RawManifest::from(raw).validate(Limits::for_manifest().output_bytes)
+        let mut manifest = RawManifest::from(raw)
+            .validate(Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
         let section = self.policy.plugins.get(&manifest.name);
         let renamed = names::rename_tools(&mut manifest, section, &key)?;

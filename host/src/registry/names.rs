@@ -55,7 +55,10 @@ pub(super) fn rename_tools(
             // The prefix's characters are checked with the policy; only its
             // length with this name is left.
             if !is_valid_name(name) {
-                return Err(refused("tool_prefix".into(), format!("is longer than a tool name may be ({MAX_TOOL_NAME_LEN} bytes)")));
+                return Err(refused(
+                    "tool_prefix".into(),
+                    format!("is longer than a tool name may be ({MAX_TOOL_NAME_LEN} bytes)"),
+                ));
             }
             continue;
         }

@@ -1,10 +1,8 @@
 //! Host bindings for the `toolhost:plugin` world, and the conversion of a
 //! guest's manifest into the host-side types.
 
-use crate::manifest::{
-    Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, ToolSpec,
-};
 use crate::declaration::{RawManifest, RawTool};
+use crate::manifest::{Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, ToolSpec};
 
 wasmtime::component::bindgen!({
     path: "wit",
@@ -99,9 +97,8 @@ impl<T: Send + 'static> ReadyPlugin<T> {
     pub(crate) fn new(pre: wasmtime::component::InstancePre<T>) -> wasmtime::Result<Self> {
         let pre = PluginPre::new(pre)?;
         let component = pre.instance_pre().component();
-        let find = |name: &str| {
-            component.get_export_index(None, name).ok_or_else(|| wasmtime::format_err!("no export `{name}` found"))
-        };
+        let find =
+            |name: &str| component.get_export_index(None, name).ok_or_else(|| wasmtime::format_err!("no export `{name}` found"));
         Ok(ReadyPlugin { manifest: find("manifest")?, invoke: find("invoke")?, pre })
     }
 

@@ -7,16 +7,16 @@ use super::filesystem::{Listings, OpenFiles};
 use super::grants::{Grants, HttpGate};
 use super::host_work::{self, HostLimit, HostWork};
 use super::limits::{CallLimiter, Limits, Refusal};
-use crate::failure::{CallFailure, SharedError, ToolFailure, ToolFailureKind, ToolOutput};
-use crate::units::human_bytes;
 use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
-use crate::printable::printable;
 use crate::error_chain::error_chain;
+use crate::failure::{CallFailure, SharedError, ToolFailure, ToolFailureKind, ToolOutput};
+use crate::printable::printable;
+use crate::units::human_bytes;
 use std::time::{Duration, Instant};
-use wasmtime::component::{ResourceTable, ResourceTableError};
 use tokio_util::sync::CancellationToken;
+use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{CallHook, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -190,7 +190,9 @@ impl Sandbox {
         let result = match outcome {
             None => Err(CallFailure::Cancelled),
             Some(Err(_elapsed)) => Err(CallFailure::TimedOut { limit: limits.timeout }),
-            Some(Ok(Err(error))) => Err(caused_by(classify(&error, store.data(), &stderr, reading_manifest, instantiated), error)),
+            Some(Ok(Err(error))) => {
+                Err(caused_by(classify(&error, store.data(), &stderr, reading_manifest, instantiated), error))
+            }
             Some(Ok(Ok(returned))) => Ok(returned),
         };
         let result = result.and_then(|returned| check_returned(returned, store.data()));
@@ -377,9 +379,7 @@ fn classify(
             let aborted = *trap == Trap::UnreachableCodeReached && !stderr.contains("panicked at");
             match (state.limiter.refused, aborted) {
                 (Some(Refusal::Memory { limit }), true) => CallFailure::MemoryLimit { limit },
-                (Some(Refusal::TableElements { limit }), true) => {
-                    CallFailure::ResourceLimit { what: "table elements", limit }
-                }
+                (Some(Refusal::TableElements { limit }), true) => CallFailure::ResourceLimit { what: "table elements", limit },
                 (refused, _) => CallFailure::Trapped { trap: trap.to_string(), stderr, refused: refused.map(refusal_note) },
             }
         }
@@ -394,9 +394,13 @@ fn classify(
             let message = error_chain(&**error);
             // wasmtime reports count limits only as text: "resource limit
             // exceeded: instance count too high at 33".
-            let count = [("instance", "instances", limits.instances), ("table", "tables", limits.tables), ("memory", "memories", limits.memories)]
-                .into_iter()
-                .find(|(desc, _, _)| message.contains(&format!("resource limit exceeded: {desc} count")));
+            let count = [
+                ("instance", "instances", limits.instances),
+                ("table", "tables", limits.tables),
+                ("memory", "memories", limits.memories),
+            ]
+            .into_iter()
+            .find(|(desc, _, _)| message.contains(&format!("resource limit exceeded: {desc} count")));
             match count {
                 Some((_, what, limit)) => CallFailure::ResourceLimit { what, limit },
                 None => CallFailure::Host { message, source: None },
@@ -451,7 +455,12 @@ fn emit_stdio(plugin: &str, stdout: &Capture, stderr: &Capture) {
         }
         let more = lines.count();
         if more > 0 || capture.dropped() > 0 {
-            tracing::debug!(plugin, stream, "… {more} more lines, and {} bytes past the {STDIO_CAPTURE_BYTES}-byte capture", capture.dropped());
+            tracing::debug!(
+                plugin,
+                stream,
+                "… {more} more lines, and {} bytes past the {STDIO_CAPTURE_BYTES}-byte capture",
+                capture.dropped()
+            );
         }
     }
 }

@@ -34,13 +34,13 @@ use std::path::{Component, Path};
 use std::sync::Arc;
 use std::time::SystemTime;
 use wasmtime::component::{Linker, Resource, ResourceTable};
+use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::clocks::wall_clock::Datetime;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsResult, ReaddirIterator};
-use wasmtime_wasi::OpenMode;
 
 /// What one directory entry costs the host in a listing, beyond its name.
 const LISTING_BYTES_PER_ENTRY: usize = 64;
@@ -54,7 +54,8 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     let mut types = linker.instance(WASI_FILESYSTEM_TYPES)?;
     types.func_wrap_async(
         "[method]descriptor.open-at",
-        |mut store, (fd, path_flags, path, oflags, flags): (Resource<Descriptor>, PathFlags, String, OpenFlags, DescriptorFlags)| {
+        |mut store,
+         (fd, path_flags, path, oflags, flags): (Resource<Descriptor>, PathFlags, String, OpenFlags, DescriptorFlags)| {
             Box::new(async move { open_at(store.data_mut(), fd, path_flags, path, oflags, flags).await.map(|r| (r,)) })
         },
     )?;
@@ -218,9 +219,7 @@ fn dir_of(state: &CallState, fd: &Resource<Descriptor>) -> wasmtime::Result<Resu
 
 /// [`dir_of`], refused where the grant is read-only.
 fn writable_dir(state: &CallState, fd: &Resource<Descriptor>) -> wasmtime::Result<Result<Dir, ErrorCode>> {
-    Ok(dir_of(state, fd)?.and_then(|dir| {
-        if dir.perms.write_not_permitted() { Err(ErrorCode::NotPermitted) } else { Ok(dir) }
-    }))
+    Ok(dir_of(state, fd)?.and_then(|dir| if dir.perms.write_not_permitted() { Err(ErrorCode::NotPermitted) } else { Ok(dir) }))
 }
 
 async fn open_at(
@@ -334,11 +333,14 @@ fn open_options(
         mode |= OpenMode::READ;
     }
     options._cap_fs_ext_follow(follow(path_flags));
-    let sync = DescriptorFlags::FILE_INTEGRITY_SYNC | DescriptorFlags::DATA_INTEGRITY_SYNC | DescriptorFlags::REQUESTED_WRITE_SYNC;
+    let sync =
+        DescriptorFlags::FILE_INTEGRITY_SYNC | DescriptorFlags::DATA_INTEGRITY_SYNC | DescriptorFlags::REQUESTED_WRITE_SYNC;
     if flags.intersects(sync) {
         return Err(ErrorCode::Unsupported);
     }
-    if oflags.contains(OpenFlags::DIRECTORY) && (creates || oflags.contains(OpenFlags::EXCLUSIVE) || oflags.contains(OpenFlags::TRUNCATE)) {
+    if oflags.contains(OpenFlags::DIRECTORY)
+        && (creates || oflags.contains(OpenFlags::EXCLUSIVE) || oflags.contains(OpenFlags::TRUNCATE))
+    {
         return Err(ErrorCode::Invalid);
     }
     if dir.perms.write_not_permitted() && mode.contains(OpenMode::WRITE) {
@@ -415,16 +417,15 @@ async fn symlink_at(
         return Ok(Err(ErrorCode::NotPermitted));
     }
     let parent = Arc::clone(&dir.dir);
-    let made = tokio::task::spawn_blocking(move || cap_primitives::fs::symlink_contents(&target, &parent, Path::new(&link)))
-        .await?;
+    let made =
+        tokio::task::spawn_blocking(move || cap_primitives::fs::symlink_contents(&target, &parent, Path::new(&link))).await?;
     Ok(made.map_err(ErrorCode::from))
 }
 
 /// Whether a link target resolves below the link's own directory: relative
 /// and never climbing.
 fn stays_inside(target: &str) -> bool {
-    !target.is_empty()
-        && Path::new(target).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    !target.is_empty() && Path::new(target).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
 async fn read_directory(

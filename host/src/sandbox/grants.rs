@@ -10,13 +10,13 @@
 //! - an [`EnvGrant`] sets one environment variable to the host's value;
 //! - an HTTP host lets `wasi:http` requests reach that host (and port).
 
+use super::capture::Capture;
+use super::descriptors::Descriptors;
 use crate::manifest::{Capabilities, DirAccess, Permission, Reach};
+use crate::printable::printable;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use super::capture::Capture;
-use super::descriptors::Descriptors;
-use crate::printable::printable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
@@ -163,10 +163,9 @@ impl Grants {
             }
             match std::env::var(name) {
                 Ok(value) => grants.env.push(EnvGrant { name: name.clone(), value }),
-                Err(_) => grants.withheld.push(Withheld::Env {
-                    name: name.clone(),
-                    reason: "allowed, but not set on the host".into(),
-                }),
+                Err(_) => {
+                    grants.withheld.push(Withheld::Env { name: name.clone(), reason: "allowed, but not set on the host".into() })
+                }
             }
         }
         for host in &requested.http_hosts {
@@ -181,12 +180,7 @@ impl Grants {
 
     /// The WASI context of one call: these grants and nothing more, with
     /// stdout and stderr captured into bounded pipes.
-    pub(crate) fn wasi_ctx(
-        &self,
-        stdout: Capture,
-        stderr: Capture,
-        max_random_bytes: u64,
-    ) -> wasmtime::Result<WasiCtx> {
+    pub(crate) fn wasi_ctx(&self, stdout: Capture, stderr: Capture, max_random_bytes: u64) -> wasmtime::Result<WasiCtx> {
         let mut builder = WasiCtxBuilder::new();
         builder
             .stdout(stdout)
@@ -268,16 +262,13 @@ impl HttpGate {
         let Some(host) = uri.host() else { return false };
         let with_port = uri.port_u16().map(|port| format!("{host}:{port}"));
         self.allowed.iter().any(|allowed| {
-            allowed.eq_ignore_ascii_case(host)
-                || with_port.as_deref().is_some_and(|hp| allowed.eq_ignore_ascii_case(hp))
+            allowed.eq_ignore_ascii_case(host) || with_port.as_deref().is_some_and(|hp| allowed.eq_ignore_ascii_case(hp))
         })
     }
 }
 
-type SendResult = wasmtime_wasi_http::Result<(
-    http::Response<WasiBody>,
-    Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
-)>;
+type SendResult =
+    wasmtime_wasi_http::Result<(http::Response<WasiBody>, Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>)>;
 
 impl WasiHttpHooks for HttpGate {
     fn send_request(

@@ -17,14 +17,14 @@
 
 use super::call::CallState;
 use super::host_memory::HostMemory;
-use crate::units::human_bytes;
 use super::linking::{WASI_FILESYSTEM_TYPES, WASI_IO_POLL, WASI_IO_STREAMS};
-use wasmtime::component::{Linker, Resource};
+use crate::units::human_bytes;
 use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::HostDescriptor;
-use wasmtime_wasi::p2::bindings::io::streams::{Host as _, HostInputStream, HostOutputStream, StreamError};
 use wasmtime_wasi::p2::bindings::io::poll::Host as PollHost;
+use wasmtime_wasi::p2::bindings::io::streams::{Host as _, HostInputStream, HostOutputStream, StreamError};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, DynPollable};
 
 /// Fuel every return from the host costs, whatever it did: a host call
@@ -95,7 +95,6 @@ pub(crate) fn after_host_call(mut store: StoreContextMut<'_, CallState>) -> wasm
     store.set_fuel(fuel.saturating_sub(charge))
 }
 
-
 /// Replace the functions that read for the guest with ones that count the
 /// bytes, in `linker`, which already holds WASI.
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
@@ -163,21 +162,18 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
         })
     })?;
     let mut files = linker.instance(WASI_FILESYSTEM_TYPES)?;
-    files.func_wrap_async(
-        "[method]descriptor.read",
-        |mut store, (fd, len, offset): (Resource<Descriptor>, u64, u64)| {
-            Box::new(async move {
-                let state = store.data_mut();
-                match state.filesystem().read(fd, len, offset).await {
-                    Ok((bytes, end)) => {
-                        state.work.pending_bytes += bytes.len() as u64;
-                        Ok((Ok((bytes, end)),))
-                    }
-                    Err(error) => Ok((Err(error.downcast()?),)),
+    files.func_wrap_async("[method]descriptor.read", |mut store, (fd, len, offset): (Resource<Descriptor>, u64, u64)| {
+        Box::new(async move {
+            let state = store.data_mut();
+            match state.filesystem().read(fd, len, offset).await {
+                Ok((bytes, end)) => {
+                    state.work.pending_bytes += bytes.len() as u64;
+                    Ok((Ok((bytes, end)),))
                 }
-            })
-        },
-    )?;
+                Err(error) => Ok((Err(error.downcast()?),)),
+            }
+        })
+    })?;
     linker.allow_shadowing(false);
     Ok(())
 }

@@ -142,12 +142,7 @@ impl CallLimiter {
 }
 
 impl wasmtime::ResourceLimiter for CallLimiter {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let total = self.memory_bytes.saturating_add(desired.saturating_sub(current));
         if total > self.limits.memory_bytes {
             self.refused = Some(Refusal::Memory { limit: self.limits.memory_bytes });
@@ -157,12 +152,7 @@ impl wasmtime::ResourceLimiter for CallLimiter {
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.limits.table_elements {
             self.refused = Some(Refusal::TableElements { limit: self.limits.table_elements });
             return Ok(false);

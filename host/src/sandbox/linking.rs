@@ -15,12 +15,12 @@
 //! fail to load.
 
 use super::call::CallState;
-use crate::failure::GrantKind;
 use super::grants::Grants;
 use super::{bindings, filesystem, host_work};
+use crate::failure::GrantKind;
+use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::Engine;
 
 /// The WASI interfaces toolhost answers some functions of itself, at the
 /// versions `wasmtime-wasi` links (a plugin built against an older 0.2.x
@@ -99,9 +99,7 @@ impl Linkers {
             for (item, ty) in instance.exports(engine) {
                 if let ComponentItem::ComponentFunc(_) = ty.ty {
                     let function = format!("{name}#{item}");
-                    stubs.func_new(item, move |_, _, _, _| {
-                        Err(NotGranted { capability, function: function.clone() }.into())
-                    })?;
+                    stubs.func_new(item, move |_, _, _, _| Err(NotGranted { capability, function: function.clone() }.into()))?;
                 }
             }
         }

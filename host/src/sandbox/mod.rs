@@ -21,26 +21,26 @@ mod size;
 mod wasi_errno;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
-pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 pub(crate) use call::{CallState, Export, Returned};
-pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
-pub(crate) use wasi_errno::explain as explain_guest_error;
 pub use descriptors::raise_open_file_limit;
+pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
 pub use host_memory::{HostMemoryAllocator, accounting_active};
+pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
+pub use limits::{
+    DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_HTTP_REQUESTS, DEFAULT_INSTANCES, DEFAULT_MEMORIES, DEFAULT_MEMORY_BYTES,
+    DEFAULT_OPEN_FILES, DEFAULT_OUTPUT_BYTES, DEFAULT_RESOURCES, DEFAULT_TABLE_ELEMENTS, DEFAULT_TABLES, DEFAULT_TIMEOUT, Limits,
+    MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
+};
+pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 pub use size::{
     ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_CONCURRENT_CALLS, MAX_MEMORIES_PER_CALL, MAX_SHARDS,
     MEMORIES_PER_CALL, MEMORY_GUARD, MEMORY_RESERVATION, SandboxSize, address_space_limit,
 };
-pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
-pub use limits::{
-    DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_HTTP_REQUESTS, DEFAULT_INSTANCES, DEFAULT_MEMORIES, DEFAULT_MEMORY_BYTES,
-    DEFAULT_OPEN_FILES, DEFAULT_OUTPUT_BYTES, DEFAULT_RESOURCES, DEFAULT_TABLE_ELEMENTS, DEFAULT_TABLES,
-    DEFAULT_TIMEOUT, Limits, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
-};
+pub(crate) use wasi_errno::explain as explain_guest_error;
 
 use crate::error_chain::{caught, error_chain};
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;

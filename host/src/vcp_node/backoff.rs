@@ -70,7 +70,12 @@ mod tests {
     #[test]
     fn jitter_spreads_the_waits() {
         let mut backoff = Backoff::new(Reconnect::default());
-        let waits: std::collections::BTreeSet<Duration> = (0..20).map(|_| { backoff.reset(); backoff.next() }).collect();
+        let waits: std::collections::BTreeSet<Duration> = (0..20)
+            .map(|_| {
+                backoff.reset();
+                backoff.next()
+            })
+            .collect();
         assert!(waits.len() > 10, "{waits:?}");
     }
 }

@@ -249,7 +249,9 @@ pub(super) fn server_url(server: &str) -> Result<String, InvalidServerUrl> {
         return Err(invalid("expected the ws:// or wss:// scheme"));
     }
     if server.contains("VCP_Key") {
-        return Err(invalid("the key does not belong in the URL (configuration gets published): put it in the environment variable named by key_env"));
+        return Err(invalid(
+            "the key does not belong in the URL (configuration gets published): put it in the environment variable named by key_env",
+        ));
     }
     if server.chars().any(|c| c.is_whitespace() || c.is_control() || c == '?' || c == '#') {
         return Err(invalid("expected no spaces, query or fragment"));
@@ -352,7 +354,11 @@ impl VcpSection {
         let max = millis("reconnect.max_ms", self.reconnect.max_ms, DEFAULT_RECONNECT_MAX.max(initial), 1)?;
         if max < initial {
             let value = max.as_millis().to_string();
-            return Err(invalid("reconnect.max_ms", &value, format!("expected at least reconnect.initial_ms ({})", initial.as_millis())));
+            return Err(invalid(
+                "reconnect.max_ms",
+                &value,
+                format!("expected at least reconnect.initial_ms ({})", initial.as_millis()),
+            ));
         }
         config.reconnect = Reconnect { initial, max };
         config.ping_interval = millis("ping_interval_ms", self.ping_interval_ms, DEFAULT_PING_INTERVAL, 10)?;
@@ -433,20 +439,26 @@ mod tests {
             let error = parse(text).unwrap_err().to_string();
             assert!(error.contains(says), "{error}");
         };
-        refused("[vcp]\nserver = \"http://x:1\"\n", "vcp.server = \"http://x:1\" is invalid: expected the ws:// or wss:// scheme");
         refused(
-            "[vcp]\nserver = \"ws://x:1/vcp-distributed-server/VCP_Key=abc\"\n",
-            "the key does not belong in the URL",
+            "[vcp]\nserver = \"http://x:1\"\n",
+            "vcp.server = \"http://x:1\" is invalid: expected the ws:// or wss:// scheme",
         );
+        refused("[vcp]\nserver = \"ws://x:1/vcp-distributed-server/VCP_Key=abc\"\n", "the key does not belong in the URL");
         refused("[vcp]\nserver = \"ws://\"\n", "expected a host");
         refused("[vcp]\nserver = \"ws://x\"\nkey = \"abc\"\n", "unknown field `key`");
-        refused("[vcp]\nserver = \"ws://x\"\n[vcp.unattended]\nmoderate = \"ask\"\n", "unknown variant `ask`, expected `deny` or `allow`");
+        refused(
+            "[vcp]\nserver = \"ws://x\"\n[vcp.unattended]\nmoderate = \"ask\"\n",
+            "unknown variant `ask`, expected `deny` or `allow`",
+        );
         refused("[vcp]\nserver = \"ws://x\"\n[vcp.reconnect]\ninitial_ms = 0\n", "vcp.reconnect.initial_ms = 0 is out of range");
         refused(
             "[vcp]\nserver = \"ws://x\"\n[vcp.reconnect]\ninitial_ms = 900\nmax_ms = 800\n",
             "vcp.reconnect.max_ms = \"800\" is invalid: expected at least reconnect.initial_ms (900)",
         );
-        refused("[vcp]\nserver = \"ws://x\"\nmax_file_kib = 100000\n", "vcp.max_file_kib = 100000 is out of range: expected 1 to 12288");
+        refused(
+            "[vcp]\nserver = \"ws://x\"\nmax_file_kib = 100000\n",
+            "vcp.max_file_kib = 100000 is out of range: expected 1 to 12288",
+        );
         refused("[vcp]\nserver = \"ws://x\"\nnode_name = \"\"\n", "vcp.node_name = \"\" is invalid");
     }
 

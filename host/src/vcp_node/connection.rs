@@ -2,6 +2,7 @@
 //! register, then serve calls until the connection is lost, shutdown is
 //! asked for, or the exposed tools change.
 
+use super::budget::Budget;
 use super::config::{
     ACK_TIMEOUT, CANCEL_FLUSH, CONNECT_TIMEOUT, DISTRIBUTED_PATH, MAX_FRAME_BYTES, MAX_PENDING_BYTES, MAX_PENDING_CALLS,
     SILENT_INTERVALS,
@@ -9,15 +10,14 @@ use super::config::{
 use super::error::NodeError;
 use super::frames::{self, ExecuteTool, Incoming, Registration};
 use super::status::NodeState;
-use super::{Inner, InFlight, calls};
+use super::{InFlight, Inner, calls};
 use crate::registry::RegistryEvent;
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::net::TcpStream;
 use std::time::Duration;
-use super::budget::Budget;
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, broadcast, mpsc};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
@@ -377,7 +377,10 @@ impl Session {
         let request_id = request.request_id.clone();
         let held = self.budget.try_take(size);
         let refusal = if draining {
-            Some("the node is closing this connection (shutting down, or re-registering changed tools); call again shortly".to_owned())
+            Some(
+                "the node is closing this connection (shutting down, or re-registering changed tools); call again shortly"
+                    .to_owned(),
+            )
         } else if self.calls.len() >= MAX_PENDING_CALLS {
             Some(format!(
                 "the node has {MAX_PENDING_CALLS} calls running or waiting, its limit (MAX_PENDING_CALLS); call again shortly"

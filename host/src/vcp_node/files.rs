@@ -43,7 +43,8 @@ pub(super) fn check(config: &VcpConfig, args: &Map<String, Value>) -> Result<Fil
         return Err(invalid(format!("{INTERNAL_REQUEST_FILE} needs a fileUrl")));
     };
     let path = local_path(url).map_err(invalid)?;
-    let Some((dir, inside)) = config.serve_dirs.iter().find_map(|dir| Some((dir.clone(), path.strip_prefix(dir).ok()?.to_owned())))
+    let Some((dir, inside)) =
+        config.serve_dirs.iter().find_map(|dir| Some((dir.clone(), path.strip_prefix(dir).ok()?.to_owned())))
     else {
         return Err(refused(format!("{} is not inside a directory in [vcp] serve_dirs", path.display())));
     };

@@ -111,12 +111,19 @@ impl Registration {
     /// calls are checked by), each as a VCP manifest whose timeout covers
     /// the questions `approvals` may put to a person about a call of it by
     /// `agent` (see [`VcpConfig::approval_window`]).
-    pub(super) fn of(catalog: &Catalog, exposure: &ToolCallConfig, config: &VcpConfig, approvals: &Approvals, agent: &str) -> Registration {
+    pub(super) fn of(
+        catalog: &Catalog,
+        exposure: &ToolCallConfig,
+        config: &VcpConfig,
+        approvals: &Approvals,
+        agent: &str,
+    ) -> Registration {
         let exposed: Vec<_> = catalog.tools().filter(|(_, spec)| exposure.exposes(spec)).collect();
         let manifests: Vec<Value> = exposed
             .iter()
             .map(|(plugin, spec)| {
-                let questions = u32::from(approvals.may_ask(agent, exposure.require_confirmation, spec)) + u32::from(spec.result_approval);
+                let questions =
+                    u32::from(approvals.may_ask(agent, exposure.require_confirmation, spec)) + u32::from(spec.result_approval);
                 let timeout = plugin.limits.timeout + config.approval_window * questions + SERVER_TIMEOUT_MARGIN;
                 json!({
                     "name": spec.name,
@@ -232,7 +239,10 @@ mod tests {
             Incoming::parse(br#"{"type":"execute_tool","data":{"requestId":"r2","toolName":"t","toolArgs":"x"}}"#),
             Incoming::Malformed { request_id: Some("r2".into()), why: "toolArgs must be a JSON object".into() }
         );
-        assert_eq!(Incoming::parse(br#"{"type":"cancel_tool","data":{"requestId":"r1"}}"#), Incoming::Cancel { request_id: "r1".into() });
+        assert_eq!(
+            Incoming::parse(br#"{"type":"cancel_tool","data":{"requestId":"r1"}}"#),
+            Incoming::Cancel { request_id: "r1".into() }
+        );
         assert_eq!(Incoming::parse(b"not json"), Incoming::Ignored("a frame that is not a JSON object".into()));
         assert_eq!(Incoming::parse(br#"{"type":"heartbeat"}"#), Incoming::Ignored("a `heartbeat` frame".into()));
     }

@@ -163,7 +163,11 @@ fn reported(line: &str) -> Option<Reported> {
 /// reported it: each call takes the first unclaimed summary entry of its
 /// tool. A call without one was not run by the server, as far as it said;
 /// a summary entry without a block comes last, with its own id.
-pub fn reported_outcomes(calls: &[ToolCall], reported: Option<&[Reported]>, next_id: &mut dyn FnMut() -> String) -> Vec<ToolOutcome> {
+pub fn reported_outcomes(
+    calls: &[ToolCall],
+    reported: Option<&[Reported]>,
+    next_id: &mut dyn FnMut() -> String,
+) -> Vec<ToolOutcome> {
     let reported = reported.unwrap_or_default();
     let mut claimed = vec![false; reported.len()];
     let by_server = |entry: &Reported| format!("run by the VCP server: {}", entry.words);
@@ -205,10 +209,10 @@ mod tests {
         assert_eq!(rounds.len(), 3);
         assert!(rounds[0].text.starts_with("Let me work.") && rounds[0].text.contains("<<<[END_TOOL_REQUEST]>>>"));
         let first = rounds[0].reported.as_ref().unwrap();
-        assert_eq!(first.iter().map(|r| (r.tool.as_str(), r.status)).collect::<Vec<_>>(), [
-            ("calculate", Status::Success),
-            ("FileOperator", Status::Denied)
-        ]);
+        assert_eq!(
+            first.iter().map(|r| (r.tool.as_str(), r.status)).collect::<Vec<_>>(),
+            [("calculate", Status::Success), ("FileOperator", Status::Denied)]
+        );
         assert_eq!(rounds[1].reported.as_ref().unwrap()[0].status, Status::TimedOut);
         assert_eq!((rounds[2].text, &rounds[2].reported), ("\nThe answer is 2.", &None));
         assert!(server_rounds("just an answer")[0].reported.is_none());
@@ -233,12 +237,15 @@ mod tests {
             format!("call-{n}")
         });
         let seen: Vec<(&str, &str, Status)> = outcomes.iter().map(|o| (o.id.as_str(), o.tool.as_str(), o.status)).collect();
-        assert_eq!(seen, [
-            ("call-1", "calculate", Status::Success),
-            ("call-2", "calculate", Status::Error),
-            ("call-3", "unreported", Status::Cancelled),
-            ("call-4", "FileOperator", Status::Denied),
-        ]);
+        assert_eq!(
+            seen,
+            [
+                ("call-1", "calculate", Status::Success),
+                ("call-2", "calculate", Status::Error),
+                ("call-3", "unreported", Status::Cancelled),
+                ("call-4", "FileOperator", Status::Denied),
+            ]
+        );
         assert_eq!(outcomes[1].output, "run by the VCP server: 调用失败");
     }
 }

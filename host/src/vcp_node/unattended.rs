@@ -65,8 +65,12 @@ impl UnattendedApprover {
                 "use a client that supports elicitation to be asked",
             ),
         };
-        let needs =
-            format!("`{}` (plugin {}) needs approval because {}, and {nobody}", printable(&call.tool), printable(&call.plugin), call.reason);
+        let needs = format!(
+            "`{}` (plugin {}) needs approval because {}, and {nobody}",
+            printable(&call.tool),
+            printable(&call.plugin),
+            call.reason
+        );
         match self.setting(call) {
             Some((key, UnattendedAction::Allow)) => {
                 Answer { decision: CallDecision::AllowOnce, by: DecidedBy::Rule(format!("{key} = \"allow\"")) }

@@ -57,8 +57,7 @@ impl Plugin for Clock {
 toolhost_sdk::export_plugin!(Clock);
 
 fn zone(name: &str) -> Result<Tz, ToolError> {
-    name.parse()
-        .map_err(|_| ToolError::invalid_args(format!("`{name}` is not an IANA time zone (e.g. Europe/Paris)")))
+    name.parse().map_err(|_| ToolError::invalid_args(format!("`{name}` is not an IANA time zone (e.g. Europe/Paris)")))
 }
 
 fn parse_local(text: &str) -> Result<NaiveDateTime, ToolError> {

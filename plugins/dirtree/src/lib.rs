@@ -32,9 +32,8 @@ impl Plugin for DirTree {
         }
         let path = args.get_opt::<String>("path")?.unwrap_or_else(|| ROOT.into());
         let max_depth = args.get_opt::<u32>("max_depth")?.unwrap_or(3);
-        let ignore = args
-            .get_opt::<Vec<String>>("ignore")?
-            .unwrap_or_else(|| vec![".git".into(), "target".into(), "node_modules".into()]);
+        let ignore =
+            args.get_opt::<Vec<String>>("ignore")?.unwrap_or_else(|| vec![".git".into(), "target".into(), "node_modules".into()]);
         let mut listing = Listing { lines: vec![path.clone()], dirs: 0, files: 0, ignore, max_depth };
         listing.walk(Path::new(&path), "", 1)?;
         let mut text = listing.lines.join("\n");
@@ -55,8 +54,7 @@ struct Listing {
 
 impl Listing {
     fn walk(&mut self, dir: &Path, prefix: &str, depth: u32) -> Result<(), ToolError> {
-        let entries = fs::read_dir(dir)
-            .map_err(|e| ToolError::failed(format!("cannot list {}: {e}", dir.display())))?;
+        let entries = fs::read_dir(dir).map_err(|e| ToolError::failed(format!("cannot list {}: {e}", dir.display())))?;
         let mut entries: Vec<_> = entries
             .filter_map(Result::ok)
             .filter(|e| !self.ignore.iter().any(|i| e.file_name().to_string_lossy() == i.as_str()))

@@ -61,7 +61,7 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{prose, no_calls, calls, checked, parse, warnings};
+    use super::super::testing::{calls, checked, no_calls, parse, prose, warnings};
     use serde_json::{Value, json};
 
     const R7B: &str = "<|START_THINKING|>I will look up the weather, then the time.<|END_THINKING|><|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}},\n    {\"tool_call_id\": \"1\", \"tool_name\": \"now\", \"parameters\": {}}\n]<|END_ACTION|>";

@@ -48,7 +48,14 @@ pub(crate) const FAMILIES: &[Family] = &[
         name: "Qwen3-Coder XML",
         models: "Qwen3-Coder, Step 3.5, Nemotron Nano 3",
         sample: "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
-        engines: ["`qwen3_coder`, `qwen3_xml`, `step3p5`", "`qwen3_coder`, `step3p5`", "✓", "`qwen3_coder`, `nemotron_nano`; TRT-LLM ✓", "✓", NONE],
+        engines: [
+            "`qwen3_coder`, `qwen3_xml`, `step3p5`",
+            "`qwen3_coder`, `step3p5`",
+            "✓",
+            "`qwen3_coder`, `nemotron_nano`; TRT-LLM ✓",
+            "✓",
+            NONE,
+        ],
         auto: "values typed by the declared schema; with or without the `<tool_call>`; a value quoting `</parameter>` keeps it",
     },
     Family {
@@ -104,7 +111,14 @@ pub(crate) const FAMILIES: &[Family] = &[
         name: "DeepSeek DSML",
         models: "DeepSeek V3.2, V4",
         sample: "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
-        engines: ["`deepseek_v32`, `deepseek_v4`", "`deepseekv32`, `deepseekv4`", NONE, "`deepseek_v3_2`, `deepseek_v4`; TRT-LLM ✓", NONE, NONE],
+        engines: [
+            "`deepseek_v32`, `deepseek_v4`",
+            "`deepseekv32`, `deepseekv4`",
+            NONE,
+            "`deepseek_v3_2`, `deepseek_v4`; TRT-LLM ✓",
+            NONE,
+            NONE,
+        ],
         auto: "`string=\"true\"` values kept as text, others decoded as JSON; the closing tag may be left out",
     },
     Family {
@@ -276,7 +290,13 @@ pub(crate) fn render() -> String {
     table.push_str("|\n");
     for family in FAMILIES {
         let engines: Vec<String> = family.engines.iter().map(|e| cell(e)).collect();
-        table.push_str(&format!("| {} | {} | {} | {} |\n", cell(family.name), cell(family.models), engines.join(" | "), cell(family.auto)));
+        table.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            cell(family.name),
+            cell(family.models),
+            engines.join(" | "),
+            cell(family.auto)
+        ));
     }
     table
 }
@@ -309,6 +329,9 @@ mod tests {
             std::fs::write(path, format!("{}{table}{}", &readme[..start], &readme[end..])).unwrap();
             return;
         }
-        assert!(readme[start..end] == table, "the README's compatibility table differs from the families in compatibility.rs; run `TOOLHOST_BLESS=1 cargo test -p toolhost --lib compatibility` to rewrite it");
+        assert!(
+            readme[start..end] == table,
+            "the README's compatibility table differs from the families in compatibility.rs; run `TOOLHOST_BLESS=1 cargo test -p toolhost --lib compatibility` to rewrite it"
+        );
     }
 }

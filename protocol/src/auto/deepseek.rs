@@ -11,19 +11,20 @@
 //! ASCII `_` or spaces for `▁` (the variants llama.cpp accepts), and R1
 //! sometimes leaves out `<｜tool▁call▁begin｜>` inside a section.
 
+use super::super::ParsedCall;
 use super::super::lenient_json;
 use super::super::scan::{Collector, FENCE, find};
-use super::super::ParsedCall;
-use super::{dsml, step3};
 use super::section::{self, CallTokenSearch, CallTokens};
 use super::{Scope, markup_name};
+use super::{dsml, step3};
 use serde_json::{Map, Value};
 
 /// Opens the calls.
 pub(crate) const SECTION_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 /// The other ways outputs open them: without `▁begin`, with `_`, with
 /// spaces, with escaped `_`.
-const SECTION_BEGIN_VARIANTS: [&str; 4] = ["<｜tool▁calls｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>", "<｜tool\\_calls\\_begin｜>"];
+const SECTION_BEGIN_VARIANTS: [&str; 4] =
+    ["<｜tool▁calls｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>", "<｜tool\\_calls\\_begin｜>"];
 /// Closes the calls.
 pub(crate) const SECTION_END: &str = "<｜tool▁calls▁end｜>";
 /// Opens one call.
@@ -147,7 +148,7 @@ fn fenced_object(text: &str) -> Option<Map<String, Value>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{prose, calls, checked, no_calls, one, parse, warnings};
+    use super::super::testing::{calls, checked, no_calls, one, parse, prose, warnings};
     use serde_json::{Value, json};
 
     /// Two calls as V3 and R1 write them.
@@ -175,13 +176,15 @@ mod tests {
         let forced_open = format!("The weather first.</think>normal text{V31} some suffix text");
         assert_eq!(calls(&forced_open), both());
         assert_eq!(parse(&forced_open).content, "The weather first.</think>normal text some suffix text");
-        let one_call = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>calculate<｜tool▁sep｜>{\"x\":1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        let one_call =
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>calculate<｜tool▁sep｜>{\"x\":1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
         assert_eq!(calls(one_call), one("calculate", json!({"x": 1})));
     }
 
     #[test]
     fn deepseek_variants_that_real_outputs_show() {
-        for begin in ["<｜tool▁calls｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>", "<｜tool\\_calls\\_begin｜>"] {
+        for begin in ["<｜tool▁calls｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>", "<｜tool\\_calls\\_begin｜>"]
+        {
             let reply = R1.replacen("<｜tool▁calls▁begin｜>", begin, 1);
             assert_eq!(calls(&reply), both(), "{begin}");
         }
@@ -206,7 +209,8 @@ mod tests {
         let cut = &V31[..V31.len() - "}<｜tool▁call▁end｜><｜tool▁calls▁end｜>".len()];
         assert_eq!(calls(cut), one("get_weather", json!({"city": "Tokyo"})), "only the complete call");
         assert_eq!(warnings(cut), ["a call is cut off before its <｜tool▁call▁end｜>; it is not a call"]);
-        let bad = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>now<｜tool▁sep｜>{\"zone\": <｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        let bad =
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>now<｜tool▁sep｜>{\"zone\": <｜tool▁call▁end｜><｜tool▁calls▁end｜>";
         assert_eq!(calls(bad), vec![]);
         assert_eq!(warnings(bad), ["the arguments of `now` are not a JSON object; it is not a call"]);
         assert_eq!(parse(bad).content, "");

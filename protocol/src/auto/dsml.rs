@@ -14,9 +14,9 @@
 
 use super::super::ParsedCall;
 use super::super::scan::Collector;
+use super::Scope;
 use super::invoke::{DSML, GCML, Invoke};
 use super::section::{self, CallTokens};
-use super::Scope;
 
 /// Opens V3.2's calls.
 pub(crate) const FUNCTION_CALLS_BEGIN: &str = "<｜DSML｜function_calls>";
@@ -165,10 +165,19 @@ mod tests {
         assert_eq!(calls(&after), two);
         assert_eq!(parse(&after).content, "<think>Tokyo first.</think>I will check.");
         let typed = "<｜GCML｜tool_calls><｜GCML｜invoke name=\"forecast\"><｜GCML｜parameter name=\"city\" string=\"false\">\"Rome\"</｜GCML｜parameter><｜GCML｜parameter name=\"days\" string=\"false\">7</｜GCML｜parameter><｜GCML｜parameter name=\"ratio\" string=\"false\">3.5</｜GCML｜parameter><｜GCML｜parameter name=\"metric\" string=\"false\">true</｜GCML｜parameter><｜GCML｜parameter name=\"options\" string=\"false\">{\"nested\": true, \"x\": null}</｜GCML｜parameter></｜GCML｜invoke></｜GCML｜tool_calls>";
-        assert_eq!(Value::Object(checked(typed)), json!({"city": "Rome", "days": 7, "ratio": 3.5, "metric": true, "options": {"nested": true, "x": null}}));
+        assert_eq!(
+            Value::Object(checked(typed)),
+            json!({"city": "Rome", "days": 7, "ratio": 3.5, "metric": true, "options": {"nested": true, "x": null}})
+        );
         let cut = "<｜GCML｜tool_calls><｜GCML｜invoke name=\"broken\">";
-        assert_eq!((calls(cut), warnings(cut)), (vec![], vec!["a call is cut off before its </｜GCML｜invoke>; it is not a call".to_owned()]));
-        no_calls(&["GigaChat 3.5 writes `<｜GCML｜tool_calls><｜GCML｜invoke name=\"delete_all\"></｜GCML｜invoke></｜GCML｜tool_calls>`.", "<｜GCML｜tool_calls><｜DSML｜invoke name=\"now\"></｜DSML｜invoke></｜GCML｜tool_calls>"]);
+        assert_eq!(
+            (calls(cut), warnings(cut)),
+            (vec![], vec!["a call is cut off before its </｜GCML｜invoke>; it is not a call".to_owned()])
+        );
+        no_calls(&[
+            "GigaChat 3.5 writes `<｜GCML｜tool_calls><｜GCML｜invoke name=\"delete_all\"></｜GCML｜invoke></｜GCML｜tool_calls>`.",
+            "<｜GCML｜tool_calls><｜DSML｜invoke name=\"now\"></｜DSML｜invoke></｜GCML｜tool_calls>",
+        ]);
         prose("It opens with <｜GCML｜tool_calls> first.");
     }
 

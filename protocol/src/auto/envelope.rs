@@ -25,10 +25,10 @@
 //! closing token may be left out (it can be the stop token) when the body
 //! is complete; a body the reply ends inside is a warning, not a call.
 
+use super::super::ParsedCall;
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::{Collector, Forward, find};
-use super::super::ParsedCall;
 use super::super::xml_tag::TOOL_CALL;
 use super::{Scope, gemma, glm, markup_name, pythonic};
 use serde_json::{Map, Value};
@@ -142,7 +142,10 @@ pub(super) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub(super) fn new(reply: &'a str) -> Self {
-        Reader { closes: TOKENS.map(|envelope| Forward::new(reply, envelope.close)), gigachat_close: Forward::new(reply, GIGACHAT.close) }
+        Reader {
+            closes: TOKENS.map(|envelope| Forward::new(reply, envelope.close)),
+            gigachat_close: Forward::new(reply, GIGACHAT.close),
+        }
     }
 
     /// The token envelope at `found`, where the chat-token scan stands on
@@ -170,7 +173,14 @@ impl<'a> Reader<'a> {
 /// collected, and where reading stopped. `closes` finds its closing token;
 /// when there is none, reading ends with the reply whether or not the body
 /// holds calls, so that no unclosed envelope is read twice.
-fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes: &mut Forward<'_>, out: &mut Collector<'_>) -> usize {
+fn read(
+    scope: &Scope<'_>,
+    open: usize,
+    body: usize,
+    envelope: &Envelope,
+    closes: &mut Forward<'_>,
+    out: &mut Collector<'_>,
+) -> usize {
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };
     let close = if envelope.close.is_empty() { None } else { closes.next(body) };
@@ -205,7 +215,10 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, closes
         Body::Pythonic => {
             let callable = |name: &str| trust == Trust::Explicit || scope.declared.contains(name);
             pythonic::sequence(reply, body, body_end, callable, out).map(|calls| {
-                calls.into_iter().map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: open..end }).collect()
+                calls
+                    .into_iter()
+                    .map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: open..end })
+                    .collect()
             })
         }
         Body::Json | Body::NameKeyed => match lenient_json::parse_prefix(&reply[body..body_end]) {
@@ -277,7 +290,14 @@ fn read_hy3(scope: &Scope<'_>, open: usize, body: usize, body_end: usize, end: u
 }
 
 /// The calls in a JSON body.
-fn json_calls(value: Value, body: Body, span: std::ops::Range<usize>, trust: Trust, scope: &Scope<'_>, out: &mut Collector<'_>) -> Vec<ParsedCall> {
+fn json_calls(
+    value: Value,
+    body: Body,
+    span: std::ops::Range<usize>,
+    trust: Trust,
+    scope: &Scope<'_>,
+    out: &mut Collector<'_>,
+) -> Vec<ParsedCall> {
     if body == Body::NameKeyed
         && let Some(calls) = name_keyed(&value, &span)
     {
@@ -387,7 +407,10 @@ mod tests {
     #[test]
     fn longcat_calls_with_argument_tags() {
         let reply = "Checking.\n<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Paris</longcat_arg_value>\n</longcat_tool_call>\n<longcat_tool_call>undeclared_tool\n<longcat_arg_key>a</longcat_arg_key>\n<longcat_arg_value>1</longcat_arg_value>\n</longcat_tool_call>";
-        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({"a": "1"}))]);
+        assert_eq!(
+            calls(reply),
+            vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({"a": "1"}))]
+        );
         assert_eq!(parse(reply).content, "Checking.");
         let typed = "<longcat_tool_call>forecast\n<longcat_arg_key>days</longcat_arg_key>\n<longcat_arg_value>3</longcat_arg_value>\n<longcat_arg_key>metric</longcat_arg_key>\n<longcat_arg_value>false</longcat_arg_value>\n</longcat_tool_call>";
         assert_eq!(Value::Object(checked(typed)), json!({"days": 3, "metric": false}));
@@ -414,7 +437,11 @@ mod tests {
             "<function_calls>\nforecast(city=\"Rome\", days=3, ratio=0.5, metric=True, options={\"a\": None})\n</function_calls>",
             "<|tool_call_start|>[forecast(city='Rome', days=3, ratio=0.5, metric=true, options={'a': null})]<|tool_call_end|>",
         ] {
-            assert_eq!(Value::Object(checked(reply)), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}), "{reply}");
+            assert_eq!(
+                Value::Object(checked(reply)),
+                json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}),
+                "{reply}"
+            );
         }
     }
 
@@ -436,9 +463,18 @@ mod tests {
         let sed = "<|tool_call_start|>[bash(command='sed -n '360,450p' /testbed/sympy/matrices/common.py')]<|tool_call_end|>";
         assert_eq!(calls(sed), one("bash", json!({"command": "sed -n '360,450p' /testbed/sympy/matrices/common.py"})));
         let python_c = "<|tool_call_start|>[bash(command='cd /testbed && python3 -c \"from sympy import latex\nprint(latex(3*x, mul_symbol='\\\\,'))\"')]<|tool_call_end|>";
-        assert_eq!(calls(python_c), one("bash", json!({"command": "cd /testbed && python3 -c \"from sympy import latex\nprint(latex(3*x, mul_symbol='\\,'))\""})));
+        assert_eq!(
+            calls(python_c),
+            one(
+                "bash",
+                json!({"command": "cd /testbed && python3 -c \"from sympy import latex\nprint(latex(3*x, mul_symbol='\\,'))\""})
+            )
+        );
         let then_more = "<function_calls>grep(pattern='it's', path='a.txt')\nnow()</function_calls>";
-        assert_eq!(calls(then_more), vec![("grep".into(), json!({"pattern": "it's", "path": "a.txt"})), ("now".into(), json!({}))]);
+        assert_eq!(
+            calls(then_more),
+            vec![("grep".into(), json!({"pattern": "it's", "path": "a.txt"})), ("now".into(), json!({}))]
+        );
         assert_eq!(calls("<|tool_call_start|>[bash(command='a 'b' c)]"), vec![], "no end in sight");
     }
 

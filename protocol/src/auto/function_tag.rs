@@ -15,10 +15,10 @@
 //! `42` is a number or text, and the check step coerces it to the declared
 //! type (JSON for json parameters, `True` for booleans).
 
+use super::super::ParsedCall;
 use super::super::lenient_json;
 use super::super::scan::{Collector, Forward, find};
 use super::super::xml_tag::TOOL_CALL;
-use super::super::ParsedCall;
 use super::{Scope, markup_name, object_at};
 use serde_json::{Map, Value};
 
@@ -97,7 +97,13 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
         match call.body(body, &mut ends, out) {
             Ok((arguments, end)) => {
                 at = end;
-                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: wrapped(reply, open..end) });
+                out.call(ParsedCall {
+                    id: None,
+                    name: name.to_owned(),
+                    arguments,
+                    reserved: Map::new(),
+                    span: wrapped(reply, open..end),
+                });
             }
             Err(stopped) => at = at.max(stopped),
         }
@@ -141,9 +147,8 @@ pub(super) fn tag_end(reply: &str, from: usize) -> Option<usize> {
 /// Whether `rest`, the end of a reply, stops inside a parameter's tag or a
 /// closing tag.
 fn ends_inside_tag(rest: &str) -> bool {
-    let unclosed = |opening: &str| {
-        rest.strip_prefix(opening).is_some_and(|text| text.len() < MAX_HEAD && !text.contains(['<', '>', '\n']))
-    };
+    let unclosed =
+        |opening: &str| rest.strip_prefix(opening).is_some_and(|text| text.len() < MAX_HEAD && !text.contains(['<', '>', '\n']));
     let openings = [PARAMETER_OPEN, FUNCTION_OPEN, FUNCTION_NAMED];
     openings.into_iter().any(unclosed) || [PARAMETER_OPEN, FUNCTION_CLOSE, TOOL_CALL.1].iter().any(|tag| tag.starts_with(rest))
 }
@@ -172,7 +177,10 @@ impl Call<'_> {
             return self.cut_off(out);
         }
         if !rest.starts_with('{') {
-            out.warn(start, format!("the call to `{}` holds neither JSON nor {PARAMETER_OPEN}…> tags; it is not a call", self.name));
+            out.warn(
+                start,
+                format!("the call to `{}` holds neither JSON nor {PARAMETER_OPEN}…> tags; it is not a call", self.name),
+            );
             return Err(start);
         }
         let (arguments, json_end) = object_at(reply, start, out).ok_or(start + 1)?;
@@ -211,7 +219,10 @@ impl Call<'_> {
                 if ends_inside_tag(rest) {
                     return self.cut_off(out);
                 }
-                out.warn(p, format!("expected {PARAMETER_OPEN}KEY> or {FUNCTION_CLOSE} in the call to `{}`; it is not a call", self.name));
+                out.warn(
+                    p,
+                    format!("expected {PARAMETER_OPEN}KEY> or {FUNCTION_CLOSE} in the call to `{}`; it is not a call", self.name),
+                );
                 return Err(p);
             };
             // The value runs to the last `</parameter>` before the next
@@ -256,7 +267,10 @@ pub(super) fn wrapped(reply: &str, span: std::ops::Range<usize>) -> std::ops::Ra
     let before = reply[..span.start].trim_end();
     let after = reply[span.end..].trim_start();
     let start = WRAPPERS.iter().find_map(|(open, _)| before.strip_suffix(open)).map_or(span.start, str::len);
-    let end = WRAPPERS.iter().find(|(_, close)| after.starts_with(close)).map_or(span.end, |(_, close)| reply.len() - after.len() + close.len());
+    let end = WRAPPERS
+        .iter()
+        .find(|(_, close)| after.starts_with(close))
+        .map_or(span.end, |(_, close)| reply.len() - after.len() + close.len());
     start..end
 }
 
@@ -265,7 +279,8 @@ pub(super) fn wrapped(reply: &str, span: std::ops::Range<usize>) -> std::ops::Ra
 pub(super) fn hermes_named(scope: &Scope<'_>, at: usize, body_end: usize, span: std::ops::Range<usize>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let name_start = at + FUNCTION_NAME_OPEN.len();
-    let name = find(&reply[..body_end], name_start, FUNCTION_CLOSE).and_then(|close| Some((markup_name(&reply[name_start..close])?, close)));
+    let name = find(&reply[..body_end], name_start, FUNCTION_CLOSE)
+        .and_then(|close| Some((markup_name(&reply[name_start..close])?, close)));
     let Some((name, close)) = name else {
         out.warn(at, format!("{FUNCTION_NAME_OPEN} in a {} does not hold a tool's name; it is not a call", TOOL_CALL.0));
         return;
@@ -289,7 +304,7 @@ pub(super) fn hermes_named(scope: &Scope<'_>, at: usize, body_end: usize, span: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{no_calls, calls, checked, one, parse, warnings};
+    use super::super::testing::{calls, checked, no_calls, one, parse, warnings};
     use serde_json::json;
 
     /// A call as Qwen3-Coder's template writes it.
@@ -302,7 +317,10 @@ mod tests {
         let reply = format!("<think>The user wants the weather.</think>\nLet me look that up.{QWEN_CALL}");
         let parsed = parse(&reply);
         assert_eq!(parsed.calls.len(), 1);
-        assert_eq!(parsed.content, "<think>The user wants the weather.</think>\nLet me look that up.", "the <tool_call> belongs to the call");
+        assert_eq!(
+            parsed.content, "<think>The user wants the weather.</think>\nLet me look that up.",
+            "the <tool_call> belongs to the call"
+        );
         assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
         let forced_open = format!("The user wants the weather.\n</think>\n\n{QWEN_CALL}");
         assert_eq!(calls(&forced_open), one("get_weather", args));
@@ -336,7 +354,10 @@ mod tests {
         assert_eq!(calls(&reply), both);
         assert_eq!(parse(&reply).content, "<seed:think>\nThe weather, then the time.\n</seed:think>\nChecking both.");
         let typed = "<seed:tool_call>\n<function=forecast>\n<parameter=city>42</parameter>\n<parameter=days>3</parameter>\n<parameter=ratio>0.5</parameter>\n<parameter=metric>true</parameter>\n<parameter=options>{\"a\": [1]}</parameter>\n</function>\n</seed:tool_call>";
-        assert_eq!(serde_json::Value::Object(checked(typed)), json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": [1]}}));
+        assert_eq!(
+            serde_json::Value::Object(checked(typed)),
+            json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": [1]}})
+        );
     }
 
     #[test]
@@ -347,7 +368,10 @@ mod tests {
         let cut = "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Par";
         assert_eq!(calls(cut), vec![]);
         assert_eq!(warnings(cut), ["the call to `get_weather` is cut off before its </function>; it is not a call"]);
-        no_calls(&["Seed-OSS writes `<seed:tool_call><function=delete_all></function></seed:tool_call>`.", "<seed:think><seed:tool_call>"]);
+        no_calls(&[
+            "Seed-OSS writes `<seed:tool_call><function=delete_all></function></seed:tool_call>`.",
+            "<seed:think><seed:tool_call>",
+        ]);
     }
 
     #[test]
@@ -355,7 +379,10 @@ mod tests {
         let quoting = "<tool_call>\n<function=calculate>\n<parameter=code>\nuse <tool_call> and </parameter> here\n</parameter>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>";
         assert_eq!(calls(quoting), one("calculate", json!({"code": "use <tool_call> and </parameter> here", "x": "1"})));
         let nested = "<tool_call>\n<function=calculate>\n<parameter=code>\nsee <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n</parameter>\n</function>\n</tool_call>";
-        assert_eq!(calls(nested), one("calculate", json!({"code": "see <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>"})));
+        assert_eq!(
+            calls(nested),
+            one("calculate", json!({"code": "see <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>"}))
+        );
         assert_eq!(parse(nested).content, "");
         assert!(parse(nested).warnings.is_empty(), "{:?}", parse(nested).warnings);
     }
@@ -370,7 +397,9 @@ mod tests {
     #[test]
     fn qwen3_coder_values_are_kept_exactly() {
         let code = "fn main() {\n    let x = a->b; // <b> & \"q\"\n\n    if x < 3 && y > 2 { }\n}\n";
-        let reply = format!("<tool_call>\n<function=calculate>\n<parameter=code>\n{code}\n</parameter>\n<parameter=spaced>  two  </parameter>\n</function>\n</tool_call>");
+        let reply = format!(
+            "<tool_call>\n<function=calculate>\n<parameter=code>\n{code}\n</parameter>\n<parameter=spaced>  two  </parameter>\n</function>\n</tool_call>"
+        );
         assert_eq!(calls(&reply), one("calculate", json!({"code": code, "spaced": "  two  "})));
     }
 
@@ -385,7 +414,8 @@ mod tests {
 
     #[test]
     fn qwen3_coder_closing_tags_left_out_are_repaired() {
-        let reply = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n<parameter=unit>\ncelsius\n</function>\n</tool_call>";
+        let reply =
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n<parameter=unit>\ncelsius\n</function>\n</tool_call>";
         assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris", "unit": "celsius"})));
         assert!(warnings(reply).iter().any(|w| w == "repaired: </parameter> missing after `city`"), "{:?}", warnings(reply));
         let no_function_close = "<tool_call>\n<function=now>\n<parameter=zone>\nUTC\n</parameter>\n</tool_call>";
@@ -428,7 +458,10 @@ mod tests {
             calls("<function=now>{\"note\": \"ends with </function> inside\"}</function>"),
             one("now", json!({"note": "ends with </function> inside"}))
         );
-        assert_eq!(calls("<function name=\"get_weather\">{\"city\": \"Rome\"}</function>"), one("get_weather", json!({"city": "Rome"})));
+        assert_eq!(
+            calls("<function name=\"get_weather\">{\"city\": \"Rome\"}</function>"),
+            one("get_weather", json!({"city": "Rome"}))
+        );
         assert_eq!(calls("<function name='now'></function>"), one("now", json!({})));
     }
 

@@ -10,10 +10,10 @@
 //! segment); elsewhere it is a call only for a declared tool, as bare JSON
 //! is.
 
+use super::super::ParsedCall;
 use super::super::json_call::Trust;
 use super::super::lenient_json;
 use super::super::scan::{Collector, find, skip_ws};
-use super::super::ParsedCall;
 use super::Scope;
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
@@ -106,7 +106,11 @@ impl Reader<'_, '_> {
 /// where the content starts.
 fn recipient(reply: &str, at: usize) -> Option<(&str, usize)> {
     let bytes = reply.as_bytes();
-    let length = bytes[at..].iter().take(MAX_TOOL_NAME_LEN + 1).take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')).count();
+    let length = bytes[at..]
+        .iter()
+        .take(MAX_TOOL_NAME_LEN + 1)
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        .count();
     let name_end = at + length;
     if length == 0 || length > MAX_TOOL_NAME_LEN {
         return None;
@@ -186,7 +190,10 @@ mod tests {
     #[test]
     fn functionary_arguments_are_typed_by_the_declaration() {
         let reply = "forecast\n{\"city\": \"Rome\", \"days\": \"2\", \"ratio\": \"0.5\", \"metric\": \"no\", \"options\": \"{\\\"a\\\": [1]}\"}";
-        assert_eq!(Value::Object(checked(reply)), json!({"city": "Rome", "days": 2, "ratio": 0.5, "metric": false, "options": {"a": [1]}}));
+        assert_eq!(
+            Value::Object(checked(reply)),
+            json!({"city": "Rome", "days": 2, "ratio": 0.5, "metric": false, "options": {"a": [1]}})
+        );
     }
 
     #[test]

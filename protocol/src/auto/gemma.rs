@@ -62,7 +62,8 @@ pub(crate) fn read(scope: &Scope<'_>, found: usize, dialect: &Dialect, out: &mut
     let Some(named) = head.strip_prefix(CALL) else { return after };
     let name_at = reply.len() - named.len();
     // The name's characters only, so a token before prose reads no further.
-    let name_end = name_at + named.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(named.len());
+    let name_end =
+        name_at + named.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(named.len());
     if name_end == reply.len() {
         // Name characters are ASCII: any byte is a character boundary.
         let shown = &reply[name_at..reply.len().min(name_at + MAX_TOOL_NAME_LEN)];
@@ -87,9 +88,18 @@ pub(crate) fn read(scope: &Scope<'_>, found: usize, dialect: &Dialect, out: &mut
     };
     let trimmed = reply[end..].trim_start();
     let closed_at = reply.len() - trimmed.len();
-    let end = [dialect.close, dialect.turn_end].iter().find(|token| trimmed.starts_with(**token)).map_or(end, |token| closed_at + token.len());
+    let end = [dialect.close, dialect.turn_end]
+        .iter()
+        .find(|token| trimmed.starts_with(**token))
+        .map_or(end, |token| closed_at + token.len());
     if scope.markup_calls(found, name) {
-        out.call(ParsedCall { id: None, name: name.to_owned(), arguments: arguments.into_iter().collect(), reserved: Map::new(), span: found..end });
+        out.call(ParsedCall {
+            id: None,
+            name: name.to_owned(),
+            arguments: arguments.into_iter().collect(),
+            reserved: Map::new(),
+            span: found..end,
+        });
         end
     } else {
         after
@@ -169,7 +179,11 @@ impl Values<'_> {
     fn key(&self, at: usize) -> Result<(String, usize), Stop> {
         if let Some((text, end)) = self.quoted(at)? {
             let colon = self.skip_ws(end)?;
-            return if self.reply[colon..].starts_with(':') { Ok((text.to_owned(), colon + 1)) } else { Err(Stop::Malformed(colon)) };
+            return if self.reply[colon..].starts_with(':') {
+                Ok((text.to_owned(), colon + 1))
+            } else {
+                Err(Stop::Malformed(colon))
+            };
         }
         let rest = &self.reply[at..];
         let Some(length) = rest.find([':', ',', '{', '}', '[', ']', '<']) else { return Err(Stop::CutOff) };
@@ -299,7 +313,11 @@ mod tests {
         let think = "<think>Weather first.</think><start_function_call>call:now{}<end_function_call>";
         assert_eq!(calls(think), one("now", json!({})));
         let after_a_result = "The file lists two names; <|tool_call>call:now{}<tool_call|> next?<channel|><|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>";
-        assert_eq!(calls(after_a_result), one("get_weather", json!({"city": "Oslo"})), "the prompt after a tool's result opens the thought");
+        assert_eq!(
+            calls(after_a_result),
+            one("get_weather", json!({"city": "Oslo"})),
+            "the prompt after a tool's result opens the thought"
+        );
         let separated = "<|tool_call>call:now{}<tool_call|>\n<|tool_call>call:get_weather{city:<|\"|>Rome<|\"|>}<tool_call|>";
         assert_eq!(calls(separated).len(), 2);
     }
@@ -327,29 +345,56 @@ mod tests {
             json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "fields": ["rain", "wind, gusts"], "x": null}})
         );
         let escaped = "<start_function_call>call:forecast{city:<escape>Rome<escape>,days:<escape>3<escape>,ratio:0.5,metric:<escape>true<escape>}<end_function_call>";
-        assert_eq!(Value::Object(checked(escaped)), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true}), "escaped scalars typed by the schema");
-        let raw = "<|tool_call>call:calculate{code:<|\"|>if a < b { x = [1, 2]; }\n  \"quoted\" \\n<|\"|>,n:-1.5e3,x:none}<tool_call|>";
-        assert_eq!(calls(raw), one("calculate", json!({"code": "if a < b { x = [1, 2]; }\n  \"quoted\" \\n", "n": "-1.5e3", "x": null})));
+        assert_eq!(
+            Value::Object(checked(escaped)),
+            json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true}),
+            "escaped scalars typed by the schema"
+        );
+        let raw =
+            "<|tool_call>call:calculate{code:<|\"|>if a < b { x = [1, 2]; }\n  \"quoted\" \\n<|\"|>,n:-1.5e3,x:none}<tool_call|>";
+        assert_eq!(
+            calls(raw),
+            one("calculate", json!({"code": "if a < b { x = [1, 2]; }\n  \"quoted\" \\n", "n": "-1.5e3", "x": null}))
+        );
         let rewritten = "<|tool_call>call:forecast{city:1.10,days:3}<tool_call|>";
-        assert_eq!(Value::Object(checked(rewritten)), json!({"city": "1.10", "days": 3}), "a number a float would rewrite keeps its text");
+        assert_eq!(
+            Value::Object(checked(rewritten)),
+            json!({"city": "1.10", "days": 3}),
+            "a number a float would rewrite keeps its text"
+        );
         let undeclared = "<|tool_call>call:calculate{x:12,y:<|\"|>12<|\"|>,z:abc}<tool_call|>";
         assert_eq!(calls(undeclared), one("calculate", json!({"x": 12, "y": "12", "z": "abc"})), "a quoted value stays text");
         let json_quoted = "<|tool_call>call:calculate{code:\"raw \\\"quoted\\\"\",\"note\":<|\"|>say \"hi\"<|\"|>}<tool_call|>";
-        assert_eq!(calls(json_quoted), one("calculate", json!({"code": "raw \"quoted\"", "note": "say \"hi\""})), "JSON strings, as Ollama reads them");
+        assert_eq!(
+            calls(json_quoted),
+            one("calculate", json!({"code": "raw \"quoted\"", "note": "say \"hi\""})),
+            "JSON strings, as Ollama reads them"
+        );
         let inner = "<|tool_call>call:calculate{code:<|\"|><tool_call|> and </parameter><|\"|>}<tool_call|>";
-        assert_eq!(calls(inner), one("calculate", json!({"code": "<tool_call|> and </parameter>"})), "a value quoting markup keeps it");
+        assert_eq!(
+            calls(inner),
+            one("calculate", json!({"code": "<tool_call|> and </parameter>"})),
+            "a value quoting markup keeps it"
+        );
     }
 
     #[test]
     fn a_cut_off_gemma_call_is_a_warning_not_a_call() {
         let cut = &GEMMA4_TWO[..GEMMA4_TWO.len() - "{}<tool_call|>".len() + 1];
-        assert_eq!(calls(cut), one("get_weather", json!({"city": "Paris, France", "date": "2024-12-25"})), "only the complete call");
+        assert_eq!(
+            calls(cut),
+            one("get_weather", json!({"city": "Paris, France", "date": "2024-12-25"})),
+            "only the complete call"
+        );
         assert_eq!(warnings(cut), ["the call to `now` is cut off; it is not a call"]);
         let mid_value = "<start_function_call>call:get_weather{city:<escape>Par";
         assert_eq!(calls(mid_value), vec![]);
         assert_eq!(warnings(mid_value), ["the call to `get_weather` is cut off; it is not a call"]);
         let mid_name = "<|tool_call>call:get_wea";
-        assert_eq!((calls(mid_name), warnings(mid_name)), (vec![], vec!["the call to `get_wea` is cut off before its arguments; it is not a call".to_owned()]));
+        assert_eq!(
+            (calls(mid_name), warnings(mid_name)),
+            (vec![], vec!["the call to `get_wea` is cut off before its arguments; it is not a call".to_owned()])
+        );
         let broken = "<|tool_call>call:now{zone UTC}<tool_call|>";
         assert_eq!(calls(broken), vec![]);
         assert_eq!(warnings(broken), ["the arguments of `now` are not Gemma's key:value pairs; it is not a call"]);

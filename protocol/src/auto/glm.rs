@@ -12,8 +12,8 @@
 //! declaration (so `{"a": 1}` becomes an object for a json parameter and
 //! stays text for a string one).
 
-use super::super::scan::{Collector, find};
 use super::super::ParsedCall;
+use super::super::scan::{Collector, find};
 use super::{Scope, markup_name};
 use serde_json::{Map, Value};
 use std::ops::Range;
@@ -29,7 +29,8 @@ pub(crate) struct ArgTags {
 /// Between Hunyuan's name and arguments.
 pub(crate) const TOOL_SEP: &str = "<tool_sep>";
 /// GLM's (and Hunyuan's) argument tags.
-pub(crate) const GLM: ArgTags = ArgTags { key: ("<arg_key>", "</arg_key>"), value: ("<arg_value>", "</arg_value>"), sep: TOOL_SEP };
+pub(crate) const GLM: ArgTags =
+    ArgTags { key: ("<arg_key>", "</arg_key>"), value: ("<arg_value>", "</arg_value>"), sep: TOOL_SEP };
 /// LongCat's, in `<longcat_tool_call>` ([`envelope`](super::envelope)).
 pub(crate) const LONGCAT: ArgTags = ArgTags {
     key: ("<longcat_arg_key>", "</longcat_arg_key>"),
@@ -98,7 +99,10 @@ pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>,
         let value_at = after_key + (body[after_key..].len() - body[after_key..].trim_start().len());
         let value = element(body, value_at, tags.value);
         let Ok((value, after_value)) = value else {
-            out.warn(value_at, format!("{} after `{}` in the call to `{name}`; it is not a call", value.unwrap_err(), key.trim()));
+            out.warn(
+                value_at,
+                format!("{} after `{}` in the call to `{name}`; it is not a call", value.unwrap_err(), key.trim()),
+            );
             return;
         };
         arguments.insert(key.trim().to_owned(), Value::String(value.to_owned()));
@@ -123,7 +127,7 @@ fn element<'a>(body: &'a str, p: usize, (open, close): (&str, &str)) -> Result<(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{no_calls, calls, checked, one, parse, warnings};
+    use super::super::testing::{calls, checked, no_calls, one, parse, warnings};
     use serde_json::json;
 
     /// A call as GLM-4.5's template writes it.
@@ -175,18 +179,28 @@ mod tests {
         assert_eq!(calls(two), both);
         let reasoned = format!("<think:opensource>The weather, then the time.</think:opensource>\nChecking.{two}");
         assert_eq!(calls(&reasoned), both);
-        assert_eq!(parse(&reasoned).content.trim(), "<think:opensource>The weather, then the time.</think:opensource>\nChecking.");
+        assert_eq!(
+            parse(&reasoned).content.trim(),
+            "<think:opensource>The weather, then the time.</think:opensource>\nChecking."
+        );
         assert!(parse(&reasoned).warnings.is_empty(), "{:?}", parse(&reasoned).warnings);
         let typed = "<tool_calls:opensource><tool_call:opensource>forecast<tool_sep:opensource><arg_key:opensource>days</arg_key:opensource><arg_value:opensource>3</arg_value:opensource><arg_key:opensource>metric</arg_key:opensource><arg_value:opensource>false</arg_value:opensource></tool_call:opensource></tool_calls:opensource>";
         assert_eq!(serde_json::Value::Object(checked(typed)), json!({"days": 3, "metric": false}));
         let unclosed = &two[..two.len() - "\n</tool_calls:opensource>".len()];
-        assert_eq!(calls(unclosed), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))], "the stop token left out");
+        assert_eq!(
+            calls(unclosed),
+            vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))],
+            "the stop token left out"
+        );
         let cut = "<tool_calls:opensource><tool_call:opensource>get_weather<tool_sep:opensource><arg_key:opensource>city</arg_key:opensource><arg_value:opensource>Par";
         assert_eq!(calls(cut), vec![]);
         assert_eq!(warnings(cut), ["<tool_call:opensource> is not closed; it is not a call"]);
         let shown = format!("<think:opensource>I could write {two}.</think:opensource>It is sunny.");
         assert_eq!(calls(&shown), vec![], "a call shown in reasoning is reasoning");
-        no_calls(&[&format!("Hy3 writes `{typed}`."), "Hy3 opens its calls with <tool_calls:opensource> and closes them with </tool_calls:opensource>."]);
+        no_calls(&[
+            &format!("Hy3 writes `{typed}`."),
+            "Hy3 opens its calls with <tool_calls:opensource> and closes them with </tool_calls:opensource>.",
+        ]);
     }
 
     #[test]

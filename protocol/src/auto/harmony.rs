@@ -15,11 +15,11 @@
 //!
 //! [`HARMONY_ANALYSIS_OPEN`]: super::super::scan::HARMONY_ANALYSIS_OPEN
 
+use super::super::ParsedCall;
 use super::super::json_call::Trust;
 use super::super::lenient_json;
 use super::super::scan::{Collector, HARMONY_END, find};
 use super::super::xml_tag::TOOL_CALL;
-use super::super::ParsedCall;
 use super::function_tag::wrapped;
 use super::{CHAT_TOKEN_OPEN, Scope, markup_name};
 use serde_json::{Map, Value};
@@ -132,11 +132,8 @@ fn header(reply: &str, message: usize) -> Option<Header<'_>> {
     }
     let text = &reply[window..message];
     let after_last = |token: &str| text.rfind(token).map(|i| window + i + token.len());
-    let boundary = [CALL, HARMONY_END, RETURN, MESSAGE, "\n"]
-        .into_iter()
-        .filter_map(after_last)
-        .chain((window == 0).then_some(0))
-        .max();
+    let boundary =
+        [CALL, HARMONY_END, RETURN, MESSAGE, "\n"].into_iter().filter_map(after_last).chain((window == 0).then_some(0)).max();
     let start = text.rfind(START).map(|i| window + i).filter(|&s| boundary.is_none_or(|b| s >= b));
     let last = |token: &str| text.rfind(token).map(|i| window + i);
     let candidates = [start, boundary, last(TOOL_CALL.0), last(CHANNEL)];
@@ -204,7 +201,8 @@ mod tests {
         assert!(parse(CALL).warnings.is_empty(), "{:?}", parse(CALL).warnings);
         let no_start = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Tokyo\"}<|call|>";
         assert_eq!(calls(no_start), one("get_weather", args.clone()));
-        let in_role = "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        let in_role =
+            "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Tokyo\"}<|call|>";
         assert_eq!(calls(in_role), one("get_weather", args.clone()));
         let first_message = " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Tokyo\"}<|call|>";
         assert_eq!(calls(first_message), one("get_weather", args.clone()), "the prompt wrote `<|start|>assistant`");
@@ -225,7 +223,11 @@ mod tests {
         assert_eq!(calls(&reply), vec![("get_weather".into(), json!({"city": "Tokyo"})), ("now".into(), json!({}))]);
         let parsed = parse(&reply);
         assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
-        assert!(parsed.content.starts_with("<|channel|>analysis<|message|>Need"), "reasoning stays as <think> does: {}", parsed.content);
+        assert!(
+            parsed.content.starts_with("<|channel|>analysis<|message|>Need"),
+            "reasoning stays as <think> does: {}",
+            parsed.content
+        );
         let after_prose = format!("I'll check the weather.{}", &CALL["<|start|>assistant".len()..]);
         assert_eq!(calls(&after_prose), one("get_weather", json!({"city": "Tokyo"})));
         assert_eq!(parse(&after_prose).content, "I'll check the weather.");
@@ -233,7 +235,8 @@ mod tests {
 
     #[test]
     fn the_final_channel_is_the_content() {
-        let reply = "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>It is 5050.<|return|>";
+        let reply =
+            "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>It is 5050.<|return|>";
         let parsed = parse(reply);
         assert!(parsed.calls.is_empty());
         assert_eq!(parsed.content, "<|channel|>analysis<|message|>Easy.<|end|>It is 5050.");
@@ -255,7 +258,10 @@ mod tests {
     #[test]
     fn harmony_arguments_are_typed_by_the_declaration() {
         let reply = "<|channel|>commentary to=functions.forecast <|constrain|>json<|message|>{\"city\": \"Rome\", \"days\": \"5\", \"ratio\": 0.5, \"metric\": \"true\", \"options\": {\"a\": [1]}}<|call|>";
-        assert_eq!(Value::Object(checked(reply)), json!({"city": "Rome", "days": 5, "ratio": 0.5, "metric": true, "options": {"a": [1]}}));
+        assert_eq!(
+            Value::Object(checked(reply)),
+            json!({"city": "Rome", "days": 5, "ratio": 0.5, "metric": true, "options": {"a": [1]}})
+        );
     }
 
     #[test]

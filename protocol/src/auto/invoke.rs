@@ -131,8 +131,11 @@ impl<'a> Invoke<'a> {
                 break;
             }
             let key = rest.strip_prefix(dialect.parameter_open).and_then(|_| attributes(reply, p + dialect.parameter_open.len()));
-            let Some((key, is_string, value_start)) = key.and_then(|(key, string, after)| Some((markup_name(key)?, string, after))) else {
-                let what = format!("expected {}\"KEY\"> or {} in the call to `{name}`", dialect.parameter_open, dialect.invoke_close);
+            let Some((key, is_string, value_start)) =
+                key.and_then(|(key, string, after)| Some((markup_name(key)?, string, after)))
+            else {
+                let what =
+                    format!("expected {}\"KEY\"> or {} in the call to `{name}`", dialect.parameter_open, dialect.invoke_close);
                 return self.cut_off_or(reply, at, out, &what);
             };
             let Some(close) = self.value_end(value_start) else {

@@ -4,9 +4,9 @@
 //! the call's id, which the result must answer; some outputs leave out the
 //! `functions.` part, or the section tokens' `s`.
 
+use super::super::ParsedCall;
 use super::super::lenient_json;
 use super::super::scan::Collector;
-use super::super::ParsedCall;
 use super::section::{self, CallTokenSearch, CallTokens};
 use super::{Scope, markup_name};
 use serde_json::{Map, Value};
@@ -92,7 +92,8 @@ impl CallTokens for Reader<'_> {
                 }
             },
         };
-        let call = ParsedCall { id: Some(id.to_owned()), name: name.to_owned(), arguments, reserved: Map::new(), span: at..after };
+        let call =
+            ParsedCall { id: Some(id.to_owned()), name: name.to_owned(), arguments, reserved: Map::new(), span: at..after };
         (Some(call), after)
     }
 }
@@ -107,7 +108,7 @@ fn name_of(id: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{no_calls, calls, checked, parse, warnings};
+    use super::super::testing::{calls, checked, no_calls, parse, warnings};
     use serde_json::{Value, json};
 
     const TWO_CALLS: &str = "I'll help you check the weather. <|tool_calls_section_begin|> <|tool_call_begin|>\nfunctions.get_weather:0 <|tool_call_argument_begin|> {\"city\": \"Beijing\"} <|tool_call_end|> <|tool_call_begin|>\nfunctions.now:1 <|tool_call_argument_begin|> {} <|tool_call_end|> <|tool_calls_section_end|>";
@@ -118,10 +119,7 @@ mod tests {
 
     #[test]
     fn kimi_calls_keep_their_ids() {
-        assert_eq!(
-            calls(TWO_CALLS),
-            vec![("get_weather".into(), json!({"city": "Beijing"})), ("now".into(), json!({}))]
-        );
+        assert_eq!(calls(TWO_CALLS), vec![("get_weather".into(), json!({"city": "Beijing"})), ("now".into(), json!({}))]);
         assert_eq!(ids(TWO_CALLS), [Some("functions.get_weather:0".into()), Some("functions.now:1".into())]);
         let parsed = parse(TWO_CALLS);
         assert_eq!(parsed.content, "I'll help you check the weather.");
@@ -148,7 +146,8 @@ mod tests {
         assert_eq!(parse(reply).content, "<think>Need the weather.</think>");
         let singular = "<|tool_call_section_begin|><|tool_call_begin|>functions.now:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>";
         assert_eq!(calls(singular), vec![("now".into(), json!({}))]);
-        let no_section_end = "<|tool_calls_section_begin|><|tool_call_begin|>functions.now:0<|tool_call_argument_begin|>{}<|tool_call_end|>";
+        let no_section_end =
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.now:0<|tool_call_argument_begin|>{}<|tool_call_end|>";
         assert_eq!(calls(no_section_end).len(), 1, "the section's end may be the stop token");
         assert_eq!(parse(no_section_end).content, "");
     }
@@ -156,7 +155,10 @@ mod tests {
     #[test]
     fn kimi_arguments_are_json_and_typed_by_the_declaration() {
         let reply = "<|tool_calls_section_begin|><|tool_call_begin|>functions.forecast:0<|tool_call_argument_begin|>{\"city\": \"Lima\", \"days\": \"2\", \"metric\": true, \"options\": {\"html\": \"<div>x</div>\"}}<|tool_call_end|><|tool_calls_section_end|>";
-        assert_eq!(Value::Object(checked(reply)), json!({"city": "Lima", "days": 2, "metric": true, "options": {"html": "<div>x</div>"}}));
+        assert_eq!(
+            Value::Object(checked(reply)),
+            json!({"city": "Lima", "days": 2, "metric": true, "options": {"html": "<div>x</div>"}})
+        );
     }
 
     #[test]

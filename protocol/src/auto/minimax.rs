@@ -11,9 +11,9 @@
 
 use super::super::ParsedCall;
 use super::super::scan::Collector;
+use super::Scope;
 use super::invoke::{Invoke, MINIMAX};
 use super::section::{self, CallTokens};
-use super::Scope;
 
 /// Opens the calls.
 pub(crate) const SECTION_BEGIN: &str = "<minimax:tool_call>";
@@ -65,9 +65,14 @@ mod tests {
         let parsed = parse(TWO_CALLS);
         assert_eq!(parsed.content, "");
         assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
-        let reply = format!("<think>\nThe user wants the weather.\n</think>\n\nLet me search for that.\n{TWO_CALLS}\nThe weather will be...");
+        let reply = format!(
+            "<think>\nThe user wants the weather.\n</think>\n\nLet me search for that.\n{TWO_CALLS}\nThe weather will be..."
+        );
         assert_eq!(calls(&reply), both());
-        assert_eq!(parse(&reply).content, "<think>\nThe user wants the weather.\n</think>\n\nLet me search for that.\n\nThe weather will be...");
+        assert_eq!(
+            parse(&reply).content,
+            "<think>\nThe user wants the weather.\n</think>\n\nLet me search for that.\n\nThe weather will be..."
+        );
         let one_call = "<minimax:tool_call><invoke name='now'><parameter name='zone'>UTC</parameter></invoke>";
         assert_eq!(calls(one_call), one("now", json!({"zone": "UTC"})), "single quotes, the section's end left out");
         let unquoted = "<minimax:tool_call><invoke name=now><parameter name=zone>UTC</parameter></invoke></minimax:tool_call>";
@@ -82,7 +87,11 @@ mod tests {
             json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "fields": ["rain"], "x": null}})
         );
         let quoting = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">close it with </parameter> then</parameter><parameter name=\"x\">1</parameter></invoke></minimax:tool_call>";
-        assert_eq!(calls(quoting), one("calculate", json!({"code": "close it with </parameter> then", "x": "1"})), "a value quoting markup keeps it");
+        assert_eq!(
+            calls(quoting),
+            one("calculate", json!({"code": "close it with </parameter> then", "x": "1"})),
+            "a value quoting markup keeps it"
+        );
         let code = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">\nif a < b && c > d { \"<x>\" }\n</parameter></invoke></minimax:tool_call>";
         assert_eq!(calls(code), one("calculate", json!({"code": "if a < b && c > d { \"<x>\" }"})));
     }

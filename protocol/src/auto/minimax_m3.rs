@@ -88,7 +88,8 @@ impl CallTokens for Reader {
 
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
-        let Some((name, mut p)) = quoted_name(reply, at + INVOKE_OPEN.len()).and_then(|(name, p)| Some((markup_name(name)?, p))) else {
+        let Some((name, mut p)) = quoted_name(reply, at + INVOKE_OPEN.len()).and_then(|(name, p)| Some((markup_name(name)?, p)))
+        else {
             out.warn(at, "an invoke tag does not name a tool; it is not a call");
             return (None, at + INVOKE_OPEN.len());
         };
@@ -188,7 +189,9 @@ fn element(reply: &str, at: usize, depth: usize) -> Result<(&str, Read, usize), 
         Some(reply.len() - rest.len())
     };
     let children_start = body + reply[body..].len() - reply[body..].trim_start().len();
-    let opens_child = |p: usize| reply[p..].strip_prefix(NAMESPACE).is_some_and(|r| r.starts_with(ELEMENT_OPEN) && !r.starts_with(ELEMENT_CLOSE));
+    let opens_child = |p: usize| {
+        reply[p..].strip_prefix(NAMESPACE).is_some_and(|r| r.starts_with(ELEMENT_OPEN) && !r.starts_with(ELEMENT_CLOSE))
+    };
     if !opens_child(children_start) {
         // Text up to the next namespace token, which must close the element.
         let text_end = find(reply, body, NAMESPACE).ok_or(Stop::CutOff)?;
@@ -254,7 +257,9 @@ mod tests {
     use serde_json::{Value, json};
 
     fn two_calls() -> String {
-        format!("{NS}<tool_call>\n{NS}<invoke name=\"get_weather\">{NS}<city>Beijing{NS}</city>{NS}<date>2024-12-25{NS}</date>{NS}</invoke>\n{NS}<invoke name=\"now\">{NS}</invoke>\n{NS}</tool_call>")
+        format!(
+            "{NS}<tool_call>\n{NS}<invoke name=\"get_weather\">{NS}<city>Beijing{NS}</city>{NS}<date>2024-12-25{NS}</date>{NS}</invoke>\n{NS}<invoke name=\"now\">{NS}</invoke>\n{NS}</tool_call>"
+        )
     }
 
     fn both() -> Vec<(String, Value)> {
@@ -286,8 +291,13 @@ mod tests {
             "duplicate_demo": {"tag": ["a", "b"]},
         });
         assert_eq!(calls(&order), one("create_order", expected));
-        let typed = format!("{NS}<tool_call>{NS}<invoke name=\"forecast\">{NS}<city>42{NS}</city>{NS}<days>3{NS}</days>{NS}<ratio>0.5{NS}</ratio>{NS}<metric>true{NS}</metric>{NS}<options>{NS}<hourly>true{NS}</hourly>{NS}<x>null{NS}</x>{NS}</options>{NS}</invoke>{NS}</tool_call>");
-        assert_eq!(Value::Object(checked(&typed)), json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "x": null}}));
+        let typed = format!(
+            "{NS}<tool_call>{NS}<invoke name=\"forecast\">{NS}<city>42{NS}</city>{NS}<days>3{NS}</days>{NS}<ratio>0.5{NS}</ratio>{NS}<metric>true{NS}</metric>{NS}<options>{NS}<hourly>true{NS}</hourly>{NS}<x>null{NS}</x>{NS}</options>{NS}</invoke>{NS}</tool_call>"
+        );
+        assert_eq!(
+            Value::Object(checked(&typed)),
+            json!({"city": "42", "days": 3, "ratio": 0.5, "metric": true, "options": {"hourly": true, "x": null}})
+        );
     }
 
     #[test]
@@ -302,9 +312,13 @@ mod tests {
         let broken = format!("{NS}<tool_call>{NS}<invoke name=\"now\">{NS}</user_id>{NS}</invoke>{NS}</tool_call>");
         assert_eq!(calls(&broken), vec![]);
         assert_eq!(warnings(&broken), [format!("expected {NS}<KEY> or {NS}</invoke> in the call to `now`; it is not a call")]);
-        let twice = format!("{NS}<tool_call>{NS}<invoke name=\"get_weather\">{NS}<city>a{NS}</city>{NS}<city>b{NS}</city>{NS}</invoke>{NS}</tool_call>");
+        let twice = format!(
+            "{NS}<tool_call>{NS}<invoke name=\"get_weather\">{NS}<city>a{NS}</city>{NS}<city>b{NS}</city>{NS}</invoke>{NS}</tool_call>"
+        );
         assert_eq!(calls(&twice), one("get_weather", json!({"city": ["a", "b"]})), "a top-level key written twice");
-        let lists = format!("{NS}<tool_call>{NS}<invoke name=\"get_weather\">{NS}<city>{NS}<item>a{NS}</item>{NS}</city>{NS}<city>{NS}<item>b{NS}</item>{NS}</city>{NS}</invoke>{NS}</tool_call>");
+        let lists = format!(
+            "{NS}<tool_call>{NS}<invoke name=\"get_weather\">{NS}<city>{NS}<item>a{NS}</item>{NS}</city>{NS}<city>{NS}<item>b{NS}</item>{NS}</city>{NS}</invoke>{NS}</tool_call>"
+        );
         assert_eq!(calls(&lists), one("get_weather", json!({"city": [["a"], ["b"]]})), "a repeated key holding lists");
         let unclosed = format!("{NS}<tool_call>{NS}<invoke name=\"now\">{NS}</x>{NS}</tool_call>\nThe answer is 4.");
         assert_eq!(parse(&unclosed).content.trim(), "The answer is 4.", "a bad call takes nothing past its section");

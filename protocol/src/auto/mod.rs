@@ -229,7 +229,9 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
         // Unclosed, the element is a call when complete JSON runs to the
         // reply's end, as vLLM's and SGLang's Hermes parsers read it.
-        let Some((body_end, end)) = element.end.map(|end| (element.body.end, end)).or_else(|| json_to_the_end(reply, text_at).map(|end| (end, end))) else {
+        let Some((body_end, end)) =
+            element.end.map(|end| (element.body.end, end)).or_else(|| json_to_the_end(reply, text_at).map(|end| (end, end)))
+        else {
             out.warn(element.open, format!("{} is not closed; it is not a call", TOOL_CALL.0));
             continue;
         };
@@ -238,7 +240,13 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         if pythonic::opens_call(text) {
             let callable = |name: &str| scope.markup_calls(element.open, name);
             if let Some(calls) = pythonic::sequence(reply, text_at, element.body.end, callable, out) {
-                let calls = calls.into_iter().map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: span.clone() });
+                let calls = calls.into_iter().map(|(name, arguments)| ParsedCall {
+                    id: None,
+                    name,
+                    arguments,
+                    reserved: Map::new(),
+                    span: span.clone(),
+                });
                 let calls = calls.collect();
                 out.calls(span, calls);
             }
@@ -396,7 +404,11 @@ mod tests {
         assert_eq!(calls(second).len(), 2);
         assert_eq!(parse(second).content, "");
         let granite = "<tool_call> [{\n  \"name\": \"test_function\",\n  \"arguments\": {\"path\": \"C:\\\\Users\\\\file.txt\", \"empty\": {}}\n}]";
-        assert_eq!(calls(granite), one("test_function", json!({"path": "C:\\Users\\file.txt", "empty": {}})), "Granite 3.1's unclosed <tool_call> array");
+        assert_eq!(
+            calls(granite),
+            one("test_function", json!({"path": "C:\\Users\\file.txt", "empty": {}})),
+            "Granite 3.1's unclosed <tool_call> array"
+        );
         let cut = "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"trigger\": true}";
         assert_eq!(calls(cut), vec![], "the JSON itself cut off");
         let then_prose = "<tool_call>{\"name\": \"x\", \"arguments\": {}} and more";
@@ -406,7 +418,9 @@ mod tests {
     #[test]
     fn mistral_array_and_name_forms() {
         assert_eq!(
-            calls("[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]"),
+            calls(
+                "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, {\"name\": \"now\", \"arguments\": {}}]"
+            ),
             vec![("get_weather".into(), json!({"city": "Oslo"})), ("now".into(), json!({}))]
         );
         assert_eq!(calls("[TOOL_CALLS]get_weather{\"city\": \"Rome\"}"), one("get_weather", json!({"city": "Rome"})));
@@ -427,7 +441,8 @@ mod tests {
 
     #[test]
     fn llama_json_calls_separated_by_semicolons() {
-        let (a, b) = ("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}", "{\"name\": \"now\", \"parameters\": {}}");
+        let (a, b) =
+            ("{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}", "{\"name\": \"now\", \"parameters\": {}}");
         let both = vec![("get_weather".into(), json!({"city": "Lima"})), ("now".into(), json!({}))];
         for reply in [format!("<|python_tag|>{a}; {b}"), format!("{a} ; {b}"), format!("{a};\n{b}<|eot_id|>")] {
             assert_eq!(calls(&reply), both, "{reply}");
@@ -446,7 +461,10 @@ mod tests {
         assert_eq!(calls("Checking.\n<tool_call>\nget_weather(city='Paris')\nundeclared_tool()\n</tool_call>"), both);
         assert_eq!(parse("Checking.<tool_call>now()</tool_call>").content, "Checking.");
         let typed = "<tool_call>[forecast(city=\"Rome\", days=3, ratio=0.5, metric=True, options={\"a\": None})]</tool_call>";
-        assert_eq!(super::testing::checked(typed), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}).as_object().unwrap().clone());
+        assert_eq!(
+            super::testing::checked(typed),
+            json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}).as_object().unwrap().clone()
+        );
         let cut = "<tool_call>[get_weather(city=\"Par";
         assert!(calls(cut).is_empty());
         assert!(calls("<think><tool_call>[now()]</tool_call></think>").is_empty());
@@ -459,7 +477,10 @@ mod tests {
             calls("[get_weather(city=\"Paris\", days=3), now()]"),
             vec![("get_weather".into(), json!({"city": "Paris", "days": 3})), ("now".into(), json!({}))]
         );
-        assert_eq!(calls("[get_weather(city='Paris', metric=True)]"), one("get_weather", json!({"city": "Paris", "metric": true})));
+        assert_eq!(
+            calls("[get_weather(city='Paris', metric=True)]"),
+            one("get_weather", json!({"city": "Paris", "metric": true}))
+        );
         assert!(calls("see [print(x=1)] in the docs").is_empty(), "only declared functions");
     }
 
@@ -470,9 +491,14 @@ mod tests {
 
     #[test]
     fn fenced_objects_and_arrays() {
-        assert_eq!(calls("```json\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"2\"}}\n```"), one("calculate", json!({"expression": "2"})));
         assert_eq!(
-            calls("```\n[{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"3\"}}]\n```"),
+            calls("```json\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"2\"}}\n```"),
+            one("calculate", json!({"expression": "2"}))
+        );
+        assert_eq!(
+            calls(
+                "```\n[{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"3\"}}]\n```"
+            ),
             vec![("now".into(), json!({})), ("calculate".into(), json!({"expression": "3"}))]
         );
     }
@@ -482,17 +508,22 @@ mod tests {
         assert_eq!(calls("<<<[TOOL_REQUEST]>>>tool_name:「始」now「末」<<<[END_TOOL_REQUEST]>>>"), one("now", json!({})));
         assert_eq!(calls("<tool_code>{\"name\": \"now\", \"arguments\": {}}</tool_code>"), one("now", json!({})));
         assert_eq!(
-            calls("{\"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"now\", \"arguments\": \"{}\"}}]}"),
+            calls(
+                "{\"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"now\", \"arguments\": \"{}\"}}]}"
+            ),
             one("now", json!({}))
         );
     }
 
     #[test]
     fn a_python_dict_example_in_a_fence_inside_prose_is_not_a_call() {
-        let example = "Here is an example:\n```\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```\nThat is how you call it.";
+        let example =
+            "Here is an example:\n```\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```\nThat is how you call it.";
         assert!(calls(example).is_empty());
         assert_eq!(parse(example).content, example);
-        assert!(calls("For instance:\n```python\ntools = {'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```").is_empty());
+        assert!(
+            calls("For instance:\n```python\ntools = {'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```").is_empty()
+        );
         let call = "```\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```";
         assert_eq!(calls(call), one("get_weather", json!({"city": "Paris"})), "a fenced call with nothing after it");
         let json = "Calling:\n```\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```\nOne moment.";
@@ -507,10 +538,15 @@ mod tests {
 
     #[test]
     fn json_calls_may_name_their_arguments_args() {
-        assert_eq!(calls("<tool_call>{\"name\": \"get_weather\", \"args\": {\"city\": \"Oslo\"}}</tool_call>"), one("get_weather", json!({"city": "Oslo"})));
+        assert_eq!(
+            calls("<tool_call>{\"name\": \"get_weather\", \"args\": {\"city\": \"Oslo\"}}</tool_call>"),
+            one("get_weather", json!({"city": "Oslo"}))
+        );
         assert_eq!(calls("Sure: {\"name\": \"now\", \"args\": {\"zone\": \"UTC\"}}"), one("now", json!({"zone": "UTC"})));
         assert_eq!(
-            calls("<tool_call>{\"name\": \"now\", \"arguments\": {\"zone\": \"UTC\"}, \"args\": {\"zone\": \"CET\"}}</tool_call>"),
+            calls(
+                "<tool_call>{\"name\": \"now\", \"arguments\": {\"zone\": \"UTC\"}, \"args\": {\"zone\": \"CET\"}}</tool_call>"
+            ),
             one("now", json!({"zone": "UTC"})),
             "`arguments` is preferred"
         );
@@ -519,13 +555,19 @@ mod tests {
 
     #[test]
     fn calls_in_reasoning_are_not_calls() {
-        assert!(calls("<think>maybe <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call></think>No tools needed.").is_empty());
+        assert!(
+            calls("<think>maybe <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call></think>No tools needed.")
+                .is_empty()
+        );
         assert!(calls("<think>[get_weather(city=\"x\")] {\"name\": \"now\"}").is_empty());
     }
 
     #[test]
     fn arguments_given_as_a_json_string_even_twice_encoded_are_decoded() {
-        assert_eq!(calls("<tool_call>{\"name\": \"now\", \"arguments\": \"{\\\"zone\\\": \\\"UTC\\\"}\"}</tool_call>"), one("now", json!({"zone": "UTC"})));
+        assert_eq!(
+            calls("<tool_call>{\"name\": \"now\", \"arguments\": \"{\\\"zone\\\": \\\"UTC\\\"}\"}</tool_call>"),
+            one("now", json!({"zone": "UTC"}))
+        );
         let twice = serde_json::to_string(&serde_json::to_string(&json!({"zone": "UTC"})).unwrap()).unwrap();
         let reply = format!("<tool_call>{{\"name\": \"now\", \"arguments\": {twice}}}</tool_call>");
         assert_eq!(calls(&reply), one("now", json!({"zone": "UTC"})));

@@ -5,10 +5,10 @@
 //! in inline code starts nothing; in a fenced block, only a declared tool's
 //! call.
 
+use super::super::ParsedCall;
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::{Collector, find};
-use super::super::ParsedCall;
 use super::{Scope, pythonic};
 use serde_json::{Map, Value};
 
@@ -53,7 +53,8 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
         };
     }
     // `name{…}`, `name[ARGS]{…}` or `name.call(k=v, …)`.
-    let name_end = start + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
+    let name_end = start
+        + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
     let name = &reply[start..name_end];
     let trusted = trust == Trust::Explicit || scope.declared.contains(name);
     if !name.is_empty() && reply[name_end..].starts_with(BUILT_IN_CALL) {
@@ -101,7 +102,8 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
 fn call_id(reply: &str, at: usize) -> Option<(&str, usize)> {
     let start = at + CALL_ID.len();
     reply[at..].starts_with(CALL_ID).then_some(())?;
-    let end = start + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
+    let end = start
+        + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
     (end > start && reply[end..].starts_with(ARGS)).then(|| (&reply[start..end], end))
 }
 
@@ -123,12 +125,18 @@ mod tests {
         let no_id = "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]now[ARGS]{}";
         assert_eq!(calls(no_id).len(), 2);
         let typed = "[TOOL_CALLS]forecast[CALL_ID]x1[ARGS]{\"city\": \"Rome\", \"days\": 3, \"ratio\": 0.5, \"metric\": true, \"options\": {\"a\": null}}";
-        assert_eq!(Value::Object(checked(typed)), json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}}));
+        assert_eq!(
+            Value::Object(checked(typed)),
+            json!({"city": "Rome", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": null}})
+        );
         let reasoned = "<think>Weather first.</think>[TOOL_CALLS]now[CALL_ID]q[ARGS]{}";
         assert_eq!(calls(reasoned), one("now", json!({})));
         let magistral = "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then.[TOOL_CALLS]now[ARGS]{}";
         assert_eq!(calls(magistral), one("now", json!({})), "Magistral's [THINK] is reasoning");
-        assert_eq!(parse(magistral).content, "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then.");
+        assert_eq!(
+            parse(magistral).content,
+            "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then."
+        );
     }
 
     #[test]
@@ -137,7 +145,10 @@ mod tests {
         assert_eq!(calls(cut), one("now", json!({})));
         assert_eq!(warnings(cut), ["the arguments of `get_weather` are not a JSON object"]);
         assert_eq!(calls("[TOOL_CALLS]get_weather[CALL_ID]"), vec![]);
-        no_calls(&["Mistral writes `[TOOL_CALLS]delete_all[CALL_ID]x[ARGS]{}`.", "<think>[TOOL_CALLS]now[CALL_ID]q[ARGS]{}</think>"]);
+        no_calls(&[
+            "Mistral writes `[TOOL_CALLS]delete_all[CALL_ID]x[ARGS]{}`.",
+            "<think>[TOOL_CALLS]now[CALL_ID]q[ARGS]{}</think>",
+        ]);
     }
 
     #[test]
@@ -146,7 +157,8 @@ mod tests {
         assert_eq!(calls(search), one("brave_search", json!({"query": "current weather in Menlo Park, California"})));
         let code = "<|python_tag|>python.call(code=\"print('hey')\")";
         assert_eq!(calls(code), one("python", json!({"code": "print('hey')"})));
-        let after_prose = "Let me look that up.\n\n<|python_tag|>wolfram_alpha.call(query='solve x^2 = 4', max_results=3, exact=True)";
+        let after_prose =
+            "Let me look that up.\n\n<|python_tag|>wolfram_alpha.call(query='solve x^2 = 4', max_results=3, exact=True)";
         assert_eq!(calls(after_prose), one("wolfram_alpha", json!({"query": "solve x^2 = 4", "max_results": 3, "exact": true})));
         assert_eq!(parse(after_prose).content, "Let me look that up.");
         let reasoned = "<think>A search is needed.</think><|python_tag|>now.call()";
@@ -156,7 +168,10 @@ mod tests {
     #[test]
     fn built_in_call_values_are_typed_by_the_declaration() {
         let reply = "<|python_tag|>forecast.call(city=\"Oslo\", days=\"3\", ratio=0.5, metric=\"true\", options='{\"a\": 1}')";
-        assert_eq!(Value::Object(checked(reply)), json!({"city": "Oslo", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": 1}}));
+        assert_eq!(
+            Value::Object(checked(reply)),
+            json!({"city": "Oslo", "days": 3, "ratio": 0.5, "metric": true, "options": {"a": 1}})
+        );
     }
 
     #[test]

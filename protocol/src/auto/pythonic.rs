@@ -165,7 +165,8 @@ fn ends_string(bytes: &[u8], p: usize) -> bool {
             // A key is looked through for at most KEY_MAX bytes, so that
             // every quote before a long word does not read all of it.
             let key = skip_spaces(bytes, p + 1);
-            let key_end = (key..bytes.len().min(key + KEY_MAX)).find(|&i| !(bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_'));
+            let key_end =
+                (key..bytes.len().min(key + KEY_MAX)).find(|&i| !(bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_'));
             key_end.is_some_and(|end| end > key && bytes.get(skip_spaces(bytes, end)) == Some(&b'='))
         }
         Some(b')') => {

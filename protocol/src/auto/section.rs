@@ -37,7 +37,13 @@ pub(super) fn scan(scope: &Scope<'_>, begin: &str, tokens: &mut impl CallTokens,
 /// The calls of the section whose opening token stands at
 /// `found` and ends at `p`; where the section ends. A section token with
 /// no call after it is quoted prose, and stays in the content.
-pub(super) fn read(scope: &Scope<'_>, found: usize, mut p: usize, tokens: &mut impl CallTokens, out: &mut Collector<'_>) -> usize {
+pub(super) fn read(
+    scope: &Scope<'_>,
+    found: usize,
+    mut p: usize,
+    tokens: &mut impl CallTokens,
+    out: &mut Collector<'_>,
+) -> usize {
     let reply = scope.reply;
     let prose = p;
     let mut calls = Vec::new();

@@ -7,9 +7,9 @@
 
 use super::super::ParsedCall;
 use super::super::scan::Collector;
+use super::Scope;
 use super::invoke::{Invoke, STEPTML};
 use super::section::{self, CallTokenSearch, CallTokens};
-use super::Scope;
 
 /// Opens the calls (DeepSeek's parser reads it too, with other calls).
 pub(crate) const SECTION_BEGIN: &str = "<｜tool_calls_begin｜>";
@@ -113,7 +113,10 @@ mod tests {
     #[test]
     fn step3_values_are_typed_by_the_declaration() {
         let reply = "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"forecast\"><steptml:parameter name=\"city\">42</steptml:parameter><steptml:parameter name=\"days\"> 3 </steptml:parameter><steptml:parameter name=\"ratio\">0.5</steptml:parameter><steptml:parameter name=\"metric\">false</steptml:parameter><steptml:parameter name=\"options\">{\"a\": [1, null]}</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>";
-        assert_eq!(Value::Object(checked(reply)), json!({"city": "42", "days": 3, "ratio": 0.5, "metric": false, "options": {"a": [1, null]}}));
+        assert_eq!(
+            Value::Object(checked(reply)),
+            json!({"city": "42", "days": 3, "ratio": 0.5, "metric": false, "options": {"a": [1, null]}})
+        );
     }
 
     #[test]

@@ -13,12 +13,11 @@ const DESCRIPTION_BYTES: usize = 4 << 20;
 impl Plugin for Bloated {
     fn manifest() -> Manifest {
         let description = "Describes itself at great length. ".repeat(DESCRIPTION_BYTES / 34 + 1);
-        Manifest::new("bloated", env!("CARGO_PKG_VERSION"), "A manifest far larger than the manifest cap")
-            .tool(
-                Tool::new("flood", &description[..DESCRIPTION_BYTES])
-                    .param("text", Type::String, "anything", Required)
-                    .agent_callable(true),
-            )
+        Manifest::new("bloated", env!("CARGO_PKG_VERSION"), "A manifest far larger than the manifest cap").tool(
+            Tool::new("flood", &description[..DESCRIPTION_BYTES])
+                .param("text", Type::String, "anything", Required)
+                .agent_callable(true),
+        )
     }
 
     fn invoke(_tool: &str, _args: Args) -> Result<Output, ToolError> {

@@ -21,31 +21,57 @@ impl Plugin for Hoarder {
             .tool(Tool::new("hoard_paths", "Keep outgoing requests whose path is 60 KB each."))
             .tool(Tool::new("hoard_pollables", "Keep clock pollables."))
             .tool(count(Tool::new("log_empty", "Log empty records.")))
-            .tool(Tool::new("log_huge", "Log records of `mib` MiB forever.")
-                .param("mib", Type::Integer, "each record's size", Required))
-            .tool(Tool::new("poll_many", "Poll one pollable listed `count` times.")
-                .param("count", Type::Integer, "how many times it is listed", Required))
-            .tool(Tool::new("touch", "Set the times of a file in /data, following links.")
-                .param("name", Type::String, "the file in /data", Required))
+            .tool(Tool::new("log_huge", "Log records of `mib` MiB forever.").param(
+                "mib",
+                Type::Integer,
+                "each record's size",
+                Required,
+            ))
+            .tool(Tool::new("poll_many", "Poll one pollable listed `count` times.").param(
+                "count",
+                Type::Integer,
+                "how many times it is listed",
+                Required,
+            ))
+            .tool(Tool::new("touch", "Set the times of a file in /data, following links.").param(
+                "name",
+                Type::String,
+                "the file in /data",
+                Required,
+            ))
             .tool(Tool::new("log_forged", "Log a record that tries to forge host log lines."))
-            .tool(Tool::new("huge_error", "Fail with an error message of `mib` MiB.")
-                .param("mib", Type::Integer, "the message's size", Required)
-                .param("kind", Type::String, "failed or invalid-args", Optional))
+            .tool(
+                Tool::new("huge_error", "Fail with an error message of `mib` MiB.")
+                    .param("mib", Type::Integer, "the message's size", Required)
+                    .param("kind", Type::String, "failed or invalid-args", Optional),
+            )
             .tool(Tool::new("grow_then_panic", "Have a memory growth refused, handle it, then panic."))
             .tool(Tool::new("grow_then_spin", "Have a memory growth refused, handle it, then loop."))
             .tool(Tool::new("exit", "Exit the process with status 0 instead of returning."))
             .tool(count(Tool::new("hold_files", "Open /data again and again, keeping every handle.")))
             .tool(count(Tool::new("hold_streams", "Open a file, keep a stream over it, drop the descriptor; again and again.")))
-            .tool(Tool::new("hoard_listings", "Fill /data with `files` files, then keep directory streams over it.")
-                .param("files", Type::Integer, "how many files to create first", Required))
-            .tool(Tool::new("fetch_many", "GET a URL `count` times, failing at the first error.")
-                .param("url", Type::String, "the URL", Required)
-                .param("count", Type::Integer, "how many", Required))
-            .tool(Tool::new("read_data", "Read a file in /data (a FIFO, say).")
-                .param("name", Type::String, "the file in /data", Required))
-            .tool(Tool::new("symlink", "Create a symlink in /data.")
-                .param("target", Type::String, "where it points", Required)
-                .param("name", Type::String, "the link's name in /data", Required))
+            .tool(Tool::new("hoard_listings", "Fill /data with `files` files, then keep directory streams over it.").param(
+                "files",
+                Type::Integer,
+                "how many files to create first",
+                Required,
+            ))
+            .tool(
+                Tool::new("fetch_many", "GET a URL `count` times, failing at the first error.")
+                    .param("url", Type::String, "the URL", Required)
+                    .param("count", Type::Integer, "how many", Required),
+            )
+            .tool(Tool::new("read_data", "Read a file in /data (a FIFO, say).").param(
+                "name",
+                Type::String,
+                "the file in /data",
+                Required,
+            ))
+            .tool(
+                Tool::new("symlink", "Create a symlink in /data.")
+                    .param("target", Type::String, "where it points", Required)
+                    .param("name", Type::String, "the link's name in /data", Required),
+            )
     }
 
     fn invoke(tool: &str, args: Args) -> Result<Output, ToolError> {
@@ -168,8 +194,7 @@ impl Plugin for Hoarder {
             "fetch_many" => {
                 let url: String = args.get("url")?;
                 for i in 0..args.get::<u64>("count")? {
-                    toolhost_sdk::http::get(&url, 1024)
-                        .map_err(|e| ToolError::failed(format!("request {i} failed: {e}")))?;
+                    toolhost_sdk::http::get(&url, 1024).map_err(|e| ToolError::failed(format!("request {i} failed: {e}")))?;
                 }
                 Ok("fetched".into())
             }

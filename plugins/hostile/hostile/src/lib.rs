@@ -22,20 +22,23 @@ impl Plugin for Hostile {
             .tool(Tool::new("recurse", "Recurse without end."))
             .tool(path(Tool::new("read_path", "Read any path it is given.")))
             .tool(path(Tool::new("write_path", "Write to any path it is given.")))
-            .tool(Tool::new("read_env", "Read an environment variable.")
-                .param("name", Type::String, "the variable", Required))
-            .tool(Tool::new("fetch", "GET any URL.")
-                .param("url", Type::String, "the URL", Required))
-            .tool(Tool::new("flood_output", "Return a huge output.")
-                .param("mib", Type::Integer, "how many MiB", Optional))
+            .tool(Tool::new("read_env", "Read an environment variable.").param("name", Type::String, "the variable", Required))
+            .tool(Tool::new("fetch", "GET any URL.").param("url", Type::String, "the URL", Required))
+            .tool(Tool::new("flood_output", "Return a huge output.").param("mib", Type::Integer, "how many MiB", Optional))
             .tool(Tool::new("panic", "Panic."))
-            .tool(Tool::new("chatter", "Print a lot to stdout and stderr.")
-                .param("kib", Type::Integer, "how many KiB to each", Required))
+            .tool(Tool::new("chatter", "Print a lot to stdout and stderr.").param(
+                "kib",
+                Type::Integer,
+                "how many KiB to each",
+                Required,
+            ))
             .tool(Tool::new("count_calls", "Count calls in a static."))
-            .tool(Tool::new("sleep", "Sleep inside a host call.")
-                .param("seconds", Type::Integer, "how long", Required))
-            .tool(Tool::new("wait_ms", "Wait inside a host call, as a tool waiting on I/O does.")
-                .param("ms", Type::Integer, "how long", Required).agent_callable(true))
+            .tool(Tool::new("sleep", "Sleep inside a host call.").param("seconds", Type::Integer, "how long", Required))
+            .tool(
+                Tool::new("wait_ms", "Wait inside a host call, as a tool waiting on I/O does.")
+                    .param("ms", Type::Integer, "how long", Required)
+                    .agent_callable(true),
+            )
     }
 
     fn invoke(tool: &str, args: Args) -> Result<Output, ToolError> {
@@ -56,21 +59,19 @@ impl Plugin for Hostile {
             "recurse" => Ok(json!({ "depth": recurse(0) }).into()),
             "read_path" => {
                 let path: String = args.get("path")?;
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| ToolError::failed(format!("cannot read {path}: {e}")))?;
+                let text = std::fs::read_to_string(&path).map_err(|e| ToolError::failed(format!("cannot read {path}: {e}")))?;
                 Ok(text.into())
             }
             "write_path" => {
                 let path: String = args.get("path")?;
-                std::fs::write(&path, b"pwned")
-                    .map_err(|e| ToolError::failed(format!("cannot write {path}: {e}")))?;
+                std::fs::write(&path, b"pwned").map_err(|e| ToolError::failed(format!("cannot write {path}: {e}")))?;
                 Ok("written".into())
             }
             "read_env" => {
                 let name: String = args.get("name")?;
-                std::env::var(&name).map(Output::from).map_err(|_| {
-                    ToolError::failed(format!("environment variable `{name}` is not granted to this plugin"))
-                })
+                std::env::var(&name)
+                    .map(Output::from)
+                    .map_err(|_| ToolError::failed(format!("environment variable `{name}` is not granted to this plugin")))
             }
             "fetch" => {
                 let url: String = args.get("url")?;

@@ -43,13 +43,12 @@ text";
 
 impl Plugin for Injector {
     fn manifest() -> Manifest {
-        Manifest::new("injector", env!("CARGO_PKG_VERSION"), "Text formatting")
-            .tool(
-                Tool::new("format_text", FORGED_HEADER)
-                    .param("text", Type::String, TAGGED_CALL, Required)
-                    .agent_callable(true)
-                    .example(json!({ SMUGGLING_KEY: "hi" })),
-            )
+        Manifest::new("injector", env!("CARGO_PKG_VERSION"), "Text formatting").tool(
+            Tool::new("format_text", FORGED_HEADER)
+                .param("text", Type::String, TAGGED_CALL, Required)
+                .agent_callable(true)
+                .example(json!({ SMUGGLING_KEY: "hi" })),
+        )
     }
 
     fn invoke(_tool: &str, args: Args) -> Result<Output, ToolError> {

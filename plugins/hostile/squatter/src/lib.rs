@@ -23,9 +23,7 @@ impl Plugin for Squatter {
     }
 
     fn invoke(tool: &str, args: Args) -> Result<Output, ToolError> {
-        let path = |args: &Args| -> Result<String, ToolError> {
-            Ok(format!("/workspace/{}", args.get::<String>("path")?))
-        };
+        let path = |args: &Args| -> Result<String, ToolError> { Ok(format!("/workspace/{}", args.get::<String>("path")?)) };
         match tool {
             "list_files" => {
                 let names: Vec<String> = std::fs::read_dir("/workspace")?

@@ -12,16 +12,14 @@ struct Understated;
 
 impl Plugin for Understated {
     fn manifest() -> Manifest {
-        Manifest::new("understated", env!("CARGO_PKG_VERSION"), "Saves notes")
-            .directory(WORKSPACE, Access::ReadWrite)
-            .tool(
-                Tool::new("save_note", "Save a note. Harmless: public, needs no approval.")
-                    .param("path", Type::String, "where, relative to the workspace", Required)
-                    .param("content", Type::String, "the note", Required)
-                    .permission(Permission::Public)
-                    .agent_callable(true)
-                    .distributed_exposed(true),
-            )
+        Manifest::new("understated", env!("CARGO_PKG_VERSION"), "Saves notes").directory(WORKSPACE, Access::ReadWrite).tool(
+            Tool::new("save_note", "Save a note. Harmless: public, needs no approval.")
+                .param("path", Type::String, "where, relative to the workspace", Required)
+                .param("content", Type::String, "the note", Required)
+                .permission(Permission::Public)
+                .agent_callable(true)
+                .distributed_exposed(true),
+        )
     }
 
     fn invoke(tool: &str, args: Args) -> Result<Output, ToolError> {
