@@ -882,7 +882,7 @@ fn parse_types_xml_style_values_by_the_schemas_of_a_tools_file() {
     let untyped = toolhost_with_input(
         dir.path(),
         &["parse", "--tool", "forecast"],
-        &"<tool_call>\n<function=forecast>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=forecast>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
     );
     let untyped: serde_json::Value = serde_json::from_slice(&untyped.stdout).unwrap();
     assert_eq!(untyped["calls"][0]["arguments"], serde_json::json!({"days": "3"}), "without a schema, text");

@@ -148,6 +148,7 @@ impl Executor {
 
     /// Run `calls` by their tools' names, looked up in one catalog snapshot,
     /// as `options` say; outcomes keep the calls' order.
+    #[allow(clippy::result_large_err, reason = "see `bind`")]
     pub async fn run_all(&self, calls: &[ToolCall], options: &RunOptions) -> Vec<ToolOutcome> {
         let catalog = self.registry.catalog();
         let bound: Vec<Result<CheckedCall, ToolOutcome>> = calls.iter().map(|call| bind(&catalog, call)).collect();
@@ -303,6 +304,7 @@ impl Queued for Result<CheckedCall, ToolOutcome> {
 /// `call` bound to its tool's plugin in `catalog`, or the outcome of a call
 /// that cannot run: an unknown tool (naming the closest), arguments that
 /// are not an object.
+#[allow(clippy::result_large_err, reason = "the outcome is what a call that cannot run ends as, made once, never propagated far")]
 fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> {
     plugin_for(catalog, call)?;
     Ok(CheckedCall::bind(call.clone(), catalog).expect("its tool is in the catalog"))
@@ -310,6 +312,7 @@ fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> 
 
 /// The plugin of `call`'s tool in `catalog`, or the outcome of a call that
 /// cannot run, as [`bind`] says.
+#[allow(clippy::result_large_err, reason = "see `bind`")]
 fn plugin_for<'c>(catalog: &'c Catalog, call: &ToolCall) -> Result<&'c Arc<LoadedPlugin>, ToolOutcome> {
     let Some((plugin, _)) = catalog.tool(&call.tool) else {
         let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();

@@ -6,8 +6,11 @@
 //!   into `target/plugins/polyglot/` (see `polyglot`);
 //! - `build-samples`: build every language's `toolhost new` sample, as
 //!   the benchmark compares them (with the CLI already built);
-//! - `test`: build the plugins, install the peers the tests drive (the
-//!   official MCP clients, nginx, Chromium and ChromeDriver), then run
+//! - `lint`: `cargo fmt --check` (the workspace, the plugins, the fuzz
+//!   targets), `cargo clippy --all-targets` and `cargo doc --no-deps` with
+//!   warnings denied, and a check without default features;
+//! - `test`: lint, build the plugins, install the peers the tests drive
+//!   (the official MCP clients, nginx, Chromium and ChromeDriver), then run
 //!   every test;
 //! - `browser`: install Chromium and ChromeDriver for the console's tests;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
@@ -67,7 +70,9 @@ fn main() -> anyhow::Result<()> {
         // The bare responder the MCP benchmark measures toolhost against.
         "bare-mcp" => mcp_bench::bare_responder(),
         "build-samples" => polyglot::build_samples(&root, &root.join("target/release/toolhost")),
+        "lint" => lint(&root),
         "test" => {
+            lint(&root)?;
             build_plugins(&root)?;
             polyglot::install_registry();
             mcp_clients::install(&root)?;
@@ -97,7 +102,7 @@ fn main() -> anyhow::Result<()> {
         }
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
         _ => bail!(
-            "usage: cargo xtask <build-plugins | build-samples | mcp-clients | browser | mcp-bench | test | demo | bench | fuzz [--seconds N] [TARGET…]>"
+            "usage: cargo xtask <build-plugins | build-samples | mcp-clients | browser | mcp-bench | lint | test | demo | bench | fuzz [--seconds N] [TARGET…]>"
         ),
     }
 }
@@ -135,6 +140,24 @@ fn host_memory_accounting_cost(root: &Path) -> anyhow::Result<()> {
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
+}
+
+/// The checks that need no plugin, fastest first, so a careless change
+/// fails in seconds: formatting (every workspace of the repository: the
+/// plugins and fuzz targets are workspaces of their own), clippy's lints
+/// and the documentation with warnings denied, and a check of the
+/// workspace without default features. Clippy and doc build in the release
+/// profile the tests use, so they share the dependencies' metadata.
+fn lint(root: &Path) -> anyhow::Result<()> {
+    run(Command::new("rustup").args(["component", "add", "rustfmt", "clippy"]))?;
+    for workspace in [".", "plugins", "fuzz", "fuzz/config"] {
+        run(cargo(&root.join(workspace)).args(["fmt", "--all", "--check"]))?;
+    }
+    run(cargo(root).args(["clippy", "--release", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    // `--lib`: the CLI's binary is named `toolhost` too, and its page
+    // would overwrite the library's (cargo#6313).
+    run(cargo(root).args(["doc", "--release", "--no-deps", "--workspace", "--lib"]).env("RUSTDOCFLAGS", "-D warnings"))?;
+    run(cargo(root).args(["check", "--release", "--workspace", "--no-default-features"]))
 }
 
 fn cargo(dir: &Path) -> Command {

@@ -62,7 +62,7 @@ const MAX_LOCK_FILE_BYTES: u64 = 16 << 20;
 
 impl LockFile {
     /// Read `path`; `Ok(None)` when it does not exist. A FIFO or device
-    /// in its place, or a file past [`MAX_LOCK_FILE_BYTES`], is an error,
+    /// in its place, or a file past 16 MiB, is an error,
     /// never waited on; so is one another user owns or may write
     /// ([`check_trusted`](crate::check_trusted)).
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {

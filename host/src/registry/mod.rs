@@ -57,7 +57,8 @@ pub struct LoadedPlugin {
     /// Its SHA-256, hex.
     pub sha256: String,
     /// Its validated manifest, each tool under the name the host gives it
-    /// (see [`names`]; [`LoadedPlugin::declared_name`] is the plugin's own).
+    /// (renamed as the policy says; [`LoadedPlugin::declared_name`] is the
+    /// plugin's own).
     pub manifest: PluginManifest,
     /// Its effective grants.
     pub grants: Grants,
@@ -174,7 +175,7 @@ pub enum LoadError {
         error: Box<ManifestError>,
     },
     /// The policy gives one of the component's tools a name it cannot have
-    /// (see [`names`]).
+    /// (`rename` or `tool_prefix` in its section).
     #[error("{file} is refused: {key} gives its tool `{tool}` the name `{name}`, which {why}")]
     ToolName {
         /// The component, as the lock file names it ([`LockFile::key`]).

@@ -136,6 +136,6 @@ impl<T: Send + 'static> ReadyPlugin<T> {
         instance: &wasmtime::component::Instance,
         store: &mut wasmtime::Store<T>,
     ) -> wasmtime::Result<wasmtime::component::TypedFunc<(&'a str, &'a str), (Result<wit::Output, wit::ToolError>,)>> {
-        instance.get_typed_func(store, &self.invoke)
+        instance.get_typed_func(store, self.invoke)
     }
 }

@@ -135,7 +135,7 @@ impl SandboxSize {
 
     /// The same with half the calls, or `None` at one call.
     pub(crate) fn halved(&self) -> Option<Self> {
-        (self.calls > 1).then(|| SandboxSize { calls: self.calls / 2, ..*self })
+        (self.calls > 1).then_some(SandboxSize { calls: self.calls / 2, ..*self })
     }
 }
 
