@@ -3,8 +3,8 @@
 //! same on generated input).
 
 use toolhost_protocol::arguments::check as check_call;
+use toolhost_protocol::types::ToolCall;
 use toolhost_protocol::{Declared, ProtocolId};
-use toolhost_types::ToolCall;
 
 /// The tools the targets declare: the names the seeds call.
 const DECLARED: [&str; 6] = ["get_weather", "calculate", "now", "forecast", "calc", "python"];

@@ -148,7 +148,7 @@ impl Executor {
 
     /// Run `calls` by their tools' names, looked up in one catalog snapshot,
     /// as `options` say; outcomes keep the calls' order.
-    #[allow(clippy::result_large_err, reason = "see `bind`")]
+    #[expect(clippy::result_large_err, reason = "its closure returns `bind`'s result")]
     pub async fn run_all(&self, calls: &[ToolCall], options: &RunOptions) -> Vec<ToolOutcome> {
         let catalog = self.registry.catalog();
         let bound: Vec<Result<CheckedCall, ToolOutcome>> = calls.iter().map(|call| bind(&catalog, call)).collect();
@@ -304,7 +304,10 @@ impl Queued for Result<CheckedCall, ToolOutcome> {
 /// `call` bound to its tool's plugin in `catalog`, or the outcome of a call
 /// that cannot run: an unknown tool (naming the closest), arguments that
 /// are not an object.
-#[allow(clippy::result_large_err, reason = "the outcome is what a call that cannot run ends as, made once, never propagated far")]
+#[expect(
+    clippy::result_large_err,
+    reason = "the outcome is what a call that cannot run ends as, made once, never propagated far"
+)]
 fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> {
     plugin_for(catalog, call)?;
     Ok(CheckedCall::bind(call.clone(), catalog).expect("its tool is in the catalog"))
@@ -312,7 +315,7 @@ fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> 
 
 /// The plugin of `call`'s tool in `catalog`, or the outcome of a call that
 /// cannot run, as [`bind`] says.
-#[allow(clippy::result_large_err, reason = "see `bind`")]
+#[expect(clippy::result_large_err, reason = "as in `bind`")]
 fn plugin_for<'c>(catalog: &'c Catalog, call: &ToolCall) -> Result<&'c Arc<LoadedPlugin>, ToolOutcome> {
     let Some((plugin, _)) = catalog.tool(&call.tool) else {
         let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();

@@ -684,7 +684,7 @@ mod tests {
 
     /// The manifest output limit the registry passes in.
     fn max_bytes() -> usize {
-        MAX_MANIFEST_BYTES
+        MAX_PLUGIN_MANIFEST_BYTES
     }
 
     fn raw(api: &str) -> RawManifest {

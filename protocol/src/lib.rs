@@ -39,6 +39,10 @@ mod xml_tag;
 struct ReadmeExample;
 
 pub(crate) use text::is_line_break;
+/// The declarations, calls and outcomes the parsers read and write: the
+/// `toolhost-types` crate, so that a user of the parsers needs only this
+/// one.
+pub use toolhost_types as types;
 pub use toolhost_types::call::ParsedCall;
 // The declarations, calls, outcomes and messages every protocol reads and
 // writes, at the paths the modules have always named them by.
@@ -248,6 +252,7 @@ fn quote(text: &str, first: &str, rest: &str) -> String {
 /// `ratio`, `metric`, `options`), which the tests and the fuzz targets check
 /// calls against.
 #[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
 pub fn forecast() -> ToolSpec {
     use crate::manifest::{ParamSpec, ParamType};
     let param = |name: &str, ty| ParamSpec { name: name.into(), ty, description: String::new(), required: false };

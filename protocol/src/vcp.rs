@@ -88,6 +88,7 @@ impl Protocol for Vcp {
 }
 
 /// One tool's definition with a ready-to-copy example block.
+#[doc(hidden)]
 pub fn render_tool(tool: &ToolSpec) -> String {
     let mut out = format!("Tool: {}\nPlugin: {}\nPermission: {}\n", tool.name, tool.plugin, tool.permission.as_str());
     out.push_str(&describe_tool(tool));
@@ -102,6 +103,7 @@ pub fn render_tool(tool: &ToolSpec) -> String {
 /// VCP server reads it, so the block parses back to the same values. VCP
 /// trims values and has no way to write `「末ESCAPE」` or an escaped marker
 /// inside one, so such values do not come back exactly.
+#[doc(hidden)]
 pub fn request_block(tool: &str, args: &Map<String, Value>) -> String {
     let mut fields = vec![field(TOOL_NAME_KEY, tool)];
     for (key, value) in args {

@@ -11,14 +11,13 @@ const FORBIDDEN: [&str; 6] = ["wasmtime", "tokio", "reqwest", "axum", "hyper", "
 fn closure(lock: &toml::Table, root: &str) -> BTreeSet<String> {
     let packages = lock["package"].as_array().expect("Cargo.lock lists packages");
     // A dependency is named `name` or `name version` when two versions exist.
-    let deps: HashMap<&str, Vec<&str>> = packages
-        .iter()
-        .map(|p| {
-            let name = p["name"].as_str().expect("a package name");
-            let list = p.get("dependencies").and_then(|d| d.as_array()).map(Vec::as_slice).unwrap_or_default();
-            (name, list.iter().filter_map(|d| d.as_str()?.split(' ').next()).collect())
-        })
-        .collect();
+    // Two versions of a package: the dependencies of both.
+    let mut deps: HashMap<&str, Vec<&str>> = HashMap::new();
+    for package in packages {
+        let name = package["name"].as_str().expect("a package name");
+        let list = package.get("dependencies").and_then(|d| d.as_array()).map(Vec::as_slice).unwrap_or_default();
+        deps.entry(name).or_default().extend(list.iter().filter_map(|d| d.as_str()?.split(' ').next()));
+    }
     let mut seen = BTreeSet::new();
     let mut todo = vec![root];
     while let Some(name) = todo.pop() {

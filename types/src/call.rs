@@ -108,7 +108,9 @@ impl ToolCall {
         ToolCall { reserved, ..self }
     }
 
-    /// This call with `args` as its arguments.
+    /// This call with `args` as its arguments. A call whose arguments could
+    /// not be used when it was made ([`ToolCall::new`] of something that
+    /// is not an object) stays unusable.
     #[must_use]
     pub fn with_args(self, args: Map<String, Value>) -> Self {
         ToolCall { args, ..self }

@@ -150,8 +150,10 @@ fn workspace_root() -> PathBuf {
 /// profile the tests use, so they share the dependencies' metadata.
 fn lint(root: &Path) -> anyhow::Result<()> {
     run(Command::new("rustup").args(["component", "add", "rustfmt", "clippy"]))?;
+    // Without `--all`, which would resolve every dependency (and write a
+    // lock file where there is none); at a workspace's root, every member.
     for workspace in [".", "plugins", "fuzz", "fuzz/config"] {
-        run(cargo(&root.join(workspace)).args(["fmt", "--all", "--check"]))?;
+        run(cargo(&root.join(workspace)).args(["fmt", "--check"]))?;
     }
     run(cargo(root).args(["clippy", "--release", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     // `--lib`: the CLI's binary is named `toolhost` too, and its page

@@ -91,7 +91,7 @@ pub struct Chain {
 }
 
 /// What to do with one call of a round.
-#[allow(clippy::large_enum_variant, reason = "a few per round, each moved once; a box would only add an allocation")]
+#[expect(clippy::large_enum_variant, reason = "a few per round, each moved once; a box would only add an allocation")]
 enum Planned {
     /// Already answered (unreadable, repeated, answered by a person); the
     /// call is kept as asked for, to be recorded as it was.

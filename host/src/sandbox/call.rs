@@ -157,7 +157,7 @@ impl Sandbox {
         };
         let stderr = Capture::new(STDIO_CAPTURE_BYTES);
         let stdout = Capture::new(STDIO_CAPTURE_BYTES);
-        let (shard, pre) = self.ready_in(prepared, shard);
+        let (shard, pre) = self.ready_in(prepared, shard).await;
         let store = self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone());
         let mut store = match store {
             Ok(store) => store,
@@ -268,7 +268,7 @@ impl Sandbox {
         let limits = Limits { fuel: u64::MAX / 2, ..Limits::default() };
         let _slot = self.call_slot(&CancellationToken::new()).await;
         let pipe = || Capture::new(STDIO_CAPTURE_BYTES);
-        let (shard, pre) = self.ready_in(prepared, 0);
+        let (shard, pre) = self.ready_in(prepared, 0).await;
         let mut store = self.new_store(shard, "bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;
         store.set_epoch_deadline(u64::MAX / 2);
         let instance = pre.instantiate(&mut store).await?;

@@ -108,7 +108,7 @@ impl Limits {
             fuel: 50_000_000,
             timeout: Duration::from_secs(2),
             memory_bytes: 16 << 20,
-            output_bytes: crate::manifest::MAX_MANIFEST_BYTES,
+            output_bytes: crate::manifest::MAX_PLUGIN_MANIFEST_BYTES,
             host_memory_bytes: 16 << 20,
             resources: 100,
             open_files: 0,

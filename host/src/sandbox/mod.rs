@@ -39,8 +39,8 @@ pub use size::{
 pub(crate) use wasi_errno::explain as explain_guest_error;
 
 use crate::error_chain::{caught, error_chain};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
@@ -106,29 +106,30 @@ struct Shard {
 /// first call lands there (see [`Sandbox::ready_in`]).
 pub(crate) struct Prepared {
     first: ReadyPlugin<CallState>,
-    replicas: Arc<Replicas>,
+    replicas: Replicas,
 }
 
-/// A plugin's links in the shards after the first, made on a thread of
-/// their own when first wanted.
+/// A plugin's links in the shards after the first, each made when the
+/// first call lands in its shard: `None` if that failed, and then the
+/// shard's calls of this plugin run in the first.
 struct Replicas {
-    linked: Vec<OnceLock<ReadyPlugin<CallState>>>,
-    /// Whether each replica has been asked for: it is made once, and a
-    /// replica that failed is not tried again.
-    asked: Vec<AtomicBool>,
-    /// What the replicas are made from, dropped with the last one made.
-    source: std::sync::Mutex<Option<Arc<ReplicaSource>>>,
+    linked: Vec<tokio::sync::OnceCell<Option<ReadyPlugin<CallState>>>>,
+    source: Arc<ReplicaSource>,
 }
 
+/// What a plugin's replicas are made from.
 struct ReplicaSource {
     /// The plugin as compiled for the first shard.
     component: Component,
     grants: Grants,
+    /// Its code, serialized for the first replica and kept for the others
+    /// until the last is made.
+    code: std::sync::Mutex<Option<Arc<Vec<u8>>>>,
 }
 
 impl Replicas {
     fn all_linked(&self) -> bool {
-        self.linked.iter().all(|linked| linked.get().is_some())
+        self.linked.iter().all(tokio::sync::OnceCell::initialized)
     }
 }
 
@@ -232,62 +233,50 @@ impl Sandbox {
         &self.shards[shard].engine
     }
 
-    /// Link `compiled` for `grants` in the first shard. The other shards
+    /// Link `component` for `grants` in the first shard. The other shards
     /// load its code and link it only when a call lands there: a warm load
     /// used to spend a fifth of its time deserializing into a second
     /// engine a plugin that a one-shot command, or an idle registry, never
     /// runs there (issue 17).
     pub(crate) fn prepare(&self, component: &Component, grants: &Grants) -> wasmtime::Result<Prepared> {
         let first = self.shards[0].link(component, grants)?;
-        let others = self.shards.len() - 1;
-        let source = ReplicaSource { component: component.clone(), grants: grants.clone() };
-        let replicas = Replicas {
-            linked: (0..others).map(|_| OnceLock::new()).collect(),
-            asked: (0..others).map(|_| AtomicBool::new(false)).collect(),
-            source: std::sync::Mutex::new((others > 0).then(|| Arc::new(source))),
-        };
-        Ok(Prepared { first, replicas: Arc::new(replicas) })
+        let source = ReplicaSource { component: component.clone(), grants: grants.clone(), code: Default::default() };
+        let linked = (1..self.shards.len()).map(|_| tokio::sync::OnceCell::new()).collect();
+        Ok(Prepared { first, replicas: Replicas { linked, source: Arc::new(source) } })
     }
 
-    /// `prepared` as linked in shard `shard` (wrapping around) and that
-    /// shard's index. A shard it is not linked in yet starts linking it on
-    /// a thread of its own, and meanwhile the call runs in the first
-    /// shard, which every engine's pool has room for.
-    pub(crate) fn ready_in<'p>(&self, prepared: &'p Prepared, shard: usize) -> (usize, &'p ReadyPlugin<CallState>) {
+    /// `prepared` as linked in shard `shard` (wrapping around), and that
+    /// shard's index. The first call to land in a shard the plugin is not
+    /// linked in yet loads and links it there, on a blocking thread, and
+    /// calls landing there meanwhile wait for it: about a millisecond for
+    /// a small plugin, once per plugin and shard, after which every shard
+    /// holds the plugin ready, as when plugins were loaded into every
+    /// engine at once. A shard where that failed (logged once) runs its
+    /// calls of the plugin in the first.
+    pub(crate) async fn ready_in<'p>(&self, prepared: &'p Prepared, shard: usize) -> (usize, &'p ReadyPlugin<CallState>) {
         let index = shard % self.shards.len();
         let Some(replica) = index.checked_sub(1) else { return (0, &prepared.first) };
-        if let Some(linked) = prepared.replicas.linked[replica].get() {
-            return (index, linked);
+        let replicas = &prepared.replicas;
+        let linked = replicas.linked[replica]
+            .get_or_init(|| async {
+                let (shard, source) = (self.shards[index].clone(), replicas.source.clone());
+                let loaded = tokio::task::spawn_blocking(move || caught(|| shard.load(&source))).await;
+                let why = match loaded {
+                    Ok(Ok(Ok(linked))) => return Some(linked),
+                    Ok(Ok(Err(error))) => format!("{error:#}"),
+                    Ok(Err(panic)) => format!("panicked: {panic}"),
+                    Err(error) => format!("did not finish: {error}"),
+                };
+                tracing::warn!("could not load a plugin into engine {index}; its calls there run in the first: {why}");
+                None
+            })
+            .await;
+        if replicas.all_linked() {
+            replicas.source.code.lock().expect("replica code lock").take();
         }
-        if !prepared.replicas.asked[replica].swap(true, Ordering::AcqRel) {
-            self.link_replica(&prepared.replicas, replica);
-        }
-        (0, &prepared.first)
-    }
-
-    /// Load and link replica `replica` (shard `replica + 1`) on a thread
-    /// of its own. If that fails, the shard keeps falling back to the
-    /// first, and the log says why once.
-    fn link_replica(&self, replicas: &Arc<Replicas>, replica: usize) {
-        let Some(source) = replicas.source.lock().expect("replica source lock").clone() else { return };
-        let (replicas, shard) = (replicas.clone(), self.shards[replica + 1].clone());
-        let work = move || {
-            let linked = caught(|| shard.load(&source)).unwrap_or_else(|panic| Err(wasmtime::format_err!("panicked: {panic}")));
-            match linked {
-                Ok(linked) => {
-                    let _ = replicas.linked[replica].set(linked);
-                    if replicas.all_linked() {
-                        replicas.source.lock().expect("replica source lock").take();
-                    }
-                }
-                Err(error) => tracing::warn!(
-                    "could not load a plugin into engine {}; its calls there run in the first: {error:#}",
-                    replica + 1
-                ),
-            }
-        };
-        if let Err(error) = std::thread::Builder::new().name("toolhost-replica".into()).spawn(work) {
-            tracing::warn!("could not start a thread to load a plugin into engine {}: {error}", replica + 1);
+        match linked {
+            Some(linked) => (index, linked),
+            None => (0, &prepared.first),
         }
     }
 }
@@ -298,16 +287,24 @@ impl Shard {
         ReadyPlugin::new(self.linkers.for_plugin(component, grants)?.instantiate_pre(component)?)
     }
 
-    /// `source`'s code loaded into this shard's engine and linked. Its
-    /// code is serialized again rather than kept: this runs once per shard,
-    /// off the load and the call, and keeping it would hold a copy of every
-    /// plugin's code (30 MiB for a Python one) that no call may ever need.
+    /// `source`'s code loaded into this shard's engine and linked. The
+    /// code is serialized again when first needed rather than kept from the
+    /// load, which would hold a copy of every plugin's code (30 MiB for a
+    /// Python one) that no call may ever need.
     #[allow(unsafe_code, reason = "loading compiled code into an engine is unsafe in wasmtime")]
     fn load(&self, source: &ReplicaSource) -> wasmtime::Result<ReadyPlugin<CallState>> {
-        let code = source.component.serialize()?;
-        // SAFETY: `code` was serialized just now, from a component compiled
-        // or loaded by an engine of the same configuration.
-        let component = unsafe { Component::deserialize(&self.engine, code) }?;
+        let kept = source.code.lock().expect("replica code lock").clone();
+        let code = match kept {
+            Some(code) => code,
+            None => {
+                let code = Arc::new(source.component.serialize()?);
+                *source.code.lock().expect("replica code lock") = Some(code.clone());
+                code
+            }
+        };
+        // SAFETY: `code` was serialized by this process, from a component
+        // compiled or loaded by an engine of the same configuration.
+        let component = unsafe { Component::deserialize(&self.engine, &*code) }?;
         self.link(&component, &source.grants)
     }
 }
@@ -487,20 +484,12 @@ mod tests {
         let sandbox = Sandbox::with_size(SandboxSize::pooled(2, 2)).unwrap();
         let component = Component::from_file(sandbox.engine(), wasm).expect("the example plugins are built (`cargo xtask test`)");
         let prepared = sandbox.prepare(&component, &Grants::none()).unwrap();
-        assert!(prepared.replicas.linked[0].get().is_none(), "linked into the second engine at load");
+        assert!(!prepared.replicas.linked[0].initialized(), "linked into the second engine at load");
 
-        // The first call meant for the second shard runs in the first.
-        assert_eq!(sandbox.ready_in(&prepared, 1).0, 0);
-        for _ in 0..1000 {
-            if prepared.replicas.all_linked() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(prepared.replicas.all_linked(), "the second engine never got the plugin");
-        assert!(prepared.replicas.source.lock().unwrap().is_none(), "the source is kept after the last replica was made");
-        assert_eq!(sandbox.ready_in(&prepared, 1).0, 1);
-        assert_eq!(sandbox.ready_in(&prepared, 2).0, 0, "shards wrap around");
+        assert_eq!(sandbox.ready_in(&prepared, 1).await.0, 1, "the first call meant for the second shard runs there");
+        assert!(prepared.replicas.all_linked());
+        assert!(prepared.replicas.source.code.lock().unwrap().is_none(), "the code is kept after the last replica was made");
+        assert_eq!(sandbox.ready_in(&prepared, 2).await.0, 0, "shards wrap around");
 
         let (returned, _, _) = sandbox
             .run(&prepared, 1, "calc", &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())

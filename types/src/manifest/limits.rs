@@ -2,11 +2,11 @@
 //! host and most of it into every prompt, so each is capped; the caps are
 //! generous for real tools and far below what would hurt the host or
 //! crowd a model's context. The whole manifest is capped too, by
-//! [`MAX_MANIFEST_BYTES`].
+//! [`MAX_PLUGIN_MANIFEST_BYTES`].
 
 /// Bytes of a whole manifest as the plugin returns it: the output limit
 /// under which the registry reads it (`Limits::for_manifest`).
-pub const MAX_MANIFEST_BYTES: usize = 256 << 10;
+pub const MAX_PLUGIN_MANIFEST_BYTES: usize = 256 << 10;
 
 /// The longest plugin, tool or parameter name every text protocol can
 /// carry.
