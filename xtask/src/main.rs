@@ -9,9 +9,9 @@
 //! - `lint`: `cargo fmt --check` (the workspace, the plugins, the fuzz
 //!   targets), `cargo clippy --all-targets` and `cargo doc --no-deps` with
 //!   warnings denied, and a check without default features;
-//! - `test`: lint, build the plugins, install the peers the tests drive
-//!   (the official MCP clients, nginx, Chromium and ChromeDriver), then run
-//!   every test;
+//! - `test`: lint and build the plugins while, beside them, the peers the
+//!   tests drive install (the other languages' toolchains, the official
+//!   MCP clients, nginx, Chromium and ChromeDriver), then run every test;
 //! - `browser`: install Chromium and ChromeDriver for the console's tests;
 //! - `demo`: build the plugins and the CLI, then list the plugins, run real
 //!   calls, show a hostile plugin stopped with its limit named, and end
@@ -72,11 +72,19 @@ fn main() -> anyhow::Result<()> {
         "build-samples" => polyglot::build_samples(&root, &root.join("target/release/toolhost")),
         "lint" => lint(&root),
         "test" => {
-            lint(&root)?;
-            build_plugins(&root)?;
-            polyglot::install_registry();
-            mcp_clients::install(&root)?;
-            browser::install(&root)?;
+            // The installs wait on the network and the lint and build on
+            // the processor: side by side, a clean machine saves minutes.
+            // Every apt-get runs on the one installing thread, so none
+            // waits on another's lock.
+            let installs = std::thread::spawn({
+                let root = root.clone();
+                move || install_test_peers(&root)
+            });
+            let built = lint(&root).and_then(|()| build_rust(&root));
+            let installed = installs.join().map_err(|_| anyhow::anyhow!("the installing thread panicked"))?;
+            built?;
+            installed?;
+            build_polyglot(&root)?;
             run(cargo(&root).args(["test", "--release", "--workspace"]))?;
             let host = host_triple()?;
             for name in NATIVE_TESTED {
@@ -183,10 +191,26 @@ fn host_triple() -> anyhow::Result<String> {
     text.lines().find_map(|l| l.strip_prefix("host: ")).map(str::to_owned).context("rustc -vV printed no host triple")
 }
 
-/// Install the target, build the plugin workspace, and copy the components
-/// where the tests and the demo look for them; then build the CLI, which
-/// scaffolds the other languages' examples.
+/// Build the Rust plugins and the workspace, then the other languages'
+/// examples.
 fn build_plugins(root: &Path) -> anyhow::Result<()> {
+    build_rust(root)?;
+    build_polyglot(root)
+}
+
+/// What the tests drive besides the workspace: the other languages'
+/// toolchains, the OCI registry, the MCP peers and the browser.
+fn install_test_peers(root: &Path) -> anyhow::Result<()> {
+    polyglot::Toolchains::install(root).write_env()?;
+    polyglot::install_registry();
+    mcp_clients::install(root)?;
+    browser::install(root)
+}
+
+/// Install the target, build the plugin workspace, and copy the components
+/// where the tests and the demo look for them; then build the workspace,
+/// whose CLI scaffolds the other languages' examples.
+fn build_rust(root: &Path) -> anyhow::Result<()> {
     run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))?;
     run(cargo(&root.join("plugins")).args(["build", "--release"]))?;
     let built = root.join("plugins/target/wasm32-wasip2/release");
@@ -206,7 +230,12 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
     // "Try it" chats with), so none is compiled again with other features.
     // The benchmarks too, so that a change that breaks one fails CI rather
     // than the next `cargo xtask bench`.
-    run(cargo(root).args(["build", "--release", "--workspace", "--tests", "--bins", "--benches"]))?;
+    run(cargo(root).args(["build", "--release", "--workspace", "--tests", "--bins", "--benches"]))
+}
+
+/// Build the other languages' examples with the CLI (installing their
+/// toolchains, unless they are there).
+fn build_polyglot(root: &Path) -> anyhow::Result<()> {
     polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())
