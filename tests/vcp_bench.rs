@@ -13,6 +13,10 @@
 //! and (c), as a real server's would be.
 
 #[allow(dead_code)]
+mod built {
+    include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+}
+#[allow(dead_code)]
 #[path = "all/support.rs"]
 mod support;
 #[allow(dead_code)]
@@ -44,7 +48,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     let standin = StandIn::start(KEY).await;
-    let host = TestHost::new(&["calc"], &format!("[vcp]\nserver = \"{}\"\nnode_name = \"bench\"\n", standin.url())).await;
+    let host = TestHost::new(&[built::CALC], &format!("[vcp]\nserver = \"{}\"\nnode_name = \"bench\"\n", standin.url())).await;
     let config = host.registry.policy().vcp.clone().expect("[vcp] is set");
     let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
     let pipeline = Pipeline::new(host.executor.clone(), approvals, Arc::new(UnattendedApprover::new(config.unattended)));

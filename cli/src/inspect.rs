@@ -67,7 +67,7 @@ pub(super) fn show(plugin: &LoadedPlugin, file: &Path) -> anyhow::Result<()> {
     output::line(format_args!("{} — {}", plugin.label(), manifest.description))?;
     output::line(format_args!("file:        {}", file.display()))?;
     output::line(format_args!("sha256:      {} ({pin})", plugin.sha256))?;
-    output::line(format_args!("api version: {}", manifest.api_version))?;
+    output::line(format_args!("api version: {} (built against {})", manifest.api_version, plugin.contract))?;
     output::line(format_args!(
         "limits:      fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
         plugin.limits.fuel,

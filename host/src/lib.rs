@@ -109,7 +109,7 @@ pub use console::{
     Console, ConsoleApprover, ConsoleConfig, ConsoleOptions, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_AGENT,
     DEFAULT_CONSOLE_LISTEN,
 };
-pub use contract::{PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
+pub use contract::{Contract, ContractError, PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
 pub use declaration::{Field, ManifestError};
 pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, unknown_template_tools, visible_tools};
 pub use error_chain::{SharedError, error_chain};

@@ -49,7 +49,7 @@ mod output;
 
 pub use args::{Args, FromArg};
 pub use log::{LogLevel, log};
-pub use manifest::{API_VERSION, Access, Manifest, Permission, Presence, Tool, Type};
+pub use manifest::{API_VERSION, Access, Manifest, Permission, Presence, Tool, Type, declared_tool_defaults};
 pub use output::{Output, ToolError};
 pub use serde_json::{Value, json};
 

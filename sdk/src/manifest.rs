@@ -243,3 +243,59 @@ impl Tool {
         }
     }
 }
+
+/// The defaults the contract's `tool` record names for its fields, as
+/// (field, value) pairs read from the ``Default: `…` `` notes of the WIT
+/// text `wit`: the one source that this SDK's [`Tool::new`] and the host's
+/// `ToolSpec::new` are both tested against.
+#[doc(hidden)]
+pub fn declared_tool_defaults(wit: &str) -> Vec<(String, String)> {
+    let Some(start) = wit.find("record tool {") else { return Vec::new() };
+    let mut docs = String::new();
+    let mut defaults = Vec::new();
+    for line in wit[start..].lines().skip(1).map(str::trim).take_while(|line| *line != "}") {
+        if let Some(doc) = line.strip_prefix("///") {
+            docs.push_str(doc);
+            continue;
+        }
+        let default = docs.split("Default: `").nth(1).and_then(|rest| rest.split('`').next());
+        if let (Some((field, _)), Some(default)) = (line.split_once(':'), default) {
+            defaults.push((field.trim().to_owned(), default.to_owned()));
+        }
+        docs.clear();
+    }
+    defaults
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_tool_has_the_defaults_the_contract_names() {
+        let tool = Tool::new("t", "d").into_wit();
+        let list = |empty: bool| if empty { "[]" } else { "a list with items" };
+        let permission = match tool.permission {
+            wit::Permission::Public => "public",
+            wit::Permission::Moderate => "moderate",
+            wit::Permission::Sensitive => "sensitive",
+        };
+        let ours = [
+            ("params", list(tool.params.is_empty()).to_owned()),
+            ("permission", permission.to_owned()),
+            ("result-approval", tool.result_approval.to_string()),
+            ("agent-callable", tool.agent_callable.to_string()),
+            ("distributed-exposed", tool.distributed_exposed.to_string()),
+            ("tags", list(tool.tags.is_empty()).to_owned()),
+            ("example", tool.example.unwrap_or_else(|| "none".into())),
+        ]
+        .map(|(field, value)| (field.to_owned(), value));
+        assert_eq!(declared_tool_defaults(crate::WIT), ours);
+    }
+
+    #[test]
+    fn defaults_are_read_only_from_the_tool_record() {
+        let wit = "record param {\n  /// Default: `x`.\n  a: bool,\n}\nrecord tool {\n  /// Its name.\n  name: string,\n  /// Whether. Default: `true`:\n  /// or not.\n  b: bool,\n}\n";
+        assert_eq!(declared_tool_defaults(wit), [("b".to_owned(), "true".to_owned())]);
+    }
+}

@@ -2,7 +2,8 @@
 //! remembered decisions across a restart and a plugin change, and the
 //! adapters that decide.
 
-use crate::support::{TestHost, plugin, policy_in};
+use crate::built::{CALC, FILES};
+use crate::support::{TestHost, policy_in};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -55,7 +56,7 @@ async fn host(extra: &str) -> (TestHost, tempfile::TempDir) {
         "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n{extra}",
         workspace.path().display().to_string()
     );
-    (TestHost::new(&["calc", "files"], &policy).await, workspace)
+    (TestHost::new(&[CALC, FILES], &policy).await, workspace)
 }
 
 fn pipeline_of(registry: &Arc<Registry>, approver: Arc<dyn Approver>) -> Pipeline {
@@ -107,7 +108,7 @@ async fn moderate_asks_once_always_is_remembered_across_a_restart_and_asked_agai
     assert!(nobody.asked().is_empty(), "remembered across the restart");
 
     // The plugin's bytes change (a custom section appended): asked again.
-    let mut changed = std::fs::read(plugin("files")).unwrap();
+    let mut changed = std::fs::read(FILES.path()).unwrap();
     changed.extend_from_slice(&[0x00, 0x03, 0x01, b'x', b'y']);
     std::fs::write(host.dir.path().join("plugins/files.wasm"), changed).unwrap();
     let changed = Arc::new(Registry::load(host.policy_text_reloaded()).await.unwrap());

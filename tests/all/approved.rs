@@ -1,7 +1,8 @@
 //! A call runs the bytes it was checked and approved against: a reload
 //! while a person decides does not put other bytes under that approval.
 
-use crate::support::{TestHost, plugin};
+use crate::built::{FILES, SQUATTER};
+use crate::support::TestHost;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ struct SwapWhileAsked {
 impl Approver for SwapWhileAsked {
     async fn approve_calls(&self, calls: &[PendingCall]) -> Vec<CallDecision> {
         if !self.swapped.swap(true, Ordering::SeqCst) {
-            std::fs::copy(plugin("squatter"), &self.component).unwrap();
+            std::fs::copy(SQUATTER.path(), &self.component).unwrap();
             let event = self.registry.reload().await.unwrap();
             assert_eq!(event.changed, ["files.wasm"], "the reload saw the new bytes");
         }
@@ -45,7 +46,7 @@ async fn a_reload_during_a_pending_approval_runs_the_approved_bytes_not_the_new_
         "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read\" }} }}\n",
         workspace.path().display().to_string()
     );
-    let host = TestHost::new(&["files"], &policy).await;
+    let host = TestHost::new(&[FILES], &policy).await;
     let approver = Arc::new(SwapWhileAsked {
         registry: host.registry.clone(),
         component: host.dir.path().join("plugins/files.wasm"),

@@ -3,7 +3,8 @@
 //! protocol end to end, approval through the loop, the loop's limits,
 //! cancelling, the model failing, transcripts, manual mode.
 
-use crate::support::TestHost;
+use crate::built::{CALC, FILES, HOSTILE};
+use crate::support::{Plugin, TestHost};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,7 +38,7 @@ fn profile(model: &StandIn) -> LlmProfile {
 
 impl Chat {
     async fn new(
-        plugins: &[&str],
+        plugins: &[Plugin],
         policy: &str,
         config: ToolCallConfig,
         approver: Arc<dyn Approver>,
@@ -48,7 +49,7 @@ impl Chat {
 
     /// As `new`, with the model's profile changed by `tune`.
     async fn tuned(
-        plugins: &[&str],
+        plugins: &[Plugin],
         policy: &str,
         config: ToolCallConfig,
         approver: Arc<dyn Approver>,
@@ -150,7 +151,7 @@ async fn each_text_protocol_runs_a_call_and_the_model_answers_from_its_result() 
             Response::Reply(Reply::text(calculate_in(protocol)).reasoning("The user wants 6 * 7; `calculate` can do it.")),
             Response::text("6 × 7 = {{last_message:\"value\\\\\\\\?\"?:\\s*([0-9]+)}}."),
         ];
-        let chat = Chat::new(&["calc"], "", agent(protocol), Arc::new(DenyAll), script).await;
+        let chat = Chat::new(&[CALC], "", agent(protocol), Arc::new(DenyAll), script).await;
         let (stop, transcript) = chat.send("What is 6 × 7?").await;
         assert_eq!(stop, Stop::Answered, "{protocol:?}");
 
@@ -204,7 +205,7 @@ async fn native_calls_split_and_interleaved_across_chunks_are_assembled_and_answ
             .call("call_b", "calculate", json!({ "expression": "2 + 2" }))
             .style(style);
         let script = [Response::Reply(first), Response::text("42 and 4.")];
-        let chat = Chat::new(&["calc"], "", agent(ProtocolId::Native), Arc::new(DenyAll), script).await;
+        let chat = Chat::new(&[CALC], "", agent(ProtocolId::Native), Arc::new(DenyAll), script).await;
         let (stop, transcript) = chat.send("Two sums, please").await;
         assert_eq!(stop, Stop::Answered, "{style:?}");
         let requests = chat.model.requests();
@@ -255,7 +256,7 @@ async fn files_chat(approver: Arc<dyn Approver>, script: Vec<Response>) -> (Chat
         "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
         workspace.path().display().to_string()
     );
-    (Chat::new(&["calc", "files"], &policy, agent(ProtocolId::Vcp), approver, script).await, workspace)
+    (Chat::new(&[CALC, FILES], &policy, agent(ProtocolId::Vcp), approver, script).await, workspace)
 }
 
 #[tokio::test]
@@ -313,7 +314,7 @@ async fn calls_past_the_per_reply_limit_are_not_run_and_the_model_reads_why() {
     let vcp = sums.iter().map(|sum| vcp_call("calculate", &[("expression", sum)])).collect::<Vec<_>>().join("\n");
     for (protocol, first) in [(ProtocolId::Native, Response::Reply(native)), (ProtocolId::Vcp, Response::text(vcp))] {
         let script = [first, Response::text("done")];
-        let chat = Chat::tuned(&["calc"], "", agent(protocol), Arc::new(DenyAll), script, |p| p.max_calls_per_reply = 3).await;
+        let chat = Chat::tuned(&[CALC], "", agent(protocol), Arc::new(DenyAll), script, |p| p.max_calls_per_reply = 3).await;
         let (stop, transcript) = chat.send("Many sums").await;
         assert_eq!(stop, Stop::Answered, "{protocol:?}");
         let statuses: Vec<Status> = results(&transcript).into_iter().map(|(_, s, _)| s).collect();
@@ -329,7 +330,7 @@ async fn the_iteration_limit_stops_the_loop_without_a_further_model_turn() {
     let script: Vec<Response> =
         (1..=5).map(|n| Response::text(vcp_call("calculate", &[("expression", &format!("{n} + {n}"))]))).collect();
     let config = ToolCallConfig { max_iterations: 2, ..agent(ProtocolId::Vcp) };
-    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Keep adding").await;
     assert_eq!(stop, Stop::IterationLimit { limit: 2 });
     assert_eq!(chat.model.requests().len(), 2, "no request after the limit");
@@ -345,7 +346,7 @@ async fn the_same_call_a_third_round_in_a_row_is_not_run_and_a_fourth_stops_the_
     let same = vcp_call("calculate", &[("expression", "1 + 1")]);
     let script: Vec<Response> = (0..6).map(|_| Response::text(same.clone())).collect();
     let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
-    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Add").await;
     assert_eq!(stop, Stop::Repeated { tool: "calculate".into() });
     assert_eq!(chat.model.requests().len(), 4);
@@ -361,7 +362,7 @@ async fn the_same_call_a_third_round_in_a_row_is_not_run_and_a_fourth_stops_the_
     let script = [same.clone(), same.clone(), other, same.clone(), same.clone(), "Done.".into()].map(Response::text);
     let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
     drop(chat);
-    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Add").await;
     assert_eq!(stop, Stop::Answered);
     assert!(results(&transcript).iter().all(|(_, s, _)| *s == Status::Success));
@@ -373,7 +374,7 @@ async fn parallel_agents_run_a_rounds_calls_at_once_and_serial_ones_one_by_one()
     for parallel in [false, true] {
         let config = ToolCallConfig { parallel_execution: parallel, ..agent(ProtocolId::Vcp) };
         let script = [Response::text(reply.clone()), Response::text("waited")];
-        let chat = Chat::new(&["hostile"], "", config, Arc::new(DenyAll), script).await;
+        let chat = Chat::new(&[HOSTILE], "", config, Arc::new(DenyAll), script).await;
         let (stop, transcript) = chat.send("Wait twice").await;
         assert_eq!(stop, Stop::Answered);
         assert_eq!(
@@ -391,7 +392,7 @@ async fn parallel_agents_run_a_rounds_calls_at_once_and_serial_ones_one_by_one()
 async fn cancelling_mid_stream_stops_the_reply_and_keeps_what_arrived() {
     let long = "This reply streams slowly, word by word, and is cancelled before it ends. ".repeat(4);
     let script = [Response::Reply(Reply::text(long).slowly(20))];
-    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), script).await;
     let cancel = CancellationToken::new();
     let events = chat.events.clone();
     let trigger = cancel.clone();
@@ -420,7 +421,7 @@ async fn cancelling_mid_tool_stops_the_spinning_plugin_and_answers_every_call() 
         [vcp_call("calculate", &[("expression", "1 + 2")]), vcp_call("spin", &[]), vcp_call("calculate", &[("expression", "3")])]
             .join("\n");
     let config = ToolCallConfig { timeout_ms: 60_000, ..agent(ProtocolId::Vcp) };
-    let chat = Chat::new(&["calc", "hostile"], policy, config, Arc::new(DenyAll), [Response::text(reply)]).await;
+    let chat = Chat::new(&[CALC, HOSTILE], policy, config, Arc::new(DenyAll), [Response::text(reply)]).await;
     let cancel = CancellationToken::new();
     let events = chat.events.clone();
     let trigger = cancel.clone();
@@ -452,14 +453,9 @@ async fn cancelling_mid_tool_stops_the_spinning_plugin_and_answers_every_call() 
 #[tokio::test]
 async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_lose_nothing() {
     // 500, then a reply: retried.
-    let chat = Chat::new(
-        &["calc"],
-        "",
-        agent(ProtocolId::Vcp),
-        Arc::new(DenyAll),
-        [Response::status(500, "busy"), Response::text("hi")],
-    )
-    .await;
+    let chat =
+        Chat::new(&[CALC], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [Response::status(500, "busy"), Response::text("hi")])
+            .await;
     let (stop, _) = chat.send("hello").await;
     assert_eq!(stop, Stop::Answered);
     assert_eq!(chat.model.requests().len(), 2);
@@ -467,7 +463,7 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
     // 429 with Retry-After: 1 s, honoured.
     drop(chat);
     let chat =
-        Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [Response::rate_limited(1), Response::text("hi")])
+        Chat::new(&[CALC], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [Response::rate_limited(1), Response::text("hi")])
             .await;
     let started = Instant::now();
     let (stop, _) = chat.send("hello").await;
@@ -477,7 +473,7 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
     // 500 every time: the retries run out and the status is reported.
     drop(chat);
     let chat =
-        Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), (0..3).map(|_| Response::status(503, "down"))).await;
+        Chat::new(&[CALC], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), (0..3).map(|_| Response::status(503, "down"))).await;
     let (stop, transcript) = chat.send("hello").await;
     assert!(matches!(&stop, Stop::ModelFailed { message } if message.contains("503")), "{stop:?}");
     assert_eq!(chat.model.requests().len(), 3, "the first attempt and two retries");
@@ -494,7 +490,7 @@ async fn model_faults_are_retried_where_safe_and_otherwise_clear_errors_that_los
     // Each host reserves terabytes of address space: one alive at a time.
     drop(chat);
     for (fault, says) in faults {
-        let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [fault, Response::text("never")]).await;
+        let chat = Chat::new(&[CALC], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), [fault, Response::text("never")]).await;
         let (stop, transcript) = chat.send("hello").await;
         let Stop::ModelFailed { message } = &stop else { panic!("{says}: {stop:?}") };
         assert!(message.contains(says), "{message}");
@@ -515,7 +511,7 @@ async fn a_saved_conversation_with_a_torn_last_line_resumes_and_goes_on() {
     let path = dir.path().join("chat.jsonl");
     let script =
         [Response::text(vcp_call("calculate", &[("expression", "6 * 7")])), Response::text("42."), Response::text("Still 42.")];
-    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", agent(ProtocolId::Vcp), Arc::new(DenyAll), script).await;
     let mut transcript = Transcript::create(&path).unwrap();
     chat.send_in(&mut transcript, "What is 6 × 7?", &CancellationToken::new()).await;
     let written = transcript.entries().len();
@@ -550,7 +546,7 @@ async fn manual_mode_hands_back_the_calls_and_resumes_with_an_edited_one() {
     ]
     .join("\n");
     let config = ToolCallConfig { mode: CallMode::Manual, ..agent(ProtocolId::Vcp) };
-    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), [Response::text(reply), Response::text("ok")]).await;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), [Response::text(reply), Response::text("ok")]).await;
     let (stop, mut transcript) = chat.send("Add three times").await;
     let Stop::AwaitingDecisions { calls } = stop else { panic!("{stop:?}") };
     assert_eq!(calls.len(), 3);
@@ -620,7 +616,7 @@ async fn the_model_is_sent_the_pipelines_result_messages_fresh_and_after_a_resum
     let path = dir.path().join("chat.jsonl");
     let asked = Reply::text("").call("call_a", "calculate", json!({ "expression": "6 * 7" }));
     let script = [Response::Reply(asked), Response::text("42."), Response::text("Still 42.")];
-    let chat = Chat::new(&["calc"], "", agent(ProtocolId::Native), Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", agent(ProtocolId::Native), Arc::new(DenyAll), script).await;
     let mut transcript = Transcript::create(&path).unwrap();
     chat.send_in(&mut transcript, "What is 6 × 7?", &CancellationToken::new()).await;
     let fresh = chat.model.requests()[1].messages().to_vec();
@@ -655,7 +651,7 @@ async fn calls_answered_without_running_are_recorded_with_the_arguments_they_wer
     // Unreadable native arguments.
     let asked = Reply::text("").call("bad", "calculate", json!([1, 2]));
     let chat =
-        Chat::new(&["calc"], "", agent(ProtocolId::Native), Arc::new(DenyAll), [Response::Reply(asked), Response::text("ok")])
+        Chat::new(&[CALC], "", agent(ProtocolId::Native), Arc::new(DenyAll), [Response::Reply(asked), Response::text("ok")])
             .await;
     let (_, transcript) = chat.send("Compute").await;
     assert_eq!(recorded_arguments(&transcript), [("bad".to_owned(), "[1,2]".to_owned())]);
@@ -665,7 +661,7 @@ async fn calls_answered_without_running_are_recorded_with_the_arguments_they_wer
     let same = vcp_call("calculate", &[("expression", "1 + 1")]);
     let script: Vec<Response> = (0..4).map(|_| Response::text(same.clone())).collect();
     let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
-    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Add").await;
     assert_eq!(stop, Stop::Repeated { tool: "calculate".into() });
     let recorded = recorded_arguments(&transcript);
@@ -676,8 +672,7 @@ async fn calls_answered_without_running_are_recorded_with_the_arguments_they_wer
     // Manual mode: answered and skipped by a person.
     let reply = [vcp_call("calculate", &[("expression", "2 + 2")]), vcp_call("calculate", &[("expression", "3 + 3")])];
     let config = ToolCallConfig { mode: CallMode::Manual, ..agent(ProtocolId::Vcp) };
-    let chat =
-        Chat::new(&["calc"], "", config, Arc::new(DenyAll), [Response::text(reply.join("\n")), Response::text("ok")]).await;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), [Response::text(reply.join("\n")), Response::text("ok")]).await;
     let (stop, mut transcript) = chat.send("Add twice").await;
     let Stop::AwaitingDecisions { calls } = stop else { panic!("{stop:?}") };
     let decisions = vec![
@@ -712,7 +707,7 @@ async fn native_call_ids_are_unique_across_the_conversation_and_results_answer_t
         Response::text("Done."),
     ];
     let config = ToolCallConfig { max_iterations: 5, ..agent(ProtocolId::Native) };
-    let chat = Chat::new(&["calc"], "", config, Arc::new(DenyAll), script).await;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Sums").await;
     assert_eq!(stop, Stop::Answered);
     let asked: Vec<(String, String)> = transcript
@@ -758,7 +753,7 @@ async fn when_a_turn_returns_every_audit_record_and_transcript_entry_is_written(
     let asked = (0..8).fold(Reply::text(""), |reply, n| reply.call(&format!("c{n}"), "calculate", expression(n)));
     let policy = "[approval]\naudit_log = \"audit.jsonl\"\n";
     let chat = Chat::new(
-        &["calc"],
+        &[CALC],
         policy,
         agent(ProtocolId::Native),
         Arc::new(DenyAll),

@@ -1,5 +1,6 @@
 //! Many calls at once: each returns its own correct result.
 
+use crate::built::{CALC, HOSTILE};
 use crate::support::TestHost;
 use serde_json::json;
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use toolhost::Status;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn two_hundred_concurrent_calls_across_eight_tasks() {
-    let host = Arc::new(TestHost::new(&["calc", "hostile"], "").await);
+    let host = Arc::new(TestHost::new(&[CALC, HOSTILE], "").await);
     let tasks: Vec<_> = (0..8u64)
         .map(|task| {
             let host = host.clone();
@@ -46,7 +47,7 @@ async fn two_hundred_concurrent_calls_across_eight_tasks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_calls_beside_good_ones_do_not_disturb_them() {
-    let host = Arc::new(TestHost::new(&["calc", "hostile"], "[plugins.hostile]\nlimits = { fuel = 20_000_000 }\n").await);
+    let host = Arc::new(TestHost::new(&[CALC, HOSTILE], "[plugins.hostile]\nlimits = { fuel = 20_000_000 }\n").await);
     let calls = (0..40u64).map(|i| {
         let host = host.clone();
         tokio::spawn(async move {

@@ -2,6 +2,7 @@
 //! bounds: declarations cannot inject calls or forge prompt structure, and
 //! a manifest larger than the manifest cap is refused.
 
+use crate::built::{BLOATED, CALC, FILES, INJECTOR};
 use crate::support::TestHost;
 use toolhost::{Declared, ProtocolId};
 use toolhost::{PromptCache, ToolCallConfig, visible_tools};
@@ -24,7 +25,7 @@ fn refusals(host: &TestHost) -> Vec<String> {
 
 #[tokio::test]
 async fn an_injecting_plugin_is_refused_naming_the_field() {
-    let host = TestHost::new(&["calc", "files", "injector"], "").await;
+    let host = TestHost::new(&[CALC, FILES, INJECTOR], "").await;
     let refused = refusals(&host);
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(
@@ -42,7 +43,7 @@ async fn an_injecting_plugin_is_refused_naming_the_field() {
 /// injector declared comes back as a call.
 #[tokio::test]
 async fn no_prompt_holds_a_call_but_the_examples() {
-    let host = TestHost::new(&["calc", "files", "injector"], "").await;
+    let host = TestHost::new(&[CALC, FILES, INJECTOR], "").await;
     let catalog = host.registry.catalog();
     let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
     let tools = visible_tools(&catalog, &config);
@@ -67,7 +68,7 @@ async fn no_prompt_holds_a_call_but_the_examples() {
 
 #[tokio::test]
 async fn a_manifest_over_the_cap_is_refused_naming_its_size_the_limit_and_the_largest_field() {
-    let host = TestHost::new(&["bloated", "calc"], "").await;
+    let host = TestHost::new(&[BLOATED, CALC], "").await;
     assert_eq!(
         refusals(&host),
         ["bloated.wasm: plugin `bloated`: manifest of 4.0 MiB exceeds the limit of 256 KiB; \

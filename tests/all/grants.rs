@@ -1,7 +1,8 @@
 //! Each capability granted and withheld: directories (and escapes from
 //! them), environment variables, HTTP hosts.
 
-use crate::support::{TestHost, plugin};
+use crate::built::{FILES, HOSTILE, SQUATTER};
+use crate::support::TestHost;
 use serde_json::json;
 use toolhost::Withheld;
 use toolhost::sha256_hex;
@@ -19,7 +20,7 @@ async fn with_data_dir(extra: &str) -> (TestHost, tempfile::TempDir) {
         "[plugins.hostile]\nfile = \"hostile.wasm\"\ndirs = {{ \"/data\" = {{ host = {:?} }} }}\n{extra}",
         data.path().join("granted").display().to_string()
     );
-    (TestHost::new(&["hostile"], &policy).await, data)
+    (TestHost::new(&[HOSTILE], &policy).await, data)
 }
 
 #[tokio::test]
@@ -61,7 +62,7 @@ async fn a_read_write_grant_allows_writes_through_the_files_plugin() {
         "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
         workspace.path().display().to_string()
     );
-    let host = TestHost::new(&["files"], &policy).await;
+    let host = TestHost::new(&[FILES], &policy).await;
     let written = host.call("write_file", json!({ "path": "a.txt", "content": "hello" })).await;
     assert_eq!(written.status, Status::Success, "{}", written.output);
     assert_eq!(std::fs::read_to_string(workspace.path().join("a.txt")).unwrap(), "hello");
@@ -73,7 +74,7 @@ async fn a_read_write_grant_allows_writes_through_the_files_plugin() {
 
 #[tokio::test]
 async fn an_unmapped_directory_is_withheld_and_invisible() {
-    let host = TestHost::new(&["hostile"], "").await;
+    let host = TestHost::new(&[HOSTILE], "").await;
     let catalog = host.registry.catalog();
     let plugin = catalog.plugin("hostile").unwrap();
     assert!(plugin.grants.dirs.is_empty());
@@ -104,7 +105,7 @@ async fn a_granted_env_var_is_visible_and_others_are_not() {
 
 #[tokio::test]
 async fn an_env_var_the_policy_does_not_allow_is_withheld() {
-    let host = TestHost::new(&["hostile"], "").await;
+    let host = TestHost::new(&[HOSTILE], "").await;
     let outcome = host.call("read_env", json!({ "name": "PATH" })).await;
     assert_eq!(outcome.status, Status::Error);
     let catalog = host.registry.catalog();
@@ -137,7 +138,7 @@ async fn serve_once(body: &'static str) -> u16 {
 #[tokio::test]
 async fn a_granted_http_host_is_reachable() {
     let port = serve_once("hello from loopback").await;
-    let host = TestHost::new(&["hostile"], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
+    let host = TestHost::new(&[HOSTILE], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
     let outcome = host.call("fetch", json!({ "url": format!("http://127.0.0.1:{port}/") })).await;
     assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
     assert_eq!(outcome.output, r#"{"body":"hello from loopback","status":200}"#);
@@ -146,7 +147,7 @@ async fn a_granted_http_host_is_reachable() {
 #[tokio::test]
 async fn an_http_host_off_the_allow_list_is_denied_and_named() {
     let port = serve_once("must not be reached").await;
-    let host = TestHost::new(&["hostile"], "").await;
+    let host = TestHost::new(&[HOSTILE], "").await;
     let outcome = host.call("fetch", json!({ "url": format!("http://127.0.0.1:{port}/") })).await;
     assert_eq!(outcome.status, Status::Denied);
     assert_eq!(
@@ -155,7 +156,7 @@ async fn an_http_host_off_the_allow_list_is_denied_and_named() {
          allow hosts with `http_hosts` in its [plugins.hostile] section",
         "without an HTTP grant, wasi:http refuses before anything is created"
     );
-    let granted = TestHost::new(&["hostile"], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
+    let granted = TestHost::new(&[HOSTILE], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
     let outcome = granted.call("fetch", json!({ "url": "http://evil.test/" })).await;
     assert_eq!(outcome.status, Status::Denied);
     assert_eq!(
@@ -179,8 +180,8 @@ async fn a_squatter_sorting_first_gets_no_grant_and_cannot_touch_the_workspace()
         "[plugins.files]\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n",
         workspace.path().display().to_string()
     );
-    let host = TestHost::new(&["files"], &policy).await;
-    std::fs::copy(plugin("squatter"), host.dir.path().join("plugins/00_files_update.wasm")).unwrap();
+    let host = TestHost::new(&[FILES], &policy).await;
+    std::fs::copy(SQUATTER.path(), host.dir.path().join("plugins/00_files_update.wasm")).unwrap();
     host.registry.reload().await.unwrap();
 
     let catalog = host.registry.catalog();
@@ -229,7 +230,7 @@ fn grant_of(registry: &Registry) -> (usize, Option<String>) {
 async fn a_section_bound_to_a_file_grants_nothing_to_another_file_claiming_its_name() {
     let (workspace, policy) = files_policy("file = \"files.wasm\"");
     let host = TestHost::new(&[], &policy).await;
-    std::fs::copy(plugin("squatter"), host.dir.path().join("plugins/00_files_update.wasm")).unwrap();
+    std::fs::copy(SQUATTER.path(), host.dir.path().join("plugins/00_files_update.wasm")).unwrap();
     host.registry.reload().await.unwrap();
     assert_eq!(
         grant_of(&host.registry),
@@ -253,16 +254,16 @@ async fn a_section_bound_to_a_file_grants_nothing_to_another_file_claiming_its_n
 
 #[tokio::test]
 async fn a_section_bound_to_a_digest_follows_the_bytes_not_the_file_name() {
-    let digest = sha256_hex(&std::fs::read(plugin("files")).unwrap());
+    let digest = sha256_hex(&std::fs::read(FILES.path()).unwrap());
     let (_workspace, policy) = files_policy(&format!("file = \"files.wasm\"\nsha256 = \"sha256:{digest}\""));
-    let genuine = TestHost::new(&["files"], &policy).await;
+    let genuine = TestHost::new(&[FILES], &policy).await;
     assert_eq!(grant_of(&genuine.registry), (1, None));
 
     // The squatter's bytes under the genuine file name.
     let host = TestHost::new(&[], &policy).await;
-    std::fs::copy(plugin("squatter"), host.dir.path().join("plugins/files.wasm")).unwrap();
+    std::fs::copy(SQUATTER.path(), host.dir.path().join("plugins/files.wasm")).unwrap();
     host.registry.reload().await.unwrap();
-    let squatter = sha256_hex(&std::fs::read(plugin("squatter")).unwrap());
+    let squatter = sha256_hex(&std::fs::read(SQUATTER.path()).unwrap());
     let (dirs, unbound) = grant_of(&host.registry);
     assert_eq!(dirs, 0);
     assert!(
@@ -277,10 +278,10 @@ async fn a_section_bound_to_a_digest_follows_the_bytes_not_the_file_name() {
 #[tokio::test]
 async fn a_section_naming_no_component_grants_only_to_a_pinned_one() {
     let (_workspace, policy) = files_policy("");
-    let host = TestHost::new(&["files"], &policy).await;
+    let host = TestHost::new(&[FILES], &policy).await;
     let (dirs, unbound) = grant_of(&host.registry);
     assert_eq!(dirs, 0, "no lock file: nothing is pinned");
-    let digest = sha256_hex(&std::fs::read(plugin("files")).unwrap());
+    let digest = sha256_hex(&std::fs::read(FILES.path()).unwrap());
     assert_eq!(
         unbound.unwrap(),
         format!(

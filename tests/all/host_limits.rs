@@ -4,6 +4,7 @@
 //! and the host serves the next call. Also: what ends a call is named
 //! after what really ended it.
 
+use crate::built::{CALC, HOARDER, MANIFEST_HOG};
 use crate::support::{TestHost, capture_logs, open_fds_under, serve_forever};
 use serde_json::json;
 use std::time::Duration;
@@ -24,7 +25,7 @@ async fn hoarder(data: bool, extra: &str) -> (TestHost, tempfile::TempDir) {
     } else {
         String::new()
     };
-    let host = TestHost::new(&["hoarder", "calc"], &format!("[plugins.hoarder]\nfile = \"hoarder.wasm\"\n{dirs}{extra}")).await;
+    let host = TestHost::new(&[HOARDER, CALC], &format!("[plugins.hoarder]\nfile = \"hoarder.wasm\"\n{dirs}{extra}")).await;
     (host, dir)
 }
 
@@ -266,7 +267,7 @@ async fn symlinks_out_of_a_read_write_grant_are_refused() {
 #[tokio::test]
 async fn a_manifest_that_floods_the_log_and_reaches_for_http_is_refused_and_bounded() {
     let (_guard, logs) = capture_logs();
-    let host = TestHost::new(&["manifest_hog", "calc"], "").await;
+    let host = TestHost::new(&[MANIFEST_HOG, CALC], "").await;
     let catalog = host.registry.catalog();
     let refused: Vec<String> = catalog.refused.iter().map(|r| r.error.to_string()).collect();
     assert_eq!(refused.len(), 1, "{refused:?}");

@@ -3,6 +3,7 @@
 //! serially as in parallel; calls cancelled before they start are
 //! `cancelled`; a rule's denial decided before a cancel stays `denied`.
 
+use crate::built::{CALC, FILES};
 use crate::support::TestHost;
 use serde_json::json;
 use std::sync::Arc;
@@ -37,7 +38,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for PanicsOnFirstCall 
 #[tokio::test]
 async fn a_host_panic_serially_as_in_parallel_is_that_calls_error_and_the_next_call_runs() {
     use tracing_subscriber::layer::SubscriberExt;
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     let calls: Vec<ToolCall> = ["1+1", "2+2"]
         .iter()
         .enumerate()
@@ -59,7 +60,7 @@ async fn a_host_panic_serially_as_in_parallel_is_that_calls_error_and_the_next_c
 
 #[tokio::test]
 async fn parallel_calls_cancelled_before_they_start_are_cancelled() {
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     let calls: Vec<ToolCall> =
         (0..5).map(|i| ToolCall::new(format!("c{i}"), "calculate", json!({ "expression": "1" }))).collect();
     let options = RunOptions { parallel: true, ..RunOptions::default() };
@@ -98,7 +99,7 @@ async fn a_rule_denial_stays_denied_when_the_turn_is_cancelled_while_a_person_de
          [[approval.rules]]\naction = \"deny\"\ntool = \"write_file\"\nreason = \"writes are off today\"\n",
         workspace.path().display().to_string()
     );
-    let host = TestHost::new(&["files"], &policy).await;
+    let host = TestHost::new(&[FILES], &policy).await;
     let turn = Turn::direct(ProtocolId::JsonBlock);
     let approver = Arc::new(CancelsWhileAsked(turn.cancel.clone()));
     let pipeline = Pipeline::new(host.executor.clone(), Arc::new(Approvals::new(&host.registry.policy().approval)), approver);

@@ -3,6 +3,7 @@
 //! variables is at least moderate, whatever it declares, until a rule
 //! naming the plugin and the tool lets it run.
 
+use crate::built::{HOSTILE, UNDERSTATED};
 use crate::support::TestHost;
 use serde_json::json;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ async fn understated(extra: &str) -> (TestHost, tempfile::TempDir) {
          dirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n{extra}",
         workspace.path().display().to_string()
     );
-    (TestHost::new(&["understated"], &policy).await, workspace)
+    (TestHost::new(&[UNDERSTATED], &policy).await, workspace)
 }
 
 /// One `save_note` call as agent `coder`, nobody attached to approve.
@@ -70,7 +71,7 @@ async fn http_hosts_and_environment_variables_raise_the_floor_a_read_only_direct
     };
     // `hostile` asks for /data, PATH and 127.0.0.1; its tools are declared public.
     let floor = |section: String| async move {
-        let host = TestHost::new(&["hostile"], &format!("[plugins.hostile]\nfile = \"hostile.wasm\"\n{section}")).await;
+        let host = TestHost::new(&[HOSTILE], &format!("[plugins.hostile]\nfile = \"hostile.wasm\"\n{section}")).await;
         levels(&host.registry, "read_env")
     };
     assert_eq!(floor(String::new()).await, (Permission::Public, Permission::Public), "no grants");
@@ -81,6 +82,6 @@ async fn http_hosts_and_environment_variables_raise_the_floor_a_read_only_direct
 
 #[tokio::test]
 async fn a_plugin_without_its_read_write_grant_keeps_its_declared_level() {
-    let host = TestHost::new(&["understated"], "").await;
+    let host = TestHost::new(&[UNDERSTATED], "").await;
     assert_eq!(levels(&host.registry, "save_note"), (Permission::Public, Permission::Public));
 }

@@ -5,11 +5,20 @@
 // Host memory is counted, as in the toolhost command, so its limits are tested.
 toolhost::count_host_memory!();
 
+/// Every plugin of `plugins/` (tests/build.rs): a test names one the
+/// compiler knows, and an example, hostile or other language's plugin that
+/// no test here loads fails the build.
+#[deny(dead_code)]
+mod built {
+    include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
+}
+
 mod approval;
 mod approved;
 mod chat;
 mod concurrency;
 mod declarations;
+mod escapes;
 mod failures;
 mod grants;
 mod host_limits;

@@ -2,6 +2,7 @@
 //! pattern sees where a path leads inside the plugin's directory, links
 //! followed, so a link cannot carry a call past a deny or widen an allow.
 
+use crate::built::FILES;
 use crate::support::TestHost;
 use serde_json::json;
 use std::os::unix::fs::symlink;
@@ -23,7 +24,7 @@ async fn files(rules: &str) -> (TestHost, tempfile::TempDir) {
         "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?}, access = \"read-write\" }} }}\n{rules}",
         workspace.path().display().to_string()
     );
-    (TestHost::new(&["files"], &policy).await, workspace)
+    (TestHost::new(&[FILES], &policy).await, workspace)
 }
 
 /// One call as agent `coder`, approved (where the rules leave it to a

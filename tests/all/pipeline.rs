@@ -1,6 +1,7 @@
 //! The turn pipeline over real plugins: ids, checks, approval, results,
 //! messages; and the executor's cap and cancellation.
 
+use crate::built::{CALC, DIRTREE, FILES, HOSTILE};
 use crate::support::TestHost;
 use serde_json::json;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ impl Approver for RejectResults {
 
 #[tokio::test]
 async fn native_call_ids_come_back_unchanged_in_the_tool_messages() {
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     let reply = r#"{"tool_calls": [
         {"id": "call_Xk2p9", "type": "function", "function": {"name": "calculate", "arguments": "{\"expression\": \"2+2\"}"}},
         {"id": "toolu_01A", "type": "function", "function": {"name": "calculate", "arguments": "{\"expression\": \"3*3\"}"}}
@@ -55,7 +56,7 @@ async fn native_call_ids_come_back_unchanged_in_the_tool_messages() {
 
 #[tokio::test]
 async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
-    let host = TestHost::new(&["calc", "dirtree"], "").await;
+    let host = TestHost::new(&[CALC, DIRTREE], "").await;
     let calls = vec![
         call("a", "calculate", json!({ "expression": "1+1" })),
         call("b", "calculat", json!({ "expression": "1+1" })),
@@ -81,7 +82,7 @@ async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
 
 #[tokio::test]
 async fn an_agent_only_calls_the_tools_it_is_offered() {
-    let host = TestHost::new(&["calc", "files"], "").await;
+    let host = TestHost::new(&[CALC, FILES], "").await;
     let mut config = toolhost::ToolCallConfig { enabled: true, ..Default::default() };
     config.tool_toggles.insert("calculate".into(), false);
     let turn = Turn::for_agent("coder", config.clone());
@@ -102,7 +103,7 @@ async fn a_rejected_result_never_appears_in_any_message() {
         "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?} }} }}\n",
         workspace.path().display().to_string()
     );
-    let host = TestHost::new(&["files"], &policy).await;
+    let host = TestHost::new(&[FILES], &policy).await;
     let approver = Arc::new(RejectResults::default());
     for protocol in [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag, ProtocolId::Native] {
         let calls = vec![call("r1", "read_file", json!({ "path": "secret.txt" }))];
@@ -127,7 +128,7 @@ async fn the_error_and_invalid_args_text_of_a_tool_with_result_approval_are_held
         "[plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = {:?} }} }}\n",
         workspace.path().display().to_string()
     );
-    let host = TestHost::new(&["files"], &policy).await;
+    let host = TestHost::new(&[FILES], &policy).await;
     // Too large to read, and outside the workspace: the plugin's error and
     // invalid-arguments texts both carry what it was given.
     let calls = || {
@@ -165,7 +166,7 @@ async fn the_error_and_invalid_args_text_of_a_tool_with_result_approval_are_held
 /// More worker threads than the cap, so that a broken cap would show.
 #[tokio::test(flavor = "multi_thread", worker_threads = 16)]
 async fn a_thousand_parallel_calls_under_a_cap_of_eight_each_return_their_own_result() {
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     let executor = Executor::with_concurrency(host.registry.clone(), 8);
     let calls: Vec<ToolCall> =
         (0..1_000).map(|i| call(&format!("c{i}"), "calculate", json!({ "expression": format!("{i} * 3") }))).collect();
@@ -183,7 +184,7 @@ async fn a_thousand_parallel_calls_under_a_cap_of_eight_each_return_their_own_re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_batch_stops_a_spinning_plugin_and_keeps_finished_results() {
     let host = TestHost::new(
-        &["hostile", "calc"],
+        &[HOSTILE, CALC],
         "[plugins.hostile]\nfile = \"hostile.wasm\"\nlimits = { fuel = 1_000_000_000_000, timeout_ms = 60_000 }\n",
     )
     .await;

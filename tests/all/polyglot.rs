@@ -4,7 +4,8 @@
 //! bad argument refused by the helper or the tool, and a limit that stops
 //! the call, with the host answering the next one.
 
-use crate::support::{TestHost, polyglot_built};
+use crate::built::{CHECKSUM, JSONPATH, SEMVER, TEXTSTATS};
+use crate::support::{Plugin, TestHost, polyglot_built};
 use serde_json::{Value, json};
 use toolhost::{ParamType, Permission, Status};
 
@@ -16,12 +17,12 @@ const STARVING_FUEL: u64 = 5_000;
 type Param<'a> = (&'a str, ParamType, bool);
 
 /// Load `example`, check its tools' declarations, and return the host.
-async fn load(example: &str, tools: &[(&str, &[Param<'_>])]) -> TestHost {
+async fn load(example: Plugin, tools: &[(&str, &[Param<'_>])]) -> TestHost {
     let host = TestHost::new(&[example], "").await;
     let catalog = host.registry.catalog();
     let refused: Vec<String> = catalog.refused.iter().map(|r| r.error.to_string()).collect();
     assert!(refused.is_empty(), "{refused:?}");
-    let plugin = catalog.plugin(example).unwrap_or_else(|| panic!("{example} did not load"));
+    let plugin = catalog.plugin(example.name).unwrap_or_else(|| panic!("{} did not load", example.name));
     assert_eq!(plugin.manifest.api_version.to_string(), toolhost::HOST_API_VERSION);
     let declared: Vec<&str> = plugin.manifest.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(declared, tools.iter().map(|(name, _)| *name).collect::<Vec<_>>());
@@ -53,8 +54,9 @@ async fn refuses(host: &TestHost, tool: &str, args: Value, says: &str) {
 
 /// With fuel for nothing, `tool` runs out of it, and a host with normal
 /// limits then answers the same call.
-async fn starves(example: &str, tool: &str, args: Value) {
-    let host = TestHost::new(&[example], &format!("[plugins.{example}]\nlimits = {{ fuel = {STARVING_FUEL} }}\n")).await;
+async fn starves(example: Plugin, tool: &str, args: Value) {
+    let name = example.name;
+    let host = TestHost::new(&[example], &format!("[plugins.{name}]\nlimits = {{ fuel = {STARVING_FUEL} }}\n")).await;
     let outcome = host.call(tool, args.clone()).await;
     assert_eq!(outcome.status, Status::OutOfFuel, "{tool}: {}", outcome.output);
     assert_eq!(outcome.output, "out of fuel after 5 000 units");
@@ -64,11 +66,11 @@ async fn starves(example: &str, tool: &str, args: Value) {
 
 #[tokio::test]
 async fn python_textstats_declares_from_signatures_counts_refuses_and_stops_at_its_fuel() {
-    if !polyglot_built("python", "textstats") {
+    if !polyglot_built(TEXTSTATS) {
         return;
     }
     let host = load(
-        "textstats",
+        TEXTSTATS,
         &[
             ("text_stats", &[("text", ParamType::String, true), ("top", ParamType::Integer, false)]),
             (
@@ -94,16 +96,15 @@ async fn python_textstats_declares_from_signatures_counts_refuses_and_stops_at_i
     refuses(&host, "text_stats", json!({ "text": "x", "top": -1 }), "`top` must be 0 or more").await;
     refuses(&host, "text_stats", json!({ "text": 7 }), "argument `text` must be a string").await;
     refuses(&host, "regex_find", json!({ "pattern": "(", "text": "x" }), "`pattern` is not a valid regular expression").await;
-    starves("textstats", "text_stats", json!({ "text": "one two" })).await;
+    starves(TEXTSTATS, "text_stats", json!({ "text": "one two" })).await;
 }
 
 #[tokio::test]
 async fn js_jsonpath_queries_refuses_bad_paths_and_stops_at_its_fuel() {
-    if !polyglot_built("js", "jsonpath") {
+    if !polyglot_built(JSONPATH) {
         return;
     }
-    let host =
-        load("jsonpath", &[("json_query", &[("document", ParamType::Json, true), ("path", ParamType::String, true)])]).await;
+    let host = load(JSONPATH, &[("json_query", &[("document", ParamType::Json, true), ("path", ParamType::String, true)])]).await;
     let document = json!({ "store": { "book": [{ "title": "Dune", "price": 9 }, { "title": "Emma", "price": 5 }] } });
     let prices = call_json(&host, "json_query", json!({ "document": document, "path": "$..price" })).await;
     assert_eq!(prices["count"], 2);
@@ -113,16 +114,16 @@ async fn js_jsonpath_queries_refuses_bad_paths_and_stops_at_its_fuel() {
     refuses(&host, "json_query", json!({ "document": document, "path": "store" }), "a path starts with `$`").await;
     refuses(&host, "json_query", json!({ "document": document, "path": "$.store]" }), "unexpected `]` at offset 7").await;
     refuses(&host, "json_query", json!({ "document": 1, "path": 2 }), "argument `path` must be a string").await;
-    starves("jsonpath", "json_query", json!({ "document": [1], "path": "$[0]" })).await;
+    starves(JSONPATH, "json_query", json!({ "document": [1], "path": "$[0]" })).await;
 }
 
 #[tokio::test]
 async fn c_checksum_hashes_exact_bytes_refuses_unknown_algorithms_and_stops_at_its_fuel() {
-    if !polyglot_built("c", "checksum") {
+    if !polyglot_built(CHECKSUM) {
         return;
     }
     let host = load(
-        "checksum",
+        CHECKSUM,
         &[
             ("hash_text", &[("text", ParamType::String, true), ("algorithm", ParamType::String, false)]),
             (
@@ -155,16 +156,16 @@ async fn c_checksum_hashes_exact_bytes_refuses_unknown_algorithms_and_stops_at_i
         "unknown algorithm `md5`: use sha256, crc32 or fnv1a",
     )
     .await;
-    starves("checksum", "hash_text", json!({ "text": "hello" })).await;
+    starves(CHECKSUM, "hash_text", json!({ "text": "hello" })).await;
 }
 
 #[tokio::test]
 async fn go_semver_compares_by_precedence_refuses_bad_versions_and_stops_at_its_fuel() {
-    if !polyglot_built("go", "semver") {
+    if !polyglot_built(SEMVER) {
         return;
     }
     let host = load(
-        "semver",
+        SEMVER,
         &[
             ("semver_compare", &[("a", ParamType::String, true), ("b", ParamType::String, true)]),
             ("semver_sort", &[("versions", ParamType::Json, true)]),
@@ -179,5 +180,5 @@ async fn go_semver_compares_by_precedence_refuses_bad_versions_and_stops_at_its_
     assert_eq!(sorted["sorted"], json!(["1.2.0-alpha", "1.2.0-alpha.1", "1.2.0-rc.1", "1.2.0", "1.10.0"]));
     refuses(&host, "semver_compare", json!({ "a": "1.2", "b": "1.0.0" }), "`1.2` is not MAJOR.MINOR.PATCH").await;
     refuses(&host, "semver_sort", json!({ "versions": "1.0.0" }), "argument `versions` must be []string").await;
-    starves("semver", "semver_compare", json!({ "a": "1.0.0", "b": "1.0.1" })).await;
+    starves(SEMVER, "semver_compare", json!({ "a": "1.0.0", "b": "1.0.1" })).await;
 }

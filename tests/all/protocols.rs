@@ -1,13 +1,14 @@
 //! Prompts rendered for the bundled plugins in every protocol, compared
 //! with golden files; the prompt cache over a real registry.
 
-use crate::support::TestHost;
+use crate::built::{CALC, CLOCK, DIRTREE, FILES, HOSTILE, HTTP_GET};
+use crate::support::{Plugin, TestHost};
 use std::path::Path;
 use std::sync::Arc;
 use toolhost::ProtocolId;
 use toolhost::{PromptCache, ToolCallConfig};
 
-const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
+const EXAMPLES: &[Plugin] = &[CALC, CLOCK, DIRTREE, FILES, HTTP_GET];
 
 /// Compare `actual` with `golden/NAME`; `UPDATE_GOLDEN=1` rewrites it.
 fn golden(name: &str, actual: &str) {
@@ -39,7 +40,7 @@ async fn every_protocol_renders_the_bundled_plugins_as_its_golden_file() {
 
 #[tokio::test]
 async fn the_prompt_cache_hits_and_a_reload_invalidates_it() {
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     let cache = PromptCache::new();
     let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
     let first = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::Vcp, "{{tools}}");
@@ -49,7 +50,7 @@ async fn the_prompt_cache_hits_and_a_reload_invalidates_it() {
     assert!(!Arc::ptr_eq(&first, &other));
     assert_eq!(cache.len(), 2);
 
-    std::fs::copy(crate::support::plugin("clock"), host.dir.path().join("plugins/clock.wasm")).unwrap();
+    std::fs::copy(CLOCK.path(), host.dir.path().join("plugins/clock.wasm")).unwrap();
     host.registry.reload().await.unwrap();
     let after = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::Vcp, "{{tools}}");
     assert!(!Arc::ptr_eq(&first, &after));
@@ -59,7 +60,7 @@ async fn the_prompt_cache_hits_and_a_reload_invalidates_it() {
 
 #[tokio::test]
 async fn an_agent_sees_only_its_agent_callable_toggled_tools_in_plugin_order() {
-    let host = TestHost::new(&["files", "calc", "hostile"], "").await;
+    let host = TestHost::new(&[FILES, CALC, HOSTILE], "").await;
     let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
     config.tool_toggles.insert("write_file".into(), false);
     let catalog = host.registry.catalog();

@@ -1,14 +1,16 @@
 //! Loading: pins, API versions, name collisions, the compiled cache and
 //! reloads.
 
-use crate::support::{TestHost, plugin, policy_in};
+use crate::built::{API_MISMATCH, CALC, CLOCK, DIRTREE, FILES, FROZEN_V0_1, HTTP_GET, IMPOSTOR, SQUATTER};
+use crate::support::{Plugin, TestHost, policy_in};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost::Policy;
 use toolhost::Registry;
 use toolhost::{
-    CacheUse, Executor, LoadError, LockFile, PinState, Status, ToolCall, check_policy, component_files, sha256_hex, visible_tools,
+    CacheUse, Contract, Executor, LoadError, LockFile, PinState, Status, ToolCall, check_policy, component_files, sha256_hex,
+    visible_tools,
 };
 
 fn refusals(registry: &Registry) -> Vec<String> {
@@ -17,7 +19,7 @@ fn refusals(registry: &Registry) -> Vec<String> {
 
 #[tokio::test]
 async fn the_example_plugins_load_with_their_tools() {
-    let host = TestHost::new(&["calc", "clock", "dirtree", "files", "http_get"], "").await;
+    let host = TestHost::new(&[CALC, CLOCK, DIRTREE, FILES, HTTP_GET], "").await;
     let catalog = host.registry.catalog();
     assert!(catalog.refused.is_empty(), "{:?}", refusals(&host.registry));
     let names: Vec<&str> = catalog.plugins.iter().map(|p| p.name()).collect();
@@ -31,7 +33,7 @@ async fn the_example_plugins_load_with_their_tools() {
 
 #[tokio::test]
 async fn a_component_that_does_not_compile_is_refused_alone_keeping_wasmtimes_error_as_source() {
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     // A component's header, then a truncated section.
     std::fs::write(host.dir.path().join("plugins/broken.wasm"), b"\0asm\x0d\0\x01\0\x01\xff\xff").unwrap();
     host.registry.reload().await.unwrap();
@@ -46,7 +48,7 @@ async fn a_component_that_does_not_compile_is_refused_alone_keeping_wasmtimes_er
 
 #[tokio::test]
 async fn an_incompatible_api_version_is_refused_naming_both() {
-    let host = TestHost::new(&["api_mismatch", "calc"], "").await;
+    let host = TestHost::new(&[API_MISMATCH, CALC], "").await;
     assert_eq!(
         refusals(&host.registry),
         ["api_mismatch.wasm: plugin `api_mismatch` was built against toolhost API 9.0.0, which this host \
@@ -56,8 +58,57 @@ async fn an_incompatible_api_version_is_refused_naming_both() {
 }
 
 #[tokio::test]
+async fn a_component_built_against_the_frozen_first_contract_loads_and_runs() {
+    let host = TestHost::new(&[FROZEN_V0_1], "").await;
+    assert!(refusals(&host.registry).is_empty(), "{:?}", refusals(&host.registry));
+    let catalog = host.registry.catalog();
+    let frozen = catalog.plugin("frozen").expect("loaded");
+    assert_eq!(frozen.contract, Contract::V0_1);
+    assert_eq!(frozen.contract.to_string(), "toolhost:plugin@0.1.0");
+    let outcome = host.call("echo_v0_1", serde_json::json!({"a": 1})).await;
+    assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
+    assert_eq!(outcome.output, r#"0.1.0 echoes {"a":1}"#);
+}
+
+/// `wasm` with every `toolhost:plugin/INTERFACE@0.1.0` named in `renamed`
+/// moved to `@0.9.0`: the same length, so the component stays well formed.
+fn built_against(wasm: &[u8], renamed: &[&str]) -> Vec<u8> {
+    let mut wasm = wasm.to_vec();
+    for interface in renamed {
+        let (from, to) = (format!("toolhost:plugin/{interface}@0.1.0"), format!("toolhost:plugin/{interface}@0.9.0"));
+        let mut at = 0;
+        while let Some(found) = wasm[at..].windows(from.len()).position(|w| w == from.as_bytes()) {
+            wasm[at + found..at + found + to.len()].copy_from_slice(to.as_bytes());
+            at += found + to.len();
+        }
+    }
+    wasm
+}
+
+#[tokio::test]
+async fn a_component_built_against_a_contract_the_host_does_not_run_is_refused_naming_it() {
+    let host = TestHost::new(&[CALC], "").await;
+    let frozen = std::fs::read(FROZEN_V0_1.path()).unwrap();
+    let plugins = host.dir.path().join("plugins");
+    std::fs::write(plugins.join("newer.wasm"), built_against(&frozen, &["host", "types"])).unwrap();
+    std::fs::write(plugins.join("mixed.wasm"), built_against(&frozen, &["host"])).unwrap();
+    host.registry.reload().await.unwrap();
+    let catalog = host.registry.catalog();
+    assert!(catalog.refused.iter().all(|r| matches!(r.error, LoadError::Contract { .. })), "{:?}", refusals(&host.registry));
+    assert_eq!(
+        refusals(&host.registry),
+        [
+            "mixed.wasm is refused: it imports `toolhost:plugin` at more than one version (0.1.0, 0.9.0); build it against one",
+            "newer.wasm is refused: it was built against toolhost:plugin@0.9.0, which this host does not run (it runs 0.1.0); \
+             update toolhost, or build the plugin against the contract `toolhost wit` writes",
+        ]
+    );
+    assert!(catalog.plugin("calc").is_some(), "the others still load");
+}
+
+#[tokio::test]
 async fn a_tool_name_collision_refuses_every_plugin_declaring_it_naming_them() {
-    let host = TestHost::new(&["calc", "impostor", "clock"], "").await;
+    let host = TestHost::new(&[CALC, IMPOSTOR, CLOCK], "").await;
     assert_eq!(
         refusals(&host.registry),
         [
@@ -76,11 +127,11 @@ async fn a_tool_name_collision_refuses_every_plugin_declaring_it_naming_them() {
 
 #[tokio::test]
 async fn components_claiming_one_plugin_name_are_all_refused_whatever_their_order() {
-    let host = TestHost::new(&["files"], "").await;
+    let host = TestHost::new(&[FILES], "").await;
     let plugins = host.dir.path().join("plugins");
     // Sorting before and after the genuine file: neither order wins.
     for squatter in ["00_files_update.wasm", "zz_files.wasm"] {
-        std::fs::copy(plugin("squatter"), plugins.join(squatter)).unwrap();
+        std::fs::copy(SQUATTER.path(), plugins.join(squatter)).unwrap();
         host.registry.reload().await.unwrap();
         let catalog = host.registry.catalog();
         assert!(catalog.plugin("files").is_none(), "{squatter}: a plugin named `files` loaded");
@@ -107,9 +158,9 @@ async fn components_claiming_one_plugin_name_are_all_refused_whatever_their_orde
 /// reserves terabytes of address space.)
 async fn two_calculates(policy: &str) -> (tempfile::TempDir, Arc<Registry>) {
     let dir = tempfile::tempdir().unwrap();
-    for (plugins, component) in [("plugins", "calc"), ("more", "impostor")] {
+    for (plugins, component) in [("plugins", CALC), ("more", IMPOSTOR)] {
         std::fs::create_dir(dir.path().join(plugins)).unwrap();
-        std::fs::copy(plugin(component), dir.path().join(plugins).join("calc.wasm")).unwrap();
+        std::fs::copy(component.path(), dir.path().join(plugins).join("calc.wasm")).unwrap();
     }
     let mut policy = policy_in(dir.path(), policy);
     policy.plugin_dirs.push(dir.path().join("more"));
@@ -125,7 +176,7 @@ async fn calculate(registry: &Arc<Registry>, tool: &str) -> (Status, String) {
 }
 
 /// What `impostor` answers to every call.
-const IMPOSTOR: (Status, &str) = (Status::Success, "not really");
+const IMPOSTORS_ANSWER: (Status, &str) = (Status::Success, "not really");
 
 #[tokio::test]
 async fn one_tool_name_in_two_directories_refuses_both_naming_each_by_its_path() {
@@ -157,7 +208,11 @@ async fn a_renamed_tool_is_known_by_its_new_name_and_its_plugin_is_called_by_its
     let (status, output) = calculate(&registry, "misc_calculate").await;
     assert_eq!(status, Status::Success, "{output}");
     assert!(output.contains("42"), "{output}");
-    assert_eq!(calculate(&registry, "calculate").await, (IMPOSTOR.0, IMPOSTOR.1.into()), "the old name is the other plugin's");
+    assert_eq!(
+        calculate(&registry, "calculate").await,
+        (IMPOSTORS_ANSWER.0, IMPOSTORS_ANSWER.1.into()),
+        "the old name is the other plugin's"
+    );
     let offered: Vec<&str> =
         visible_tools(&catalog, &registry.policy().agents["coder"]).iter().map(|t| t.name.as_str()).collect();
     assert_eq!(offered, ["misc_calculate"], "a toggle names the tool as the host knows it");
@@ -167,7 +222,7 @@ async fn a_renamed_tool_is_known_by_its_new_name_and_its_plugin_is_called_by_its
 async fn a_tool_prefix_renames_every_tool_of_its_plugin() {
     let (_dir, registry) = two_calculates("[plugins.impostor]\ntool_prefix = \"fake_\"\n").await;
     assert!(refusals(&registry).is_empty(), "{:?}", refusals(&registry));
-    assert_eq!(calculate(&registry, "fake_calculate").await, (IMPOSTOR.0, IMPOSTOR.1.into()));
+    assert_eq!(calculate(&registry, "fake_calculate").await, (IMPOSTORS_ANSWER.0, IMPOSTORS_ANSWER.1.into()));
     let (status, output) = calculate(&registry, "calculate").await;
     assert!(status == Status::Success && output.contains("42"), "{status:?}: {output}");
 }
@@ -195,7 +250,11 @@ async fn a_new_name_that_cannot_be_is_refused_naming_its_key() {
              `{prefix}calculate`, which is longer than a tool name may be (64 bytes)"
         )]
     );
-    assert_eq!(calculate(&registry, "calculate").await, (IMPOSTOR.0, IMPOSTOR.1.into()), "the other plugin loads");
+    assert_eq!(
+        calculate(&registry, "calculate").await,
+        (IMPOSTORS_ANSWER.0, IMPOSTORS_ANSWER.1.into()),
+        "the other plugin loads"
+    );
     drop(registry);
 
     // Renamed into another plugin's name: a collision, which says so.
@@ -214,7 +273,7 @@ async fn a_new_name_that_cannot_be_is_refused_naming_its_key() {
 
 #[tokio::test]
 async fn a_rename_of_no_tool_is_warned_about_with_the_closest_name() {
-    let host = TestHost::new(&["calc"], "[plugins.calc]\nrename = { calculate = \"misc_calculate\", calculat = \"x\" }\n").await;
+    let host = TestHost::new(&[CALC], "[plugins.calc]\nrename = { calculate = \"misc_calculate\", calculat = \"x\" }\n").await;
     let warnings: Vec<String> =
         check_policy(host.registry.policy(), &host.registry.catalog()).iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -226,11 +285,11 @@ async fn a_rename_of_no_tool_is_warned_about_with_the_closest_name() {
 
 #[tokio::test]
 async fn a_pin_mismatch_refuses_the_plugin_and_prints_both_hashes() {
-    let host = TestHost::new(&["calc", "clock"], "").await;
-    let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
+    let host = TestHost::new(&[CALC, CLOCK], "").await;
+    let calc = sha256_hex(&std::fs::read(CALC.path()).unwrap());
     let wrong = "0".repeat(64);
     host.write_lock(&[("calc.wasm", &calc), ("clock.wasm", &wrong)]);
-    let clock = sha256_hex(&std::fs::read(plugin("clock")).unwrap());
+    let clock = sha256_hex(&std::fs::read(CLOCK.path()).unwrap());
     let registry = Registry::load(host.policy("")).await.unwrap();
     assert_eq!(
         refusals(&registry),
@@ -241,8 +300,8 @@ async fn a_pin_mismatch_refuses_the_plugin_and_prints_both_hashes() {
 
 #[tokio::test]
 async fn an_unpinned_plugin_is_refused_once_a_lock_file_exists() {
-    let host = TestHost::new(&["calc", "clock"], "").await;
-    let calc = sha256_hex(&std::fs::read(plugin("calc")).unwrap());
+    let host = TestHost::new(&[CALC, CLOCK], "").await;
+    let calc = sha256_hex(&std::fs::read(CALC.path()).unwrap());
     host.write_lock(&[("calc.wasm", &calc)]);
     let registry = Registry::load(host.policy("")).await.unwrap();
     let refused = refusals(&registry);
@@ -253,10 +312,10 @@ async fn an_unpinned_plugin_is_refused_once_a_lock_file_exists() {
 
 #[tokio::test]
 async fn one_file_name_in_two_plugin_directories_has_a_pin_of_its_own() {
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     let more = host.dir.path().join("more");
     std::fs::create_dir(&more).unwrap();
-    std::fs::copy(plugin("clock"), more.join("calc.wasm")).unwrap();
+    std::fs::copy(CLOCK.path(), more.join("calc.wasm")).unwrap();
     let mut policy = host.policy("");
     policy.plugin_dirs.push(more.clone());
     let pins = component_files(&policy.plugin_dirs)
@@ -271,7 +330,7 @@ async fn one_file_name_in_two_plugin_directories_has_a_pin_of_its_own() {
     assert!(catalog.plugins.iter().all(|p| p.pin == PinState::Matches));
     assert!(catalog.tool("calculate").is_some() && catalog.tool("convert_time").is_some());
 
-    std::fs::copy(plugin("dirtree"), more.join("calc.wasm")).unwrap();
+    std::fs::copy(DIRTREE.path(), more.join("calc.wasm")).unwrap();
     registry.reload().await.unwrap();
     let refused = refusals(&registry);
     assert_eq!(refused.len(), 1, "{refused:?}");
@@ -281,7 +340,7 @@ async fn one_file_name_in_two_plugin_directories_has_a_pin_of_its_own() {
 
 #[tokio::test]
 async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
-    let host = TestHost::new(&["calc", "clock"], "").await;
+    let host = TestHost::new(&[CALC, CLOCK], "").await;
     let cache = tempfile::tempdir().unwrap();
     let mut policy = host.policy("");
     policy.cache_dir = Some(cache.path().to_owned());
@@ -318,7 +377,7 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
 
 #[tokio::test]
 async fn a_cache_file_that_cannot_be_read_or_written_costs_only_its_component_the_cache() {
-    let host = TestHost::new(&["calc", "clock"], "").await;
+    let host = TestHost::new(&[CALC, CLOCK], "").await;
     let cache = tempfile::tempdir().unwrap();
     let mut policy = host.policy("");
     policy.cache_dir = Some(cache.path().to_owned());
@@ -361,7 +420,7 @@ fn loading_reads_and_compiles_off_the_runtime_thread() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("plugins")).unwrap();
-    std::fs::copy(plugin("calc"), dir.path().join("plugins/calc.wasm")).unwrap();
+    std::fs::copy(CALC.path(), dir.path().join("plugins/calc.wasm")).unwrap();
     let mut policy = policy_in(dir.path(), "");
     let cache = dir.path().join("cache");
     policy.cache_dir = Some(cache.clone());
@@ -426,8 +485,8 @@ fn only_file(dir: &Path) -> PathBuf {
 
 /// A host over the one plugin `name`, with a compiled cache and a cache key
 /// of its own, loaded once so the cache holds its artifact; and that file.
-async fn cached_alone(name: &str) -> (TestHost, Policy, PathBuf) {
-    let host = TestHost::new(&[name], "").await;
+async fn cached_alone(plugin: Plugin) -> (TestHost, Policy, PathBuf) {
+    let host = TestHost::new(&[plugin], "").await;
     let mut policy = host.policy("");
     policy.cache_dir = Some(host.dir.path().join("cache"));
     policy.cache_key = Some(host.dir.path().join("state/cache.key"));
@@ -438,8 +497,8 @@ async fn cached_alone(name: &str) -> (TestHost, Policy, PathBuf) {
 
 #[tokio::test]
 async fn a_forged_cache_entry_with_a_valid_plain_sha256_is_recompiled_not_loaded() {
-    let (_calc, policy, entry) = cached_alone("calc").await;
-    let (_clock, _, clock_entry) = cached_alone("clock").await;
+    let (_calc, policy, entry) = cached_alone(CALC).await;
+    let (_clock, _, clock_entry) = cached_alone(CLOCK).await;
     // Clock's native code in calc's place, under a genuine header and a
     // correct plain SHA-256 where the MAC goes.
     let (header, clock_file) = (std::fs::read(&entry).unwrap(), std::fs::read(&clock_entry).unwrap());
@@ -460,7 +519,7 @@ async fn a_forged_cache_entry_with_a_valid_plain_sha256_is_recompiled_not_loaded
 
 #[tokio::test]
 async fn a_cache_written_under_another_key_is_recompiled() {
-    let (_host, policy, _) = cached_alone("calc").await;
+    let (_host, policy, _) = cached_alone(CALC).await;
     std::fs::remove_file(policy.cache_key.as_ref().unwrap()).unwrap();
     let registry = Registry::load(policy).await.unwrap();
     let CacheUse::Recovered(why) = &registry.catalog().plugins[0].cache else { panic!("a foreign file was loaded") };
@@ -469,7 +528,7 @@ async fn a_cache_written_under_another_key_is_recompiled() {
 
 #[tokio::test]
 async fn cache_files_swapped_between_components_are_recompiled() {
-    let host = TestHost::new(&["calc", "clock"], "").await;
+    let host = TestHost::new(&[CALC, CLOCK], "").await;
     let mut policy = host.policy("");
     policy.cache_dir = Some(host.dir.path().join("cache"));
     Registry::load(policy.clone()).await.unwrap();
@@ -545,19 +604,19 @@ async fn calc_on(registry: Registry) -> String {
 
 #[tokio::test]
 async fn reload_picks_up_added_changed_and_removed_components() {
-    let host = TestHost::new(&["calc"], "").await;
+    let host = TestHost::new(&[CALC], "").await;
     let mut events = host.registry.subscribe();
     let plugins = host.dir.path().join("plugins");
     assert_eq!(host.registry.catalog().generation, 1);
 
-    std::fs::copy(plugin("clock"), plugins.join("clock.wasm")).unwrap();
+    std::fs::copy(CLOCK.path(), plugins.join("clock.wasm")).unwrap();
     let added = host.registry.reload().await.unwrap();
     assert_eq!(added.added, ["clock.wasm"]);
     assert_eq!(events.recv().await.unwrap(), added, "subscribers hear of it");
     assert!(host.registry.catalog().tool("convert_time").is_some());
 
     // The same name with other bytes: dirtree's component under calc's name.
-    std::fs::copy(plugin("dirtree"), plugins.join("calc.wasm")).unwrap();
+    std::fs::copy(DIRTREE.path(), plugins.join("calc.wasm")).unwrap();
     let changed = host.registry.reload().await.unwrap();
     assert_eq!(changed.changed, ["calc.wasm"]);
     let catalog = host.registry.catalog();

@@ -2,7 +2,8 @@
 //! on calls at once are shared; each registry keeps its own plugins and
 //! policy.
 
-use crate::support::{plugin, policy_in};
+use crate::built::CALC;
+use crate::support::policy_in;
 use std::sync::Arc;
 use toolhost::{Executor, Registry, Sandbox, SandboxSize, Status, ToolCall};
 
@@ -16,7 +17,7 @@ async fn sixteen_registries_share_one_sandbox_and_all_answer() {
     for index in 0..REGISTRIES {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("plugins")).unwrap();
-        std::fs::copy(plugin("calc"), dir.path().join("plugins/calc.wasm")).unwrap();
+        std::fs::copy(CALC.path(), dir.path().join("plugins/calc.wasm")).unwrap();
         // Each policy its own fuel, so each registry's limits are its own.
         let fuel = 1_000_000 + index as u64;
         let policy = policy_in(dir.path(), &format!("[limits]\nfuel = {fuel}\n"));

@@ -7,22 +7,36 @@ use std::sync::Arc;
 use tempfile::TempDir;
 use toolhost::{Executor, LockFile, Policy, Registry, ToolCall, ToolOutcome};
 
-/// The component `name`, from the examples (Rust or other languages) or
-/// the hostile plugins.
-pub fn plugin(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    let path =
-        ["examples", "polyglot", "hostile"].iter().map(|dir| root.join(dir).join(format!("{name}.wasm"))).find(|p| p.exists());
-    path.unwrap_or_else(|| panic!("{name}.wasm is not built; run `cargo xtask build-plugins` (or `cargo xtask test`)"))
+/// A plugin of `plugins/`, as the constants of [`crate::built`] name it:
+/// built by `cargo xtask build-plugins` into `target/plugins/DIR/NAME.wasm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plugin {
+    /// Its file name, without `.wasm`.
+    pub name: &'static str,
+    /// Where it is built: `examples`, `hostile`, `testing` or `polyglot`.
+    pub dir: &'static str,
+    /// Its sources, under `plugins/`: `calc`, `hostile/hoarder`, `python/textstats`.
+    pub source: &'static str,
 }
 
-/// Whether the example of `lang` (python, js, c, go) was built. When its
+impl Plugin {
+    /// The built component.
+    pub fn path(self) -> PathBuf {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins").join(self.dir).join(format!("{}.wasm", self.name));
+        assert!(path.exists(), "{} is not built; run `cargo xtask build-plugins` (or `cargo xtask test`)", path.display());
+        path
+    }
+}
+
+/// Whether the other language's `example` was built. When its
 /// toolchain did not install, `cargo xtask build-plugins` wrote why into
 /// `LANG.skipped`; this prints that reason and answers false, so the test
 /// returns early, skipped in so many words, outside CI; under CI, and when
 /// neither built nor skipped, it fails.
-pub fn polyglot_built(lang: &str, example: &str) -> bool {
+pub fn polyglot_built(example: Plugin) -> bool {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/polyglot");
+    let (lang, example) = (example.source.split('/').next().unwrap_or_default(), example.name);
     if dir.join(format!("{example}.wasm")).exists() {
         return true;
     }
@@ -64,11 +78,11 @@ pub struct TestHost {
 }
 
 impl TestHost {
-    pub async fn new(plugins: &[&str], policy: &str) -> TestHost {
+    pub async fn new(plugins: &[Plugin], policy: &str) -> TestHost {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("plugins")).unwrap();
-        for name in plugins {
-            std::fs::copy(plugin(name), dir.path().join("plugins").join(format!("{name}.wasm"))).unwrap();
+        for plugin in plugins {
+            std::fs::copy(plugin.path(), dir.path().join("plugins").join(format!("{}.wasm", plugin.name))).unwrap();
         }
         let registry = Arc::new(Registry::load(policy_in(dir.path(), policy)).await.unwrap());
         TestHost { executor: Executor::new(registry.clone()), registry, dir }

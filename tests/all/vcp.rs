@@ -2,7 +2,8 @@
 //! WebSocket server on loopback speaking the protocol as
 //! `VCP-PROTOCOL.md` §4–§5 describe, and real plugins in the sandbox.
 
-use crate::support::TestHost;
+use crate::built::{CALC, EXPOSED, UNDERSTATED};
+use crate::support::{Plugin, TestHost};
 use crate::vcp_standin::{PATIENCE, StandIn};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -29,7 +30,7 @@ struct Node {
 impl Node {
     /// A node over `plugins` joining `server` with `key`; `vcp` is added to
     /// its `[vcp]` section and `policy` after it.
-    async fn join_with(server: &str, key: &str, plugins: &[&str], vcp: &str, policy: &str) -> Node {
+    async fn join_with(server: &str, key: &str, plugins: &[Plugin], vcp: &str, policy: &str) -> Node {
         let unattended = |config: &VcpConfig| -> Arc<dyn Approver> { Arc::new(UnattendedApprover::new(config.unattended)) };
         Self::join_approved_by(server, key, plugins, vcp, policy, unattended).await
     }
@@ -38,7 +39,7 @@ impl Node {
     async fn join_approved_by(
         server: &str,
         key: &str,
-        plugins: &[&str],
+        plugins: &[Plugin],
         vcp: &str,
         policy: &str,
         approver: impl FnOnce(&VcpConfig) -> Arc<dyn Approver>,
@@ -51,7 +52,7 @@ impl Node {
     async fn join_asking(
         server: &str,
         key: &str,
-        plugins: &[&str],
+        plugins: &[Plugin],
         vcp: &str,
         policy: &str,
         asking: impl FnOnce(&VcpConfig, Pipeline) -> Pipeline,
@@ -74,7 +75,7 @@ impl Node {
         Node { host, node, shutdown, running: Some(running) }
     }
 
-    async fn join(standin: &StandIn, plugins: &[&str], vcp: &str, policy: &str) -> Node {
+    async fn join(standin: &StandIn, plugins: &[Plugin], vcp: &str, policy: &str) -> Node {
         Self::join_with(&standin.url(), KEY, plugins, vcp, policy).await
     }
 
@@ -119,7 +120,7 @@ fn error_of(result: &Value) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registration_sends_a_manifest_per_exposed_tool_then_the_ip_and_the_placeholder() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc", "exposed"], "", "[plugins.exposed.limits]\ntimeout_ms = 4000\n").await;
+    let node = Node::join(&standin, &[CALC, EXPOSED], "", "[plugins.exposed.limits]\ntimeout_ms = 4000\n").await;
     let registration = standin.registration(1).await;
     standin.wait_for("the placeholder", |r| r.kind() == "update_static_placeholders").await;
     let data = &registration.frame["data"];
@@ -175,7 +176,7 @@ async fn registration_sends_a_manifest_per_exposed_tool_then_the_ip_and_the_plac
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn string_arguments_are_coerced_to_each_declared_type_and_results_come_back_as_content() {
     let standin = StandIn::start(KEY).await;
-    let _node = Node::join(&standin, &["calc", "exposed"], "", "").await;
+    let _node = Node::join(&standin, &[CALC, EXPOSED], "", "").await;
     standin.registration(1).await;
     standin.execute(
         "r-typed",
@@ -205,7 +206,7 @@ async fn string_arguments_are_coerced_to_each_declared_type_and_results_come_bac
 async fn a_tool_that_is_not_exposed_is_refused_and_never_run() {
     let standin = StandIn::start(KEY).await;
     // The audit log records every call the pipeline saw and whether it ran.
-    let node = Node::join(&standin, &["exposed"], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
+    let node = Node::join(&standin, &[EXPOSED], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
     standin.registration(1).await;
     standin.execute("r-hidden", "unexposed_echo", json!({"text": "hi"}));
     let refused = standin.result("r-hidden").await;
@@ -223,7 +224,7 @@ async fn a_tool_that_is_not_exposed_is_refused_and_never_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unattended_approval_denies_moderate_tools_by_default_saying_so_and_the_policy_can_allow_them() {
     let standin = StandIn::start(KEY).await;
-    let _node = Node::join(&standin, &["exposed"], "", "").await;
+    let _node = Node::join(&standin, &[EXPOSED], "", "").await;
     standin.registration(1).await;
     standin.execute("r-deny", "moderate_echo", json!({"text": "hi"}));
     let denied = standin.result("r-deny").await;
@@ -231,7 +232,7 @@ async fn unattended_approval_denies_moderate_tools_by_default_saying_so_and_the_
     assert!(message.contains("needs approval") && message.contains("[vcp.unattended] moderate = \"deny\""), "{message}");
 
     let standin = StandIn::start(KEY).await;
-    let _node = Node::join(&standin, &["exposed"], "[vcp.unattended]\nmoderate = \"allow\"\n", "").await;
+    let _node = Node::join(&standin, &[EXPOSED], "[vcp.unattended]\nmoderate = \"allow\"\n", "").await;
     standin.registration(1).await;
     standin.execute("r-allow", "moderate_echo", json!({"text": "hi"}));
     assert_eq!(standin.result("r-allow").await["result"]["content"][0]["text"], "hi");
@@ -246,7 +247,7 @@ async fn a_writer_its_plugin_declares_public_is_denied_unattended() {
         workspace.path().display().to_string()
     );
     let standin = StandIn::start(KEY).await;
-    let _node = Node::join(&standin, &["understated"], "", &grant).await;
+    let _node = Node::join(&standin, &[UNDERSTATED], "", &grant).await;
     standin.registration(1).await;
     standin.execute("r-write", "save_note", json!({"path": "a.txt", "content": "x"}));
     let message = error_of(&standin.result("r-write").await).to_owned();
@@ -257,7 +258,7 @@ async fn a_writer_its_plugin_declares_public_is_denied_unattended() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_hit_is_an_error_that_names_the_limit() {
     let standin = StandIn::start(KEY).await;
-    let _node = Node::join(&standin, &["exposed"], "", "[plugins.exposed.limits]\nfuel = 2000000\n").await;
+    let _node = Node::join(&standin, &[EXPOSED], "", "[plugins.exposed.limits]\nfuel = 2000000\n").await;
     standin.registration(1).await;
     standin.execute("r-fuel", "exposed_spin", json!({}));
     let failed = standin.result("r-fuel").await;
@@ -268,7 +269,7 @@ async fn a_limit_hit_is_an_error_that_names_the_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_concurrent_calls_are_each_answered_with_their_own_id() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], "", "").await;
+    let node = Node::join(&standin, &[CALC], "", "").await;
     standin.registration(1).await;
     let mut frames = standin.subscribe();
     for i in 0..200 {
@@ -297,7 +298,7 @@ async fn two_hundred_concurrent_calls_are_each_answered_with_their_own_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_tool_stops_a_spinning_plugin() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["exposed"], "", SPIN_FOREVER).await;
+    let node = Node::join(&standin, &[EXPOSED], "", SPIN_FOREVER).await;
     standin.registration(1).await;
     standin.execute("r-spin", "exposed_spin", json!({}));
     node.until("the call running", |s| s.calls_in_flight == 1).await;
@@ -375,7 +376,7 @@ async fn a_call_approved_after_its_tools_time_limit_is_answered_before_the_serve
     let standin = StandIn::start(KEY).await;
     let (mut person, approver) = Person::at_terminal();
     let limits = "[limits]\ntimeout_ms = 300\n";
-    let _node = Node::join_approved_by(&standin.url(), KEY, &["exposed"], "", limits, |_| approver).await;
+    let _node = Node::join_approved_by(&standin.url(), KEY, &[EXPOSED], "", limits, |_| approver).await;
     let registration = standin.registration(1).await;
     assert_eq!(registered_timeout(&registration, "typed_echo"), Duration::from_millis(1300), "a public tool asks nobody");
     let waits = registered_timeout(&registration, "moderate_echo");
@@ -397,7 +398,7 @@ async fn a_call_approved_after_its_tools_time_limit_is_answered_before_the_serve
 async fn a_question_whose_call_the_server_cancels_is_withdrawn_and_the_next_answer_goes_to_the_next_question() {
     let standin = StandIn::start(KEY).await;
     let (mut person, approver) = Person::at_terminal();
-    let _node = Node::join_approved_by(&standin.url(), KEY, &["exposed"], "", "", |_| approver).await;
+    let _node = Node::join_approved_by(&standin.url(), KEY, &[EXPOSED], "", "", |_| approver).await;
     standin.registration(1).await;
     standin.execute("r-gone", "moderate_echo", json!({"text": "gone"}));
     person.sees("run it?", 1).await;
@@ -418,7 +419,7 @@ async fn a_question_whose_call_the_server_cancels_is_withdrawn_and_the_next_answ
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_key_is_a_clear_error_retried_with_backoff_never_in_a_tight_loop() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join_with(&standin.url(), "wrong-key", &["calc"], "", "").await;
+    let node = Node::join_with(&standin.url(), "wrong-key", &[CALC], "", "").await;
     let status = node.until("a reconnect", |s| s.state == NodeState::Reconnecting).await;
     let error = status.last_error.unwrap();
     assert!(error.contains("key in VCP_KEY is probably wrong"), "{error}");
@@ -438,7 +439,7 @@ async fn a_wrong_key_is_a_clear_error_retried_with_backoff_never_in_a_tight_loop
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_server_is_rejoined_and_registered_again() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], "", "").await;
+    let node = Node::join(&standin, &[CALC], "", "").await;
     let first = standin.registration(1).await;
     node.until("registered", |s| s.registrations == 1).await;
     standin.restart().await;
@@ -454,7 +455,7 @@ async fn a_restarted_server_is_rejoined_and_registered_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_lost_mid_call_cancels_the_call_and_the_node_rejoins() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["exposed"], "", SPIN_FOREVER).await;
+    let node = Node::join(&standin, &[EXPOSED], "", SPIN_FOREVER).await;
     standin.registration(1).await;
     standin.execute("r-lost", "exposed_spin", json!({}));
     node.until("the call running", |s| s.calls_in_flight == 1).await;
@@ -472,7 +473,7 @@ async fn a_connection_lost_mid_call_cancels_the_call_and_the_node_rejoins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_server_is_taken_for_half_open_and_left() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], "", "").await;
+    let node = Node::join(&standin, &[CALC], "", "").await;
     standin.registration(1).await;
     standin.silence();
     // Pings every 200 ms: two silent intervals end the connection.
@@ -484,10 +485,10 @@ async fn a_silent_server_is_taken_for_half_open_and_left() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_registry_reload_reconnects_and_registers_the_new_tools() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], "", "").await;
+    let node = Node::join(&standin, &[CALC], "", "").await;
     let first = standin.registration(1).await;
     assert_eq!(StandIn::tool_names(&first), ["calculate"]);
-    std::fs::copy(crate::support::plugin("exposed"), node.host.dir.path().join("plugins/exposed.wasm")).unwrap();
+    std::fs::copy(EXPOSED.path(), node.host.dir.path().join("plugins/exposed.wasm")).unwrap();
     node.host.registry.reload().await.unwrap();
     let second = standin.registration(2).await;
     assert_eq!(second.connection, 2, "the server ignores a second registration on a live connection");
@@ -502,7 +503,7 @@ async fn a_registry_reload_reconnects_and_registers_the_new_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_are_refused_by_default_and_served_only_from_an_allowed_directory() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], "", "").await;
+    let node = Node::join(&standin, &[CALC], "", "").await;
     standin.registration(1).await;
     let secret = node.host.dir.path().join("toolhost.toml");
     standin.execute("f-default", "internal_request_file", json!({"fileUrl": format!("file://{}", secret.display())}));
@@ -512,7 +513,7 @@ async fn files_are_refused_by_default_and_served_only_from_an_allowed_directory(
 
     let standin = StandIn::start(KEY).await;
     let served = "serve_dirs = [\"shared\"]\nmax_file_kib = 1\n[vcp.unattended]\nmoderate = \"allow\"\n";
-    let node = Node::join(&standin, &["calc"], served, "").await;
+    let node = Node::join(&standin, &[CALC], served, "").await;
     let dir = node.host.dir.path();
     let shared = dir.join("shared");
     std::fs::create_dir(&shared).unwrap();
@@ -559,7 +560,7 @@ async fn a_file_request_is_approved_and_audited_like_a_call_of_a_moderate_tool()
 
     // Nobody attached, and the unattended policy denies moderate calls.
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], &serve("deny"), AUDITED).await;
+    let node = Node::join(&standin, &[CALC], &serve("deny"), AUDITED).await;
     standin.registration(1).await;
     standin.execute("f-unattended", "internal_request_file", note(&node));
     let denied = standin.result("f-unattended").await;
@@ -576,7 +577,7 @@ async fn a_file_request_is_approved_and_audited_like_a_call_of_a_moderate_tool()
 
     // The policy lets it run: served, and audited as run.
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc"], &serve("allow"), AUDITED).await;
+    let node = Node::join(&standin, &[CALC], &serve("allow"), AUDITED).await;
     standin.registration(1).await;
     standin.execute("f-allowed", "internal_request_file", note(&node));
     assert_eq!(standin.result("f-allowed").await["result"]["fileData"], "aGVsbG8=");
@@ -587,7 +588,7 @@ async fn a_file_request_is_approved_and_audited_like_a_call_of_a_moderate_tool()
     // A deny rule holds whatever the unattended policy allows.
     let standin = StandIn::start(KEY).await;
     let rule = "[[approval.rules]]\naction = \"deny\"\ntool = \"internal_request_file\"\nreason = \"no files today\"\n";
-    let node = Node::join(&standin, &["calc"], &serve("allow"), &format!("{AUDITED}{rule}")).await;
+    let node = Node::join(&standin, &[CALC], &serve("allow"), &format!("{AUDITED}{rule}")).await;
     standin.registration(1).await;
     standin.execute("f-rule", "internal_request_file", note(&node));
     assert_eq!(error_of(&standin.result("f-rule").await), "no files today");
@@ -597,7 +598,7 @@ async fn a_file_request_is_approved_and_audited_like_a_call_of_a_moderate_tool()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_running_calls_finish_within_the_grace_period_then_closes() {
     let standin = StandIn::start(KEY).await;
-    let mut node = Node::join(&standin, &["exposed"], "shutdown_grace_ms = 3000\n", "").await;
+    let mut node = Node::join(&standin, &[EXPOSED], "shutdown_grace_ms = 3000\n", "").await;
     standin.registration(1).await;
     standin.execute("r-wait", "exposed_wait", json!({"ms": "300"}));
     node.until("the call running", |s| s.calls_in_flight == 1).await;
@@ -620,7 +621,7 @@ const SERVER_REPLY: &str = "Let me compute.\n\
 async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers_statuses() {
     use toolhost::{Chain, ChainEvent, Handover, LlmProfile, OpenAiClient, Status, Stop, ToolCallConfig, Transcript};
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["calc", "exposed"], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
+    let node = Node::join(&standin, &[CALC, EXPOSED], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
     node.until("connected", |s| s.state == NodeState::Connected).await;
     let model = toolhost_standin::StandIn::start([toolhost_standin::Response::text(SERVER_REPLY)]).await.unwrap();
     let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "vcp-agent")).unwrap());
@@ -686,7 +687,7 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
 async fn a_handover_to_a_node_another_process_runs_follows_its_status_file_without_reading_it_per_prompt() {
     use toolhost::Handover;
     let standin = StandIn::start(KEY).await;
-    let mut node = Node::join(&standin, &["calc"], "", "").await;
+    let mut node = Node::join(&standin, &[CALC], "", "").await;
     node.until("connected", |s| s.state == NodeState::Connected).await;
     let config = node.node.config().clone();
     let handover = Handover::to_status_file(&config);
@@ -738,7 +739,7 @@ async fn the_node_command_joins_the_server_and_its_calculate_answers_then_ctrl_c
     let standin = StandIn::start(KEY).await;
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("plugins")).unwrap();
-    std::fs::copy(crate::support::plugin("calc"), dir.path().join("plugins/calc.wasm")).unwrap();
+    std::fs::copy(CALC.path(), dir.path().join("plugins/calc.wasm")).unwrap();
     let node = std::process::Command::new(toolhost_binary())
         .current_dir(dir.path())
         .env("VCP_KEY", KEY)
@@ -877,7 +878,7 @@ async fn calls_waiting_are_bounded_in_bytes_not_only_in_count() {
         Box::new(slow.chain(big))
     };
     let hostile = Hostile::start(frames, Reading::Slowly(Duration::ZERO)).await;
-    let node = Node::join_with(&hostile.url, KEY, &["exposed"], "", "").await;
+    let node = Node::join_with(&hostile.url, KEY, &[EXPOSED], "", "").await;
     node.until("registered", |s| s.registrations == 1).await;
     let grew = crate::support::within_memory(NODE_MEMORY_BOUND, async {
         hostile.go();
@@ -906,7 +907,7 @@ async fn files_served_to_a_slow_reader_are_bounded_in_bytes_in_flight() {
     };
     let vcp = format!("serve_dirs = [\"{}\"]\n[vcp.unattended]\nmoderate = \"allow\"\n", dir.path().display());
     let hostile = Hostile::start(frames, Reading::Slowly(Duration::from_millis(30))).await;
-    let node = Node::join_with(&hostile.url, KEY, &["calc"], &vcp, "").await;
+    let node = Node::join_with(&hostile.url, KEY, &[CALC], &vcp, "").await;
     node.until("registered", |s| s.registrations == 1).await;
     let grew = crate::support::within_memory(NODE_MEMORY_BOUND, async {
         hostile.go();
@@ -933,7 +934,7 @@ async fn a_server_that_stops_reading_is_left_after_the_write_timeout_and_rejoine
         format!("write_timeout_ms = 500\nserve_dirs = [\"{}\"]\n[vcp.unattended]\nmoderate = \"allow\"\n", dir.path().display());
     let hostile = Hostile::start(frames, Reading::Never).await;
     hostile.go();
-    let node = Node::join_with(&hostile.url, KEY, &["calc"], &vcp, "").await;
+    let node = Node::join_with(&hostile.url, KEY, &[CALC], &vcp, "").await;
     let status = node.until("a write timeout", |s| s.last_error.as_deref().is_some_and(|e| e.contains("write_timeout_ms"))).await;
     assert!(status.last_error.unwrap().contains("did not take what the node wrote within 500ms"));
     node.until("a second connection", |s| s.registrations >= 2).await;
@@ -943,7 +944,7 @@ async fn a_server_that_stops_reading_is_left_after_the_write_timeout_and_rejoine
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_plugins_slow_calls_do_not_starve_another_plugins_quick_call() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join(&standin, &["exposed", "calc"], "", "").await;
+    let node = Node::join(&standin, &[EXPOSED, CALC], "", "").await;
     standin.registration(1).await;
     for i in 0..10 {
         standin.execute(&format!("slow{i}"), "exposed_wait", json!({"ms": 4000}));
@@ -986,7 +987,7 @@ async fn a_call_from_the_server_waits_at_the_console_and_its_cancel_withdraws_it
     let base = format!("http://{addr}");
     let console = Arc::new(std::sync::OnceLock::<Console>::new());
     let server = standin.url();
-    let node = Node::join_asking(&server, KEY, &["exposed"], "", "", |_, pipeline| {
+    let node = Node::join_asking(&server, KEY, &[EXPOSED], "", "", |_, pipeline| {
         let made = Console::new(pipeline.clone(), ConsoleOptions::default(), addr);
         let asking = pipeline.with_approver(Arc::new(made.approver("vcp", &server)));
         console.set(made).ok().expect("set once");

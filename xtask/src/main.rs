@@ -37,25 +37,6 @@ use std::process::{Command, Stdio};
 
 mod fuzz;
 
-/// The example plugins, shown by the demo and `toolhost list`.
-const EXAMPLES: &[&str] = &["calc", "clock", "dirtree", "files", "http_get"];
-/// The misbehaving plugins the tests load.
-const HOSTILE: &[&str] = &[
-    "hostile",
-    "api_mismatch",
-    "impostor",
-    "hoarder",
-    "manifest_hog",
-    "injector",
-    "bloated",
-    "squatter",
-    "escapes",
-    "exposed",
-    "understated",
-];
-/// Plugins that serve one test suite: the MCP conformance suite's fixture
-/// tools.
-const TESTING: &[&str] = &["mcp_fixtures"];
 /// Plugin crates whose unit tests run natively.
 const NATIVE_TESTED: &[&str] = &["calc"];
 
@@ -198,6 +179,30 @@ fn build_plugins(root: &Path) -> anyhow::Result<()> {
     build_polyglot(root)
 }
 
+/// Each member of the plugin workspace and the directory of
+/// `target/plugins/` it is copied to: `examples` for `NAME`, `hostile` for
+/// `hostile/NAME`, `testing` for `testing/NAME` (the tests name the same
+/// members, read the same way, in `tests/build.rs`).
+fn plugin_members(root: &Path) -> anyhow::Result<Vec<(&'static str, String)>> {
+    let manifest = root.join("plugins/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
+    let parsed: toml::Table = text.parse().with_context(|| format!("parsing {}", manifest.display()))?;
+    let members = parsed.get("workspace").and_then(|w| w.get("members")).and_then(toml::Value::as_array);
+    let members = members.with_context(|| format!("{} has no workspace.members", manifest.display()))?;
+    members
+        .iter()
+        .map(|member| {
+            let member = member.as_str().context("a workspace member is not a string")?;
+            Ok(match member.split_once('/') {
+                None => ("examples", member.to_owned()),
+                Some(("hostile", name)) => ("hostile", name.to_owned()),
+                Some(("testing", name)) => ("testing", name.to_owned()),
+                Some(_) => bail!("plugins/Cargo.toml: `{member}` is neither NAME, hostile/NAME nor testing/NAME"),
+            })
+        })
+        .collect()
+}
+
 /// What the tests drive besides the workspace: the other languages'
 /// toolchains, the OCI registry, the MCP peers and the browser.
 fn install_test_peers(root: &Path) -> anyhow::Result<()> {
@@ -214,13 +219,11 @@ fn build_rust(root: &Path) -> anyhow::Result<()> {
     run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))?;
     run(cargo(&root.join("plugins")).args(["build", "--release"]))?;
     let built = root.join("plugins/target/wasm32-wasip2/release");
-    for (dir, names) in [("examples", EXAMPLES), ("hostile", HOSTILE), ("testing", TESTING)] {
+    for (dir, name) in plugin_members(root)? {
         let out = root.join("target/plugins").join(dir);
         std::fs::create_dir_all(&out)?;
-        for name in names {
-            let file = format!("{name}.wasm");
-            std::fs::copy(built.join(&file), out.join(&file)).with_context(|| format!("copying {file} to {}", out.display()))?;
-        }
+        let file = format!("{name}.wasm");
+        std::fs::copy(built.join(&file), out.join(&file)).with_context(|| format!("copying {file} to {}", out.display()))?;
     }
     // The CLI builds the polyglot examples. Built as `cargo test --release
     // --workspace` builds it (every member, test targets too), so that

@@ -37,7 +37,8 @@ pub use lock::{LockError, LockFile, PinChange, PinState};
 pub use watch::DEFAULT_WATCH_INTERVAL;
 
 use crate::config::Policy;
-use crate::declaration::{ManifestError, RawManifest};
+use crate::contract::{Contract, ContractError};
+use crate::declaration::ManifestError;
 use crate::error_chain::caught;
 use crate::manifest::{PluginManifest, ToolSpec};
 use crate::printable::printable;
@@ -73,6 +74,8 @@ pub struct LoadedPlugin {
     pub unbound: Option<UnboundSection>,
     /// Whether it came from the compiled cache.
     pub cache: CacheUse,
+    /// The version of the plugin contract it was built against.
+    pub contract: Contract,
     /// The component as the lock file names it ([`LockFile::key`]).
     key: String,
     /// The declared name of each tool the policy renamed, by its new name.
@@ -145,6 +148,16 @@ pub enum LoadError {
         /// What wasmtime said, where it was wasmtime that refused it.
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The component was built against a version of the plugin contract
+    /// this host does not run.
+    #[error("{file} is refused: {error}")]
+    Contract {
+        /// The file name.
+        file: String,
+        /// Which version, and why it cannot run.
+        #[source]
+        error: ContractError,
     },
     /// The host panicked while it compiled or prepared the component (a
     /// compiler bug it triggered, say); only this component is refused.
@@ -605,8 +618,9 @@ impl Registry {
         .await
         .map_err(|message| panicked("compiling", message))?
         .map_err(compile_error)?;
+        let contract = Contract::of(&component).map_err(|error| LoadError::Contract { file: file.clone(), error })?;
         let prepare = |grants: &Grants| {
-            caught(|| self.sandbox.prepare(&component, grants))
+            caught(|| self.sandbox.prepare(&component, contract, grants))
                 .map_err(|message| panicked("preparing", message))?
                 .map_err(compile_error)
         };
@@ -621,7 +635,7 @@ impl Registry {
             Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
-        let mut manifest = RawManifest::from(raw)
+        let mut manifest = raw
             .validate(Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
         let section = self.policy.plugins.get(&manifest.name);
@@ -644,6 +658,7 @@ impl Registry {
             sha256,
             manifest,
             cache,
+            contract,
             key,
             renamed,
             prepared,

@@ -1,19 +1,51 @@
-//! Host bindings for the `toolhost:plugin` world, and the conversion of a
-//! guest's manifest into the host-side types.
+//! Host bindings for every released version of the `toolhost:plugin`
+//! world (see [`Contract`]), and what a guest returns turned into the
+//! host-side types: the one place each version's records are mirrored.
 
+use super::call::CallState;
+use crate::contract::Contract;
 use crate::declaration::{RawManifest, RawTool};
-use crate::manifest::{Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, ToolSpec};
+use crate::failure::{ToolFailure, ToolFailureKind, ToolOutput};
+use crate::manifest::{Capabilities, DirAccess, DirRequest, ParamSpec, ParamType, Permission, Reach, ToolSpec};
+use tracing::Level;
+use wasmtime::component::{ComponentExportIndex, HasSelf, Instance, InstancePre, Linker};
+use wasmtime::{Store, format_err};
 
-wasmtime::component::bindgen!({
-    path: "wit",
-    world: "plugin",
-    exports: { default: async },
-});
+/// `toolhost:plugin@0.1.0`, generated from its frozen copy.
+mod v0_1 {
+    wasmtime::component::bindgen!({
+        path: "wit/released/0.1.0",
+        world: "plugin",
+        exports: { default: async },
+    });
+    pub(super) use self::toolhost::plugin::{host, types};
+}
 
-use self::toolhost::plugin::types as wit;
+/// Link the `host` interface of every released version.
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    v0_1::Plugin::add_to_linker::<_, HasSelf<CallState>>(linker, |state| state)
+}
 
-impl From<wit::Manifest> for RawManifest {
-    fn from(m: wit::Manifest) -> Self {
+// The `types` interface has no functions; its host trait is empty.
+impl v0_1::types::Host for CallState {}
+
+impl v0_1::host::Host for CallState {
+    fn log(&mut self, level: v0_1::host::LogLevel, message: String) {
+        use v0_1::host::LogLevel;
+        let level = match level {
+            LogLevel::Trace => Level::TRACE,
+            LogLevel::Debug => Level::DEBUG,
+            LogLevel::Info => Level::INFO,
+            LogLevel::Warn => Level::WARN,
+            LogLevel::Error => Level::ERROR,
+        };
+        self.plugin_log(level, &message);
+    }
+}
+
+impl From<v0_1::types::Manifest> for RawManifest {
+    fn from(m: v0_1::types::Manifest) -> Self {
+        use v0_1::types::DirAccess as Access;
         RawManifest {
             name: m.name,
             version: m.version,
@@ -28,8 +60,8 @@ impl From<wit::Manifest> for RawManifest {
                     .map(|d| DirRequest {
                         guest_path: d.guest_path,
                         access: match d.access {
-                            wit::DirAccess::Read => DirAccess::Read,
-                            wit::DirAccess::ReadWrite => DirAccess::ReadWrite,
+                            Access::Read => DirAccess::Read,
+                            Access::ReadWrite => DirAccess::ReadWrite,
                         },
                     })
                     .collect(),
@@ -40,12 +72,13 @@ impl From<wit::Manifest> for RawManifest {
     }
 }
 
-impl From<wit::Tool> for RawTool {
-    fn from(t: wit::Tool) -> Self {
+impl From<v0_1::types::Tool> for RawTool {
+    fn from(t: v0_1::types::Tool) -> Self {
+        use v0_1::types::{ParamType as Type, Permission as Level};
         let declared = match t.permission {
-            wit::Permission::Public => Permission::Public,
-            wit::Permission::Moderate => Permission::Moderate,
-            wit::Permission::Sensitive => Permission::Sensitive,
+            Level::Public => Permission::Public,
+            Level::Moderate => Permission::Moderate,
+            Level::Sensitive => Permission::Sensitive,
         };
         let spec = ToolSpec {
             name: t.name,
@@ -57,11 +90,11 @@ impl From<wit::Tool> for RawTool {
                 .map(|p| ParamSpec {
                     name: p.name,
                     ty: match p.type_ {
-                        wit::ParamType::String => ParamType::String,
-                        wit::ParamType::Integer => ParamType::Integer,
-                        wit::ParamType::Number => ParamType::Number,
-                        wit::ParamType::Boolean => ParamType::Boolean,
-                        wit::ParamType::Json => ParamType::Json,
+                        Type::String => ParamType::String,
+                        Type::Integer => ParamType::Integer,
+                        Type::Number => ParamType::Number,
+                        Type::Boolean => ParamType::Boolean,
+                        Type::Json => ParamType::Json,
                     },
                     description: p.description,
                     required: p.required,
@@ -74,68 +107,106 @@ impl From<wit::Tool> for RawTool {
             distributed_exposed: t.distributed_exposed,
             tags: t.tags,
             example: None,
-            reach: crate::manifest::Reach::Compute,
+            reach: Reach::Compute,
         };
         RawTool { spec, example: t.example }
     }
 }
 
-/// A plugin linked for one engine, ready to instantiate, with its two
-/// exports found once. A call type-checks only the export it calls:
-/// bindgen's `PluginPre::instantiate_async` type-checks both on every
-/// instantiation, and the manifest's nested record type alone cost
-/// ~0.3 µs of a 13.7 µs fresh call (measured with `perf`, issue 17).
-pub(crate) struct ReadyPlugin<T: 'static> {
-    pre: PluginPre<T>,
-    manifest: wasmtime::component::ComponentExportIndex,
-    invoke: wasmtime::component::ComponentExportIndex,
+/// What `invoke` of `toolhost:plugin@0.1.0` returned, as the host's types.
+fn returned_v0_1(returned: Result<v0_1::types::Output, v0_1::types::ToolError>) -> Result<ToolOutput, ToolFailure> {
+    use v0_1::types::{Output, ToolError};
+    match returned {
+        Ok(Output::Text(text)) => Ok(ToolOutput::Text(text)),
+        Ok(Output::Json(json)) => Ok(ToolOutput::Json(json)),
+        Err(error) => {
+            let (kind, message) = match error {
+                ToolError::InvalidArgs(m) => (ToolFailureKind::InvalidArgs, m),
+                ToolError::UnknownTool(m) => (ToolFailureKind::UnknownTool, m),
+                ToolError::Failed(m) => (ToolFailureKind::Failed, m),
+            };
+            Err(ToolFailure { kind, message })
+        }
+    }
 }
 
-impl<T: Send + 'static> ReadyPlugin<T> {
-    /// `pre`, whose exports `PluginPre::new` checks exist with the
-    /// world's types.
-    pub(crate) fn new(pre: wasmtime::component::InstancePre<T>) -> wasmtime::Result<Self> {
-        let pre = PluginPre::new(pre)?;
-        let component = pre.instance_pre().component();
-        let find =
-            |name: &str| component.get_export_index(None, name).ok_or_else(|| wasmtime::format_err!("no export `{name}` found"));
-        Ok(ReadyPlugin { manifest: find("manifest")?, invoke: find("invoke")?, pre })
+/// `invoke` of `toolhost:plugin@0.1.0`, as a typed function.
+type InvokeV0_1<'a> = wasmtime::component::TypedFunc<(&'a str, &'a str), (Result<v0_1::types::Output, v0_1::types::ToolError>,)>;
+
+/// A plugin linked for one engine, ready to instantiate, with its two
+/// exports found once and the contract version it was built against. A
+/// call type-checks only the export it calls: bindgen's
+/// `PluginPre::instantiate_async` type-checks both on every
+/// instantiation, and the manifest's nested record type alone cost
+/// ~0.3 µs of a 13.7 µs fresh call (measured with `perf`, issue 17).
+pub(crate) struct ReadyPlugin {
+    contract: Contract,
+    pre: InstancePre<CallState>,
+    manifest: ComponentExportIndex,
+    invoke: ComponentExportIndex,
+}
+
+impl ReadyPlugin {
+    /// `pre`, built against `contract`, once its exports are found to
+    /// exist with that version's types.
+    pub(crate) fn new(pre: InstancePre<CallState>, contract: Contract) -> wasmtime::Result<Self> {
+        match contract {
+            Contract::V0_1 => drop(v0_1::PluginPre::new(pre.clone())?),
+        }
+        let component = pre.component();
+        let find = |name: &str| component.get_export_index(None, name).ok_or_else(|| format_err!("no export `{name}` found"));
+        Ok(ReadyPlugin { contract, manifest: find("manifest")?, invoke: find("invoke")?, pre })
     }
 
     /// A fresh instance in `store`.
-    pub(crate) async fn instantiate(&self, store: &mut wasmtime::Store<T>) -> wasmtime::Result<wasmtime::component::Instance> {
-        self.pre.instance_pre().instantiate_async(store).await
+    pub(crate) async fn instantiate(&self, store: &mut Store<CallState>) -> wasmtime::Result<Instance> {
+        self.pre.instantiate_async(store).await
     }
 
     /// Call `manifest` on `instance`.
-    pub(crate) async fn call_manifest(
-        &self,
-        instance: &wasmtime::component::Instance,
-        store: &mut wasmtime::Store<T>,
-    ) -> wasmtime::Result<wit::Manifest> {
-        let manifest = instance.get_typed_func::<(), (wit::Manifest,)>(&mut *store, &self.manifest)?;
-        Ok(manifest.call_async(store, ()).await?.0)
+    pub(crate) async fn call_manifest(&self, instance: &Instance, store: &mut Store<CallState>) -> wasmtime::Result<RawManifest> {
+        match self.contract {
+            Contract::V0_1 => {
+                let manifest = instance.get_typed_func::<(), (v0_1::types::Manifest,)>(&mut *store, self.manifest)?;
+                Ok(manifest.call_async(store, ()).await?.0.into())
+            }
+        }
     }
 
     /// Call `invoke` on `instance`.
     pub(crate) async fn call_invoke(
         &self,
-        instance: &wasmtime::component::Instance,
-        store: &mut wasmtime::Store<T>,
+        instance: &Instance,
+        store: &mut Store<CallState>,
         tool: &str,
         args_json: &str,
-    ) -> wasmtime::Result<Result<wit::Output, wit::ToolError>> {
-        let invoke = self.invoke(instance, store)?;
-        Ok(invoke.call_async(store, (tool, args_json)).await?.0)
+    ) -> wasmtime::Result<Result<ToolOutput, ToolFailure>> {
+        match self.contract {
+            Contract::V0_1 => {
+                let invoke: InvokeV0_1<'_> = instance.get_typed_func(&mut *store, self.invoke)?;
+                Ok(returned_v0_1(invoke.call_async(store, (tool, args_json)).await?.0))
+            }
+        }
     }
 
-    /// `invoke` of `instance`, type-checked.
-    #[allow(clippy::type_complexity, reason = "the export's signature, spelled once")]
-    pub(crate) fn invoke<'a>(
+    /// Call `invoke` on `instance` `times` times, results dropped: the
+    /// floor the benchmark measures a fresh call against.
+    pub(crate) async fn call_invoke_repeatedly(
         &self,
-        instance: &wasmtime::component::Instance,
-        store: &mut wasmtime::Store<T>,
-    ) -> wasmtime::Result<wasmtime::component::TypedFunc<(&'a str, &'a str), (Result<wit::Output, wit::ToolError>,)>> {
-        instance.get_typed_func(store, self.invoke)
+        instance: &Instance,
+        store: &mut Store<CallState>,
+        tool: &str,
+        args_json: &str,
+        times: u32,
+    ) -> wasmtime::Result<()> {
+        match self.contract {
+            Contract::V0_1 => {
+                let invoke: InvokeV0_1<'_> = instance.get_typed_func(&mut *store, self.invoke)?;
+                for _ in 0..times {
+                    let _ = invoke.call_async(&mut *store, (tool, args_json)).await?;
+                }
+            }
+        }
+        Ok(())
     }
 }

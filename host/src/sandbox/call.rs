@@ -1,7 +1,6 @@
 //! One call: a fresh store and instance, the limits armed, the export
 //! called, and whatever happened turned into an [`Invocation`].
 
-use super::bindings::{toolhost::plugin::host, toolhost::plugin::types as wit};
 use super::capture::Capture;
 use super::filesystem::{Listings, OpenFiles};
 use super::grants::{Grants, HttpGate};
@@ -10,8 +9,9 @@ use super::limits::{CallLimiter, Limits, Refusal};
 use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
+use crate::declaration::RawManifest;
 use crate::error_chain::error_chain;
-use crate::failure::{CallFailure, SharedError, ToolFailure, ToolFailureKind, ToolOutput};
+use crate::failure::{CallFailure, SharedError, ToolFailure, ToolOutput};
 use crate::printable::printable;
 use crate::units::human_bytes;
 use std::time::{Duration, Instant};
@@ -72,6 +72,19 @@ impl CallState {
             tracing::warn!(plugin, "{message}");
         }
     }
+
+    /// A record the plugin writes into the host's log, within its budget.
+    pub(crate) fn plugin_log(&mut self, level: tracing::Level, message: &str) {
+        let plugin = self.plugin.as_str();
+        let Some(message) = self.log.admit(plugin, message) else { return };
+        match level {
+            tracing::Level::TRACE => tracing::trace!(plugin, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(plugin, "{message}"),
+            tracing::Level::INFO => tracing::info!(plugin, "{message}"),
+            tracing::Level::WARN => tracing::warn!(plugin, "{message}"),
+            _ => tracing::error!(plugin, "{message}"),
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -86,23 +99,6 @@ impl WasiHttpView for CallState {
     }
 }
 
-// The `types` interface has no functions; its host trait is empty.
-impl wit::Host for CallState {}
-
-impl host::Host for CallState {
-    fn log(&mut self, level: host::LogLevel, message: String) {
-        let plugin = self.plugin.as_str();
-        let Some(message) = self.log.admit(plugin, &message) else { return };
-        match level {
-            host::LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            host::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            host::LogLevel::Info => tracing::info!(plugin, "{message}"),
-            host::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            host::LogLevel::Error => tracing::error!(plugin, "{message}"),
-        }
-    }
-}
-
 /// Which export a call runs.
 pub(crate) enum Export<'a> {
     Manifest,
@@ -111,7 +107,7 @@ pub(crate) enum Export<'a> {
 
 /// What an export returned.
 pub(crate) enum Returned {
-    Manifest(wit::Manifest),
+    Manifest(RawManifest),
     Invoke(Result<ToolOutput, ToolFailure>),
 }
 
@@ -172,10 +168,9 @@ impl Sandbox {
             instantiated = true;
             match export {
                 Export::Manifest => pre.call_manifest(&instance, &mut store).await.map(Returned::Manifest),
-                Export::Invoke { tool, args_json } => pre
-                    .call_invoke(&instance, &mut store, tool, args_json)
-                    .await
-                    .map(|r| Returned::Invoke(r.map(ToolOutput::from).map_err(ToolFailure::from))),
+                Export::Invoke { tool, args_json } => {
+                    pre.call_invoke(&instance, &mut store, tool, args_json).await.map(Returned::Invoke)
+                }
             }
         };
         // The epoch deadline stops guest code; this stops a guest that is
@@ -272,11 +267,8 @@ impl Sandbox {
         let mut store = self.new_store(shard, "bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;
         store.set_epoch_deadline(u64::MAX / 2);
         let instance = pre.instantiate(&mut store).await?;
-        let invoke = pre.invoke(&instance, &mut store)?;
         let start = Instant::now();
-        for _ in 0..times {
-            invoke.call_async(&mut store, (tool, args_json)).await?.0.ok();
-        }
+        pre.call_invoke_repeatedly(&instance, &mut store, tool, args_json, times).await?;
         Ok(start.elapsed())
     }
 }
@@ -462,25 +454,5 @@ fn emit_stdio(plugin: &str, stdout: &Capture, stderr: &Capture) {
                 capture.dropped()
             );
         }
-    }
-}
-
-impl From<wit::Output> for ToolOutput {
-    fn from(output: wit::Output) -> Self {
-        match output {
-            wit::Output::Text(text) => ToolOutput::Text(text),
-            wit::Output::Json(json) => ToolOutput::Json(json),
-        }
-    }
-}
-
-impl From<wit::ToolError> for ToolFailure {
-    fn from(error: wit::ToolError) -> Self {
-        let (kind, message) = match error {
-            wit::ToolError::InvalidArgs(m) => (ToolFailureKind::InvalidArgs, m),
-            wit::ToolError::UnknownTool(m) => (ToolFailureKind::UnknownTool, m),
-            wit::ToolError::Failed(m) => (ToolFailureKind::Failed, m),
-        };
-        ToolFailure { kind, message }
     }
 }

@@ -20,7 +20,7 @@ use super::{bindings, filesystem, host_work};
 use crate::failure::GrantKind;
 use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 
 /// The WASI interfaces toolhost answers some functions of itself, at the
 /// versions `wasmtime-wasi` links (a plugin built against an older 0.2.x
@@ -73,7 +73,7 @@ impl Linkers {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         filesystem::add_to_linker(&mut linker)?;
         host_work::add_to_linker(&mut linker)?;
-        bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |state| state)?;
+        bindings::add_to_linker(&mut linker)?;
         Ok(Linkers { everything: linker })
     }
 

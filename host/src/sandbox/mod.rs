@@ -21,7 +21,7 @@ mod size;
 mod wasi_errno;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
-pub(crate) use call::{CallState, Export, Returned};
+pub(crate) use call::{Export, Returned};
 pub use descriptors::raise_open_file_limit;
 pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
 pub use host_memory::{HostMemoryAllocator, accounting_active};
@@ -38,6 +38,7 @@ pub use size::{
 };
 pub(crate) use wasi_errno::explain as explain_guest_error;
 
+use crate::contract::Contract;
 use crate::error_chain::{caught, error_chain};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -105,7 +106,7 @@ struct Shard {
 /// in the first shard when it is loaded, and in each other shard when the
 /// first call lands there (see [`Sandbox::ready_in`]).
 pub(crate) struct Prepared {
-    first: ReadyPlugin<CallState>,
+    first: ReadyPlugin,
     replicas: Replicas,
 }
 
@@ -113,7 +114,7 @@ pub(crate) struct Prepared {
 /// first call lands in its shard: `None` if that failed, and then the
 /// shard's calls of this plugin run in the first.
 struct Replicas {
-    linked: Vec<tokio::sync::OnceCell<Option<ReadyPlugin<CallState>>>>,
+    linked: Vec<tokio::sync::OnceCell<Option<ReadyPlugin>>>,
     source: Arc<ReplicaSource>,
 }
 
@@ -121,6 +122,7 @@ struct Replicas {
 struct ReplicaSource {
     /// The plugin as compiled for the first shard.
     component: Component,
+    contract: Contract,
     grants: Grants,
     /// Its code, serialized for the first replica and kept for the others
     /// until the last is made.
@@ -238,9 +240,9 @@ impl Sandbox {
     /// used to spend a fifth of its time deserializing into a second
     /// engine a plugin that a one-shot command, or an idle registry, never
     /// runs there (issue 17).
-    pub(crate) fn prepare(&self, component: &Component, grants: &Grants) -> wasmtime::Result<Prepared> {
-        let first = self.shards[0].link(component, grants)?;
-        let source = ReplicaSource { component: component.clone(), grants: grants.clone(), code: Default::default() };
+    pub(crate) fn prepare(&self, component: &Component, contract: Contract, grants: &Grants) -> wasmtime::Result<Prepared> {
+        let first = self.shards[0].link(component, contract, grants)?;
+        let source = ReplicaSource { component: component.clone(), contract, grants: grants.clone(), code: Default::default() };
         let linked = (1..self.shards.len()).map(|_| tokio::sync::OnceCell::new()).collect();
         Ok(Prepared { first, replicas: Replicas { linked, source: Arc::new(source) } })
     }
@@ -253,7 +255,7 @@ impl Sandbox {
     /// holds the plugin ready, as when plugins were loaded into every
     /// engine at once. A shard where that failed (logged once) runs its
     /// calls of the plugin in the first.
-    pub(crate) async fn ready_in<'p>(&self, prepared: &'p Prepared, shard: usize) -> (usize, &'p ReadyPlugin<CallState>) {
+    pub(crate) async fn ready_in<'p>(&self, prepared: &'p Prepared, shard: usize) -> (usize, &'p ReadyPlugin) {
         let index = shard % self.shards.len();
         let Some(replica) = index.checked_sub(1) else { return (0, &prepared.first) };
         let replicas = &prepared.replicas;
@@ -283,8 +285,8 @@ impl Sandbox {
 
 impl Shard {
     /// `component` linked for `grants` in this shard's engine.
-    fn link(&self, component: &Component, grants: &Grants) -> wasmtime::Result<ReadyPlugin<CallState>> {
-        ReadyPlugin::new(self.linkers.for_plugin(component, grants)?.instantiate_pre(component)?)
+    fn link(&self, component: &Component, contract: Contract, grants: &Grants) -> wasmtime::Result<ReadyPlugin> {
+        ReadyPlugin::new(self.linkers.for_plugin(component, grants)?.instantiate_pre(component)?, contract)
     }
 
     /// `source`'s code loaded into this shard's engine and linked. The
@@ -292,7 +294,7 @@ impl Shard {
     /// load, which would hold a copy of every plugin's code (30 MiB for a
     /// Python one) that no call may ever need.
     #[allow(unsafe_code, reason = "loading compiled code into an engine is unsafe in wasmtime")]
-    fn load(&self, source: &ReplicaSource) -> wasmtime::Result<ReadyPlugin<CallState>> {
+    fn load(&self, source: &ReplicaSource) -> wasmtime::Result<ReadyPlugin> {
         let kept = source.code.lock().expect("replica code lock").clone();
         let code = match kept {
             Some(code) => code,
@@ -305,7 +307,7 @@ impl Shard {
         // SAFETY: `code` was serialized by this process, from a component
         // compiled or loaded by an engine of the same configuration.
         let component = unsafe { Component::deserialize(&self.engine, &*code) }?;
-        self.link(&component, &source.grants)
+        self.link(&component, source.contract, &source.grants)
     }
 }
 
@@ -483,7 +485,7 @@ mod tests {
         let wasm = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/plugins/examples/calc.wasm");
         let sandbox = Sandbox::with_size(SandboxSize::pooled(2, 2)).unwrap();
         let component = Component::from_file(sandbox.engine(), wasm).expect("the example plugins are built (`cargo xtask test`)");
-        let prepared = sandbox.prepare(&component, &Grants::none()).unwrap();
+        let prepared = sandbox.prepare(&component, Contract::V0_1, &Grants::none()).unwrap();
         assert!(!prepared.replicas.linked[0].initialized(), "linked into the second engine at load");
 
         assert_eq!(sandbox.ready_in(&prepared, 1).await.0, 1, "the first call meant for the second shard runs there");
