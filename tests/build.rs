@@ -33,6 +33,8 @@ fn main() {
     }
     for lang in LANGUAGES {
         let dir = plugins.join(lang);
+        // Cargo watches the whole tree: an example added or removed reruns
+        // this, and so does an edit to one's sources (a few seconds).
         println!("cargo::rerun-if-changed={}", dir.display());
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -52,6 +54,10 @@ fn main() {
 /// One constant: `NAME`, built into `target/plugins/DIR/NAME.wasm` from
 /// `plugins/SOURCE`; one that serves a single suite may go unused here.
 fn constant(out: &mut String, name: &str, dir: &str, source: &str, must_be_used: bool) {
+    let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    assert!(valid, "plugins/{source}: a plugin's name must be [a-z0-9_]+, as its component and constant are named by it");
+    let marker = format!("pub const {}:", name.to_uppercase());
+    assert!(!out.contains(&marker), "plugins/{source}: another plugin is also named `{name}`");
     let _ = writeln!(out, "/// `{name}`, from `plugins/{source}`.");
     if !must_be_used {
         let _ = writeln!(out, "#[allow(dead_code, reason = \"it serves one suite, which may be in another test binary\")]");

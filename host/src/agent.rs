@@ -55,7 +55,7 @@ pub struct ToolCallConfig {
     pub system_prompt: Option<String>,
     /// The system prompt's template in a file (relative to
     /// `toolhost.toml`; `~` and `$XDG_*` expand), instead of `system_prompt`.
-    #[serde(deserialize_with = "crate::config::expanded")]
+    #[serde(deserialize_with = "crate::home_paths::expanded")]
     pub system_prompt_file: Option<PathBuf>,
 }
 

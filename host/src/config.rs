@@ -72,16 +72,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod home_paths;
-pub(crate) use home_paths::expanded;
+pub(crate) use crate::home_paths::expanded;
 
 /// The name looked for in the working directory when `--config` is absent.
 pub const DEFAULT_CONFIG_FILE: &str = "toolhost.toml";
 /// The lock file's name when the policy names none.
 pub const DEFAULT_LOCK_FILE: &str = "toolhost.lock";
-/// The remembered approvals' file name when the policy names none; it
-/// sits beside the lock file.
-pub const DEFAULT_MEMORY_FILE: &str = "toolhost.approvals.json";
+pub use crate::approval::DEFAULT_MEMORY_FILE;
 
 /// An error reading `toolhost.toml`.
 #[derive(Debug, thiserror::Error)]

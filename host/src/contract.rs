@@ -73,32 +73,82 @@ impl Contract {
     }
 
     /// The version a component with imports named `imports` was built
-    /// against; see [`Contract::of`].
+    /// against; see [`Contract::of`]. Only a released version runs: the
+    /// component model has no subtyping of records, so a plugin built
+    /// against one version cannot be run through another's bindings. Build
+    /// metadata (`0.1.0+local`) is ignored, as the linker ignores it.
     fn of_imports<'a>(imports: impl Iterator<Item = &'a str>) -> Result<Contract, ContractError> {
-        let mut versions: Vec<&str> = imports
+        let mut versions: Vec<ImportedVersion> = imports
             .filter_map(|name| name.strip_prefix(PACKAGE)?.strip_prefix('/'))
-            .map(|interface| interface.split_once('@').map_or("", |(_, version)| version))
+            .map(|interface| ImportedVersion::read(interface.split_once('@').map_or("", |(_, version)| version)))
             .collect();
-        versions.sort_unstable();
+        versions.sort();
         versions.dedup();
-        let found = match versions[..] {
+        let found = match &versions[..] {
             [] => return Err(ContractError::NotAPlugin),
             [one] => one,
-            _ => return Err(ContractError::Mixed { versions: versions.iter().map(|v| (*v).to_owned()).collect() }),
+            _ => return Err(ContractError::Mixed { versions: bounded_list(versions.iter().map(ImportedVersion::to_string)) }),
         };
-        let unknown = || ContractError::Unknown { found: found.to_owned() };
-        let version = semver::Version::parse(found).map_err(|_| unknown())?;
-        // A plugin runs on the release it was built against, or on a later
-        // one of the same caret range: one that only adds to it.
-        Contract::RELEASED
-            .iter()
-            .copied()
-            .find(|release| {
-                let release = release.version();
-                semver::VersionReq::parse(&format!("^{version}")).is_ok_and(|req| req.matches(&release))
-            })
-            .ok_or_else(unknown)
+        let released = match found {
+            ImportedVersion::Semver(version) => Contract::RELEASED.iter().copied().find(|release| release.version() == *version),
+            ImportedVersion::Other(_) => None,
+        };
+        released.ok_or_else(|| ContractError::Unknown { found: found.to_string() })
     }
+}
+
+/// The version part of an imported interface's name.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum ImportedVersion {
+    /// A semver version, without its build metadata.
+    Semver(semver::Version),
+    /// None, or one that is not semver (wasmtime refuses those before this
+    /// reads them; kept, bounded, for the message).
+    Other(String),
+}
+
+impl ImportedVersion {
+    fn read(text: &str) -> Self {
+        match semver::Version::parse(text) {
+            Ok(mut version) => {
+                version.build = semver::BuildMetadata::EMPTY;
+                ImportedVersion::Semver(version)
+            }
+            Err(_) => ImportedVersion::Other(text.chars().take(MAX_SHOWN_VERSION_CHARS).collect()),
+        }
+    }
+}
+
+impl std::fmt::Display for ImportedVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImportedVersion::Semver(version) => {
+                let text = version.to_string();
+                match text.char_indices().nth(MAX_SHOWN_VERSION_CHARS) {
+                    Some((cut, _)) => write!(f, "{}…", &text[..cut]),
+                    None => f.write_str(&text),
+                }
+            }
+            ImportedVersion::Other(text) if text.is_empty() => f.write_str("no version"),
+            ImportedVersion::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+/// The longest version a refusal quotes: a component names its own
+/// imports, up to wasm's 100 000-byte string limit.
+const MAX_SHOWN_VERSION_CHARS: usize = 40;
+/// The most versions a refusal lists.
+const MAX_SHOWN_VERSIONS: usize = 4;
+
+/// `items`, at most [`MAX_SHOWN_VERSIONS`] of them, then `and N more`.
+fn bounded_list(items: impl ExactSizeIterator<Item = String>) -> Vec<String> {
+    let total = items.len();
+    let mut shown: Vec<String> = items.take(MAX_SHOWN_VERSIONS).collect();
+    if total > MAX_SHOWN_VERSIONS {
+        shown.push(format!("and {} more", total - MAX_SHOWN_VERSIONS));
+    }
+    shown
 }
 
 impl std::fmt::Display for Contract {
@@ -184,16 +234,31 @@ mod tests {
         assert_eq!(of(&[wasi]), Err(ContractError::NotAPlugin));
         assert_eq!(of(&["toolhost:plugins/types@0.1.0"]), Err(ContractError::NotAPlugin));
         let unknown = |found: &str| Err(ContractError::Unknown { found: found.into() });
-        // Newer than any release, in the same range or not; unversioned.
+        // Build metadata is ignored, as the linker ignores it.
+        assert_eq!(of(&["toolhost:plugin/types@0.1.0+local", "toolhost:plugin/host@0.1.0"]), Ok(Contract::V0_1));
+        // Only a released version: not a later patch, a pre-release, a
+        // newer or an unversioned one.
         assert_eq!(of(&["toolhost:plugin/types@0.1.1"]), unknown("0.1.1"));
+        assert_eq!(of(&["toolhost:plugin/types@0.1.0-rc.1"]), unknown("0.1.0-rc.1"));
         assert_eq!(of(&["toolhost:plugin/types@0.2.0"]), unknown("0.2.0"));
         assert_eq!(of(&["toolhost:plugin/types@1.0.0"]), unknown("1.0.0"));
-        assert_eq!(of(&["toolhost:plugin/types"]), unknown(""));
+        assert_eq!(of(&["toolhost:plugin/types"]), unknown("no version"));
         assert_eq!(of(&["toolhost:plugin/types@x.y"]), unknown("x.y"));
         assert_eq!(
-            of(&["toolhost:plugin/types@0.1.0", "toolhost:plugin/host@0.2.0"]),
-            Err(ContractError::Mixed { versions: vec!["0.1.0".into(), "0.2.0".into()] })
+            of(&["toolhost:plugin/types@0.10.0", "toolhost:plugin/host@0.9.0"]),
+            Err(ContractError::Mixed { versions: vec!["0.9.0".into(), "0.10.0".into()] }),
+            "in version order"
         );
+    }
+
+    #[test]
+    fn a_refusal_quotes_a_bounded_part_of_what_the_component_names() {
+        let long = format!("toolhost:plugin/types@1.0.0-{}", "a".repeat(100_000));
+        let Err(ContractError::Unknown { found }) = Contract::of_imports([long.as_str()].into_iter()) else { panic!() };
+        assert_eq!(found.chars().count(), MAX_SHOWN_VERSION_CHARS + 1, "{found}");
+        let many: Vec<String> = (0..50).map(|minor| format!("toolhost:plugin/i{minor}@0.{minor}.0")).collect();
+        let Err(ContractError::Mixed { versions }) = Contract::of_imports(many.iter().map(String::as_str)) else { panic!() };
+        assert_eq!(versions, ["0.0.0", "0.1.0", "0.2.0", "0.3.0", "and 46 more"]);
     }
 
     #[test]
@@ -206,14 +271,17 @@ mod tests {
     fn a_new_tool_spec_has_the_defaults_the_contract_names() {
         let spec = ToolSpec::new("t", "p", "d");
         let list = |empty: bool| if empty { "[]" } else { "a list with items" };
+        // Every field but the two a tool must be given has a default.
         let ours = [
-            ("params", list(spec.params.is_empty()).to_owned()),
-            ("permission", spec.permission.as_str().to_owned()),
-            ("result-approval", spec.result_approval.to_string()),
-            ("agent-callable", spec.agent_callable.to_string()),
-            ("distributed-exposed", spec.distributed_exposed.to_string()),
-            ("tags", list(spec.tags.is_empty()).to_owned()),
-            ("example", spec.example.as_ref().map_or("none".into(), ToString::to_string)),
+            ("name", None),
+            ("description", None),
+            ("params", Some(list(spec.params.is_empty()).to_owned())),
+            ("permission", Some(spec.permission.as_str().to_owned())),
+            ("result-approval", Some(spec.result_approval.to_string())),
+            ("agent-callable", Some(spec.agent_callable.to_string())),
+            ("distributed-exposed", Some(spec.distributed_exposed.to_string())),
+            ("tags", Some(list(spec.tags.is_empty()).to_owned())),
+            ("example", Some(spec.example.as_ref().map_or("none".into(), ToString::to_string))),
         ]
         .map(|(field, value)| (field.to_owned(), value));
         assert_eq!(toolhost_sdk::declared_tool_defaults(PLUGIN_WIT), ours);

@@ -74,9 +74,11 @@ mod checked_call;
 mod config;
 mod console;
 mod contract;
+mod digest;
 mod discovery;
 mod error_chain;
 mod executor;
+mod home_paths;
 mod llm;
 mod mcp;
 mod parse_report;
@@ -99,7 +101,7 @@ pub use approval::{
 };
 pub use arguments::{ArgumentError, check as check_call, coerce};
 pub use call::{CallIds, ToolCall};
-pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, ManualDecision, REPEAT_LIMIT, Stop};
+pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, HandoverTarget, ManualDecision, REPEAT_LIMIT, Stop};
 pub use checked_call::CheckedCall;
 pub use config::{
     Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy, find_config_file,

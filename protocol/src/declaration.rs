@@ -35,7 +35,7 @@ pub enum ManifestError {
         plugin: String,
         /// The API version it was built against.
         plugin_api: String,
-        /// The host's API version.
+        /// The API version this host runs it under: the contract version its component imports.
         host_api: String,
     },
     /// A plugin, tool or parameter name is not usable.
@@ -270,6 +270,19 @@ impl RawManifest {
     /// examples that use only declared parameters with values of their
     /// types. Names come first, so that every later error can quote them.
     pub fn validate(self, max_bytes: usize) -> Result<PluginManifest, ManifestError> {
+        let current = semver::Version::parse(HOST_API_VERSION).expect("HOST_API_VERSION is semver");
+        self.validate_for(&current, max_bytes)
+    }
+
+    /// [`RawManifest::validate`], for a plugin whose component was built
+    /// against the contract version `contract`: its declared API version
+    /// must be one `contract` admits, whatever the newest contract is, so a
+    /// plugin built against an older release keeps loading.
+    ///
+    /// # Errors
+    ///
+    /// As [`RawManifest::validate`].
+    pub fn validate_for(self, contract: &semver::Version, max_bytes: usize) -> Result<PluginManifest, ManifestError> {
         let raw = self;
         check_names(&raw)?;
         let plugin = raw.name.clone();
@@ -286,7 +299,7 @@ impl RawManifest {
         };
         let version = parse("version", &raw.version)?;
         let api_version = parse("api-version", &raw.api_version)?;
-        check_api(&plugin, &api_version)?;
+        check_api(&plugin, &api_version, contract)?;
 
         let mut tool_names = HashSet::new();
         let mut tools = Vec::with_capacity(raw.tools.len());
@@ -636,16 +649,15 @@ fn approx_bytes(bytes: usize) -> String {
     }
 }
 
-fn check_api(plugin: &str, plugin_api: &semver::Version) -> Result<(), ManifestError> {
-    let host = semver::Version::parse(HOST_API_VERSION).expect("HOST_API_VERSION is semver");
-    let admits = semver::VersionReq::parse(&format!("^{plugin_api}")).is_ok_and(|requirement| requirement.matches(&host));
+fn check_api(plugin: &str, plugin_api: &semver::Version, contract: &semver::Version) -> Result<(), ManifestError> {
+    let admits = semver::VersionReq::parse(&format!("^{plugin_api}")).is_ok_and(|requirement| requirement.matches(contract));
     if admits {
         Ok(())
     } else {
         Err(ManifestError::IncompatibleApi {
             plugin: plugin.to_owned(),
             plugin_api: plugin_api.to_string(),
-            host_api: HOST_API_VERSION.to_owned(),
+            host_api: contract.to_string(),
         })
     }
 }
@@ -754,6 +766,15 @@ mod tests {
         );
         assert!(matches!(validate(raw("0.2.0")), Err(ManifestError::IncompatibleApi { .. })));
         assert!(matches!(validate(raw("0.1.5")), Err(ManifestError::IncompatibleApi { .. })));
+    }
+
+    #[test]
+    fn the_api_is_checked_against_the_contract_the_component_imports_not_the_newest() {
+        let (older, newer) = (semver::Version::new(0, 1, 0), semver::Version::new(0, 2, 0));
+        assert!(raw("0.1.0").validate_for(&older, max_bytes()).is_ok(), "a plugin of an older release keeps loading");
+        let error = raw("0.1.0").validate_for(&newer, max_bytes()).unwrap_err();
+        assert!(error.to_string().ends_with("^0.1.0 does not admit 0.2.0"), "{error}");
+        assert!(raw("0.2.0").validate_for(&newer, max_bytes()).is_ok());
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod scan;
 pub mod suggest;
 pub mod text;
 pub mod vcp;
+pub mod vcp_server;
 mod xml_tag;
 
 /// The README's example, compiled and run as a test.

@@ -244,27 +244,32 @@ impl Tool {
     }
 }
 
-/// The defaults the contract's `tool` record names for its fields, as
-/// (field, value) pairs read from the ``Default: `…` `` notes of the WIT
-/// text `wit`: the one source that this SDK's [`Tool::new`] and the host's
-/// `ToolSpec::new` are both tested against.
+/// Every field of the contract's `tool` record with the default its
+/// ``Default: `…` `` note names, if it has one, read from the WIT text
+/// `wit`: the one source that this SDK's [`Tool::new`] and the host's
+/// `ToolSpec::new` are both tested against. A field's note is the first in
+/// its own doc comment.
 #[doc(hidden)]
-pub fn declared_tool_defaults(wit: &str) -> Vec<(String, String)> {
+pub fn declared_tool_defaults(wit: &str) -> Vec<(String, Option<String>)> {
     let Some(start) = wit.find("record tool {") else { return Vec::new() };
     let mut docs = String::new();
-    let mut defaults = Vec::new();
-    for line in wit[start..].lines().skip(1).map(str::trim).take_while(|line| *line != "}") {
+    let mut fields = Vec::new();
+    for line in wit[start..].lines().skip(1).map(str::trim) {
+        if line.starts_with('}') {
+            break;
+        }
         if let Some(doc) = line.strip_prefix("///") {
             docs.push_str(doc);
             continue;
         }
-        let default = docs.split("Default: `").nth(1).and_then(|rest| rest.split('`').next());
-        if let (Some((field, _)), Some(default)) = (line.split_once(':'), default) {
-            defaults.push((field.trim().to_owned(), default.to_owned()));
+        let code = line.split("//").next().unwrap_or_default();
+        if let Some((field, _)) = code.split_once(':') {
+            let default = docs.split("Default: `").nth(1).and_then(|rest| rest.split('`').next());
+            fields.push((field.trim().to_owned(), default.map(str::to_owned)));
         }
         docs.clear();
     }
-    defaults
+    fields
 }
 
 #[cfg(test)]
@@ -280,14 +285,17 @@ mod tests {
             wit::Permission::Moderate => "moderate",
             wit::Permission::Sensitive => "sensitive",
         };
+        // Every field but the two a tool must be given has a default.
         let ours = [
-            ("params", list(tool.params.is_empty()).to_owned()),
-            ("permission", permission.to_owned()),
-            ("result-approval", tool.result_approval.to_string()),
-            ("agent-callable", tool.agent_callable.to_string()),
-            ("distributed-exposed", tool.distributed_exposed.to_string()),
-            ("tags", list(tool.tags.is_empty()).to_owned()),
-            ("example", tool.example.unwrap_or_else(|| "none".into())),
+            ("name", None),
+            ("description", None),
+            ("params", Some(list(tool.params.is_empty()).to_owned())),
+            ("permission", Some(permission.to_owned())),
+            ("result-approval", Some(tool.result_approval.to_string())),
+            ("agent-callable", Some(tool.agent_callable.to_string())),
+            ("distributed-exposed", Some(tool.distributed_exposed.to_string())),
+            ("tags", Some(list(tool.tags.is_empty()).to_owned())),
+            ("example", Some(tool.example.unwrap_or_else(|| "none".into()))),
         ]
         .map(|(field, value)| (field.to_owned(), value));
         assert_eq!(declared_tool_defaults(crate::WIT), ours);
@@ -295,7 +303,9 @@ mod tests {
 
     #[test]
     fn defaults_are_read_only_from_the_tool_record() {
-        let wit = "record param {\n  /// Default: `x`.\n  a: bool,\n}\nrecord tool {\n  /// Its name.\n  name: string,\n  /// Whether. Default: `true`:\n  /// or not.\n  b: bool,\n}\n";
-        assert_eq!(declared_tool_defaults(wit), [("b".to_owned(), "true".to_owned())]);
+        let wit = "record param {\n  /// Default: `x`.\n  a: bool,\n}\nrecord tool {\n  /// Its name.\n  name: string,\n  \
+                   /// Whether. Default: `true`:\n  /// or not; c's Default: `no`.\n  b: bool, // a comment: here\n  c: u8,\n} // end\n";
+        let fields = [("name", None), ("b", Some("true")), ("c", None)].map(|(f, d)| (f.to_owned(), d.map(str::to_owned)));
+        assert_eq!(declared_tool_defaults(wit), fields);
     }
 }

@@ -62,10 +62,14 @@ fn main() -> anyhow::Result<()> {
                 move || install_test_peers(&root)
             });
             let built = lint(&root).and_then(|()| build_rust(&root));
-            let installed = installs.join().map_err(|_| anyhow::anyhow!("the installing thread panicked"))?;
-            built?;
-            installed?;
-            build_polyglot(&root)?;
+            let installed = installs.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the installing thread panicked")));
+            let toolchains = match (built, installed) {
+                (Ok(()), Ok(toolchains)) => toolchains,
+                (Err(built), Ok(_)) => return Err(built),
+                (Ok(()), Err(installed)) => return Err(installed),
+                (Err(built), Err(installed)) => return Err(built.context(format!("and the installs failed too: {installed:#}"))),
+            };
+            build_polyglot(&root, &toolchains)?;
             run(cargo(&root).args(["test", "--release", "--workspace"]))?;
             let host = host_triple()?;
             for name in NATIVE_TESTED {
@@ -176,7 +180,7 @@ fn host_triple() -> anyhow::Result<String> {
 /// examples.
 fn build_plugins(root: &Path) -> anyhow::Result<()> {
     build_rust(root)?;
-    build_polyglot(root)
+    build_polyglot(root, &polyglot::Toolchains::install(root))
 }
 
 /// Each member of the plugin workspace and the directory of
@@ -205,11 +209,12 @@ fn plugin_members(root: &Path) -> anyhow::Result<Vec<(&'static str, String)>> {
 
 /// What the tests drive besides the workspace: the other languages'
 /// toolchains, the OCI registry, the MCP peers and the browser.
-fn install_test_peers(root: &Path) -> anyhow::Result<()> {
-    polyglot::Toolchains::install(root).write_env()?;
+fn install_test_peers(root: &Path) -> anyhow::Result<polyglot::Toolchains> {
+    let toolchains = polyglot::Toolchains::install(root);
     polyglot::install_registry();
     mcp_clients::install(root)?;
-    browser::install(root)
+    browser::install(root)?;
+    Ok(toolchains)
 }
 
 /// Install the target, build the plugin workspace, and copy the components
@@ -238,8 +243,8 @@ fn build_rust(root: &Path) -> anyhow::Result<()> {
 
 /// Build the other languages' examples with the CLI (installing their
 /// toolchains, unless they are there).
-fn build_polyglot(root: &Path) -> anyhow::Result<()> {
-    polyglot::build_examples(root, &root.join("target/release/toolhost"))?;
+fn build_polyglot(root: &Path, toolchains: &polyglot::Toolchains) -> anyhow::Result<()> {
+    polyglot::build_examples(root, &root.join("target/release/toolhost"), toolchains)?;
     eprintln!("xtask: plugins are in {}", root.join("target/plugins").display());
     Ok(())
 }

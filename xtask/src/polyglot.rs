@@ -266,8 +266,7 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 
 /// Build every example whose toolchain installed into
 /// `target/plugins/polyglot/`, and note the others as skipped.
-pub fn build_examples(root: &Path, toolhost: &Path) -> anyhow::Result<()> {
-    let toolchains = Toolchains::install(root);
+pub fn build_examples(root: &Path, toolhost: &Path, toolchains: &Toolchains) -> anyhow::Result<()> {
     toolchains.write_env()?;
     let out = root.join("target/plugins/polyglot");
     std::fs::create_dir_all(&out)?;
@@ -278,7 +277,7 @@ pub fn build_examples(root: &Path, toolhost: &Path) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&component);
         let result = match toolchains.missing(example.lang) {
             Some(reason) => Err(anyhow::anyhow!("{reason}")),
-            None => build_example(root, toolhost, &toolchains, example, &component),
+            None => build_example(root, toolhost, toolchains, example, &component),
         };
         if let Err(error) = result {
             let reason = format!("{error:#}");

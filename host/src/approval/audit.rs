@@ -118,7 +118,7 @@ struct Line<'a> {
 fn args_sha256(args: &Map<String, Value>) -> String {
     let mut text = String::new();
     write_canonical(&mut text, &Value::Object(args.clone()));
-    crate::registry::sha256_hex(text.as_bytes())
+    crate::digest::sha256_hex(text.as_bytes())
 }
 
 /// Compact JSON with every object's keys sorted: the same arguments give

@@ -81,7 +81,7 @@ pub use audit::AuditRecord;
 pub use channel::{ApprovalRequest, ChannelApprover};
 pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, RememberedApproval};
 pub use opened_path::{MAX_LINKS, MAX_PATH_BYTES};
-pub use rules::{ApprovalConfig, Rule, RuleAction, RuleError};
+pub use rules::{ApprovalConfig, DEFAULT_MEMORY_FILE, Rule, RuleAction, RuleError};
 pub use terminal::TerminalApprover;
 
 use crate::manifest::{Permission, ToolSpec};

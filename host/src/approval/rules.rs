@@ -9,6 +9,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 
+/// The remembered approvals' file name when the policy names none; it
+/// sits beside the lock file.
+pub const DEFAULT_MEMORY_FILE: &str = "toolhost.approvals.json";
+
 /// The `[approval]` table: where decisions are remembered, where they are
 /// audited, and the rules.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,7 +31,7 @@ pub struct ApprovalConfig {
 impl Default for ApprovalConfig {
     /// No rules, no audit log, the memory file in the working directory.
     fn default() -> Self {
-        ApprovalConfig { memory_file: PathBuf::from(crate::config::DEFAULT_MEMORY_FILE), audit_log: None, rules: Vec::new() }
+        ApprovalConfig { memory_file: PathBuf::from(DEFAULT_MEMORY_FILE), audit_log: None, rules: Vec::new() }
     }
 }
 

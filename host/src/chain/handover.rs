@@ -12,18 +12,29 @@ use super::{Chain, ChainError, ChainEvent, Events, Stop, incoming};
 use crate::discovery::{RenderedPrompt, render_template};
 use crate::llm::{ChatRequest, Reply};
 use crate::manifest::ToolSpec;
+use crate::protocol::vcp_server::{reported_outcomes, server_rounds};
 use crate::protocol::{Declared, ProtocolId};
 use crate::registry::Catalog;
 use crate::transcript::{Entry, RequestedCall, Transcript};
-use crate::vcp_node::{Handover, reported_outcomes, server_rounds};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+
+/// A model endpoint that runs the calls itself, as a VCP server does, with
+/// some of this host's tools among those it offers: the chain runs none of
+/// the calls and tells the model only of those tools. The VCP node's
+/// [`Handover`](crate::Handover) is one.
+pub trait HandoverTarget: Send + Sync {
+    /// The server, for notes: `ws://…`.
+    fn server(&self) -> &str;
+    /// The tools of this host that the server offers now.
+    fn tools(&self) -> Vec<String>;
+}
 
 /// The system prompt: `{{tools}}` holds this node's tools, in the VCP
 /// protocol the server reads, only while the node is connected to the
 /// server. Rendered each time: the connection comes and goes without the
 /// registry changing.
-pub(super) fn prompt(handover: &Handover, catalog: &Catalog, template: &str) -> Arc<RenderedPrompt> {
+pub(super) fn prompt(handover: &dyn HandoverTarget, catalog: &Catalog, template: &str) -> Arc<RenderedPrompt> {
     let registered = handover.tools();
     let tools: Vec<&ToolSpec> = catalog.tools().map(|(_, spec)| spec).filter(|spec| registered.contains(&spec.name)).collect();
     // No tools, no instructions for calling them either.
@@ -83,6 +94,6 @@ impl Chain {
     }
 
     fn handover_server(&self) -> &str {
-        self.handover.as_ref().map_or("", Handover::server)
+        self.handover.as_deref().map_or("", HandoverTarget::server)
     }
 }

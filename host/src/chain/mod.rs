@@ -36,6 +36,7 @@ mod incoming;
 mod repeats;
 
 pub use event::{CallRef, ChainEvent, ManualDecision, Stop};
+pub use handover::HandoverTarget;
 
 use crate::agent::{CallMode, ToolCallConfig};
 use crate::approval::PendingCall;
@@ -49,7 +50,6 @@ use crate::protocol::native::tools_schema;
 use crate::protocol::{Declared, ProtocolId};
 use crate::registry::Catalog;
 use crate::transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
-use crate::vcp_node::Handover;
 use incoming::Incoming;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -87,7 +87,7 @@ pub struct Chain {
     config: ToolCallConfig,
     template: String,
     /// The VCP server that runs the calls, when the model endpoint is one.
-    handover: Option<Handover>,
+    handover: Option<Arc<dyn HandoverTarget>>,
 }
 
 /// What to do with one call of a round.
@@ -126,10 +126,11 @@ impl Chain {
     }
 
     /// The model endpoint is the VCP server `handover` names: it runs the
-    /// calls, so this chain runs none. `{{tools}}` renders this node's
-    /// tools only while the node is connected to that server.
-    pub fn handing_over(mut self, handover: Handover) -> Self {
-        self.handover = Some(handover);
+    /// calls, so this chain runs none. `{{tools}}` renders the tools of
+    /// this host that the server offers now (the VCP node's
+    /// [`Handover`](crate::Handover): its tools while it is connected).
+    pub fn handing_over(mut self, handover: impl HandoverTarget + 'static) -> Self {
+        self.handover = Some(Arc::new(handover));
         self
     }
 
@@ -152,7 +153,7 @@ impl Chain {
     /// The native protocol sends the tools as a schema, not in the prompt.
     fn prompt(&self, catalog: &Catalog) -> Arc<RenderedPrompt> {
         if let Some(handover) = &self.handover {
-            return handover::prompt(handover, catalog, &self.template);
+            return handover::prompt(handover.as_ref(), catalog, &self.template);
         }
         let protocol = self.config.protocol;
         if protocol == ProtocolId::Native {

@@ -39,11 +39,11 @@ pub use watch::DEFAULT_WATCH_INTERVAL;
 use crate::config::Policy;
 use crate::contract::{Contract, ContractError};
 use crate::declaration::ManifestError;
+pub use crate::digest::sha256_hex;
 use crate::error_chain::caught;
 use crate::manifest::{PluginManifest, ToolSpec};
 use crate::printable::printable;
 use crate::sandbox::{CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -636,7 +636,7 @@ impl Registry {
             Err(failure) => return Err(LoadError::Manifest { file, failure }),
         };
         let mut manifest = raw
-            .validate(Limits::for_manifest().output_bytes)
+            .validate_for(&contract.version(), Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
         let section = self.policy.plugins.get(&manifest.name);
         let renamed = names::rename_tools(&mut manifest, section, &key)?;
@@ -755,11 +755,6 @@ pub fn component_files(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, RegistryError> 
         all.extend(files);
     }
     Ok(all)
-}
-
-/// The SHA-256 of `bytes`, hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 fn file_name(path: &Path) -> String {

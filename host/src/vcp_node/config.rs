@@ -292,10 +292,10 @@ pub(crate) struct VcpSection {
     shutdown_grace_ms: Option<u64>,
     write_timeout_ms: Option<u64>,
     approval_window_ms: Option<u64>,
-    #[serde(default, deserialize_with = "crate::config::expanded")]
+    #[serde(default, deserialize_with = "crate::home_paths::expanded")]
     serve_dirs: Vec<PathBuf>,
     max_file_kib: Option<u64>,
-    #[serde(default, deserialize_with = "crate::config::expanded")]
+    #[serde(default, deserialize_with = "crate::home_paths::expanded")]
     status_file: Option<PathBuf>,
 }
 

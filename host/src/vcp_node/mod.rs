@@ -91,7 +91,6 @@ pub use config::{
 };
 pub use error::NodeError;
 pub use handover::{Handover, STATUS_FILE_POLL};
-pub(crate) use handover::{reported_outcomes, server_rounds};
 pub use status::{NodeState, NodeStatus};
 pub use unattended::UnattendedApprover;
 

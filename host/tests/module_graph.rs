@@ -1,0 +1,136 @@
+//! The modules of each crate form layers: no import cycle between the
+//! top-level modules of a crate, read from the source (`crate::module`
+//! paths outside unit tests). One knot is left in this crate, listed in
+//! [`KNOWN_KNOT`]: it may shrink (then the list must shrink with it), never
+//! grow, and no other crate may have one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The modules of this crate still in one import cycle: the registry holds
+/// the whole `Policy`, and `config` assembles the sections of the modules
+/// that use the registry (issue 23, item 1).
+const KNOWN_KNOT: &[&str] =
+    &["chain", "checked_call", "config", "console", "discovery", "executor", "mcp", "pipeline", "registry", "vcp_node"];
+
+/// Each top-level module of the crate whose sources are in `src` and the
+/// other top-level modules its code names.
+fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for entry in std::fs::read_dir(src).unwrap().map(Result::unwrap) {
+        let path = entry.path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        files.entry(name).or_default().extend(rust_files(&path));
+    }
+    let modules: BTreeSet<String> = files.keys().cloned().collect();
+    files
+        .iter()
+        .map(|(module, paths)| {
+            let named = paths
+                .iter()
+                .flat_map(|path| named_modules(&without_unit_tests(&std::fs::read_to_string(path).unwrap())))
+                .filter(|name| name != module && modules.contains(name))
+                .collect();
+            (module.clone(), named)
+        })
+        .collect()
+}
+
+fn rust_files(path: &Path) -> Vec<PathBuf> {
+    if path.is_dir() {
+        std::fs::read_dir(path).unwrap().map(Result::unwrap).flat_map(|entry| rust_files(&entry.path())).collect()
+    } else if path.extension().is_some_and(|ext| ext == "rs") && path.file_name().is_some_and(|name| name != "tests.rs") {
+        vec![path.to_owned()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `text` without its unit tests (a trailing `#[cfg(test)] mod tests`) and
+/// without line comments.
+fn without_unit_tests(text: &str) -> String {
+    let code = text.find("#[cfg(test)]\nmod tests").map_or(text, |at| &text[..at]);
+    code.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}
+
+/// The first segment of every `crate::…` path in `code`, braced groups
+/// (`use crate::{a::X, b::{Y, Z}}`) included.
+fn named_modules(code: &str) -> BTreeSet<String> {
+    let ident = |text: &str| text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+    let mut named = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        named.insert(ident(&group[i..]));
+                        start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            named.insert(ident(rest));
+        }
+    }
+    named
+}
+
+/// The modules that lie on some cycle of `graph`.
+fn in_cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
+    let reaches = |from: &str| {
+        let mut seen = BTreeSet::new();
+        let mut next: Vec<&str> = graph[from].iter().map(String::as_str).collect();
+        while let Some(module) = next.pop() {
+            if seen.insert(module.to_owned()) {
+                next.extend(graph.get(module).into_iter().flatten().map(String::as_str));
+            }
+        }
+        seen
+    };
+    graph.keys().filter(|module| reaches(module).contains(*module)).cloned().collect()
+}
+
+fn crate_src(dir: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir).join("src")
+}
+
+#[test]
+fn the_other_crates_have_no_import_cycle_between_their_modules() {
+    for dir in ["types", "protocol", "cli", "sdk", "standin"] {
+        let cycles = in_cycles(&imports(&crate_src(dir)));
+        assert!(cycles.is_empty(), "{dir}: modules in an import cycle: {cycles:?}");
+    }
+}
+
+#[test]
+fn this_crate_has_only_the_known_knot_and_it_does_not_grow() {
+    let graph = imports(&crate_src("host"));
+    let cycles = in_cycles(&graph);
+    let known: BTreeSet<String> = KNOWN_KNOT.iter().map(|m| (*m).to_owned()).collect();
+    assert_eq!(cycles, known, "the modules in import cycles changed; if the knot shrank, shrink KNOWN_KNOT with it");
+    assert!(!graph["chain"].contains("vcp_node"), "the chain hands over to a trait, not to the VCP node");
+    assert!(!graph["approval"].contains("registry") && !graph["approval"].contains("config"));
+}
+
+#[test]
+fn the_reader_finds_braced_and_plain_paths_and_skips_comments_and_unit_tests() {
+    let code =
+        "use crate::{a::X, b::{Y, Z}, c};\nfn f() { crate::d::g(); } // crate::e\n#[cfg(test)]\nmod tests { use crate::f; }";
+    let named = named_modules(&without_unit_tests(code));
+    assert_eq!(named, ["a", "b", "c", "d"].map(String::from).into());
+    let graph: BTreeMap<String, BTreeSet<String>> = [("a", vec!["b"]), ("b", vec!["a"]), ("c", vec!["a"])]
+        .map(|(m, to)| (m.to_owned(), to.into_iter().map(String::from).collect()))
+        .into();
+    assert_eq!(in_cycles(&graph), ["a", "b"].map(String::from).into());
+}
