@@ -811,8 +811,8 @@ mod tests {
         let profile = &Policy::parse(text, path).unwrap().llm["local"];
         assert_eq!((profile.max_line_bytes, profile.max_call_argument_bytes, profile.max_calls_per_reply), (8 << 10, 4 << 10, 3));
         assert_eq!(profile.request_timeout, Duration::from_millis(1500));
-        let defaults = crate::LlmProfile::new("http://x", "m");
-        assert_eq!(defaults.max_calls_per_reply, crate::DEFAULT_MAX_CALLS_PER_REPLY);
+        let defaults = crate::llm::LlmProfile::new("http://x", "m");
+        assert_eq!(defaults.max_calls_per_reply, crate::llm::DEFAULT_MAX_CALLS_PER_REPLY);
         for (key, bad) in [("max_line_kib = 8", "max_line_kib = 0"), ("max_calls_per_reply = 3", "max_calls_per_reply = 5000")] {
             let error = Policy::parse(&text.replace(key, bad), path).unwrap_err().to_string();
             assert!(error.contains(&format!("llm.local.{}", &bad[..bad.find(' ').unwrap()])), "{error}");

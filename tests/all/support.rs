@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tempfile::TempDir;
-use toolhost::{Executor, LockFile, Policy, Registry, ToolCall, ToolOutcome};
+use toolhost::{Executor, Policy, Registry, ToolCall, ToolOutcome, registry::LockFile};
 
 /// The component `name`, from the examples (Rust or other languages) or
 /// the hostile plugins.

@@ -305,7 +305,7 @@ type ReadResult = Result<(Option<Stamp>, Vec<RememberedApproval>), (Option<Stamp
 fn read_file(path: &Path) -> ReadResult {
     let read_error = |source| (None, MemoryError::Read { path: path.to_owned(), source });
     // A FIFO or a device is reported, never waited on or read.
-    let mut file = match crate::open_regular_file(path) {
+    let mut file = match crate::regular_file::open_regular_file(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, Vec::new())),
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {

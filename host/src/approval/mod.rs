@@ -31,7 +31,7 @@
 //! corrupt memory file, say). One turn's approval step then runs like this:
 //!
 //! ```no_run
-//! use toolhost::{Approvals, Assessment, AuditRecord, DenyAll, PendingCall, ToolOutcome, ToolSpec};
+//! use toolhost::{Approvals, DenyAll, PendingCall, ToolOutcome, ToolSpec, approval::{Assessment, AuditRecord}};
 //! # async fn turn(approvals: &Approvals, tool: &ToolSpec, sha256: &str, args: serde_json::Map<String, serde_json::Value>) {
 //! let approver = DenyAll; // or AllowAll, a TerminalApprover, a ChannelApprover
 //! let mut pending = Vec::new();

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalConfig {
     /// The file of remembered "allow always" decisions. Default:
-    /// [`DEFAULT_MEMORY_FILE`](crate::DEFAULT_MEMORY_FILE) beside the lock
+    /// [`DEFAULT_MEMORY_FILE`](crate::config::DEFAULT_MEMORY_FILE) beside the lock
     /// file.
     pub memory_file: PathBuf,
     /// Where every decision is appended as a JSON line; `None` (the

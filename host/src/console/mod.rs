@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::{AllowAll, Approvals, Console, ConsoleOptions, Executor, Pipeline, Policy, Registry};
+//! use toolhost::{AllowAll, Approvals, Console, Executor, Pipeline, Policy, Registry, console::ConsoleOptions};
 //!
 //! # async fn demo() -> anyhow::Result<()> {
 //! let policy = Policy::load("toolhost.toml".as_ref())?;

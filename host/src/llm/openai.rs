@@ -111,7 +111,7 @@ pub struct LlmProfile {
     pub request_timeout: Duration,
     /// The endpoint is the VCP server this host joins as a node (`[vcp]
     /// server`, written as there): that server runs the calls, and a chat
-    /// hands them over ([`Handover`](crate::Handover)).
+    /// hands them over ([`Handover`](crate::vcp::Handover)).
     pub vcp_server: Option<String>,
 }
 

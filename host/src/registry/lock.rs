@@ -46,7 +46,7 @@ pub enum LockError {
     /// Someone other than this user (or root) owns or may write it: it
     /// would decide which bytes load.
     #[error("lock file {0}; fix its owner or mode (chown, chmod o-w) to trust it")]
-    Untrusted(#[from] crate::UntrustedFile),
+    Untrusted(#[from] crate::trust::UntrustedFile),
     /// The file is not a valid lock file.
     #[error("lock file {path} is malformed: {message}")]
     Malformed {
@@ -64,11 +64,11 @@ impl LockFile {
     /// Read `path`; `Ok(None)` when it does not exist. A FIFO or device
     /// in its place, or a file past 16 MiB, is an error,
     /// never waited on; so is one another user owns or may write
-    /// ([`check_trusted`](crate::check_trusted)).
+    /// ([`check_trusted`](crate::trust::check_trusted)).
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
-        crate::check_trusted(path)?;
+        crate::trust::check_trusted(path)?;
         let io = |source| LockError::Io { path: path.display().to_string(), source };
-        let bytes = match crate::read_regular_file(path, MAX_LOCK_FILE_BYTES) {
+        let bytes = match crate::regular_file::read_regular_file(path, MAX_LOCK_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(io(source)),

@@ -3,38 +3,43 @@
 //!
 //! Loading a component means: read it and take its SHA-256; check it against
 //! its pin when a lock file exists; compile it (or take the verified
-//! artifact from the [`ArtifactCache`]); link it once; read its manifest in
+//! artifact from the `ArtifactCache`); link it once; read its manifest in
 //! a tightly limited sandbox with no grants; validate the manifest (semver,
 //! API compatibility, names); and resolve its grants against the policy
 //! section of its name, if that section is bound to this component (see
-//! [`binding`]). A component that fails any step is refused with the reason,
+//! `binding`). A component that fails any step is refused with the reason,
 //! and the others load.
 //!
 //! A plugin name, and a tool name, belongs to one component. When several
 //! claim one, every one of them is refused and each refusal names the
 //! others, by path: "first wins" would let a file that sorts first take the
-//! name. Tool names are those the policy gives ([`names`]): renamed first,
+//! name. Tool names are those the policy gives (`names`): renamed first,
 //! then checked, so renaming one of two tools lets both plugins load.
 //!
 //! The loaded set is an immutable [`Catalog`] snapshot; [`Registry::reload`]
 //! builds a new one (reusing unchanged plugins) and notifies subscribers.
 //!
 //! File I/O and compilation run on tokio's blocking threads (see
-//! [`blocking`]): a cold load compiles for a tenth of a second per
+//! `blocking`): a cold load compiles for a tenth of a second per
 //! component, which would stall every other task on a runtime thread.
 
-pub mod binding;
+pub(crate) mod binding;
 mod cache;
+pub(crate) mod files;
 mod lock;
 mod magic;
-pub mod names;
+pub(crate) mod names;
 mod report;
 mod watch;
 
-pub use binding::{ComponentId, UnboundSection};
-pub use cache::{ArtifactCache, CacheError, CacheUse};
+pub(crate) use binding::ComponentId;
+pub use binding::UnboundSection;
+pub(crate) use cache::ArtifactCache;
+pub use cache::{CacheError, CacheUse};
 pub use lock::{LockError, LockFile, PinChange, PinState};
 pub use watch::DEFAULT_WATCH_INTERVAL;
+// Public through `cli_support`, which the CLI uses.
+pub(crate) use files::{component_files, sha256_hex};
 
 use crate::config::Policy;
 use crate::declaration::{ManifestError, RawManifest};
@@ -42,7 +47,6 @@ use crate::error_chain::caught;
 use crate::manifest::{PluginManifest, ToolSpec};
 use crate::printable::printable;
 use crate::sandbox::{CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -724,27 +728,6 @@ fn conflicts(loaded: &[(PathBuf, Result<Arc<LoadedPlugin>, LoadError>)]) -> Hash
         refused.insert(i, error);
     }
     refused
-}
-
-/// Every `*.wasm` file in `dirs`, directory by directory, sorted by name.
-pub fn component_files(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, RegistryError> {
-    let mut all = Vec::new();
-    for dir in dirs {
-        let entries = std::fs::read_dir(dir).map_err(|source| RegistryError::ReadDir { dir: dir.clone(), source })?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
-            .collect();
-        files.sort();
-        all.extend(files);
-    }
-    Ok(all)
-}
-
-/// The SHA-256 of `bytes`, hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 fn file_name(path: &Path) -> String {

@@ -85,7 +85,7 @@ impl TurnObserver for Asked {
         self.waiting.store(true, Ordering::SeqCst);
     }
 
-    fn executing(&self, _calls: &[crate::CheckedCall]) {
+    fn executing(&self, _calls: &[crate::checked_call::CheckedCall]) {
         self.waiting.store(false, Ordering::SeqCst);
     }
 }

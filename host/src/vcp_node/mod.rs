@@ -45,7 +45,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::{Approvals, Executor, Pipeline, Policy, Registry, UnattendedApprover, VcpConfig, VcpNode};
+//! use toolhost::{Approvals, Executor, Pipeline, Policy, Registry, VcpNode, vcp::{UnattendedApprover, VcpConfig}};
 //! use toolhost::CancellationToken;
 //!
 //! # async fn demo() -> anyhow::Result<()> {
