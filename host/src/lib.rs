@@ -57,6 +57,14 @@
 //! # }
 //! ```
 //!
+//! Each concept is a module ([`approval`], [`llm`], [`vcp`], [`mcp`],
+//! [`sandbox`], [`limits`], …) holding all of its public names; the root
+//! re-exports the items above and the others most programs use. The
+//! plain data and the parsers are the crates below this one, public whole
+//! as [`types`] and [`protocol`]. [`cli_support`] holds helpers the
+//! `toolhost` command shares, not a stable API. `docs/API.md` lists every
+//! public name.
+//!
 //! The crate's own layout is described in `docs/ARCHITECTURE.md`; what the
 //! sandbox promises, in `docs/SECURITY.md`.
 
