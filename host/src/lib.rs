@@ -68,6 +68,10 @@
 //! The crate's own layout is described in `docs/ARCHITECTURE.md`; what the
 //! sandbox promises, in `docs/SECURITY.md`.
 
+// A `pub` item that no path from the root reaches is `pub(crate)`, so
+// that `pub` alone marks the public API.
+#![warn(unreachable_pub)]
+
 // The crates below this one, at the paths their modules had when they were
 // part of it: `toolhost-types` (plain data) and `toolhost-protocol` (the
 // parsers and renderers; no WebAssembly, no async runtime). Both are public

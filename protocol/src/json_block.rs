@@ -14,7 +14,7 @@ use serde_json::json;
 
 /// The json-block protocol.
 #[derive(Debug, Clone, Copy)]
-pub struct JsonBlock;
+pub(crate) struct JsonBlock;
 
 const BASE_RULES: &str = "## How to call a tool
 

@@ -17,6 +17,10 @@
 //! program with no plugins at all can use it, given tool names
 //! ([`Declared`]) and, to type values, their declarations.
 
+// A `pub` item that no path from the root reaches is `pub(crate)`, so
+// that `pub` alone marks the public API.
+#![warn(unreachable_pub)]
+
 pub mod arguments;
 mod auto;
 pub(crate) mod call_syntax;

@@ -14,7 +14,7 @@ use std::ops::Range;
 
 /// The xml-tag protocol.
 #[derive(Debug, Clone, Copy)]
-pub struct XmlTag;
+pub(crate) struct XmlTag;
 
 const RULES: &str = "## How to call a tool
 

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 const LOOPBACK_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 
 /// The path the server answers at.
-pub const MCP_PATH: &str = "/mcp";
+pub(crate) const MCP_PATH: &str = "/mcp";
 
 /// How the HTTP server runs, beyond `[mcp]`.
 #[derive(Debug, Clone, Default)]

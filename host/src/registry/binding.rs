@@ -25,7 +25,7 @@ pub struct ComponentId<'a> {
 
 /// The limits and allowance a component gets.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AppliedPolicy {
+pub(crate) struct AppliedPolicy {
     /// Its per-call limits.
     pub limits: Limits,
     /// What it may be granted.
@@ -96,7 +96,7 @@ impl Binding {
 
 /// The policy for `plugin` (the name its manifest declares) loaded from
 /// `component`.
-pub fn apply(policy: &Policy, plugin: &str, component: &ComponentId<'_>) -> AppliedPolicy {
+pub(crate) fn apply(policy: &Policy, plugin: &str, component: &ComponentId<'_>) -> AppliedPolicy {
     let Some(section) = policy.plugins.get(plugin) else {
         return AppliedPolicy { limits: policy.limits, allowance: Allowance::default(), unbound: None };
     };

@@ -17,9 +17,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// Opens a round's summary in a VCP server's reply.
-pub const SUMMARY_START: &str = "[本轮工具调用摘要:]";
+pub(crate) const SUMMARY_START: &str = "[本轮工具调用摘要:]";
 /// Closes it.
-pub const SUMMARY_END: &str = "[本轮工具调用摘要结束]";
+pub(crate) const SUMMARY_END: &str = "[本轮工具调用摘要结束]";
 /// How often the status file of a node another process runs is read
 /// ([`Handover::to_status_file`]): a change of that node reaches the
 /// prompt within this time.
@@ -105,7 +105,7 @@ fn read_status(path: &Path) -> Option<NodeStatus> {
 
 /// One round of calls as a VCP server's reply shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerRound<'a> {
+pub(crate) struct ServerRound<'a> {
     /// The round's text: what the model wrote, raw blocks included.
     pub text: &'a str,
     /// The round's summary, one entry per call the server ran, in order;
@@ -116,7 +116,7 @@ pub struct ServerRound<'a> {
 
 /// One line of a round's summary: `<tool> 调用成功。`
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reported {
+pub(crate) struct Reported {
     /// The tool.
     pub tool: String,
     /// The status the words stand for.
@@ -127,7 +127,7 @@ pub struct Reported {
 
 /// The rounds of `reply`: each summary closes the round before it; text
 /// after the last summary is a round without one.
-pub fn server_rounds(reply: &str) -> Vec<ServerRound<'_>> {
+pub(crate) fn server_rounds(reply: &str) -> Vec<ServerRound<'_>> {
     let mut rounds = Vec::new();
     let mut rest = reply;
     while let Some(start) = rest.find(SUMMARY_START) {
@@ -163,7 +163,7 @@ fn reported(line: &str) -> Option<Reported> {
 /// reported it: each call takes the first unclaimed summary entry of its
 /// tool. A call without one was not run by the server, as far as it said;
 /// a summary entry without a block comes last, with its own id.
-pub fn reported_outcomes(
+pub(crate) fn reported_outcomes(
     calls: &[ToolCall],
     reported: Option<&[Reported]>,
     next_id: &mut dyn FnMut() -> String,
