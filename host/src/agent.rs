@@ -17,6 +17,7 @@ use std::path::PathBuf;
 /// Whether calls run as soon as they are parsed or wait for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CallMode {
     /// Calls run as the permission policy allows.
     Auto,

@@ -85,6 +85,7 @@ pub const DEFAULT_MEMORY_FILE: &str = "toolhost.approvals.json";
 
 /// An error reading `toolhost.toml`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]

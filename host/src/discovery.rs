@@ -26,6 +26,7 @@ pub fn visible_tools<'a>(catalog: &'a Catalog, config: &ToolCallConfig) -> Vec<&
 
 /// A rendered system prompt and, when asked for, its size in tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RenderedPrompt {
     /// The prompt text.
     pub text: String,

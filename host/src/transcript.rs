@@ -26,6 +26,7 @@ use std::time::Duration;
 /// Where a requested call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum CallStatus {
     /// Parsed, not yet decided.
     Pending,
@@ -57,6 +58,7 @@ impl CallStatus {
 
 /// A call the model asked for, as its reply recorded it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestedCall {
     /// The call's id.
     pub id: String,
@@ -96,6 +98,7 @@ impl RequestedCall {
 /// One entry of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Entry {
     /// The system prompt as it was sent when the conversation began.
     System {
@@ -179,6 +182,7 @@ pub(crate) fn call_text(call: &ToolCall) -> String {
 
 /// Why a transcript file could not be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TranscriptError {
     /// Reading or writing the file failed.
     #[error("transcript {}: {source}", path.display())]

@@ -16,6 +16,7 @@ const WRITABLE_BY_OTHERS: u32 = 0o002;
 /// A file someone other than this user (or root) could have written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{} is not trusted: {why}", path.display())]
+#[non_exhaustive]
 pub struct UntrustedFile {
     /// The file.
     pub path: PathBuf,

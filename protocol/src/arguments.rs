@@ -13,6 +13,7 @@ use serde_json::{Map, Number, Value};
 /// Why a call cannot run, worded for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
+#[non_exhaustive]
 pub struct ArgumentError {
     /// The tool named by the call.
     pub tool: String,

@@ -12,6 +12,7 @@ use toolhost_types::manifest::*;
 /// Why a manifest was refused. Every variant names the plugin, and where
 /// the manifest holds the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ManifestError {
     /// A version string is not semver.
     #[error("plugin `{plugin}`: {what} `{value}` is not a semver version: {reason}")]
@@ -181,6 +182,7 @@ pub enum ManifestError {
 
 /// A place in a manifest, as an error names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Field {
     /// The plugin's name.
     PluginName,

@@ -139,6 +139,8 @@ impl Care {
             (_, Reach::Write) => Care::Writing,
             (Permission::Moderate, _) | (_, Reach::Read) => Care::Reading,
             (Permission::Public, Reach::Compute) => Care::Query,
+            // A reach added later: the most care short of a sensitive tool.
+            (Permission::Public, _) => Care::Writing,
         }
     }
 }

@@ -12,6 +12,7 @@ pub const MAX_DEPTH: usize = 128;
 
 /// A repair made while reading, at a byte offset of the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Repair {
     /// Where, in bytes from the start of the text given to [`parse_prefix`].
     pub offset: usize,
@@ -21,6 +22,7 @@ pub struct Repair {
 
 /// Why the text is not a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JsonError {
     /// Where reading stopped.
     pub offset: usize,

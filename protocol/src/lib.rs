@@ -80,6 +80,7 @@ impl std::fmt::Display for Warning {
 
 /// What a reply held.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Parsed {
     /// The calls, in the order they stand in the reply.
     pub calls: Vec<ParsedCall>,
@@ -128,6 +129,7 @@ pub trait Protocol: Send + Sync {
 /// The protocols toolhost speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ProtocolId {
     /// VCP `<<<[TOOL_REQUEST]>>>` blocks.
     Vcp,

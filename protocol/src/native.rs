@@ -93,6 +93,7 @@ pub fn parameters_schema(tool: &ToolSpec) -> Value {
 /// Tool declarations in a file that is not an OpenAI `tools` array.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool {index}: {what}")]
+#[non_exhaustive]
 pub struct ToolsSchemaError {
     /// Which tool of the array, from 0.
     pub index: usize,

@@ -33,7 +33,14 @@ pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
          Generated from the source by `cargo xtask api`; a test fails when this\n\
          file and the source disagree. The root holds the items most programs\n\
          use; each module holds one concept, the root's items among them.\n\
-         `cli_support` serves the `toolhost` command and is not a stable API.\n",
+         `cli_support` serves the `toolhost` command and is not a stable API.\n\n\
+         Public enums are `#[non_exhaustive]`, so that a new variant is not a\n\
+         breaking change, except those a program must match in full: the ones\n\
+         mirroring the WIT contract (`ParamType`, `Permission`, `DirAccess`,\n\
+         `ToolOutput`, `ToolFailureKind`), which change only with a new contract\n\
+         version, and `approval::Assessment`. So are the structs the library\n\
+         hands out (outcomes, reports, events, errors); those a program builds\n\
+         (configurations, calls, declarations) are not.\n",
     );
     let crate_root = Module::read(&root.join("host/src/lib.rs"))?;
     crate_root.render(root, "toolhost", &mut out)?;

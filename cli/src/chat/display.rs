@@ -134,6 +134,8 @@ impl Display {
                     output::note(format_args!("({stop})"));
                 }
             }
+            // An event the library added later: the JSON output has it.
+            _ => {}
         }
     }
 

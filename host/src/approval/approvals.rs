@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 /// What becomes of a call before any person sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Exhaustive: a program running its own approval step must handle every
+// assessment; a new one must not fall into a wildcard that runs the call.
 pub enum Assessment {
     /// It runs.
     Run {

@@ -55,6 +55,7 @@ static WRITE_LOCK: Mutex<()> = Mutex::new(());
 /// One remembered "allow always".
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RememberedApproval {
     /// The agent it was given for.
     pub agent: String,
@@ -77,6 +78,7 @@ impl RememberedApproval {
 /// A problem with the memory file. Reading problems are warnings: the file
 /// is then read as empty.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MemoryError {
     /// The file exists but could not be read.
     #[error("cannot read remembered approvals {}: {source}; read as empty, so moderate tools ask again", path.display())]

@@ -34,6 +34,7 @@ impl Default for ApprovalConfig {
 /// What a rule does to the calls it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum RuleAction {
     /// Run without asking (even a sensitive tool; not past an agent's
     /// `require_confirmation`).
@@ -100,6 +101,7 @@ pub struct Rule {
 /// (`tool`, `args.path`, `reason`); the policy adds where the rule is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key} = {value:?} is invalid: {why}")]
+#[non_exhaustive]
 pub struct RuleError {
     /// The key within the rule.
     pub key: String,

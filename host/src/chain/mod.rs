@@ -63,6 +63,7 @@ pub type Events<'a> = &'a (dyn Fn(ChainEvent) + Send + Sync);
 
 /// Why a turn could not go on.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChainError {
     /// The transcript could not be written: the loop stops rather than
     /// lose what happens next.

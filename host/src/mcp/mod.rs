@@ -87,6 +87,7 @@ impl Shared {
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpError {
     /// The client never completed the `initialize` handshake.
     #[error("the MCP client did not initialize: {0}")]

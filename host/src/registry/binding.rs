@@ -38,6 +38,7 @@ pub(crate) struct AppliedPolicy {
 /// A `[plugins.NAME]` section that matched a plugin by name but is not
 /// bound to its component. Its message says what to add to the section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[non_exhaustive]
 pub struct UnboundSection {
     /// The plugin name, as the section and the manifest spell it.
     pub plugin: String,

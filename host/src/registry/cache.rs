@@ -86,6 +86,7 @@ impl std::fmt::Display for CacheUse {
 /// Why the cache cannot be used. Each message names the directory or file
 /// and says what to do.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CacheError {
     /// The cache directory could not be made or read.
     #[error("cannot use cache directory {}: {source}", dir.display())]

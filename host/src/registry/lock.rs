@@ -34,6 +34,7 @@ pub struct LockFile {
 
 /// An error reading or writing the lock file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LockError {
     /// I/O failed.
     #[error("lock file {path}: {source}")]
@@ -189,6 +190,7 @@ fn resolved(dir: &Path) -> PathBuf {
 /// Where a component stands with the lock file: the one answer loading,
 /// `toolhost inspect` and anything else that asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PinState {
     /// There is no lock file, so nothing needs a pin.
     NoLockFile,
@@ -239,6 +241,7 @@ impl std::fmt::Display for PinState {
 /// How one pin differs between the lock file and the components on disk.
 /// Displayed as the line `toolhost lock` shows for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PinChange {
     /// A component the lock file does not pin yet.
     New {

@@ -55,6 +55,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 
 /// A plugin that loaded.
+#[non_exhaustive]
 pub struct LoadedPlugin {
     /// The component file.
     pub path: PathBuf,
@@ -231,6 +232,7 @@ pub enum LoadError {
 
 /// A plugin that claims a name, and the component it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Claimant {
     /// The plugin name.
     pub plugin: String,
@@ -263,6 +265,7 @@ fn and_list<T: std::fmt::Display>(items: &[T]) -> String {
 
 /// A refused component and why.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Refusal {
     /// The component file.
     pub path: PathBuf,
@@ -272,6 +275,7 @@ pub struct Refusal {
 
 /// An error that stops the registry as a whole.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// The engine could not be set up.
     #[error(transparent)]
@@ -293,6 +297,7 @@ pub enum RegistryError {
 }
 
 /// An immutable snapshot of the loaded plugins.
+#[non_exhaustive]
 pub struct Catalog {
     /// Increases by one on every reload.
     pub generation: u64,
@@ -324,6 +329,7 @@ impl Catalog {
 
 /// What a reload changed, by component file name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RegistryEvent {
     /// The new catalog's generation.
     pub generation: u64,
@@ -337,6 +343,7 @@ pub struct RegistryEvent {
 
 /// Progress while loading, for a caller that shows it.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct LoadProgress<'a> {
     /// The component about to be compiled (not in the cache).
     pub file: &'a Path,

@@ -145,6 +145,7 @@ pub struct Unattended {
 /// Run or refuse, for [`Unattended`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum UnattendedAction {
     /// Refuse, saying approval is needed.
     #[default]
@@ -184,6 +185,7 @@ impl Default for Reconnect {
 /// A server URL that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the VCP server URL {url:?} is invalid: {why}")]
+#[non_exhaustive]
 pub struct InvalidServerUrl {
     /// The URL given.
     pub url: String,

@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 /// Where the node's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum NodeState {
     /// Connecting (the first attempt, or after a reload).
     Connecting,
@@ -48,6 +49,7 @@ impl std::fmt::Display for NodeState {
 /// Where a node stands: its connection, what it registered, the calls it
 /// served.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NodeStatus {
     /// The `serverName` it registers as.
     pub node_name: String,
