@@ -237,6 +237,13 @@ impl Policy {
     /// The per-user policy file ([`user_config_file`]) that names no
     /// `plugin_dirs` or `lock_file` has those of [`Policy::user`], so a
     /// grant written there applies to what `toolhost add` installed.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the file and, for a bad value, its key: the
+    /// file cannot be read, the TOML is malformed or has an unknown key, a
+    /// value is of the wrong form or out of range, or a granted directory does
+    /// not exist.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         let policy = Self::parse(&text, path)?;
@@ -267,6 +274,13 @@ impl Policy {
 
     /// Parse the text of `path` (used for error messages and to resolve
     /// relative paths).
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the file and, for a bad value, its key: the
+    /// TOML is malformed or has an unknown key, or a value is of the wrong form
+    /// or out of range. Granted directories are not checked here
+    /// ([`Policy::load`] checks them).
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let file: ConfigFile = toml::from_str(text)
             .map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string().trim().to_owned() })?;

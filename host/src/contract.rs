@@ -15,6 +15,10 @@ pub const PLUGIN_WORLD: &str = "plugin";
 
 /// Write the package into `dir` (made if missing) as [`PLUGIN_WIT_FILE`];
 /// returns the file's path.
+///
+/// # Errors
+///
+/// The I/O error when `dir` cannot be made or the file cannot be written.
 pub fn write_wit(dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let file = dir.join(PLUGIN_WIT_FILE);

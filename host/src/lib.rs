@@ -71,6 +71,7 @@
 // A `pub` item that no path from the root reaches is `pub(crate)`, so
 // that `pub` alone marks the public API.
 #![warn(unreachable_pub)]
+#![warn(clippy::missing_errors_doc)]
 
 // The crates below this one, at the paths their modules had when they were
 // part of it: `toolhost-types` (plain data) and `toolhost-protocol` (the

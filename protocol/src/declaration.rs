@@ -271,6 +271,11 @@ impl RawManifest {
     /// for a call, semver versions, API compatibility, uniqueness, and
     /// examples that use only declared parameters with values of their
     /// types. Names come first, so that every later error can quote them.
+    ///
+    /// # Errors
+    ///
+    /// The first broken promise, as a [`ManifestError`] naming the field and the
+    /// limit or rule it breaks.
     pub fn validate(self, max_bytes: usize) -> Result<PluginManifest, ManifestError> {
         let raw = self;
         check_names(&raw)?;

@@ -32,6 +32,11 @@ pub struct JsonError {
 
 /// Read one value from the start of `text` (after whitespace). Returns the
 /// value, the byte length consumed, and the repairs made.
+///
+/// # Errors
+///
+/// A [`JsonError`], at the offset where reading stopped, when the text does not
+/// start with a value, even after the repairs, or nests deeper than [`MAX_DEPTH`].
 pub fn parse_prefix(text: &str) -> Result<(Value, usize, Vec<Repair>), JsonError> {
     let mut reader = Reader { bytes: text.as_bytes(), text, at: 0, repairs: Vec::new() };
     reader.skip_ws();
@@ -40,6 +45,11 @@ pub fn parse_prefix(text: &str) -> Result<(Value, usize, Vec<Repair>), JsonError
 }
 
 /// Read `text` as exactly one value, allowing surrounding whitespace.
+///
+/// # Errors
+///
+/// A [`JsonError`] when the text is not one value with only whitespace around it,
+/// even after the repairs, or nests deeper than [`MAX_DEPTH`].
 pub fn parse(text: &str) -> Result<(Value, Vec<Repair>), JsonError> {
     let (value, used, repairs) = parse_prefix(text)?;
     if text[used..].trim().is_empty() {

@@ -6,6 +6,7 @@
 // A `pub` item that no path from the root reaches is `pub(crate)`, so
 // that `pub` alone marks the public API.
 #![warn(unreachable_pub)]
+#![warn(clippy::missing_errors_doc)]
 
 pub mod call;
 pub mod failure;

@@ -202,6 +202,11 @@ impl ApprovalMemory {
 
     /// Remember "allow always" for `tool` of `plugin` at `sha256`, for
     /// `agent`. Writes the file (with fsyncs: milliseconds).
+    ///
+    /// # Errors
+    ///
+    /// A [`MemoryError`] when the file cannot be read, is not trusted, or the
+    /// change cannot be written.
     pub fn remember(&self, agent: &str, plugin: &str, tool: &str, sha256: &str) -> Result<(), MemoryError> {
         self.update(|entries| {
             if entries.iter().any(|e| e.is(agent, plugin, tool, sha256)) {
@@ -220,6 +225,11 @@ impl ApprovalMemory {
 
     /// Forget every approval of `tool` (for `agent` only, if given); how
     /// many there were. Writes the file only if there were some.
+    ///
+    /// # Errors
+    ///
+    /// A [`MemoryError`] when the file cannot be read, is not trusted, or the
+    /// change cannot be written.
     pub fn revoke(&self, tool: &str, agent: Option<&str>) -> Result<usize, MemoryError> {
         self.update(|entries| {
             let before = entries.len();
@@ -231,6 +241,10 @@ impl ApprovalMemory {
 
     /// Forget everything; how many there were. Always writes the file, so
     /// it also replaces a corrupt one.
+    ///
+    /// # Errors
+    ///
+    /// A [`MemoryError`] when the file is not trusted or cannot be written.
     pub fn clear(&self) -> Result<usize, MemoryError> {
         self.update(|entries| (std::mem::take(entries).len(), true))
     }

@@ -116,6 +116,12 @@ impl Rule {
     /// `tool`, of `plugin` only and for `agent` only if given, where each
     /// `(argument, glob)` in `args` matches. `reason` is what a deny tells
     /// the model, or what an ask tells the person; an allow rule takes none.
+    ///
+    /// # Errors
+    ///
+    /// A [`RuleError`] naming the key and the value: a `tool` that is neither a
+    /// tool name nor a glob, a `plugin` that is not a plugin's name, an
+    /// argument glob that does not parse, or a `reason` on an allow rule.
     pub fn new(
         action: RuleAction,
         tool: &str,

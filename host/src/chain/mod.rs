@@ -112,6 +112,11 @@ impl Planned {
 impl Chain {
     /// `agent`, configured by `config`, talking to `llm` and running calls
     /// on `pipeline`. Fails when the system prompt's file cannot be read.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error, naming the file, when the agent's system prompt file
+    /// cannot be read.
     pub fn new(
         llm: Arc<dyn LlmClient>,
         pipeline: Pipeline,
@@ -167,6 +172,13 @@ impl Chain {
     /// an earlier turn left unanswered (a crash, manual calls never
     /// decided) are answered as not run first. Every entry of the turn is
     /// in the transcript's file when this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ChainError::Transcript`] when the transcript cannot be written: the
+    /// loop stops rather than lose what happens next. A model's or a tool's
+    /// failure is not an error: it is in the transcript, the events and the
+    /// [`Stop`].
     pub async fn send(
         &self,
         transcript: &mut Transcript,
@@ -206,6 +218,12 @@ impl Chain {
     /// With no call waiting, this asks the model to go on from where the
     /// transcript is. Every entry of the turn is in the transcript's file
     /// when this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ChainError::UnknownCall`] when a decision names a call that does not
+    /// wait for one; [`ChainError::Transcript`] when the transcript cannot be
+    /// written.
     pub async fn resume(
         &self,
         transcript: &mut Transcript,

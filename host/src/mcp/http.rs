@@ -80,6 +80,10 @@ impl McpServer {
 
     /// Serve MCP over HTTP on `listener` until `shutdown` fires; the
     /// registry's changes are told to every client with a session.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Transport`] when serving the listener fails.
     pub async fn serve_http(
         &self,
         listener: tokio::net::TcpListener,

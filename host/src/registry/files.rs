@@ -5,6 +5,10 @@ use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
 /// Every `*.wasm` file in `dirs`, directory by directory, sorted by name.
+///
+/// # Errors
+///
+/// [`RegistryError::ReadDir`] when a directory cannot be listed.
 pub fn component_files(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, RegistryError> {
     let mut all = Vec::new();
     for dir in dirs {

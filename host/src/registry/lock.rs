@@ -66,6 +66,12 @@ impl LockFile {
     /// in its place, or a file past 16 MiB, is an error,
     /// never waited on; so is one another user owns or may write
     /// ([`check_trusted`](crate::trust::check_trusted)).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Untrusted`] when another user owns or may write it;
+    /// [`LockError::Io`] when it cannot be read, is not a regular file or is
+    /// too large; [`LockError::Malformed`] when it is not a lock file.
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
         crate::trust::check_trusted(path)?;
         let io = |source| LockError::Io { path: path.display().to_string(), source };
@@ -160,6 +166,11 @@ impl LockFile {
     }
 
     /// Write atomically to `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Io`] when the file cannot be written beside `path` or
+    /// renamed over it.
     pub fn write(&self, path: &Path) -> Result<(), LockError> {
         let io = |source| LockError::Io { path: path.display().to_string(), source };
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));

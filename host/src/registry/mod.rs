@@ -366,11 +366,22 @@ pub struct Registry {
 impl Registry {
     /// Load every component in the policy's plugin directories, in a
     /// sandbox of its own sized as the policy's `[sandbox]` says.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when the sandbox cannot be set up, the lock file is
+    /// unreadable or malformed, a plugin directory cannot be listed, or the
+    /// compiled cache is unusable. A component that fails its checks is not an
+    /// error: it is refused, with the reason, in the catalog's `refused`.
     pub async fn load(policy: Policy) -> Result<Self, RegistryError> {
         Self::load_with_progress(policy, &|_| {}).await
     }
 
     /// [`Registry::load`], calling `progress` before each compilation.
+    ///
+    /// # Errors
+    ///
+    /// As [`Registry::load`].
     pub async fn load_with_progress(policy: Policy, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Self, RegistryError> {
         let registry = blocking(move || Self::new(policy)).await?;
         registry.populate(progress).await
@@ -380,6 +391,10 @@ impl Registry {
     /// `sandbox`, which other registries may share: its engines, its pool
     /// and its limit on calls at once (the policy's `[sandbox]` is not
     /// used).
+    ///
+    /// # Errors
+    ///
+    /// As [`Registry::load`], but for the sandbox, which is set up already.
     pub async fn load_in(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
         let registry = blocking(move || Self::with_sandbox(sandbox, policy)).await?;
         registry.populate(&|_| {}).await
@@ -397,6 +412,11 @@ impl Registry {
     /// A registry with a sandbox of its own (sized as the policy's
     /// `[sandbox]` says) and the cache set up, and nothing loaded, for
     /// [`Registry::inspect`] and [`Registry::survey`].
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when the sandbox cannot be set up or the compiled
+    /// cache is unusable.
     pub fn new(policy: Policy) -> Result<Self, RegistryError> {
         let sandbox = Arc::new(Sandbox::with_size(policy.sandbox)?);
         Self::with_sandbox(sandbox, policy)
@@ -404,6 +424,11 @@ impl Registry {
 
     /// A registry over `sandbox`, which other registries may share, with
     /// the cache set up and nothing loaded.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::Cache`] when the compiled cache, or its key, is
+    /// unusable or not private.
     pub fn with_sandbox(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
         let cache = match (&policy.cache_dir, &policy.cache_key) {
             (Some(dir), Some(key_file)) => Some(ArtifactCache::new(dir, key_file, sandbox.engine())?),
@@ -428,6 +453,11 @@ impl Registry {
     /// Every component in the plugin directories loaded as if there were no
     /// lock file, with every other check and refusal: what `toolhost lock`
     /// is about to pin. The registry's own catalog is left as it is.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when a plugin directory cannot be listed; a
+    /// component that fails its checks is refused in the catalog instead.
     pub async fn survey(&self, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Catalog, RegistryError> {
         self.scan(&Catalog::empty(), None, progress).await
     }
@@ -449,6 +479,11 @@ impl Registry {
 
     /// Rescan the plugin directories: pick up added, removed and changed
     /// components, keep unchanged ones as they are, and notify subscribers.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when the lock file is unreadable or malformed or a
+    /// plugin directory cannot be listed; the catalog is then left as it was.
     pub async fn reload(&self) -> Result<RegistryEvent, RegistryError> {
         let _one_at_a_time = self.reloading.lock().await;
         let old = self.catalog();
@@ -515,6 +550,12 @@ impl Registry {
     /// Load one component file outside the catalog, as `toolhost inspect`
     /// does: the same checks, but no pin and no collision check. Its grants
     /// are those it would get in the catalog.
+    ///
+    /// # Errors
+    ///
+    /// The [`LoadError`] that would refuse it in the catalog: the file cannot
+    /// be read or is not a component, or its manifest, API version, names or
+    /// grants fail their checks.
     pub async fn inspect(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         let file = self.read_component(path).await?;
         // An unreadable lock pins nothing; the caller reports it.

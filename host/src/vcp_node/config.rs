@@ -201,6 +201,11 @@ impl VcpConfig {
     /// [`DEFAULT_KEY_ENV`], every distributed-exposed tool, unattended
     /// calls that need approval denied, no files served, the status file
     /// [`DEFAULT_STATUS_FILE`] in the working directory.
+    ///
+    /// # Errors
+    ///
+    /// An [`InvalidServerUrl`] when `server` is not a `ws://` or `wss://` URL a
+    /// node can join.
     pub fn new(server: &str) -> Result<Self, InvalidServerUrl> {
         Ok(VcpConfig {
             server: server_url(server)?,
@@ -220,6 +225,11 @@ impl VcpConfig {
     }
 
     /// Point at another server, checked as [`VcpConfig::new`] checks it.
+    ///
+    /// # Errors
+    ///
+    /// An [`InvalidServerUrl`], as [`VcpConfig::new`]; the server is then
+    /// unchanged.
     pub fn set_server(&mut self, server: &str) -> Result<&mut Self, InvalidServerUrl> {
         self.server = server_url(server)?;
         Ok(self)

@@ -122,6 +122,11 @@ impl NodeStatus {
     }
 
     /// The status `path` holds, as a running node wrote it.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeError::StatusFile`] when the file cannot be read or is not a node
+    /// status.
     pub fn read(path: &Path) -> Result<Self, NodeError> {
         let error = |message: String| NodeError::StatusFile { path: path.to_owned(), message };
         let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read it: {e}")))?;
@@ -130,6 +135,11 @@ impl NodeStatus {
 
     /// Replace `path` with this status: written beside it and renamed over
     /// it, so a reader sees the old status or the new one, never a part.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeError::StatusFile`] when the status cannot be written beside
+    /// `path` or renamed over it.
     pub fn write(&self, path: &Path) -> Result<(), NodeError> {
         let error = |message: String| NodeError::StatusFile { path: path.to_owned(), message };
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
