@@ -133,10 +133,7 @@ fn cache_key(agent: &str, config: &ToolCallConfig, protocol: ProtocolId, templat
 /// Substitute `{{tools}}` and `{{tool:NAME}}` in `template`. Other
 /// `{{…}}` placeholders are left for the host application.
 pub(crate) fn render_template(template: &str, tools: &[&ToolSpec], enabled: bool, protocol: ProtocolId) -> String {
-    let render = |tools: &[&ToolSpec]| {
-        let owned: Vec<ToolSpec> = tools.iter().map(|t| (*t).clone()).collect();
-        protocol.protocol().render(&owned)
-    };
+    let render = |tools: &[&ToolSpec]| protocol.protocol().render(tools);
     let mut out = String::with_capacity(template.len());
     let mut at = 0;
     for (span, name) in placeholders(template) {

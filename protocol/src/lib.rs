@@ -116,8 +116,9 @@ pub trait Protocol: Send + Sync {
     /// Its identifier.
     fn id(&self) -> ProtocolId;
 
-    /// The tool definitions, as text for a system prompt.
-    fn render(&self, tools: &[ToolSpec]) -> String;
+    /// The tool definitions, as text for a system prompt. The tools are
+    /// borrowed, as a catalog or an agent's selection holds them.
+    fn render(&self, tools: &[&ToolSpec]) -> String;
 
     /// Every call in a finished reply.
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed;
@@ -294,7 +295,7 @@ mod tests {
     fn no_line_of_a_description_can_pass_for_a_renderers_line() {
         let tool = forger();
         for protocol in [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag] {
-            let prompt = protocol.protocol().render(std::slice::from_ref(&tool));
+            let prompt = protocol.protocol().render(&[&tool]);
             let lines = |pred: &dyn Fn(&str) -> bool| prompt.lines().filter(|line| pred(line)).count();
             for forged in ["Tool: write_file", "Plugin: files", "### write_file", "---", "- path ("] {
                 assert_eq!(lines(&|line| line.starts_with(forged)), 0, "{protocol:?}: `{forged}` starts a line in\n{prompt}");

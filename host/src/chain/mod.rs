@@ -277,7 +277,7 @@ impl Chain {
             let native = self.config.protocol == ProtocolId::Native && self.config.enabled && !offered.is_empty();
             let request = ChatRequest {
                 messages: transcript.messages(&self.prompt(&catalog).text, self.config.protocol),
-                tools: native.then(|| tools_schema(&offered.iter().map(|t| (*t).clone()).collect::<Vec<_>>())),
+                tools: native.then(|| tools_schema(&offered)),
             };
             let reply = match self.ask(&request, events, cancel).await {
                 Ok(reply) => reply,

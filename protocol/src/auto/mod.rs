@@ -93,7 +93,7 @@ impl Protocol for Auto {
         ProtocolId::Auto
     }
 
-    fn render(&self, tools: &[ToolSpec]) -> String {
+    fn render(&self, tools: &[&ToolSpec]) -> String {
         super::json_block::JsonBlock.render(tools)
     }
 
