@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
-use toolhost::ApprovalMemory;
+use toolhost::approval::ApprovalMemory;
 
 /// Kills, as the issue asks for at least 200.
 const ROUNDS: usize = 250;

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
-use toolhost::ApprovalMemory;
+use toolhost::approval::ApprovalMemory;
 
 /// Processes writing at once.
 const WRITERS: usize = 4;

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::TestHost;
 use tokio::sync::broadcast;
-use toolhost::{Approvals, CancellationToken, Pipeline, Status, ToolCall, UnattendedApprover, VcpNode};
+use toolhost::{Approvals, CancellationToken, Pipeline, Status, ToolCall, VcpNode, vcp::UnattendedApprover};
 use vcp_standin::{Received, StandIn};
 
 // Host memory is counted, as in the toolhost command.

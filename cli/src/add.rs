@@ -7,7 +7,11 @@ use super::source::Source;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
 use std::process::ExitCode;
-use toolhost::{Catalog, LoadedPlugin, LockFile, Registry, printable, sha256_hex};
+use toolhost::{
+    Catalog, LoadedPlugin, Registry,
+    cli_support::{printable, sha256_hex},
+    registry::LockFile,
+};
 
 /// Install a component into the plugin directory and pin it.
 ///

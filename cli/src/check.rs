@@ -1,6 +1,9 @@
 use super::{GlobalOptions, findings, output};
 use std::process::ExitCode;
-use toolhost::{Approvals, missing_grants, unscoped_rules};
+use toolhost::{
+    Approvals,
+    policy_check::{missing_grants, unscoped_rules},
+};
 
 /// Check the policy against the loaded plugins; fail on any finding.
 ///

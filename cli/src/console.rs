@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use toolhost::{
-    CancellationToken, Console, ConsoleOptions, DEFAULT_CONSOLE_AGENT, DEFAULT_WATCH_INTERVAL, DenyAll, LlmClient, OpenAiClient,
-    Pipeline,
+    CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline,
+    console::{ConsoleOptions, DEFAULT_CONSOLE_AGENT},
+    registry::DEFAULT_WATCH_INTERVAL,
 };
 
 /// Open a local web page to try the tools, chat, and approve calls.

@@ -5,9 +5,9 @@ use anyhow::anyhow;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolhost::Withheld;
-use toolhost::printable;
-use toolhost::{LoadedPlugin, LockFile, Registry};
+use toolhost::cli_support::printable;
+use toolhost::sandbox::Withheld;
+use toolhost::{LoadedPlugin, Registry, registry::LockFile};
 
 /// Show what one component offers and asks for.
 ///

@@ -3,7 +3,11 @@ use super::confirm::confirm;
 use super::output;
 use anyhow::{Context, bail};
 use std::process::ExitCode;
-use toolhost::{LoadError, LockFile, Registry, component_files, sha256_hex};
+use toolhost::{
+    Registry,
+    cli_support::{component_files, sha256_hex},
+    registry::{LoadError, LockFile},
+};
 
 /// Pin every component's SHA-256 in the lock file.
 ///

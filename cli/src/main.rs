@@ -36,8 +36,14 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, TerminalApprover};
-use toolhost::{DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, Policy, SandboxSize, check_policy, error_chain, find_config_file};
+use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, approval::TerminalApprover};
+use toolhost::{
+    Policy,
+    cli_support::error_chain,
+    config::{DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, find_config_file},
+    policy_check::check_policy,
+    sandbox::SandboxSize,
+};
 
 /// Run sandboxed WebAssembly tools for LLMs.
 #[derive(Debug, Parser)]
@@ -118,7 +124,7 @@ fn main() -> ExitCode {
     init_logging(cli.global.verbose, cli.global.quiet);
     // Calls together may hold a share of the descriptor limit: the larger
     // the limit, the more files they may have open at once.
-    if let Err(error) = toolhost::raise_open_file_limit() {
+    if let Err(error) = toolhost::sandbox::raise_open_file_limit() {
         tracing::debug!("could not raise the open-file limit: {error}");
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -149,7 +155,7 @@ impl Cli {
             // Long-running: the pool the policy sizes.
             Command::Chat(_) | Command::Console(_) | Command::Node(_) | Command::Mcp(_) => None,
             // A reply's calls, perhaps in parallel.
-            Command::Run(_) => Some(SandboxSize::on_demand(toolhost::default_concurrency().try_into().unwrap_or(1))),
+            Command::Run(_) => Some(SandboxSize::on_demand(toolhost::executor::default_concurrency().try_into().unwrap_or(1))),
             _ => Some(SandboxSize::one_call()),
         };
         match self.command {
@@ -196,7 +202,7 @@ impl GlobalOptions {
         if let Some(file) = config_file.as_ref().filter(|_| self.config.is_none()) {
             // A file found, not named: another user's, or one others may
             // write, would hand out this user's grants (git's safe.directory).
-            toolhost::check_trusted(file).map_err(|untrusted| {
+            toolhost::cli_support::check_trusted(file).map_err(|untrusted| {
                 anyhow::anyhow!(
                     "refusing the policy file found at {untrusted}; if you trust it, name it with --config {}, \
                      or fix its owner or mode (chown, chmod o-w)",
@@ -220,7 +226,7 @@ impl GlobalOptions {
             policy.plugin_dirs = self.plugins.clone();
             // The per-user lock pins what `add` installed in the per-user
             // directory, not a directory named here, say a build's output.
-            if toolhost::user_plugin_dir().is_some_and(|dir| policy.lock_file == dir.join(DEFAULT_LOCK_FILE)) {
+            if toolhost::config::user_plugin_dir().is_some_and(|dir| policy.lock_file == dir.join(DEFAULT_LOCK_FILE)) {
                 policy.lock_file = PathBuf::from(DEFAULT_LOCK_FILE);
             }
         }

@@ -5,7 +5,11 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
-use toolhost::{Approver, ApproverFor, CancellationToken, DEFAULT_WATCH_INTERVAL, DenyAll, HttpOptions, McpServer};
+use toolhost::{
+    Approver, CancellationToken, DenyAll, McpServer,
+    mcp::{ApproverFor, HttpOptions},
+    registry::DEFAULT_WATCH_INTERVAL,
+};
 
 /// Serve the loaded tools to MCP clients.
 ///

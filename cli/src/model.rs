@@ -2,7 +2,11 @@
 //! endpoint they talk to.
 
 use anyhow::{Context, bail};
-use toolhost::{LlmProfile, Policy, ToolCallConfig, did_you_mean, printable};
+use toolhost::{
+    Policy, ToolCallConfig,
+    cli_support::{did_you_mean, printable},
+    llm::LlmProfile,
+};
 
 /// Where the model is when nothing says: a local OpenAI-compatible server
 /// (llama.cpp's `llama-server`, vLLM, Ollama's `/v1`, …).

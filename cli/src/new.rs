@@ -67,7 +67,7 @@ const RUST: &[Template] = &[
     ("toolhost-sdk/src/log.rs", include_str!("../../sdk/src/log.rs")),
     ("toolhost-sdk/src/manifest.rs", include_str!("../../sdk/src/manifest.rs")),
     ("toolhost-sdk/src/output.rs", include_str!("../../sdk/src/output.rs")),
-    ("toolhost-sdk/wit/plugin.wit", toolhost::PLUGIN_WIT),
+    ("toolhost-sdk/wit/plugin.wit", toolhost::contract::PLUGIN_WIT),
 ];
 const PYTHON: &[Template] = &[
     ("app.py", include_str!("../templates/python/app.py")),
@@ -150,7 +150,7 @@ fn write_project(dir: &Path, lang: Language, name: &str) -> std::io::Result<()> 
         write(&dir.join(path), text.replace("{{name}}", name).replace("{{file}}", &file).as_bytes())?;
     }
     if lang != Language::Rust {
-        toolhost::write_wit(&dir.join("wit"))?;
+        toolhost::contract::write_wit(&dir.join("wit"))?;
         write(&dir.join(DIST_DIR).join(".gitignore"), b"*\n")?;
     }
     if lang.needs_adapter() {
@@ -191,7 +191,7 @@ mod tests {
             let build = readme.split("## Build").nth(1).and_then(|s| s.split("```sh\n").nth(1)).unwrap_or_default();
             assert_eq!(build.split("```").next().unwrap_or_default().lines().count(), 1, "{lang:?}: {readme}");
             let wit = if lang == Language::Rust { "toolhost-sdk/wit/plugin.wit" } else { "wit/plugin.wit" };
-            assert_eq!(std::fs::read_to_string(dir.path().join(wit)).unwrap(), toolhost::PLUGIN_WIT, "{lang:?}");
+            assert_eq!(std::fs::read_to_string(dir.path().join(wit)).unwrap(), toolhost::contract::PLUGIN_WIT, "{lang:?}");
             assert_eq!(dir.path().join(ADAPTER_FILE).exists(), lang.needs_adapter(), "{lang:?}");
             let source = std::fs::read_to_string(dir.path().join(lang.templates()[0].0)).unwrap();
             assert!(source.contains("\"my-tool\"") && !source.contains("{{name}}"), "{lang:?}: {source}");

@@ -9,8 +9,10 @@ use std::time::{Duration, SystemTime};
 use tokio::signal::unix::{SignalKind, signal};
 use toolhost::limits::vcp_node::DEFAULT_STATUS_FILE;
 use toolhost::{
-    Approver, CancellationToken, DEFAULT_CONFIG_FILE, NodeState, NodeStatus, TerminalApprover, UnattendedApprover, VcpConfig,
-    VcpNode,
+    Approver, CancellationToken, VcpNode,
+    approval::TerminalApprover,
+    config::DEFAULT_CONFIG_FILE,
+    vcp::{NodeState, NodeStatus, UnattendedApprover, VcpConfig},
 };
 
 /// Join a VCP server as a distributed node.

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::{ParseReport, ProtocolId, Registry, ToolSpec, tools_from_schema};
+use toolhost::{ParseReport, ProtocolId, Registry, ToolSpec, protocol::native::tools_from_schema};
 
 /// Find the tool calls in a model's reply and print them as JSON.
 ///

@@ -4,7 +4,11 @@ use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toolhost::ProtocolId;
-use toolhost::{PromptCache, ToolCallConfig, did_you_mean, unknown_template_tools, visible_tools};
+use toolhost::{
+    PromptCache, ToolCallConfig,
+    cli_support::did_you_mean,
+    prompt::{unknown_template_tools, visible_tools},
+};
 
 /// Print the system prompt that tells a model about the tools.
 ///

@@ -2,7 +2,7 @@ use super::GlobalOptions;
 use super::output;
 use anyhow::{Context, bail};
 use std::process::ExitCode;
-use toolhost::LockFile;
+use toolhost::registry::LockFile;
 
 /// Remove a component `toolhost add` installed.
 ///

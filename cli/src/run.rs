@@ -5,7 +5,7 @@ use serde_json::json;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::{Declared, ProtocolId, ToolCall, Turn, did_you_mean};
+use toolhost::{Declared, ProtocolId, ToolCall, Turn, cli_support::did_you_mean};
 
 /// Run the tool calls in a model's reply and print the results.
 ///

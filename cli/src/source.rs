@@ -19,7 +19,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
 use std::path::PathBuf;
-use toolhost::sha256_hex;
+use toolhost::cli_support::sha256_hex;
 
 /// The largest component `toolhost add` downloads.
 pub(super) const MAX_DOWNLOAD_BYTES: usize = 256 << 20;
@@ -61,7 +61,7 @@ impl Source {
     /// OCI pull checks every digest the registry names (manifest, layer).
     pub(super) async fn fetch(&self, expected: Option<&str>) -> anyhow::Result<Vec<u8>> {
         let bytes = match self {
-            Source::File(path) => toolhost::read_regular_file(path, MAX_DOWNLOAD_BYTES as u64)
+            Source::File(path) => toolhost::cli_support::read_regular_file(path, MAX_DOWNLOAD_BYTES as u64)
                 .with_context(|| format!("reading {}; it was not installed", path.display()))?,
             Source::Https(url) => {
                 ensure!(

@@ -22,11 +22,12 @@ impl WitCommand {
     pub(super) async fn execute(self, _global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         match self.out {
             Some(dir) => {
-                let file = toolhost::write_wit(&dir).with_context(|| format!("writing the WIT into {}", dir.display()))?;
+                let file =
+                    toolhost::contract::write_wit(&dir).with_context(|| format!("writing the WIT into {}", dir.display()))?;
                 output::note(format_args!("wrote {}", file.display()));
             }
             // Byte for byte, so `toolhost wit > plugin.wit` is the file itself.
-            None => output::data(toolhost::PLUGIN_WIT.strip_suffix('\n').unwrap_or(toolhost::PLUGIN_WIT))?,
+            None => output::data(toolhost::contract::PLUGIN_WIT.strip_suffix('\n').unwrap_or(toolhost::contract::PLUGIN_WIT))?,
         }
         Ok(ExitCode::SUCCESS)
     }

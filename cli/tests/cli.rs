@@ -151,7 +151,7 @@ fn plugin_dir(components: &[(&str, PathBuf)]) -> tempfile::TempDir {
 }
 
 fn sha256_of(path: &Path) -> String {
-    toolhost::sha256_hex(&std::fs::read(path).unwrap())
+    toolhost::cli_support::sha256_hex(&std::fs::read(path).unwrap())
 }
 
 #[test]
@@ -174,7 +174,7 @@ fn lock_pins_and_a_changed_component_is_refused_with_both_hashes() {
     let inspect = toolhost(dir.path(), &["--plugins", "plugins", "inspect", "plugins/calc.wasm"]);
     let changed = sha256_of(&own.join("calc.wasm"));
     assert!(
-        text(&inspect.stdout).contains(&format!("({})", toolhost::PinState::Mismatch { pinned, actual: changed })),
+        text(&inspect.stdout).contains(&format!("({})", toolhost::registry::PinState::Mismatch { pinned, actual: changed })),
         "inspect says what loading says: {}",
         text(&inspect.stdout)
     );
@@ -196,7 +196,7 @@ fn approvals_lists_revokes_and_clears_remembered_decisions() {
     std::fs::create_dir(dir.path().join("state")).unwrap();
     let file = dir.path().join("state/toolhost.approvals.json");
     let sha = "0123456789abcdef".repeat(4);
-    let memory = toolhost::ApprovalMemory::open(&file);
+    let memory = toolhost::approval::ApprovalMemory::open(&file);
     for (agent, plugin, tool) in
         [("coder", "files", "read_file"), ("writer", "files", "read_file"), ("coder", "http_get", "http_get")]
     {

@@ -20,9 +20,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use toolhost::{
-    AllowAll, ApprovalConfig, Approvals, CancellationToken, Chain, ChainEvent, ChatRequest, Executor, LlmClient, LlmError,
-    LlmProfile, OpenAiClient, Pipeline, Policy, PromptCache, ProtocolId, Registry, Reply, Stop, StreamEvent, ToolCallConfig,
-    Transcript,
+    AllowAll, Approvals, CancellationToken, Chain, ChainEvent, Executor, LlmClient, OpenAiClient, Pipeline, Policy, PromptCache,
+    ProtocolId, Registry, Stop, ToolCallConfig, Transcript,
+    approval::ApprovalConfig,
+    llm::{ChatRequest, LlmError, LlmProfile, Reply, StreamEvent},
 };
 use toolhost_standin::{Response, StandIn};
 

@@ -170,6 +170,6 @@ fn tool(i: usize) -> ToolSpec {
         distributed_exposed: false,
         tags: vec![],
         example: None,
-        reach: toolhost::Reach::Compute,
+        reach: toolhost::types::Reach::Compute,
     }
 }

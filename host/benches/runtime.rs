@@ -29,7 +29,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolhost::{AllowAll, Approvals, Executor, Pipeline, Policy, ProtocolId, Registry, RunOptions, Status, ToolCall, Turn};
+use toolhost::{
+    AllowAll, Approvals, Executor, Pipeline, Policy, ProtocolId, Registry, Status, ToolCall, Turn, executor::RunOptions,
+};
 
 // Host memory is counted, as in the toolhost command.
 toolhost::count_host_memory!();
@@ -109,7 +111,7 @@ fn main() -> anyhow::Result<()> {
     // (e) N trivial calls through the executor: serially, then in parallel
     // under the default cap (the machine's cores), on a runtime with as
     // many worker threads.
-    let cores = toolhost::default_concurrency();
+    let cores = toolhost::executor::default_concurrency();
     let workers = tokio::runtime::Builder::new_multi_thread().worker_threads(cores).enable_all().build()?;
     let batch: Vec<ToolCall> =
         (0..SCALING_CALLS).map(|i| ToolCall::new(format!("c{i}"), "calculate", call.args.clone())).collect();
@@ -171,7 +173,7 @@ fn main() -> anyhow::Result<()> {
     // bare executor.
     let ten: Vec<ToolCall> = batch[..10].to_vec();
     let (bare, piped) = runtime.block_on(async {
-        let approvals = Approvals::new(&toolhost::ApprovalConfig {
+        let approvals = Approvals::new(&toolhost::approval::ApprovalConfig {
             memory_file: cache_dir.path().join("approvals.json"),
             ..Default::default()
         });
@@ -294,7 +296,7 @@ fn load_times(runtime: &tokio::runtime::Runtime, file: &Path, cold: usize, warm:
         let start = Instant::now();
         let plugin = runtime.block_on(loader.inspect(file))?;
         cold_samples.push(start.elapsed());
-        assert_eq!(plugin.cache, toolhost::CacheUse::Compiled);
+        assert_eq!(plugin.cache, toolhost::registry::CacheUse::Compiled);
     }
     let cache = tempfile::tempdir()?;
     let loader = runtime.block_on(Registry::load(policy_with_cache(cache.path())))?;
@@ -304,7 +306,7 @@ fn load_times(runtime: &tokio::runtime::Runtime, file: &Path, cold: usize, warm:
         let start = Instant::now();
         let plugin = runtime.block_on(loader.inspect(file))?;
         warm_samples.push(start.elapsed());
-        assert_eq!(plugin.cache, toolhost::CacheUse::Hit);
+        assert_eq!(plugin.cache, toolhost::registry::CacheUse::Hit);
     }
     Ok((median(cold_samples), median(warm_samples)))
 }

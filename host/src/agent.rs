@@ -17,6 +17,7 @@ use std::path::PathBuf;
 /// Whether calls run as soon as they are parsed or wait for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum CallMode {
     /// Calls run as the permission policy allows.
     Auto,
@@ -85,6 +86,11 @@ impl Default for ToolCallConfig {
 impl ToolCallConfig {
     /// The system prompt's template: the file, the inline text, or the
     /// default.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error of reading `system_prompt_file`, when it names one that
+    /// cannot be read.
     pub fn system_prompt_template(&self) -> std::io::Result<String> {
         match (&self.system_prompt_file, &self.system_prompt) {
             (Some(file), _) => std::fs::read_to_string(file),

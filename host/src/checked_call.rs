@@ -26,7 +26,7 @@ pub struct CheckedCall {
 
 impl CheckedCall {
     /// Check `call` against the tools of `catalog`, as
-    /// [`check_call`](crate::check_call) does, and bind it to the plugin
+    /// [`check_call`](crate::arguments::check) does, and bind it to the plugin
     /// that declares its tool.
     ///
     /// # Errors

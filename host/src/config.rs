@@ -82,6 +82,7 @@ pub use crate::approval::DEFAULT_MEMORY_FILE;
 
 /// An error reading `toolhost.toml`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("cannot read {path}: {source}")]
@@ -233,6 +234,13 @@ impl Policy {
     /// The per-user policy file ([`user_config_file`]) that names no
     /// `plugin_dirs` or `lock_file` has those of [`Policy::user`], so a
     /// grant written there applies to what `toolhost add` installed.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the file and, for a bad value, its key: the
+    /// file cannot be read, the TOML is malformed or has an unknown key, a
+    /// value is of the wrong form or out of range, or a granted directory does
+    /// not exist.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         let policy = Self::parse(&text, path)?;
@@ -263,6 +271,13 @@ impl Policy {
 
     /// Parse the text of `path` (used for error messages and to resolve
     /// relative paths).
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the file and, for a bad value, its key: the
+    /// TOML is malformed or has an unknown key, or a value is of the wrong form
+    /// or out of range. Granted directories are not checked here
+    /// ([`Policy::load`] checks them).
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let file: ConfigFile = toml::from_str(text)
             .map_err(|e| ConfigError::Parse { path: path.to_owned(), message: e.to_string().trim().to_owned() })?;
@@ -808,8 +823,8 @@ mod tests {
         let profile = &Policy::parse(text, path).unwrap().llm["local"];
         assert_eq!((profile.max_line_bytes, profile.max_call_argument_bytes, profile.max_calls_per_reply), (8 << 10, 4 << 10, 3));
         assert_eq!(profile.request_timeout, Duration::from_millis(1500));
-        let defaults = crate::LlmProfile::new("http://x", "m");
-        assert_eq!(defaults.max_calls_per_reply, crate::DEFAULT_MAX_CALLS_PER_REPLY);
+        let defaults = crate::llm::LlmProfile::new("http://x", "m");
+        assert_eq!(defaults.max_calls_per_reply, crate::llm::DEFAULT_MAX_CALLS_PER_REPLY);
         for (key, bad) in [("max_line_kib = 8", "max_line_kib = 0"), ("max_calls_per_reply = 3", "max_calls_per_reply = 5000")] {
             let error = Policy::parse(&text.replace(key, bad), path).unwrap_err().to_string();
             assert!(error.contains(&format!("llm.local.{}", &bad[..bad.find(' ').unwrap()])), "{error}");

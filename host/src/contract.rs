@@ -27,7 +27,7 @@ const PACKAGE: &str = "toolhost:plugin";
 ///
 /// # Errors
 ///
-/// When the directory cannot be made or the file cannot be written.
+/// The I/O error when `dir` cannot be made or the file cannot be written.
 pub fn write_wit(dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let file = dir.join(PLUGIN_WIT_FILE);

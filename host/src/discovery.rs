@@ -26,6 +26,7 @@ pub fn visible_tools<'a>(catalog: &'a Catalog, config: &ToolCallConfig) -> Vec<&
 
 /// A rendered system prompt and, when asked for, its size in tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RenderedPrompt {
     /// The prompt text.
     pub text: String,
@@ -41,7 +42,7 @@ impl RenderedPrompt {
     }
 
     /// Its length in tokens of OpenAI's `o200k_base` encoding
-    /// ([`count_tokens`]), counted on the first call.
+    /// (`count_tokens`), counted on the first call.
     pub fn tokens(&self) -> usize {
         *self.tokens.get_or_init(|| count_tokens(&self.text))
     }
@@ -131,11 +132,8 @@ fn cache_key(agent: &str, config: &ToolCallConfig, protocol: ProtocolId, templat
 
 /// Substitute `{{tools}}` and `{{tool:NAME}}` in `template`. Other
 /// `{{…}}` placeholders are left for the host application.
-pub fn render_template(template: &str, tools: &[&ToolSpec], enabled: bool, protocol: ProtocolId) -> String {
-    let render = |tools: &[&ToolSpec]| {
-        let owned: Vec<ToolSpec> = tools.iter().map(|t| (*t).clone()).collect();
-        protocol.protocol().render(&owned)
-    };
+pub(crate) fn render_template(template: &str, tools: &[&ToolSpec], enabled: bool, protocol: ProtocolId) -> String {
+    let render = |tools: &[&ToolSpec]| protocol.protocol().render(tools);
     let mut out = String::with_capacity(template.len());
     let mut at = 0;
     for (span, name) in placeholders(template) {
@@ -179,7 +177,7 @@ fn placeholders(template: &str) -> impl Iterator<Item = (std::ops::Range<usize>,
 
 /// Tokens of `text` in OpenAI's `o200k_base` encoding (GPT-4o and later),
 /// by the tiktoken-rs tokenizer: an estimate for other models' tokenizers.
-pub fn count_tokens(text: &str) -> usize {
+fn count_tokens(text: &str) -> usize {
     #[cfg(test)]
     tests::COUNTED.with(|counted| counted.set(counted.get() + 1));
     static BPE: OnceLock<Option<tiktoken_rs::CoreBPE>> = OnceLock::new();

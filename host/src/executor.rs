@@ -16,7 +16,7 @@
 //! slot while they wait: 64 calls waiting 20 ms each took 680 ms at a cap
 //! of 2 and 46 ms at 32. A host whose tools mostly wait raises the cap
 //! (`Executor::with_concurrency`), up to the calls its sandbox runs at
-//! once ([`SandboxSize`](crate::SandboxSize)).
+//! once ([`SandboxSize`](crate::sandbox::SandboxSize)).
 
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
@@ -85,7 +85,7 @@ impl Executor {
 
     /// An executor that runs at most `concurrency` calls at once, between 1
     /// and the calls its registry's sandbox runs at once
-    /// ([`SandboxSize::calls`](crate::SandboxSize::calls)): more would only wait.
+    /// ([`SandboxSize::calls`](crate::sandbox::SandboxSize::calls)): more would only wait.
     pub fn with_concurrency(registry: Arc<Registry>, concurrency: usize) -> Self {
         let concurrency = concurrency.clamp(1, registry.sandbox().size().calls as usize);
         Executor {

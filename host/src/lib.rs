@@ -57,105 +57,111 @@
 //! # }
 //! ```
 //!
+//! Each concept is a module ([`approval`], [`llm`], [`vcp`], [`mcp`],
+//! [`sandbox`], [`limits`], …) holding all of its public names; the root
+//! re-exports the items above and the others most programs use. The
+//! plain data and the parsers are the crates below this one, public whole
+//! as [`types`] and [`protocol`]. [`cli_support`] holds helpers the
+//! `toolhost` command shares, not a stable API. `docs/API.md` lists every
+//! public name.
+//!
 //! The crate's own layout is described in `docs/ARCHITECTURE.md`; what the
 //! sandbox promises, in `docs/SECURITY.md`.
 
+// A `pub` item that no path from the root reaches is `pub(crate)`, so
+// that `pub` alone marks the public API.
+#![warn(unreachable_pub)]
+#![warn(clippy::missing_errors_doc)]
+
 // The crates below this one, at the paths their modules had when they were
 // part of it: `toolhost-types` (plain data) and `toolhost-protocol` (the
-// parsers and renderers; no WebAssembly, no async runtime).
-use toolhost_protocol::{self as protocol, arguments, declaration, suggest};
+// parsers and renderers; no WebAssembly, no async runtime). Both are public
+// whole, as `toolhost::types` and `toolhost::protocol`, so an embedder needs
+// only this crate.
+pub use toolhost_protocol as protocol;
+use toolhost_protocol::{arguments, declaration, suggest};
+pub use toolhost_types as types;
 use toolhost_types::{call, failure, manifest, message, outcome, units};
 
-mod agent;
+pub mod agent;
 mod appender;
-mod approval;
-mod chain;
+pub mod approval;
+pub mod chain;
 mod checked_call;
-mod config;
-mod console;
-mod contract;
+pub mod config;
+pub mod console;
+pub mod contract;
 mod digest;
 mod discovery;
 mod error_chain;
-mod executor;
+pub mod executor;
 mod home_paths;
-mod llm;
-mod mcp;
+pub mod llm;
+pub mod mcp;
 mod parse_report;
-mod pipeline;
-mod policy_check;
+pub mod pipeline;
+pub mod policy_check;
 mod printable;
-mod registry;
+pub mod registry;
 mod regular_file;
-mod sandbox;
+pub mod sandbox;
 mod tool_filter;
-mod transcript;
+pub mod transcript;
 mod trust;
 mod vcp_node;
 
-pub use agent::{CallMode, DEFAULT_SYSTEM_PROMPT, ToolCallConfig};
-pub use approval::{
-    AllowAll, Answer, ApprovalConfig, ApprovalMemory, ApprovalRequest, Approvals, Approver, AskReason, Assessment, AuditRecord,
-    CallDecision, ChannelApprover, DecidedBy, DenyAll, MAX_LINKS, MAX_PATH_BYTES, MEMORY_FORMAT_VERSION, MEMORY_RECHECK,
-    MemoryError, PendingCall, RememberedApproval, ResultDecision, Rule, RuleAction, RuleError, TerminalApprover,
-};
-pub use arguments::{ArgumentError, check as check_call, coerce};
-pub use call::{CallIds, ToolCall};
-pub use chain::{CallRef, Chain, ChainError, ChainEvent, Events, HandoverTarget, ManualDecision, REPEAT_LIMIT, Stop};
+// The items most programs use, at the root; every item is also in the
+// module of its concept.
+pub use agent::ToolCallConfig;
+pub use approval::{AllowAll, Approvals, Approver, CallDecision, DenyAll, PendingCall, ResultDecision};
+pub use chain::{Chain, ChainEvent, Stop};
 pub use checked_call::CheckedCall;
-pub use config::{
-    Binding, ConfigError, DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, DEFAULT_MEMORY_FILE, PluginPolicy, Policy, find_config_file,
-    user_config_file, user_plugin_dir,
-};
-pub use console::{
-    Console, ConsoleApprover, ConsoleConfig, ConsoleOptions, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_AGENT,
-    DEFAULT_CONSOLE_LISTEN,
-};
-pub use contract::{Contract, ContractError, PLUGIN_WIT, PLUGIN_WIT_FILE, PLUGIN_WORLD, write_wit};
-pub use declaration::{Field, ManifestError};
-pub use discovery::{PromptCache, RenderedPrompt, count_tokens, render_template, unknown_template_tools, visible_tools};
-pub use error_chain::{SharedError, error_chain};
-pub use executor::{Executor, RunOptions, default_concurrency};
-pub use llm::{
-    ChatRequest, ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES,
-    DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmClient, LlmError,
-    LlmProfile, OpenAiClient, Reply, ReplyLimit, RetryPolicy, StreamEvent, Usage,
-};
-pub use manifest::{
-    Capabilities, DirAccess, DirRequest, HOST_API_VERSION, ParamSpec, ParamType, Permission, PluginManifest, Reach, ToolSpec,
-    is_valid_name,
-};
-pub use mcp::{
-    ApproverFor, DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT, HttpOptions, LOOPBACK_HOSTS, McpConfig, McpError, McpServer,
-};
-pub use message::{Message, NativeCall, Role};
-pub use outcome::{Failure, FailureKind, LimitHit, Status, ToolOutcome};
+pub use config::Policy;
+pub use console::Console;
+pub use discovery::PromptCache;
+pub use executor::Executor;
+pub use llm::{LlmClient, OpenAiClient};
+pub use mcp::McpServer;
 pub use parse_report::{FoundCall, ParseReport};
-pub use pipeline::{Audience, DIRECT_AGENT, Pipeline, Turn, TurnObserver, TurnResult};
-pub use policy_check::{PolicyWarning, check_policy, missing_grants, unscoped_rules};
-pub use printable::{printable, printable_lines, to_json_line, to_json_pretty};
-pub use protocol::native::{ToolsSchemaError, tools_from_schema};
-pub use protocol::vcp::summary as vcp_summary;
-pub use protocol::{Declared, MAX_WARNINGS, Parsed, ParsedCall, Protocol, ProtocolId, UnknownProtocol, Warning};
-pub use registry::{
-    CacheError, CacheUse, Catalog, Claimant, DEFAULT_WATCH_INTERVAL, LoadError, LoadProgress, LoadedPlugin, LockError, LockFile,
-    PinChange, PinState, Refusal, Registry, RegistryError, RegistryEvent, UnboundSection, component_files, sha256_hex,
-};
-pub use regular_file::{open_regular_file, read_regular_file};
-pub use sandbox::{
-    Allowance, CallFailure, DirGrant, EnvGrant, GrantKind, Grants, HostMemoryAllocator, Invocation, Limits, Sandbox,
-    SandboxError, SandboxSize, ToolFailure, ToolFailureKind, ToolOutput, Withheld, accounting_active, address_space_limit,
-    raise_open_file_limit,
-};
-pub use suggest::{did_you_mean, unknown_tool};
+pub use pipeline::{Pipeline, Turn, TurnResult};
+pub use protocol::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
+pub use registry::{Catalog, LoadedPlugin, Registry};
+pub use sandbox::{Limits, Sandbox};
 pub use tokio_util::sync::CancellationToken;
 pub use tool_filter::ToolFilter;
-pub use transcript::{CallStatus, Entry, RequestedCall, Transcript, TranscriptError};
-pub use trust::{UntrustedFile, check_trusted};
-pub use vcp_node::{
-    Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended, UnattendedAction,
-    UnattendedApprover, VcpConfig, VcpNode,
-};
+pub use transcript::Transcript;
+pub use types::{Message, ParamSpec, ParamType, Permission, PluginManifest, Role, Status, ToolCall, ToolOutcome, ToolSpec};
+pub use vcp_node::VcpNode;
+
+/// Telling a model about its tools: which tools an agent sees, the
+/// `{{tools}}` template, and the cached system prompt.
+pub mod prompt {
+    pub use crate::discovery::{PromptCache, RenderedPrompt, unknown_template_tools, visible_tools};
+}
+
+/// The host as a node of a VCP server: the node, its `[vcp]` section, its
+/// status, the handover of a chat to the server, and its unattended
+/// approver. Its defaults and fixed limits are in [`limits::vcp_node`].
+pub mod vcp {
+    pub use crate::vcp_node::{
+        Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended, UnattendedAction,
+        UnattendedApprover, VcpConfig, VcpNode,
+    };
+}
+
+/// Helpers the `toolhost` command shares with the library: showing plugin
+/// text and errors to a person, JSON output, "did you mean", file checks.
+/// They serve the CLI; this is not a stable API.
+pub mod cli_support {
+    pub use crate::digest::sha256_hex;
+    pub use crate::error_chain::{SharedError, error_chain};
+    pub use crate::printable::{printable, printable_lines, to_json_line, to_json_pretty};
+    pub use crate::registry::files::component_files;
+    pub use crate::regular_file::{open_regular_file, read_regular_file};
+    pub use crate::trust::{UntrustedFile, check_trusted};
+    pub use toolhost_protocol::suggest::{did_you_mean, unknown_tool};
+    pub use toolhost_protocol::vcp::summary as vcp_summary;
+}
 
 /// Every limit's default, and the fixed limits, as `docs/SECURITY.md`
 /// lists them.
@@ -168,7 +174,7 @@ pub mod limits {
     };
 
     /// What the sandbox reserves, and how its default size is decided
-    /// (see [`SandboxSize`](crate::SandboxSize)).
+    /// (see [`SandboxSize`](crate::sandbox::SandboxSize)).
     pub mod sandbox {
         pub use crate::sandbox::{
             ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_MEMORIES_PER_CALL, MEMORIES_PER_CALL,
@@ -189,7 +195,7 @@ pub mod limits {
 
 /// Install toolhost's counting allocator as the program's global
 /// allocator, so that each call's host memory is counted and the per-call
-/// host-memory limit holds (see [`HostMemoryAllocator`]). A library makes
+/// host-memory limit holds (see [`HostMemoryAllocator`](sandbox::HostMemoryAllocator)). A library makes
 /// no process-wide choice, so the program does, once, in its binary:
 ///
 /// ```ignore
@@ -200,7 +206,7 @@ pub mod limits {
 /// Without it, calls still run under every other limit (linear memory,
 /// fuel, time, resource counts, open files), but what the host allocates
 /// for a call is not counted: `host_memory_mib` does not apply and host
-/// work costs no per-byte fuel ([`accounting_active`] is false).
+/// work costs no per-byte fuel ([`accounting_active`](sandbox::accounting_active) is false).
 #[macro_export]
 macro_rules! count_host_memory {
     () => {
@@ -208,7 +214,8 @@ macro_rules! count_host_memory {
     };
     ($allocator:ty, $inner:expr) => {
         #[global_allocator]
-        static TOOLHOST_HOST_MEMORY: $crate::HostMemoryAllocator<$allocator> = $crate::HostMemoryAllocator::new($inner);
+        static TOOLHOST_HOST_MEMORY: $crate::sandbox::HostMemoryAllocator<$allocator> =
+            $crate::sandbox::HostMemoryAllocator::new($inner);
     };
 }
 

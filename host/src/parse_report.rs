@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 /// The calls, prose and warnings of one reply.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ParseReport {
     /// The calls, in the order the reply makes them.
     pub calls: Vec<FoundCall>,
@@ -27,6 +28,7 @@ pub struct ParseReport {
 
 /// One call found in a reply.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct FoundCall {
     /// The tool's name as written.
     pub name: String,

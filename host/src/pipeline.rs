@@ -63,6 +63,7 @@ pub struct Turn {
 
 /// Whom a turn's calls come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Audience {
     /// A model, through its agent: the agent-callable tools its
     /// configuration turns on ([`ToolCallConfig::offers`]).
@@ -151,6 +152,7 @@ pub const DIRECT_AGENT: &str = "direct";
 
 /// What a turn produced.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TurnResult {
     /// One outcome per call, in the calls' order.
     pub outcomes: Vec<ToolOutcome>,

@@ -15,6 +15,7 @@ use crate::suggest::did_you_mean;
 
 /// One mistake, in words for a person: the key and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PolicyWarning {
     /// The key, e.g. `plugins.file.dirs."/workspace"`.
     pub key: String,

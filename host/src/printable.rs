@@ -38,11 +38,21 @@ pub fn printable_lines(text: &str) -> Cow<'_, str> {
 /// `value` as pretty JSON in which every character [`printable`] escapes is
 /// written as a `\uXXXX` escape. serde_json escapes C0 already; this adds
 /// DEL, C1, bidirectional and invisible characters. The JSON means the same.
+///
+/// # Errors
+///
+/// serde_json's error when `value` cannot be serialized (a map with keys that
+/// are not strings, say).
 pub fn to_json_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     escaped_json(value, serde_json::ser::PrettyFormatter::new())
 }
 
 /// [`to_json_pretty`] on one line: for JSON-lines output.
+///
+/// # Errors
+///
+/// serde_json's error when `value` cannot be serialized (a map with keys that
+/// are not strings, say).
 pub fn to_json_line<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     escaped_json(value, serde_json::ser::CompactFormatter)
 }

@@ -12,6 +12,11 @@ use std::path::Path;
 /// `path`, opened for reading, if it is a regular file (symlinks are
 /// followed). Anything else is an error of kind
 /// [`ErrorKind::InvalidInput`] that says what it is.
+///
+/// # Errors
+///
+/// The I/O error of opening it; [`ErrorKind::InvalidInput`] when it is not a
+/// regular file.
 pub fn open_regular_file(path: &Path) -> std::io::Result<File> {
     let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
     let file = std::fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(path)?;
@@ -36,6 +41,11 @@ pub fn open_regular_file(path: &Path) -> std::io::Result<File> {
 /// The bytes of the regular file at `path`, refused without reading when
 /// it is not one or is larger than `most` bytes, and past `most` if it
 /// grows while it is read.
+///
+/// # Errors
+///
+/// The I/O error of reading it; [`ErrorKind::InvalidInput`] when it is not a
+/// regular file or is larger than `most` bytes.
 pub fn read_regular_file(path: &Path, most: u64) -> std::io::Result<Vec<u8>> {
     let file = open_regular_file(path)?;
     let too_large =

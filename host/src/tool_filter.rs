@@ -17,6 +17,10 @@ pub struct ToolFilter {
 impl ToolFilter {
     /// Tools whose names match one of `patterns` (`*` and `?` globs, or
     /// plain names); an invalid pattern is returned with why.
+    ///
+    /// # Errors
+    ///
+    /// The pattern and why, when one is not a valid glob.
     pub fn names(mut self, patterns: &[String]) -> Result<Self, (String, String)> {
         let mut set = GlobSetBuilder::new();
         for pattern in patterns {

@@ -26,6 +26,7 @@ use std::time::Duration;
 /// Where a requested call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum CallStatus {
     /// Parsed, not yet decided.
     Pending,
@@ -57,6 +58,7 @@ impl CallStatus {
 
 /// A call the model asked for, as its reply recorded it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestedCall {
     /// The call's id.
     pub id: String,
@@ -96,6 +98,7 @@ impl RequestedCall {
 /// One entry of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Entry {
     /// The system prompt as it was sent when the conversation began.
     System {
@@ -179,6 +182,7 @@ pub(crate) fn call_text(call: &ToolCall) -> String {
 
 /// Why a transcript file could not be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TranscriptError {
     /// Reading or writing the file failed.
     #[error("transcript {}: {source}", path.display())]
@@ -231,6 +235,11 @@ impl Transcript {
     }
 
     /// A new transcript written to `path`, which must not exist.
+    ///
+    /// # Errors
+    ///
+    /// [`TranscriptError::Exists`] when `path` exists; [`TranscriptError::Io`]
+    /// when it cannot be created.
     pub fn create(path: &Path) -> Result<Self, TranscriptError> {
         let io = |source| TranscriptError::Io { path: path.to_owned(), source };
         let file = OpenOptions::new().append(true).create_new(true).open(path).map_err(|e| match e.kind() {
@@ -242,6 +251,12 @@ impl Transcript {
 
     /// The transcript saved in `path`, to continue, and the warnings met
     /// reading it (a torn last line, skipped and cut off).
+    ///
+    /// # Errors
+    ///
+    /// [`TranscriptError::Io`] when the file cannot be read or cut;
+    /// [`TranscriptError::Corrupt`] when a line other than the last is not an
+    /// entry.
     pub fn resume(path: &Path) -> Result<(Self, Vec<String>), TranscriptError> {
         let io = |source| TranscriptError::Io { path: path.to_owned(), source };
         let mut file = OpenOptions::new().read(true).append(true).open(path).map_err(io)?;
@@ -312,6 +327,10 @@ impl Transcript {
 
     /// Append `entry`, handing it to the file's writer. Fails when an
     /// earlier entry could not be written (since the last flush).
+    ///
+    /// # Errors
+    ///
+    /// [`TranscriptError::Io`] when an earlier entry could not be written.
     pub fn push(&mut self, entry: Entry) -> Result<(), TranscriptError> {
         if let Some((path, appender)) = &self.file {
             let line = serde_json::to_string(&entry).expect("an entry serializes");
@@ -323,6 +342,10 @@ impl Transcript {
 
     /// Wait until every entry pushed so far is in the file. Dropping the
     /// transcript also writes them, blocking until it has.
+    ///
+    /// # Errors
+    ///
+    /// [`TranscriptError::Io`] when an entry could not be written.
     pub async fn flush(&self) -> Result<(), TranscriptError> {
         match &self.file {
             Some((path, appender)) => appender.flush().await.map_err(|source| TranscriptError::Io { path: path.clone(), source }),

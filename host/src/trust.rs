@@ -16,6 +16,7 @@ const WRITABLE_BY_OTHERS: u32 = 0o002;
 /// A file someone other than this user (or root) could have written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{} is not trusted: {why}", path.display())]
+#[non_exhaustive]
 pub struct UntrustedFile {
     /// The file.
     pub path: PathBuf,
@@ -26,6 +27,11 @@ pub struct UntrustedFile {
 /// `Ok` when the file at `path` (symlinks followed) belongs to this user or
 /// to root and others may not write it; a file that does not
 /// exist is no one's and passes.
+///
+/// # Errors
+///
+/// An [`UntrustedFile`] naming the file and who else owns or may write it, and
+/// how to trust it.
 pub fn check_trusted(path: &Path) -> Result<(), UntrustedFile> {
     let Ok(metadata) = std::fs::metadata(path) else { return Ok(()) };
     let me = rustix::process::geteuid().as_raw();

@@ -13,6 +13,7 @@ use serde_json::{Map, Number, Value};
 /// Why a call cannot run, worded for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
+#[non_exhaustive]
 pub struct ArgumentError {
     /// The tool named by the call.
     pub tool: String,
@@ -26,6 +27,12 @@ pub struct ArgumentError {
 /// the message names the closest), required parameters must be there, and
 /// values are coerced to the declared types. Returns the call with its
 /// arguments coerced; id, raw text and reserved keys are kept.
+///
+/// # Errors
+///
+/// An [`ArgumentError`], with a message for the model, when the tool is not
+/// declared (naming the closest names), a required parameter is missing, or a
+/// value cannot be coerced to its declared type.
 pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentError> {
     let error = |message: String| ArgumentError { tool: call.tool.clone(), unknown_tool: false, message };
     let Some(spec) = tools.iter().find(|t| t.name == call.tool) else {

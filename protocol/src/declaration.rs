@@ -12,6 +12,7 @@ use toolhost_types::manifest::*;
 /// Why a manifest was refused. Every variant names the plugin, and where
 /// the manifest holds the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ManifestError {
     /// A version string is not semver.
     #[error("plugin `{plugin}`: {what} `{value}` is not a semver version: {reason}")]
@@ -181,6 +182,7 @@ pub enum ManifestError {
 
 /// A place in a manifest, as an error names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Field {
     /// The plugin's name.
     PluginName,
@@ -269,6 +271,11 @@ impl RawManifest {
     /// for a call, semver versions, API compatibility, uniqueness, and
     /// examples that use only declared parameters with values of their
     /// types. Names come first, so that every later error can quote them.
+    ///
+    /// # Errors
+    ///
+    /// The first broken promise, as a [`ManifestError`] naming the field and the
+    /// limit or rule it breaks.
     pub fn validate(self, max_bytes: usize) -> Result<PluginManifest, ManifestError> {
         let current = semver::Version::parse(HOST_API_VERSION).expect("HOST_API_VERSION is semver");
         self.validate_for(&current, max_bytes)

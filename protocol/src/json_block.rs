@@ -14,7 +14,7 @@ use serde_json::json;
 
 /// The json-block protocol.
 #[derive(Debug, Clone, Copy)]
-pub struct JsonBlock;
+pub(crate) struct JsonBlock;
 
 const BASE_RULES: &str = "## How to call a tool
 
@@ -36,7 +36,7 @@ impl Protocol for JsonBlock {
         ProtocolId::JsonBlock
     }
 
-    fn render(&self, tools: &[ToolSpec]) -> String {
+    fn render(&self, tools: &[&ToolSpec]) -> String {
         render_layers(BASE_RULES, tools, |tool| {
             let call = json!({ "action": "tool_call", "name": tool.name, "arguments": example_arguments(tool) });
             format!("```json\n{call}\n```")
@@ -56,7 +56,7 @@ impl Protocol for JsonBlock {
 
 /// The three layers: `rules`, the tool list with `example` calls, and the
 /// guidance by permission level.
-pub(crate) fn render_layers(rules: &str, tools: &[ToolSpec], example: impl Fn(&ToolSpec) -> String) -> String {
+pub(crate) fn render_layers(rules: &str, tools: &[&ToolSpec], example: impl Fn(&ToolSpec) -> String) -> String {
     let mut out = String::from(rules);
     out.push_str("\n## Tools\n");
     for tool in tools {
@@ -88,7 +88,7 @@ pub(crate) fn format_json_results(outcomes: &[ToolOutcome]) -> Vec<Message> {
 
 /// The third layer: how freely to call each tool, by what it does. A
 /// kind no tool is of is left out.
-fn guidance(tools: &[ToolSpec]) -> String {
+fn guidance(tools: &[&ToolSpec]) -> String {
     let mut text = String::from("\n## When to use them\n");
     for (care, advice) in [
         (Care::Query, "call them whenever they help answer; they only compute."),
@@ -139,6 +139,8 @@ impl Care {
             (_, Reach::Write) => Care::Writing,
             (Permission::Moderate, _) | (_, Reach::Read) => Care::Reading,
             (Permission::Public, Reach::Compute) => Care::Query,
+            // A reach added later: the most care short of a sensitive tool.
+            (Permission::Public, _) => Care::Writing,
         }
     }
 }

@@ -12,6 +12,7 @@ pub const MAX_DEPTH: usize = 128;
 
 /// A repair made while reading, at a byte offset of the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Repair {
     /// Where, in bytes from the start of the text given to [`parse_prefix`].
     pub offset: usize,
@@ -21,6 +22,7 @@ pub struct Repair {
 
 /// Why the text is not a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JsonError {
     /// Where reading stopped.
     pub offset: usize,
@@ -30,6 +32,11 @@ pub struct JsonError {
 
 /// Read one value from the start of `text` (after whitespace). Returns the
 /// value, the byte length consumed, and the repairs made.
+///
+/// # Errors
+///
+/// A [`JsonError`], at the offset where reading stopped, when the text does not
+/// start with a value, even after the repairs, or nests deeper than [`MAX_DEPTH`].
 pub fn parse_prefix(text: &str) -> Result<(Value, usize, Vec<Repair>), JsonError> {
     let mut reader = Reader { bytes: text.as_bytes(), text, at: 0, repairs: Vec::new() };
     reader.skip_ws();
@@ -38,6 +45,11 @@ pub fn parse_prefix(text: &str) -> Result<(Value, usize, Vec<Repair>), JsonError
 }
 
 /// Read `text` as exactly one value, allowing surrounding whitespace.
+///
+/// # Errors
+///
+/// A [`JsonError`] when the text is not one value with only whitespace around it,
+/// even after the repairs, or nests deeper than [`MAX_DEPTH`].
 pub fn parse(text: &str) -> Result<(Value, Vec<Repair>), JsonError> {
     let (value, used, repairs) = parse_prefix(text)?;
     if text[used..].trim().is_empty() {

@@ -17,6 +17,11 @@
 //! program with no plugins at all can use it, given tool names
 //! ([`Declared`]) and, to type values, their declarations.
 
+// A `pub` item that no path from the root reaches is `pub(crate)`, so
+// that `pub` alone marks the public API.
+#![warn(unreachable_pub)]
+#![warn(clippy::missing_errors_doc)]
+
 pub mod arguments;
 mod auto;
 pub(crate) mod call_syntax;
@@ -77,6 +82,7 @@ impl std::fmt::Display for Warning {
 
 /// What a reply held.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Parsed {
     /// The calls, in the order they stand in the reply.
     pub calls: Vec<ParsedCall>,
@@ -111,8 +117,9 @@ pub trait Protocol: Send + Sync {
     /// Its identifier.
     fn id(&self) -> ProtocolId;
 
-    /// The tool definitions, as text for a system prompt.
-    fn render(&self, tools: &[ToolSpec]) -> String;
+    /// The tool definitions, as text for a system prompt. The tools are
+    /// borrowed, as a catalog or an agent's selection holds them.
+    fn render(&self, tools: &[&ToolSpec]) -> String;
 
     /// Every call in a finished reply.
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed;
@@ -125,6 +132,7 @@ pub trait Protocol: Send + Sync {
 /// The protocols toolhost speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ProtocolId {
     /// VCP `<<<[TOOL_REQUEST]>>>` blocks.
     Vcp,
@@ -288,7 +296,7 @@ mod tests {
     fn no_line_of_a_description_can_pass_for_a_renderers_line() {
         let tool = forger();
         for protocol in [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag] {
-            let prompt = protocol.protocol().render(std::slice::from_ref(&tool));
+            let prompt = protocol.protocol().render(&[&tool]);
             let lines = |pred: &dyn Fn(&str) -> bool| prompt.lines().filter(|line| pred(line)).count();
             for forged in ["Tool: write_file", "Plugin: files", "### write_file", "---", "- path ("] {
                 assert_eq!(lines(&|line| line.starts_with(forged)), 0, "{protocol:?}: `{forged}` starts a line in\n{prompt}");

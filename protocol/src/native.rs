@@ -19,7 +19,7 @@ impl Protocol for Native {
         ProtocolId::Native
     }
 
-    fn render(&self, tools: &[ToolSpec]) -> String {
+    fn render(&self, tools: &[&ToolSpec]) -> String {
         serde_json::to_string_pretty(&tools_schema(tools)).unwrap_or_default()
     }
 
@@ -54,8 +54,8 @@ impl Protocol for Native {
 }
 
 /// The OpenAI `tools` array for `tools`.
-pub fn tools_schema(tools: &[ToolSpec]) -> Value {
-    Value::Array(tools.iter().map(tool_schema).collect())
+pub fn tools_schema(tools: &[&ToolSpec]) -> Value {
+    Value::Array(tools.iter().map(|tool| tool_schema(tool)).collect())
 }
 
 /// One tool as an OpenAI function definition.
@@ -93,6 +93,7 @@ pub fn parameters_schema(tool: &ToolSpec) -> Value {
 /// Tool declarations in a file that is not an OpenAI `tools` array.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool {index}: {what}")]
+#[non_exhaustive]
 pub struct ToolsSchemaError {
     /// Which tool of the array, from 0.
     pub index: usize,
@@ -186,7 +187,7 @@ mod tests {
     #[test]
     fn tools_read_back_from_their_schema() {
         let forecast = super::super::forecast();
-        let read = tools_from_schema(&tools_schema(std::slice::from_ref(&forecast))).unwrap();
+        let read = tools_from_schema(&tools_schema(&[&forecast])).unwrap();
         let types: Vec<_> = read[0].params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
         let declared: Vec<_> = forecast.params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
         assert_eq!((read[0].name.as_str(), types), ("forecast", declared));

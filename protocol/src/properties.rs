@@ -330,7 +330,7 @@ proptest! {
         let Ok(manifest) = raw.validate(usize::MAX) else { return Ok(()) };
         let declared = Declared::new(manifest.tools.iter().map(|t| t.name.clone()));
         for rendered in ALL {
-            let prompt = rendered.protocol().render(&manifest.tools);
+            let prompt = rendered.protocol().render(&manifest.tools.iter().collect::<Vec<_>>());
             for parser in ALL {
                 let parsed = parser.protocol().parse(&prompt, &declared);
                 let found: Vec<(String, Map<String, Value>)> =

@@ -51,7 +51,7 @@ impl Protocol for Vcp {
         ProtocolId::Vcp
     }
 
-    fn render(&self, tools: &[ToolSpec]) -> String {
+    fn render(&self, tools: &[&ToolSpec]) -> String {
         // The JSON example is the prompt's first bracket, so a parser that
         // reads a text's first JSON value (native) reads it, never JSON a
         // declaration holds.
@@ -60,7 +60,7 @@ impl Protocol for Vcp {
              Every value goes between 「始」 and 「末」; a json parameter's value is JSON, e.g. [\"a\", \"b\"]. \
              You may write several blocks; each is one call. Results come back in the next message.\n\n",
         );
-        let definitions: Vec<String> = tools.iter().map(render_tool).collect();
+        let definitions: Vec<String> = tools.iter().map(|tool| render_tool(tool)).collect();
         out.push_str(&definitions.join("\n\n---\n\n"));
         out
     }
@@ -429,7 +429,7 @@ mod tests {
             required: true,
         });
         tool.example = Some(json!({"content": MARKED_VALUES[1]}));
-        let parsed = parse(&VCP.render(&[tool]));
+        let parsed = parse(&VCP.render(&[&tool]));
         assert_eq!(parsed.calls.len(), 1, "{:?}", parsed.warnings);
         assert_eq!(parsed.calls[0].name, "write");
         assert_eq!(args(&parsed.calls[0]), json!({"content": MARKED_VALUES[1]}));

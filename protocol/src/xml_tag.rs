@@ -14,7 +14,7 @@ use std::ops::Range;
 
 /// The xml-tag protocol.
 #[derive(Debug, Clone, Copy)]
-pub struct XmlTag;
+pub(crate) struct XmlTag;
 
 const RULES: &str = "## How to call a tool
 
@@ -41,7 +41,7 @@ impl Protocol for XmlTag {
         ProtocolId::XmlTag
     }
 
-    fn render(&self, tools: &[ToolSpec]) -> String {
+    fn render(&self, tools: &[&ToolSpec]) -> String {
         render_layers(RULES, tools, |tool| {
             let call = json!({ "name": tool.name, "arguments": example_arguments(tool) });
             format!("<tool_code>{call}</tool_code>")

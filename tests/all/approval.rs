@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost::{
-    AllowAll, Approvals, Approver, CallDecision, ChannelApprover, DenyAll, Executor, PendingCall, Pipeline, ProtocolId, Registry,
-    ResultDecision, Status, ToolCall, ToolCallConfig, ToolOutcome, ToolSpec, Turn,
+    AllowAll, Approvals, Approver, CallDecision, DenyAll, Executor, PendingCall, Pipeline, ProtocolId, Registry, ResultDecision,
+    Status, ToolCall, ToolCallConfig, ToolOutcome, ToolSpec, Turn, approval::ChannelApprover,
 };
 
 /// Answers from a script, and records what it was asked.

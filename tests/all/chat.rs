@@ -9,9 +9,12 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost::{
-    AllowAll, Approvals, Approver, CallDecision, CallMode, CallStatus, CancellationToken, Chain, ChainEvent, DenyAll, Entry,
-    LlmProfile, ManualDecision, OpenAiClient, PendingCall, Pipeline, ProtocolId, ResultDecision, RetryPolicy, Status, Stop,
-    ToolCallConfig, ToolOutcome, ToolSpec, Transcript,
+    AllowAll, Approvals, Approver, CallDecision, CancellationToken, Chain, ChainEvent, DenyAll, OpenAiClient, PendingCall,
+    Pipeline, ProtocolId, ResultDecision, Status, Stop, ToolCallConfig, ToolOutcome, ToolSpec, Transcript,
+    agent::CallMode,
+    chain::ManualDecision,
+    llm::{LlmProfile, RetryPolicy},
+    transcript::{CallStatus, Entry},
 };
 use toolhost_standin::{CallStyle, Reply, Response, StandIn};
 

@@ -5,7 +5,7 @@
 use crate::built::{BLOATED, CALC, FILES, INJECTOR};
 use crate::support::TestHost;
 use toolhost::{Declared, ProtocolId};
-use toolhost::{PromptCache, ToolCallConfig, visible_tools};
+use toolhost::{PromptCache, ToolCallConfig, prompt::visible_tools};
 
 /// The protocols a prompt is rendered in (`auto` renders as json-block).
 const RENDERED: [ProtocolId; 4] = [ProtocolId::Vcp, ProtocolId::JsonBlock, ProtocolId::XmlTag, ProtocolId::Native];

@@ -4,7 +4,7 @@
 use crate::built::CALC;
 use crate::support::TestHost;
 use serde_json::json;
-use toolhost::{FailureKind, Status};
+use toolhost::{Status, types::FailureKind};
 
 #[tokio::test]
 async fn a_plugins_own_invalid_args_is_an_invalid_args_outcome() {

@@ -4,8 +4,8 @@
 use crate::built::{FILES, HOSTILE, SQUATTER};
 use crate::support::TestHost;
 use serde_json::json;
-use toolhost::Withheld;
-use toolhost::sha256_hex;
+use toolhost::cli_support::sha256_hex;
+use toolhost::sandbox::Withheld;
 use toolhost::{Registry, Status};
 
 /// A host with the hostile plugin, `/data` mapped to a fresh directory
@@ -165,7 +165,7 @@ async fn an_http_host_off_the_allow_list_is_denied_and_named() {
          GET http://evil.test/ failed: ErrorCode::HttpRequestDenied"
     );
     let failure = outcome.failure.expect("a denial is a failure");
-    assert_eq!((failure.kind, failure.hosts), (toolhost::FailureKind::HttpDenied, vec!["evil.test".to_owned()]));
+    assert_eq!((failure.kind, failure.hosts), (toolhost::types::FailureKind::HttpDenied, vec!["evil.test".to_owned()]));
     assert_eq!(failure.plugin.as_deref(), Some("hostile"));
 }
 

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use toolhost::{
-    CancellationToken, ChatRequest, LlmClient, LlmError, LlmProfile, Message, OpenAiClient, Reply, ReplyLimit, RetryPolicy,
+    CancellationToken, LlmClient, Message, OpenAiClient,
+    llm::{ChatRequest, LlmError, LlmProfile, Reply, ReplyLimit, RetryPolicy},
 };
 
 /// The most a hostile server may make this process grow.
@@ -103,7 +104,7 @@ async fn one_line_longer_than_the_line_limit_is_refused_before_it_is_parsed() {
     let (outcome, _, _) = ask(profile(base_url)).await;
     let error = outcome.unwrap_err();
     let LlmError::OverLimit { limit: ReplyLimit::Line(limit), partial } = &error else { panic!("{error:?}") };
-    assert_eq!(*limit, toolhost::DEFAULT_MAX_LINE_BYTES);
+    assert_eq!(*limit, toolhost::llm::DEFAULT_MAX_LINE_BYTES);
     assert_eq!(partial.content, "before ");
     assert!(error.to_string().contains("max_line_kib"), "{error}");
 }

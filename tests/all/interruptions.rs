@@ -9,8 +9,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use toolhost::{
-    Approvals, Approver, CallDecision, CancellationToken, PendingCall, Pipeline, ProtocolId, ResultDecision, RunOptions, Status,
-    ToolCall, ToolOutcome, ToolSpec, Turn,
+    Approvals, Approver, CallDecision, CancellationToken, PendingCall, Pipeline, ProtocolId, ResultDecision, Status, ToolCall,
+    ToolOutcome, ToolSpec, Turn, executor::RunOptions,
 };
 
 /// A tracing layer, as an embedder might install, that panics on the first

@@ -5,7 +5,7 @@ use crate::built::{CALC, HOSTILE};
 use crate::support::TestHost;
 use serde_json::json;
 use std::time::Duration;
-use toolhost::{FailureKind, Status, ToolOutcome};
+use toolhost::{Status, ToolOutcome, types::FailureKind};
 
 /// The failure's kind, and the limit it names with its value.
 fn limit_hit(outcome: &ToolOutcome) -> (FailureKind, String, u64) {

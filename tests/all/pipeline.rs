@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use toolhost::{
     AllowAll, Approvals, Approver, CallDecision, Declared, Executor, Message, PendingCall, Pipeline, ProtocolId, ResultDecision,
-    Role, RunOptions, Status, ToolCall, ToolOutcome, ToolSpec, Turn,
+    Role, Status, ToolCall, ToolOutcome, ToolSpec, Turn, executor::RunOptions,
 };
 
 fn call(id: &str, tool: &str, args: serde_json::Value) -> ToolCall {
@@ -153,8 +153,8 @@ async fn the_error_and_invalid_args_text_of_a_tool_with_result_approval_are_held
 
     // Nobody to approve (a node nobody watches, moderate calls allowed):
     // nothing of them reaches the model, and it says why.
-    let unattended = toolhost::Unattended { moderate: toolhost::UnattendedAction::Allow, ..Default::default() };
-    let nobody = Arc::new(toolhost::UnattendedApprover::new(unattended));
+    let unattended = toolhost::vcp::Unattended { moderate: toolhost::vcp::UnattendedAction::Allow, ..Default::default() };
+    let nobody = Arc::new(toolhost::vcp::UnattendedApprover::new(unattended));
     let result = pipeline(&host, nobody).run(&Turn::direct(ProtocolId::Native), calls()).await;
     for outcome in &result.outcomes {
         assert_eq!(outcome.status, Status::ResultRejected);

@@ -23,7 +23,7 @@ async fn load(example: Plugin, tools: &[(&str, &[Param<'_>])]) -> TestHost {
     let refused: Vec<String> = catalog.refused.iter().map(|r| r.error.to_string()).collect();
     assert!(refused.is_empty(), "{refused:?}");
     let plugin = catalog.plugin(example.name).unwrap_or_else(|| panic!("{} did not load", example.name));
-    assert_eq!(plugin.manifest.api_version.to_string(), toolhost::HOST_API_VERSION);
+    assert_eq!(plugin.manifest.api_version.to_string(), toolhost::types::HOST_API_VERSION);
     let declared: Vec<&str> = plugin.manifest.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(declared, tools.iter().map(|(name, _)| *name).collect::<Vec<_>>());
     for (tool, params) in tools {

@@ -64,7 +64,7 @@ async fn an_agent_sees_only_its_agent_callable_toggled_tools_in_plugin_order() {
     let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
     config.tool_toggles.insert("write_file".into(), false);
     let catalog = host.registry.catalog();
-    let names: Vec<&str> = toolhost::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = toolhost::prompt::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["calculate", "list_files", "read_file", "spin", "wait_ms"], "only agent-callable tools");
 }
 

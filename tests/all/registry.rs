@@ -9,8 +9,12 @@ use std::sync::Arc;
 use toolhost::Policy;
 use toolhost::Registry;
 use toolhost::{
-    CacheUse, Contract, Executor, LoadError, LockFile, PinState, Status, ToolCall, check_policy, component_files, sha256_hex,
-    visible_tools,
+    Executor, Status, ToolCall,
+    cli_support::{component_files, sha256_hex},
+    contract::Contract,
+    policy_check::check_policy,
+    prompt::visible_tools,
+    registry::{CacheUse, LoadError, LockFile, PinState},
 };
 
 fn refusals(registry: &Registry) -> Vec<String> {
@@ -42,7 +46,7 @@ async fn a_component_that_does_not_compile_is_refused_alone_keeping_wasmtimes_er
     let [refusal] = &catalog.refused[..] else { panic!("{:?}", refusals(&host.registry)) };
     assert!(matches!(refusal.error, LoadError::Compile { .. }), "{:?}", refusal.error);
     let source = std::error::Error::source(&refusal.error).expect("wasmtime's error is kept");
-    let said = toolhost::error_chain(&refusal.error);
+    let said = toolhost::cli_support::error_chain(&refusal.error);
     assert!(said.starts_with("broken.wasm is not a loadable component: ") && said.contains(&source.to_string()), "{said}");
 }
 

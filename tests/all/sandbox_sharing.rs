@@ -5,7 +5,7 @@
 use crate::built::CALC;
 use crate::support::policy_in;
 use std::sync::Arc;
-use toolhost::{Executor, Registry, Sandbox, SandboxSize, Status, ToolCall};
+use toolhost::{Executor, Registry, Sandbox, Status, ToolCall, sandbox::SandboxSize};
 
 /// Registries in one process, each over its own directory and policy.
 const REGISTRIES: usize = 16;

@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tempfile::TempDir;
-use toolhost::{Executor, LockFile, Policy, Registry, ToolCall, ToolOutcome};
+use toolhost::{Executor, Policy, Registry, ToolCall, ToolOutcome, registry::LockFile};
 
 /// A plugin of `plugins/`, as the constants of [`crate::built`] name it:
 /// built by `cargo xtask build-plugins` into `target/plugins/DIR/NAME.wasm`.

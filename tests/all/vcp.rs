@@ -10,8 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use toolhost::{
-    Approvals, Approver, CancellationToken, Console, ConsoleOptions, NodeState, NodeStatus, Pipeline, TerminalApprover,
-    UnattendedApprover, VcpConfig, VcpNode,
+    Approvals, Approver, CancellationToken, Console, Pipeline, VcpNode,
+    approval::TerminalApprover,
+    console::ConsoleOptions,
+    vcp::{NodeState, NodeStatus, UnattendedApprover, VcpConfig},
 };
 
 const KEY: &str = "s3cret-key";
@@ -619,7 +621,7 @@ const SERVER_REPLY: &str = "Let me compute.\n\
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers_statuses() {
-    use toolhost::{Chain, ChainEvent, Handover, LlmProfile, OpenAiClient, Status, Stop, ToolCallConfig, Transcript};
+    use toolhost::{Chain, ChainEvent, OpenAiClient, Status, Stop, ToolCallConfig, Transcript, llm::LlmProfile, vcp::Handover};
     let standin = StandIn::start(KEY).await;
     let node = Node::join(&standin, &[CALC, EXPOSED], "", "[approval]\naudit_log = \"audit.jsonl\"\n").await;
     node.until("connected", |s| s.state == NodeState::Connected).await;
@@ -673,7 +675,10 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
     assert_eq!(audit, "", "nothing ran or was even checked here");
     assert!(transcript.unanswered().is_empty(), "no call is left for the chain to answer");
     assert!(
-        transcript.entries().iter().any(|e| matches!(e, toolhost::Entry::Assistant { content, .. } if content == SERVER_REPLY))
+        transcript
+            .entries()
+            .iter()
+            .any(|e| matches!(e, toolhost::transcript::Entry::Assistant { content, .. } if content == SERVER_REPLY))
     );
 
     // Not connected: the model is told about no tools nobody could run.
@@ -685,7 +690,7 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handover_to_a_node_another_process_runs_follows_its_status_file_without_reading_it_per_prompt() {
-    use toolhost::Handover;
+    use toolhost::vcp::Handover;
     let standin = StandIn::start(KEY).await;
     let mut node = Node::join(&standin, &[CALC], "", "").await;
     node.until("connected", |s| s.state == NodeState::Connected).await;
@@ -715,7 +720,7 @@ async fn a_handover_to_a_node_another_process_runs_follows_its_status_file_witho
     left.registered = vec!["calculate".into()];
     left.pid = u32::MAX;
     left.write(&config.status_file).unwrap();
-    tokio::time::sleep(toolhost::STATUS_FILE_POLL * 3).await;
+    tokio::time::sleep(toolhost::vcp::STATUS_FILE_POLL * 3).await;
     assert_eq!(handover.tools(), Vec::<String>::new(), "its process is gone");
     left.pid = std::process::id();
     left.write(&config.status_file).unwrap();

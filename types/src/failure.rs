@@ -8,6 +8,8 @@ use std::time::Duration;
 
 /// A tool's successful result.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Exhaustive: it mirrors the WIT `output`, which changes only with a new
+// contract version, and then every match must handle the new case.
 pub enum ToolOutput {
     /// Plain text.
     Text(String),
@@ -26,6 +28,8 @@ impl ToolOutput {
 
 /// How a plugin said its tool failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Exhaustive: it mirrors the WIT `tool-error`, which changes only with a new
+// contract version, and then every match must handle the new case.
 pub enum ToolFailureKind {
     /// The arguments were wrong.
     InvalidArgs,
@@ -172,6 +176,7 @@ pub enum CallFailure {
 
 /// A capability linked only where granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GrantKind {
     /// Outbound HTTP (`wasi:http`).
     Http,

@@ -3,6 +3,11 @@
 //! ([`outcome`], [`failure`]) and the messages that go to and from a model
 //! ([`message`]). Plain data: no WebAssembly runtime, no async runtime.
 
+// A `pub` item that no path from the root reaches is `pub(crate)`, so
+// that `pub` alone marks the public API.
+#![warn(unreachable_pub)]
+#![warn(clippy::missing_errors_doc)]
+
 pub mod call;
 pub mod failure;
 pub mod manifest;

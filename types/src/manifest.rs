@@ -21,6 +21,8 @@ pub const HOST_API_VERSION: &str = "0.1.0";
 /// The JSON type a parameter's value must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+// Exhaustive: it mirrors the WIT `param-type`, which changes only with a new
+// contract version, and then every match must handle the new case.
 pub enum ParamType {
     /// A JSON string.
     String,
@@ -64,6 +66,8 @@ pub struct ParamSpec {
 /// How much care a call needs before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+// Exhaustive: it mirrors the WIT `permission`, which changes only with a new
+// contract version, and then every match must handle the new case.
 pub enum Permission {
     /// Reads or computes; runs without asking.
     Public,
@@ -123,6 +127,7 @@ pub struct ToolSpec {
 /// its [`Permission`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Reach {
     /// Nothing: it computes from its arguments.
     #[default]
@@ -163,6 +168,8 @@ impl ToolSpec {
 /// Access to a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+// Exhaustive: it mirrors the WIT `dir-access`, which changes only with a new
+// contract version, and then every match must handle the new case.
 pub enum DirAccess {
     /// List and read.
     Read,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Role {
     /// Instructions: the system prompt.
     System,

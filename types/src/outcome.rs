@@ -289,7 +289,7 @@ mod millis {
     use std::time::Duration;
 
     /// Milliseconds to the microsecond: `0.06`, not `0.060232999999999995`.
-    pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_f64(duration.as_micros() as f64 / 1000.0)
     }
 }

@@ -19,12 +19,15 @@
 //! - `bench`: build the plugins and every language's `toolhost new`
 //!   sample, then run the runtime, protocol and conversation-loop
 //!   benchmarks, and the VCP node's.
+//! - `api`: rewrite `docs/API.md`, the library's public names, from its
+//!   source (a test fails when the two disagree);
 //! - `fuzz [--seconds N] [TARGET…]`: run the fuzz targets in `fuzz/` (with
 //!   nightly and cargo-fuzz, which it installs), each for N seconds.
 //!
 //! Each task that builds plugins first installs the `wasm32-wasip2` target
 //! with rustup, so it works on a fresh machine.
 
+mod api;
 mod browser;
 mod mcp_bench;
 mod mcp_clients;
@@ -93,9 +96,10 @@ fn main() -> anyhow::Result<()> {
             mcp_bench::run(&root)?;
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
         }
+        "api" => api::write(&root),
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),
         _ => bail!(
-            "usage: cargo xtask <build-plugins | build-samples | mcp-clients | browser | mcp-bench | lint | test | demo | bench | fuzz [--seconds N] [TARGET…]>"
+            "usage: cargo xtask <build-plugins | build-samples | mcp-clients | browser | mcp-bench | lint | test | demo | bench | api | fuzz [--seconds N] [TARGET…]>"
         ),
     }
 }

@@ -12,7 +12,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
-use toolhost::{ChainEvent, printable, printable_lines};
+use toolhost::{
+    ChainEvent,
+    cli_support::{printable, printable_lines},
+};
 
 /// Lines of a tool's output shown under its outcome.
 const OUTPUT_LINES: usize = 12;
@@ -131,6 +134,8 @@ impl Display {
                     output::note(format_args!("({stop})"));
                 }
             }
+            // An event the library added later: the JSON output has it.
+            _ => {}
         }
     }
 

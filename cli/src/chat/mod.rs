@@ -16,9 +16,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use terminal::{Line, Terminal};
 use toolhost::{
-    AllowAll, Approver, CallMode, CancellationToken, Chain, ChainEvent, DEFAULT_WATCH_INTERVAL, DenyAll, Entry, Handover,
-    ManualDecision, OpenAiClient, ProtocolId, Registry, RequestedCall, Stop, Transcript, did_you_mean, printable, to_json_pretty,
-    visible_tools,
+    AllowAll, Approver, CancellationToken, Chain, ChainEvent, DenyAll, OpenAiClient, ProtocolId, Registry, Stop, Transcript,
+    agent::CallMode,
+    chain::ManualDecision,
+    cli_support::{did_you_mean, printable, to_json_pretty},
+    prompt::visible_tools,
+    registry::DEFAULT_WATCH_INTERVAL,
+    transcript::{Entry, RequestedCall},
+    vcp::Handover,
 };
 
 /// The agent name a chat without `--agent` runs as (approvals remembered

@@ -12,7 +12,7 @@ use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use std::io::{self, BufRead, Read, Write};
 use std::sync::{Arc, Mutex, PoisonError};
-use toolhost::{CancellationToken, TerminalApprover};
+use toolhost::{CancellationToken, approval::TerminalApprover};
 
 /// What a read at the prompt gave.
 pub(super) enum Line {

@@ -8,7 +8,7 @@ use crate::common::{median, show};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-use toolhost::{Executor, Policy, Registry, SandboxSize, Status, ToolCall};
+use toolhost::{Executor, Policy, Registry, Status, ToolCall, sandbox::SandboxSize};
 
 /// Calls timed per run, after a twentieth as many to warm up.
 const CALLS: usize = 20_000;
@@ -46,7 +46,7 @@ pub fn run(label: &str) -> anyhow::Result<()> {
     });
     println!(
         "fresh call, host memory {label} (accounting {}): {}",
-        if toolhost::accounting_active() { "on" } else { "off" },
+        if toolhost::sandbox::accounting_active() { "on" } else { "off" },
         show(median)
     );
     let out = target.join("bench");

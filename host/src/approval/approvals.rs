@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 /// What becomes of a call before any person sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Exhaustive: a program running its own approval step must handle every
+// assessment; a new one must not fall into a wildcard that runs the call.
 pub enum Assessment {
     /// It runs.
     Run {
@@ -175,6 +177,11 @@ impl Approvals {
 
     /// Remember "allow always" for `tool` of `plugin` at `plugin_sha256`,
     /// for `agent`. The file is written on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// A [`MemoryError`] when the memory file cannot be read, is not trusted,
+    /// or the change cannot be written.
     pub async fn remember(&self, agent: &str, plugin: &str, tool: &str, plugin_sha256: &str) -> Result<(), MemoryError> {
         let memory = Arc::clone(&self.memory);
         let key = [agent, plugin, tool, plugin_sha256].map(str::to_owned);

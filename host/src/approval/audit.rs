@@ -27,6 +27,7 @@ use std::time::{Duration, SystemTime};
 
 /// One call, as the audit log records it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AuditRecord {
     /// When the call ended.
     pub time: SystemTime,

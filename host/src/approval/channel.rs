@@ -15,6 +15,7 @@ const QUEUED_REQUESTS: usize = 8;
 
 /// What a [`ChannelApprover`] asks; answer by sending on `reply`.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ApprovalRequest {
     /// Decide these calls: one decision each, in order.
     Calls {

@@ -55,6 +55,7 @@ static WRITE_LOCK: Mutex<()> = Mutex::new(());
 /// One remembered "allow always".
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RememberedApproval {
     /// The agent it was given for.
     pub agent: String,
@@ -77,6 +78,7 @@ impl RememberedApproval {
 /// A problem with the memory file. Reading problems are warnings: the file
 /// is then read as empty.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MemoryError {
     /// The file exists but could not be read.
     #[error("cannot read remembered approvals {}: {source}; read as empty, so moderate tools ask again", path.display())]
@@ -200,6 +202,11 @@ impl ApprovalMemory {
 
     /// Remember "allow always" for `tool` of `plugin` at `sha256`, for
     /// `agent`. Writes the file (with fsyncs: milliseconds).
+    ///
+    /// # Errors
+    ///
+    /// A [`MemoryError`] when the file cannot be read, is not trusted, or the
+    /// change cannot be written.
     pub fn remember(&self, agent: &str, plugin: &str, tool: &str, sha256: &str) -> Result<(), MemoryError> {
         self.update(|entries| {
             if entries.iter().any(|e| e.is(agent, plugin, tool, sha256)) {
@@ -218,6 +225,11 @@ impl ApprovalMemory {
 
     /// Forget every approval of `tool` (for `agent` only, if given); how
     /// many there were. Writes the file only if there were some.
+    ///
+    /// # Errors
+    ///
+    /// A [`MemoryError`] when the file cannot be read, is not trusted, or the
+    /// change cannot be written.
     pub fn revoke(&self, tool: &str, agent: Option<&str>) -> Result<usize, MemoryError> {
         self.update(|entries| {
             let before = entries.len();
@@ -229,6 +241,10 @@ impl ApprovalMemory {
 
     /// Forget everything; how many there were. Always writes the file, so
     /// it also replaces a corrupt one.
+    ///
+    /// # Errors
+    ///
+    /// A [`MemoryError`] when the file is not trusted or cannot be written.
     pub fn clear(&self) -> Result<usize, MemoryError> {
         self.update(|entries| (std::mem::take(entries).len(), true))
     }
@@ -305,7 +321,7 @@ type ReadResult = Result<(Option<Stamp>, Vec<RememberedApproval>), (Option<Stamp
 fn read_file(path: &Path) -> ReadResult {
     let read_error = |source| (None, MemoryError::Read { path: path.to_owned(), source });
     // A FIFO or a device is reported, never waited on or read.
-    let mut file = match crate::open_regular_file(path) {
+    let mut file = match crate::regular_file::open_regular_file(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, Vec::new())),
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {

@@ -31,7 +31,7 @@
 //! corrupt memory file, say). One turn's approval step then runs like this:
 //!
 //! ```no_run
-//! use toolhost::{Approvals, Assessment, AuditRecord, DenyAll, PendingCall, ToolOutcome, ToolSpec};
+//! use toolhost::{Approvals, DenyAll, PendingCall, ToolOutcome, ToolSpec, approval::{Assessment, AuditRecord}};
 //! # async fn turn(approvals: &Approvals, tool: &ToolSpec, sha256: &str, args: serde_json::Map<String, serde_json::Value>) {
 //! let approver = DenyAll; // or AllowAll, a TerminalApprover, a ChannelApprover
 //! let mut pending = Vec::new();
@@ -91,6 +91,7 @@ use std::fmt;
 
 /// Why a call waits for a person.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AskReason {
     /// The tool is moderate and no "allow always" is remembered for it.
     Moderate,
@@ -116,6 +117,7 @@ impl fmt::Display for AskReason {
 
 /// Who or what decided a call, as the audit log records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecidedBy {
     /// The tool's permission level (a public tool runs).
     Level,
@@ -183,6 +185,7 @@ pub struct PendingCall {
 
 /// A person's (or an adapter's) decision on one pending call.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallDecision {
     /// Run it, this once.
     AllowOnce,
@@ -198,6 +201,7 @@ pub enum CallDecision {
 
 /// A person's decision on a result that needs approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResultDecision {
     /// Pass it on.
     Pass,

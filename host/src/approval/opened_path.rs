@@ -52,18 +52,18 @@ pub(crate) struct CallArguments<'a> {
 }
 
 impl<'a> CallArguments<'a> {
-    pub fn new(args: &'a Map<String, Value>, dirs: &'a [DirGrant]) -> Self {
+    pub(crate) fn new(args: &'a Map<String, Value>, dirs: &'a [DirGrant]) -> Self {
         CallArguments { args, dirs, read: RefCell::default() }
     }
 
     /// The argument `name`, if the call has it.
-    pub fn get(&self, name: &str) -> Option<&'a Value> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Value> {
         self.args.get(name)
     }
 
     /// What the argument `name` names as a path; `None` when it is not a
     /// string, is too long to be a path, or the plugin has no directory.
-    pub fn path(&self, name: &str) -> Option<Rc<PathReadings>> {
+    pub(crate) fn path(&self, name: &str) -> Option<Rc<PathReadings>> {
         let (name, Value::String(text)) = self.args.get_key_value(name)? else { return None };
         if self.dirs.is_empty() || text.len() > MAX_PATH_BYTES {
             return None;

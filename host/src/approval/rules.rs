@@ -18,7 +18,7 @@ pub const DEFAULT_MEMORY_FILE: &str = "toolhost.approvals.json";
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalConfig {
     /// The file of remembered "allow always" decisions. Default:
-    /// [`DEFAULT_MEMORY_FILE`](crate::DEFAULT_MEMORY_FILE) beside the lock
+    /// [`DEFAULT_MEMORY_FILE`](crate::config::DEFAULT_MEMORY_FILE) beside the lock
     /// file.
     pub memory_file: PathBuf,
     /// Where every decision is appended as a JSON line; `None` (the
@@ -38,6 +38,7 @@ impl Default for ApprovalConfig {
 /// What a rule does to the calls it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum RuleAction {
     /// Run without asking (even a sensitive tool; not past an agent's
     /// `require_confirmation`).
@@ -104,6 +105,7 @@ pub struct Rule {
 /// (`tool`, `args.path`, `reason`); the policy adds where the rule is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key} = {value:?} is invalid: {why}")]
+#[non_exhaustive]
 pub struct RuleError {
     /// The key within the rule.
     pub key: String,
@@ -118,6 +120,12 @@ impl Rule {
     /// `tool`, of `plugin` only and for `agent` only if given, where each
     /// `(argument, glob)` in `args` matches. `reason` is what a deny tells
     /// the model, or what an ask tells the person; an allow rule takes none.
+    ///
+    /// # Errors
+    ///
+    /// A [`RuleError`] naming the key and the value: a `tool` that is neither a
+    /// tool name nor a glob, a `plugin` that is not a plugin's name, an
+    /// argument glob that does not parse, or a `reason` on an allow rule.
     pub fn new(
         action: RuleAction,
         tool: &str,

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 /// A call, as events name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CallRef {
     /// The call's id.
     pub id: String,
@@ -34,6 +35,7 @@ impl From<&PendingCall> for CallRef {
 /// a page to show, or `--json` to print.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ChainEvent {
     /// The model is asked for a reply.
     Requesting {
@@ -124,6 +126,7 @@ impl ChainEvent {
 /// Why the loop stopped.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "reason", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Stop {
     /// The model replied without calls: its answer.
     Answered,
@@ -181,6 +184,7 @@ impl std::fmt::Display for Stop {
 
 /// What a person does with one call in manual mode.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ManualDecision {
     /// Run it, with these arguments instead of the model's when given.
     Run {

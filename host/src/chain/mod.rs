@@ -63,6 +63,7 @@ pub type Events<'a> = &'a (dyn Fn(ChainEvent) + Send + Sync);
 
 /// Why a turn could not go on.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChainError {
     /// The transcript could not be written: the loop stops rather than
     /// lose what happens next.
@@ -111,6 +112,11 @@ impl Planned {
 impl Chain {
     /// `agent`, configured by `config`, talking to `llm` and running calls
     /// on `pipeline`. Fails when the system prompt's file cannot be read.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error, naming the file, when the agent's system prompt file
+    /// cannot be read.
     pub fn new(
         llm: Arc<dyn LlmClient>,
         pipeline: Pipeline,
@@ -167,6 +173,13 @@ impl Chain {
     /// an earlier turn left unanswered (a crash, manual calls never
     /// decided) are answered as not run first. Every entry of the turn is
     /// in the transcript's file when this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ChainError::Transcript`] when the transcript cannot be written: the
+    /// loop stops rather than lose what happens next. A model's or a tool's
+    /// failure is not an error: it is in the transcript, the events and the
+    /// [`Stop`].
     pub async fn send(
         &self,
         transcript: &mut Transcript,
@@ -206,6 +219,12 @@ impl Chain {
     /// With no call waiting, this asks the model to go on from where the
     /// transcript is. Every entry of the turn is in the transcript's file
     /// when this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ChainError::UnknownCall`] when a decision names a call that does not
+    /// wait for one; [`ChainError::Transcript`] when the transcript cannot be
+    /// written.
     pub async fn resume(
         &self,
         transcript: &mut Transcript,
@@ -259,7 +278,7 @@ impl Chain {
             let native = self.config.protocol == ProtocolId::Native && self.config.enabled && !offered.is_empty();
             let request = ChatRequest {
                 messages: transcript.messages(&self.prompt(&catalog).text, self.config.protocol),
-                tools: native.then(|| tools_schema(&offered.iter().map(|t| (*t).clone()).collect::<Vec<_>>())),
+                tools: native.then(|| tools_schema(&offered)),
             };
             let reply = match self.ask(&request, events, cancel).await {
                 Ok(reply) => reply,

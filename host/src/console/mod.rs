@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::{AllowAll, Approvals, Console, ConsoleOptions, Executor, Pipeline, Policy, Registry};
+//! use toolhost::{AllowAll, Approvals, Console, Executor, Pipeline, Policy, Registry, console::ConsoleOptions};
 //!
 //! # async fn demo() -> anyhow::Result<()> {
 //! let policy = Policy::load("toolhost.toml".as_ref())?;
@@ -199,6 +199,10 @@ impl Console {
     /// Serve on `listener` until `shutdown` fires; then the chat's turn and
     /// the Run form's calls are cancelled, and whatever waits at the desk
     /// (from any door) is refused, saying the console closed.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error of the listener, when serving it fails.
     pub async fn serve(&self, listener: tokio::net::TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
         let shared = self.shared.clone();
         let stopping = shutdown.clone();

@@ -35,6 +35,7 @@ pub struct ChatRequest {
 
 /// A piece of a reply as it streams in.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StreamEvent {
     /// Reply text.
     Text(String),

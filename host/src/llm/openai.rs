@@ -111,7 +111,7 @@ pub struct LlmProfile {
     pub request_timeout: Duration,
     /// The endpoint is the VCP server this host joins as a node (`[vcp]
     /// server`, written as there): that server runs the calls, and a chat
-    /// hands them over ([`Handover`](crate::Handover)).
+    /// hands them over ([`Handover`](crate::vcp::Handover)).
     pub vcp_server: Option<String>,
 }
 
@@ -207,6 +207,12 @@ impl ClientError {
 
 impl OpenAiClient {
     /// A client for `profile`, reading its API key from the environment.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::MissingKey`] when the profile's API-key variable is not
+    /// set; [`ClientError::Http`] when a header is not valid or the HTTP client
+    /// cannot be built.
     pub fn new(profile: LlmProfile) -> Result<Self, ClientError> {
         let api_key = match &profile.api_key_env {
             Some(name) => Some(std::env::var(name).map_err(|_| ClientError::MissingKey(name.clone()))?),

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 const LOOPBACK_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 
 /// The path the server answers at.
-pub const MCP_PATH: &str = "/mcp";
+pub(crate) const MCP_PATH: &str = "/mcp";
 
 /// How the HTTP server runs, beyond `[mcp]`.
 #[derive(Debug, Clone, Default)]
@@ -80,6 +80,10 @@ impl McpServer {
 
     /// Serve MCP over HTTP on `listener` until `shutdown` fires; the
     /// registry's changes are told to every client with a session.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Transport`] when serving the listener fails.
     pub async fn serve_http(
         &self,
         listener: tokio::net::TcpListener,

@@ -87,6 +87,7 @@ impl Shared {
 
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum McpError {
     /// The client never completed the `initialize` handshake.
     #[error("the MCP client did not initialize: {0}")]
@@ -140,6 +141,11 @@ impl McpServer {
 
     /// Serve one client on standard input and output until it closes them
     /// or `shutdown` fires. Nothing else may write to stdout meanwhile.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError::Initialize`] when the client never completes the handshake;
+    /// [`McpError::Transport`] when reading or writing the pipes fails.
     pub async fn serve_stdio(&self, shutdown: CancellationToken) -> Result<(), McpError> {
         let notifier = self.notify_tool_changes(shutdown.clone());
         let session = Session::new(self.shared.clone(), true);

@@ -25,7 +25,7 @@ pub struct ComponentId<'a> {
 
 /// The limits and allowance a component gets.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AppliedPolicy {
+pub(crate) struct AppliedPolicy {
     /// Its per-call limits.
     pub limits: Limits,
     /// What it may be granted.
@@ -38,6 +38,7 @@ pub struct AppliedPolicy {
 /// A `[plugins.NAME]` section that matched a plugin by name but is not
 /// bound to its component. Its message says what to add to the section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[non_exhaustive]
 pub struct UnboundSection {
     /// The plugin name, as the section and the manifest spell it.
     pub plugin: String,
@@ -96,7 +97,7 @@ impl Binding {
 
 /// The policy for `plugin` (the name its manifest declares) loaded from
 /// `component`.
-pub fn apply(policy: &Policy, plugin: &str, component: &ComponentId<'_>) -> AppliedPolicy {
+pub(crate) fn apply(policy: &Policy, plugin: &str, component: &ComponentId<'_>) -> AppliedPolicy {
     let Some(section) = policy.plugins.get(plugin) else {
         return AppliedPolicy { limits: policy.limits, allowance: Allowance::default(), unbound: None };
     };

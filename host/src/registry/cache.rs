@@ -86,6 +86,7 @@ impl std::fmt::Display for CacheUse {
 /// Why the cache cannot be used. Each message names the directory or file
 /// and says what to do.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CacheError {
     /// The cache directory could not be made or read.
     #[error("cannot use cache directory {}: {source}", dir.display())]
@@ -182,7 +183,7 @@ pub enum CacheError {
 /// A directory of compiled artifacts for one engine configuration,
 /// authenticated with this user's key.
 #[derive(Debug, Clone)]
-pub struct ArtifactCache {
+pub(crate) struct ArtifactCache {
     dir: PathBuf,
     engine_key: String,
     key: CacheKey,
@@ -192,7 +193,7 @@ impl ArtifactCache {
     /// A cache in `dir` for artifacts of `engine`, authenticated with the
     /// key in `key_file`. Both are made if missing, private to this user;
     /// either is refused if someone else owns it or may change it.
-    pub fn new(dir: &Path, key_file: &Path, engine: &Engine) -> Result<Self, CacheError> {
+    pub(crate) fn new(dir: &Path, key_file: &Path, engine: &Engine) -> Result<Self, CacheError> {
         let io = |source| CacheError::Dir { dir: dir.to_owned(), source };
         private_dir().create(dir).map_err(io)?;
         check_dir(dir, &std::fs::metadata(dir).map_err(io)?, effective_uid())?;
@@ -203,13 +204,13 @@ impl ArtifactCache {
     }
 
     /// Where the artifact of the component with digest `sha256` lives.
-    pub fn path_for(&self, sha256: &str) -> PathBuf {
+    pub(crate) fn path_for(&self, sha256: &str) -> PathBuf {
         self.dir.join(format!("{}.cwasm", hex::encode(self.entry_id(sha256))))
     }
 
     /// The component with digest `sha256` and bytes `wasm`: from the cache
     /// when an authentic artifact is there, else compiled and stored.
-    pub fn load_or_compile(&self, engine: &Engine, sha256: &str, wasm: &[u8]) -> wasmtime::Result<(Component, CacheUse)> {
+    pub(crate) fn load_or_compile(&self, engine: &Engine, sha256: &str, wasm: &[u8]) -> wasmtime::Result<(Component, CacheUse)> {
         let (path, id) = (self.path_for(sha256), self.entry_id(sha256));
         let recovered = match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

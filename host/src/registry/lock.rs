@@ -34,6 +34,7 @@ pub struct LockFile {
 
 /// An error reading or writing the lock file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LockError {
     /// I/O failed.
     #[error("lock file {path}: {source}")]
@@ -46,7 +47,7 @@ pub enum LockError {
     /// Someone other than this user (or root) owns or may write it: it
     /// would decide which bytes load.
     #[error("lock file {0}; fix its owner or mode (chown, chmod o-w) to trust it")]
-    Untrusted(#[from] crate::UntrustedFile),
+    Untrusted(#[from] crate::trust::UntrustedFile),
     /// The file is not a valid lock file.
     #[error("lock file {path} is malformed: {message}")]
     Malformed {
@@ -64,11 +65,17 @@ impl LockFile {
     /// Read `path`; `Ok(None)` when it does not exist. A FIFO or device
     /// in its place, or a file past 16 MiB, is an error,
     /// never waited on; so is one another user owns or may write
-    /// ([`check_trusted`](crate::check_trusted)).
+    /// ([`check_trusted`](crate::trust::check_trusted)).
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Untrusted`] when another user owns or may write it;
+    /// [`LockError::Io`] when it cannot be read, is not a regular file or is
+    /// too large; [`LockError::Malformed`] when it is not a lock file.
     pub fn read(path: &Path) -> Result<Option<Self>, LockError> {
-        crate::check_trusted(path)?;
+        crate::trust::check_trusted(path)?;
         let io = |source| LockError::Io { path: path.display().to_string(), source };
-        let bytes = match crate::read_regular_file(path, MAX_LOCK_FILE_BYTES) {
+        let bytes = match crate::regular_file::read_regular_file(path, MAX_LOCK_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(io(source)),
@@ -159,6 +166,11 @@ impl LockFile {
     }
 
     /// Write atomically to `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`LockError::Io`] when the file cannot be written beside `path` or
+    /// renamed over it.
     pub fn write(&self, path: &Path) -> Result<(), LockError> {
         let io = |source| LockError::Io { path: path.display().to_string(), source };
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -189,6 +201,7 @@ fn resolved(dir: &Path) -> PathBuf {
 /// Where a component stands with the lock file: the one answer loading,
 /// `toolhost inspect` and anything else that asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PinState {
     /// There is no lock file, so nothing needs a pin.
     NoLockFile,
@@ -239,6 +252,7 @@ impl std::fmt::Display for PinState {
 /// How one pin differs between the lock file and the components on disk.
 /// Displayed as the line `toolhost lock` shows for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PinChange {
     /// A component the lock file does not pin yet.
     New {

@@ -3,43 +3,48 @@
 //!
 //! Loading a component means: read it and take its SHA-256; check it against
 //! its pin when a lock file exists; compile it (or take the verified
-//! artifact from the [`ArtifactCache`]); link it once; read its manifest in
+//! artifact from the `ArtifactCache`); link it once; read its manifest in
 //! a tightly limited sandbox with no grants; validate the manifest (semver,
 //! API compatibility, names); and resolve its grants against the policy
 //! section of its name, if that section is bound to this component (see
-//! [`binding`]). A component that fails any step is refused with the reason,
+//! `binding`). A component that fails any step is refused with the reason,
 //! and the others load.
 //!
 //! A plugin name, and a tool name, belongs to one component. When several
 //! claim one, every one of them is refused and each refusal names the
 //! others, by path: "first wins" would let a file that sorts first take the
-//! name. Tool names are those the policy gives ([`names`]): renamed first,
+//! name. Tool names are those the policy gives (`names`): renamed first,
 //! then checked, so renaming one of two tools lets both plugins load.
 //!
 //! The loaded set is an immutable [`Catalog`] snapshot; [`Registry::reload`]
 //! builds a new one (reusing unchanged plugins) and notifies subscribers.
 //!
 //! File I/O and compilation run on tokio's blocking threads (see
-//! [`blocking`]): a cold load compiles for a tenth of a second per
+//! `blocking`): a cold load compiles for a tenth of a second per
 //! component, which would stall every other task on a runtime thread.
 
-pub mod binding;
+pub(crate) mod binding;
 mod cache;
+pub(crate) mod files;
 mod lock;
 mod magic;
-pub mod names;
+pub(crate) mod names;
 mod report;
 mod watch;
 
-pub use binding::{ComponentId, UnboundSection};
-pub use cache::{ArtifactCache, CacheError, CacheUse};
+pub(crate) use binding::ComponentId;
+pub use binding::UnboundSection;
+pub(crate) use cache::ArtifactCache;
+pub use cache::{CacheError, CacheUse};
 pub use lock::{LockError, LockFile, PinChange, PinState};
 pub use watch::DEFAULT_WATCH_INTERVAL;
+// Public through `cli_support`, which the CLI uses.
+pub(crate) use files::component_files;
 
 use crate::config::Policy;
 use crate::contract::{Contract, ContractError};
 use crate::declaration::ManifestError;
-pub use crate::digest::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::error_chain::caught;
 use crate::manifest::{PluginManifest, ToolSpec};
 use crate::printable::printable;
@@ -52,6 +57,7 @@ use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 
 /// A plugin that loaded.
+#[non_exhaustive]
 pub struct LoadedPlugin {
     /// The component file.
     pub path: PathBuf,
@@ -240,6 +246,7 @@ pub enum LoadError {
 
 /// A plugin that claims a name, and the component it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Claimant {
     /// The plugin name.
     pub plugin: String,
@@ -272,6 +279,7 @@ fn and_list<T: std::fmt::Display>(items: &[T]) -> String {
 
 /// A refused component and why.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Refusal {
     /// The component file.
     pub path: PathBuf,
@@ -281,6 +289,7 @@ pub struct Refusal {
 
 /// An error that stops the registry as a whole.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// The engine could not be set up.
     #[error(transparent)]
@@ -302,6 +311,7 @@ pub enum RegistryError {
 }
 
 /// An immutable snapshot of the loaded plugins.
+#[non_exhaustive]
 pub struct Catalog {
     /// Increases by one on every reload.
     pub generation: u64,
@@ -333,6 +343,7 @@ impl Catalog {
 
 /// What a reload changed, by component file name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RegistryEvent {
     /// The new catalog's generation.
     pub generation: u64,
@@ -346,6 +357,7 @@ pub struct RegistryEvent {
 
 /// Progress while loading, for a caller that shows it.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct LoadProgress<'a> {
     /// The component about to be compiled (not in the cache).
     pub file: &'a Path,
@@ -368,11 +380,22 @@ pub struct Registry {
 impl Registry {
     /// Load every component in the policy's plugin directories, in a
     /// sandbox of its own sized as the policy's `[sandbox]` says.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when the sandbox cannot be set up, the lock file is
+    /// unreadable or malformed, a plugin directory cannot be listed, or the
+    /// compiled cache is unusable. A component that fails its checks is not an
+    /// error: it is refused, with the reason, in the catalog's `refused`.
     pub async fn load(policy: Policy) -> Result<Self, RegistryError> {
         Self::load_with_progress(policy, &|_| {}).await
     }
 
     /// [`Registry::load`], calling `progress` before each compilation.
+    ///
+    /// # Errors
+    ///
+    /// As [`Registry::load`].
     pub async fn load_with_progress(policy: Policy, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Self, RegistryError> {
         let registry = blocking(move || Self::new(policy)).await?;
         registry.populate(progress).await
@@ -382,6 +405,10 @@ impl Registry {
     /// `sandbox`, which other registries may share: its engines, its pool
     /// and its limit on calls at once (the policy's `[sandbox]` is not
     /// used).
+    ///
+    /// # Errors
+    ///
+    /// As [`Registry::load`], but for the sandbox, which is set up already.
     pub async fn load_in(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
         let registry = blocking(move || Self::with_sandbox(sandbox, policy)).await?;
         registry.populate(&|_| {}).await
@@ -399,6 +426,11 @@ impl Registry {
     /// A registry with a sandbox of its own (sized as the policy's
     /// `[sandbox]` says) and the cache set up, and nothing loaded, for
     /// [`Registry::inspect`] and [`Registry::survey`].
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when the sandbox cannot be set up or the compiled
+    /// cache is unusable.
     pub fn new(policy: Policy) -> Result<Self, RegistryError> {
         let sandbox = Arc::new(Sandbox::with_size(policy.sandbox)?);
         Self::with_sandbox(sandbox, policy)
@@ -406,6 +438,11 @@ impl Registry {
 
     /// A registry over `sandbox`, which other registries may share, with
     /// the cache set up and nothing loaded.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::Cache`] when the compiled cache, or its key, is
+    /// unusable or not private.
     pub fn with_sandbox(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
         let cache = match (&policy.cache_dir, &policy.cache_key) {
             (Some(dir), Some(key_file)) => Some(ArtifactCache::new(dir, key_file, sandbox.engine())?),
@@ -430,6 +467,11 @@ impl Registry {
     /// Every component in the plugin directories loaded as if there were no
     /// lock file, with every other check and refusal: what `toolhost lock`
     /// is about to pin. The registry's own catalog is left as it is.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when a plugin directory cannot be listed; a
+    /// component that fails its checks is refused in the catalog instead.
     pub async fn survey(&self, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Catalog, RegistryError> {
         self.scan(&Catalog::empty(), None, progress).await
     }
@@ -451,6 +493,11 @@ impl Registry {
 
     /// Rescan the plugin directories: pick up added, removed and changed
     /// components, keep unchanged ones as they are, and notify subscribers.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistryError`] when the lock file is unreadable or malformed or a
+    /// plugin directory cannot be listed; the catalog is then left as it was.
     pub async fn reload(&self) -> Result<RegistryEvent, RegistryError> {
         let _one_at_a_time = self.reloading.lock().await;
         let old = self.catalog();
@@ -517,6 +564,12 @@ impl Registry {
     /// Load one component file outside the catalog, as `toolhost inspect`
     /// does: the same checks, but no pin and no collision check. Its grants
     /// are those it would get in the catalog.
+    ///
+    /// # Errors
+    ///
+    /// The [`LoadError`] that would refuse it in the catalog: the file cannot
+    /// be read or is not a component, or its manifest, API version, names or
+    /// grants fail their checks.
     pub async fn inspect(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         let file = self.read_component(path).await?;
         // An unreadable lock pins nothing; the caller reports it.
@@ -739,22 +792,6 @@ fn conflicts(loaded: &[(PathBuf, Result<Arc<LoadedPlugin>, LoadError>)]) -> Hash
         refused.insert(i, error);
     }
     refused
-}
-
-/// Every `*.wasm` file in `dirs`, directory by directory, sorted by name.
-pub fn component_files(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, RegistryError> {
-    let mut all = Vec::new();
-    for dir in dirs {
-        let entries = std::fs::read_dir(dir).map_err(|source| RegistryError::ReadDir { dir: dir.clone(), source })?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
-            .collect();
-        files.sort();
-        all.extend(files);
-    }
-    Ok(all)
 }
 
 fn file_name(path: &Path) -> String {

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The share of the process's descriptors that plugin calls may hold.
-pub const SHARE_FOR_PLUGINS_PERCENT: usize = 75;
+pub(crate) const SHARE_FOR_PLUGINS_PERCENT: usize = 75;
 /// When the process's limit cannot be read.
 const ASSUMED_PROCESS_LIMIT: usize = 1_024;
 

@@ -61,6 +61,7 @@ impl std::fmt::Debug for EnvGrant {
 /// Something a plugin asked for and did not get, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "capability", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Withheld {
     /// A directory the policy maps to nothing.
     Directory {

@@ -137,6 +137,10 @@ impl Replicas {
 
 impl Sandbox {
     /// A sandbox sized for this machine ([`SandboxSize::for_machine`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Sandbox::with_size`].
     pub fn new() -> Result<Self, SandboxError> {
         Self::with_size(SandboxSize::for_machine())
     }
@@ -152,6 +156,12 @@ impl Sandbox {
     /// can, and at one call instances are reserved one by one; a warning
     /// says so once. The size in use is logged at info level and is
     /// [`Sandbox::size`].
+    ///
+    /// # Errors
+    ///
+    /// A [`SandboxError`] when the engines cannot be set up even without a
+    /// pool (tried after the pool is halved down to one call, or at once
+    /// for a size that asks for none).
     pub fn with_size(size: SandboxSize) -> Result<Self, SandboxError> {
         let mut tried = size;
         let shards = loop {

@@ -103,7 +103,7 @@ const FORMS: [(&str, &str); 2] = [("(os error ", ")"), ("[Errno ", "]")];
 /// how a missing grant shows, a last line saying which directories plugin
 /// `plugin` sees (or that it sees none) and which it asked for and was not
 /// given. `None` when the message holds no errno.
-pub fn explain(message: &str, plugin: &str, grants: &Grants) -> Option<String> {
+pub(crate) fn explain(message: &str, plugin: &str, grants: &Grants) -> Option<String> {
     let (named, errnos) = name_errnos(message);
     if errnos.is_empty() {
         return None;

@@ -11,11 +11,11 @@ use super::files::{self, INTERNAL_REQUEST_FILE};
 use super::frames::{self, ExecuteTool};
 use crate::approval::{Assessment, AuditRecord, PendingCall};
 use crate::call::ToolCall;
+use crate::digest::sha256_hex;
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::{Status, ToolOutcome};
 use crate::pipeline::TurnObserver;
 use crate::protocol::vcp::RESERVED_KEYS;
-use crate::registry::sha256_hex;
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -85,7 +85,7 @@ impl TurnObserver for Asked {
         self.waiting.store(true, Ordering::SeqCst);
     }
 
-    fn executing(&self, _calls: &[crate::CheckedCall]) {
+    fn executing(&self, _calls: &[crate::checked_call::CheckedCall]) {
         self.waiting.store(false, Ordering::SeqCst);
     }
 }

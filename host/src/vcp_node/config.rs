@@ -145,6 +145,7 @@ pub struct Unattended {
 /// Run or refuse, for [`Unattended`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum UnattendedAction {
     /// Refuse, saying approval is needed.
     #[default]
@@ -184,6 +185,7 @@ impl Default for Reconnect {
 /// A server URL that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the VCP server URL {url:?} is invalid: {why}")]
+#[non_exhaustive]
 pub struct InvalidServerUrl {
     /// The URL given.
     pub url: String,
@@ -199,6 +201,11 @@ impl VcpConfig {
     /// [`DEFAULT_KEY_ENV`], every distributed-exposed tool, unattended
     /// calls that need approval denied, no files served, the status file
     /// [`DEFAULT_STATUS_FILE`] in the working directory.
+    ///
+    /// # Errors
+    ///
+    /// An [`InvalidServerUrl`] when `server` is not a `ws://` or `wss://` URL a
+    /// node can join.
     pub fn new(server: &str) -> Result<Self, InvalidServerUrl> {
         Ok(VcpConfig {
             server: server_url(server)?,
@@ -218,6 +225,11 @@ impl VcpConfig {
     }
 
     /// Point at another server, checked as [`VcpConfig::new`] checks it.
+    ///
+    /// # Errors
+    ///
+    /// An [`InvalidServerUrl`], as [`VcpConfig::new`]; the server is then
+    /// unchanged.
     pub fn set_server(&mut self, server: &str) -> Result<&mut Self, InvalidServerUrl> {
         self.server = server_url(server)?;
         Ok(self)

@@ -8,6 +8,7 @@ use std::time::Duration;
 /// Why the node could not start, connect, or stay connected. Connection
 /// errors are retried with backoff; the last one is in the status.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeError {
     /// The key's environment variable is not set or empty.
     #[error("no VCP key: the environment variable {env} is not set (set it, or name another with [vcp] key_env or --key-env)")]

@@ -137,7 +137,7 @@ impl Registration {
                 })
             })
             .collect();
-        let specs: Vec<ToolSpec> = exposed.iter().map(|(_, spec)| (*spec).clone()).collect();
+        let specs: Vec<&ToolSpec> = exposed.iter().map(|(_, spec)| *spec).collect();
         let unmatched = config
             .tools
             .iter()

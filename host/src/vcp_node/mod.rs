@@ -45,7 +45,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::{Approvals, Executor, Pipeline, Policy, Registry, UnattendedApprover, VcpConfig, VcpNode};
+//! use toolhost::{Approvals, Executor, Pipeline, Policy, Registry, VcpNode, vcp::{UnattendedApprover, VcpConfig}};
 //! use toolhost::CancellationToken;
 //!
 //! # async fn demo() -> anyhow::Result<()> {
@@ -135,6 +135,11 @@ impl VcpNode {
     /// `pipeline` (whose approver decides calls that need approval: a
     /// person's, or an [`UnattendedApprover`]). Nothing connects until
     /// [`run`](Self::run).
+    ///
+    /// # Errors
+    ///
+    /// [`NodeError::KeyInvalid`] when the key cannot be sent as the server
+    /// compares it.
     pub fn new(config: VcpConfig, key: impl Into<String>, pipeline: Pipeline) -> Result<Self, NodeError> {
         let key = key.into();
         if let Some(why) = unusable_key(&key) {
@@ -159,6 +164,12 @@ impl VcpNode {
 
     /// [`VcpNode::new`] with the key from the environment variable
     /// `config.key_env`.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeError::KeyMissing`] when the variable is not set or empty;
+    /// [`NodeError::KeyInvalid`] when the key cannot be sent as the server
+    /// compares it.
     pub fn from_env(config: VcpConfig, pipeline: Pipeline) -> Result<Self, NodeError> {
         let key = std::env::var(&config.key_env).ok().filter(|key| !key.is_empty());
         let key = key.ok_or_else(|| NodeError::KeyMissing { env: config.key_env.clone() })?;

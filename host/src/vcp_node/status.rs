@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 /// Where the node's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum NodeState {
     /// Connecting (the first attempt, or after a reload).
     Connecting,
@@ -48,6 +49,7 @@ impl std::fmt::Display for NodeState {
 /// Where a node stands: its connection, what it registered, the calls it
 /// served.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct NodeStatus {
     /// The `serverName` it registers as.
     pub node_name: String,
@@ -120,6 +122,11 @@ impl NodeStatus {
     }
 
     /// The status `path` holds, as a running node wrote it.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeError::StatusFile`] when the file cannot be read or is not a node
+    /// status.
     pub fn read(path: &Path) -> Result<Self, NodeError> {
         let error = |message: String| NodeError::StatusFile { path: path.to_owned(), message };
         let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read it: {e}")))?;
@@ -128,6 +135,11 @@ impl NodeStatus {
 
     /// Replace `path` with this status: written beside it and renamed over
     /// it, so a reader sees the old status or the new one, never a part.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeError::StatusFile`] when the status cannot be written beside
+    /// `path` or renamed over it.
     pub fn write(&self, path: &Path) -> Result<(), NodeError> {
         let error = |message: String| NodeError::StatusFile { path: path.to_owned(), message };
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));

@@ -86,14 +86,14 @@ use std::cell::OnceCell;
 /// The auto protocol: parses anything, renders nothing of its own (it
 /// renders as json-block when asked).
 #[derive(Debug, Clone, Copy)]
-pub struct Auto;
+pub(crate) struct Auto;
 
 impl Protocol for Auto {
     fn id(&self) -> ProtocolId {
         ProtocolId::Auto
     }
 
-    fn render(&self, tools: &[ToolSpec]) -> String {
+    fn render(&self, tools: &[&ToolSpec]) -> String {
         super::json_block::JsonBlock.render(tools)
     }
 

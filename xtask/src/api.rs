@@ -1,0 +1,361 @@
+//! `docs/API.md`: the library's public names, read from the source with
+//! `syn` so that the list cannot drift from the code. `cargo xtask api`
+//! rewrites the file; a test fails when the file and the source disagree.
+//!
+//! What counts as public: a `pub` item or `pub use` name, in the crate root
+//! or in a `pub mod` (inline or in its own file), followed into the types
+//! and protocol crates that `toolhost` re-exports whole. Items that are
+//! `#[doc(hidden)]` or compiled only for tests are left out.
+
+use anyhow::{Context, bail};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use syn::{Attribute, Item, UseTree, Visibility};
+
+/// Where the list is written, from the workspace's root.
+pub(crate) const API_FILE: &str = "docs/API.md";
+
+/// The workspace's crates another crate re-exports whole, and their roots.
+const CRATES: &[(&str, &str)] = &[("toolhost_types", "types/src/lib.rs"), ("toolhost_protocol", "protocol/src/lib.rs")];
+
+/// Rewrite `docs/API.md` from the source.
+pub(crate) fn write(root: &Path) -> anyhow::Result<()> {
+    let path = root.join(API_FILE);
+    std::fs::write(&path, render(root)?).with_context(|| format!("writing {}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// The whole of `docs/API.md`, as the source gives it.
+pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
+    let mut out = String::from(
+        "# The public API of `toolhost`\n\n\
+         Generated from the source by `cargo xtask api`; a test fails when this\n\
+         file and the source disagree. The root holds the items most programs\n\
+         use; each module holds one concept, the root's items among them.\n\
+         `cli_support` serves the `toolhost` command and is not a stable API.\n\n\
+         Public enums are `#[non_exhaustive]`, so that a new variant is not a\n\
+         breaking change, except those a program must match in full: the ones\n\
+         mirroring the WIT contract (`ParamType`, `Permission`, `DirAccess`,\n\
+         `ToolOutput`, `ToolFailureKind`), which change only with a new contract\n\
+         version, and `approval::Assessment`. So are the structs the library\n\
+         hands out (outcomes, reports, events, errors); those a program builds\n\
+         (configurations, calls, declarations) are not.\n",
+    );
+    let crate_root = Module::read(&root.join("host/src/lib.rs"))?;
+    crate_root.render(root, "toolhost", &mut out)?;
+    Ok(out)
+}
+
+/// One module's public names and submodules, from its source.
+struct Module {
+    /// Its file (a module inline in a file has that file's, for finding
+    /// its own `mod x;` children).
+    file: PathBuf,
+    /// The first paragraph of its documentation.
+    summary: String,
+    items: Vec<Item>,
+}
+
+/// What a module makes public.
+struct Public {
+    /// Its names, sorted.
+    names: Vec<String>,
+    /// Its submodules, in source order.
+    children: Vec<(String, Child)>,
+}
+
+/// A public submodule: where its items are.
+enum Child {
+    /// Written in this crate: `pub mod x { … }` or `pub mod x;`.
+    Module(Module),
+    /// Another workspace crate re-exported whole: `pub use toolhost_types as types;`.
+    Crate(&'static str, Module),
+}
+
+impl Module {
+    fn read(file: &Path) -> anyhow::Result<Module> {
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let parsed = syn::parse_file(&text).with_context(|| format!("parsing {}", file.display()))?;
+        Ok(Module { file: file.to_owned(), summary: summary(&parsed.attrs), items: parsed.items })
+    }
+
+    /// The file of its child module `name`, declared `mod name;`.
+    fn child_file(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let stem = self.file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let dir = self.file.parent().context("a module file has a folder")?;
+        let dir = if ["lib", "mod", "main"].contains(&stem) { dir.to_owned() } else { dir.join(stem) };
+        for candidate in [dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")] {
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+        bail!("no file for `mod {name};` beside {}", self.file.display())
+    }
+
+    /// Its public names and submodules.
+    fn public(&self, root: &Path) -> anyhow::Result<Public> {
+        let mut names = Vec::new();
+        let mut children = Vec::new();
+        for item in &self.items {
+            if !shown(item) {
+                continue;
+            }
+            match item {
+                Item::Mod(module) => {
+                    let name = module.ident.to_string();
+                    let child = match &module.content {
+                        Some((_, items)) => {
+                            Module { file: self.file.clone(), summary: summary(&module.attrs), items: items.clone() }
+                        }
+                        None => Module::read(&self.child_file(&name)?)?,
+                    };
+                    children.push((name, Child::Module(child)));
+                }
+                Item::Use(item) => {
+                    if let Some((krate, alias)) = whole_crate(&item.tree) {
+                        let (name, path) = CRATES.iter().find(|(name, _)| *name == krate).context("a re-exported crate")?;
+                        let mut module = Module::read(&root.join(path))?;
+                        let own = summary(&item.attrs);
+                        if !own.is_empty() {
+                            module.summary = own;
+                        }
+                        children.push((alias, Child::Crate(name, module)));
+                    } else {
+                        use_names(&item.tree, &mut names);
+                    }
+                }
+                Item::Macro(item) if item.mac.path.is_ident("macro_rules") && exported(&item.attrs) => {
+                    names.push(format!("{}!", item.ident.as_ref().map(ToString::to_string).unwrap_or_default()));
+                }
+                item => names.extend(item_name(item)),
+            }
+        }
+        names.sort();
+        names.dedup();
+        Ok(Public { names, children })
+    }
+
+    /// This module's section and its submodules' after it.
+    fn render(&self, root: &Path, path: &str, out: &mut String) -> anyhow::Result<()> {
+        let Public { names, children } = self.public(root)?;
+        let is_root = !path.contains("::");
+        let _ = write!(out, "\n## {}\n\n", if is_root { "At the root".to_owned() } else { format!("`{path}`") });
+        if !is_root && !self.summary.is_empty() {
+            let _ = write!(out, "{}\n\n", self.summary);
+        }
+        if names.is_empty() {
+            out.push_str("(no names of its own)\n");
+        } else {
+            let listed: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+            let _ = writeln!(out, "{}", wrap(&listed.join(", "), 100));
+        }
+        if is_root {
+            let modules: Vec<String> = children.iter().map(|(name, _)| format!("`{name}`")).collect();
+            let _ = write!(out, "\nModules: {}.\n", wrap(&modules.join(", "), 100));
+        }
+        for (name, child) in children {
+            let path = format!("{path}::{name}");
+            match child {
+                Child::Module(module) => module.render(root, &path, out)?,
+                Child::Crate(krate, module) => {
+                    let _ = write!(out, "\n## `{path}`: the `{}` crate\n", krate.replace('_', "-"));
+                    module.render_crate(root, &path, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A re-exported crate's root, without a heading of its own.
+    fn render_crate(&self, root: &Path, path: &str, out: &mut String) -> anyhow::Result<()> {
+        let Public { names, children } = self.public(root)?;
+        let _ = write!(out, "\n{}\n\n", self.summary);
+        let listed: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+        let _ = writeln!(out, "{}", wrap(&listed.join(", "), 100));
+        for (name, child) in children {
+            if let Child::Module(module) = child {
+                module.render(root, &format!("{path}::{name}"), out)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether an item is part of the documented public API: `pub`, not
+/// hidden, not compiled for tests only.
+fn shown(item: &Item) -> bool {
+    let (vis, attrs) = match item {
+        Item::Const(i) => (&i.vis, &i.attrs),
+        Item::Enum(i) => (&i.vis, &i.attrs),
+        Item::Fn(i) => (&i.vis, &i.attrs),
+        Item::Mod(i) => (&i.vis, &i.attrs),
+        Item::Static(i) => (&i.vis, &i.attrs),
+        Item::Struct(i) => (&i.vis, &i.attrs),
+        Item::Trait(i) => (&i.vis, &i.attrs),
+        Item::Type(i) => (&i.vis, &i.attrs),
+        Item::Union(i) => (&i.vis, &i.attrs),
+        Item::Use(i) => (&i.vis, &i.attrs),
+        Item::Macro(i) => return exported(&i.attrs),
+        _ => return false,
+    };
+    matches!(vis, Visibility::Public(_)) && !attrs.iter().any(hides)
+}
+
+/// `#[doc(hidden)]`, or a `#[cfg(…)]` naming `test`.
+fn hides(attr: &Attribute) -> bool {
+    let path = attr.path();
+    let tokens = || attr.meta.require_list().map(|list| list.tokens.to_string()).unwrap_or_default();
+    (path.is_ident("doc") && tokens() == "hidden") || (path.is_ident("cfg") && tokens().contains("test"))
+}
+
+/// `#[macro_export]`.
+fn exported(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|a| a.path().is_ident("macro_export"))
+}
+
+/// The name a `pub` item defines, for the items that define one.
+fn item_name(item: &Item) -> Option<String> {
+    let ident = match item {
+        Item::Const(i) => &i.ident,
+        Item::Enum(i) => &i.ident,
+        Item::Fn(i) => &i.sig.ident,
+        Item::Static(i) => &i.ident,
+        Item::Struct(i) => &i.ident,
+        Item::Trait(i) => &i.ident,
+        Item::Type(i) => &i.ident,
+        Item::Union(i) => &i.ident,
+        _ => return None,
+    };
+    Some(ident.to_string())
+}
+
+/// `toolhost_types as types`: a workspace crate re-exported whole.
+fn whole_crate(tree: &UseTree) -> Option<(String, String)> {
+    match tree {
+        UseTree::Rename(rename) if CRATES.iter().any(|(name, _)| rename.ident == name) => {
+            Some((rename.ident.to_string(), rename.rename.to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// The names a `use` tree brings in (a glob as `path::*`).
+fn use_names(tree: &UseTree, names: &mut Vec<String>) {
+    match tree {
+        UseTree::Path(path) => use_names(&path.tree, names),
+        UseTree::Name(name) if name.ident != "self" => names.push(name.ident.to_string()),
+        UseTree::Name(_) => {}
+        UseTree::Rename(rename) => names.push(rename.rename.to_string()),
+        UseTree::Glob(_) => names.push("*".to_owned()),
+        UseTree::Group(group) => group.items.iter().for_each(|tree| use_names(tree, names)),
+    }
+}
+
+/// The first paragraph of the doc comments in `attrs`, on one line.
+fn summary(attrs: &[Attribute]) -> String {
+    let mut lines = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
+        let syn::Meta::NameValue(meta) = &attr.meta else { continue };
+        let syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(text), .. }) = &meta.value else { continue };
+        let line = text.value().trim().to_owned();
+        if line.is_empty() {
+            if lines.is_empty() {
+                continue;
+            }
+            break;
+        }
+        lines.push(line);
+    }
+    without_links(&lines.join(" "))
+}
+
+/// Rustdoc's intra-doc links as plain code: "[`Limits`]" and
+/// "[`Limits`](crate::Limits)" both become "`Limits`".
+fn without_links(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("[`") {
+        let Some(end) = rest[start..].find("`]").map(|end| start + end) else { break };
+        out.push_str(&rest[..start]);
+        out.push_str(&rest[start + 1..end + 1]);
+        rest = &rest[end + 2..];
+        if rest.starts_with('(')
+            && let Some(close) = rest.find(')')
+        {
+            rest = &rest[close + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` broken at spaces into lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split(' ') {
+        if line > 0 && line + 1 + word.len() > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_api_md_lists_the_public_api_as_the_source_gives_it() {
+        let root = crate::workspace_root();
+        let written = std::fs::read_to_string(root.join(API_FILE)).unwrap_or_default();
+        let source = render(&root).unwrap();
+        assert!(written == source, "{API_FILE} is out of date with the source: run `cargo xtask api` to rewrite it");
+    }
+
+    #[test]
+    fn the_root_holds_fewer_than_half_the_names_it_once_had() {
+        // 164 names once sat flat at the root; each concept is a module now.
+        let root = crate::workspace_root();
+        let Public { names, .. } = Module::read(&root.join("host/src/lib.rs")).unwrap().public(&root).unwrap();
+        assert!(names.len() < 164 / 2, "{} names at the root: move the less used into their modules", names.len());
+    }
+
+    #[test]
+    fn a_module_lists_its_public_names_and_only_those() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("lib.rs");
+        let source = "//! The crate.\n\
+                      mod private;\n\
+                      pub use private::{Shown, Other as Renamed};\n\
+                      pub(crate) use private::Kept;\n\
+                      #[doc(hidden)]\n\
+                      pub fn hidden() {}\n\
+                      #[cfg(test)]\n\
+                      pub fn for_tests() {}\n\
+                      /// The inline one.\n\
+                      pub mod inline { pub const LIMIT: u32 = 1; pub struct Thing; fn private() {} }\n\
+                      #[macro_export]\n\
+                      macro_rules! shout { () => {} }\n";
+        std::fs::write(&lib, source).unwrap();
+        let module = Module::read(&lib).unwrap();
+        let mut out = String::new();
+        module.render(dir.path(), "demo", &mut out).unwrap();
+        assert_eq!(
+            out,
+            "\n## At the root\n\n`Renamed`, `Shown`, `shout!`\n\nModules: `inline`.\n\n## `demo::inline`\n\nThe inline one.\n\n`LIMIT`, `Thing`\n"
+        );
+    }
+
+    #[test]
+    fn intra_doc_links_read_as_code() {
+        assert_eq!(without_links("under [`Limits`], see [`size`](crate::size) and [x]"), "under `Limits`, see `size` and [x]");
+    }
+}
