@@ -7,11 +7,7 @@ use super::source::Source;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
 use std::process::ExitCode;
-use toolhost::{
-    Catalog, LoadedPlugin, Registry,
-    cli_support::{printable, sha256_hex},
-    registry::LockFile,
-};
+use toolhost::{Catalog, LoadedPlugin, Registry, cli_support::sha256_hex, registry::LockFile, text::printable};
 
 /// Install a component into the plugin directory and pin it.
 ///

@@ -5,8 +5,8 @@ use anyhow::anyhow;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toolhost::cli_support::printable;
 use toolhost::sandbox::Withheld;
+use toolhost::text::printable;
 use toolhost::{LoadedPlugin, Registry, registry::LockFile};
 
 /// Show what one component offers and asks for.

@@ -34,8 +34,6 @@ pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
         .map_err(|panic| panic_message(&*panic).unwrap_or("a panic without a message").to_owned())
 }
 
-pub use toolhost_types::SharedError;
-
 #[cfg(test)]
 mod tests {
     use super::*;

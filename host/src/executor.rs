@@ -19,7 +19,7 @@
 //! once ([`SandboxSize`](crate::sandbox::SandboxSize)).
 
 use crate::call::ToolCall;
-use crate::checked_call::CheckedCall;
+pub use crate::checked_call::CheckedCall;
 use crate::outcome::{Status, ToolOutcome};
 use crate::registry::{Catalog, LoadedPlugin, Registry};
 use crate::sandbox::{CallFailure, explain_guest_error, permit_unless_cancelled};

@@ -137,6 +137,8 @@ pub use vcp_node::VcpNode;
 /// `{{tools}}` template, and the cached system prompt.
 pub mod prompt {
     pub use crate::discovery::{PromptCache, RenderedPrompt, unknown_template_tools, visible_tools};
+    pub use crate::parse_report::{FoundCall, ParseReport};
+    pub use crate::tool_filter::ToolFilter;
 }
 
 /// The host as a node of a VCP server: the node, its `[vcp]` section, its
@@ -149,18 +151,23 @@ pub mod vcp {
     };
 }
 
+/// Plugin and model text made safe to show a person: control sequences,
+/// bidirectional overrides and invisible characters escaped, never obeyed.
+pub mod text {
+    pub use crate::printable::{printable, printable_lines};
+}
+
 /// Helpers the `toolhost` command shares with the library: showing plugin
 /// text and errors to a person, JSON output, "did you mean", file checks.
 /// They serve the CLI; this is not a stable API.
 pub mod cli_support {
     pub use crate::digest::sha256_hex;
-    pub use crate::error_chain::{SharedError, error_chain};
-    pub use crate::printable::{printable, printable_lines, to_json_line, to_json_pretty};
+    pub use crate::error_chain::error_chain;
+    pub use crate::printable::{to_json_line, to_json_pretty};
     pub use crate::registry::files::component_files;
-    pub use crate::regular_file::{open_regular_file, read_regular_file};
+    pub use crate::regular_file::read_regular_file;
     pub use crate::trust::{UntrustedFile, check_trusted};
-    pub use toolhost_protocol::suggest::{did_you_mean, unknown_tool};
-    pub use toolhost_protocol::vcp::summary as vcp_summary;
+    pub use toolhost_protocol::suggest::did_you_mean;
 }
 
 /// Every limit's default, and the fixed limits, as `docs/SECURITY.md`

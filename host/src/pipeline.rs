@@ -370,16 +370,19 @@ impl Pipeline {
                 return;
             }
         };
-        if let ResultDecision::Reject { reason } = decision {
-            // The rejected text is replaced here, before any message or
-            // summary is built from the outcome.
-            outcome.status = Status::ResultRejected;
-            outcome.failure = crate::outcome::Failure::of_status(Status::ResultRejected);
-            outcome.output = match reason {
-                Some(reason) => format!("a person withheld the result: {reason}"),
-                None => "a person withheld the result".into(),
-            };
-        }
+        // Every decision by name: a new one must say whether the text passes.
+        let reason = match decision {
+            ResultDecision::Pass => return,
+            ResultDecision::Reject { reason } => reason,
+        };
+        // The rejected text is replaced here, before any message or
+        // summary is built from the outcome.
+        outcome.status = Status::ResultRejected;
+        outcome.failure = crate::outcome::Failure::of_status(Status::ResultRejected);
+        outcome.output = match reason {
+            Some(reason) => format!("a person withheld the result: {reason}"),
+            None => "a person withheld the result".into(),
+        };
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::built::ESCAPES;
 use crate::support::TestHost;
-use toolhost::{Status, cli_support::printable};
+use toolhost::{Status, text::printable};
 
 /// A character a terminal would obey or a reader could not see.
 fn hidden_or_obeyed(c: char) -> bool {

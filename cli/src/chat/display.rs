@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use toolhost::{
     ChainEvent,
-    cli_support::{printable, printable_lines},
+    text::{printable, printable_lines},
 };
 
 /// Lines of a tool's output shown under its outcome.
@@ -134,8 +134,14 @@ impl Display {
                     output::note(format_args!("({stop})"));
                 }
             }
-            // An event the library added later: the JSON output has it.
-            _ => {}
+            // An event the library added after this display was written:
+            // shown as it is (Debug escapes what a terminal would obey)
+            // rather than lost; the JSON output has it in full.
+            other => {
+                stop_spinner(&mut state);
+                end_lines(&mut state);
+                output::note(format_args!("({other:?})"));
+            }
         }
     }
 

@@ -19,9 +19,10 @@ use toolhost::{
     AllowAll, Approver, CancellationToken, Chain, ChainEvent, DenyAll, OpenAiClient, ProtocolId, Registry, Stop, Transcript,
     agent::CallMode,
     chain::ManualDecision,
-    cli_support::{did_you_mean, printable, to_json_pretty},
+    cli_support::{did_you_mean, to_json_pretty},
     prompt::visible_tools,
     registry::DEFAULT_WATCH_INTERVAL,
+    text::printable,
     transcript::{Entry, RequestedCall},
     vcp::Handover,
 };

@@ -185,7 +185,8 @@ pub struct PendingCall {
 
 /// A person's (or an adapter's) decision on one pending call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+// Exhaustive: a program that forwards decisions must handle each one,
+// so a new kind of decision cannot fall through a wildcard and run.
 pub enum CallDecision {
     /// Run it, this once.
     AllowOnce,
@@ -201,7 +202,8 @@ pub enum CallDecision {
 
 /// A person's decision on a result that needs approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+// Exhaustive: a program that forwards decisions must handle each one,
+// so a new kind of decision cannot fall through a wildcard and run.
 pub enum ResultDecision {
     /// Pass it on.
     Pass,

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 /// A model endpoint that runs the calls itself, as a VCP server does, with
 /// some of this host's tools among those it offers: the chain runs none of
 /// the calls and tells the model only of those tools. The VCP node's
-/// [`Handover`](crate::Handover) is one.
+/// [`Handover`](crate::vcp::Handover) is one.
 pub trait HandoverTarget: Send + Sync {
     /// The server, for notes: `ws://…`.
     fn server(&self) -> &str;

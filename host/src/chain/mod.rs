@@ -134,7 +134,7 @@ impl Chain {
     /// The model endpoint is the VCP server `handover` names: it runs the
     /// calls, so this chain runs none. `{{tools}}` renders the tools of
     /// this host that the server offers now (the VCP node's
-    /// [`Handover`](crate::Handover): its tools while it is connected).
+    /// [`Handover`](crate::vcp::Handover): its tools while it is connected).
     pub fn handing_over(mut self, handover: impl HandoverTarget + 'static) -> Self {
         self.handover = Some(Arc::new(handover));
         self
