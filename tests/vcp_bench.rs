@@ -49,8 +49,8 @@ fn main() -> anyhow::Result<()> {
 async fn run() -> anyhow::Result<()> {
     let standin = StandIn::start(KEY).await;
     let host = TestHost::new(&[built::CALC], &format!("[vcp]\nserver = \"{}\"\nnode_name = \"bench\"\n", standin.url())).await;
-    let config = host.registry.policy().vcp.clone().expect("[vcp] is set");
-    let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
+    let config = host.config.vcp.clone().expect("[vcp] is set");
+    let approvals = Arc::new(Approvals::new(&host.config.approval));
     let pipeline = Pipeline::new(host.executor.clone(), approvals, Arc::new(UnattendedApprover::new(config.unattended)));
     let node = VcpNode::new(config, KEY, pipeline)?;
     let shutdown = CancellationToken::new();

@@ -93,7 +93,7 @@ impl CallCommand {
         };
         let mut policy = global.policy()?;
         self.override_limits(&mut policy);
-        let pipeline = pipeline_over(global.registry_over(policy).await?, approver(self.yes));
+        let pipeline = pipeline_over(global.registry_over(&policy).await?, &policy, approver(self.yes));
         if let Some((_, spec)) = pipeline.executor().registry().catalog().tool(&self.tool) {
             let declared: Vec<&str> = spec.params.iter().map(|p| p.name.as_str()).collect();
             for key in args.keys().filter(|k| !declared.contains(&k.as_str())) {

@@ -25,16 +25,17 @@ pub(super) struct CheckCommand {}
 impl CheckCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let file = global.config_file();
-        let registry = global.load(global.policy()?).await?;
-        let approvals = Approvals::new(&registry.policy().approval);
-        let mut findings = findings(&registry);
+        let policy = global.policy()?;
+        let registry = global.load(&policy).await?;
+        let approvals = Approvals::new(&policy.approval);
+        let mut findings = findings(&registry, &policy);
         findings.extend(missing_grants(&registry.catalog()).into_iter().map(|w| format!("warning: {w}")));
         findings.extend(approvals.take_warnings().into_iter().map(|w| format!("warning: {w}")));
         for finding in &findings {
             output::line(finding)?;
         }
         let catalog = registry.catalog();
-        for scope in unscoped_rules(registry.policy(), &catalog) {
+        for scope in unscoped_rules(&policy, &catalog) {
             output::line(format_args!("info: {scope}"))?;
         }
         let source = file.map_or_else(|| "no policy file".to_owned(), |f| f.display().to_string());

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use toolhost::{
-    CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline,
+    CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline, Policy,
     console::{ConsoleOptions, DEFAULT_CONSOLE_AGENT},
     registry::DEFAULT_WATCH_INTERVAL,
 };
@@ -54,7 +54,7 @@ impl ConsoleCommand {
         let profile = self.endpoint.profile(&policy, &config)?;
         let model = format!("model `{}` at {}", profile.model, profile.base_url);
         let llm: Arc<dyn LlmClient> = Arc::new(OpenAiClient::new(profile).context("the model endpoint")?);
-        let pipeline = global.pipeline_with(Arc::new(DenyAll)).await?;
+        let pipeline = global.pipeline_with(&policy, Arc::new(DenyAll)).await?;
         let shutdown = CancellationToken::new();
         if !self.no_watch {
             let (registry, shutdown) = (pipeline.executor().registry().clone(), shutdown.clone());
@@ -122,10 +122,10 @@ pub(super) async fn open(
 /// [ADDR]`, or `[console] approver = true`; `None` when neither asks.
 pub(super) async fn for_door(
     asked: Option<Option<SocketAddr>>,
+    policy: &Policy,
     pipeline: &Pipeline,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<Option<Console>> {
-    let policy = pipeline.executor().registry().policy();
     // An address named on the command line is that address; the default
     // gives way when taken (an MCP client may start several servers).
     let (listen, fallback) = match asked {

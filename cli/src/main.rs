@@ -242,14 +242,14 @@ impl GlobalOptions {
     /// The registry over the policy's plugin directories, showing progress
     /// on stderr while components compile.
     async fn registry(&self) -> anyhow::Result<Registry> {
-        self.registry_over(self.policy()?).await
+        self.registry_over(&self.policy()?).await
     }
 
     /// The registry over `policy`'s plugin directories, showing progress on
     /// stderr while components compile and telling what is amiss.
-    async fn registry_over(&self, policy: Policy) -> anyhow::Result<Registry> {
+    async fn registry_over(&self, policy: &Policy) -> anyhow::Result<Registry> {
         let registry = self.load(policy).await?;
-        for finding in findings(&registry) {
+        for finding in findings(&registry, policy) {
             output::note(finding);
         }
         Ok(registry)
@@ -257,12 +257,12 @@ impl GlobalOptions {
 
     /// The registry over `policy`'s plugin directories, saying on stderr
     /// what takes a while (components compiling) and for how long.
-    async fn load(&self, policy: Policy) -> anyhow::Result<Registry> {
+    async fn load(&self, policy: &Policy) -> anyhow::Result<Registry> {
         if policy.plugin_dirs.is_empty() {
             bail!("no plugin directories: pass --plugins DIR or set plugin_dirs in {DEFAULT_CONFIG_FILE}");
         }
         let progress = progress::Progress::start("loading plugins");
-        let loaded = Registry::load_with_progress(policy, &|p| {
+        let loaded = Registry::load_with_progress(policy.runtime(), &|p| {
             progress.update(format_args!(
                 "compiling {} ({}/{}; the compiled code is cached for the next load)",
                 p.file.display(),
@@ -293,25 +293,25 @@ async fn rescan_plugins(registry: &Registry) {
 /// What a person should hear about a loaded registry, a line each:
 /// refused components, policy sections that did not apply, policy
 /// mistakes and approval rules that do nothing.
-fn findings(registry: &Registry) -> Vec<String> {
+fn findings(registry: &Registry, policy: &Policy) -> Vec<String> {
     let catalog = registry.catalog();
     let refused = catalog.refused.iter().map(|r| format!("refused: {}", r.error));
     let unbound = catalog.plugins.iter().filter_map(|p| p.unbound.as_ref()).map(|u| format!("note: {u}"));
-    let policy = check_policy(registry.policy(), &catalog).into_iter().map(|w| format!("warning: {w}"));
+    let policy = check_policy(policy, &catalog).into_iter().map(|w| format!("warning: {w}"));
     refused.chain(unbound).chain(policy).collect()
 }
 
 impl GlobalOptions {
-    /// The turn pipeline over the policy's plugins: approval by the
+    /// The turn pipeline over `policy`'s plugins: approval by the
     /// policy, and by `--yes`, a person at the terminal, or nobody.
-    async fn pipeline(&self, yes: bool) -> anyhow::Result<Pipeline> {
-        self.pipeline_with(approver(yes)).await
+    async fn pipeline(&self, policy: &Policy, yes: bool) -> anyhow::Result<Pipeline> {
+        self.pipeline_with(policy, approver(yes)).await
     }
 
-    /// The turn pipeline over the policy's plugins, approving by the
+    /// The turn pipeline over `policy`'s plugins, approving by the
     /// policy and `approver`.
-    async fn pipeline_with(&self, approver: Arc<dyn Approver>) -> anyhow::Result<Pipeline> {
-        Ok(pipeline_over(self.registry().await?, approver))
+    async fn pipeline_with(&self, policy: &Policy, approver: Arc<dyn Approver>) -> anyhow::Result<Pipeline> {
+        Ok(pipeline_over(self.registry_over(policy).await?, policy, approver))
     }
 }
 
@@ -327,11 +327,11 @@ fn approver(yes: bool) -> Arc<dyn Approver> {
     }
 }
 
-/// The turn pipeline over `registry`, approving by its policy and
+/// The turn pipeline over `registry`, approving by `policy` and
 /// `approver`.
-fn pipeline_over(registry: Registry, approver: Arc<dyn Approver>) -> Pipeline {
+fn pipeline_over(registry: Registry, policy: &Policy, approver: Arc<dyn Approver>) -> Pipeline {
     let registry = Arc::new(registry);
-    let approvals = Approvals::new(&registry.policy().approval);
+    let approvals = Approvals::new(&policy.approval);
     for warning in approvals.take_warnings() {
         output::note(format_args!("warning: {warning}"));
     }

@@ -66,11 +66,12 @@ impl McpCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let options = self.http_options()?;
         // The approver is the client's user, or `[mcp] unattended`, per call.
-        let pipeline = global.pipeline_with(Arc::new(DenyAll)).await?;
+        let policy = global.policy()?;
+        let pipeline = global.pipeline_with(&policy, Arc::new(DenyAll)).await?;
         let registry = pipeline.executor().registry().clone();
-        let config = registry.policy().mcp.clone();
+        let config = policy.mcp.clone();
         let shutdown = CancellationToken::new();
-        let server = match super::console::for_door(self.console, &pipeline, &shutdown).await? {
+        let server = match super::console::for_door(self.console, &policy, &pipeline, &shutdown).await? {
             Some(console) => {
                 let approver_for: ApproverFor =
                     Arc::new(move |client: &str| Arc::new(console.approver("mcp", client)) as Arc<dyn Approver>);

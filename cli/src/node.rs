@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use tokio::signal::unix::{SignalKind, signal};
 use toolhost::limits::vcp_node::DEFAULT_STATUS_FILE;
 use toolhost::{
-    Approver, CancellationToken, VcpNode,
+    Approver, CancellationToken, Policy, VcpNode,
     approval::TerminalApprover,
     config::DEFAULT_CONFIG_FILE,
     vcp::{NodeState, NodeStatus, UnattendedApprover, VcpConfig},
@@ -80,7 +80,8 @@ impl NodeCommand {
         if self.status {
             return self.show_status(global);
         }
-        let mut config = self.config(global)?;
+        let policy = global.policy()?;
+        let mut config = self.config(&policy, global)?;
         let approver: Arc<dyn Approver> = if !self.unattended && std::io::stdin().is_terminal() {
             Arc::new(TerminalApprover::stdio())
         } else {
@@ -88,12 +89,12 @@ impl NodeCommand {
             config.approval_window = Duration::ZERO;
             Arc::new(UnattendedApprover::new(config.unattended))
         };
-        let mut pipeline = global.pipeline_with(approver).await?;
+        let mut pipeline = global.pipeline_with(&policy, approver).await?;
         let shutdown = CancellationToken::new();
-        if let Some(console) = super::console::for_door(self.console, &pipeline, &shutdown).await? {
+        if let Some(console) = super::console::for_door(self.console, &policy, &pipeline, &shutdown).await? {
             pipeline = pipeline.with_approver(Arc::new(console.approver("vcp", &config.server)));
             // The server waits as long as a person at the console has.
-            config.approval_window = pipeline.executor().registry().policy().console.approval_timeout;
+            config.approval_window = policy.console.approval_timeout;
         }
         let registry = pipeline.executor().registry().clone();
         let node = VcpNode::from_env(config, pipeline)?;
@@ -142,9 +143,8 @@ impl NodeCommand {
 
     /// `[vcp]` with the command line's overrides, or the defaults for
     /// `--server`.
-    fn config(&self, global: &GlobalOptions) -> anyhow::Result<VcpConfig> {
-        let policy = global.policy()?;
-        let mut config = match (policy.vcp, &self.server) {
+    fn config(&self, policy: &Policy, global: &GlobalOptions) -> anyhow::Result<VcpConfig> {
+        let mut config = match (policy.vcp.clone(), &self.server) {
             (Some(mut config), Some(server)) => {
                 config.set_server(server)?;
                 config

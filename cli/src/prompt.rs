@@ -38,12 +38,13 @@ pub(super) struct PromptCommand {
 
 impl PromptCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
-        let registry = global.registry().await?;
+        let policy = global.policy()?;
+        let registry = global.registry_over(&policy).await?;
         let (agent, config) = match &self.agent {
-            Some(name) => match registry.policy().agents.get(name) {
+            Some(name) => match policy.agents.get(name) {
                 Some(config) => (name.clone(), config.clone()),
                 None => {
-                    let known: Vec<&str> = registry.policy().agents.keys().map(String::as_str).collect();
+                    let known: Vec<&str> = policy.agents.keys().map(String::as_str).collect();
                     bail!(
                         "no agent `{name}` in the policy; agents: {}",
                         if known.is_empty() { "none".into() } else { known.join(", ") }

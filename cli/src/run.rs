@@ -72,7 +72,7 @@ impl RunCommand {
         if let Some(protocol) = self.protocol {
             turn.protocol = protocol;
         }
-        let pipeline = global.pipeline(self.yes).await?;
+        let pipeline = global.pipeline(&policy, self.yes).await?;
         let catalog = pipeline.executor().registry().catalog();
         let declared = Declared::new(catalog.tools().map(|(_, tool)| tool.name.clone()));
         let parsed = turn.protocol.protocol().parse(&reply, &declared);

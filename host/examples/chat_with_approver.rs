@@ -42,8 +42,9 @@ async fn main() -> anyhow::Result<()> {
     let (Some(policy), Some(base_url), Some(model), Some(message)) = (args.next(), args.next(), args.next(), args.next()) else {
         anyhow::bail!("usage: chat_with_approver POLICY BASE_URL MODEL MESSAGE");
     };
-    let registry = Arc::new(Registry::load(Policy::load(policy.as_ref())?).await?);
-    let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+    let policy = Policy::load(policy.as_ref())?;
+    let registry = Arc::new(Registry::load(policy.runtime()).await?);
+    let approvals = Arc::new(Approvals::new(&policy.approval));
     let pipeline = Pipeline::new(Executor::new(registry), approvals, Arc::new(PublicOnly));
     let llm = Arc::new(OpenAiClient::new(LlmProfile::new(base_url, model))?);
     let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };

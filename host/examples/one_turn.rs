@@ -23,7 +23,7 @@ toolhost::count_host_memory!();
 async fn main() -> anyhow::Result<()> {
     // Load the plugins the policy names; a refused one says why.
     let policy = Policy::load("toolhost.toml".as_ref())?;
-    let registry = Arc::new(Registry::load(policy).await?);
+    let registry = Arc::new(Registry::load(policy.runtime()).await?);
     for refusal in &registry.catalog().refused {
         eprintln!("refused: {}", toolhost::text::printable(&refusal.error.to_string()));
     }
@@ -40,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
     let parsed = agent.protocol.protocol().parse(reply, &declared);
 
     // Check, approve (here: whatever the policy's rules allow), run, format.
-    let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+    let approvals = Arc::new(Approvals::new(&policy.approval));
     let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(AllowAll));
     let turn = Turn::for_agent("assistant", agent);
     let result = pipeline.run(&turn, ToolCall::from_reply(reply, &parsed.calls)).await;

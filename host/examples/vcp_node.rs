@@ -18,8 +18,8 @@ async fn main() -> anyhow::Result<()> {
     let policy = std::env::args().nth(1).unwrap_or_else(|| "toolhost.toml".into());
     let policy = Policy::load(policy.as_ref())?;
     let config = policy.vcp.clone().ok_or_else(|| anyhow::anyhow!("the policy has no [vcp] section"))?;
-    let registry = Arc::new(Registry::load(policy).await?);
-    let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+    let registry = Arc::new(Registry::load(policy.runtime()).await?);
+    let approvals = Arc::new(Approvals::new(&policy.approval));
     let approver = Arc::new(UnattendedApprover::new(config.unattended));
     let pipeline = Pipeline::new(Executor::new(registry), approvals, approver);
     let node = VcpNode::from_env(config, pipeline)?;

@@ -60,89 +60,45 @@
 //! ```
 
 use crate::agent::ToolCallConfig;
-use crate::approval::{ApprovalConfig, Rule, RuleAction};
+use crate::approval::{ApprovalConfig, ApprovalSection};
 use crate::console::{ConsoleConfig, ConsoleSection};
-use crate::llm::LlmProfile;
-use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
+use crate::llm::{LlmProfile, LlmSection};
 use crate::mcp::{McpConfig, McpSection};
-use crate::sandbox::{Allowance, Limits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, SandboxSize};
+use crate::registry::PluginSection;
+use crate::sandbox::{LimitOverrides, Limits, MAX_TIMEOUT_MS, SandboxSection, SandboxSize};
 use crate::vcp_node::{VcpConfig, VcpSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
+use crate::config_error::in_range;
 pub(crate) use crate::home_paths::expanded;
+use crate::home_paths::{default_cache_dir, default_cache_key, user_dir};
 
 /// The name looked for in the working directory when `--config` is absent.
 pub const DEFAULT_CONFIG_FILE: &str = "toolhost.toml";
-/// The lock file's name when the policy names none.
-pub const DEFAULT_LOCK_FILE: &str = "toolhost.lock";
 pub use crate::approval::DEFAULT_MEMORY_FILE;
+pub use crate::config_error::ConfigError;
+pub use crate::registry::{Binding, DEFAULT_LOCK_FILE, PluginPolicy, RuntimePolicy};
 
-/// An error reading `toolhost.toml`.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The TOML is malformed or has an unknown key; the message names it.
-    #[error("{path}: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// What the parser said, with the key and position.
-        message: String,
-    },
-    /// A value is not of the form its key needs.
-    #[error("{path}: {key} = {value:?} is invalid: {why}")]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// The key, e.g. `plugins.files.sha256`.
-        key: String,
-        /// The value given.
-        value: String,
-        /// What it must be.
-        why: String,
-    },
-    /// A value is out of range.
-    #[error("{path}: {key} = {value} is out of range: {why}")]
-    Range {
-        /// The file.
-        path: PathBuf,
-        /// The key, e.g. `plugins.files.limits.memory_mib`.
-        key: String,
-        /// The value given.
-        value: String,
-        /// The allowed range.
-        why: String,
-    },
-}
-
-/// The resolved host policy.
+/// The resolved host policy: the part the registry runs by (its fields are
+/// those of [`RuntimePolicy`], into which it converts) and the doors' sections.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
-    /// Directories scanned for `*.wasm` components.
+    // The runtime part, as in [`RuntimePolicy`] (which documents each).
+    /// `plugin_dirs`: where components are found.
     pub plugin_dirs: Vec<PathBuf>,
-    /// Where compiled artifacts are cached; `None` disables the cache.
+    /// `cache_dir`: compiled artifacts; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
-    /// The file holding the per-user secret key that authenticates cached
-    /// artifacts; made on first use. `None` only when there is no home
-    /// directory to default to.
+    /// `cache_key`: the per-user key authenticating the cache.
     pub cache_key: Option<PathBuf>,
-    /// The lock file holding sha-256 pins.
+    /// `lock_file`: the sha-256 pins.
     pub lock_file: PathBuf,
-    /// Limits for plugins without their own.
+    /// `[limits]`: for plugins without their own.
     pub limits: Limits,
-    /// Per plugin, by plugin name.
+    /// `[plugins.NAME]`, by plugin name.
     pub plugins: BTreeMap<String, PluginPolicy>,
+    // The doors' sections.
     /// How each agent uses tools, by agent name (`[agents.NAME]`).
     pub agents: BTreeMap<String, ToolCallConfig>,
     /// Approval rules, remembered decisions and the audit log (`[approval]`).
@@ -156,41 +112,8 @@ pub struct Policy {
     pub console: ConsoleConfig,
     /// Model endpoints, by profile name (`[llm.NAME]`).
     pub llm: BTreeMap<String, LlmProfile>,
-    /// How much the sandbox reserves (`[sandbox]`): calls at once and
-    /// engines; default [`SandboxSize::for_machine`]. A registry made over
-    /// a shared sandbox (`Registry::with_sandbox`) does not use it.
+    /// `[sandbox]`: what the sandbox reserves (runtime part).
     pub sandbox: SandboxSize,
-}
-
-/// The policy for one plugin.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PluginPolicy {
-    /// Its limits: the defaults with its overrides applied.
-    pub limits: Limits,
-    /// What it may be granted.
-    pub allowance: Allowance,
-    /// Which component the allowance is for.
-    pub binding: Binding,
-    /// `rename = { calculate = "misc_calculate" }`: by declared name, the
-    /// name the host gives a tool instead, in full. Unlike the allowance,
-    /// it follows the plugin's name whatever the binding (see
-    /// `registry::names`).
-    pub rename: BTreeMap<String, String>,
-    /// `tool_prefix = "misc_"`: put before the name of every tool that
-    /// `rename` does not name.
-    pub tool_prefix: Option<String>,
-}
-
-/// Which component a `[plugins.NAME]` section's grants are for. A plugin
-/// chooses its own name, so the name alone never earns a grant: the section
-/// names the component by `file`, `sha256` or both (all given must match),
-/// or, naming neither, applies only to a component pinned in the lock file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Binding {
-    /// `file = "files.wasm"`: the component's file name in a plugin directory.
-    pub file: Option<String>,
-    /// `sha256 = "…"`: the component's SHA-256, lowercase hex.
-    pub sha256: Option<String>,
 }
 
 impl Default for Policy {
@@ -198,21 +121,31 @@ impl Default for Policy {
     /// user cache directory, `toolhost.lock` and `toolhost.approvals.json`
     /// in the working directory, no approval rules, no audit log.
     fn default() -> Self {
+        let RuntimePolicy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox } = RuntimePolicy::default();
         Policy {
-            plugin_dirs: Vec::new(),
-            cache_dir: default_cache_dir(),
-            cache_key: default_cache_key(),
-            lock_file: PathBuf::from(DEFAULT_LOCK_FILE),
-            limits: Limits::default(),
-            plugins: BTreeMap::new(),
+            plugin_dirs,
+            cache_dir,
+            cache_key,
+            lock_file,
+            limits,
+            plugins,
             agents: BTreeMap::new(),
             llm: BTreeMap::new(),
             approval: ApprovalConfig::default(),
             vcp: None,
             mcp: McpConfig::default(),
             console: ConsoleConfig::default(),
-            sandbox: SandboxSize::for_machine(),
+            sandbox,
         }
+    }
+}
+
+impl From<Policy> for RuntimePolicy {
+    /// The part the registry runs by; the doors' sections stay with the
+    /// [`Policy`].
+    fn from(policy: Policy) -> Self {
+        let Policy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox, .. } = policy;
+        RuntimePolicy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox }
     }
 }
 
@@ -227,6 +160,12 @@ impl Policy {
         policy.approval.memory_file = dir.join(DEFAULT_MEMORY_FILE);
         policy.plugin_dirs = vec![dir];
         policy
+    }
+
+    /// The part the registry runs by ([`RuntimePolicy`]), for
+    /// `Registry::load` while this policy stays with the doors.
+    pub fn runtime(&self) -> RuntimePolicy {
+        self.clone().into()
     }
 
     /// Read and check `path`. Relative paths inside are relative to the
@@ -286,19 +225,8 @@ impl Policy {
         let limits = file.limits.apply(Limits::default(), path, "limits")?;
         let mut plugins = BTreeMap::new();
         for (name, plugin) in file.plugins {
-            let limits = plugin.limits.apply(limits, path, &format!("plugins.{name}.limits"))?;
-            let allowance = Allowance {
-                dirs: plugin.dirs.into_iter().map(|(guest, dir)| (guest, (resolve(dir.host), dir.access))).collect(),
-                env: plugin.env,
-                http_hosts: plugin.http_hosts,
-            };
-            let binding = Binding {
-                file: plugin.file.map(|file| check_file_name(file, path, &name)).transpose()?,
-                sha256: plugin.sha256.map(|digest| check_sha256(&digest, path, &name)).transpose()?,
-            };
-            check_tool_names(&plugin.rename, plugin.tool_prefix.as_deref(), path, &name)?;
-            let (rename, tool_prefix) = (plugin.rename, plugin.tool_prefix);
-            plugins.insert(name, PluginPolicy { limits, allowance, binding, rename, tool_prefix });
+            let plugin = plugin.resolve(&name, limits, &resolve, path)?;
+            plugins.insert(name, plugin);
         }
         // The per-user policy is written over what `toolhost add` installed:
         // what it does not name is the per-user directory and its lock.
@@ -324,6 +252,10 @@ impl Policy {
             agent.system_prompt_file = agent.system_prompt_file.take().map(&resolve);
         }
         let vcp = file.vcp.map(|section| section.resolve(path, &resolve)).transpose()?;
+        let mut mcp = file.mcp.resolve(path)?;
+        if let Some(settings) = agents.get(&mcp.agent) {
+            mcp.agent_settings = settings.clone();
+        }
         for (name, profile) in &llm {
             check_vcp_server(name, profile, vcp.as_ref(), path)?;
         }
@@ -337,92 +269,11 @@ impl Policy {
             agents,
             approval,
             vcp,
-            mcp: file.mcp.resolve(path)?,
+            mcp,
             console: file.console.resolve(path)?,
             llm,
             sandbox: file.sandbox.map_or_else(|| Ok(SandboxSize::for_machine()), |section| section.resolve(path))?,
         })
-    }
-
-    /// The section `[plugins.NAME]` as written, or the defaults and
-    /// nothing allowed. Whether its allowance applies to a component is the
-    /// registry's to decide, by the section's [`Binding`].
-    pub fn for_plugin(&self, name: &str) -> PluginPolicy {
-        self.plugins.get(name).cloned().unwrap_or_else(|| PluginPolicy {
-            limits: self.limits,
-            allowance: Allowance::default(),
-            binding: Binding::default(),
-            rename: BTreeMap::new(),
-            tool_prefix: None,
-        })
-    }
-}
-
-/// `file` must be a component's bare file name, as the lock file names it:
-/// a path would never match, so it is refused rather than silently unused.
-fn check_file_name(file: String, path: &Path, plugin: &str) -> Result<String, ConfigError> {
-    let bare = !file.contains(['/', '\\']) && file.ends_with(".wasm") && file.len() > ".wasm".len();
-    if bare {
-        Ok(file)
-    } else {
-        Err(ConfigError::Invalid {
-            path: path.to_owned(),
-            key: format!("plugins.{plugin}.file"),
-            value: file,
-            why: "expected a component's file name in a plugin directory, like \"files.wasm\"".into(),
-        })
-    }
-}
-
-/// `sha256` is 64 hex digits, optionally after `sha256:` as the lock file
-/// writes it; kept lowercase so it compares with the registry's digests.
-fn check_sha256(digest: &str, path: &Path, plugin: &str) -> Result<String, ConfigError> {
-    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
-    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(hex.to_ascii_lowercase())
-    } else {
-        Err(ConfigError::Invalid {
-            path: path.to_owned(),
-            key: format!("plugins.{plugin}.sha256"),
-            value: digest.to_owned(),
-            why: "expected 64 hex digits, as `toolhost lock` prints them".into(),
-        })
-    }
-}
-
-/// Every new tool name is one a plugin could declare, no two tools are
-/// given one, and a prefix is made of the same characters with room for a
-/// name after it. Whether a prefixed name fits, or a new name is another
-/// tool's, is known once the plugin is loaded (see `registry::names`).
-fn check_tool_names(
-    rename: &BTreeMap<String, String>,
-    prefix: Option<&str>,
-    path: &Path,
-    plugin: &str,
-) -> Result<(), ConfigError> {
-    let invalid =
-        |key: String, value: &str, why: String| ConfigError::Invalid { path: path.to_owned(), key, value: value.to_owned(), why };
-    let mut given: BTreeMap<&str, &str> = BTreeMap::new();
-    for (tool, name) in rename {
-        let key = format!("plugins.{plugin}.rename.{tool}");
-        if !is_valid_name(name) {
-            return Err(invalid(
-                key,
-                name,
-                format!("a tool name must match ^[A-Za-z0-9_-]{{1,{MAX_TOOL_NAME_LEN}}}$, as a declared one does"),
-            ));
-        }
-        if let Some(other) = given.insert(name, tool) {
-            return Err(invalid(key, name, format!("tool `{other}` is given that name too; a name belongs to one tool")));
-        }
-    }
-    match prefix {
-        Some(prefix) if !is_valid_name(prefix) || prefix.len() == MAX_TOOL_NAME_LEN => Err(invalid(
-            format!("plugins.{plugin}.tool_prefix"),
-            prefix,
-            format!("a prefix must match ^[A-Za-z0-9_-]{{1,{}}}$, so that a name can follow it", MAX_TOOL_NAME_LEN - 1),
-        )),
-        _ => Ok(()),
     }
 }
 
@@ -463,20 +314,6 @@ fn check_vcp_server(name: &str, profile: &LlmProfile, vcp: Option<&VcpConfig>, p
     Err(ConfigError::Invalid { path: path.to_owned(), key: format!("llm.{name}.vcp_server"), value: server.clone(), why })
 }
 
-/// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
-fn default_cache_dir() -> Option<PathBuf> {
-    user_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("toolhost"))
-}
-
-/// `$XDG_STATE_HOME/toolhost/cache.key`, else
-/// `$HOME/.local/state/toolhost/cache.key`: state of this user on this
-/// machine, apart from the cache it authenticates (a copied or shared
-/// cache directory does not bring its key along) and from configuration,
-/// which people publish.
-fn default_cache_key() -> Option<PathBuf> {
-    user_dir("XDG_STATE_HOME", ".local/state").map(|dir| dir.join("toolhost").join("cache.key"))
-}
-
 /// The per-user plugin directory, where `toolhost add` installs and which
 /// toolhost loads when there is no policy file:
 /// `$XDG_DATA_HOME/toolhost/plugins`, else
@@ -503,12 +340,6 @@ fn is_user_config_file(path: &Path) -> bool {
 /// else the per-user one ([`user_config_file`]) when it exists.
 pub fn find_config_file(dir: &Path) -> Option<PathBuf> {
     dir.ancestors().map(|dir| dir.join(DEFAULT_CONFIG_FILE)).chain(user_config_file()).find(|file| file.is_file())
-}
-
-/// The XDG base directory `$var`, else `$HOME/fallback`.
-fn user_dir(var: &str, fallback: &str) -> Option<PathBuf> {
-    let xdg = std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
-    xdg.or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(fallback)))
 }
 
 #[derive(Deserialize)]
@@ -540,270 +371,37 @@ struct ConfigFile {
     sandbox: Option<SandboxSection>,
 }
 
-/// `[sandbox]` as the file spells it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SandboxSection {
-    calls: Option<u64>,
-    engines: Option<u64>,
-}
-
-impl SandboxSection {
-    /// The machine's default with the keys given applied, each in range.
-    fn resolve(self, path: &Path) -> Result<SandboxSize, ConfigError> {
-        let default = SandboxSize::for_machine();
-        let calls = match self.calls {
-            Some(calls) => in_range(path, "sandbox.calls", calls, 1..=u64::from(MAX_CONCURRENT_CALLS))? as u32,
-            None => default.calls,
-        };
-        let engines = match self.engines {
-            Some(engines) => in_range(path, "sandbox.engines", engines, 1..=MAX_SHARDS as u64)? as usize,
-            None => default.engines,
-        };
-        Ok(SandboxSize::pooled(calls, engines))
-    }
-}
-
-/// `[llm.NAME]` as the file spells it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LlmSection {
-    base_url: String,
-    model: String,
-    api_key_env: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    #[serde(default)]
-    extra_body: toml::Table,
-    idle_timeout_ms: Option<u64>,
-    connect_timeout_ms: Option<u64>,
-    retries: Option<u32>,
-    max_reply_kib: Option<u64>,
-    max_line_kib: Option<u64>,
-    max_call_argument_kib: Option<u64>,
-    max_calls_per_reply: Option<u64>,
-    request_timeout_ms: Option<u64>,
-    vcp_server: Option<String>,
-}
-
-impl LlmSection {
-    fn resolve(self, name: &str, path: &Path) -> Result<LlmProfile, ConfigError> {
-        let invalid = |key: &str, value: String, why: &str| ConfigError::Invalid {
-            path: path.to_owned(),
-            key: format!("llm.{name}.{key}"),
-            value,
-            why: why.to_owned(),
-        };
-        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return Err(invalid("base_url", self.base_url, "an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1"));
-        }
-        let mut profile = LlmProfile::new(self.base_url, self.model);
-        profile.api_key_env = self.api_key_env;
-        profile.headers = self.headers;
-        profile.extra_body = match serde_json::to_value(&self.extra_body) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => return Err(invalid("extra_body", format!("{:?}", self.extra_body), "a table of JSON-representable values")),
-        };
-        let millis = |key: &str, value: Option<u64>, default: Duration| match value {
-            None => Ok(default),
-            Some(ms @ 1..=3_600_000) => Ok(Duration::from_millis(ms)),
-            Some(ms) => Err(invalid(key, ms.to_string(), "1 to 3600000 milliseconds")),
-        };
-        profile.idle_timeout = millis("idle_timeout_ms", self.idle_timeout_ms, profile.idle_timeout)?;
-        profile.connect_timeout = millis("connect_timeout_ms", self.connect_timeout_ms, profile.connect_timeout)?;
-        profile.request_timeout = millis("request_timeout_ms", self.request_timeout_ms, profile.request_timeout)?;
-        if let Some(retries) = self.retries {
-            if retries > MAX_LLM_RETRIES {
-                return Err(invalid("retries", retries.to_string(), &format!("0 to {MAX_LLM_RETRIES}")));
-            }
-            profile.retry.retries = retries;
-        }
-        let kib = |key: &str, value: Option<u64>, default: usize| match value {
-            None => Ok(default),
-            Some(kib) => Ok((in_range(path, &format!("llm.{name}.{key}"), kib, 1..=MAX_REPLY_KIB)? as usize) << 10),
-        };
-        profile.max_reply_bytes = kib("max_reply_kib", self.max_reply_kib, profile.max_reply_bytes)?;
-        profile.max_line_bytes = kib("max_line_kib", self.max_line_kib, profile.max_line_bytes)?;
-        profile.max_call_argument_bytes =
-            kib("max_call_argument_kib", self.max_call_argument_kib, profile.max_call_argument_bytes)?;
-        if let Some(calls) = self.max_calls_per_reply {
-            let key = format!("llm.{name}.max_calls_per_reply");
-            profile.max_calls_per_reply = in_range(path, &key, calls, 1..=MAX_CALLS_PER_REPLY)? as usize;
-        }
-        profile.vcp_server = self.vcp_server;
-        Ok(profile)
-    }
-}
-
-/// The most retries an `[llm.NAME]` profile may ask for.
-const MAX_LLM_RETRIES: u32 = 10;
-/// The largest reply, line or arguments cap an `[llm.NAME]` profile may
-/// set: 1 GiB.
-const MAX_REPLY_KIB: u64 = 1 << 20;
-/// The most calls per reply an `[llm.NAME]` profile may allow.
-const MAX_CALLS_PER_REPLY: u64 = 4096;
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct ApprovalSection {
-    #[serde(default, deserialize_with = "expanded")]
-    memory_file: Option<PathBuf>,
-    #[serde(default, deserialize_with = "expanded")]
-    audit_log: Option<PathBuf>,
-    #[serde(default)]
-    rules: Vec<RuleSection>,
-}
-
-impl ApprovalSection {
-    /// Paths resolved, the memory file beside the lock file unless named,
-    /// every rule compiled; a bad rule names its place, `approval.rules[i].key`.
-    fn resolve(self, lock_file: &Path, resolve: &dyn Fn(PathBuf) -> PathBuf, path: &Path) -> Result<ApprovalConfig, ConfigError> {
-        let rules = self.rules.into_iter().enumerate().map(|(i, rule)| {
-            Rule::new(rule.action, &rule.tool, rule.plugin, rule.agent, rule.args, rule.reason).map_err(|e| {
-                ConfigError::Invalid {
-                    path: path.to_owned(),
-                    key: format!("approval.rules[{i}].{}", e.key),
-                    value: e.value,
-                    why: e.why,
-                }
-            })
-        });
-        Ok(ApprovalConfig {
-            memory_file: self.memory_file.map_or_else(|| lock_file.with_file_name(DEFAULT_MEMORY_FILE), resolve),
-            audit_log: self.audit_log.map(resolve),
-            rules: rules.collect::<Result<_, _>>()?,
-        })
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleSection {
-    action: RuleAction,
-    tool: String,
-    plugin: Option<String>,
-    agent: Option<String>,
-    #[serde(default)]
-    args: BTreeMap<String, String>,
-    reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PluginSection {
-    file: Option<String>,
-    sha256: Option<String>,
-    #[serde(default)]
-    limits: LimitOverrides,
-    #[serde(default)]
-    dirs: BTreeMap<String, DirSection>,
-    #[serde(default)]
-    env: Vec<String>,
-    #[serde(default)]
-    http_hosts: Vec<String>,
-    #[serde(default)]
-    rename: BTreeMap<String, String>,
-    tool_prefix: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DirSection {
-    #[serde(deserialize_with = "expanded")]
-    host: PathBuf,
-    #[serde(default = "read_only")]
-    access: DirAccess,
-}
-
-fn read_only() -> DirAccess {
-    DirAccess::Read
-}
-
-/// The longest `timeout_ms` a plugin's limits or an agent may set: a day.
-const MAX_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
-
-/// `value` of `key` when it lies in `range`, else the error naming both.
-pub(crate) fn in_range(path: &Path, key: &str, value: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ConfigError> {
-    if range.contains(&value) {
-        Ok(value)
-    } else {
-        Err(ConfigError::Range {
-            path: path.to_owned(),
-            key: key.to_owned(),
-            value: value.to_string(),
-            why: format!("expected {} to {}", range.start(), range.end()),
-        })
-    }
-}
-
-/// Limits as the file spells them, each optional.
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(deny_unknown_fields)]
-struct LimitOverrides {
-    fuel: Option<u64>,
-    timeout_ms: Option<u64>,
-    memory_mib: Option<u64>,
-    output_kib: Option<u64>,
-    instances: Option<u64>,
-    tables: Option<u64>,
-    memories: Option<u64>,
-    table_elements: Option<u64>,
-    host_memory_mib: Option<u64>,
-    resources: Option<u64>,
-    open_files: Option<u64>,
-    http_requests: Option<u64>,
-}
-
-impl LimitOverrides {
-    fn apply(self, base: Limits, path: &Path, section: &str) -> Result<Limits, ConfigError> {
-        let range = |key: &str, value: u64, min: u64, max: u64| in_range(path, &format!("{section}.{key}"), value, min..=max);
-        let mut limits = base;
-        if let Some(v) = self.fuel {
-            limits.fuel = range("fuel", v, 1, u64::MAX / 2)?;
-        }
-        if let Some(v) = self.timeout_ms {
-            limits.timeout = Duration::from_millis(range("timeout_ms", v, 1, MAX_TIMEOUT_MS)?);
-        }
-        if let Some(v) = self.memory_mib {
-            limits.memory_bytes = (range("memory_mib", v, 1, (MAX_MEMORY_BYTES >> 20) as u64)? as usize) << 20;
-        }
-        if let Some(v) = self.output_kib {
-            limits.output_bytes = (range("output_kib", v, 1, 1 << 20)? as usize) << 10;
-        }
-        if let Some(v) = self.instances {
-            limits.instances = range("instances", v, 1, 64)? as usize;
-        }
-        if let Some(v) = self.tables {
-            limits.tables = range("tables", v, 1, 64)? as usize;
-        }
-        if let Some(v) = self.memories {
-            limits.memories = range("memories", v, 1, 16)? as usize;
-        }
-        if let Some(v) = self.table_elements {
-            limits.table_elements = range("table_elements", v, 1, MAX_TABLE_ELEMENTS as u64)? as usize;
-        }
-        if let Some(v) = self.host_memory_mib {
-            limits.host_memory_bytes = (range("host_memory_mib", v, 1, 4096)? as usize) << 20;
-        }
-        if let Some(v) = self.resources {
-            limits.resources = range("resources", v, 1, 1_000_000)? as usize;
-        }
-        if let Some(v) = self.open_files {
-            limits.open_files = range("open_files", v, 0, 65_536)? as usize;
-        }
-        if let Some(v) = self.http_requests {
-            limits.http_requests = range("http_requests", v, 0, 65_536)? as usize;
-        }
-        Ok(limits)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::DirAccess;
+    use crate::sandbox::Allowance;
+    use std::time::Duration;
 
     fn parse(text: &str) -> Result<Policy, ConfigError> {
         Policy::parse(text, Path::new("/etc/toolhost/toolhost.toml"))
+    }
+
+    #[test]
+    fn the_mcp_agents_settings_are_its_agent_section_or_tools_on() {
+        let configured = parse("[mcp]\nagent = \"desk\"\n[agents.desk]\nenabled = false\ntimeout_ms = 5\n").unwrap();
+        assert!(!configured.mcp.agent_settings.enabled);
+        assert_eq!(configured.mcp.agent_settings.timeout_ms, 5);
+        let unconfigured = parse("[mcp]\nagent = \"desk\"\n[agents.other]\nenabled = false\n").unwrap();
+        assert!(unconfigured.mcp.agent_settings.enabled, "an agent the policy does not configure calls its tools");
+        assert_eq!(unconfigured.mcp.agent_settings, Policy::default().mcp.agent_settings);
+    }
+
+    #[test]
+    fn the_runtime_part_is_the_policy_without_the_doors_sections() {
+        let policy =
+            parse("plugin_dirs = [\"p\"]\n[limits]\nfuel = 7\n[plugins.calc]\nfile = \"calc.wasm\"\n[sandbox]\ncalls = 3\n")
+                .unwrap();
+        let runtime = policy.runtime();
+        assert_eq!(runtime.plugin_dirs, [PathBuf::from("/etc/toolhost/p")]);
+        assert_eq!((runtime.limits.fuel, runtime.sandbox.calls), (7, 3));
+        assert_eq!(runtime.plugins["calc"].binding.file.as_deref(), Some("calc.wasm"));
+        assert_eq!((&runtime.lock_file, &runtime.cache_dir), (&policy.lock_file, &policy.cache_dir));
     }
 
     #[test]
@@ -865,7 +463,7 @@ mod tests {
         assert_eq!(policy.plugin_dirs, [PathBuf::from("/etc/toolhost/plugins"), PathBuf::from("/opt/tools")]);
         assert_eq!(policy.lock_file, PathBuf::from("/etc/toolhost/toolhost.lock"));
         assert_eq!(policy.cache_key, Some(PathBuf::from("/etc/toolhost/keys/cache.key")));
-        let files = policy.for_plugin("files");
+        let files = policy.runtime().for_plugin("files");
         assert_eq!(files.limits.fuel, 5, "plugin limits start from the global ones");
         assert_eq!(files.limits.timeout, Duration::from_millis(250));
         assert_eq!(files.limits.memory_bytes, 8 << 20);
@@ -877,8 +475,8 @@ mod tests {
                 sha256: Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789".into()),
             }
         );
-        assert_eq!(policy.for_plugin("other").allowance, Allowance::default());
-        assert_eq!(policy.for_plugin("other").binding, Binding::default());
+        assert_eq!(policy.runtime().for_plugin("other").allowance, Allowance::default());
+        assert_eq!(policy.runtime().for_plugin("other").binding, Binding::default());
     }
 
     #[test]
@@ -898,11 +496,11 @@ mod tests {
     #[test]
     fn tool_names_are_checked_and_named() {
         let policy = parse("[plugins.calc]\nrename = { calculate = \"misc_calculate\" }\ntool_prefix = \"misc_\"\n").unwrap();
-        let calc = policy.for_plugin("calc");
+        let calc = policy.runtime().for_plugin("calc");
         assert_eq!(calc.rename["calculate"], "misc_calculate");
         assert_eq!(calc.tool_name("calculate"), "misc_calculate", "a rename is the full name: no prefix");
         assert_eq!(calc.tool_name("convert"), "misc_convert");
-        assert_eq!(policy.for_plugin("other").tool_name("convert"), "convert");
+        assert_eq!(policy.runtime().for_plugin("other").tool_name("convert"), "convert");
 
         let refused = |text: &str, says: &str| {
             let error = parse(text).unwrap_err().to_string();

@@ -2,7 +2,7 @@
 //! per-user policy names the user's own directories, and these are how a
 //! person writes them. Nothing else expands: `~other` and any other `$NAME`
 //! are refused with what may be written instead, never read as a file name
-//! beside the policy.
+//! beside the policy. And the per-user directories toolhost defaults to.
 
 use serde::{Deserialize, Deserializer};
 use std::ffi::OsString;
@@ -89,6 +89,26 @@ impl Expand for Vec<PathBuf> {
     fn expand(self) -> Result<Self, String> {
         self.into_iter().map(Expand::expand).collect()
     }
+}
+
+/// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
+    user_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("toolhost"))
+}
+
+/// `$XDG_STATE_HOME/toolhost/cache.key`, else
+/// `$HOME/.local/state/toolhost/cache.key`: state of this user on this
+/// machine, apart from the cache it authenticates (a copied or shared
+/// cache directory does not bring its key along) and from configuration,
+/// which people publish.
+pub(crate) fn default_cache_key() -> Option<PathBuf> {
+    user_dir("XDG_STATE_HOME", ".local/state").map(|dir| dir.join("toolhost").join("cache.key"))
+}
+
+/// The XDG base directory `$var`, else `$HOME/fallback`.
+pub(crate) fn user_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    let xdg = std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    xdg.or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(fallback)))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@
 //! # async fn demo() -> anyhow::Result<()> {
 //! // Load the plugins the policy names.
 //! let policy = Policy::load("toolhost.toml".as_ref())?;
-//! let registry = Arc::new(Registry::load(policy).await?);
+//! let registry = Arc::new(Registry::load(policy.runtime()).await?);
 //! let agent = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
 //!
 //! // Tell the model about the tools: this is its system prompt.
@@ -45,7 +45,7 @@
 //! let parsed = agent.protocol.protocol().parse(reply, &declared);
 //!
 //! // Check, approve (here: everything the rules allow), run, and format.
-//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+//! let approvals = Arc::new(Approvals::new(&policy.approval));
 //! let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(AllowAll));
 //! let turn = Turn::for_agent("assistant", agent);
 //! let result = pipeline.run(&turn, ToolCall::from_reply(reply, &parsed.calls)).await;
@@ -89,6 +89,7 @@ pub mod approval;
 pub mod chain;
 mod checked_call;
 pub mod config;
+mod config_error;
 pub mod console;
 pub mod contract;
 mod digest;

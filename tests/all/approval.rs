@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolhost::{
-    AllowAll, Approvals, Approver, CallDecision, DenyAll, Executor, PendingCall, Pipeline, ProtocolId, Registry, ResultDecision,
-    Status, ToolCall, ToolCallConfig, ToolOutcome, ToolSpec, Turn, approval::ChannelApprover,
+    AllowAll, Approvals, Approver, CallDecision, DenyAll, Executor, PendingCall, Pipeline, Policy, ProtocolId, Registry,
+    ResultDecision, Status, ToolCall, ToolCallConfig, ToolOutcome, ToolSpec, Turn, approval::ChannelApprover,
 };
 
 /// Answers from a script, and records what it was asked.
@@ -59,8 +59,8 @@ async fn host(extra: &str) -> (TestHost, tempfile::TempDir) {
     (TestHost::new(&[CALC, FILES], &policy).await, workspace)
 }
 
-fn pipeline_of(registry: &Arc<Registry>, approver: Arc<dyn Approver>) -> Pipeline {
-    let approvals = Approvals::new(&registry.policy().approval);
+fn pipeline_of(policy: &Policy, registry: &Arc<Registry>, approver: Arc<dyn Approver>) -> Pipeline {
+    let approvals = Approvals::new(&policy.approval);
     Pipeline::new(Executor::new(registry.clone()), Arc::new(approvals), approver)
 }
 
@@ -85,7 +85,7 @@ async fn status(pipeline: &Pipeline, turn: &Turn, call: ToolCall) -> (Status, St
 async fn public_tools_run_without_asking() {
     let (host, _ws) = host("").await;
     let person = Person::answering([]);
-    let pipeline = pipeline_of(&host.registry, person.clone());
+    let pipeline = pipeline_of(&host.config, &host.registry, person.clone());
     let (status_, _) = status(&pipeline, &agent(false), call("calculate", json!({ "expression": "1+1" }))).await;
     assert_eq!(status_, Status::Success);
     assert!(person.asked().is_empty());
@@ -96,24 +96,25 @@ async fn moderate_asks_once_always_is_remembered_across_a_restart_and_asked_agai
     let (host, _ws) = host("").await;
     let list = || call("list_files", json!({}));
     let person = Person::answering([CallDecision::AllowAlways]);
-    let pipeline = pipeline_of(&host.registry, person.clone());
+    let pipeline = pipeline_of(&host.config, &host.registry, person.clone());
     assert_eq!(status(&pipeline, &agent(false), list()).await.0, Status::Success);
     assert_eq!(status(&pipeline, &agent(false), list()).await.0, Status::Success);
     assert_eq!(person.asked(), ["list_files"], "asked once, then remembered");
 
     // A restart: a new registry and a new approval policy over the same files.
-    let restarted = Arc::new(Registry::load(host.policy_text_reloaded()).await.unwrap());
+    let reloaded = host.policy_text_reloaded();
+    let restarted = Arc::new(Registry::load(reloaded.runtime()).await.unwrap());
     let nobody = Person::answering([]);
-    assert_eq!(status(&pipeline_of(&restarted, nobody.clone()), &agent(false), list()).await.0, Status::Success);
+    assert_eq!(status(&pipeline_of(&reloaded, &restarted, nobody.clone()), &agent(false), list()).await.0, Status::Success);
     assert!(nobody.asked().is_empty(), "remembered across the restart");
 
     // The plugin's bytes change (a custom section appended): asked again.
     let mut changed = std::fs::read(FILES.path()).unwrap();
     changed.extend_from_slice(&[0x00, 0x03, 0x01, b'x', b'y']);
     std::fs::write(host.dir.path().join("plugins/files.wasm"), changed).unwrap();
-    let changed = Arc::new(Registry::load(host.policy_text_reloaded()).await.unwrap());
+    let changed = Arc::new(Registry::load(reloaded.runtime()).await.unwrap());
     let asked = Person::answering([CallDecision::AllowOnce]);
-    assert_eq!(status(&pipeline_of(&changed, asked.clone()), &agent(false), list()).await.0, Status::Success);
+    assert_eq!(status(&pipeline_of(&reloaded, &changed, asked.clone()), &agent(false), list()).await.0, Status::Success);
     assert_eq!(asked.asked(), ["list_files"], "a changed plugin asks again");
 }
 
@@ -125,7 +126,7 @@ async fn sensitive_asks_every_time_even_after_always() {
         CallDecision::AllowAlways,
         CallDecision::Deny { reason: Some("no more".into()) },
     ]);
-    let pipeline = pipeline_of(&host.registry, person.clone());
+    let pipeline = pipeline_of(&host.config, &host.registry, person.clone());
     let write = |n: u32| call("write_file", json!({ "path": format!("f{n}.txt"), "content": "x" }));
     assert_eq!(status(&pipeline, &agent(false), write(1)).await.0, Status::Success);
     assert_eq!(status(&pipeline, &agent(false), write(2)).await.0, Status::Success);
@@ -138,7 +139,7 @@ async fn sensitive_asks_every_time_even_after_always() {
 async fn require_confirmation_asks_for_public_tools() {
     let (host, _ws) = host("").await;
     let person = Person::answering([CallDecision::Deny { reason: None }]);
-    let pipeline = pipeline_of(&host.registry, person.clone());
+    let pipeline = pipeline_of(&host.config, &host.registry, person.clone());
     let (status_, output) = status(&pipeline, &agent(true), call("calculate", json!({ "expression": "1" }))).await;
     assert_eq!(status_, Status::Denied, "{output}");
     assert_eq!(person.asked(), ["calculate"]);
@@ -149,7 +150,7 @@ async fn a_deny_rule_beats_an_allow_rule() {
     let rules = "[[approval.rules]]\naction = \"allow\"\ntool = \"write_file\"\n\
                  [[approval.rules]]\naction = \"deny\"\ntool = \"write_*\"\nreason = \"writes are off today\"\n";
     let (host, ws) = host(rules).await;
-    let pipeline = pipeline_of(&host.registry, Arc::new(AllowAll));
+    let pipeline = pipeline_of(&host.config, &host.registry, Arc::new(AllowAll));
     let (status_, output) =
         status(&pipeline, &agent(false), call("write_file", json!({ "path": "a.txt", "content": "x" }))).await;
     assert_eq!((status_, output.as_str()), (Status::Denied, "writes are off today"));
@@ -161,7 +162,7 @@ async fn an_argument_pattern_rule_allows_one_path_and_asks_for_another() {
     let rules = "[[approval.rules]]\naction = \"allow\"\ntool = \"write_file\"\nargs = { path = \"notes/**\" }\n";
     let (host, ws) = host(rules).await;
     let person = Person::answering([CallDecision::Deny { reason: Some("not there".into()) }]);
-    let pipeline = pipeline_of(&host.registry, person.clone());
+    let pipeline = pipeline_of(&host.config, &host.registry, person.clone());
     let notes = call("write_file", json!({ "path": "notes/today.txt", "content": "x" }));
     assert_eq!(status(&pipeline, &agent(false), notes).await.0, Status::Success);
     assert!(person.asked().is_empty(), "the allow rule needs nobody");
@@ -174,7 +175,7 @@ async fn an_argument_pattern_rule_allows_one_path_and_asks_for_another() {
 #[tokio::test]
 async fn nobody_attached_denies_saying_approval_was_needed() {
     let (host, _ws) = host("").await;
-    let pipeline = pipeline_of(&host.registry, Arc::new(DenyAll));
+    let pipeline = pipeline_of(&host.config, &host.registry, Arc::new(DenyAll));
     let (status_, output) = status(&pipeline, &agent(false), call("list_files", json!({}))).await;
     assert_eq!(status_, Status::Denied);
     assert!(output.contains("list_files") && output.contains("--yes"), "{output}");
@@ -184,7 +185,7 @@ async fn nobody_attached_denies_saying_approval_was_needed() {
 async fn a_channel_approver_that_times_out_denies_with_that_reason() {
     let (host, _ws) = host("").await;
     let (approver, _requests) = ChannelApprover::new(Duration::from_millis(100));
-    let pipeline = pipeline_of(&host.registry, Arc::new(approver));
+    let pipeline = pipeline_of(&host.config, &host.registry, Arc::new(approver));
     let (status_, output) = status(&pipeline, &agent(false), call("list_files", json!({}))).await;
     assert_eq!(status_, Status::Denied);
     assert!(output.contains("timed out waiting for approval"), "{output}");
@@ -196,8 +197,9 @@ async fn every_call_is_audited_with_its_decision() {
     let (host, _ws) = host("").await;
     let audit = host.dir.path().join("audit.jsonl");
     let text = format!("[approval]\naudit_log = {:?}\n", audit.display().to_string());
-    let registry = Arc::new(Registry::load(policy_in(host.dir.path(), &text)).await.unwrap());
-    let pipeline = pipeline_of(&registry, Arc::new(DenyAll));
+    let policy = policy_in(host.dir.path(), &text);
+    let registry = Arc::new(Registry::load(policy.runtime()).await.unwrap());
+    let pipeline = pipeline_of(&policy, &registry, Arc::new(DenyAll));
     let calls = vec![call("calculate", json!({ "expression": "2" })), call("list_files", json!({})), call("nope", json!({}))];
     pipeline.run(&agent(false), calls).await;
     let lines: Vec<serde_json::Value> =

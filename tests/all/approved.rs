@@ -52,7 +52,7 @@ async fn a_reload_during_a_pending_approval_runs_the_approved_bytes_not_the_new_
         component: host.dir.path().join("plugins/files.wasm"),
         swapped: AtomicBool::new(false),
     });
-    let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
+    let approvals = Arc::new(Approvals::new(&host.config.approval));
     let pipeline = Pipeline::new(host.executor.clone(), approvals, approver);
     let list = || vec![ToolCall::new("1", "list_files", json!({}))];
 

@@ -61,7 +61,7 @@ impl Chat {
     ) -> Chat {
         let host = TestHost::new(plugins, policy).await;
         let model = StandIn::start(script).await.unwrap();
-        let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
+        let approvals = Arc::new(Approvals::new(&host.config.approval));
         let pipeline = Pipeline::new(host.executor.clone(), approvals, approver);
         let mut profile = profile(&model);
         tune(&mut profile);
@@ -626,7 +626,7 @@ async fn the_model_is_sent_the_pipelines_result_messages_fresh_and_after_a_resum
 
     // The same call through the pipeline alone: its messages are what the
     // model must be sent.
-    let approvals = Arc::new(Approvals::new(&chat.host.registry.policy().approval));
+    let approvals = Arc::new(Approvals::new(&chat.host.config.approval));
     let pipeline = Pipeline::new(chat.host.executor.clone(), approvals, Arc::new(DenyAll));
     let call = toolhost::ToolCall::new("call_a", "calculate", json!({ "expression": "6 * 7" }));
     let turn = toolhost::Turn::for_agent("tester", agent(ProtocolId::Native));
@@ -770,7 +770,7 @@ async fn when_a_turn_returns_every_audit_record_and_transcript_entry_is_written(
     assert_eq!(lines(&path), transcript.entries().len(), "every entry is in the file when send returns");
     assert_eq!(lines(&audit), 8, "every call is in the audit log when send returns");
 
-    let approvals = Arc::new(Approvals::new(&chat.host.registry.policy().approval));
+    let approvals = Arc::new(Approvals::new(&chat.host.config.approval));
     let pipeline = Pipeline::new(chat.host.executor.clone(), approvals, Arc::new(DenyAll));
     let calls = (0..20).map(|n| toolhost::ToolCall::new(format!("d{n}"), "calculate", expression(n))).collect();
     pipeline.run(&toolhost::Turn::for_agent("tester", agent(ProtocolId::Native)), calls).await;

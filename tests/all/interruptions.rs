@@ -102,7 +102,7 @@ async fn a_rule_denial_stays_denied_when_the_turn_is_cancelled_while_a_person_de
     let host = TestHost::new(&[FILES], &policy).await;
     let turn = Turn::direct(ProtocolId::JsonBlock);
     let approver = Arc::new(CancelsWhileAsked(turn.cancel.clone()));
-    let pipeline = Pipeline::new(host.executor.clone(), Arc::new(Approvals::new(&host.registry.policy().approval)), approver);
+    let pipeline = Pipeline::new(host.executor.clone(), Arc::new(Approvals::new(&host.config.approval)), approver);
     let calls = vec![
         ToolCall::new("w", "write_file", json!({ "path": "a.txt", "content": "x" })),
         ToolCall::new("l", "list_files", json!({})),

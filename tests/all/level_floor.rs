@@ -24,8 +24,8 @@ async fn understated(extra: &str) -> (TestHost, tempfile::TempDir) {
 }
 
 /// One `save_note` call as agent `coder`, nobody attached to approve.
-async fn save_note(registry: &Arc<Registry>, path: &str) -> (Status, String) {
-    let approvals = Approvals::new(&registry.policy().approval);
+async fn save_note(host: &TestHost, path: &str) -> (Status, String) {
+    let (registry, approvals) = (&host.registry, Approvals::new(&host.config.approval));
     let pipeline = Pipeline::new(Executor::new(registry.clone()), Arc::new(approvals), Arc::new(DenyAll));
     let mut turn = Turn::for_agent("coder", ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
     turn.protocol = ProtocolId::JsonBlock;
@@ -44,7 +44,7 @@ fn levels(registry: &Registry, tool: &str) -> (Permission, Permission) {
 async fn a_writer_declared_public_asks_and_nobody_attached_denies_it() {
     let (host, ws) = understated("").await;
     assert_eq!(levels(&host.registry, "save_note"), (Permission::Moderate, Permission::Public));
-    let (status, output) = save_note(&host.registry, "a.txt").await;
+    let (status, output) = save_note(&host, "a.txt").await;
     assert_eq!(status, Status::Denied, "{output}");
     assert!(!ws.path().join("a.txt").exists(), "nothing was written");
 }
@@ -53,13 +53,13 @@ async fn a_writer_declared_public_asks_and_nobody_attached_denies_it() {
 async fn an_allow_rule_naming_the_plugin_and_the_tool_lets_it_run() {
     let rule = "[[approval.rules]]\naction = \"allow\"\nplugin = \"understated\"\ntool = \"save_note\"\n";
     let (host, ws) = understated(rule).await;
-    assert_eq!(save_note(&host.registry, "a.txt").await.0, Status::Success);
+    assert_eq!(save_note(&host, "a.txt").await.0, Status::Success);
     assert!(ws.path().join("a.txt").exists());
 
     // The same rule for another plugin does not.
     let other = "[[approval.rules]]\naction = \"allow\"\nplugin = \"files\"\ntool = \"save_note\"\n";
     let (host, ws) = understated(other).await;
-    assert_eq!(save_note(&host.registry, "b.txt").await.0, Status::Denied);
+    assert_eq!(save_note(&host, "b.txt").await.0, Status::Denied);
     assert!(!ws.path().join("b.txt").exists());
 }
 

@@ -30,7 +30,7 @@ async fn files(rules: &str) -> (TestHost, tempfile::TempDir) {
 /// One call as agent `coder`, approved (where the rules leave it to a
 /// person) by `approver`.
 async fn run(host: &TestHost, approver: Arc<dyn Approver>, tool: &str, args: serde_json::Value) -> (Status, String) {
-    let approvals = Approvals::new(&host.registry.policy().approval);
+    let approvals = Approvals::new(&host.config.approval);
     let pipeline = Pipeline::new(Executor::new(host.registry.clone()), Arc::new(approvals), approver);
     let mut turn = Turn::for_agent("coder", ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
     turn.protocol = ProtocolId::JsonBlock;

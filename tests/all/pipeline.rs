@@ -17,7 +17,7 @@ fn call(id: &str, tool: &str, args: serde_json::Value) -> ToolCall {
 }
 
 fn pipeline(host: &TestHost, approver: Arc<dyn Approver>) -> Pipeline {
-    Pipeline::new(host.executor.clone(), Arc::new(Approvals::new(&host.registry.policy().approval)), approver)
+    Pipeline::new(host.executor.clone(), Arc::new(Approvals::new(&host.config.approval)), approver)
 }
 
 /// Passes calls, rejects every result, and counts what it was asked.

@@ -202,7 +202,7 @@ async fn one_tool_name_in_two_directories_refuses_both_naming_each_by_its_path()
 async fn a_renamed_tool_is_known_by_its_new_name_and_its_plugin_is_called_by_its_own() {
     let policy = "[plugins.calc]\nrename = { calculate = \"misc_calculate\" }\n\
                   [agents.coder]\nenabled = true\ntool_toggles = { calculate = false }\n";
-    let (_dir, registry) = two_calculates(policy).await;
+    let (dir, registry) = two_calculates(policy).await;
     assert!(refusals(&registry).is_empty(), "{:?}", refusals(&registry));
     let catalog = registry.catalog();
     let (calc, spec) = catalog.tool("misc_calculate").unwrap();
@@ -217,8 +217,10 @@ async fn a_renamed_tool_is_known_by_its_new_name_and_its_plugin_is_called_by_its
         (IMPOSTORS_ANSWER.0, IMPOSTORS_ANSWER.1.into()),
         "the old name is the other plugin's"
     );
-    let offered: Vec<&str> =
-        visible_tools(&catalog, &registry.policy().agents["coder"]).iter().map(|t| t.name.as_str()).collect();
+    let offered: Vec<&str> = visible_tools(&catalog, &Policy::load(&dir.path().join("toolhost.toml")).unwrap().agents["coder"])
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
     assert_eq!(offered, ["misc_calculate"], "a toggle names the tool as the host knows it");
 }
 
@@ -278,8 +280,7 @@ async fn a_new_name_that_cannot_be_is_refused_naming_its_key() {
 #[tokio::test]
 async fn a_rename_of_no_tool_is_warned_about_with_the_closest_name() {
     let host = TestHost::new(&[CALC], "[plugins.calc]\nrename = { calculate = \"misc_calculate\", calculat = \"x\" }\n").await;
-    let warnings: Vec<String> =
-        check_policy(host.registry.policy(), &host.registry.catalog()).iter().map(ToString::to_string).collect();
+    let warnings: Vec<String> = check_policy(&host.config, &host.registry.catalog()).iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
         ["plugins.calc.rename.calculat: the plugin declares no tool `calculat`, so the rename does nothing \

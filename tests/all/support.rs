@@ -71,6 +71,9 @@ pub fn shared_cache_key() -> PathBuf {
 pub struct TestHost {
     /// The temporary directory; `plugins/` holds the components.
     pub dir: TempDir,
+    /// The policy it was loaded with: the doors' sections are here, the
+    /// registry holds only its runtime part.
+    pub config: Policy,
     /// The loaded registry.
     pub registry: Arc<Registry>,
     /// An executor over it.
@@ -84,8 +87,9 @@ impl TestHost {
         for plugin in plugins {
             std::fs::copy(plugin.path(), dir.path().join("plugins").join(format!("{}.wasm", plugin.name))).unwrap();
         }
-        let registry = Arc::new(Registry::load(policy_in(dir.path(), policy)).await.unwrap());
-        TestHost { executor: Executor::new(registry.clone()), registry, dir }
+        let config = policy_in(dir.path(), policy);
+        let registry = Arc::new(Registry::load(config.runtime()).await.unwrap());
+        TestHost { executor: Executor::new(registry.clone()), registry, config, dir }
     }
 
     /// The policy file's contents for this host.

@@ -64,8 +64,8 @@ impl Node {
              [vcp.reconnect]\ninitial_ms = 50\nmax_ms = 400\n{policy}"
         );
         let host = TestHost::new(plugins, &text).await;
-        let config = host.registry.policy().vcp.clone().expect("[vcp] is set");
-        let approvals = Arc::new(Approvals::new(&host.registry.policy().approval));
+        let config = host.config.vcp.clone().expect("[vcp] is set");
+        let approvals = Arc::new(Approvals::new(&host.config.approval));
         let approver = Arc::new(UnattendedApprover::new(config.unattended));
         let pipeline = asking(&config, Pipeline::new(host.executor.clone(), approvals, approver));
         let node = VcpNode::new(config, key, pipeline).unwrap();
@@ -629,7 +629,7 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
     let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "vcp-agent")).unwrap());
     let config =
         ToolCallConfig { enabled: true, system_prompt: Some("Tools here:\n{{tools}}\nEnd.".into()), ..ToolCallConfig::default() };
-    let approvals = Arc::new(Approvals::new(&node.host.registry.policy().approval));
+    let approvals = Arc::new(Approvals::new(&node.host.config.approval));
     let pipeline = Pipeline::new(node.host.executor.clone(), approvals, Arc::new(UnattendedApprover::default()));
     let chain = Chain::new(llm, pipeline, "hub", config).unwrap().handing_over(Handover::to_node(&node.node));
 

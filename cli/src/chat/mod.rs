@@ -117,7 +117,7 @@ impl ChatCommand {
             Some(terminal) => Arc::new(terminal.approver()),
             None => Arc::new(DenyAll),
         };
-        let pipeline = global.pipeline_with(approver).await?;
+        let pipeline = global.pipeline_with(&policy, approver).await?;
         let registry = pipeline.executor().registry().clone();
         let offered = if config.enabled { visible_tools(&pipeline.executor().registry().catalog(), &config).len() } else { 0 };
         let (url, model) = (profile.base_url.clone(), profile.model.clone());

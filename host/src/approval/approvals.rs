@@ -10,6 +10,7 @@ use super::{Answer, Approver, AskReason, CallDecision, DecidedBy, PendingCall};
 use crate::manifest::{Permission, ToolSpec};
 use crate::sandbox::DirGrant;
 use serde_json::{Map, Value};
+use std::path::Path;
 use std::sync::Arc;
 
 /// What becomes of a call before any person sees it.
@@ -205,6 +206,11 @@ impl Approvals {
         if let Some(log) = &self.audit {
             log.append(record);
         }
+    }
+
+    /// The audit log's file (`[approval] audit_log`), if there is one.
+    pub fn audit_log(&self) -> Option<&Path> {
+        self.audit.as_ref().map(AuditLog::path)
     }
 
     /// Wait until every record handed to [`audit`](Self::audit) is

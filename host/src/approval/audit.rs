@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// One call, as the audit log records it.
@@ -163,6 +163,11 @@ pub(super) struct AuditLog {
 }
 
 impl AuditLog {
+    /// The file it appends to.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
     pub(super) fn new(path: PathBuf) -> Self {
         let to = path.clone();
         // One write per line, in append mode: lines from several processes

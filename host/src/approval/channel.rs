@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 /// few means nobody is reading, which the timeout then reports.
 const QUEUED_REQUESTS: usize = 8;
 
-/// What a [`ChannelApprover`] asks; answer by sending on `reply`.
+/// What a [`ChannelApprover`] asks; answer with `reply`.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ApprovalRequest {
@@ -22,7 +22,7 @@ pub enum ApprovalRequest {
         /// The calls.
         calls: Vec<PendingCall>,
         /// Where the decisions go.
-        reply: oneshot::Sender<Vec<CallDecision>>,
+        reply: Reply<Vec<CallDecision>>,
     },
     /// Pass or reject this result.
     Result {
@@ -31,8 +31,44 @@ pub enum ApprovalRequest {
         /// The tool it came from (boxed: the variants stay small).
         tool: Box<ToolSpec>,
         /// Where the decision goes.
-        reply: oneshot::Sender<ResultDecision>,
+        reply: Reply<ResultDecision>,
     },
+}
+
+/// Where the answer to one [`ApprovalRequest`] goes.
+#[derive(Debug)]
+pub struct Reply<T> {
+    sender: oneshot::Sender<T>,
+}
+
+impl<T> Reply<T> {
+    /// Answer the request.
+    ///
+    /// # Errors
+    ///
+    /// The answer, given back, when nobody waits for it any more: the
+    /// approver timed out, or the turn that asked was cancelled.
+    pub fn send(self, answer: T) -> Result<(), T> {
+        self.sender.send(answer)
+    }
+
+    /// Whether nobody waits for the answer any more.
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+}
+
+/// The requests a [`ChannelApprover`] sends, in the order they are asked.
+#[derive(Debug)]
+pub struct ApprovalRequests {
+    receiver: mpsc::Receiver<ApprovalRequest>,
+}
+
+impl ApprovalRequests {
+    /// The next request; `None` once every approver sending here is gone.
+    pub async fn recv(&mut self) -> Option<ApprovalRequest> {
+        self.receiver.recv().await
+    }
 }
 
 /// Sends each batch of pending calls, and each result that needs approval,
@@ -50,17 +86,17 @@ pub struct ChannelApprover {
 impl ChannelApprover {
     /// An approver that waits up to `timeout` for each answer, and the
     /// receiver its requests arrive on.
-    pub fn new(timeout: Duration) -> (Self, mpsc::Receiver<ApprovalRequest>) {
+    pub fn new(timeout: Duration) -> (Self, ApprovalRequests) {
         let (requests, receiver) = mpsc::channel(QUEUED_REQUESTS);
-        (ChannelApprover { requests, timeout }, receiver)
+        (ChannelApprover { requests, timeout }, ApprovalRequests { receiver })
     }
 
     /// Send the request `make` builds around a reply sender, and wait for
     /// the reply.
-    async fn request<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> ApprovalRequest) -> Result<T, Unanswered> {
-        let (reply, answer) = oneshot::channel();
+    async fn request<T>(&self, make: impl FnOnce(Reply<T>) -> ApprovalRequest) -> Result<T, Unanswered> {
+        let (sender, answer) = oneshot::channel();
         let asked = async {
-            self.requests.send(make(reply)).await.map_err(|_| Unanswered::Closed)?;
+            self.requests.send(make(Reply { sender })).await.map_err(|_| Unanswered::Closed)?;
             answer.await.map_err(|_| Unanswered::Closed)
         };
         tokio::time::timeout(self.timeout, asked).await.unwrap_or(Err(Unanswered::TimedOut))

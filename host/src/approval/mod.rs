@@ -73,15 +73,17 @@ mod channel;
 mod memory;
 mod opened_path;
 mod rules;
+mod section;
 mod terminal;
 
 pub use adapters::{AllowAll, DenyAll};
 pub use approvals::{Approvals, Assessment};
 pub use audit::AuditRecord;
-pub use channel::{ApprovalRequest, ChannelApprover};
+pub use channel::{ApprovalRequest, ApprovalRequests, ChannelApprover, Reply};
 pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, RememberedApproval};
 pub use opened_path::{MAX_LINKS, MAX_PATH_BYTES};
 pub use rules::{ApprovalConfig, DEFAULT_MEMORY_FILE, Rule, RuleAction, RuleError};
+pub(crate) use section::ApprovalSection;
 pub use terminal::TerminalApprover;
 
 use crate::manifest::{Permission, ToolSpec};

@@ -10,7 +10,7 @@
 //! approver = true                    # `toolhost node` and `toolhost mcp` ask through the console, as with --console (default: false)
 //! ```
 
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::Path;

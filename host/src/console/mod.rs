@@ -17,8 +17,8 @@
 //!
 //! # async fn demo() -> anyhow::Result<()> {
 //! let policy = Policy::load("toolhost.toml".as_ref())?;
-//! let registry = Arc::new(Registry::load(policy).await?);
-//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+//! let registry = Arc::new(Registry::load(policy.runtime()).await?);
+//! let approvals = Arc::new(Approvals::new(&policy.approval));
 //! let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(AllowAll));
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 //! let console = Console::new(pipeline, ConsoleOptions::default(), listener.local_addr()?);

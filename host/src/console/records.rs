@@ -53,7 +53,7 @@ pub(super) struct AuditQuery {
 
 /// The newest audit records first (`limit`, at most 1000).
 pub(super) async fn audit(State(shared): State<Arc<Shared>>, Query(query): Query<AuditQuery>) -> Response {
-    let Some(path) = shared.pipeline.executor().registry().policy().approval.audit_log.clone() else {
+    let Some(path) = shared.pipeline.approvals().audit_log().map(std::path::Path::to_owned) else {
         return Json(json!({ "file": null, "records": [] })).into_response();
     };
     shared.pipeline.approvals().flush_audit().await;

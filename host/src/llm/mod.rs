@@ -13,11 +13,13 @@
 
 mod assemble;
 mod openai;
+mod section;
 
 pub use openai::{
     ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY,
     DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmProfile, OpenAiClient, RetryPolicy,
 };
+pub(crate) use section::LlmSection;
 
 use crate::message::{Message, NativeCall};
 use std::sync::Arc;

@@ -15,7 +15,8 @@
 //! ```
 
 use super::sessions::DEFAULT_MAX_SESSIONS;
-use crate::config::ConfigError;
+use crate::agent::ToolCallConfig;
+use crate::config_error::ConfigError;
 use crate::manifest::Permission;
 use crate::tool_filter::ToolFilter;
 use crate::vcp_node::UnattendedAction;
@@ -36,6 +37,10 @@ pub struct McpConfig {
     /// The agent its calls are approved and audited as; `[agents.NAME]`
     /// turns tools on or off and sets `timeout_ms` as for any agent.
     pub agent: String,
+    /// That agent's `[agents.NAME]` settings, put here when the policy is
+    /// assembled (`Policy::parse`); without that section, its tools on with
+    /// the defaults: serving them is what the MCP server is started for.
+    pub agent_settings: ToolCallConfig,
     /// Narrows the agent's tools (`tools`, `tags`, `levels`).
     pub filter: ToolFilter,
     /// What becomes of a call that needs approval when the client cannot
@@ -55,6 +60,7 @@ impl Default for McpConfig {
     fn default() -> Self {
         McpConfig {
             agent: DEFAULT_MCP_AGENT.to_owned(),
+            agent_settings: unconfigured_agent(),
             filter: ToolFilter::default(),
             unattended: UnattendedAction::Deny,
             allowed_hosts: Vec::new(),
@@ -62,6 +68,11 @@ impl Default for McpConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
         }
     }
+}
+
+/// The settings of an agent the policy does not configure.
+fn unconfigured_agent() -> ToolCallConfig {
+    ToolCallConfig { enabled: true, ..ToolCallConfig::default() }
 }
 
 /// `[mcp]` as written.
@@ -127,6 +138,7 @@ impl McpSection {
         Ok(McpConfig {
             max_sessions,
             agent,
+            agent_settings: unconfigured_agent(),
             filter,
             unattended: self.unattended.unwrap_or_default(),
             allowed_hosts: self.allowed_hosts,

@@ -19,11 +19,11 @@
 //!
 //! # async fn demo() -> anyhow::Result<()> {
 //! let policy = Policy::load("toolhost.toml".as_ref())?;
-//! let registry = Arc::new(Registry::load(policy).await?);
-//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+//! let registry = Arc::new(Registry::load(policy.runtime()).await?);
+//! let approvals = Arc::new(Approvals::new(&policy.approval));
 //! // The approver is the client's user (or `[mcp] unattended`), per call.
 //! let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(DenyAll));
-//! let server = McpServer::new(pipeline, registry.policy().mcp.clone());
+//! let server = McpServer::new(pipeline, policy.mcp);
 //! server.serve_stdio(CancellationToken::new()).await?;
 //! # Ok(())
 //! # }
@@ -41,7 +41,6 @@ pub use config::{DEFAULT_MCP_AGENT, LOOPBACK_HOSTS, McpConfig};
 pub use http::HttpOptions;
 pub use sessions::DEFAULT_MAX_SESSIONS;
 
-use crate::agent::ToolCallConfig;
 use crate::pipeline::{Pipeline, Turn};
 use rmcp::{Peer, RoleServer, ServiceExt};
 use session::Session;
@@ -114,15 +113,7 @@ impl McpServer {
     }
 
     fn build(pipeline: Pipeline, config: McpConfig, approver_for: Option<ApproverFor>) -> Self {
-        let registry = pipeline.executor().registry();
-        // An agent the policy does not configure calls its tools: serving
-        // them is what `toolhost mcp` was started for.
-        let agent = registry
-            .policy()
-            .agents
-            .get(&config.agent)
-            .cloned()
-            .unwrap_or_else(|| ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+        let agent = config.agent_settings.clone();
         let turn = Turn { filter: Some(Arc::new(config.filter.clone())), ..Turn::for_agent(config.agent.clone(), agent) };
         let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()), approver_for };
         McpServer { shared: Arc::new(shared) }

@@ -6,7 +6,7 @@
 //! grants nothing, and its limits apply only where they are stricter than
 //! the defaults.
 
-use crate::config::{Binding, Policy};
+use super::policy::{Binding, RuntimePolicy};
 use crate::sandbox::{Allowance, Limits};
 use serde::Serialize;
 use std::fmt;
@@ -97,7 +97,7 @@ impl Binding {
 
 /// The policy for `plugin` (the name its manifest declares) loaded from
 /// `component`.
-pub(crate) fn apply(policy: &Policy, plugin: &str, component: &ComponentId<'_>) -> AppliedPolicy {
+pub(crate) fn apply(policy: &RuntimePolicy, plugin: &str, component: &ComponentId<'_>) -> AppliedPolicy {
     let Some(section) = policy.plugins.get(plugin) else {
         return AppliedPolicy { limits: policy.limits, allowance: Allowance::default(), unbound: None };
     };
@@ -160,12 +160,12 @@ mod tests {
     const GENUINE: &str = "1111111111111111111111111111111111111111111111111111111111111111";
     const OTHER: &str = "2222222222222222222222222222222222222222222222222222222222222222";
 
-    fn policy(binding: &str) -> Policy {
+    fn policy(binding: &str) -> RuntimePolicy {
         let text = format!(
             "[limits]\nfuel = 1000\ntimeout_ms = 500\n\
              [plugins.files]\n{binding}\nlimits = {{ fuel = 5000, timeout_ms = 100 }}\nenv = [\"HOME\"]\n"
         );
-        Policy::parse(&text, Path::new("/etc/toolhost.toml")).unwrap()
+        crate::config::Policy::parse(&text, Path::new("/etc/toolhost.toml")).unwrap().into()
     }
 
     fn component<'a>(file: &'a str, sha256: &'a str, pinned: bool) -> ComponentId<'a> {

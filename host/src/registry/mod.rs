@@ -29,6 +29,7 @@ pub(crate) mod files;
 mod lock;
 mod magic;
 pub(crate) mod names;
+mod policy;
 mod report;
 mod watch;
 
@@ -37,11 +38,12 @@ pub use binding::UnboundSection;
 pub(crate) use cache::ArtifactCache;
 pub use cache::{CacheError, CacheUse};
 pub use lock::{LockError, LockFile, PinChange, PinState};
+pub(crate) use policy::PluginSection;
+pub use policy::{Binding, DEFAULT_LOCK_FILE, PluginPolicy, RuntimePolicy};
 pub use watch::DEFAULT_WATCH_INTERVAL;
 // Public through `cli_support`, which the CLI uses.
 pub(crate) use files::component_files;
 
-use crate::config::Policy;
 use crate::contract::{Contract, ContractError};
 use crate::declaration::ManifestError;
 use crate::digest::sha256_hex;
@@ -370,7 +372,7 @@ pub struct LoadProgress<'a> {
 /// The set of loaded plugins, their sandbox, and change notifications.
 pub struct Registry {
     sandbox: Arc<Sandbox>,
-    policy: Policy,
+    policy: RuntimePolicy,
     cache: Option<ArtifactCache>,
     catalog: RwLock<Arc<Catalog>>,
     events: broadcast::Sender<RegistryEvent>,
@@ -387,7 +389,7 @@ impl Registry {
     /// unreadable or malformed, a plugin directory cannot be listed, or the
     /// compiled cache is unusable. A component that fails its checks is not an
     /// error: it is refused, with the reason, in the catalog's `refused`.
-    pub async fn load(policy: Policy) -> Result<Self, RegistryError> {
+    pub async fn load(policy: impl Into<RuntimePolicy>) -> Result<Self, RegistryError> {
         Self::load_with_progress(policy, &|_| {}).await
     }
 
@@ -396,7 +398,11 @@ impl Registry {
     /// # Errors
     ///
     /// As [`Registry::load`].
-    pub async fn load_with_progress(policy: Policy, progress: &(dyn Fn(LoadProgress<'_>) + Sync)) -> Result<Self, RegistryError> {
+    pub async fn load_with_progress(
+        policy: impl Into<RuntimePolicy>,
+        progress: &(dyn Fn(LoadProgress<'_>) + Sync),
+    ) -> Result<Self, RegistryError> {
+        let policy = policy.into();
         let registry = blocking(move || Self::new(policy)).await?;
         registry.populate(progress).await
     }
@@ -409,7 +415,8 @@ impl Registry {
     /// # Errors
     ///
     /// As [`Registry::load`], but for the sandbox, which is set up already.
-    pub async fn load_in(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
+    pub async fn load_in(sandbox: Arc<Sandbox>, policy: impl Into<RuntimePolicy>) -> Result<Self, RegistryError> {
+        let policy = policy.into();
         let registry = blocking(move || Self::with_sandbox(sandbox, policy)).await?;
         registry.populate(&|_| {}).await
     }
@@ -431,7 +438,8 @@ impl Registry {
     ///
     /// A [`RegistryError`] when the sandbox cannot be set up or the compiled
     /// cache is unusable.
-    pub fn new(policy: Policy) -> Result<Self, RegistryError> {
+    pub fn new(policy: impl Into<RuntimePolicy>) -> Result<Self, RegistryError> {
+        let policy = policy.into();
         let sandbox = Arc::new(Sandbox::with_size(policy.sandbox)?);
         Self::with_sandbox(sandbox, policy)
     }
@@ -443,7 +451,8 @@ impl Registry {
     ///
     /// [`RegistryError::Cache`] when the compiled cache, or its key, is
     /// unusable or not private.
-    pub fn with_sandbox(sandbox: Arc<Sandbox>, policy: Policy) -> Result<Self, RegistryError> {
+    pub fn with_sandbox(sandbox: Arc<Sandbox>, policy: impl Into<RuntimePolicy>) -> Result<Self, RegistryError> {
+        let policy = policy.into();
         let cache = match (&policy.cache_dir, &policy.cache_key) {
             (Some(dir), Some(key_file)) => Some(ArtifactCache::new(dir, key_file, sandbox.engine())?),
             (Some(dir), None) => return Err(CacheError::NoKeyFile { dir: dir.clone() }.into()),
@@ -481,8 +490,9 @@ impl Registry {
         self.catalog.read().expect("catalog lock").clone()
     }
 
-    /// The policy the registry was loaded with.
-    pub fn policy(&self) -> &Policy {
+    /// The part of the policy the registry was loaded with: the doors'
+    /// sections stay with the `config::Policy` it came from.
+    pub fn policy(&self) -> &RuntimePolicy {
         &self.policy
     }
 

@@ -7,7 +7,7 @@
 //! it; the plugin alone is still called with the name it declares.
 //!
 //! Renaming follows the plugin's name alone, whatever the section's
-//! [`Binding`](crate::config::Binding): unlike a grant it earns nothing, as
+//! [`Binding`](super::Binding): unlike a grant it earns nothing, as
 //! a plugin could declare the new name itself, and the new names are
 //! checked for collisions like declared ones. A name comes from the
 //! policy, so one that cannot be (a prefixed name too long, or a rename to
@@ -15,7 +15,7 @@
 //! the key; new names of the wrong form are refused with the policy itself.
 
 use super::LoadError;
-use crate::config::PluginPolicy;
+use super::policy::PluginPolicy;
 use crate::manifest::{MAX_TOOL_NAME_LEN, PluginManifest, is_valid_name};
 use std::collections::BTreeMap;
 

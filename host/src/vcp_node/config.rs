@@ -25,7 +25,7 @@
 //! max_ms = 30_000
 //! ```
 
-use crate::config::{ConfigError, in_range};
+use crate::config_error::{ConfigError, in_range};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

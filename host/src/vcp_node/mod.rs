@@ -51,8 +51,8 @@
 //! # async fn demo() -> anyhow::Result<()> {
 //! let policy = Policy::load("toolhost.toml".as_ref())?;
 //! let config = policy.vcp.clone().unwrap_or(VcpConfig::new("ws://127.0.0.1:6005")?);
-//! let registry = Arc::new(Registry::load(policy).await?);
-//! let approvals = Arc::new(Approvals::new(&registry.policy().approval));
+//! let registry = Arc::new(Registry::load(policy.runtime()).await?);
+//! let approvals = Arc::new(Approvals::new(&policy.approval));
 //! let approver = Arc::new(UnattendedApprover::new(config.unattended));
 //! let pipeline = Pipeline::new(Executor::new(registry), approvals, approver);
 //! let node = VcpNode::from_env(config, pipeline)?;
