@@ -47,7 +47,7 @@ impl ParseCommand {
             }
         };
         let policy = global.policy()?;
-        let registry = if policy.plugin_dirs.is_empty() { None } else { Some(global.registry().await?) };
+        let registry = if policy.plugin_dirs.is_empty() { None } else { Some(global.registry_over(&policy).await?) };
         let catalog = registry.as_ref().map(Registry::catalog);
         let from_file = match &self.tools_file {
             Some(path) => {

@@ -204,7 +204,12 @@ fn the_readmes_embedding_quickstart_works_as_written() {
     assert!(start.contains(r#"features = ["macros", "rt-multi-thread"]"#), "#[tokio::main] needs both: {start}");
 
     let program = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().join("examples/one_turn");
-    assert!(program.exists(), "{} is built by `cargo test --workspace`", program.display());
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    assert!(
+        modified(&program) >= modified(&repo.join("host/examples/one_turn.rs")),
+        "{} is built by `cargo test --workspace`, after its source",
+        program.display()
+    );
     let env = vec![("TOOLHOST".to_owned(), repo.display().to_string())];
     let dir = tempfile::tempdir().unwrap();
     let started = sh(dir.path(), &env, &format!("set -e\n{start}"));
@@ -212,6 +217,12 @@ fn the_readmes_embedding_quickstart_works_as_written() {
     let project = start.lines().find_map(|l| l.split("&& cd ").nth(1)).expect("the block enters the project");
     let project = dir.path().join(project.trim());
     assert_eq!(run.trim(), "cargo run --release", "the step this test replaces with the built program");
+    // Cargo resolves the manifest the README's steps wrote (the TOML, the
+    // path to the library, the versions; pinned as this workspace's, and
+    // offline) without building anything.
+    std::fs::copy(repo.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let manifest = sh(&project, &env, "cargo metadata --format-version 1 --offline > /dev/null");
+    assert!(manifest.status.success(), "{start}\n{}", text(&manifest.stderr));
     let ran = in_test_home(Command::new(&program).current_dir(&project)).env_remove("RUST_LOG").output().unwrap();
     let said = text(&ran.stdout);
     assert!(ran.status.success(), "{said}\n{}", text(&ran.stderr));

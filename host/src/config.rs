@@ -144,7 +144,22 @@ impl From<Policy> for RuntimePolicy {
     /// The part the registry runs by; the doors' sections stay with the
     /// [`Policy`].
     fn from(policy: Policy) -> Self {
-        let Policy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox, .. } = policy;
+        // Every field named, so that a new one is put on one side or the other.
+        let Policy {
+            plugin_dirs,
+            cache_dir,
+            cache_key,
+            lock_file,
+            limits,
+            plugins,
+            sandbox,
+            agents: _,
+            approval: _,
+            vcp: _,
+            mcp: _,
+            console: _,
+            llm: _,
+        } = policy;
         RuntimePolicy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox }
     }
 }
@@ -252,10 +267,9 @@ impl Policy {
             agent.system_prompt_file = agent.system_prompt_file.take().map(&resolve);
         }
         let vcp = file.vcp.map(|section| section.resolve(path, &resolve)).transpose()?;
-        let mut mcp = file.mcp.resolve(path)?;
-        if let Some(settings) = agents.get(&mcp.agent) {
-            mcp.agent_settings = settings.clone();
-        }
+        let mcp = file.mcp.resolve(path)?;
+        let (agent, settings) = (mcp.agent.clone(), agents.get(&mcp.agent).cloned());
+        let mcp = mcp.with_agent(agent, settings);
         for (name, profile) in &llm {
             check_vcp_server(name, profile, vcp.as_ref(), path)?;
         }

@@ -79,36 +79,26 @@
 // whole, as `toolhost::types` and `toolhost::protocol`, so an embedder needs
 // only this crate.
 pub use toolhost_protocol as protocol;
-use toolhost_protocol::{arguments, declaration, suggest};
+use toolhost_protocol::{arguments, suggest};
+use toolhost_runtime::{checked_call, config_error, digest, error_chain, home_paths, printable, regular_file, trust};
+pub use toolhost_runtime::{contract, executor, registry, sandbox};
 pub use toolhost_types as types;
-use toolhost_types::{call, failure, manifest, message, outcome, units};
+use toolhost_types::{call, manifest, message, outcome};
 
 pub mod agent;
 mod appender;
 pub mod approval;
 pub mod chain;
-mod checked_call;
 pub mod config;
-mod config_error;
 pub mod console;
-pub mod contract;
-mod digest;
 mod discovery;
-mod error_chain;
-pub mod executor;
-mod home_paths;
 pub mod llm;
 pub mod mcp;
 mod parse_report;
 pub mod pipeline;
 pub mod policy_check;
-mod printable;
-pub mod registry;
-mod regular_file;
-pub mod sandbox;
 mod tool_filter;
 pub mod transcript;
-mod trust;
 mod vcp_node;
 
 // The items most programs use, at the root; every item is also in the
@@ -201,31 +191,7 @@ pub mod limits {
     }
 }
 
-/// Install toolhost's counting allocator as the program's global
-/// allocator, so that each call's host memory is counted and the per-call
-/// host-memory limit holds (see [`HostMemoryAllocator`](sandbox::HostMemoryAllocator)). A library makes
-/// no process-wide choice, so the program does, once, in its binary:
-///
-/// ```ignore
-/// toolhost::count_host_memory!();                               // over the system allocator
-/// toolhost::count_host_memory!(MyAllocator, MyAllocator::new()); // over another one
-/// ```
-///
-/// Without it, calls still run under every other limit (linear memory,
-/// fuel, time, resource counts, open files), but what the host allocates
-/// for a call is not counted: `host_memory_mib` does not apply and host
-/// work costs no per-byte fuel ([`accounting_active`](sandbox::accounting_active) is false).
-#[macro_export]
-macro_rules! count_host_memory {
-    () => {
-        $crate::count_host_memory!(::std::alloc::System, ::std::alloc::System);
-    };
-    ($allocator:ty, $inner:expr) => {
-        #[global_allocator]
-        static TOOLHOST_HOST_MEMORY: $crate::sandbox::HostMemoryAllocator<$allocator> =
-            $crate::sandbox::HostMemoryAllocator::new($inner);
-    };
-}
+pub use toolhost_runtime::count_host_memory;
 
 // The library's own unit tests run with host memory counted, as the CLI does.
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The modules of each crate form layers: no import cycle between the
 //! top-level modules of a crate, read from the source (`crate::module`
-//! paths outside unit tests).
+//! paths, and `super::module` ones that reach the crate's root, outside
+//! unit tests).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,12 +24,19 @@ fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         .map(|(module, paths)| {
             let named = paths
                 .iter()
-                .flat_map(|path| named_modules(&without_unit_tests(&std::fs::read_to_string(path).unwrap())))
+                .flat_map(|path| named_modules(&without_unit_tests(&std::fs::read_to_string(path).unwrap()), depth(src, path)))
                 .filter(|name| name != module && modules.contains(name))
                 .collect();
             (module.clone(), named)
         })
         .collect()
+}
+
+/// How deep in the crate the module in `file` is: 1 for `src/x.rs` and
+/// `src/x/mod.rs`, 2 for `src/x/y.rs`; so many `super::` reach the root.
+fn depth(src: &Path, file: &Path) -> usize {
+    let parts = file.strip_prefix(src).unwrap().components().count();
+    if file.file_name().is_some_and(|name| name == "mod.rs") { parts - 1 } else { parts }
 }
 
 fn rust_files(path: &Path) -> Vec<PathBuf> {
@@ -48,31 +56,39 @@ fn without_unit_tests(text: &str) -> String {
     code.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n")
 }
 
-/// The first segment of every `crate::…` path in `code`, braced groups
-/// (`use crate::{a::X, b::{Y, Z}}`) included.
-fn named_modules(code: &str) -> BTreeSet<String> {
+/// The first segment of every path in `code` that starts at the crate's
+/// root: `crate::…`, or `super::…` with as many `super`s as the module is
+/// `depth` deep; braced groups (`use crate::{a::X, b::{Y, Z}}`) included.
+fn named_modules(code: &str, depth: usize) -> BTreeSet<String> {
     let ident = |text: &str| text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+    let to_root = "super::".repeat(depth);
     let mut named = BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let mut depth = 0;
-            let mut start = true;
-            for (i, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => start = true,
-                    c if start && !c.is_whitespace() => {
-                        named.insert(ident(&group[i..]));
-                        start = false;
-                    }
-                    _ => {}
-                }
+    for prefix in ["crate::", to_root.as_str()] {
+        for (at, _) in code.match_indices(prefix) {
+            // Part of a longer path, `a::super::…` or `super::super::…`.
+            if code[..at].ends_with("::") || code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
             }
-        } else {
-            named.insert(ident(rest));
+            let rest = &code[at + prefix.len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut nesting = 0;
+                let mut start = true;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => nesting += 1,
+                        '}' if nesting == 0 => break,
+                        '}' => nesting -= 1,
+                        ',' if nesting == 0 => start = true,
+                        c if start && !c.is_whitespace() => {
+                            named.insert(ident(&group[i..]));
+                            start = false;
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                named.insert(ident(rest));
+            }
         }
     }
     named
@@ -99,7 +115,7 @@ fn crate_src(dir: &str) -> PathBuf {
 
 #[test]
 fn no_crate_has_an_import_cycle_between_its_modules() {
-    for dir in ["types", "protocol", "host", "cli", "sdk", "standin"] {
+    for dir in ["types", "protocol", "runtime", "host", "cli", "sdk", "standin"] {
         let cycles = in_cycles(&imports(&crate_src(dir)));
         assert!(cycles.is_empty(), "{dir}: modules in an import cycle: {cycles:?}");
     }
@@ -113,15 +129,13 @@ fn the_layers_of_this_crate_hold() {
             assert!(!graph[module].contains(*other), "{module} reaches up to {other}");
         }
     };
-    // The runtime (sandbox, registry, executor) knows no door and not the
-    // assembled policy: the registry takes the runtime part of it.
-    for runtime in ["sandbox", "registry", "checked_call", "executor"] {
-        below(runtime, &["config", "pipeline", "approval", "chain", "console", "mcp", "vcp_node", "llm"]);
-    }
-    // The chain hands over to a trait, not to the VCP node; the doors'
-    // sections are parsed by their owners, which know only the error type.
+    // The runtime (sandbox, registry, executor) is a crate below this one
+    // (`toolhost-runtime`), so it knows no door and not the assembled
+    // policy. Here: the chain hands over to a trait, not to the VCP node;
+    // the doors' sections are parsed by their owners, which know only the
+    // error type; approval knows no door.
     below("chain", &["vcp_node", "config", "mcp", "console"]);
-    below("approval", &["registry", "config"]);
+    below("approval", &["config", "pipeline", "chain", "console", "mcp", "vcp_node"]);
     for door in ["console", "mcp", "vcp_node"] {
         below(door, &["config"]);
     }
@@ -131,8 +145,12 @@ fn the_layers_of_this_crate_hold() {
 fn the_reader_finds_braced_and_plain_paths_and_skips_comments_and_unit_tests() {
     let code =
         "use crate::{a::X, b::{Y, Z}, c};\nfn f() { crate::d::g(); } // crate::e\n#[cfg(test)]\nmod tests { use crate::f; }";
-    let named = named_modules(&without_unit_tests(code));
+    let named = named_modules(&without_unit_tests(code), 1);
     assert_eq!(named, ["a", "b", "c", "d"].map(String::from).into());
+    // From `src/x/y.rs`: `super::super::` is the root, `super::` is `x`.
+    let nested = "use super::super::a::X;\nuse super::sibling;\nfn f() { super::super::{b, c::D}; }";
+    assert_eq!(named_modules(nested, 2), ["a", "b", "c"].map(String::from).into());
+    assert_eq!(named_modules(nested, 1), ["sibling", "super"].map(String::from).into());
     let graph: BTreeMap<String, BTreeSet<String>> = [("a", vec!["b"]), ("b", vec!["a"]), ("c", vec!["a"])]
         .map(|(m, to)| (m.to_owned(), to.into_iter().map(String::from).collect()))
         .into();

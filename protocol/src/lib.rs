@@ -33,6 +33,7 @@ pub mod native;
 #[cfg(test)]
 mod properties;
 mod scan;
+mod section_tokens;
 pub mod suggest;
 pub mod text;
 pub mod vcp;

@@ -174,24 +174,12 @@ fn apertus_regions(reply: &str, regions: &mut Vec<Range<usize>>) {
     }
 }
 
-/// The special tokens that open a section of calls in families whose
-/// models may call a tool before closing their `<think>` (Kimi K2's
-/// thinking models; DeepSeek's): the engines' reasoning parsers end the
-/// reasoning there.
-const CALLS_END_THINKING: [&str; 5] = [
-    super::auto::kimi::SECTION_BEGIN,
-    super::auto::kimi::SECTION_BEGIN_SINGULAR,
-    super::auto::deepseek::SECTION_BEGIN,
-    super::auto::dsml::FUNCTION_CALLS_BEGIN,
-    super::auto::dsml::TOOL_CALLS_BEGIN,
-];
-
 /// Where a `<think>` that is never closed ends, its text starting at
-/// `body`: at the first section of calls ([`CALLS_END_THINKING`]), else at
+/// `body`: at the first section of calls (`section_tokens`), else at
 /// the reply's end. (Only a special token ends it: text that merely looks
 /// like a call stays reasoning.)
 fn unclosed_thinking_end(reply: &str, body: usize) -> usize {
-    CALLS_END_THINKING.iter().filter_map(|token| find(reply, body, token)).min().unwrap_or(reply.len())
+    crate::section_tokens::CALLS_END_THINKING.iter().filter_map(|token| find(reply, body, token)).min().unwrap_or(reply.len())
 }
 
 /// Sorted, overlapping ranges joined into one.

@@ -27,6 +27,7 @@ mod interruptions;
 mod level_floor;
 mod limits;
 mod llm;
+mod mcp_agent;
 mod path_rules;
 mod pipeline;
 mod polyglot;

@@ -4,8 +4,9 @@
 //!
 //! What counts as public: a `pub` item or `pub use` name, in the crate root
 //! or in a `pub mod` (inline or in its own file), followed into the types
-//! and protocol crates that `toolhost` re-exports whole. Items that are
-//! `#[doc(hidden)]` or compiled only for tests are left out.
+//! and protocol crates that `toolhost` re-exports whole and into the
+//! runtime crate's modules it re-exports (`pub use toolhost_runtime::sandbox`).
+//! Items that are `#[doc(hidden)]` or compiled only for tests are left out.
 
 use anyhow::{Context, bail};
 use std::fmt::Write as _;
@@ -15,8 +16,13 @@ use syn::{Attribute, Item, UseTree, Visibility};
 /// Where the list is written, from the workspace's root.
 pub(crate) const API_FILE: &str = "docs/API.md";
 
-/// The workspace's crates another crate re-exports whole, and their roots.
-const CRATES: &[(&str, &str)] = &[("toolhost_types", "types/src/lib.rs"), ("toolhost_protocol", "protocol/src/lib.rs")];
+/// The workspace's crates `toolhost` re-exports, whole or in part, and
+/// their roots.
+const CRATES: &[(&str, &str)] = &[
+    ("toolhost_types", "types/src/lib.rs"),
+    ("toolhost_protocol", "protocol/src/lib.rs"),
+    ("toolhost_runtime", "runtime/src/lib.rs"),
+];
 
 /// Rewrite `docs/API.md` from the source.
 pub(crate) fn write(root: &Path) -> anyhow::Result<()> {
@@ -93,6 +99,18 @@ impl Module {
         bail!("no file for `mod {name};` beside {}", self.file.display())
     }
 
+    /// Whether it declares `pub mod name;`.
+    fn declares_module(&self, name: &str) -> bool {
+        self.items.iter().any(|item| matches!(item, Item::Mod(module) if module.ident == name && shown(item)))
+    }
+
+    /// Whether it exports the macro `name`.
+    fn exports_macro(&self, name: &str) -> bool {
+        self.items.iter().any(|item| {
+            matches!(item, Item::Macro(mac) if mac.ident.as_ref().is_some_and(|ident| ident == name) && exported(&mac.attrs))
+        })
+    }
+
     /// Its public names and submodules.
     fn public(&self, root: &Path) -> anyhow::Result<Public> {
         let mut names = Vec::new();
@@ -121,6 +139,17 @@ impl Module {
                             module.summary = own;
                         }
                         children.push((alias, Child::Crate(name, module)));
+                    } else if let Some((path, taken)) = from_crate(&item.tree) {
+                        let krate = Module::read(&root.join(path))?;
+                        for name in taken {
+                            if krate.declares_module(&name) {
+                                children.push((name.clone(), Child::Module(Module::read(&krate.child_file(&name)?)?)));
+                            } else if krate.exports_macro(&name) {
+                                names.push(format!("{name}!"));
+                            } else {
+                                names.push(name);
+                            }
+                        }
                     } else {
                         use_names(&item.tree, &mut names);
                     }
@@ -238,6 +267,22 @@ fn whole_crate(tree: &UseTree) -> Option<(String, String)> {
         }
         _ => None,
     }
+}
+
+/// `toolhost_runtime::{registry, sandbox}`: names taken straight from a
+/// workspace crate's root, and that crate's root file.
+fn from_crate(tree: &UseTree) -> Option<(&'static str, Vec<String>)> {
+    let UseTree::Path(path) = tree else { return None };
+    let (_, root) = CRATES.iter().find(|(name, _)| path.ident == name)?;
+    let name = |tree: &UseTree| match tree {
+        UseTree::Name(name) => Some(name.ident.to_string()),
+        _ => None,
+    };
+    let names = match &*path.tree {
+        UseTree::Group(group) => group.items.iter().map(name).collect::<Option<Vec<_>>>()?,
+        tree => vec![name(tree)?],
+    };
+    Some((root, names))
 }
 
 /// The names a `use` tree brings in (a glob as `path::*`).

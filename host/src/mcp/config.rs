@@ -34,12 +34,14 @@ pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 /// How the MCP server offers the tools: `[mcp]`, or the defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct McpConfig {
-    /// The agent its calls are approved and audited as; `[agents.NAME]`
-    /// turns tools on or off and sets `timeout_ms` as for any agent.
+    /// The agent its calls are approved and audited as. Change it with
+    /// [`with_agent`](Self::with_agent), which sets its settings too.
     pub agent: String,
-    /// That agent's `[agents.NAME]` settings, put here when the policy is
-    /// assembled (`Policy::parse`); without that section, its tools on with
-    /// the defaults: serving them is what the MCP server is started for.
+    /// That agent's settings (tools on or off, toggles, `timeout_ms`, as
+    /// for any agent): its `[agents.NAME]` section, put here when the
+    /// policy is assembled (`Policy::parse`); without that section, its
+    /// tools on with the defaults: serving them is what the MCP server is
+    /// started for.
     pub agent_settings: ToolCallConfig,
     /// Narrows the agent's tools (`tools`, `tags`, `levels`).
     pub filter: ToolFilter,
@@ -67,6 +69,18 @@ impl Default for McpConfig {
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
         }
+    }
+}
+
+impl McpConfig {
+    /// Calls approved and audited as `agent`, whose settings (its
+    /// `[agents.NAME]` section, `policy.agents.get(name)`) are `settings`,
+    /// or, when it has none, its tools on with the defaults.
+    #[must_use]
+    pub fn with_agent(mut self, agent: impl Into<String>, settings: Option<ToolCallConfig>) -> Self {
+        self.agent = agent.into();
+        self.agent_settings = settings.unwrap_or_else(unconfigured_agent);
+        self
     }
 }
 

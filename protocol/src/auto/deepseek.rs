@@ -20,7 +20,7 @@ use super::{dsml, step3};
 use serde_json::{Map, Value};
 
 /// Opens the calls.
-pub(crate) const SECTION_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+pub(crate) use crate::section_tokens::DEEPSEEK_SECTION_BEGIN as SECTION_BEGIN;
 /// The other ways outputs open them: without `▁begin`, with `_`, with
 /// spaces, with escaped `_`.
 const SECTION_BEGIN_VARIANTS: [&str; 4] =

@@ -19,11 +19,11 @@ use super::invoke::{DSML, GCML, Invoke};
 use super::section::{self, CallTokens};
 
 /// Opens V3.2's calls.
-pub(crate) const FUNCTION_CALLS_BEGIN: &str = "<｜DSML｜function_calls>";
+pub(crate) use crate::section_tokens::DSML_FUNCTION_CALLS_BEGIN as FUNCTION_CALLS_BEGIN;
 /// Closes them.
 pub(crate) const FUNCTION_CALLS_END: &str = "</｜DSML｜function_calls>";
 /// Opens V4's calls.
-pub(crate) const TOOL_CALLS_BEGIN: &str = "<｜DSML｜tool_calls>";
+pub(crate) use crate::section_tokens::DSML_TOOL_CALLS_BEGIN as TOOL_CALLS_BEGIN;
 /// Closes them.
 pub(crate) const TOOL_CALLS_END: &str = "</｜DSML｜tool_calls>";
 /// Opens GigaChat 3.5's calls.

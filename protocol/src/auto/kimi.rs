@@ -12,11 +12,11 @@ use super::{Scope, markup_name};
 use serde_json::{Map, Value};
 
 /// Opens the calls.
-pub(crate) const SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+pub(crate) use crate::section_tokens::KIMI_SECTION_BEGIN as SECTION_BEGIN;
 /// Closes them.
 pub(crate) const SECTION_END: &str = "<|tool_calls_section_end|>";
 /// The section tokens as some outputs write them, without the `s`.
-pub(crate) const SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
+pub(crate) use crate::section_tokens::KIMI_SECTION_BEGIN_SINGULAR as SECTION_BEGIN_SINGULAR;
 const SECTION_END_SINGULAR: &str = "<|tool_call_section_end|>";
 /// Opens one call.
 pub(crate) const CALL_BEGIN: &str = "<|tool_call_begin|>";

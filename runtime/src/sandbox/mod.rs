@@ -33,7 +33,8 @@ pub use limits::{
     MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
 };
 pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
-pub(crate) use section::{LimitOverrides, MAX_TIMEOUT_MS, SandboxSection};
+#[doc(hidden)]
+pub use section::{LimitOverrides, MAX_TIMEOUT_MS, SandboxSection};
 pub use size::{
     ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_CONCURRENT_CALLS, MAX_MEMORIES_PER_CALL, MAX_SHARDS,
     MEMORIES_PER_CALL, MEMORY_GUARD, MEMORY_RESERVATION, SandboxSize, address_space_limit,

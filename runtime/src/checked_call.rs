@@ -40,7 +40,12 @@ impl CheckedCall {
 
     /// [`check`](Self::check) against `offered`, the tools of `catalog`
     /// the caller may call.
-    pub(crate) fn check_among(call: &ToolCall, catalog: &Catalog, offered: &[&ToolSpec]) -> Result<Self, ArgumentError> {
+    ///
+    /// # Errors
+    ///
+    /// As [`check`](Self::check): the tool is not among `offered`, or the
+    /// arguments do not fit its declaration.
+    pub fn check_among(call: &ToolCall, catalog: &Catalog, offered: &[&ToolSpec]) -> Result<Self, ArgumentError> {
         let checked = arguments::check(call, offered)?;
         Ok(Self::bind(checked, catalog).expect("an offered tool is in the catalog"))
     }

@@ -55,15 +55,15 @@ pub(crate) fn expand(path: &str, var: &dyn Fn(&str) -> Option<OsString>) -> Resu
     }
 }
 
-/// A path value of the policy, expanded (see [`expand`]); serde's
+/// A path value of the policy, expanded (see `expand`); serde's
 /// `deserialize_with` for a `PathBuf`, an `Option` or a `Vec` of them.
 /// A refusal is a parse error, so it names the key and its line.
-pub(crate) fn expanded<'de, D: Deserializer<'de>, T: Deserialize<'de> + Expand>(deserializer: D) -> Result<T, D::Error> {
+pub fn expanded<'de, D: Deserializer<'de>, T: Deserialize<'de> + Expand>(deserializer: D) -> Result<T, D::Error> {
     T::deserialize(deserializer)?.expand().map_err(serde::de::Error::custom)
 }
 
 /// Values holding paths that [`expanded`] expands.
-pub(crate) trait Expand: Sized {
+pub trait Expand: Sized {
     /// Every path in `self`, expanded from the process's environment.
     fn expand(self) -> Result<Self, String>;
 }
@@ -92,7 +92,7 @@ impl Expand for Vec<PathBuf> {
 }
 
 /// `$XDG_CACHE_HOME/toolhost`, else `$HOME/.cache/toolhost`.
-pub(crate) fn default_cache_dir() -> Option<PathBuf> {
+pub fn default_cache_dir() -> Option<PathBuf> {
     user_dir("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("toolhost"))
 }
 
@@ -101,12 +101,12 @@ pub(crate) fn default_cache_dir() -> Option<PathBuf> {
 /// machine, apart from the cache it authenticates (a copied or shared
 /// cache directory does not bring its key along) and from configuration,
 /// which people publish.
-pub(crate) fn default_cache_key() -> Option<PathBuf> {
+pub fn default_cache_key() -> Option<PathBuf> {
     user_dir("XDG_STATE_HOME", ".local/state").map(|dir| dir.join("toolhost").join("cache.key"))
 }
 
 /// The XDG base directory `$var`, else `$HOME/fallback`.
-pub(crate) fn user_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+pub fn user_dir(var: &str, fallback: &str) -> Option<PathBuf> {
     let xdg = std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
     xdg.or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(fallback)))
 }

@@ -25,7 +25,8 @@
 
 pub(crate) mod binding;
 mod cache;
-pub(crate) mod files;
+#[doc(hidden)]
+pub mod files;
 mod lock;
 mod magic;
 pub(crate) mod names;
@@ -38,7 +39,8 @@ pub use binding::UnboundSection;
 pub(crate) use cache::ArtifactCache;
 pub use cache::{CacheError, CacheUse};
 pub use lock::{LockError, LockFile, PinChange, PinState};
-pub(crate) use policy::PluginSection;
+#[doc(hidden)]
+pub use policy::PluginSection;
 pub use policy::{Binding, DEFAULT_LOCK_FILE, PluginPolicy, RuntimePolicy};
 pub use watch::DEFAULT_WATCH_INTERVAL;
 // Public through `cli_support`, which the CLI uses.

@@ -154,18 +154,16 @@ fn stricter(a: Limits, b: Limits) -> Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
     use std::time::Duration;
 
     const GENUINE: &str = "1111111111111111111111111111111111111111111111111111111111111111";
     const OTHER: &str = "2222222222222222222222222222222222222222222222222222222222222222";
 
     fn policy(binding: &str) -> RuntimePolicy {
-        let text = format!(
-            "[limits]\nfuel = 1000\ntimeout_ms = 500\n\
-             [plugins.files]\n{binding}\nlimits = {{ fuel = 5000, timeout_ms = 100 }}\nenv = [\"HOME\"]\n"
-        );
-        crate::config::Policy::parse(&text, Path::new("/etc/toolhost.toml")).unwrap().into()
+        let limits = Limits { fuel: 1000, timeout: Duration::from_millis(500), ..Limits::default() };
+        let body = format!("{binding}\nlimits = {{ fuel = 5000, timeout_ms = 100 }}\nenv = [\"HOME\"]\n");
+        let files = super::super::policy::parsed_section(&body, limits);
+        RuntimePolicy { limits, plugins: [("files".to_owned(), files)].into(), ..RuntimePolicy::default() }
     }
 
     fn component<'a>(file: &'a str, sha256: &'a str, pinned: bool) -> ComponentId<'a> {

@@ -82,9 +82,7 @@ pub(super) fn rename_tools(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Policy;
     use crate::manifest::{Capabilities, ToolSpec};
-    use std::path::Path;
 
     fn files() -> PluginManifest {
         let tool = |name: &str| ToolSpec::new(name, "files", "a tool");
@@ -101,9 +99,9 @@ mod tests {
     /// The tool names of `files` under `section`, and the declared name of
     /// each renamed one; or the refusal's text.
     fn renamed(section: &str) -> Result<(Vec<String>, BTreeMap<String, String>), String> {
-        let policy = Policy::parse(&format!("[plugins.files]\n{section}"), Path::new("/etc/toolhost.toml")).unwrap();
+        let section = super::super::policy::parsed_section(section, crate::sandbox::Limits::default());
         let mut manifest = files();
-        let renamed = rename_tools(&mut manifest, policy.plugins.get("files"), "files.wasm").map_err(|e| e.to_string())?;
+        let renamed = rename_tools(&mut manifest, Some(&section), "files.wasm").map_err(|e| e.to_string())?;
         Ok((manifest.tools.into_iter().map(|t| t.name).collect(), renamed))
     }
 

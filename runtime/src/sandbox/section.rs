@@ -8,19 +8,23 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The longest `timeout_ms` a plugin's limits or an agent may set: a day.
-pub(crate) const MAX_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
+pub const MAX_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
 
 /// `[sandbox]` as the file spells it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct SandboxSection {
+pub struct SandboxSection {
     calls: Option<u64>,
     engines: Option<u64>,
 }
 
 impl SandboxSection {
     /// The machine's default with the keys given applied, each in range.
-    pub(crate) fn resolve(self, path: &Path) -> Result<SandboxSize, ConfigError> {
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Range`] for a value out of its range.
+    pub fn resolve(self, path: &Path) -> Result<SandboxSize, ConfigError> {
         let default = SandboxSize::for_machine();
         let calls = match self.calls {
             Some(calls) => in_range(path, "sandbox.calls", calls, 1..=u64::from(MAX_CONCURRENT_CALLS))? as u32,
@@ -37,7 +41,7 @@ impl SandboxSection {
 /// Limits as the file spells them, each optional.
 #[derive(Deserialize, Default, Clone, Copy)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct LimitOverrides {
+pub struct LimitOverrides {
     fuel: Option<u64>,
     timeout_ms: Option<u64>,
     memory_mib: Option<u64>,
@@ -53,7 +57,13 @@ pub(crate) struct LimitOverrides {
 }
 
 impl LimitOverrides {
-    pub(crate) fn apply(self, base: Limits, path: &Path, section: &str) -> Result<Limits, ConfigError> {
+    /// `base` with the limits given applied, each in range; a bad value
+    /// names its key, `SECTION.KEY`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Range`] for a value out of its range.
+    pub fn apply(self, base: Limits, path: &Path, section: &str) -> Result<Limits, ConfigError> {
         let range = |key: &str, value: u64, min: u64, max: u64| in_range(path, &format!("{section}.{key}"), value, min..=max);
         let mut limits = base;
         if let Some(v) = self.fuel {

@@ -1,7 +1,7 @@
 //! The error reading the policy file, `toolhost.toml`, and the range check
-//! every section's parser shares: below the sections' owners (approval,
-//! the LLM client, the doors), which parse their own sections, and below
-//! `config`, which assembles them.
+//! every section's parser shares: below the sections' owners (the sandbox,
+//! the registry, approval, the LLM client, the doors), which parse their
+//! own sections, and below `config`, which assembles them.
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +52,7 @@ pub enum ConfigError {
 }
 
 /// `value` of `key` when it lies in `range`, else the error naming both.
-pub(crate) fn in_range(path: &Path, key: &str, value: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ConfigError> {
+pub fn in_range(path: &Path, key: &str, value: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ConfigError> {
     if range.contains(&value) {
         Ok(value)
     } else {

@@ -17,7 +17,7 @@ use std::path::Path;
 ///
 /// The I/O error of opening it; [`ErrorKind::InvalidInput`] when it is not a
 /// regular file.
-pub(crate) fn open_regular_file(path: &Path) -> std::io::Result<File> {
+pub fn open_regular_file(path: &Path) -> std::io::Result<File> {
     let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
     let file = std::fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(path)?;
     let kind = file.metadata()?.file_type();

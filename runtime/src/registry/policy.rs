@@ -17,7 +17,6 @@ pub const DEFAULT_LOCK_FILE: &str = "toolhost.lock";
 
 /// What the registry is loaded with; a `config::Policy` converts into it.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct RuntimePolicy {
     /// Directories scanned for `*.wasm` components.
     pub plugin_dirs: Vec<PathBuf>,
@@ -105,7 +104,7 @@ pub struct Binding {
 /// `[plugins.NAME]` as the policy file spells it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PluginSection {
+pub struct PluginSection {
     file: Option<String>,
     sha256: Option<String>,
     #[serde(default)]
@@ -137,7 +136,13 @@ fn read_only() -> DirAccess {
 impl PluginSection {
     /// The section of plugin `name` checked, its limits over `defaults`,
     /// its paths resolved; a bad value names its key, `plugins.NAME.…`.
-    pub(crate) fn resolve(
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] for a limit out of range, a `file` that is not a
+    /// bare component file name, a `sha256` that is not 64 hex digits, or a
+    /// new tool name or prefix no plugin could declare.
+    pub fn resolve(
         self,
         name: &str,
         defaults: Limits,
@@ -225,4 +230,11 @@ fn check_tool_names(
         )),
         _ => Ok(()),
     }
+}
+
+/// The `[plugins.files]` section whose body is `body`, over `defaults`.
+#[cfg(test)]
+pub(crate) fn parsed_section(body: &str, defaults: Limits) -> PluginPolicy {
+    let section: PluginSection = toml::from_str(body).expect("a [plugins.NAME] section");
+    section.resolve("files", defaults, &|path| path, Path::new("/etc/toolhost.toml")).expect("a valid section")
 }

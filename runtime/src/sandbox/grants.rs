@@ -61,7 +61,8 @@ impl std::fmt::Debug for EnvGrant {
 /// Something a plugin asked for and did not get, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "capability", rename_all = "kebab-case")]
-#[non_exhaustive]
+// Exhaustive on purpose: a new capability must be explained wherever a
+// withheld grant is (`toolhost check`, the policy checks).
 pub enum Withheld {
     /// A directory the policy maps to nothing.
     Directory {

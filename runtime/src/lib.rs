@@ -1,0 +1,72 @@
+//! toolhost's runtime: the sandbox that runs each call in a fresh,
+//! capability-limited WebAssembly instance ([`sandbox`]), the registry of
+//! loaded plugins with its compiled-artifact cache and lock file
+//! ([`registry`]), the frozen plugin contract ([`contract`]), and the
+//! [`executor`] that runs checked calls ([`checked_call`]) under their
+//! limits.
+//!
+//! It knows no door, no approval and no model: the `toolhost` crate builds
+//! those on it and re-exports what an embedder uses, so a program needs
+//! only that one. The modules marked hidden serve the `toolhost` crate and
+//! are not a stable API.
+
+// A `pub` item that no path from the root reaches is `pub(crate)`, so
+// that `pub` alone marks the public API.
+#![warn(unreachable_pub)]
+#![warn(clippy::missing_errors_doc)]
+
+// The crates below, at the paths their modules had when they were part of
+// this one.
+use toolhost_protocol::{arguments, declaration, suggest};
+use toolhost_types::{call, failure, manifest, outcome, units};
+
+pub mod checked_call;
+pub mod contract;
+pub mod executor;
+pub mod registry;
+pub mod sandbox;
+
+#[doc(hidden)]
+pub mod config_error;
+#[doc(hidden)]
+pub mod digest;
+#[doc(hidden)]
+pub mod error_chain;
+#[doc(hidden)]
+pub mod home_paths;
+#[doc(hidden)]
+pub mod printable;
+#[doc(hidden)]
+pub mod regular_file;
+#[doc(hidden)]
+pub mod trust;
+
+/// Install toolhost's counting allocator as the program's global
+/// allocator, so that each call's host memory is counted and the per-call
+/// host-memory limit holds (see [`HostMemoryAllocator`](sandbox::HostMemoryAllocator)). A library makes
+/// no process-wide choice, so the program does, once, in its binary:
+///
+/// ```ignore
+/// toolhost::count_host_memory!();                               // over the system allocator
+/// toolhost::count_host_memory!(MyAllocator, MyAllocator::new()); // over another one
+/// ```
+///
+/// Without it, calls still run under every other limit (linear memory,
+/// fuel, time, resource counts, open files), but what the host allocates
+/// for a call is not counted: `host_memory_mib` does not apply and host
+/// work costs no per-byte fuel ([`accounting_active`](sandbox::accounting_active) is false).
+#[macro_export]
+macro_rules! count_host_memory {
+    () => {
+        $crate::count_host_memory!(::std::alloc::System, ::std::alloc::System);
+    };
+    ($allocator:ty, $inner:expr) => {
+        #[global_allocator]
+        static TOOLHOST_HOST_MEMORY: $crate::sandbox::HostMemoryAllocator<$allocator> =
+            $crate::sandbox::HostMemoryAllocator::new($inner);
+    };
+}
+
+// The crate's own unit tests run with host memory counted, as the CLI does.
+#[cfg(test)]
+count_host_memory!();
