@@ -89,10 +89,6 @@ pub(super) fn params_cell(tool: &ToolSpec) -> String {
 
 /// `dir /workspace=/srv/ws (read-write), env HOME, http example.com`
 pub(super) fn grants_cell(plugin: &LoadedPlugin) -> String {
-    let grants = &plugin.grants;
-    let mut parts: Vec<String> =
-        grants.dirs.iter().map(|d| format!("dir {}={} ({})", d.guest_path, d.host_path.display(), d.access.as_str())).collect();
-    parts.extend(grants.env.iter().map(|e| format!("env {}", e.name)));
-    parts.extend(grants.http_hosts.iter().map(|h| format!("http {h}")));
+    let parts = plugin.grants.described();
     if parts.is_empty() { "none".into() } else { parts.join(", ") }
 }

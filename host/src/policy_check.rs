@@ -39,24 +39,9 @@ pub fn check_policy(policy: &Policy, catalog: &Catalog) -> Vec<PolicyWarning> {
             warn(format!("plugins.{name}"), format!("no loaded plugin is named `{name}`{}", did_you_mean(name, &plugins)));
             continue;
         };
-        let asked = &plugin.manifest.capabilities;
-        let asked_dirs: Vec<&str> = asked.directories.iter().map(|d| d.guest_path.as_str()).collect();
-        for guest in section.allowance.dirs.keys() {
-            if !asked_dirs.contains(&guest.as_str()) {
-                warn(format!("plugins.{name}.dirs.\"{guest}\""), never_asked("directory", guest, &asked_dirs));
-            }
-        }
-        let asked_env: Vec<&str> = asked.env.iter().map(String::as_str).collect();
-        for variable in &section.allowance.env {
-            if !asked_env.contains(&variable.as_str()) {
-                warn(format!("plugins.{name}.env"), never_asked("variable", variable, &asked_env));
-            }
-        }
-        let asked_hosts: Vec<&str> = asked.http_hosts.iter().map(String::as_str).collect();
-        for host in &section.allowance.http_hosts {
-            if !asked_hosts.contains(&host.as_str()) {
-                warn(format!("plugins.{name}.http_hosts"), never_asked("HTTP host", host, &asked_hosts));
-            }
+        for unasked in section.allowance.unasked(&plugin.manifest.capabilities) {
+            let asked: Vec<&str> = unasked.asked.iter().map(String::as_str).collect();
+            warn(format!("plugins.{name}.{}", unasked.key), never_asked(unasked.what, &unasked.item, &asked));
         }
         let declared: Vec<&str> = plugin.manifest.tools.iter().map(|t| plugin.declared_name(&t.name)).collect();
         for tool in section.rename.keys().filter(|t| !declared.contains(&t.as_str())) {

@@ -125,7 +125,8 @@ pub struct ToolSpec {
 /// What a tool can reach beyond its arguments, judged from the grants of
 /// its plugin: a prompt tells a model how freely to call it by this and by
 /// its [`Permission`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+/// Ordered from the least reach to the most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Reach {

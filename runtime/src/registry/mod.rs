@@ -713,7 +713,7 @@ impl Registry {
             tool.reach = reach;
             tool.permission = tool.declared_permission.max(floor);
         }
-        let prepared = if grants.http_hosts.is_empty() { bare } else { prepare(&grants)? };
+        let prepared = if grants.http() { prepare(&grants)? } else { bare };
         Ok(LoadedPlugin {
             path: path.to_owned(),
             grants,

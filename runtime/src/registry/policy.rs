@@ -5,9 +5,9 @@
 //! them with this part, above the registry.
 
 use crate::config_error::ConfigError;
-use crate::home_paths::{default_cache_dir, default_cache_key, expanded};
-use crate::manifest::{DirAccess, MAX_TOOL_NAME_LEN, is_valid_name};
-use crate::sandbox::{Allowance, LimitOverrides, Limits, SandboxSize};
+use crate::home_paths::{default_cache_dir, default_cache_key};
+use crate::manifest::{MAX_TOOL_NAME_LEN, is_valid_name};
+use crate::sandbox::{Allowance, DirSection, LimitOverrides, Limits, SandboxSize};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -120,19 +120,6 @@ pub struct PluginSection {
     tool_prefix: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DirSection {
-    #[serde(deserialize_with = "expanded")]
-    host: PathBuf,
-    #[serde(default = "read_only")]
-    access: DirAccess,
-}
-
-fn read_only() -> DirAccess {
-    DirAccess::Read
-}
-
 impl PluginSection {
     /// The section of plugin `name` checked, its limits over `defaults`,
     /// its paths resolved; a bad value names its key, `plugins.NAME.…`.
@@ -150,11 +137,7 @@ impl PluginSection {
         path: &Path,
     ) -> Result<PluginPolicy, ConfigError> {
         let limits = self.limits.apply(defaults, path, &format!("plugins.{name}.limits"))?;
-        let allowance = Allowance {
-            dirs: self.dirs.into_iter().map(|(guest, dir)| (guest, (resolve(dir.host), dir.access))).collect(),
-            env: self.env,
-            http_hosts: self.http_hosts,
-        };
+        let allowance = Allowance::from_section(self.dirs, self.env, self.http_hosts, resolve);
         let binding = Binding {
             file: self.file.map(|file| check_file_name(file, path, name)).transpose()?,
             sha256: self.sha256.map(|digest| check_sha256(&digest, path, name)).transpose()?,

@@ -39,16 +39,7 @@ fn log_plugin(plugin: &LoadedPlugin) {
         return;
     }
     let grants = &plugin.grants;
-    let dirs: Vec<String> =
-        grants.dirs.iter().map(|d| format!("{} → {} ({})", d.guest_path, d.host_path.display(), d.access.as_str())).collect();
-    let env: Vec<&str> = grants.env.iter().map(|e| e.name.as_str()).collect();
-    tracing::debug!(
-        "plugin `{}` grants: directories [{}], variables [{}], HTTP hosts [{}]",
-        plugin.name(),
-        dirs.join(", "),
-        env.join(", "),
-        grants.http_hosts.join(", ")
-    );
+    tracing::debug!("plugin `{}` grants: [{}]", plugin.name(), grants.described().join(", "));
     for withheld in &grants.withheld {
         tracing::debug!("plugin `{}` withheld: {}", plugin.name(), printable(&withheld.to_string()));
     }

@@ -1,9 +1,9 @@
 //! One call: a fresh store and instance, the limits armed, the export
 //! called, and whatever happened turned into an [`Invocation`].
 
+use super::capability::{Grants, HttpGate};
 use super::capture::Capture;
 use super::filesystem::{Listings, OpenFiles};
-use super::grants::{Grants, HttpGate};
 use super::host_work::{self, HostLimit, HostWork};
 use super::limits::{CallLimiter, Limits, Refusal};
 use super::linking::NotGranted;

@@ -15,7 +15,7 @@
 //! fail to load.
 
 use super::call::CallState;
-use super::grants::Grants;
+use super::capability::Grants;
 use super::{bindings, filesystem, host_work};
 use crate::failure::GrantKind;
 use wasmtime::Engine;
@@ -89,7 +89,7 @@ impl Linkers {
         for (name, import) in component.component_type().imports(engine) {
             let ComponentItem::ComponentInstance(instance) = import.ty else { continue };
             let Some(capability) = capability_of(name) else { continue };
-            if capability == GrantKind::Http && !grants.http_hosts.is_empty() {
+            if capability == GrantKind::Http && grants.http() {
                 continue;
             }
             // The linker holds each interface once, at WASI's own 0.2.x

@@ -8,10 +8,10 @@ mod bindings;
 
 use bindings::ReadyPlugin;
 mod call;
+mod capability;
 mod capture;
 mod descriptors;
 mod filesystem;
-mod grants;
 mod host_memory;
 mod host_work;
 mod limits;
@@ -23,8 +23,10 @@ mod wasi_errno;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
 pub(crate) use call::{Export, Returned};
+#[doc(hidden)]
+pub use capability::DirSection;
+pub use capability::{Allowance, AllowedDirs, DirGrant, EnvGrant, Grants, Unasked, Withheld};
 pub use descriptors::raise_open_file_limit;
-pub use grants::{Allowance, DirGrant, EnvGrant, Grants, Withheld};
 pub use host_memory::{HostMemoryAllocator, accounting_active};
 pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
 pub use limits::{

@@ -5,7 +5,7 @@
 //! says which directories the plugin sees, since a path it was not
 //! granted fails exactly as if it did not exist.
 
-use super::grants::Grants;
+use super::capability::Grants;
 use crate::manifest::DirAccess;
 use std::fmt::Write;
 
@@ -173,7 +173,7 @@ fn directories_note(plugin: &str, grants: &Grants) -> String {
         .withheld
         .iter()
         .filter_map(|w| match w {
-            super::grants::Withheld::Directory { guest_path } => Some(guest_path.as_str()),
+            super::capability::Withheld::Directory { guest_path } => Some(guest_path.as_str()),
             _ => None,
         })
         .collect();
@@ -189,7 +189,7 @@ fn directories_note(plugin: &str, grants: &Grants) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::grants::{DirGrant, Withheld};
+    use super::super::capability::{DirGrant, Withheld};
     use super::*;
 
     fn granted(dirs: &[(&str, DirAccess)], withheld: &[&str]) -> Grants {
