@@ -103,25 +103,18 @@ pub(super) fn show(plugin: &LoadedPlugin, file: &Path) -> anyhow::Result<()> {
             output::line(format_args!("    example: {example}"))?;
         }
     }
-    let caps = &manifest.capabilities;
     output::line("capabilities requested:")?;
-    for dir in &caps.directories {
-        let granted = plugin.grants.dirs.iter().find(|g| g.guest_path == dir.guest_path);
-        let status = match granted {
-            Some(g) => format!("granted {} → {}", g.access.as_str(), g.host_path.display()),
-            None => "withheld".to_owned(),
+    let asked = plugin.grants.asked(&manifest.capabilities);
+    for asked in &asked {
+        let access = asked.access.map(|access| format!(" ({access})")).unwrap_or_default();
+        let status = match (asked.granted, &asked.how) {
+            (true, Some(how)) => format!("granted {how}"),
+            (true, None) => "granted".to_owned(),
+            (false, _) => "withheld".to_owned(),
         };
-        output::line(format_args!("  dir {} ({}): {status}", dir.guest_path, dir.access.as_str()))?;
+        output::line(format_args!("  {} {}{access}: {status}", asked.kind, asked.item))?;
     }
-    for name in &caps.env {
-        let status = if plugin.grants.env.iter().any(|e| &e.name == name) { "granted" } else { "withheld" };
-        output::line(format_args!("  env {name}: {status}"))?;
-    }
-    for host in &caps.http_hosts {
-        let status = if plugin.grants.http_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) { "granted" } else { "withheld" };
-        output::line(format_args!("  http {host}: {status}"))?;
-    }
-    if caps.directories.is_empty() && caps.env.is_empty() && caps.http_hosts.is_empty() {
+    if asked.is_empty() {
         output::line("  none")?;
     }
     for withheld in &plugin.grants.withheld {

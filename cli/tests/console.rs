@@ -274,7 +274,8 @@ async fn tools_toggles_prompt_parse_and_run_over_the_api() {
     assert_eq!(tool("calculate")["offered"], true);
     assert_eq!(tool("write_file")["level"], "sensitive");
     assert_eq!(tool("read_file")["result_approval"], true);
-    assert_eq!(tool("write_file")["capabilities"]["directories"][0]["granted"], "read-write → ws");
+    let asked = &tool("write_file")["capabilities"][0];
+    assert_eq!((&asked["kind"], &asked["item"], &asked["how"]), (&json!("dir"), &json!("/workspace"), &json!("read-write → ws")));
     assert_eq!(tool("calculate")["params"][0]["name"], "expression");
 
     // The prompt offers calculate until it is turned off, at once.

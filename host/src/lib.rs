@@ -61,7 +61,9 @@
 //! [`sandbox`], [`limits`], …) holding all of its public names; the root
 //! re-exports the items above and the others most programs use. The
 //! plain data and the parsers are the crates below this one, public whole
-//! as [`types`] and [`protocol`]. [`cli_support`] holds helpers the
+//! as [`types`] and [`protocol`]; the [`sandbox`], [`registry`],
+//! [`contract`] and [`executor`] modules are those of the runtime crate
+//! below, `toolhost-runtime`. [`cli_support`] holds helpers the
 //! `toolhost` command shares, not a stable API. `docs/API.md` lists every
 //! public name.
 //!
@@ -75,9 +77,11 @@
 
 // The crates below this one, at the paths their modules had when they were
 // part of it: `toolhost-types` (plain data) and `toolhost-protocol` (the
-// parsers and renderers; no WebAssembly, no async runtime). Both are public
-// whole, as `toolhost::types` and `toolhost::protocol`, so an embedder needs
-// only this crate.
+// parsers and renderers; no WebAssembly, no async runtime), public whole as
+// `toolhost::types` and `toolhost::protocol`; and `toolhost-runtime` (the
+// sandbox, the registry, the executor), whose concepts are public as this
+// crate's modules and whose helpers serve this crate only. So an embedder
+// needs only this crate.
 pub use toolhost_protocol as protocol;
 use toolhost_protocol::{arguments, suggest};
 use toolhost_runtime::{checked_call, config_error, digest, error_chain, home_paths, printable, regular_file, trust};

@@ -39,15 +39,27 @@ impl CheckedCall {
     }
 
     /// [`check`](Self::check) against `offered`, the tools of `catalog`
-    /// the caller may call.
+    /// the caller may call. A declaration in `offered` that is not
+    /// `catalog`'s own (another snapshot's, or one built by hand) is not
+    /// offered: a call is only ever checked against the declaration of the
+    /// tool it will run.
     ///
     /// # Errors
     ///
     /// As [`check`](Self::check): the tool is not among `offered`, or the
     /// arguments do not fit its declaration.
     pub fn check_among(call: &ToolCall, catalog: &Catalog, offered: &[&ToolSpec]) -> Result<Self, ArgumentError> {
-        let checked = arguments::check(call, offered)?;
-        Ok(Self::bind(checked, catalog).expect("an offered tool is in the catalog"))
+        let own = |spec: &ToolSpec| catalog.tool(&spec.name).is_some_and(|(_, own)| std::ptr::eq(own, spec));
+        if offered.iter().filter(|spec| spec.name == call.tool).all(|spec| own(spec)) {
+            let checked = arguments::check(call, offered)?;
+            if let Some(bound) = Self::bind(checked, catalog) {
+                return Ok(bound);
+            }
+        }
+        // A foreign declaration of this name: checked as if it were absent.
+        let owned: Vec<&ToolSpec> = offered.iter().copied().filter(|spec| own(spec)).collect();
+        let checked = arguments::check(call, &owned)?;
+        Ok(Self::bind(checked, catalog).expect("a tool of the catalog's own"))
     }
 
     /// `call` bound to the plugin of its tool in `catalog`, its arguments

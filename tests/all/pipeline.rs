@@ -193,17 +193,23 @@ async fn cancelling_a_batch_stops_a_spinning_plugin_and_keeps_finished_results()
         call("spin", "spin", json!({})),
         call("later", "calculate", json!({ "expression": "2+2" })),
     ];
-    let options = RunOptions { parallel: false, ..RunOptions::default() };
+    let (report, mut finished) = tokio::sync::mpsc::unbounded_channel();
+    let options = RunOptions { parallel: false, report: Some(report), ..RunOptions::default() };
     let cancel = options.cancel.clone();
     let executor = host.executor.clone();
     let batch = tokio::spawn(async move { executor.run_all(&calls, &options).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (first, _) = tokio::time::timeout(Duration::from_secs(30), finished.recv()).await.unwrap().unwrap();
+    assert_eq!(first, 0, "the first call finishes first");
+    // The spinner starts as the first call ends; no state says when it is
+    // inside its loop, so it is given a moment.
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let cancelled_at = Instant::now();
     cancel.cancel();
     let outcomes = batch.await.unwrap();
     let stopped_after = cancelled_at.elapsed();
     assert_eq!(outcomes[0].status, Status::Success, "a finished result is kept");
     assert_eq!(outcomes[1].status, Status::Cancelled, "{}", outcomes[1].output);
+    assert_ne!(outcomes[1].output, "cancelled before it started", "the spinner was running");
     assert_eq!(outcomes[2].status, Status::Cancelled, "{}", outcomes[2].output);
     assert_eq!(outcomes[2].output, "cancelled before it started");
     assert!(stopped_after < Duration::from_millis(50), "stopped {stopped_after:?} after the cancel");

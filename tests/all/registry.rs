@@ -9,7 +9,7 @@ use std::sync::Arc;
 use toolhost::Policy;
 use toolhost::Registry;
 use toolhost::{
-    Executor, Status, ToolCall,
+    CheckedCall, Executor, Status, ToolCall, ToolSpec,
     cli_support::{component_files, sha256_hex},
     contract::Contract,
     policy_check::check_policy,
@@ -633,4 +633,21 @@ async fn reload_picks_up_added_changed_and_removed_components() {
     assert_eq!(removed.removed, ["clock.wasm"]);
     assert_eq!(removed.generation, 4);
     assert!(host.registry.catalog().tool("convert_time").is_none());
+}
+
+#[tokio::test]
+async fn a_call_is_checked_only_against_its_catalogs_own_declaration() {
+    let host = TestHost::new(&[CALC], "").await;
+    let catalog = host.registry.catalog();
+    let (_, own) = catalog.tool("calculate").unwrap();
+    // A declaration of the same name from elsewhere, asking for nothing.
+    let stranger = ToolSpec::new("calculate", "calc", "a stranger's declaration");
+    let call = ToolCall::new("1", "calculate", serde_json::json!({}));
+    let refused = CheckedCall::check_among(&call, &catalog, &[&stranger]).expect_err("not this catalog's tool");
+    assert!(refused.unknown_tool, "{refused}");
+    let refused = CheckedCall::check_among(&call, &catalog, &[&stranger, own]).expect_err("checked against its own");
+    assert!(!refused.unknown_tool && refused.message.contains("expression"), "{refused}");
+    let call = ToolCall::new("2", "calculate", serde_json::json!({ "expression": "6*7" }));
+    let checked = CheckedCall::check_among(&call, &catalog, &[&stranger, own]).unwrap();
+    assert!(std::ptr::eq(checked.spec(), own));
 }

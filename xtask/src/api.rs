@@ -44,7 +44,8 @@ pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
          breaking change, except those a program must match in full: the ones\n\
          mirroring the WIT contract (`ParamType`, `Permission`, `DirAccess`,\n\
          `ToolOutput`, `ToolFailureKind`), which change only with a new contract\n\
-         version, and `approval::Assessment`. So are the structs the library\n\
+         version, `sandbox::Withheld` (one variant per capability, which only a\n\
+         new contract adds) and `approval::Assessment`. So are the structs the library\n\
          hands out (outcomes, reports, events, errors); those a program builds\n\
          (configurations, calls, declarations) are not.\n",
     );

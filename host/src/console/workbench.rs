@@ -75,28 +75,7 @@ pub(super) async fn tools(State(shared): State<Arc<Shared>>) -> Json<Value> {
 
 /// Each capability the plugin asks for, granted (and how) or withheld.
 fn capabilities(plugin: &LoadedPlugin) -> Value {
-    let asked = &plugin.manifest.capabilities;
-    let grants = &plugin.grants;
-    let dirs: Vec<Value> = asked
-        .directories
-        .iter()
-        .map(|dir| {
-            let granted = grants.dirs.iter().find(|g| g.guest_path == dir.guest_path);
-            json!({
-                "path": dir.guest_path,
-                "asked": dir.access.as_str(),
-                "granted": granted.map(|g| format!("{} → {}", g.access.as_str(), g.host_path.display())),
-            })
-        })
-        .collect();
-    let env: Vec<Value> =
-        asked.env.iter().map(|name| json!({ "name": name, "granted": grants.env.iter().any(|e| &e.name == name) })).collect();
-    let http: Vec<Value> = asked
-        .http_hosts
-        .iter()
-        .map(|host| json!({ "host": host, "granted": grants.http_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) }))
-        .collect();
-    json!({ "directories": dirs, "env": env, "http": http })
+    json!(plugin.grants.asked(&plugin.manifest.capabilities))
 }
 
 /// A change to the agent's toggles: one tool's, or the default.

@@ -91,17 +91,8 @@ async function loadState() {
 }
 
 function capabilityCell(caps) {
-  const rows = [];
-  for (const dir of caps.directories) {
-    rows.push(el("div", {}, `dir ${dir.path} (${dir.asked}) → `,
-      dir.granted ? el("span", { class: "granted" }, dir.granted) : el("span", { class: "withheld" }, "withheld")));
-  }
-  for (const env of caps.env) {
-    rows.push(el("div", {}, `env ${env.name} → `, el("span", { class: env.granted ? "granted" : "withheld" }, env.granted ? "granted" : "withheld")));
-  }
-  for (const http of caps.http) {
-    rows.push(el("div", {}, `http ${http.host} → `, el("span", { class: http.granted ? "granted" : "withheld" }, http.granted ? "granted" : "withheld")));
-  }
+  const rows = caps.map((cap) => el("div", {}, `${cap.kind} ${cap.item}${cap.access ? ` (${cap.access})` : ""} → `,
+    el("span", { class: cap.granted ? "granted" : "withheld" }, cap.granted ? (cap.how || "granted") : "withheld")));
   return rows.length ? rows : [el("span", { class: "muted" }, "none: computes only")];
 }
 

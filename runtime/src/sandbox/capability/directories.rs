@@ -4,7 +4,7 @@
 //! preopened at its guest path, read-only unless both sides said
 //! read-write.
 
-use super::{Capability, Unasked, Withheld};
+use super::{AskedFor, Capability, Unasked, Withheld};
 use crate::home_paths::expanded;
 use crate::manifest::{Capabilities, DirAccess, Reach};
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,22 @@ impl Capability for Directories {
 
     fn described(grants: &[DirGrant]) -> Vec<String> {
         grants.iter().map(|d| format!("dir {}={} ({})", d.guest_path, d.host_path.display(), d.access.as_str())).collect()
+    }
+
+    fn asked(requested: &Capabilities, grants: &[DirGrant]) -> Vec<AskedFor> {
+        let asked = requested.directories.iter();
+        asked
+            .map(|dir| {
+                let granted = grants.iter().find(|g| g.guest_path == dir.guest_path);
+                AskedFor {
+                    kind: "dir",
+                    item: dir.guest_path.clone(),
+                    access: Some(dir.access.as_str()),
+                    granted: granted.is_some(),
+                    how: granted.map(|g| format!("{} → {}", g.access.as_str(), g.host_path.display())),
+                }
+            })
+            .collect()
     }
 
     fn wire(grants: &[DirGrant], wasi: &mut WasiCtxBuilder) -> wasmtime::Result<()> {

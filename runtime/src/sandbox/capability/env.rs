@@ -2,7 +2,7 @@
 //! `[plugins.NAME] env = ["HOME"]` allows them, and a call sees each
 //! allowed one that is set on the host, with the host's value.
 
-use super::{Capability, Unasked, Withheld};
+use super::{AskedFor, Capability, Unasked, Withheld};
 use crate::manifest::{Capabilities, Reach};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -70,6 +70,15 @@ impl Capability for Env {
 
     fn described(grants: &[EnvGrant]) -> Vec<String> {
         Self::raising(grants)
+    }
+
+    fn asked(requested: &Capabilities, grants: &[EnvGrant]) -> Vec<AskedFor> {
+        let granted = |name: &String| grants.iter().any(|e| &e.name == name);
+        requested
+            .env
+            .iter()
+            .map(|name| AskedFor { kind: "env", item: name.clone(), access: None, granted: granted(name), how: None })
+            .collect()
     }
 
     fn wire(grants: &[EnvGrant], wasi: &mut WasiCtxBuilder) -> wasmtime::Result<()> {

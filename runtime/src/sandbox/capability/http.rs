@@ -5,7 +5,7 @@
 //! hosts only, and at most `http_requests` of them.
 
 use super::super::descriptors::Descriptors;
-use super::{Capability, Unasked, Withheld};
+use super::{AskedFor, Capability, Unasked, Withheld};
 use crate::manifest::{Capabilities, Reach};
 use crate::printable::printable;
 use std::path::PathBuf;
@@ -56,6 +56,15 @@ impl Capability for Http {
 
     fn described(grants: &[String]) -> Vec<String> {
         Self::raising(grants)
+    }
+
+    fn asked(requested: &Capabilities, grants: &[String]) -> Vec<AskedFor> {
+        let granted = |host: &String| grants.iter().any(|h| h.eq_ignore_ascii_case(host));
+        requested
+            .http_hosts
+            .iter()
+            .map(|host| AskedFor { kind: "http", item: host.clone(), access: None, granted: granted(host), how: None })
+            .collect()
     }
 }
 

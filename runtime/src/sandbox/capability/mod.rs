@@ -69,12 +69,32 @@ pub(crate) trait Capability {
     /// Each grant as a person reads it, as `dir /w=/srv/w (read)`.
     fn described(grants: &[Self::Grant]) -> Vec<String>;
 
+    /// Each thing of this kind `requested` asks for, and whether (and how)
+    /// it was granted.
+    fn asked(requested: &Capabilities, grants: &[Self::Grant]) -> Vec<AskedFor>;
+
     /// Give a call these grants through its WASI context (those that go
     /// elsewhere, as HTTP's gate, add nothing here).
     fn wire(grants: &[Self::Grant], wasi: &mut WasiCtxBuilder) -> wasmtime::Result<()> {
         let _ = (grants, wasi);
         Ok(())
     }
+}
+
+/// One thing a plugin asks for, and what became of it: what `toolhost
+/// inspect` and the console show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AskedFor {
+    /// Its kind, as `dir`, `env`, `http`.
+    pub kind: &'static str,
+    /// The thing, as `/workspace`.
+    pub item: String,
+    /// How it was asked for, where that varies (a directory's access).
+    pub access: Option<&'static str>,
+    /// Whether it was granted.
+    pub granted: bool,
+    /// How, where that says more: `read-write → /srv/ws`.
+    pub how: Option<String>,
 }
 
 /// Something a section allows that the plugin never asks for.
@@ -186,6 +206,12 @@ impl Grants {
     /// `env HOME`, `http example.com`.
     pub fn described(&self) -> Vec<String> {
         [Directories::described(&self.dirs), Env::described(&self.env), Http::described(&self.http_hosts)].concat()
+    }
+
+    /// Each thing `requested` asks for, and what became of it.
+    pub fn asked(&self, requested: &Capabilities) -> Vec<AskedFor> {
+        [Directories::asked(requested, &self.dirs), Env::asked(requested, &self.env), Http::asked(requested, &self.http_hosts)]
+            .concat()
     }
 
     /// Intersect what a plugin asks for with what the policy allows.
