@@ -33,7 +33,11 @@ const TARGETS: &[(&str, &str, &[&str])] = &[
     ("native", PARSER_FUZZ_DIR, &["protocol/src/native.rs", "protocol/src/json_call.rs"]),
     ("lenient_json", PARSER_FUZZ_DIR, &["protocol/src/lenient_json.rs", "protocol/src/json_call.rs", "protocol/src/auto"]),
     // The policy needs the whole host, wasmtime included: a folder of its own.
-    ("config", "fuzz/config", &["host/src/config.rs", "tests"]),
+    (
+        "config",
+        "fuzz/config",
+        &["host/src/config.rs", "runtime/src/registry/policy.rs", "runtime/src/sandbox/section.rs", "tests"],
+    ),
 ];
 
 /// Run the targets named in `args` (all by default).
