@@ -647,6 +647,10 @@ async fn a_call_is_checked_only_against_its_catalogs_own_declaration() {
     assert!(refused.unknown_tool, "{refused}");
     let refused = CheckedCall::check_among(&call, &catalog, &[&stranger, own]).expect_err("checked against its own");
     assert!(!refused.unknown_tool && refused.message.contains("expression"), "{refused}");
+    // A declaration of a tool the catalog does not have at all.
+    let nowhere = ToolSpec::new("nowhere", "calc", "no plugin's");
+    let call = ToolCall::new("3", "nowhere", serde_json::json!({}));
+    assert!(CheckedCall::check_among(&call, &catalog, &[&nowhere]).expect_err("not loaded").unknown_tool);
     let call = ToolCall::new("2", "calculate", serde_json::json!({ "expression": "6*7" }));
     let checked = CheckedCall::check_among(&call, &catalog, &[&stranger, own]).unwrap();
     assert!(std::ptr::eq(checked.spec(), own));

@@ -45,7 +45,9 @@ pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
          mirroring the WIT contract (`ParamType`, `Permission`, `DirAccess`,\n\
          `ToolOutput`, `ToolFailureKind`), which change only with a new contract\n\
          version, `sandbox::Withheld` (one variant per capability, which only a\n\
-         new contract adds) and `approval::Assessment`. So are the structs the library\n\
+         new contract adds), and `approval::Assessment`, `CallDecision` and\n\
+         `ResultDecision` (a wildcard arm there could run a call or pass a\n\
+         withheld result). So are the structs the library\n\
          hands out (outcomes, reports, events, errors); those a program builds\n\
          (configurations, calls, declarations) are not.\n",
     );

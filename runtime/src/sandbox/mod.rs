@@ -23,9 +23,8 @@ mod wasi_errno;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
 pub(crate) use call::{Export, Returned};
-#[doc(hidden)]
-pub use capability::DirSection;
-pub use capability::{Allowance, AllowedDirs, DirGrant, EnvGrant, Grants, Unasked, Withheld};
+pub(crate) use capability::DirSection;
+pub use capability::{Allowance, AllowedDirs, AskedFor, DirGrant, EnvGrant, Grants, Unasked, Withheld};
 pub use descriptors::raise_open_file_limit;
 pub use host_memory::{HostMemoryAllocator, accounting_active};
 pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};

@@ -32,7 +32,7 @@ pub struct DirGrant {
 /// One `dirs` entry of a `[plugins.NAME]` section as the file spells it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DirSection {
+pub(crate) struct DirSection {
     #[serde(deserialize_with = "expanded")]
     host: PathBuf,
     #[serde(default = "read_only")]

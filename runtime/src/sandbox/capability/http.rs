@@ -41,7 +41,7 @@ impl Capability for Http {
         let asked = requested.http_hosts.clone();
         allowed
             .iter()
-            .filter(|host| !asked.contains(host))
+            .filter(|host| !asked.iter().any(|asked| asked.eq_ignore_ascii_case(host)))
             .map(|host| Unasked { key: "http_hosts".to_owned(), what: "HTTP host", item: host.clone(), asked: asked.clone() })
             .collect()
     }

@@ -17,10 +17,13 @@
 //!
 //! `wasi:sockets` is never granted (`linking`), and the plugin log is no
 //! capability: every plugin has it (`plugin_log`). A new capability is a
-//! unit here, its field in the declaration (`Capabilities`, in the WIT and
-//! the types crate), and its field in [`Allowance`], [`Grants`] and the
-//! section (`registry::PluginSection`); the compiler then asks for the
-//! rest.
+//! unit here; its field in the declaration (`Capabilities`, in the WIT and
+//! the types crate) with its size check (`declaration`, in the protocol
+//! crate); and its field in [`Allowance`], [`Grants`] and the section
+//! (`registry::PluginSection`). Every method below that lists the units
+//! destructures those structs, so each fails to compile until the new unit
+//! is added to it, `raising_level` (what makes a tool `moderate`) among
+//! them.
 
 pub(crate) mod directories;
 pub(crate) mod env;
@@ -35,7 +38,8 @@ use serde::Serialize;
 use std::path::PathBuf;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
-pub use directories::{AllowedDirs, DirGrant, DirSection};
+pub(crate) use directories::DirSection;
+pub use directories::{AllowedDirs, DirGrant};
 pub use env::EnvGrant;
 pub(crate) use http::HttpGate;
 
@@ -84,6 +88,7 @@ pub(crate) trait Capability {
 /// One thing a plugin asks for, and what became of it: what `toolhost
 /// inspect` and the console show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct AskedFor {
     /// Its kind, as `dir`, `env`, `http`.
     pub kind: &'static str,
@@ -99,6 +104,7 @@ pub struct AskedFor {
 
 /// Something a section allows that the plugin never asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Unasked {
     /// Its key inside `plugins.NAME`, as `dirs."/data"` or `env`.
     pub key: String,
@@ -179,10 +185,8 @@ impl Grants {
 
     /// What a call under these grants can reach.
     pub fn reach(&self) -> Reach {
-        [Directories::reach(&self.dirs), Env::reach(&self.env), Http::reach(&self.http_hosts)]
-            .into_iter()
-            .max()
-            .unwrap_or(Reach::Compute)
+        let Grants { dirs, env, http_hosts, withheld: _ } = self;
+        [Directories::reach(dirs), Env::reach(env), Http::reach(http_hosts)].into_iter().max().unwrap_or(Reach::Compute)
     }
 
     /// The least level the host holds a tool under these grants to,
@@ -199,19 +203,21 @@ impl Grants {
     /// directory does not: the plugin only reads what the operator put
     /// there.
     pub fn raising_level(&self) -> Vec<String> {
-        [Directories::raising(&self.dirs), Http::raising(&self.http_hosts), Env::raising(&self.env)].concat()
+        let Grants { dirs, env, http_hosts, withheld: _ } = self;
+        [Directories::raising(dirs), Http::raising(http_hosts), Env::raising(env)].concat()
     }
 
     /// Every grant as a person reads it: `dir /w=/srv/w (read-write)`,
     /// `env HOME`, `http example.com`.
     pub fn described(&self) -> Vec<String> {
-        [Directories::described(&self.dirs), Env::described(&self.env), Http::described(&self.http_hosts)].concat()
+        let Grants { dirs, env, http_hosts, withheld: _ } = self;
+        [Directories::described(dirs), Env::described(env), Http::described(http_hosts)].concat()
     }
 
     /// Each thing `requested` asks for, and what became of it.
     pub fn asked(&self, requested: &Capabilities) -> Vec<AskedFor> {
-        [Directories::asked(requested, &self.dirs), Env::asked(requested, &self.env), Http::asked(requested, &self.http_hosts)]
-            .concat()
+        let Grants { dirs, env, http_hosts, withheld: _ } = self;
+        [Directories::asked(requested, dirs), Env::asked(requested, env), Http::asked(requested, http_hosts)].concat()
     }
 
     /// Intersect what a plugin asks for with what the policy allows.
@@ -234,9 +240,10 @@ impl Grants {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        Directories::wire(&self.dirs, &mut builder)?;
-        Env::wire(&self.env, &mut builder)?;
-        Http::wire(&self.http_hosts, &mut builder)?;
+        let Grants { dirs, env, http_hosts, withheld: _ } = self;
+        Directories::wire(dirs, &mut builder)?;
+        Env::wire(env, &mut builder)?;
+        Http::wire(http_hosts, &mut builder)?;
         Ok(builder.build())
     }
 
@@ -264,12 +271,8 @@ impl Allowance {
 
     /// What this allows that `requested` never asks for.
     pub fn unasked(&self, requested: &Capabilities) -> Vec<Unasked> {
-        [
-            Directories::unasked(requested, &self.dirs),
-            Env::unasked(requested, &self.env),
-            Http::unasked(requested, &self.http_hosts),
-        ]
-        .concat()
+        let Allowance { dirs, env, http_hosts } = self;
+        [Directories::unasked(requested, dirs), Env::unasked(requested, env), Http::unasked(requested, http_hosts)].concat()
     }
 }
 
