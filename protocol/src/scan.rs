@@ -397,13 +397,26 @@ impl<'a> Collector<'a> {
         }
         let mut content = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
         pieces.iter().for_each(|p| content.push_str(p));
-        let calls = kept.into_iter().flat_map(|(_, calls)| calls).collect();
         let mut warnings = self.warnings;
+        shared_warnings_once(&mut warnings, &kept);
+        let calls = kept.into_iter().flat_map(|(_, calls)| calls).collect();
         if self.dropped > 0 {
             warnings.push(Warning { offset: self.reply.len(), message: format!("{} more warnings not listed", self.dropped) });
         }
         Parsed { calls, content, warnings }
     }
+}
+
+/// Two readers that read the same call (an element and the JSON inside
+/// it) may warn alike about it: such a warning is kept once per kept span.
+fn shared_warnings_once(warnings: &mut Vec<Warning>, kept: &[(Range<usize>, Vec<ParsedCall>)]) {
+    // The kept spans are sorted and do not overlap.
+    let span_of = |offset: usize| {
+        let index = kept.partition_point(|(span, _)| span.end <= offset);
+        kept.get(index).filter(|(span, _)| span.contains(&offset)).map(|_| index)
+    };
+    let mut seen = std::collections::HashSet::new();
+    warnings.retain(|w| span_of(w.offset).is_none_or(|span| seen.insert((span, w.message.clone()))));
 }
 
 #[cfg(test)]

@@ -147,7 +147,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "gpt-oss",
         sample: "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
         engines: ["`openai`", "`gpt-oss`", "✓", "`harmony`", "✓", NONE],
-        auto: "with or without the leading tokens or `<|constrain|>`; the analysis channel is reasoning",
+        auto: "with or without the leading tokens or `<|constrain|>`, its type in any case or `code`, `json` glued to the name; the analysis channel is reasoning",
     },
     Family {
         name: "Gemma 4",

@@ -44,8 +44,12 @@ pub(crate) const MARKERS: [&str; 7] = [START, CHANNEL, CONSTRAIN, MESSAGE, CALL,
 /// The namespace of the functions a developer declares.
 const NAMESPACE: &str = "functions.";
 /// The words a header holds besides its recipient: the role, the channels
-/// and the constraint's type.
-const HEADER_WORDS: [&str; 5] = ["assistant", "analysis", "commentary", "final", "json"];
+/// and the constraint's types (`code` for gpt-oss's built-in tools, which
+/// it also writes for a function at times), in any case.
+const HEADER_WORDS: [&str; 6] = ["assistant", "analysis", "commentary", "final", "json", "code"];
+/// The constraint's type that gpt-oss at times glues to the recipient
+/// (`to=functions.NAMEjson`).
+const GLUED_TYPE: &str = "json";
 /// How far before its `<|message|>` a header is looked for.
 const MAX_HEADER: usize = 256;
 /// The tokens that end a body, and whether they are its own (taken with it)
@@ -82,7 +86,7 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
         }
         return Some(body);
     };
-    let name = recipient.strip_prefix(NAMESPACE).unwrap_or(recipient);
+    let name = unglued(recipient.strip_prefix(NAMESPACE).unwrap_or(recipient), scope);
     let Some(name) = markup_name(name) else {
         out.warn(header.start, format!("`{recipient}` is not a tool's name; it is not a call"));
         return Some(token_end);
@@ -113,6 +117,20 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
     let span = wrapped(reply, header.start..end);
     out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: span.clone() });
     Some(span.end.max(end))
+}
+
+/// `name` without a `json` glued to its end, when that leaves a declared
+/// tool's name and `name` itself is not one.
+fn unglued<'a>(name: &'a str, scope: &Scope<'_>) -> &'a str {
+    let split = name.len().saturating_sub(GLUED_TYPE.len());
+    match (name.get(..split), name.get(split..)) {
+        (Some(tool), Some(glued))
+            if glued.eq_ignore_ascii_case(GLUED_TYPE) && !scope.declared.contains(name) && scope.declared.contains(tool) =>
+        {
+            tool
+        }
+        _ => name,
+    }
 }
 
 /// Whether a `<tool_call>` body holds a Harmony message, read by [`read`]
@@ -162,7 +180,7 @@ fn header_words(text: &str) -> Option<Option<&str>> {
         for word in part.split_ascii_whitespace() {
             match word.strip_prefix(RECIPIENT) {
                 Some(to) => recipient = Some(to),
-                None if HEADER_WORDS.contains(&word) => {}
+                None if HEADER_WORDS.iter().any(|known| known.eq_ignore_ascii_case(word)) => {}
                 None => return None,
             }
         }
@@ -262,6 +280,29 @@ mod tests {
             Value::Object(checked(reply)),
             json!({"city": "Rome", "days": 5, "ratio": 0.5, "metric": true, "options": {"a": [1]}})
         );
+    }
+
+    #[test]
+    fn harmony_headers_as_models_write_them_besides_the_spec() {
+        let args = json!({"city": "Tokyo"});
+        // The constraint's type in capitals, or `code` (gpt-oss writes it
+        // for its built-in tools, and at times for a function).
+        let upper = CALL.replace("<|constrain|>json", "<|constrain|>JSON");
+        assert_eq!(calls(&upper), one("get_weather", args.clone()));
+        assert_eq!(parse(&upper).content, "");
+        let code = "<|start|>assistant<|channel|>analysis to=functions.get_weather code<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        assert_eq!(calls(code), one("get_weather", args.clone()));
+        // `json` glued to the recipient, as llama.cpp reports gpt-oss
+        // writing it: the declared name before it is the tool.
+        let glued = "<|channel|>commentary to=functions.get_weatherjson<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        assert_eq!(calls(glued), one("get_weather", args.clone()));
+        assert!(parse(glued).warnings.is_empty(), "{:?}", parse(glued).warnings);
+        let glued_in_role =
+            "<|start|>assistant to=functions.get_weatherJSON<|channel|>commentary<|message|>{\"city\": \"Tokyo\"}<|call|>";
+        assert_eq!(calls(glued_in_role), one("get_weather", args));
+        // A name that truly ends in `json` is left alone.
+        let undeclared = "<|channel|>commentary to=functions.to_json<|message|>{}<|call|>";
+        assert_eq!(calls(undeclared), one("to_json", json!({})));
     }
 
     #[test]

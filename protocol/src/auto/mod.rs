@@ -321,6 +321,9 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
                 json_call::collect_value(value, found..found + used, Trust::Declared, declared, out);
                 if out.len() > before {
                     json_call::report(&repairs, found, out);
+                    if reply[..found].ends_with(FUNCTOOLS) {
+                        out.markup(found - FUNCTOOLS.len()..found);
+                    }
                 }
                 at = found + used;
             }
@@ -328,6 +331,10 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
     }
 }
+
+/// Phi-4-mini's word before its JSON array of calls (`functools[{…}]`):
+/// no part of the prose once the array is read as calls.
+const FUNCTOOLS: &str = "functools";
 
 /// What the bracket at `open` may start, read as a bare call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,7 +392,7 @@ pub(crate) fn markup_name(text: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::{calls, one, parse};
+    use super::testing::{calls, one, parse, prose, warnings};
     use serde_json::json;
 
     #[test]
@@ -563,6 +570,19 @@ mod tests {
     }
 
     #[test]
+    fn phi4_minis_functools_array_leaves_no_word_in_the_content() {
+        let reply = "Checking.\nfunctools[{\"name\": \"now\", \"arguments\": {\"zone\": \"UTC\"}}, {\"name\": \"calculate\", \"arguments\": {\"expression\": \"1+1\"}}]";
+        assert_eq!(
+            calls(reply),
+            vec![("now".into(), json!({"zone": "UTC"})), ("calculate".into(), json!({"expression": "1+1"}))]
+        );
+        assert_eq!(parse(reply).content, "Checking.");
+        // The word alone, or before JSON that is no call, stays prose.
+        prose("Python's functools[0] is not a thing.");
+        prose("functools[{\"name\": \"undeclared_tool\", \"arguments\": {}}]");
+    }
+
+    #[test]
     fn arguments_given_as_a_json_string_even_twice_encoded_are_decoded() {
         assert_eq!(
             calls("<tool_call>{\"name\": \"now\", \"arguments\": \"{\\\"zone\\\": \\\"UTC\\\"}\"}</tool_call>"),
@@ -572,6 +592,11 @@ mod tests {
         let reply = format!("<tool_call>{{\"name\": \"now\", \"arguments\": {twice}}}</tool_call>");
         assert_eq!(calls(&reply), one("now", json!({"zone": "UTC"})));
         assert!(parse(&reply).warnings.iter().any(|w| w.message == "repaired: arguments given as a JSON string"));
+        // The element and the JSON inside it are both read; the repair of
+        // the one call they share is reported once.
+        let once = "<tool_call>\n{\"name\": \"now\", \"arguments\": \"{\\\"zone\\\": \\\"UTC\\\"}\"}\n</tool_call>";
+        assert_eq!(calls(once), one("now", json!({"zone": "UTC"})));
+        assert_eq!(warnings(once), ["repaired: arguments given as a JSON string"]);
     }
 
     #[test]
