@@ -21,8 +21,9 @@ use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
 use std::path::PathBuf;
 use toolhost::cli_support::sha256_hex;
 
-/// The largest component `toolhost add` downloads.
-pub(super) const MAX_DOWNLOAD_BYTES: usize = 256 << 20;
+/// The largest component `toolhost add` downloads: the largest the
+/// registry reads from a plugin directory.
+pub(super) const MAX_DOWNLOAD_BYTES: usize = toolhost::registry::MAX_COMPONENT_BYTES as usize;
 /// The largest OCI manifest read, as containerd caps it: a Wasm artifact's
 /// is well under a KiB.
 pub(super) const MAX_MANIFEST_BYTES: usize = 4 << 20;

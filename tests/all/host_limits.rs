@@ -149,6 +149,29 @@ async fn an_error_message_is_held_to_the_output_limit() {
 }
 
 #[tokio::test]
+async fn an_error_message_built_to_be_slow_to_explain_is_explained_in_one_pass() {
+    let (host, _dir) = hoarder(false, "").await;
+    // Explaining errnos runs after the call, outside fuel and the timeout;
+    // scanning this message once per errno took minutes of a host thread.
+    let explained = tokio::time::timeout(std::time::Duration::from_secs(20), host.call("errno_bomb", json!({}))).await;
+    let outcome = explained.expect("the outcome came within 20 s");
+    assert_eq!(outcome.status, Status::Error, "{}", &outcome.output[..200]);
+    assert!(outcome.output.starts_with("(WASI errno 1, E2BIG)(WASI errno 1, E2BIG)"), "{}", &outcome.output[..200]);
+    next_call_works(&host).await;
+}
+
+#[tokio::test]
+async fn random_bytes_are_capped_per_request() {
+    let (host, _dir) = hoarder(false, "").await;
+    let within = host.call("random", json!({ "bytes": 1024 })).await;
+    assert_eq!(within.status, Status::Success, "{}", within.output);
+    let over = host.call("random", json!({ "bytes": 2 << 20 })).await;
+    assert_eq!(over.status, Status::LimitExceeded, "{}", over.output);
+    assert_eq!(over.output, "random bytes per request limit 1048576 exceeded");
+    next_call_works(&host).await;
+}
+
+#[tokio::test]
 async fn a_handled_memory_refusal_does_not_mislabel_what_ends_the_call() {
     let (host, _dir) = hoarder(false, "").await;
     let panicked = host.call("grow_then_panic", json!({})).await;

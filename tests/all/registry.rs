@@ -655,3 +655,33 @@ async fn a_call_is_checked_only_against_its_catalogs_own_declaration() {
     let checked = CheckedCall::check_among(&call, &catalog, &[&stranger, own]).unwrap();
     assert!(std::ptr::eq(checked.spec(), own));
 }
+
+/// A component file is read as the lock file and `toolhost add` read
+/// theirs: a FIFO put where a component was (between the directory's
+/// listing and the read) is refused without waiting for a writer, and a
+/// file larger than any component toolhost takes is refused unread.
+#[test]
+fn a_fifo_or_a_huge_file_in_place_of_a_component_is_refused_unread() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(CALC.path(), dir.path().join("plugins/calc.wasm")).unwrap();
+    let registry = runtime.block_on(Registry::load(policy_in(dir.path(), ""))).unwrap();
+    let fifo = dir.path().join("swapped.wasm");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let huge = dir.path().join("huge.wasm");
+    std::fs::File::create(&huge).unwrap().set_len(toolhost::registry::MAX_COMPONENT_BYTES + 1).unwrap();
+    let refusals = runtime.block_on(async {
+        let mut refusals = Vec::new();
+        for path in [&fifo, &huge] {
+            let inspected = tokio::time::timeout(std::time::Duration::from_secs(20), registry.inspect(path)).await;
+            let Ok(Err(error)) = inspected else { panic!("{}: not refused in time", path.display()) };
+            refusals.push(error.to_string());
+        }
+        refusals
+    });
+    // A read stuck on the FIFO would hold the runtime's shutdown.
+    runtime.shutdown_background();
+    assert!(refusals[0].contains("is a FIFO, not a regular file; it was not read"), "{}", refusals[0]);
+    assert!(refusals[1].contains("larger than"), "{}", refusals[1]);
+}

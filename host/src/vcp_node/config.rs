@@ -377,7 +377,10 @@ impl VcpSection {
         config.shutdown_grace = millis("shutdown_grace_ms", self.shutdown_grace_ms, DEFAULT_SHUTDOWN_GRACE, 0)?;
         config.write_timeout = millis("write_timeout_ms", self.write_timeout_ms, DEFAULT_WRITE_TIMEOUT, 10)?;
         config.approval_window = millis("approval_window_ms", self.approval_window_ms, DEFAULT_APPROVAL_WINDOW, 0)?;
-        config.serve_dirs = self.serve_dirs.into_iter().map(resolve).collect();
+        // Absolute, as the `file://` URLs they are compared with are: a
+        // policy named by a relative path resolves to relative directories.
+        config.serve_dirs =
+            self.serve_dirs.into_iter().map(resolve).map(|dir| std::path::absolute(&dir).unwrap_or(dir)).collect();
         if let Some(kib) = self.max_file_kib {
             let most = (MAX_FRAME_BYTES as u64 * 3 / 4) >> 10;
             config.max_file_bytes = in_range(path, "vcp.max_file_kib", kib, 1..=most)? << 10;

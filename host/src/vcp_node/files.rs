@@ -180,6 +180,25 @@ mod tests {
     }
 
     #[test]
+    fn a_relative_serve_dir_serves_the_files_under_it() {
+        // The CLI names the working directory's toolhost.toml by its bare
+        // name; `serve_dirs = ["shared"]` is then relative to it.
+        let policy = crate::Policy::parse(
+            "[vcp]\nserver = \"ws://127.0.0.1:6005\"\nserve_dirs = [\"shared\"]\n",
+            Path::new("toolhost.toml"),
+        )
+        .expect("the policy parses");
+        let config = policy.vcp.expect("a [vcp] section");
+        let file = std::env::current_dir().expect("a working directory").join("shared/report.txt");
+        let args = serde_json::json!({ "fileUrl": format!("file://{}", file.display()) });
+        let args = args.as_object().cloned().expect("an object");
+        match check(&config, &args) {
+            Ok(request) => assert_eq!(request.inside, PathBuf::from("report.txt")),
+            Err(refused) => panic!("refused: {}", refused.why),
+        }
+    }
+
+    #[test]
     fn mime_types_follow_the_extension() {
         assert_eq!(mime_type(Path::new("/a/B.PNG")), "image/png");
         assert_eq!(mime_type(Path::new("/a/b")), "application/octet-stream");

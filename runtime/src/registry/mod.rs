@@ -43,6 +43,11 @@ pub use lock::{LockError, LockFile, PinChange, PinState};
 pub use policy::PluginSection;
 pub use policy::{Binding, DEFAULT_LOCK_FILE, PluginPolicy, RuntimePolicy};
 pub use watch::DEFAULT_WATCH_INTERVAL;
+
+/// The largest component file toolhost reads (a Python component is
+/// about 40 MiB): a larger one in a plugin directory is refused unread,
+/// as is one `toolhost add` would download.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 // Public through `cli_support`, which the CLI uses.
 pub(crate) use files::component_files;
 
@@ -52,6 +57,7 @@ use crate::digest::sha256_hex;
 use crate::error_chain::caught;
 use crate::manifest::{PluginManifest, ToolSpec};
 use crate::printable::printable;
+use crate::regular_file::read_regular_file;
 use crate::sandbox::{CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -599,7 +605,8 @@ impl Registry {
     async fn read_component(&self, path: &Path) -> Result<ComponentFile, LoadError> {
         let (path, lock_file, cache) = (path.to_owned(), self.policy.lock_file.clone(), self.cache.clone());
         blocking(move || {
-            let wasm = std::fs::read(&path).map_err(|source| LoadError::Read { path: path.clone(), source })?;
+            let wasm =
+                read_regular_file(&path, MAX_COMPONENT_BYTES).map_err(|source| LoadError::Read { path: path.clone(), source })?;
             let sha256 = sha256_hex(&wasm);
             let cached = cache.is_some_and(|cache| cache.path_for(&sha256).exists());
             Ok(ComponentFile { key: LockFile::key(&lock_file, &path), wasm, sha256, cached })

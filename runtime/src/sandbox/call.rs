@@ -393,8 +393,14 @@ fn classify(
             ]
             .into_iter()
             .find(|(desc, _, _)| message.contains(&format!("resource limit exceeded: {desc} count")));
+            // And the random-bytes cap as "requested len 2097152 exceeds
+            // limit 1048576".
+            let random = message.contains(&format!("exceeds limit {MAX_RANDOM_BYTES}"));
             match count {
                 Some((_, what, limit)) => CallFailure::ResourceLimit { what, limit },
+                None if random => {
+                    CallFailure::ResourceLimit { what: "random bytes per request", limit: MAX_RANDOM_BYTES as usize }
+                }
                 None => CallFailure::Host { message, source: None },
             }
         }

@@ -395,7 +395,11 @@ fn file_time(timestamp: NewTimestamp) -> Result<Option<SystemTime>, ErrorCode> {
         NewTimestamp::NoChange => Ok(None),
         NewTimestamp::Now => Ok(Some(SystemTime::now())),
         NewTimestamp::Timestamp(Datetime { seconds, nanoseconds }) => {
-            let since_epoch = std::time::Duration::new(seconds, nanoseconds);
+            // `Duration::new` panics when the nanoseconds carry past the
+            // seconds' range; the guest picks both.
+            let since_epoch = std::time::Duration::from_secs(seconds)
+                .checked_add(std::time::Duration::from_nanos(u64::from(nanoseconds)))
+                .ok_or(ErrorCode::Overflow)?;
             SystemTime::UNIX_EPOCH.checked_add(since_epoch).map(Some).ok_or(ErrorCode::Overflow)
         }
     }
@@ -488,5 +492,11 @@ mod tests {
         assert_eq!(file_time(NewTimestamp::NoChange), Ok(None));
         let at = file_time(NewTimestamp::Timestamp(Datetime { seconds: 1, nanoseconds: 5 })).unwrap().unwrap();
         assert_eq!(at.duration_since(SystemTime::UNIX_EPOCH).unwrap(), std::time::Duration::new(1, 5));
+        // A guest's nanoseconds that carry past the last second are an
+        // overflow, not a host panic.
+        let past_the_end = Datetime { seconds: u64::MAX, nanoseconds: 1_000_000_000 };
+        assert_eq!(file_time(NewTimestamp::Timestamp(past_the_end)), Err(ErrorCode::Overflow));
+        let far = Datetime { seconds: u64::MAX, nanoseconds: 0 };
+        assert_eq!(file_time(NewTimestamp::Timestamp(far)), Err(ErrorCode::Overflow));
     }
 }

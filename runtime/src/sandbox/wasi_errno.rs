@@ -117,45 +117,39 @@ pub(crate) fn explain(message: &str, plugin: &str, grants: &Grants) -> Option<St
 }
 
 /// `message` with `(os error N)` and `[Errno N]` for each known WASI errno
-/// N spelled `(WASI errno N, ENAME)`, and the numbers found.
+/// N spelled `(WASI errno N, ENAME)`, and the numbers found. One pass: each
+/// bracket is looked at once, so a plugin's message of any make-up costs
+/// time in proportion to its length (it is read after the call, outside
+/// fuel and the timeout).
 fn name_errnos(message: &str) -> (String, Vec<u16>) {
     let mut out = String::with_capacity(message.len() + 32);
     let mut errnos = Vec::new();
-    let mut rest = message;
-    while let Some((at, open, close, number)) = next_errno(rest) {
-        let name = NAMES[usize::from(number)];
-        out.push_str(&rest[..at]);
-        let (open_bracket, close_bracket) = (&open[..1], close);
-        let _ = write!(out, "{open_bracket}WASI errno {number}, {name}{close_bracket}");
+    let (mut copied, mut from) = (0, 0);
+    while let Some(found) = message[from..].find(['(', '[']) {
+        let at = from + found;
+        from = at + 1;
+        let Some((open, close, number, len)) = errno_at(&message[at..]) else { continue };
+        out.push_str(&message[copied..at]);
+        let _ = write!(out, "{}WASI errno {number}, {}{close}", &open[..1], NAMES[usize::from(number)]);
         errnos.push(number);
-        rest = &rest[at + open.len() + number.to_string().len() + close.len()..];
+        copied = at + len;
+        from = copied;
     }
-    out.push_str(rest);
+    out.push_str(&message[copied..]);
     (out, errnos)
 }
 
-/// The first errno in `text` in one of the [`FORMS`]: where it starts, its
-/// form, and the number.
-fn next_errno(text: &str) -> Option<(usize, &'static str, &'static str, u16)> {
-    FORMS
-        .iter()
-        .filter_map(|&(open, close)| {
-            let mut from = 0;
-            while let Some(found) = text[from..].find(open) {
-                let at = from + found;
-                let after = &text[at + open.len()..];
-                let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-                let number = after[..digits].parse::<u16>().ok().filter(|&n| usize::from(n) < NAMES.len());
-                // `(os error 044)` is not how any language writes one.
-                let canonical = number.is_some_and(|n| n.to_string().len() == digits);
-                if let Some(number) = number.filter(|_| canonical && after[digits..].starts_with(close)) {
-                    return Some((at, open, close, number));
-                }
-                from = at + open.len();
-            }
-            None
-        })
-        .min_by_key(|&(at, ..)| at)
+/// The errno `text` starts with, in one of the [`FORMS`]: its form, the
+/// number, and how long it is written.
+fn errno_at(text: &str) -> Option<(&'static str, &'static str, u16, usize)> {
+    FORMS.iter().find_map(|&(open, close)| {
+        let after = text.strip_prefix(open)?;
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let number = after[..digits].parse::<u16>().ok().filter(|&n| usize::from(n) < NAMES.len())?;
+        // `(os error 044)` is not how any language writes one.
+        let canonical = number.to_string().len() == digits;
+        (canonical && after[digits..].starts_with(close)).then_some((open, close, number, open.len() + digits + close.len()))
+    })
 }
 
 /// What the plugin can see of the file system, and what it asked for and
@@ -240,6 +234,24 @@ mod tests {
         // A near miss before a real one does not hide it.
         let text = explain("(os error 4x) then (os error 8)", "p", &Grants::none()).unwrap();
         assert_eq!(text, "(os error 4x) then (WASI errno 8, EBADF)");
+    }
+
+    #[test]
+    fn a_hostile_message_costs_time_in_proportion_to_its_length() {
+        // A plugin's 1 MiB error message: valid errnos, then many openers
+        // that are not. Searching the rest of the text again after each
+        // errno took about 3·10⁹ steps on this message.
+        let valid = "(os error 1)".repeat(43_000);
+        let message = format!("{valid}{}", "[Errno ".repeat(75_000));
+        let start = std::time::Instant::now();
+        let (named, errnos) = name_errnos(&message);
+        let took = start.elapsed();
+        assert_eq!(errnos.len(), 43_000);
+        assert!(named.starts_with("(WASI errno 1, E2BIG)(WASI errno 1, E2BIG)"), "{}", &named[..80]);
+        assert!(named.ends_with("[Errno [Errno "));
+        // Linear work takes milliseconds; the bound only catches a return
+        // of the quadratic scan, which takes minutes.
+        assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
     }
 
     #[test]

@@ -45,6 +45,13 @@ impl Plugin for Hoarder {
                     .param("mib", Type::Integer, "the message's size", Required)
                     .param("kind", Type::String, "failed or invalid-args", Optional),
             )
+            .tool(Tool::new("random", "Ask the host for `bytes` random bytes at once.").param(
+                "bytes",
+                Type::Integer,
+                "how many",
+                Required,
+            ))
+            .tool(Tool::new("errno_bomb", "Fail with a message of errno-like text that is costly to scan naively."))
             .tool(Tool::new("grow_then_panic", "Have a memory growth refused, handle it, then panic."))
             .tool(Tool::new("grow_then_spin", "Have a memory growth refused, handle it, then loop."))
             .tool(Tool::new("exit", "Exit the process with status 0 instead of returning."))
@@ -139,6 +146,12 @@ impl Plugin for Hoarder {
                     Some("invalid-args") => Err(ToolError::invalid_args(message)),
                     _ => Err(ToolError::failed(message)),
                 }
+            }
+            "random" => Ok(json!({ "got": wasip2::random::random::get_random_bytes(args.get("bytes")?).len() }).into()),
+            "errno_bomb" => {
+                // Valid errnos, then openers that are not: each errno found
+                // used to send the host over all the openers after it.
+                Err(ToolError::failed(format!("{}{}", "(os error 1)".repeat(43_000), "[Errno ".repeat(75_000))))
             }
             "grow_then_panic" | "grow_then_spin" => {
                 let mut big: Vec<u8> = Vec::new();
