@@ -183,6 +183,8 @@ fn assert_basics(seen: &Value) {
     assert!(why.contains("[mcp] unattended = \"deny\""), "{why}");
     assert!(seen["unknown"]["protocol_error"].as_str().unwrap().contains("did you mean `calculate`?"), "{}", seen["unknown"]);
     assert_eq!(seen["after"]["structured"]["value"], 2.0, "the server still serves: {}", seen["after"]);
+    // No cursor was ever given out: one is a bad parameter.
+    assert_eq!(seen["bogus_cursor"]["code"], -32602, "{}", seen["bogus_cursor"]);
 }
 
 #[test]
@@ -201,6 +203,7 @@ fn http_needs_the_token_and_a_loopback_host_and_serves_the_same() {
     assert_eq!(post_status(&server, &[("Authorization", "Bearer wrong")]), 401, "a wrong token");
     let with_token = ("Authorization", "Bearer s3cret");
     assert_eq!(post_status(&server, &[with_token]), 200, "the token");
+    assert_eq!(post_status(&server, &[("Authorization", "bearer s3cret")]), 200, "the scheme in any case");
     assert_eq!(post_status(&server, &[with_token, ("Host", "evil.example.com")]), 403, "a rebound host name");
     assert_eq!(post_status(&server, &[with_token, ("Origin", "http://evil.example.com")]), 403, "a foreign page");
     let seen = client(dir.path(), &["basics"], &["--http".into(), server.url.clone(), "--token".into(), "s3cret".into()]);
@@ -244,6 +247,57 @@ fn a_sensitive_call_is_asked_of_the_clients_user() {
         audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["tool"] == "write_file").collect();
     assert_eq!(writes.len(), 3, "{audit}");
     assert!(writes.iter().all(|r| r["agent"] == "mcp"), "{audit}");
+}
+
+#[test]
+fn a_question_the_user_leaves_unanswered_denies_the_call_in_time() {
+    let dir = workspace();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), format!("{policy}[mcp]\napproval_timeout_ms = 1000\n")).unwrap();
+    let seen = client(dir.path(), &["slow_answer", "--delay", "6"], &over_stdio(&[]));
+    assert_eq!(seen["result"]["is_error"], true, "{seen}");
+    assert_eq!(
+        seen["result"]["text"], "denied: nobody answered in the MCP client within 1000 ms ([mcp] approval_timeout_ms)",
+        "{seen}"
+    );
+    assert!(seen["took_s"].as_f64().unwrap() < 5.0, "denied at the timeout, not at the late answer: {seen}");
+    assert!(!dir.path().join("ws/late.txt").exists(), "the late answer approved nothing");
+    assert_eq!(seen["after"]["structured"]["value"], 5.0, "{seen}");
+}
+
+#[test]
+fn sessions_are_closed_by_delete_once_and_list_changes_only_where_kept() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let (status, said) = post(&server, &[]);
+    assert_eq!(status, 200, "{said}");
+    assert!(said.contains("\"listChanged\":true"), "{said}");
+    let id = said
+        .lines()
+        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, id)| id.trim().to_owned())
+        .expect("a session id");
+    assert_eq!(delete_status(&server, &id), 204, "the session is closed");
+    assert_eq!(delete_status(&server, &id), 404, "a closed session is gone");
+    assert_eq!(delete_status(&server, "never-issued"), 404);
+    let stateless = HttpServer::start(dir.path(), &["--stateless"], &[]);
+    let (status, said) = post(&stateless, &[]);
+    assert_eq!(status, 200, "{said}");
+    assert!(said.contains("\"listChanged\":false"), "nobody is told of changes without a session: {said}");
+}
+
+/// The status of a `DELETE /mcp` for session `id`.
+fn delete_status(server: &HttpServer, id: &str) -> u16 {
+    let request = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n\r\n",
+        server.authority()
+    );
+    let mut stream = TcpStream::connect(server.authority()).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut status = [0u8; 12];
+    stream.read_exact(&mut status).unwrap();
+    text(&status[9..12]).parse().unwrap()
 }
 
 #[test]

@@ -86,7 +86,17 @@ async def basics(args):
             "sensitive": await call(session, "write_file", {"path": "note.txt", "content": "hello"}),
             "unknown": await call(session, "calculat", {"expression": "1"}),
             "after": await call(session, "calculate", {"expression": "1+1"}),
+            "bogus_cursor": await bogus_cursor(session),
         }))
+
+
+async def bogus_cursor(session):
+    """The error a tools/list with a cursor the server never gave raises."""
+    try:
+        await session.list_tools(params=types.PaginatedRequestParams(cursor="bogus"))
+        return {"error": None}
+    except Exception as error:
+        return {"error": str(error), "code": getattr(getattr(error, "error", None), "code", None)}
 
 
 async def approve(args):
@@ -105,6 +115,29 @@ async def approve(args):
     async with connect(args, elicitation_callback=on_elicit) as session:
         result = await call(session, "write_file", {"path": "note.txt", "content": "approved over MCP"})
         print(json.dumps({"result": result, "asked": asked}))
+
+
+async def slow_answer(args):
+    """Call write_file with a client whose user answers only after
+    `--delay` seconds: what came back, how soon, and whether the server
+    withdrew its question."""
+    withdrawn = []
+
+    async def on_message(message):
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method == "notifications/cancelled":
+            withdrawn.append(True)
+
+    async def on_elicit(context, params):
+        await asyncio.sleep(args.delay)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async with connect(args, elicitation_callback=on_elicit, message_handler=on_message) as session:
+        start = time.monotonic()
+        result = await call(session, "write_file", {"path": "late.txt", "content": "answered too late"})
+        took = time.monotonic() - start
+        after = await call(session, "calculate", {"expression": "2+3"})
+        print(json.dumps({"result": result, "took_s": took, "after": after}))
 
 
 async def reload_while_asked(args):
@@ -221,6 +254,8 @@ def main():
     sub.add_parser("basics")
     approving = sub.add_parser("approve")
     approving.add_argument("--answer", choices=["approve", "deny", "decline"], required=True)
+    slow = sub.add_parser("slow_answer")
+    slow.add_argument("--delay", type=float, required=True)
     reloading = sub.add_parser("reload_while_asked")
     reloading.add_argument("--remove", required=True)
     changing = sub.add_parser("list_changed")

@@ -7,10 +7,14 @@ use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;
 use crate::printable::{printable, printable_lines, to_json_pretty};
 use crate::vcp_node::UnattendedApprover;
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
-use rmcp::service::ElicitationMode;
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, RequestId, ServerNotification, ServerRequest,
+};
+use rmcp::service::{ElicitationMode, PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// How much of a result a person is shown when asked to pass it on.
 const RESULT_EXCERPT_CHARS: usize = 4000;
@@ -21,17 +25,19 @@ pub(super) struct ClientApprover {
     /// the server keeps sessions); `None` leaves every call to `unattended`.
     peer: Option<Peer<RoleServer>>,
     unattended: UnattendedApprover,
+    /// How long a question waits for the user (`[mcp] approval_timeout_ms`).
+    timeout: Duration,
 }
 
 impl ClientApprover {
     /// Asking `peer`'s user where its client supports form elicitation,
     /// else deciding by `unattended`.
-    pub(super) fn new(peer: Option<Peer<RoleServer>>, unattended: UnattendedApprover) -> Self {
+    pub(super) fn new(peer: Option<Peer<RoleServer>>, unattended: UnattendedApprover, timeout: Duration) -> Self {
         let peer = peer.filter(|peer| peer.supported_elicitation_modes().contains(&ElicitationMode::Form));
-        ClientApprover { peer, unattended }
+        ClientApprover { peer, unattended, timeout }
     }
 
-    async fn ask_call(peer: &Peer<RoleServer>, call: &PendingCall) -> Answer {
+    async fn ask_call(&self, peer: &Peer<RoleServer>, call: &PendingCall) -> Answer {
         let message = format!(
             "Run `{}` (plugin {}, {})? It needs approval because {}.\n\nArguments:\n{}",
             printable(&call.tool),
@@ -48,7 +54,7 @@ impl ClientApprover {
         if call.permission == Permission::Moderate && call.reason == AskReason::Moderate {
             properties["always"] = json!({"type": "boolean", "title": "Allow this tool from now on", "default": false});
         }
-        let reply = elicit(peer, message, properties, "approve").await;
+        let reply = elicit(peer, message, properties, "approve", self.timeout).await;
         let decision = match reply {
             Ok(Some(content)) if content["approve"] == true => {
                 if content["always"] == true {
@@ -65,11 +71,8 @@ impl ClientApprover {
             },
             Ok(None) => CallDecision::Deny { reason: Some("the user declined it in the MCP client".to_owned()) },
             Err(why) => {
-                tracing::warn!("asking the MCP client to approve `{}` failed: {why}", printable(&call.tool));
-                return Answer {
-                    decision: CallDecision::Deny { reason: Some(format!("the MCP client could not be asked: {why}")) },
-                    by: DecidedBy::NoAnswer,
-                };
+                tracing::warn!("asking the MCP client to approve `{}`: {why}", printable(&call.tool));
+                return Answer { decision: CallDecision::Deny { reason: Some(why.to_string()) }, by: DecidedBy::NoAnswer };
             }
         };
         Answer { decision, by: DecidedBy::Person }
@@ -77,16 +80,74 @@ impl ClientApprover {
 }
 
 /// Ask the client's user to fill in a form of `properties`, `required`
-/// among them: the content on accept, `None` on decline or cancel.
-async fn elicit(peer: &Peer<RoleServer>, message: String, properties: Value, required: &str) -> Result<Option<Value>, String> {
+/// among them, waiting at most `timeout`: the content on accept, `None` on
+/// decline or cancel. A question given up on, by the timeout or because
+/// the call it is for was cancelled, is withdrawn with
+/// `notifications/cancelled`, so the client stops showing it.
+async fn elicit(
+    peer: &Peer<RoleServer>,
+    message: String,
+    properties: Value,
+    required: &str,
+    timeout: Duration,
+) -> Result<Option<Value>, NoAnswer> {
     let schema = json!({"type": "object", "properties": properties, "required": [required]});
     let Value::Object(schema) = schema else { unreachable!("an object literal") };
-    let requested_schema = ElicitationSchema::from_json_schema(schema).map_err(|e| format!("the form is invalid: {e}"))?;
+    let requested_schema =
+        ElicitationSchema::from_json_schema(schema).map_err(|e| NoAnswer::Failed(format!("the form is invalid: {e}")))?;
     let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema };
-    match peer.create_elicitation(params).await {
-        Ok(ElicitResult { action: ElicitationAction::Accept, content, .. }) => Ok(Some(content.unwrap_or(Value::Null))),
-        Ok(_) => Ok(None),
-        Err(error) => Err(error.to_string()),
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+    // rmcp withdraws the question itself when the timeout passes.
+    let options = PeerRequestOptions::with_timeout(timeout);
+    let handle = peer.send_request_with_option(request, options).await.map_err(|error| NoAnswer::Failed(error.to_string()))?;
+    let pending = Withdrawn { peer: peer.clone(), id: Some(handle.id.clone()) };
+    let reply = handle.await_response().await;
+    pending.answered();
+    match reply {
+        Ok(ClientResult::ElicitResult(ElicitResult { action: ElicitationAction::Accept, content, .. })) => {
+            Ok(Some(content.unwrap_or(Value::Null)))
+        }
+        Ok(ClientResult::ElicitResult(_)) => Ok(None),
+        Ok(_) => Err(NoAnswer::Failed("it answered something else".to_owned())),
+        Err(ServiceError::Timeout { timeout }) => Err(NoAnswer::TimedOut(timeout)),
+        Err(error) => Err(NoAnswer::Failed(error.to_string())),
+    }
+}
+
+/// Why a question got no answer.
+#[derive(Debug, thiserror::Error)]
+enum NoAnswer {
+    #[error("nobody answered in the MCP client within {} ms ([mcp] approval_timeout_ms)", .0.as_millis())]
+    TimedOut(Duration),
+    #[error("the MCP client could not be asked: {0}")]
+    Failed(String),
+}
+
+/// A question sent to the client and not yet answered: dropped unanswered
+/// (the call it is for was cancelled), it is withdrawn.
+struct Withdrawn {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Withdrawn {
+    fn answered(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Withdrawn {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let reason = "the call it asks about was cancelled".to_owned();
+        let notice = CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(reason)));
+        // Dropped while the runtime runs: the notice goes out on its own.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.send_notification(ServerNotification::CancelledNotification(notice)).await;
+            });
+        }
     }
 }
 
@@ -100,7 +161,7 @@ impl Approver for ClientApprover {
         let Some(peer) = &self.peer else { return self.unattended.answer_calls(calls).await };
         let mut answers = Vec::with_capacity(calls.len());
         for call in calls {
-            answers.push(Self::ask_call(peer, call).await);
+            answers.push(self.ask_call(peer, call).await);
         }
         answers
     }
@@ -120,13 +181,13 @@ impl Approver for ClientApprover {
             "pass": {"type": "boolean", "title": "Pass this result on", "default": true},
             "reason": {"type": "string", "title": "Why not (if you reject it)"},
         });
-        match elicit(peer, message, properties, "pass").await {
+        match elicit(peer, message, properties, "pass", self.timeout).await {
             Ok(Some(content)) if content["pass"] == true => ResultDecision::Pass,
             Ok(Some(content)) => ResultDecision::Reject {
                 reason: content["reason"].as_str().map(str::trim).filter(|reason| !reason.is_empty()).map(str::to_owned),
             },
             Ok(None) => ResultDecision::Reject { reason: Some("the user declined it in the MCP client".to_owned()) },
-            Err(why) => ResultDecision::Reject { reason: Some(format!("the MCP client could not be asked: {why}")) },
+            Err(why) => ResultDecision::Reject { reason: Some(why.to_string()) },
         }
     }
 }

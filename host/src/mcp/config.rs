@@ -12,19 +12,25 @@
 //! allowed_hosts = ["mcp.internal"]   # Host headers accepted over HTTP besides localhost, 127.0.0.1 and ::1
 //! allowed_origins = ["https://app.example.com"]   # browser origins accepted over HTTP besides loopback pages (default: none)
 //! max_sessions = 256                 # HTTP sessions kept at once; a new one past it is refused
+//! approval_timeout_ms = 300000       # a question the client's user leaves unanswered this long denies the call, and is withdrawn (default: 5 minutes)
 //! ```
 
 use super::sessions::DEFAULT_MAX_SESSIONS;
 use crate::agent::ToolCallConfig;
-use crate::config_error::ConfigError;
+use crate::config_error::{ConfigError, in_range};
 use crate::manifest::Permission;
 use crate::tool_filter::ToolFilter;
 use crate::vcp_node::UnattendedAction;
 use serde::Deserialize;
 use std::path::Path;
+use std::time::Duration;
 
 /// The agent MCP calls are approved and audited as, by default.
 pub const DEFAULT_MCP_AGENT: &str = "mcp";
+/// How long a question to the client's user waits, by default.
+pub const DEFAULT_MCP_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+/// The longest `[mcp] approval_timeout_ms` may be: a day.
+const MAX_APPROVAL_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// The most `[mcp] max_sessions` may be.
 const MAX_SESSIONS_LIMIT: usize = 100_000;
 /// The Host names an HTTP server accepts by default: loopback only, so a
@@ -56,6 +62,9 @@ pub struct McpConfig {
     /// HTTP sessions kept at once ([`DEFAULT_MAX_SESSIONS`]): a new session
     /// past it is refused until one closes or expires (idle five minutes).
     pub max_sessions: usize,
+    /// How long a question to the client's user (elicitation) waits for
+    /// an answer; past it the call is denied and the question withdrawn.
+    pub approval_timeout: Duration,
 }
 
 impl Default for McpConfig {
@@ -68,6 +77,7 @@ impl Default for McpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
+            approval_timeout: DEFAULT_MCP_APPROVAL_TIMEOUT,
         }
     }
 }
@@ -105,6 +115,7 @@ pub(crate) struct McpSection {
     #[serde(default)]
     allowed_origins: Vec<String>,
     max_sessions: Option<usize>,
+    approval_timeout_ms: Option<u64>,
 }
 
 impl McpSection {
@@ -149,7 +160,12 @@ impl McpSection {
                 why: format!("expected 1 to {MAX_SESSIONS_LIMIT}"),
             });
         }
+        let approval_timeout = match self.approval_timeout_ms {
+            Some(ms) => Duration::from_millis(in_range(path, "mcp.approval_timeout_ms", ms, 1..=MAX_APPROVAL_TIMEOUT_MS)?),
+            None => DEFAULT_MCP_APPROVAL_TIMEOUT,
+        };
         Ok(McpConfig {
+            approval_timeout,
             max_sessions,
             agent,
             agent_settings: unconfigured_agent(),
@@ -183,5 +199,8 @@ mod tests {
         assert!(toml::from_str::<McpSection>("unknown = 1").is_err(), "unknown keys are refused");
         let error = resolve("max_sessions = 0").unwrap_err().to_string();
         assert!(error.contains("mcp.max_sessions = 0 is out of range"), "{error}");
+        assert_eq!(resolve("approval_timeout_ms = 1500").unwrap().approval_timeout, Duration::from_millis(1500));
+        let error = resolve("approval_timeout_ms = 0").unwrap_err().to_string();
+        assert!(error.contains("mcp.approval_timeout_ms = 0 is out of range"), "{error}");
     }
 }

@@ -4,12 +4,13 @@
 //! bearer token.
 
 use super::session::Session;
-use super::sessions::BoundedSessions;
+use super::sessions::{BoundedSessions, session_idle_limit};
 use super::{LOOPBACK_HOSTS, McpError, McpServer};
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
@@ -23,7 +24,7 @@ const LOOPBACK_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", 
 pub(crate) const MCP_PATH: &str = "/mcp";
 
 /// How the HTTP server runs, beyond `[mcp]`.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct HttpOptions {
     /// No server-side sessions: every request stands alone, so replicas
     /// behind a load balancer can serve one URL. The client cannot be
@@ -34,6 +35,17 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Host names accepted besides loopback and `[mcp] allowed_hosts`.
     pub allowed_hosts: Vec<String>,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    /// The token is a secret: shown only as there or not.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("stateless", &self.stateless)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("allowed_hosts", &self.allowed_hosts)
+            .finish()
+    }
 }
 
 impl McpServer {
@@ -58,17 +70,22 @@ impl McpServer {
             axum::Router::new()
                 .nest_service(MCP_PATH, StreamableHttpService::new(factory, Arc::new(NeverSessionManager::default()), http))
         } else {
-            axum::Router::new().nest_service(
-                MCP_PATH,
-                StreamableHttpService::new(factory, Arc::new(BoundedSessions::new(config.max_sessions)), http),
-            )
+            let call_timeout = std::time::Duration::from_millis(config.agent_settings.timeout_ms);
+            let idle_limit = session_idle_limit(config.approval_timeout, call_timeout);
+            let sessions = Arc::new(BoundedSessions::new(config.max_sessions, idle_limit));
+            let router = axum::Router::new().nest_service(MCP_PATH, StreamableHttpService::new(factory, sessions.clone(), http));
+            // rmcp closes any id it is given; closing one it does not have is 404.
+            router.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                let sessions = sessions.clone();
+                async move { unknown_session_not_found(&sessions, request, next).await }
+            }))
         };
         // rmcp answers a session's DELETE with 202; clients (the official
         // Python one among them) take only 200 or 204 for "closed".
         let router = router.layer(axum::middleware::from_fn(closed_is_no_content));
         match &options.token {
             Some(token) => {
-                let expected = Arc::new(Sha256::digest(format!("Bearer {token}")));
+                let expected = Arc::new(Sha256::digest(token.as_bytes()));
                 router.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
                     let expected = expected.clone();
                     async move { require_token(&expected, request, next).await }
@@ -108,14 +125,49 @@ async fn closed_is_no_content(request: Request, next: Next) -> Response {
     response
 }
 
-/// Pass the request on only with the expected `Authorization` header;
-/// compared by digest, so the time taken says nothing about the token.
+/// A `DELETE` of a session the server does not have is `404 Not Found`,
+/// as for any other request naming it.
+async fn unknown_session_not_found(sessions: &BoundedSessions, request: Request, next: Next) -> Response {
+    if request.method() == axum::http::Method::DELETE
+        && let Some(id) = request.headers().get(SESSION_ID_HEADER).and_then(|value| value.to_str().ok())
+        && !sessions.has_session(&id.to_owned().into()).await.unwrap_or(false)
+    {
+        return (StatusCode::NOT_FOUND, "no such MCP session\n").into_response();
+    }
+    next.run(request).await
+}
+
+/// The header that names a session.
+const SESSION_ID_HEADER: &str = "mcp-session-id";
+
+/// Pass the request on only with `Authorization: Bearer TOKEN` (the
+/// scheme in any case, as HTTP has it); the token compared by digest, so
+/// the time taken says nothing about it.
 async fn require_token(expected: &[u8], request: Request, next: Next) -> Response {
-    let given = request.headers().get(header::AUTHORIZATION).map(|value| Sha256::digest(value.as_bytes()));
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| Sha256::digest(token.trim().as_bytes()));
     if given.is_some_and(|given| given.as_slice() == expected) {
         return next.run(request).await;
     }
     let mut response = (StatusCode::UNAUTHORIZED, "a bearer token is required: Authorization: Bearer TOKEN\n").into_response();
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_never_shows_in_debug_output() {
+        let options = HttpOptions { token: Some("s3cret-token".into()), ..HttpOptions::default() };
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("s3cret-token"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
 }

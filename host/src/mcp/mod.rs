@@ -37,7 +37,7 @@ mod sessions;
 mod tools;
 
 pub(crate) use config::McpSection;
-pub use config::{DEFAULT_MCP_AGENT, LOOPBACK_HOSTS, McpConfig};
+pub use config::{DEFAULT_MCP_AGENT, DEFAULT_MCP_APPROVAL_TIMEOUT, LOOPBACK_HOSTS, McpConfig};
 pub use http::HttpOptions;
 pub use sessions::DEFAULT_MAX_SESSIONS;
 
@@ -46,6 +46,9 @@ use rmcp::{Peer, RoleServer, ServiceExt};
 use session::Session;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+
+/// How long telling one client that the tools changed may take.
+const NOTIFY_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Serves the registry's tools to MCP clients; clones share the server.
 #[derive(Clone)]
@@ -170,9 +173,14 @@ impl McpServer {
                     peers.retain(|peer| !peer.is_transport_closed());
                     peers.clone()
                 };
-                for peer in peers {
-                    if let Err(error) = peer.notify_tool_list_changed().await {
-                        tracing::debug!("telling an MCP client its tools changed failed: {error}");
+                // All at once, each bounded: a client that does not read its
+                // stream cannot hold back the others' notices.
+                let told = peers.iter().map(|peer| tokio::time::timeout(NOTIFY_WITHIN, peer.notify_tool_list_changed()));
+                for result in futures::future::join_all(told).await {
+                    match result {
+                        Ok(Ok(())) => {}
+                        Ok(Err(error)) => tracing::debug!("telling an MCP client its tools changed failed: {error}"),
+                        Err(_) => tracing::debug!("an MCP client took no notice of its tools changing within {NOTIFY_WITHIN:?}"),
                     }
                 }
             }

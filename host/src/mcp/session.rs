@@ -6,11 +6,11 @@ use super::approver::ClientApprover;
 use super::tools::{call_result, mcp_tool};
 use crate::approval::Approver;
 use crate::call::ToolCall;
-use crate::outcome::Status;
+use crate::outcome::{Status, ToolOutcome};
 use crate::vcp_node::UnattendedApprover;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities,
+    ProtocolVersion, ServerCapabilities, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -39,7 +39,12 @@ impl Session {
 
 impl ServerHandler for Session {
     fn get_info(&self) -> InitializeResult {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        // Only a client the server keeps (stdio, an HTTP session) is told
+        // when the tools change.
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(self.can_ask);
+        capabilities.tools = Some(tools);
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")).with_title("toolhost"))
             .with_instructions(INSTRUCTIONS)
@@ -59,9 +64,13 @@ impl ServerHandler for Session {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // The whole list comes in one page, so no cursor was ever given out.
+        if let Some(cursor) = request.and_then(|request| request.cursor) {
+            return Err(ErrorData::invalid_params(format!("unknown cursor `{cursor}`: the tool list has one page"), None));
+        }
         let catalog = self.shared.pipeline.executor().registry().catalog();
         let tools = catalog
             .tools()
@@ -90,16 +99,38 @@ impl ServerHandler for Session {
             None => Arc::new(ClientApprover::new(
                 self.can_ask.then(|| context.peer.clone()),
                 UnattendedApprover::for_mcp(self.shared.config.unattended),
+                self.shared.config.approval_timeout,
             )),
         };
         let pipeline = self.shared.pipeline.with_approver(approver);
         let result = pipeline.run(&turn, vec![call]).await;
         let outcome = &result.outcomes[0];
-        // An unknown tool is the client's mistake, not the tool's: MCP says
-        // so with a protocol error; its message names the closest tools.
-        if outcome.status == Status::NotFound {
+        if refused_as_unknown(outcome) {
             return Err(ErrorData::invalid_params(outcome.output.clone(), None));
         }
         Ok(call_result(outcome).into())
+    }
+}
+
+/// Whether the server refused the call for naming a tool it does not
+/// offer: the client's mistake, which MCP answers with a protocol error
+/// (its message names the closest tools). A plugin that ran and answered
+/// `unknown-tool` itself gave the model a result to read, as any tool error.
+fn refused_as_unknown(outcome: &ToolOutcome) -> bool {
+    outcome.status == Status::NotFound && outcome.failure.as_ref().is_none_or(|failure| failure.plugin.is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_tool_the_server_does_not_offer_is_a_protocol_error() {
+        let refused = ToolOutcome::without_running("1", "ghost", Status::NotFound, "no tool named `ghost`".into());
+        assert!(refused_as_unknown(&refused));
+        let answered = refused.clone().of_plugin("hostile", "1.0.0");
+        assert!(!refused_as_unknown(&answered), "the plugin ran and answered unknown-tool");
+        let failed = ToolOutcome::without_running("1", "calc", Status::Error, "boom".into());
+        assert!(!refused_as_unknown(&failed));
     }
 }

@@ -7,10 +7,22 @@ use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
+use std::time::Duration;
 
-/// Sessions kept at once by default; a session idle for five minutes is
-/// closed (rmcp's keep-alive), freeing its place.
+/// Sessions kept at once by default; a session idle for five minutes (or
+/// longer, see [`session_idle_limit`]) is closed, freeing its place.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
+
+/// How long a session may go without a message before it is closed.
+const IDLE_LIMIT: Duration = Duration::from_secs(300);
+
+/// How long a session may go without a message: rmcp counts only
+/// messages, so a call waiting for its user's answer (up to
+/// `approval_timeout`) and then running (up to `call_timeout`) must fit,
+/// or its session would close under it.
+pub(super) fn session_idle_limit(approval_timeout: Duration, call_timeout: Duration) -> Duration {
+    IDLE_LIMIT.max(approval_timeout.saturating_add(call_timeout).saturating_add(Duration::from_secs(60)))
+}
 
 /// [`LocalSessionManager`], refusing a new session while `max` are open.
 pub(super) struct BoundedSessions {
@@ -19,8 +31,10 @@ pub(super) struct BoundedSessions {
 }
 
 impl BoundedSessions {
-    pub(super) fn new(max: usize) -> Self {
-        BoundedSessions { inner: LocalSessionManager::default(), max }
+    pub(super) fn new(max: usize, idle_limit: Duration) -> Self {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = Some(idle_limit);
+        BoundedSessions { inner, max }
     }
 }
 
@@ -88,5 +102,17 @@ impl SessionManager for BoundedSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_outlives_a_question_and_the_call_after_it() {
+        assert_eq!(session_idle_limit(Duration::from_secs(10), Duration::from_secs(30)), IDLE_LIMIT);
+        let (asked, running) = (Duration::from_secs(600), Duration::from_secs(120));
+        assert!(session_idle_limit(asked, running) > asked + running);
     }
 }
