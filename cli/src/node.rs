@@ -9,10 +9,10 @@ use std::time::{Duration, SystemTime};
 use tokio::signal::unix::{SignalKind, signal};
 use toolhost::limits::vcp_node::DEFAULT_STATUS_FILE;
 use toolhost::{
-    Approver, CancellationToken, Policy, VcpNode,
+    Approver, CancellationToken, Executor, Policy, VcpNode,
     approval::TerminalApprover,
     config::DEFAULT_CONFIG_FILE,
-    vcp::{NodeState, NodeStatus, UnattendedApprover, VcpConfig},
+    vcp::{NODE_CONCURRENCY, NodeState, NodeStatus, UnattendedApprover, VcpConfig},
 };
 
 /// Join a VCP server as a distributed node.
@@ -90,6 +90,8 @@ impl NodeCommand {
             Arc::new(UnattendedApprover::new(config.unattended))
         };
         let mut pipeline = global.pipeline_with(&policy, approver).await?;
+        let concurrency = toolhost::executor::default_concurrency().max(NODE_CONCURRENCY);
+        pipeline = pipeline.on_executor(Executor::with_concurrency(pipeline.executor().registry().clone(), concurrency));
         let shutdown = CancellationToken::new();
         if let Some(console) = super::console::for_door(self.console, &policy, &pipeline, &shutdown).await? {
             pipeline = pipeline.with_approver(Arc::new(console.approver("vcp", &config.server)));

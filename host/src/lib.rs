@@ -141,8 +141,8 @@ pub mod prompt {
 /// approver. Its defaults and fixed limits are in [`limits::vcp_node`].
 pub mod vcp {
     pub use crate::vcp_node::{
-        Handover, InvalidServerUrl, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended, UnattendedAction,
-        UnattendedApprover, VcpConfig, VcpNode,
+        Handover, InvalidServerUrl, NODE_CONCURRENCY, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended,
+        UnattendedAction, UnattendedApprover, VcpConfig, VcpNode,
     };
 }
 

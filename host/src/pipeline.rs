@@ -211,6 +211,13 @@ impl Pipeline {
         Pipeline { approver, ..self.clone() }
     }
 
+    /// The same pipeline, running calls on `executor` instead: for a door
+    /// that runs more calls at once ([`NODE_CONCURRENCY`](crate::vcp::NODE_CONCURRENCY)).
+    #[must_use]
+    pub fn on_executor(&self, executor: Executor) -> Pipeline {
+        Pipeline { executor, ..self.clone() }
+    }
+
     /// Run the calls of one reply through every step.
     pub async fn run(&self, turn: &Turn, calls: Vec<ToolCall>) -> TurnResult {
         self.run_observed(turn, calls, &()).await

@@ -227,7 +227,14 @@ impl Vcp {
                 } else if rest.starts_with(ESCAPE_OPEN) {
                     let body = v + ESCAPE_OPEN.len();
                     let Some(end) = escape_closes.next(body) else {
-                        out.warn(v, format!("the value of `{key}` has no closing 「末ESCAPE」"));
+                        // Every end marker after it is inside the value.
+                        out.warn(
+                            v,
+                            format!("the value of `{key}` has no closing 「末ESCAPE」, so no block ends; it is not a call"),
+                        );
+                        fields.clear();
+                        close = Marker { start: reply.len(), end: reply.len() };
+                        p = reply.len();
                         break;
                     };
                     if end > close.start {
@@ -456,6 +463,17 @@ mod tests {
         assert!(parsed.calls.is_empty());
         assert_eq!(parsed.warnings[0].offset, 5);
         assert!(parsed.warnings[0].message.contains("no end marker"));
+    }
+
+    #[test]
+    fn an_escaped_value_never_closed_leaves_its_block_without_an_end() {
+        // End markers inside an escaped value do not end the block; one that
+        // never closes holds every end marker after it, so no block ends.
+        let reply = "<<<[TOOL_REQUEST]>>>tool_name:「始」calc「末」,expression:「始ESCAPE」1+1<<<[END_TOOL_REQUEST]>>> and \
+                     <<<[TOOL_REQUEST]>>>tool_name:「始」calc「末」<<<[END_TOOL_REQUEST]>>>";
+        let parsed = parse(reply);
+        assert!(parsed.calls.is_empty(), "{:?}", parsed.calls);
+        assert!(parsed.warnings[0].message.contains("no closing 「末ESCAPE」"), "{:?}", parsed.warnings);
     }
 
     #[test]

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use toolhost::{
-    Approvals, Approver, CancellationToken, Console, Pipeline, VcpNode,
+    Approvals, Approver, CancellationToken, Console, Executor, Pipeline, VcpNode,
     approval::TerminalApprover,
     console::ConsoleOptions,
-    vcp::{NodeState, NodeStatus, UnattendedApprover, VcpConfig},
+    vcp::{NODE_CONCURRENCY, NodeState, NodeStatus, UnattendedApprover, VcpConfig},
 };
 
 const KEY: &str = "s3cret-key";
@@ -266,6 +266,31 @@ async fn a_limit_hit_is_an_error_that_names_the_limit() {
     let failed = standin.result("r-fuel").await;
     let message = error_of(&failed);
     assert!(message.contains("out of fuel after 2 000 000 units"), "{message}");
+}
+
+/// A reply's calls arrive together and the server times each from when it
+/// sent it: four calls of one waiting tool run at once on a node's
+/// executor, not one after another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_of_one_plugins_waiting_calls_runs_at_once() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join_asking(&standin.url(), KEY, &[EXPOSED], "", "", |_, pipeline| {
+        let executor = Executor::with_concurrency(pipeline.executor().registry().clone(), NODE_CONCURRENCY);
+        pipeline.on_executor(executor)
+    })
+    .await;
+    standin.registration(1).await;
+    let start = Instant::now();
+    for i in 0..4 {
+        standin.execute(&format!("w{i}"), "exposed_wait", json!({"ms": "1000"}));
+    }
+    for i in 0..4 {
+        let result = standin.result(&format!("w{i}")).await;
+        assert_eq!(result["status"], "success", "{result}");
+    }
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(2500), "four 1 s waits took {took:?}: they queued");
+    drop(node);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
