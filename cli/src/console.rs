@@ -12,7 +12,6 @@ use tokio::task::JoinHandle;
 use toolhost::{
     CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline, Policy,
     console::{ConsoleOptions, DEFAULT_CONSOLE_AGENT},
-    registry::DEFAULT_WATCH_INTERVAL,
 };
 
 /// Open a local web page to try the tools, chat, and approve calls.
@@ -57,8 +56,7 @@ impl ConsoleCommand {
         let pipeline = global.pipeline_with(&policy, Arc::new(DenyAll)).await?;
         let shutdown = CancellationToken::new();
         if !self.no_watch {
-            let (registry, shutdown) = (pipeline.executor().registry().clone(), shutdown.clone());
-            tokio::spawn(async move { registry.watch(DEFAULT_WATCH_INTERVAL, shutdown).await });
+            super::watch_plugins(pipeline.executor().registry(), &shutdown);
         }
         let options = ConsoleOptions { agent, config, approval_timeout: policy.console.approval_timeout, llm: Some(llm) };
         let listen = self.listen.unwrap_or(policy.console.listen);

@@ -277,6 +277,14 @@ impl GlobalOptions {
     }
 }
 
+/// Reload `registry` when a component is added, changed or removed in its
+/// plugin directories, until `shutdown`: for the commands that keep
+/// serving (`mcp`, `node`, `console`).
+fn watch_plugins(registry: &Arc<Registry>, shutdown: &toolhost::CancellationToken) {
+    let (registry, shutdown) = (registry.clone(), shutdown.clone());
+    tokio::spawn(async move { registry.watch(toolhost::registry::DEFAULT_WATCH_INTERVAL, shutdown).await });
+}
+
 /// Rescan the plugin directories (on SIGHUP), and say what changed.
 async fn rescan_plugins(registry: &Registry) {
     match registry.reload().await {

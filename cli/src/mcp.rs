@@ -8,7 +8,6 @@ use tokio::signal::unix::{SignalKind, signal};
 use toolhost::{
     Approver, CancellationToken, DenyAll, McpServer,
     mcp::{ApproverFor, HttpOptions},
-    registry::DEFAULT_WATCH_INTERVAL,
 };
 
 /// Serve the loaded tools to MCP clients.
@@ -80,8 +79,7 @@ impl McpCommand {
             None => McpServer::new(pipeline, config),
         };
         if self.watch || !self.no_watch {
-            let (registry, shutdown) = (registry.clone(), shutdown.clone());
-            tokio::spawn(async move { registry.watch(DEFAULT_WATCH_INTERVAL, shutdown).await });
+            super::watch_plugins(&registry, &shutdown);
         }
         let tools = server.offered_tools();
         let offered = if tools.is_empty() { "no tools".to_owned() } else { tools.join(", ") };

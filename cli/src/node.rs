@@ -67,6 +67,10 @@ pub(super) struct NodeCommand {
     /// does the same.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, conflicts_with = "unattended")]
     console: Option<Option<std::net::SocketAddr>>,
+    /// Do not reload when the plugin directories change (SIGHUP still
+    /// rescans them). A reload that changes the tools registers them again.
+    #[arg(long)]
+    no_watch: bool,
     /// Print the status a running node last wrote, and exit.
     #[arg(long)]
     status: bool,
@@ -99,6 +103,9 @@ impl NodeCommand {
             config.approval_window = policy.console.approval_timeout;
         }
         let registry = pipeline.executor().registry().clone();
+        if !self.no_watch {
+            super::watch_plugins(&registry, &shutdown);
+        }
         let node = VcpNode::from_env(config, pipeline)?;
         let config = node.config();
         output::note(format_args!(
