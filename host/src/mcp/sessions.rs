@@ -28,13 +28,16 @@ pub(super) fn session_idle_limit(approval_timeout: Duration, call_timeout: Durat
 pub(super) struct BoundedSessions {
     inner: LocalSessionManager,
     max: usize,
+    /// Held while a session is counted and created, so that clients
+    /// opening sessions at once cannot pass the limit together.
+    creating: tokio::sync::Mutex<()>,
 }
 
 impl BoundedSessions {
     pub(super) fn new(max: usize, idle_limit: Duration) -> Self {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(idle_limit);
-        BoundedSessions { inner, max }
+        BoundedSessions { inner, max, creating: tokio::sync::Mutex::new(()) }
     }
 }
 
@@ -54,6 +57,7 @@ impl SessionManager for BoundedSessions {
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _creating = self.creating.lock().await;
         if self.inner.sessions.read().await.len() >= self.max {
             tracing::warn!("refused an MCP session: {} are open", self.max);
             return Err(SessionError::Full(self.max));
