@@ -36,7 +36,8 @@ impl LockCommand {
         let old = LockFile::read(&policy.lock_file)?;
         let mut pins = Vec::new();
         for path in component_files(&policy.plugin_dirs)? {
-            let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let bytes = toolhost::cli_support::read_regular_file(&path, toolhost::registry::MAX_COMPONENT_BYTES)
+                .with_context(|| format!("reading {}", path.display()))?;
             pins.push((LockFile::key(&policy.lock_file, &path), sha256_hex(&bytes)));
         }
         if pins.is_empty() {

@@ -68,10 +68,12 @@ impl McpCommand {
         let policy = global.policy()?;
         let pipeline = global.pipeline_with(&policy, Arc::new(DenyAll)).await?;
         let registry = pipeline.executor().registry().clone();
-        let config = policy.mcp.clone();
+        let mut config = policy.mcp.clone();
         let shutdown = CancellationToken::new();
         let server = match super::console::for_door(self.console, &policy, &pipeline, &shutdown).await? {
             Some(console) => {
+                // A question at the console waits as long as it says.
+                config.approval_timeout = policy.console.approval_timeout;
                 let approver_for: ApproverFor =
                     Arc::new(move |client: &str| Arc::new(console.approver("mcp", client)) as Arc<dyn Approver>);
                 McpServer::asking(pipeline, config, approver_for)
@@ -129,8 +131,12 @@ impl McpCommand {
         let token = match &self.token_env {
             None => None,
             Some(var) => match std::env::var(var) {
-                Ok(token) if !token.trim().is_empty() => Some(token),
-                Ok(_) => anyhow::bail!("${var} is empty: the bearer token must not be"),
+                Ok(token) if token.trim().is_empty() => anyhow::bail!("${var} is empty: the bearer token must not be"),
+                // HTTP drops the spaces around a header's value.
+                Ok(token) if token.trim() != token => {
+                    anyhow::bail!("${var} starts or ends with white space, which no client can send in a header")
+                }
+                Ok(token) => Some(token),
                 Err(_) => anyhow::bail!("--token-env {var}: ${var} is not set (or not UTF-8)"),
             },
         };

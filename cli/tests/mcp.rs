@@ -261,7 +261,18 @@ fn a_question_the_user_leaves_unanswered_denies_the_call_in_time() {
         "{seen}"
     );
     assert!(seen["took_s"].as_f64().unwrap() < 5.0, "denied at the timeout, not at the late answer: {seen}");
+    assert_eq!(seen["withdrawn"], true, "the question was withdrawn at the timeout: {seen}");
     assert!(!dir.path().join("ws/late.txt").exists(), "the late answer approved nothing");
+    assert_eq!(seen["after"]["structured"]["value"], 5.0, "{seen}");
+}
+
+#[test]
+fn a_call_the_client_abandons_while_its_user_is_asked_withdraws_the_question() {
+    let dir = workspace();
+    let seen = client(dir.path(), &["slow_answer", "--delay", "20", "--abandon-after", "1"], &over_stdio(&[]));
+    assert!(seen["result"]["protocol_error"].as_str().unwrap_or_default().contains("timed out"), "{seen}");
+    assert_eq!(seen["withdrawn"], true, "the question of a cancelled call was withdrawn: {seen}");
+    assert!(!dir.path().join("ws/late.txt").exists());
     assert_eq!(seen["after"]["structured"]["value"], 5.0, "{seen}");
 }
 

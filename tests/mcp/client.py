@@ -119,25 +119,31 @@ async def approve(args):
 
 async def slow_answer(args):
     """Call write_file with a client whose user answers only after
-    `--delay` seconds: what came back, how soon, and whether the server
-    withdrew its question."""
-    withdrawn = []
-
-    async def on_message(message):
-        method = getattr(getattr(message, "root", message), "method", None)
-        if method == "notifications/cancelled":
-            withdrawn.append(True)
+    `--delay` seconds, abandoning the call after `--abandon-after` seconds
+    if given: what came back, how soon, and whether the server withdrew
+    its question (the client's SDK interrupts the question's handler when
+    the server cancels it)."""
+    withdrawn = asyncio.Event()
 
     async def on_elicit(context, params):
-        await asyncio.sleep(args.delay)
+        try:
+            await asyncio.sleep(args.delay)
+        except asyncio.CancelledError:
+            withdrawn.set()
+            raise
         return types.ElicitResult(action="accept", content={"approve": True})
 
-    async with connect(args, elicitation_callback=on_elicit, message_handler=on_message) as session:
+    async with connect(args, elicitation_callback=on_elicit) as session:
         start = time.monotonic()
-        result = await call(session, "write_file", {"path": "late.txt", "content": "answered too late"})
+        options = {"read_timeout_seconds": args.abandon_after} if args.abandon_after else {}
+        result = await call(session, "write_file", {"path": "late.txt", "content": "answered too late"}, **options)
         took = time.monotonic() - start
+        try:
+            await asyncio.wait_for(withdrawn.wait(), timeout=5)
+        except asyncio.TimeoutError:
+            pass
         after = await call(session, "calculate", {"expression": "2+3"})
-        print(json.dumps({"result": result, "took_s": took, "after": after}))
+        print(json.dumps({"result": result, "took_s": took, "withdrawn": withdrawn.is_set(), "after": after}))
 
 
 async def reload_while_asked(args):
@@ -256,6 +262,7 @@ def main():
     approving.add_argument("--answer", choices=["approve", "deny", "decline"], required=True)
     slow = sub.add_parser("slow_answer")
     slow.add_argument("--delay", type=float, required=True)
+    slow.add_argument("--abandon-after", type=float)
     reloading = sub.add_parser("reload_while_asked")
     reloading.add_argument("--remove", required=True)
     changing = sub.add_parser("list_changed")

@@ -142,10 +142,15 @@ impl Drop for Withdrawn {
         let peer = self.peer.clone();
         let reason = "the call it asks about was cancelled".to_owned();
         let notice = CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(reason)));
-        // Dropped while the runtime runs: the notice goes out on its own.
+        if peer.is_transport_closed() {
+            return;
+        }
+        // Dropped while the runtime runs: the notice goes out on its own,
+        // given up on if the client does not take it in time.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = peer.send_notification(ServerNotification::CancelledNotification(notice)).await;
+                let sent = peer.send_notification(ServerNotification::CancelledNotification(notice));
+                let _ = tokio::time::timeout(super::NOTIFY_WITHIN, sent).await;
             });
         }
     }

@@ -60,7 +60,7 @@ pub struct McpConfig {
     /// request from any other origin is refused.
     pub allowed_origins: Vec<String>,
     /// HTTP sessions kept at once ([`DEFAULT_MAX_SESSIONS`]): a new session
-    /// past it is refused until one closes or expires (idle five minutes).
+    /// past it is refused until one closes or expires (idle five minutes, or longer where `approval_timeout` or the agent's `timeout_ms` is).
     pub max_sessions: usize,
     /// How long a question to the client's user (elicitation) waits for
     /// an answer; past it the call is denied and the question withdrawn.

@@ -126,15 +126,20 @@ async fn closed_is_no_content(request: Request, next: Next) -> Response {
 }
 
 /// A `DELETE` of a session the server does not have is `404 Not Found`,
-/// as for any other request naming it.
+/// as for any other request naming it; rmcp's own checks (Host, Origin)
+/// answer first.
 async fn unknown_session_not_found(sessions: &BoundedSessions, request: Request, next: Next) -> Response {
-    if request.method() == axum::http::Method::DELETE
-        && let Some(id) = request.headers().get(SESSION_ID_HEADER).and_then(|value| value.to_str().ok())
-        && !sessions.has_session(&id.to_owned().into()).await.unwrap_or(false)
-    {
+    let unknown = match request.headers().get(SESSION_ID_HEADER).and_then(|value| value.to_str().ok()) {
+        Some(id) if request.method() == axum::http::Method::DELETE => {
+            !sessions.has_session(&id.to_owned().into()).await.unwrap_or(false)
+        }
+        _ => false,
+    };
+    let response = next.run(request).await;
+    if unknown && response.status().is_success() {
         return (StatusCode::NOT_FOUND, "no such MCP session\n").into_response();
     }
-    next.run(request).await
+    response
 }
 
 /// The header that names a session.
@@ -144,13 +149,16 @@ const SESSION_ID_HEADER: &str = "mcp-session-id";
 /// scheme in any case, as HTTP has it); the token compared by digest, so
 /// the time taken says nothing about it.
 async fn require_token(expected: &[u8], request: Request, next: Next) -> Response {
+    // On bytes: a token need not be ASCII.
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| Sha256::digest(token.trim().as_bytes()));
+        .and_then(|value| {
+            let bytes = value.as_bytes();
+            bytes.iter().position(|&b| b == b' ').map(|space| (&bytes[..space], &bytes[space + 1..]))
+        })
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"bearer"))
+        .map(|(_, token)| Sha256::digest(token.trim_ascii_start()));
     if given.is_some_and(|given| given.as_slice() == expected) {
         return next.run(request).await;
     }

@@ -10,7 +10,8 @@ use rmcp::transport::streamable_http_server::session::local::{LocalSessionManage
 use std::time::Duration;
 
 /// Sessions kept at once by default; a session idle for five minutes (or
-/// longer, see [`session_idle_limit`]) is closed, freeing its place.
+/// longer than `[mcp] approval_timeout_ms` or the agent's `timeout_ms`,
+/// where one of them is longer) is closed, freeing its place.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 /// How long a session may go without a message before it is closed.
@@ -18,10 +19,11 @@ const IDLE_LIMIT: Duration = Duration::from_secs(300);
 
 /// How long a session may go without a message: rmcp counts only
 /// messages, so a call waiting for its user's answer (up to
-/// `approval_timeout`) and then running (up to `call_timeout`) must fit,
-/// or its session would close under it.
+/// `approval_timeout`; the question and its answer are messages) or
+/// running (up to `call_timeout`) must fit, or its session would close
+/// under it.
 pub(super) fn session_idle_limit(approval_timeout: Duration, call_timeout: Duration) -> Duration {
-    IDLE_LIMIT.max(approval_timeout.saturating_add(call_timeout).saturating_add(Duration::from_secs(60)))
+    IDLE_LIMIT.max(approval_timeout.max(call_timeout).saturating_add(Duration::from_secs(60)))
 }
 
 /// [`LocalSessionManager`], refusing a new session while `max` are open.
@@ -117,6 +119,7 @@ mod tests {
     fn a_session_outlives_a_question_and_the_call_after_it() {
         assert_eq!(session_idle_limit(Duration::from_secs(10), Duration::from_secs(30)), IDLE_LIMIT);
         let (asked, running) = (Duration::from_secs(600), Duration::from_secs(120));
-        assert!(session_idle_limit(asked, running) > asked + running);
+        assert!(session_idle_limit(asked, running) > asked);
+        assert!(session_idle_limit(running, asked) > asked);
     }
 }

@@ -395,7 +395,7 @@ fn classify(
             .find(|(desc, _, _)| message.contains(&format!("resource limit exceeded: {desc} count")));
             // And the random-bytes cap as "requested len 2097152 exceeds
             // limit 1048576".
-            let random = message.contains(&format!("exceeds limit {MAX_RANDOM_BYTES}"));
+            let random = message.contains("requested len ") && message.contains(&format!("exceeds limit {MAX_RANDOM_BYTES}"));
             match count {
                 Some((_, what, limit)) => CallFailure::ResourceLimit { what, limit },
                 None if random => {
