@@ -73,7 +73,7 @@ mod turn_end;
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Code, Collector, Quoted, Reasoning, find, find_open_bracket, skip_ws};
+use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, find, find_open_bracket, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
@@ -256,10 +256,23 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             function_tag::hermes_named(scope, text_at, element.body.end, span, out);
         } else if glm::opens_call(text, &glm::GLM) {
             glm::read(scope, text_at, element.body.end, span, &glm::GLM, out);
+        } else if let Some((inner, inner_at)) = inside_fence(body, element.body.start) {
+            json_call::collect_text(inner, inner_at, span, Trust::Explicit, scope.declared, out);
         } else {
             json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
         }
     }
+}
+
+/// The text inside a code fence that is the whole of `body` (a model that
+/// fences the JSON inside its `<tool_call>`), and where it starts; `body`
+/// starts at `at` in the reply.
+fn inside_fence(body: &str, at: usize) -> Option<(&str, usize)> {
+    let start = body.len() - body.trim_start().len();
+    let opening = body[start..].strip_prefix(FENCE)?;
+    let inner_start = start + FENCE.len() + opening.find('\n')? + 1;
+    let inner_end = body.trim_end().strip_suffix(FENCE)?.len();
+    (inner_end >= inner_start).then(|| (&body[inner_start..inner_end], at + inner_start))
 }
 
 /// The end of the JSON value at `at`, if nothing but white space and the
@@ -392,6 +405,7 @@ pub(crate) fn markup_name(text: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use super::inside_fence;
     use super::testing::{calls, one, parse, prose, warnings};
     use serde_json::json;
 
@@ -567,6 +581,18 @@ mod tests {
                 .is_empty()
         );
         assert!(calls("<think>[get_weather(city=\"x\")] {\"name\": \"now\"}").is_empty());
+    }
+
+    #[test]
+    fn json_fenced_inside_a_tool_call_element_is_its_call() {
+        let reply = "Sure.\n<tool_call>\n```json\n{\"name\": \"now\", \"arguments\": {\"zone\": \"UTC\"}}\n```\n</tool_call>";
+        assert_eq!(calls(reply), one("now", json!({"zone": "UTC"})));
+        let parsed = parse(reply);
+        assert_eq!(parsed.content, "Sure.");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        // A fence that is not the whole body is no call's.
+        let unclosed = "<tool_call>\n```json\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+        assert!(inside_fence(&unclosed["<tool_call>".len()..unclosed.len() - "</tool_call>".len()], 0).is_none());
     }
 
     #[test]
