@@ -231,10 +231,14 @@ fn the_readmes_embedding_quickstart_works_as_written() {
     let project = dir.path().join(project.trim());
     assert_eq!(run.trim(), "cargo run --release", "the step this test replaces with the built program");
     // Cargo resolves the manifest the README's steps wrote (the TOML, the
-    // path to the library, the versions; pinned as this workspace's, and
-    // offline) without building anything.
+    // path to the library, the versions, pinned as this workspace's)
+    // without building anything. For this platform only, and fetching what
+    // it lacks: the workspace's build downloaded this platform's packages,
+    // so a resolution of every platform's, offline, failed on a fresh
+    // machine (macOS's `mach2` was never downloaded there).
     std::fs::copy(repo.join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
-    let manifest = sh(&project, &env, "cargo metadata --format-version 1 --offline > /dev/null");
+    let resolve = "cargo metadata --format-version 1 --filter-platform \"$(rustc -vV | sed -n 's/^host: //p')\" > /dev/null";
+    let manifest = sh(&project, &env, resolve);
     assert!(manifest.status.success(), "{start}\n{}", text(&manifest.stderr));
     let ran = in_test_home(Command::new(&program).current_dir(&project)).env_remove("RUST_LOG").output().unwrap();
     let said = text(&ran.stdout);
