@@ -255,7 +255,8 @@ impl Policy {
             Some(dir) if file.plugin_dirs.is_empty() => vec![dir],
             _ => file.plugin_dirs.into_iter().map(resolve).collect(),
         };
-        let approval = file.approval.resolve(&lock_file, &resolve, path)?;
+        let cache_key = file.cache_key.map(resolve).or_else(default_cache_key);
+        let approval = file.approval.resolve(&lock_file, cache_key.clone(), &resolve, path)?;
         let llm = file
             .llm
             .into_iter()
@@ -276,7 +277,7 @@ impl Policy {
         Ok(Policy {
             plugin_dirs,
             cache_dir: file.cache_dir.map(resolve).or_else(default_cache_dir),
-            cache_key: file.cache_key.map(resolve).or_else(default_cache_key),
+            cache_key,
             lock_file,
             limits,
             plugins,

@@ -19,13 +19,21 @@ from contextlib import asynccontextmanager
 
 import httpx2
 from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.client import Client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 
 @asynccontextmanager
 async def connect(args, **session_options):
-    """One initialized client session to the server the arguments name."""
+    """One client connected to the server the arguments name: a
+    `ClientSession` after the `initialize` handshake (`--mode session`, the
+    default), or the SDK's `Client` in `--mode legacy`, `auto` (it probes
+    `server/discover` first) or `2026-07-28` (no handshake at all)."""
+    if args.mode != "session":
+        async with connect_client(args, args.stdio, args.http, **session_options) as client:
+            yield client
+        return
     if args.stdio:
         params = StdioServerParameters(command=args.stdio[0], args=args.stdio[1:])
         async with stdio_client(params) as (read, write):
@@ -39,6 +47,21 @@ async def connect(args, **session_options):
                 async with ClientSession(streams[0], streams[1], **session_options) as session:
                     await session.initialize()
                     yield session
+
+
+@asynccontextmanager
+async def connect_client(args, stdio, http, **options):
+    """The SDK's `Client` in `args.mode`, to `stdio` (a command line) or
+    `http` (a URL, with `args.token` if given)."""
+    if stdio:
+        async with Client(StdioServerParameters(command=stdio[0], args=stdio[1:]), mode=args.mode, **options) as client:
+            yield client
+        return
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as client_http:
+        transport = streamable_http_client(http, http_client=client_http)
+        async with Client(transport, mode=args.mode, **options) as client:
+            yield client
 
 
 def result_json(result):
@@ -99,22 +122,95 @@ async def bogus_cursor(session):
         return {"error": str(error), "code": getattr(getattr(error, "error", None), "code", None)}
 
 
-async def approve(args):
-    """Call write_file with a client that answers every elicitation as
-    `--answer` says: approve, deny (with a reason) or decline."""
-    asked = []
+def answering(answer, asked):
+    """An elicitation callback that answers every question as `answer`
+    says (approve, always, deny with a reason, decline), noting each."""
 
     async def on_elicit(context, params):
         asked.append({"message": params.message, "schema": params.requested_schema})
-        if args.answer == "approve":
-            return types.ElicitResult(action="accept", content={"approve": True})
-        if args.answer == "deny":
-            return types.ElicitResult(action="accept", content={"approve": False, "reason": "not today"})
+        if answer == "approve":
+            return types.ElicitResult(action="accept", content={"approve": True, "pass": True})
+        if answer == "always":
+            return types.ElicitResult(action="accept", content={"approve": True, "always": True, "pass": True})
+        if answer == "deny":
+            return types.ElicitResult(action="accept", content={"approve": False, "pass": False, "reason": "not today"})
         return types.ElicitResult(action="decline")
 
-    async with connect(args, elicitation_callback=on_elicit) as session:
-        result = await call(session, "write_file", {"path": "note.txt", "content": "approved over MCP"})
-        print(json.dumps({"result": result, "asked": asked}))
+    return on_elicit
+
+
+async def approve(args):
+    """Call `--tool` (write_file by default) with a client that answers
+    every question as `--answer` says."""
+    asked = []
+    arguments = json.loads(args.arguments) if args.arguments else {"path": "note.txt", "content": "approved over MCP"}
+    async with connect(args, elicitation_callback=answering(args.answer, asked)) as session:
+        result = await call(session, args.tool, arguments)
+        print(json.dumps({"result": result, "asked": asked, "version": getattr(session, "protocol_version", None)}))
+
+
+async def listen(args):
+    """Listen for the tools changing (2026-07-28 `subscriptions/listen`),
+    drop a component into the watched directory, and list again."""
+    async with connect(args) as client:
+        before = sorted(tool.name for tool in (await client.list_tools()).tools)
+        async with client.listen(tools_list_changed=True) as subscription:
+            shutil.copy(args.component, args.into)
+            notified = False
+            try:
+                async with asyncio.timeout(30):
+                    async for _event in subscription:
+                        notified = True
+                        break
+            except TimeoutError:
+                pass
+        after = sorted(tool.name for tool in (await client.list_tools()).tools)
+        print(json.dumps({"before": before, "notified": notified, "after": after}))
+
+
+async def resume(args):
+    """Drive the 2026-07-28 rounds of one call by hand: ask `--first` (a
+    URL), answer as `--answer` says, and retry at `--second` (the same or
+    another replica), then, as `--tamper` says, retry again with the state
+    altered, with other arguments, or the same retry a second time
+    (`replay`), after `--wait` seconds. What each round returned."""
+    arguments = json.loads(args.arguments)
+    asked = []
+    on_elicit = answering(args.answer, asked)
+
+    def shown(result):
+        if isinstance(result, types.InputRequiredResult):
+            return {"input_required": sorted(result.input_requests or {}), "has_state": bool(result.request_state)}
+        return result_json(result)
+
+    async def once(url, **options):
+        async with connect_client(args, None, url, elicitation_callback=on_elicit) as client:
+            try:
+                return await client.session.call_tool(args.tool, options.pop("arguments", arguments), allow_input_required=True, **options)
+            except Exception as error:
+                return {"protocol_error": str(error), "code": getattr(getattr(error, "error", None), "code", None)}
+
+    first = await once(args.first)
+    seen = {"first": shown(first) if not isinstance(first, dict) else first}
+    if not isinstance(first, types.InputRequiredResult):
+        print(json.dumps(seen))
+        return
+    responses = {}
+    for key, request in (first.input_requests or {}).items():
+        answer = await on_elicit(None, request.params)
+        responses[key] = answer.model_dump(by_alias=True, exclude_none=True)
+    state = first.request_state
+    await asyncio.sleep(args.wait)
+    if args.tamper == "state":
+        state = state[:-6] + ("AAAAAA" if not state.endswith("AAAAAA") else "BBBBBB")
+    other = dict(arguments, **json.loads(args.other)) if args.tamper == "arguments" else arguments
+    second = await once(args.second, arguments=other, input_responses=responses, request_state=state)
+    seen["second"] = second if isinstance(second, dict) else shown(second)
+    seen["asked"] = asked
+    if args.tamper == "replay":
+        again = await once(args.second, input_responses=responses, request_state=state)
+        seen["again"] = again if isinstance(again, dict) else shown(again)
+    print(json.dumps(seen))
 
 
 async def slow_answer(args):
@@ -257,9 +353,24 @@ def main():
     parser.add_argument("--http")
     parser.add_argument("--token")
     sub = parser.add_subparsers(dest="scenario", required=True)
+    parser.add_argument("--mode", default="session", help="session (ClientSession, the handshake), legacy, auto or 2026-07-28 (Client)")
     sub.add_parser("basics")
     approving = sub.add_parser("approve")
-    approving.add_argument("--answer", choices=["approve", "deny", "decline"], required=True)
+    approving.add_argument("--answer", choices=["approve", "always", "deny", "decline"], required=True)
+    approving.add_argument("--tool", default="write_file")
+    approving.add_argument("--arguments")
+    listening = sub.add_parser("listen")
+    listening.add_argument("--component", required=True)
+    listening.add_argument("--into", required=True)
+    resuming = sub.add_parser("resume")
+    resuming.add_argument("--first", required=True)
+    resuming.add_argument("--second", required=True)
+    resuming.add_argument("--tool", default="write_file")
+    resuming.add_argument("--arguments", required=True)
+    resuming.add_argument("--answer", choices=["approve", "always", "deny", "decline"], required=True)
+    resuming.add_argument("--tamper", choices=["none", "state", "arguments", "replay"], default="none")
+    resuming.add_argument("--other", default="{}")
+    resuming.add_argument("--wait", type=float, default=0.0)
     slow = sub.add_parser("slow_answer")
     slow.add_argument("--delay", type=float, required=True)
     slow.add_argument("--abandon-after", type=float)
@@ -284,7 +395,7 @@ def main():
         args.stdio = command
     else:
         args = parser.parse_args(argv)
-    if not args.stdio and not args.http:
+    if not args.stdio and not args.http and args.scenario != "resume":
         parser.error("give --stdio CMD… or --http URL")
     asyncio.run(globals()[args.scenario](args))
 

@@ -58,7 +58,7 @@ impl std::fmt::Display for Status {
 }
 
 /// What became of one call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolOutcome {
     /// The call's id.
@@ -76,7 +76,7 @@ pub struct ToolOutcome {
     /// Fuel burned.
     pub fuel_used: u64,
     /// Why it did not succeed, as data to match on; `None` on success.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
 }
 
@@ -126,7 +126,7 @@ impl ToolOutcome {
 
 /// Why a call did not succeed, beside the text of [`ToolOutcome::output`]:
 /// what a program matches on, never the message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Failure {
     /// What kind of failure.
@@ -135,7 +135,7 @@ pub struct Failure {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<LimitHit>,
     /// The HTTP hosts the plugin tried and was not granted.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
     /// The plugin that ran the call, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,7 +146,7 @@ pub struct Failure {
 }
 
 /// A limit a call reached.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct LimitHit {
     /// The limit's name, its unit in it: `fuel`, `timeout_ms`,
@@ -285,11 +285,18 @@ fn status_of(failure: &CallFailure) -> Status {
 }
 
 mod millis {
-    use serde::Serializer;
+    use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
     /// Milliseconds to the microsecond: `0.06`, not `0.060232999999999995`.
     pub(crate) fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_f64(duration.as_micros() as f64 / 1000.0)
+    }
+
+    /// Milliseconds back to a duration; a negative, infinite or absurd
+    /// number is an error, never a panic.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let millis = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(millis / 1000.0).map_err(serde::de::Error::custom)
     }
 }

@@ -5,6 +5,7 @@
 use super::audit::{AuditLog, AuditRecord};
 use super::memory::{ApprovalMemory, MemoryError};
 use super::opened_path::CallArguments;
+use super::resume::ResumeSeal;
 use super::rules::{ApprovalConfig, Rule, RuleAction};
 use super::{Answer, Approver, AskReason, CallDecision, DecidedBy, PendingCall};
 use crate::manifest::{Permission, ToolSpec};
@@ -14,7 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// What becomes of a call before any person sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 // Exhaustive: a program running its own approval step must handle every
 // assessment; a new one must not fall into a wildcard that runs the call.
 pub enum Assessment {
@@ -41,6 +43,7 @@ pub struct Approvals {
     rules: Vec<Rule>,
     memory: Arc<ApprovalMemory>,
     audit: Option<AuditLog>,
+    resume: Arc<ResumeSeal>,
 }
 
 impl Approvals {
@@ -52,7 +55,13 @@ impl Approvals {
             rules: config.rules.clone(),
             memory: Arc::new(ApprovalMemory::open(&config.memory_file)),
             audit: config.audit_log.clone().map(AuditLog::new),
+            resume: Arc::new(ResumeSeal::new(config.key_file.clone(), &config.memory_file)),
         }
+    }
+
+    /// What seals paused turns into resume tokens and opens them, once.
+    pub(crate) fn resume_seal(&self) -> &Arc<ResumeSeal> {
+        &self.resume
     }
 
     /// The remembered decisions.
@@ -158,17 +167,27 @@ impl Approvals {
     }
 
     /// What `answer` makes of `call`, whose plugin's component has
-    /// `plugin_sha256`: run or deny. "Allow always" on a moderate tool is
-    /// remembered (a failure to write it is logged; the call still runs);
-    /// on another it counts as once. A denial without words gets some.
+    /// `plugin_sha256`: run or deny. "Allow always" where the question
+    /// offered it ([`PendingCall::offers_always`]) is remembered (a failure
+    /// to write it is logged; the call still runs); where it did not, the
+    /// answer chose what nobody was asked and the call is denied, nothing
+    /// remembered. An adapter's "always" (`--yes`) counts as once. A
+    /// denial without words gets some.
     pub async fn settle(&self, call: &PendingCall, plugin_sha256: &str, answer: Answer) -> Assessment {
         match answer.decision {
-            CallDecision::AllowAlways if call.permission == Permission::Moderate => {
+            CallDecision::AllowAlways if call.offers_always() => {
                 if let Err(e) = self.remember(&call.agent, &call.plugin, &call.tool, plugin_sha256).await {
                     tracing::warn!("{e}");
                 }
                 Assessment::Run { by: answer.by }
             }
+            CallDecision::AllowAlways if answer.by == DecidedBy::Person => Assessment::Deny {
+                by: answer.by,
+                reason: format!(
+                    "the answer chose \"allow always\", which the question did not offer ({} is asked every call: {})",
+                    call.tool, call.reason
+                ),
+            },
             CallDecision::AllowOnce | CallDecision::AllowAlways => Assessment::Run { by: answer.by },
             CallDecision::Deny { reason } => {
                 Assessment::Deny { reason: reason.unwrap_or_else(|| DENIED_WITHOUT_REASON.to_owned()), by: answer.by }
@@ -256,6 +275,7 @@ mod tests {
             memory_file: dir.path().join("approvals.json"),
             audit_log: Some(dir.path().join("audit.jsonl")),
             rules,
+            key_file: Some(dir.path().join("host.key")),
         };
         Setup { approvals: Approvals::new(&config), _dir: dir }
     }
@@ -391,16 +411,39 @@ mod tests {
             memory_file: setup.approvals.memory().path().to_owned(),
             audit_log: None,
             rules: Vec::new(),
+            key_file: None,
         });
         assert_eq!(reopened.assess("coder", false, SHA, &read, &Map::new(), &[]), Assessment::Run { by: DecidedBy::Remembered });
 
         let write = tool("write_file", Permission::Sensitive);
         let call = pending(&write, AskReason::Sensitive);
-        assert_eq!(setup.approvals.settle(&call, SHA, always).await, Assessment::Run { by: DecidedBy::Person });
+        let Assessment::Deny { by: DecidedBy::Person, reason } = setup.approvals.settle(&call, SHA, always.clone()).await else {
+            panic!("\"always\" was not offered for a sensitive tool")
+        };
+        assert!(reason.contains("did not offer"), "{reason}");
+        assert_eq!(assess(&setup, &write, &Map::new()), Assessment::Ask(AskReason::Sensitive), "nothing remembered");
+        let by_adapter = Answer { decision: CallDecision::AllowAlways, by: DecidedBy::AllowAll };
+        assert_eq!(setup.approvals.settle(&call, SHA, by_adapter).await, Assessment::Run { by: DecidedBy::AllowAll });
+    }
+
+    #[tokio::test]
+    async fn always_is_refused_where_an_ask_rule_asked_and_nothing_is_remembered() {
+        // An ask rule narrowed to some arguments of a moderate tool: its
+        // question offers no "always"; remembering one would let every
+        // other call of the tool run unasked.
+        let notes = Rule::new(RuleAction::Ask, "read_file", None, None, [("path".into(), "secrets/**".into())], None).unwrap();
+        let setup = with_rules(vec![notes]);
+        let read = tool("read_file", Permission::Moderate);
+        let secret = args(json!({ "path": "secrets/key" }));
+        let Assessment::Ask(reason) = assess(&setup, &read, &secret) else { panic!("the rule asks") };
+        let call = pending(&read, reason);
+        assert!(!call.offers_always());
+        let always = Answer { decision: CallDecision::AllowAlways, by: DecidedBy::Person };
+        assert!(matches!(setup.approvals.settle(&call, SHA, always).await, Assessment::Deny { .. }));
         assert_eq!(
-            assess(&setup, &write, &Map::new()),
-            Assessment::Ask(AskReason::Sensitive),
-            "\"always\" on a sensitive tool counts as once"
+            assess(&setup, &read, &args(json!({ "path": "notes/a" }))),
+            Assessment::Ask(AskReason::Moderate),
+            "the tool's other calls still ask"
         );
     }
 
@@ -409,7 +452,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let memory_file = dir.path().join("approvals.json");
         std::fs::write(&memory_file, "{\"version\": 1, \"allowed\": [{\"agent\": \"coder\"").unwrap();
-        let approvals = Approvals::new(&ApprovalConfig { memory_file, audit_log: None, rules: Vec::new() });
+        let approvals = Approvals::new(&ApprovalConfig { memory_file, audit_log: None, rules: Vec::new(), key_file: None });
         let warnings = approvals.take_warnings();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].to_string().contains("corrupt"), "{}", warnings[0]);

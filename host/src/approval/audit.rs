@@ -116,7 +116,7 @@ struct Line<'a> {
 }
 
 /// The SHA-256 of `args` as canonical JSON, hex.
-fn args_sha256(args: &Map<String, Value>) -> String {
+pub(crate) fn args_sha256(args: &Map<String, Value>) -> String {
     let mut text = String::new();
     write_canonical(&mut text, &Value::Object(args.clone()));
     crate::digest::sha256_hex(text.as_bytes())

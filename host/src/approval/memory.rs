@@ -368,7 +368,7 @@ pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The lock file beside `path`, opened and locked exclusively: other
 /// processes' writers wait until it is dropped (the lock goes with the
 /// file descriptor, also when a process dies holding it).
-fn lock_file(path: &Path) -> std::io::Result<File> {
+pub(super) fn lock_file(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut name = path.file_name().map_or_else(|| "approvals".into(), ToOwned::to_owned);
     name.push(".lock");

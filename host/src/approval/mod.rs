@@ -72,6 +72,7 @@ mod audit;
 mod channel;
 mod memory;
 mod opened_path;
+mod resume;
 mod rules;
 mod section;
 mod terminal;
@@ -79,9 +80,11 @@ mod terminal;
 pub use adapters::{AllowAll, DenyAll};
 pub use approvals::{Approvals, Assessment};
 pub use audit::AuditRecord;
+pub(crate) use audit::args_sha256;
 pub use channel::{ApprovalRequest, ApprovalRequests, ChannelApprover, Reply};
 pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, RememberedApproval};
 pub use opened_path::{MAX_LINKS, MAX_PATH_BYTES};
+pub use resume::{MAX_RESUME_LIFETIME, MAX_SPENT_TOKENS, MAX_TOKEN_BYTES, ResumeError};
 pub use rules::{ApprovalConfig, DEFAULT_MEMORY_FILE, Rule, RuleAction, RuleError};
 pub(crate) use section::ApprovalSection;
 pub use terminal::TerminalApprover;
@@ -92,7 +95,8 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 /// Why a call waits for a person.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum AskReason {
     /// The tool is moderate and no "allow always" is remembered for it.
@@ -118,7 +122,8 @@ impl fmt::Display for AskReason {
 }
 
 /// Who or what decided a call, as the audit log records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum DecidedBy {
     /// The tool's permission level (a public tool runs).
@@ -185,6 +190,17 @@ pub struct PendingCall {
     pub reason: AskReason,
 }
 
+impl PendingCall {
+    /// Whether "allow always" may be offered for it: only for a moderate
+    /// tool asked for its level, since a remembered approval answers
+    /// exactly that question (a sensitive tool, an ask rule or
+    /// `require_confirmation` asks every call). An answer choosing it
+    /// where it was not offered is refused ([`Approvals::settle`]).
+    pub fn offers_always(&self) -> bool {
+        self.permission == Permission::Moderate && self.reason == AskReason::Moderate
+    }
+}
+
 /// A person's (or an adapter's) decision on one pending call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 // Exhaustive: a program that forwards decisions must handle each one,
@@ -192,8 +208,9 @@ pub struct PendingCall {
 pub enum CallDecision {
     /// Run it, this once.
     AllowOnce,
-    /// Run it, and do not ask again for this tool (moderate tools only;
-    /// for others it counts as once).
+    /// Run it, and do not ask again for this tool: only where the
+    /// question offered it ([`PendingCall::offers_always`]); a person's
+    /// "always" elsewhere is refused and the call denied.
     AllowAlways,
     /// Do not run it; the reason reaches the model.
     Deny {

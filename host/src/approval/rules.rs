@@ -26,12 +26,22 @@ pub struct ApprovalConfig {
     pub audit_log: Option<PathBuf>,
     /// The rules, in file order.
     pub rules: Vec<Rule>,
+    /// The host key file, which authenticates resume tokens (a paused
+    /// turn finished by another process): the `cache_key` file, put here
+    /// when the policy is assembled. `None` makes no tokens.
+    pub key_file: Option<PathBuf>,
 }
 
 impl Default for ApprovalConfig {
-    /// No rules, no audit log, the memory file in the working directory.
+    /// No rules, no audit log, the memory file in the working directory,
+    /// the user's host key.
     fn default() -> Self {
-        ApprovalConfig { memory_file: PathBuf::from(DEFAULT_MEMORY_FILE), audit_log: None, rules: Vec::new() }
+        ApprovalConfig {
+            memory_file: PathBuf::from(DEFAULT_MEMORY_FILE),
+            audit_log: None,
+            rules: Vec::new(),
+            key_file: crate::home_paths::default_cache_key(),
+        }
     }
 }
 

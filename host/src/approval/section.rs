@@ -21,10 +21,11 @@ pub(crate) struct ApprovalSection {
 
 impl ApprovalSection {
     /// Paths resolved, the memory file beside the lock file unless named,
-    /// every rule compiled; a bad rule names its place, `approval.rules[i].key`.
+    /// the host key file `key_file`, every rule compiled; a bad rule names its place, `approval.rules[i].key`.
     pub(crate) fn resolve(
         self,
         lock_file: &Path,
+        key_file: Option<PathBuf>,
         resolve: &dyn Fn(PathBuf) -> PathBuf,
         path: &Path,
     ) -> Result<ApprovalConfig, ConfigError> {
@@ -42,6 +43,7 @@ impl ApprovalSection {
             memory_file: self.memory_file.map_or_else(|| lock_file.with_file_name(DEFAULT_MEMORY_FILE), resolve),
             audit_log: self.audit_log.map(resolve),
             rules: rules.collect::<Result<_, _>>()?,
+            key_file,
         })
     }
 }

@@ -17,7 +17,7 @@
 
 use super::adapters::by;
 use super::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultDecision};
-use crate::manifest::{Permission, ToolSpec};
+use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::{printable, printable_lines, to_json_pretty};
 use std::io::{self, BufRead, BufReader, Stderr, Stdin, Write};
@@ -278,15 +278,15 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
                 answers.push(Answer { decision: decision.clone(), by: DecidedBy::Person });
                 continue;
             }
-            let moderate = call.permission == Permission::Moderate;
-            let choices = if moderate { "y/a/n/all/none" } else { "y/n/all/none" };
+            let offers_always = call.offers_always();
+            let choices = if offers_always { "y/a/n/all/none" } else { "y/n/all/none" };
             let asked = format!("[{}/{count}] {}: run it? [{choices}] ", i + 1, printable(&call.tool));
             let Some(reply) = self.read_reply(&asked, CALL_HELP, question)? else { return Ok(()) };
             let decision = match reply {
                 Reply::Yes => CallDecision::AllowOnce,
-                Reply::Always if moderate => CallDecision::AllowAlways,
+                Reply::Always if offers_always => CallDecision::AllowAlways,
                 Reply::Always => {
-                    writeln!(self.output, "(a {} tool is asked every call: allowed once)", call.permission.as_str())?;
+                    writeln!(self.output, "(\"always\" is not offered for this call, which is asked every time: allowed once)")?;
                     CallDecision::AllowOnce
                 }
                 Reply::No(reason) => CallDecision::Deny { reason },
@@ -359,6 +359,7 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
 mod tests {
     use super::*;
     use crate::approval::AskReason;
+    use crate::manifest::Permission;
     use crate::outcome::Status;
     use serde_json::json;
     use std::io::Cursor;
@@ -429,7 +430,7 @@ mod tests {
     async fn always_on_a_sensitive_tool_is_once() {
         let (answers, shown) = answer("a\n", &batch()[1..2]).await;
         assert_eq!(answers, [person(CallDecision::AllowOnce)]);
-        assert!(shown.contains("(a sensitive tool is asked every call: allowed once)"), "{shown}");
+        assert!(shown.contains("(\"always\" is not offered for this call, which is asked every time: allowed once)"), "{shown}");
     }
 
     #[tokio::test]

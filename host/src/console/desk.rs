@@ -347,7 +347,7 @@ impl Approver for ConsoleApprover {
                 level: call.permission.as_str(),
                 args: call.args.clone(),
                 reason: call.reason.to_string(),
-                can_remember: call.reason == crate::approval::AskReason::Moderate,
+                can_remember: call.offers_always(),
                 decided: None,
             })
             .collect();

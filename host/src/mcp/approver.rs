@@ -2,22 +2,19 @@
 //! elicitation, where the client supports it; `[mcp] unattended` decides
 //! where it does not.
 
-use crate::approval::{Answer, Approver, AskReason, CallDecision, DecidedBy, PendingCall, ResultDecision};
-use crate::manifest::{Permission, ToolSpec};
+use super::questions::{Reply, call_form, result_form};
+use crate::approval::{Answer, Approver, CallDecision, PendingCall, ResultDecision};
+use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
-use crate::printable::{printable, printable_lines, to_json_pretty};
+use crate::printable::printable;
 use crate::vcp_node::UnattendedApprover;
 use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, ElicitationSchema, RequestId, ServerNotification, ServerRequest,
+    CancelledNotification, CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, RequestId,
+    ServerNotification, ServerRequest,
 };
 use rmcp::service::{ElicitationMode, PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleServer};
-use serde_json::{Value, json};
 use std::time::Duration;
-
-/// How much of a result a person is shown when asked to pass it on.
-const RESULT_EXCERPT_CHARS: usize = 4000;
 
 /// Asks the user of one MCP client, one call at a time.
 pub(super) struct ClientApprover {
@@ -38,80 +35,36 @@ impl ClientApprover {
     }
 
     async fn ask_call(&self, peer: &Peer<RoleServer>, call: &PendingCall) -> Answer {
-        let message = format!(
-            "Run `{}` (plugin {}, {})? It needs approval because {}.\n\nArguments:\n{}",
-            printable(&call.tool),
-            printable(&call.plugin),
-            call.permission.as_str(),
-            call.reason,
-            to_json_pretty(&Value::Object(call.args.clone())).unwrap_or_default()
-        );
-        let mut properties = json!({
-            "approve": {"type": "boolean", "title": "Run this call", "default": true},
-            "reason": {"type": "string", "title": "Why not (if you deny it)"},
-        });
-        // "Allow always" means something only for moderate tools.
-        if call.permission == Permission::Moderate && call.reason == AskReason::Moderate {
-            properties["always"] = json!({"type": "boolean", "title": "Allow this tool from now on", "default": false});
+        let reply = elicit(peer, call_form(call), self.timeout).await;
+        if let Reply::Unanswered(why) = &reply {
+            tracing::warn!("asking the MCP client to approve `{}`: {why}", printable(&call.tool));
         }
-        let reply = elicit(peer, message, properties, "approve", self.timeout).await;
-        let decision = match reply {
-            Ok(Some(content)) if content["approve"] == true => {
-                if content["always"] == true {
-                    CallDecision::AllowAlways
-                } else {
-                    CallDecision::AllowOnce
-                }
-            }
-            Ok(Some(content)) => CallDecision::Deny {
-                reason: Some(match content["reason"].as_str().map(str::trim).filter(|reason| !reason.is_empty()) {
-                    Some(reason) => format!("the user denied it: {reason}"),
-                    None => "the user denied it".to_owned(),
-                }),
-            },
-            Ok(None) => CallDecision::Deny { reason: Some("the user declined it in the MCP client".to_owned()) },
-            Err(why) => {
-                tracing::warn!("asking the MCP client to approve `{}`: {why}", printable(&call.tool));
-                return Answer { decision: CallDecision::Deny { reason: Some(why.to_string()) }, by: DecidedBy::NoAnswer };
-            }
-        };
-        Answer { decision, by: DecidedBy::Person }
+        reply.call_answer()
     }
 }
 
-/// Ask the client's user to fill in a form of `properties`, `required`
-/// among them, waiting at most `timeout`: the content on accept, `None` on
-/// decline or cancel. A question given up on, by the timeout or because
-/// the call it is for was cancelled, is withdrawn with
-/// `notifications/cancelled`, so the client stops showing it.
-async fn elicit(
-    peer: &Peer<RoleServer>,
-    message: String,
-    properties: Value,
-    required: &str,
-    timeout: Duration,
-) -> Result<Option<Value>, NoAnswer> {
-    let schema = json!({"type": "object", "properties": properties, "required": [required]});
-    let Value::Object(schema) = schema else { unreachable!("an object literal") };
-    let requested_schema =
-        ElicitationSchema::from_json_schema(schema).map_err(|e| NoAnswer::Failed(format!("the form is invalid: {e}")))?;
-    let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema };
-    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+/// Ask the client's user to fill in `form`, waiting at most `timeout`. A
+/// question given up on, by the timeout or because the call it is for was
+/// cancelled, is withdrawn with `notifications/cancelled`, so the client
+/// stops showing it.
+async fn elicit(peer: &Peer<RoleServer>, form: ElicitRequestParams, timeout: Duration) -> Reply {
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(form));
     // rmcp withdraws the question itself when the timeout passes.
     let options = PeerRequestOptions::with_timeout(timeout);
-    let handle = peer.send_request_with_option(request, options).await.map_err(|error| NoAnswer::Failed(error.to_string()))?;
+    let handle = match peer.send_request_with_option(request, options).await {
+        Ok(handle) => handle,
+        Err(error) => return Reply::Unanswered(NoAnswer::Failed(error.to_string()).to_string()),
+    };
     let pending = Withdrawn { peer: peer.clone(), id: Some(handle.id.clone()) };
     let reply = handle.await_response().await;
     pending.answered();
-    match reply {
-        Ok(ClientResult::ElicitResult(ElicitResult { action: ElicitationAction::Accept, content, .. })) => {
-            Ok(Some(content.unwrap_or(Value::Null)))
-        }
-        Ok(ClientResult::ElicitResult(_)) => Ok(None),
-        Ok(_) => Err(NoAnswer::Failed("it answered something else".to_owned())),
-        Err(ServiceError::Timeout { timeout }) => Err(NoAnswer::TimedOut(timeout)),
-        Err(error) => Err(NoAnswer::Failed(error.to_string())),
-    }
+    let unanswered = match reply {
+        Ok(ClientResult::ElicitResult(result)) => return Reply::of(result),
+        Ok(_) => NoAnswer::Failed("it answered something else".to_owned()),
+        Err(ServiceError::Timeout { timeout }) => NoAnswer::TimedOut(timeout),
+        Err(error) => NoAnswer::Failed(error.to_string()),
+    };
+    Reply::Unanswered(unanswered.to_string())
 }
 
 /// Why a question got no answer.
@@ -173,26 +126,6 @@ impl Approver for ClientApprover {
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
         let Some(peer) = &self.peer else { return self.unattended.approve_result(outcome, tool).await };
-        let shown: String = outcome.output.chars().take(RESULT_EXCERPT_CHARS).collect();
-        let cut = if shown.len() < outcome.output.len() { "\n[…]" } else { "" };
-        let message = format!(
-            "`{}` (plugin {}) asks that its result be approved before it goes on. Result ({}):\n{}{cut}",
-            printable(&tool.name),
-            printable(&tool.plugin),
-            outcome.status.as_str(),
-            printable_lines(&shown)
-        );
-        let properties = json!({
-            "pass": {"type": "boolean", "title": "Pass this result on", "default": true},
-            "reason": {"type": "string", "title": "Why not (if you reject it)"},
-        });
-        match elicit(peer, message, properties, "pass", self.timeout).await {
-            Ok(Some(content)) if content["pass"] == true => ResultDecision::Pass,
-            Ok(Some(content)) => ResultDecision::Reject {
-                reason: content["reason"].as_str().map(str::trim).filter(|reason| !reason.is_empty()).map(str::to_owned),
-            },
-            Ok(None) => ResultDecision::Reject { reason: Some("the user declined it in the MCP client".to_owned()) },
-            Err(why) => ResultDecision::Reject { reason: Some(why.to_string()) },
-        }
+        elicit(peer, result_form(outcome, tool), self.timeout).await.result_decision()
     }
 }

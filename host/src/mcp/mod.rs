@@ -32,6 +32,8 @@
 mod approver;
 mod config;
 mod http;
+mod questions;
+mod resumable;
 mod session;
 mod sessions;
 mod tools;

@@ -3,16 +3,17 @@
 
 use super::Shared;
 use super::approver::ClientApprover;
+use super::resumable::{self, Round};
 use super::tools::{call_result, mcp_tool};
 use crate::approval::Approver;
 use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
 use crate::vcp_node::UnattendedApprover;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ToolsCapability,
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, SubscriptionFilter, ToolsCapability,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -21,6 +22,11 @@ use std::sync::Arc;
 const INSTRUCTIONS: &str = "Tools run by toolhost, each call in a fresh WebAssembly sandbox with fuel, time and memory \
      limits. A tool's annotations say its permission level: calls of moderate and sensitive tools may be asked of the \
      user, or denied by the host's policy.";
+
+/// How long a client may take `tools/list` as fresh (2026-07-28's
+/// `ttlMs`): a reload may change the list at any moment, and a listener
+/// is told at once.
+const TOOLS_LIST_TTL_MS: u64 = 10_000;
 
 /// The handler for one client.
 #[derive(Clone)]
@@ -50,10 +56,46 @@ impl ServerHandler for Session {
             .with_instructions(INSTRUCTIONS)
     }
 
-    /// Up to 2025-11-25: later revisions forbid asking the client back
-    /// within a request, which is how approval reaches its user.
+    /// Every revision up to 2026-07-28, on one endpoint: the handshake
+    /// era asks its user through elicitation requests of the server's; the
+    /// 2026-07-28 revision, which has none, through `input_required`.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    /// `subscriptions/listen` (2026-07-28): a client may listen for the
+    /// tools changing, where the server tells anyone: not on a stateless
+    /// HTTP server, which keeps nobody (its `tools.listChanged` is false in
+    /// both eras).
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.can_ask.then(|| requested.supported_by(&self.get_info().capabilities))
+    }
+
+    /// Tell the listener each time the registry reloads with changes,
+    /// until it stops listening or the server stops.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut events = self.shared.pipeline.executor().registry().subscribe();
+        loop {
+            let event = tokio::select! {
+                event = events.recv() => event,
+                () = context.cancelled() => return Ok(()),
+            };
+            match event {
+                Ok(event) if event.added.is_empty() && event.changed.is_empty() && event.removed.is_empty() => continue,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+            }
+            match tokio::time::timeout(super::NOTIFY_WITHIN, context.sink().notify_tool_list_changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::debug!("telling an MCP listener its tools changed failed: {error}");
+                    return Ok(());
+                }
+                Err(_) => {
+                    tracing::debug!("an MCP listener took no notice of its tools changing within {:?}", super::NOTIFY_WITHIN)
+                }
+            }
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -77,7 +119,9 @@ impl ServerHandler for Session {
             .filter(|(_, spec)| self.shared.offers(spec))
             .map(|(plugin, spec)| mcp_tool(spec, &plugin.label()))
             .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        // Private: the list is this server's policy for its clients; fresh
+        // for a while only, since a reload may change it (a listener is told).
+        Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_LIST_TTL_MS).with_cache_scope(CacheScope::Private))
     }
 
     async fn call_tool(
@@ -86,24 +130,38 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let id = format!("mcp-{}", context.id);
-        let call = ToolCall::with_map(&id, request.name.as_ref(), request.arguments.unwrap_or_default());
         let mut turn = self.shared.turn.clone();
-        // A `notifications/cancelled` for this request cancels the call,
-        // whether it waits for approval or runs.
+        // A `notifications/cancelled` for this request (or, over HTTP, the
+        // client going away) cancels the call, whether it waits for
+        // approval or runs.
         turn.cancel = context.ct.clone();
-        let approver: Arc<dyn Approver> = match &self.shared.approver_for {
-            Some(approver_for) => {
-                let client = context.peer.peer_info().map(|info| info.client_info.name.clone());
-                approver_for(client.as_deref().unwrap_or("an MCP client"))
+        let modern = context.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let answers_forms = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation)
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        let result = if modern && answers_forms && self.shared.approver_for.is_none() {
+            match resumable::call_round(&self.shared, &turn, &id, request).await? {
+                Round::Done(result) => result,
+                Round::Asks(questions) => return Ok(questions.into()),
             }
-            None => Arc::new(ClientApprover::new(
-                self.can_ask.then(|| context.peer.clone()),
-                UnattendedApprover::for_mcp(self.shared.config.unattended),
-                self.shared.config.approval_timeout,
-            )),
+        } else {
+            let call = ToolCall::with_map(&id, request.name.as_ref(), request.arguments.unwrap_or_default());
+            let approver: Arc<dyn Approver> = match &self.shared.approver_for {
+                Some(approver_for) => {
+                    let client = context.client_info().map(|info| info.name);
+                    approver_for(client.as_deref().unwrap_or("an MCP client"))
+                }
+                // A 2026-07-28 client cannot be sent a question: one that
+                // answers no forms leaves the call to `[mcp] unattended`.
+                None => Arc::new(ClientApprover::new(
+                    (self.can_ask && !modern).then(|| context.peer.clone()),
+                    UnattendedApprover::for_mcp(self.shared.config.unattended),
+                    self.shared.config.approval_timeout,
+                )),
+            };
+            self.shared.pipeline.with_approver(approver).run(&turn, vec![call]).await
         };
-        let pipeline = self.shared.pipeline.with_approver(approver);
-        let result = pipeline.run(&turn, vec![call]).await;
         let outcome = &result.outcomes[0];
         if refused_as_unknown(outcome) {
             return Err(ErrorData::invalid_params(outcome.output.clone(), None));

@@ -135,7 +135,8 @@ pub enum CacheError {
     /// The key file belongs to another user.
     #[error(
         "cache key file {} (owner uid {owner}, mode {mode:04o}) belongs to another user; remove it (toolhost \
-         makes a new key and recompiles), or set cache_key to a file of your own",
+         makes a new key and recompiles; resume tokens given out before are refused), or set cache_key to a file \
+         of your own",
         path.display()
     )]
     KeyNotOwned {
@@ -149,7 +150,7 @@ pub enum CacheError {
     /// Group or others may read or write the key file.
     #[error(
         "cache key file {} (owner uid {owner}, mode {mode:04o}) is open to group or others, who could forge \
-         cache files with it; remove it (toolhost makes a new key, mode 0600, and recompiles)",
+         cache files and resume tokens with it; remove it (toolhost makes a new key, mode 0600, and recompiles)",
         path.display()
     )]
     KeyShared {
@@ -186,7 +187,7 @@ pub enum CacheError {
 pub(crate) struct ArtifactCache {
     dir: PathBuf,
     engine_key: String,
-    key: CacheKey,
+    key: HostKey,
 }
 
 impl ArtifactCache {
@@ -197,7 +198,7 @@ impl ArtifactCache {
         let io = |source| CacheError::Dir { dir: dir.to_owned(), source };
         private_dir().create(dir).map_err(io)?;
         check_dir(dir, &std::fs::metadata(dir).map_err(io)?, effective_uid())?;
-        let key = CacheKey::load_or_create(key_file)?;
+        let key = HostKey::load_or_create(key_file)?;
         let mut hasher = DigestHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(ArtifactCache { dir: dir.to_owned(), engine_key: hex::encode(hasher.0.finalize()), key })
@@ -289,19 +290,28 @@ impl ArtifactCache {
     }
 }
 
-/// The secret that authenticates cache files. Never printed.
+/// The host's secret (the file `cache_key` names): it authenticates the
+/// compiled cache, and, under a key derived from it for each other use,
+/// what the host hands out to be given back, such as resume tokens. Never
+/// printed.
 #[derive(Clone)]
-struct CacheKey([u8; KEY_BYTES]);
+pub struct HostKey([u8; KEY_BYTES]);
 
-impl std::fmt::Debug for CacheKey {
+impl std::fmt::Debug for HostKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CacheKey(..)")
+        f.write_str("HostKey(..)")
     }
 }
 
-impl CacheKey {
-    /// The key in `path`, made first if there is none.
-    fn load_or_create(path: &Path) -> Result<Self, CacheError> {
+impl HostKey {
+    /// The key in `path`, made first if there is none (32 random bytes,
+    /// mode 0600, in a directory only its owner may enter).
+    ///
+    /// # Errors
+    ///
+    /// A [`CacheError`] naming the file: it cannot be made or read, belongs
+    /// to another user, is open to group or others, or is not a key.
+    pub fn load_or_create(path: &Path) -> Result<Self, CacheError> {
         let io = |source| CacheError::Key { path: path.to_owned(), source };
         let mut file = match open_no_follow(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -318,7 +328,14 @@ impl CacheKey {
         }
         let mut key = [0; KEY_BYTES];
         file.read_exact(&mut key).map_err(io)?;
-        Ok(CacheKey(key))
+        Ok(HostKey(key))
+    }
+
+    /// A key for one use, named by `context` (a fixed string, as
+    /// `"toolhost 2026-11 resume tokens"`): BLAKE3's key derivation, so no
+    /// two uses share a key and none reveals the host key.
+    pub fn derive(&self, context: &str) -> [u8; KEY_BYTES] {
+        blake3::derive_key(context, &self.0)
     }
 
     /// Write a new random key to `path`: to a temporary file (mode 0600)

@@ -37,7 +37,7 @@ mod watch;
 pub(crate) use binding::ComponentId;
 pub use binding::UnboundSection;
 pub(crate) use cache::ArtifactCache;
-pub use cache::{CacheError, CacheUse};
+pub use cache::{CacheError, CacheUse, HostKey};
 pub use lock::{LockError, LockFile, PinChange, PinState};
 #[doc(hidden)]
 pub use policy::PluginSection;

@@ -18,9 +18,29 @@
 //!    plus a summary for people.
 //!
 //! Outcomes keep the calls' order and ids; each call is audited.
+//!
+//! A turn that needs a person does not block inside the pipeline:
+//! [`Pipeline::start`] returns what waits ([`TurnStep::Waiting`]: the
+//! checked calls, why each is asked, whether "allow always" may be
+//! offered; or, at step 4, the results) and [`Pipeline::resume`] finishes
+//! it with the decisions. [`Pipeline::seal`] turns a paused turn into an
+//! authenticated, encrypted resume token bound to the checked calls'
+//! identity and an expiry, which [`Pipeline::unseal`] opens, once, in any
+//! process with the same host key and components (an MCP client's retry
+//! reaching another replica, say). [`Pipeline::run`] drives the same
+//! steps with the pipeline's [`Approver`]: the terminal, the console, MCP
+//! elicitation and the VCP node ask through it.
+
+mod paused;
+mod token;
+
+pub use paused::{Decisions, PausedTurn, PendingResult, TurnStep, Waiting};
+pub use token::ResumeError;
 
 use crate::agent::ToolCallConfig;
-use crate::approval::{Approvals, Approver, AskReason, Assessment, AuditRecord, DecidedBy, PendingCall, ResultDecision};
+use crate::approval::{
+    Answer, Approvals, Approver, AskReason, Assessment, AuditRecord, CallDecision, DecidedBy, PendingCall, ResultDecision,
+};
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
 use crate::executor::{Executor, RunOptions};
@@ -30,6 +50,7 @@ use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::ProtocolId;
 use crate::registry::Catalog;
 use crate::tool_filter::ToolFilter;
+use paused::{Question, Slot};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -126,7 +147,7 @@ impl Turn {
         self.agent.is_some().then(|| Duration::from_millis(self.config.timeout_ms))
     }
 
-    fn agent_name(&self) -> &str {
+    pub(crate) fn agent_name(&self) -> &str {
         self.agent.as_deref().unwrap_or(DIRECT_AGENT)
     }
 }
@@ -170,18 +191,6 @@ pub struct Pipeline {
     approver: Arc<dyn Approver>,
 }
 
-/// Where a call stands as it goes through the steps.
-enum Slot {
-    /// Checked, waiting for a decision or to run; `decided` is how
-    /// approval ended (run, by whom), once it has.
-    Pending { call: CheckedCall, decided: Option<Assessment> },
-    /// Running: the executor has the call.
-    Running,
-    /// Done: refused, denied, or run; what the audit log records, when
-    /// there is one.
-    Done { outcome: ToolOutcome, audit: Option<AuditRecord> },
-}
-
 impl Pipeline {
     /// A pipeline running calls on `executor`, approving them under
     /// `approvals` and asking `approver` where a person must decide.
@@ -218,80 +227,200 @@ impl Pipeline {
         Pipeline { executor, ..self.clone() }
     }
 
-    /// Run the calls of one reply through every step.
+    /// Run the calls of one reply through every step, asking this
+    /// pipeline's approver wherever a person must decide.
     pub async fn run(&self, turn: &Turn, calls: Vec<ToolCall>) -> TurnResult {
         self.run_observed(turn, calls, &()).await
     }
 
     /// [`run`](Self::run), telling `observer` about each step as it
-    /// happens.
+    /// happens. It drives the resumable turn ([`start`](Self::start),
+    /// [`resume`](Self::resume)) with the approver: every door that asks a
+    /// person in its own process does so through this one loop.
     pub async fn run_observed(&self, turn: &Turn, calls: Vec<ToolCall>, observer: &dyn TurnObserver) -> TurnResult {
+        let mut step = self.start_observed(turn, calls, observer).await;
+        loop {
+            let paused = match step {
+                TurnStep::Done(result) => return result,
+                TurnStep::Waiting(paused) => paused,
+            };
+            let decisions = self.ask_approver(turn, &paused).await;
+            step = self.resume_observed(turn, paused, decisions, observer).await;
+        }
+    }
+
+    /// What the approver decides about what `paused` waits for; a cancel of
+    /// the turn ends the wait.
+    async fn ask_approver(&self, turn: &Turn, paused: &PausedTurn) -> Decisions {
+        let asking = async {
+            match paused.waiting() {
+                Waiting::Calls(calls) => Decisions::Calls(self.approvals.ask(self.approver.as_ref(), calls).await),
+                Waiting::Results(results) => {
+                    let mut decisions = Vec::with_capacity(results.len());
+                    for result in results {
+                        decisions.push(self.approver.approve_result(&result.outcome, &result.spec).await);
+                    }
+                    Decisions::Results(decisions)
+                }
+            }
+        };
+        tokio::select! {
+            decisions = asking => decisions,
+            () = turn.cancel.cancelled() => Decisions::Cancelled,
+        }
+    }
+
+    /// Check `calls`, decide what the rules decide, and run the turn as far
+    /// as it goes without a person: to its end, or to the point where a
+    /// person must decide ([`TurnStep::Waiting`]), which
+    /// [`resume`](Self::resume) continues, in this process or, sealed into
+    /// a token ([`seal`](Self::seal)), in any process with the same key and
+    /// components.
+    pub async fn start(&self, turn: &Turn, calls: Vec<ToolCall>) -> TurnStep {
+        self.start_observed(turn, calls, &()).await
+    }
+
+    /// [`start`](Self::start), telling `observer` about each step.
+    pub async fn start_observed(&self, turn: &Turn, calls: Vec<ToolCall>, observer: &dyn TurnObserver) -> TurnStep {
         let catalog = self.executor.registry().catalog();
         let offered: Vec<&ToolSpec> =
             catalog.tools().map(|(_, spec)| spec).filter(|spec| turn.agent.is_none() || turn.offers(spec)).collect();
         let audits = self.approvals.audits();
         let mut slots: Vec<Slot> = calls.into_iter().map(|call| check(&catalog, &offered, turn, audits, call)).collect();
         report_done(&slots, observer);
-        self.approve_calls(turn, &mut slots, observer).await;
-        self.execute(turn, &mut slots, observer).await;
-        let outcomes = into_outcomes(&self.approvals, slots);
-        // The audit log is written on its own thread: every record is on
-        // disk before the turn reports its result.
-        self.approvals.flush_audit().await;
-        let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
-        TurnResult { summary: summary(&outcomes), outcomes, messages }
-    }
-
-    async fn approve_calls(&self, turn: &Turn, slots: &mut [Slot], observer: &dyn TurnObserver) {
         let agent = turn.agent_name();
         let mut asked = Vec::new();
         for (index, slot) in slots.iter_mut().enumerate() {
             let Slot::Pending { call, decided } = slot else { continue };
-            let (sha256, spec) = (&call.plugin().sha256, call.spec());
-            let dirs = &call.plugin().grants.dirs;
-            match self.approvals.assess(agent, turn.config.require_confirmation, sha256, spec, &call.call().args, dirs) {
+            match self.assess(turn, call) {
                 Assessment::Ask(_) if turn.chosen_by_person => *decided = Some(Assessment::Run { by: DecidedBy::Person }),
                 Assessment::Ask(reason) => asked.push((index, pending(agent, call, reason))),
                 assessment => *decided = Some(assessment),
             }
         }
-        let batch: Vec<PendingCall> = asked.iter().map(|(_, pending)| pending.clone()).collect();
-        if !batch.is_empty() {
-            observer.awaiting_approval(&batch);
+        if !asked.is_empty() {
+            let (indices, calls): (Vec<usize>, Vec<PendingCall>) = asked.into_iter().unzip();
+            observer.awaiting_approval(&calls);
+            return TurnStep::Waiting(PausedTurn::new(agent, slots, Question::Calls { indices, calls }));
         }
-        // Cancelling the turn also ends the wait for a person.
-        let answers = tokio::select! {
-            answers = self.approvals.ask(self.approver.as_ref(), &batch) => Some(answers),
-            () = turn.cancel.cancelled() => None,
-        };
-        match answers {
-            Some(answers) => {
-                for ((index, pending), answer) in asked.into_iter().zip(answers) {
-                    let Slot::Pending { call, decided } = &mut slots[index] else { continue };
-                    *decided = Some(self.approvals.settle(&pending, &call.plugin().sha256, answer).await);
+        self.after_approval(turn, slots, observer).await
+    }
+
+    /// What the rules, levels and remembered decisions make of `call` in
+    /// `turn`.
+    fn assess(&self, turn: &Turn, call: &CheckedCall) -> Assessment {
+        let (plugin, spec) = (call.plugin(), call.spec());
+        let require_confirmation = turn.config.require_confirmation;
+        self.approvals.assess(
+            turn.agent_name(),
+            require_confirmation,
+            &plugin.sha256,
+            spec,
+            &call.call().args,
+            &plugin.grants.dirs,
+        )
+    }
+
+    /// Continue `paused` with `decisions` on what it waits for: one per
+    /// call or result, in order (fewer deny or reject the rest, as do
+    /// decisions of the other kind; [`Decisions::Cancelled`] ends the
+    /// waiting calls cancelled). Runs as far as it goes without a person
+    /// again.
+    pub async fn resume(&self, turn: &Turn, paused: PausedTurn, decisions: Decisions) -> TurnStep {
+        self.resume_observed(turn, paused, decisions, &()).await
+    }
+
+    /// [`resume`](Self::resume), telling `observer` about each step.
+    pub async fn resume_observed(
+        &self,
+        turn: &Turn,
+        paused: PausedTurn,
+        decisions: Decisions,
+        observer: &dyn TurnObserver,
+    ) -> TurnStep {
+        let agent = turn.agent_name();
+        let PausedTurn { mut slots, question, .. } = paused;
+        match question {
+            Question::Calls { indices, calls } => {
+                if let Decisions::Cancelled = decisions {
+                    // The calls still waiting end cancelled; those the
+                    // rules decided keep their decision.
+                    for index in indices {
+                        let Slot::Pending { call, .. } = &slots[index] else { continue };
+                        let (plugin, call) = (call.plugin(), call.call());
+                        let outcome = ToolOutcome::without_running(
+                            &call.id,
+                            &call.tool,
+                            Status::Cancelled,
+                            "cancelled while waiting for approval".into(),
+                        );
+                        let audit = self
+                            .approvals
+                            .audits()
+                            .then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, None, &outcome));
+                        observer.finished(&outcome);
+                        slots[index] = Slot::Done { outcome, audit };
+                    }
+                } else {
+                    let answers = call_answers(decisions, calls.len());
+                    for ((&index, asked), answer) in indices.iter().zip(&calls).zip(answers) {
+                        let Slot::Pending { call, decided } = &mut slots[index] else { continue };
+                        *decided = Some(self.approvals.settle(asked, &call.plugin().sha256, answer).await);
+                    }
+                    self.assess_again(turn, &mut slots, &indices);
                 }
+                self.after_approval(turn, slots, observer).await
             }
-            // The calls still waiting end cancelled; those the rules
-            // decided before the cancel keep their decision.
-            None => {
-                for (index, _) in asked {
-                    let Slot::Pending { call, .. } = &slots[index] else { continue };
-                    let (plugin, call) = (call.plugin(), call.call());
-                    let outcome = ToolOutcome::without_running(
-                        &call.id,
-                        &call.tool,
-                        Status::Cancelled,
-                        "cancelled while waiting for approval".into(),
-                    );
-                    let audit =
-                        self.approvals.audits().then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, None, &outcome));
+            Question::Results { indices, .. } => {
+                let decisions = result_decisions(decisions, indices.len());
+                for (index, decision) in indices.into_iter().zip(decisions) {
+                    let Slot::Held { call, decided, mut outcome } = std::mem::replace(&mut slots[index], Slot::Running) else {
+                        unreachable!("a result waits in a held slot")
+                    };
+                    settle_result(&mut outcome, decision);
                     observer.finished(&outcome);
+                    let audit = self.approvals.audits().then(|| {
+                        AuditRecord::new(agent, Some(call.plugin().name()), &call.call().args, decided.as_ref(), &outcome)
+                    });
                     slots[index] = Slot::Done { outcome, audit };
                 }
+                self.finish(turn, slots).await
             }
         }
-        // A denial ends the call here, with its reason for the model.
-        for slot in slots.iter_mut() {
+    }
+
+    /// The decisions of a turn that waited, checked against the policy as
+    /// it is now (it may be another process's, or remembered decisions
+    /// may have changed): a deny rule still wins over any answer, and a
+    /// call the rules let run before but would ask about now is denied,
+    /// since nobody was asked. The `asked` slots keep their answer
+    /// otherwise.
+    fn assess_again(&self, turn: &Turn, slots: &mut [Slot], asked: &[usize]) {
+        for (index, slot) in slots.iter_mut().enumerate() {
+            let Slot::Pending { call, decided } = slot else { continue };
+            if matches!(decided, Some(Assessment::Deny { .. })) {
+                continue;
+            }
+            match self.assess(turn, call) {
+                deny @ Assessment::Deny { .. } => *decided = Some(deny),
+                Assessment::Ask(reason) if !asked.contains(&index) && !turn.chosen_by_person => {
+                    *decided = Some(Assessment::Deny {
+                        by: DecidedBy::NoAnswer,
+                        reason: format!(
+                            "its approval changed while the turn waited for a person (now {reason}); call it again to be asked"
+                        ),
+                    });
+                }
+                Assessment::Run { .. } | Assessment::Ask(_) => {}
+            }
+        }
+    }
+
+    /// The calls decided: a denial ends a call with its reason for the
+    /// model; the rest run; results that need a person wait for one.
+    async fn after_approval(&self, turn: &Turn, mut slots: Vec<Slot>, observer: &dyn TurnObserver) -> TurnStep {
+        let agent = turn.agent_name();
+        for slot in &mut slots {
             if let Slot::Pending { call, decided: Some(decided @ Assessment::Deny { .. }) } = slot {
                 let Assessment::Deny { reason, .. } = &decided else { unreachable!("matched above") };
                 let (plugin, call) = (call.plugin(), call.call());
@@ -304,6 +433,19 @@ impl Pipeline {
                 *slot = Slot::Done { outcome, audit };
             }
         }
+        self.execute(turn, &mut slots, observer).await;
+        let (indices, results): (Vec<usize>, Vec<PendingResult>) = slots
+            .iter()
+            .enumerate()
+            .filter_map(|(index, slot)| match slot {
+                Slot::Held { call, outcome, .. } => Some((index, PendingResult::new(call, outcome))),
+                _ => None,
+            })
+            .unzip();
+        if indices.is_empty() {
+            return self.finish(turn, slots).await;
+        }
+        TurnStep::Waiting(PausedTurn::new(agent, slots, Question::Results { indices, results }))
     }
 
     async fn execute(&self, turn: &Turn, slots: &mut [Slot], observer: &dyn TurnObserver) {
@@ -312,7 +454,7 @@ impl Pipeline {
             .iter()
             .map(|&index| match std::mem::replace(&mut slots[index], Slot::Running) {
                 Slot::Pending { call, decided } => (call, decided),
-                Slot::Running | Slot::Done { .. } => unreachable!("filtered above"),
+                Slot::Running | Slot::Done { .. } | Slot::Held { .. } => unreachable!("filtered above"),
             })
             .unzip();
         if calls.is_empty() {
@@ -347,10 +489,13 @@ impl Pipeline {
         while let Ok(done) = reports.try_recv() {
             report_one(done);
         }
-        for ((index, mut outcome), (call, decided)) in runnable.into_iter().zip(outcomes).zip(calls.iter().zip(decisions)) {
+        for ((index, outcome), (call, decided)) in runnable.into_iter().zip(outcomes).zip(calls.into_iter().zip(decisions)) {
+            // What a tool that declares result approval said — its result,
+            // and as surely its error or invalid-arguments text, which
+            // could carry the same bytes — waits for a person.
             if call.spec().result_approval && holds_tool_text(&outcome) {
-                self.approve_result(turn, &mut outcome, call.spec()).await;
-                observer.finished(&outcome);
+                slots[index] = Slot::Held { call, decided, outcome };
+                continue;
             }
             let audit = self.approvals.audits().then(|| {
                 AuditRecord::new(turn.agent_name(), Some(call.plugin().name()), &call.call().args, decided.as_ref(), &outcome)
@@ -359,38 +504,67 @@ impl Pipeline {
         }
     }
 
-    /// Step 4 for one call: what a tool that declares result approval
-    /// said — its result, and as surely its error or invalid-arguments
-    /// text, which could carry the same bytes — is shown to a person first.
-    /// Cancelling the turn ends the wait: the call is cancelled, and none
-    /// of its text goes on.
-    async fn approve_result(&self, turn: &Turn, outcome: &mut ToolOutcome, spec: &ToolSpec) {
-        if !spec.result_approval || !holds_tool_text(outcome) {
+    /// Every call done: audited, formatted for the model, summed up.
+    async fn finish(&self, turn: &Turn, slots: Vec<Slot>) -> TurnStep {
+        let outcomes = into_outcomes(&self.approvals, slots);
+        // The audit log is written on its own thread: every record is on
+        // disk before the turn reports its result.
+        self.approvals.flush_audit().await;
+        let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
+        TurnStep::Done(TurnResult { summary: summary(&outcomes), outcomes, messages })
+    }
+}
+
+/// One answer per asked call from `decisions`: too few, or decisions of
+/// the other kind, deny the rest as unanswered.
+fn call_answers(decisions: Decisions, asked: usize) -> Vec<Answer> {
+    let mut answers = match decisions {
+        Decisions::Calls(answers) => answers,
+        Decisions::Results(_) | Decisions::Cancelled => Vec::new(),
+    };
+    answers.truncate(asked);
+    answers.resize_with(asked, || Answer {
+        decision: CallDecision::Deny { reason: Some("the approver gave no decision for this call".into()) },
+        by: DecidedBy::NoAnswer,
+    });
+    answers
+}
+
+/// One decision per held result from `decisions`: too few, or decisions
+/// of the other kind, withhold the rest; `None` for each after a cancel.
+fn result_decisions(decisions: Decisions, held: usize) -> Vec<Option<ResultDecision>> {
+    let mut decisions: Vec<Option<ResultDecision>> = match decisions {
+        Decisions::Results(decisions) => decisions.into_iter().map(Some).collect(),
+        Decisions::Cancelled => return vec![None; held],
+        Decisions::Calls(_) => Vec::new(),
+    };
+    decisions.truncate(held);
+    decisions.resize(held, Some(ResultDecision::Reject { reason: Some("the approver gave no decision for this result".into()) }));
+    decisions
+}
+
+/// Step 4 for one held outcome: a passed result goes on as it is; a
+/// rejected one's text is replaced here, before any message or summary is
+/// built from it; `None` (the turn was cancelled while it waited) ends it
+/// cancelled, none of its text going on.
+fn settle_result(outcome: &mut ToolOutcome, decision: Option<ResultDecision>) {
+    // Every decision by name: a new one must say whether the text passes.
+    let reason = match decision {
+        Some(ResultDecision::Pass) => return,
+        Some(ResultDecision::Reject { reason }) => reason,
+        None => {
+            outcome.status = Status::Cancelled;
+            outcome.failure = crate::outcome::Failure::of_status(Status::Cancelled);
+            outcome.output = "cancelled while its result waited for approval".into();
             return;
         }
-        let decision = tokio::select! {
-            decision = self.approver.approve_result(outcome, spec) => decision,
-            () = turn.cancel.cancelled() => {
-                outcome.status = Status::Cancelled;
-                outcome.failure = crate::outcome::Failure::of_status(Status::Cancelled);
-                outcome.output = "cancelled while its result waited for approval".into();
-                return;
-            }
-        };
-        // Every decision by name: a new one must say whether the text passes.
-        let reason = match decision {
-            ResultDecision::Pass => return,
-            ResultDecision::Reject { reason } => reason,
-        };
-        // The rejected text is replaced here, before any message or
-        // summary is built from the outcome.
-        outcome.status = Status::ResultRejected;
-        outcome.failure = crate::outcome::Failure::of_status(Status::ResultRejected);
-        outcome.output = match reason {
-            Some(reason) => format!("a person withheld the result: {reason}"),
-            None => "a person withheld the result".into(),
-        };
-    }
+    };
+    outcome.status = Status::ResultRejected;
+    outcome.failure = crate::outcome::Failure::of_status(Status::ResultRejected);
+    outcome.output = match reason {
+        Some(reason) => format!("a person withheld the result: {reason}"),
+        None => "a person withheld the result".into(),
+    };
 }
 
 /// Whether `outcome` of a call that ran may hold text of the tool's: all
@@ -420,7 +594,7 @@ fn into_outcomes(approvals: &Approvals, slots: Vec<Slot>) -> Vec<ToolOutcome> {
                 }
                 outcome
             }
-            Slot::Pending { .. } | Slot::Running => unreachable!("every call is done after execute"),
+            Slot::Pending { .. } | Slot::Running | Slot::Held { .. } => unreachable!("every call is done when a turn finishes"),
         })
         .collect()
 }

@@ -1,0 +1,132 @@
+//! The questions an MCP client's user is asked, as elicitation forms, and
+//! how their answers read: the same in both eras, whether the form goes
+//! out as a request of the server's (the handshake era) or inside an
+//! `input_required` result (2026-07-28).
+
+use crate::approval::{Answer, CallDecision, DecidedBy, PendingCall, ResultDecision};
+use crate::manifest::ToolSpec;
+use crate::outcome::ToolOutcome;
+use crate::printable::{printable, printable_lines, to_json_pretty};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use serde_json::{Value, json};
+
+/// How much of a result a person is shown when asked to pass it on.
+const RESULT_EXCERPT_CHARS: usize = 4000;
+
+/// The form asking to run `call`: approve (or not, with a reason), and
+/// "allow always" only where it is offered.
+pub(super) fn call_form(call: &PendingCall) -> ElicitRequestParams {
+    let message = format!(
+        "Run `{}` (plugin {}, {})? It needs approval because {}.\n\nArguments:\n{}",
+        printable(&call.tool),
+        printable(&call.plugin),
+        call.permission.as_str(),
+        call.reason,
+        to_json_pretty(&Value::Object(call.args.clone())).unwrap_or_default()
+    );
+    let mut properties = json!({
+        "approve": {"type": "boolean", "title": "Run this call", "default": true},
+        "reason": {"type": "string", "title": "Why not (if you deny it)"},
+    });
+    if call.offers_always() {
+        properties["always"] = json!({"type": "boolean", "title": "Allow this tool from now on", "default": false});
+    }
+    form(message, properties, "approve")
+}
+
+/// The form asking to pass on what `tool` returned.
+pub(super) fn result_form(outcome: &ToolOutcome, tool: &ToolSpec) -> ElicitRequestParams {
+    let shown: String = outcome.output.chars().take(RESULT_EXCERPT_CHARS).collect();
+    let cut = if shown.len() < outcome.output.len() { "\n[…]" } else { "" };
+    let message = format!(
+        "`{}` (plugin {}) asks that its result be approved before it goes on. Result ({}):\n{}{cut}",
+        printable(&tool.name),
+        printable(&tool.plugin),
+        outcome.status.as_str(),
+        printable_lines(&shown)
+    );
+    let properties = json!({
+        "pass": {"type": "boolean", "title": "Pass this result on", "default": true},
+        "reason": {"type": "string", "title": "Why not (if you reject it)"},
+    });
+    form(message, properties, "pass")
+}
+
+fn form(message: String, properties: Value, required: &str) -> ElicitRequestParams {
+    let schema = json!({"type": "object", "properties": properties, "required": [required]});
+    let Value::Object(schema) = schema else { unreachable!("an object literal") };
+    let requested_schema = ElicitationSchema::from_json_schema(schema).expect("the approval forms are valid schemas");
+    ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema }
+}
+
+/// What became of a question.
+pub(super) enum Reply {
+    /// The user filled in the form.
+    Accepted(Value),
+    /// The user declined or dismissed it.
+    Declined,
+    /// Nobody answered, or the answer could not be read: why.
+    Unanswered(String),
+}
+
+impl Reply {
+    /// The reply an elicitation result makes.
+    pub(super) fn of(result: ElicitResult) -> Self {
+        match result {
+            ElicitResult { action: ElicitationAction::Accept, content, .. } => Reply::Accepted(content.unwrap_or(Value::Null)),
+            _ => Reply::Declined,
+        }
+    }
+
+    /// The reply in an `input_required` retry's answer `response`, if any.
+    pub(super) fn in_response(response: Option<&Value>, key: &str) -> Self {
+        let Some(response) = response else {
+            return Reply::Unanswered(format!("the retry carried no answer to the question `{key}`"));
+        };
+        match serde_json::from_value::<ElicitResult>(response.clone()) {
+            Ok(result) => Reply::of(result),
+            Err(e) => Reply::Unanswered(format!("the answer to `{key}` is not an elicitation result: {e}")),
+        }
+    }
+
+    /// The decision on a call this reply makes. "Always" is taken as
+    /// given: where the question did not offer it, settling the answer
+    /// refuses it.
+    pub(super) fn call_answer(self) -> Answer {
+        let decision = match self {
+            Reply::Accepted(content) if content["approve"] == true => {
+                if content["always"] == true {
+                    CallDecision::AllowAlways
+                } else {
+                    CallDecision::AllowOnce
+                }
+            }
+            Reply::Accepted(content) => CallDecision::Deny {
+                reason: Some(match reason(&content) {
+                    Some(reason) => format!("the user denied it: {reason}"),
+                    None => "the user denied it".to_owned(),
+                }),
+            },
+            Reply::Declined => CallDecision::Deny { reason: Some("the user declined it in the MCP client".to_owned()) },
+            Reply::Unanswered(why) => {
+                return Answer { decision: CallDecision::Deny { reason: Some(why) }, by: DecidedBy::NoAnswer };
+            }
+        };
+        Answer { decision, by: DecidedBy::Person }
+    }
+
+    /// The decision on a held result this reply makes.
+    pub(super) fn result_decision(self) -> ResultDecision {
+        match self {
+            Reply::Accepted(content) if content["pass"] == true => ResultDecision::Pass,
+            Reply::Accepted(content) => ResultDecision::Reject { reason: reason(&content).map(str::to_owned) },
+            Reply::Declined => ResultDecision::Reject { reason: Some("the user declined it in the MCP client".to_owned()) },
+            Reply::Unanswered(why) => ResultDecision::Reject { reason: Some(why) },
+        }
+    }
+}
+
+/// The reason a user gave, if any words.
+fn reason(content: &Value) -> Option<&str> {
+    content["reason"].as_str().map(str::trim).filter(|reason| !reason.is_empty())
+}

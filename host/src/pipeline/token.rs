@@ -1,0 +1,202 @@
+//! A paused turn as a resume token and back: [`Pipeline::seal`] and
+//! [`Pipeline::unseal`]. The token's cryptography and its single use are
+//! the approval module's ([`ResumeSeal`](crate::approval::ResumeSeal));
+//! here is what a turn is made of in one, and how it is bound again to
+//! the components of the process that resumes it.
+
+use super::paused::{PausedTurn, PendingResult, Question, Slot};
+use super::{Pipeline, Turn, pending};
+use crate::approval::{AskReason, Assessment, PendingCall};
+use crate::call::ToolCall;
+use crate::checked_call::CheckedCall;
+use crate::outcome::ToolOutcome;
+use crate::registry::Catalog;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::time::Duration;
+
+pub use crate::approval::ResumeError;
+
+/// A paused turn as it travels in a token.
+#[derive(Serialize, Deserialize)]
+struct SealedTurn {
+    agent: String,
+    slots: Vec<SealedSlot>,
+    question: SealedQuestion,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "slot", rename_all = "kebab-case")]
+enum SealedSlot {
+    Done { outcome: ToolOutcome },
+    Pending { call: SealedCall, decided: Option<Assessment> },
+    Held { call: SealedCall, decided: Option<Assessment>, outcome: ToolOutcome },
+}
+
+/// A checked call: the call, its arguments coerced, and the identity of
+/// the component it was checked against.
+#[derive(Serialize, Deserialize)]
+struct SealedCall {
+    id: String,
+    tool: String,
+    args: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    reserved: Map<String, Value>,
+    plugin: String,
+    sha256: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "waiting", rename_all = "kebab-case")]
+enum SealedQuestion {
+    Calls { indices: Vec<usize>, reasons: Vec<AskReason> },
+    Results { indices: Vec<usize> },
+}
+
+impl SealedCall {
+    fn of(call: &CheckedCall) -> Self {
+        let (plugin, called) = (call.plugin(), call.call());
+        SealedCall {
+            id: called.id.clone(),
+            tool: called.tool.clone(),
+            args: called.args.clone(),
+            reserved: called.reserved.clone(),
+            plugin: plugin.name().to_owned(),
+            sha256: plugin.sha256.clone(),
+        }
+    }
+
+    /// The call checked again against `catalog`, bound to the same
+    /// component; why not, when this process does not have it or does not
+    /// offer it to `turn`.
+    fn bind(self, catalog: &Catalog, turn: &Turn) -> Result<CheckedCall, ResumeError> {
+        let mismatch = |why: String| ResumeError::Mismatched(why);
+        let plugin =
+            catalog.plugin(&self.plugin).ok_or_else(|| mismatch(format!("plugin {} is not loaded here", self.plugin)))?;
+        if plugin.sha256 != self.sha256 {
+            return Err(mismatch(format!(
+                "plugin {} here is another component (SHA-256 {}, the turn was checked against {})",
+                self.plugin, plugin.sha256, self.sha256
+            )));
+        }
+        let spec = plugin
+            .manifest
+            .tools
+            .iter()
+            .find(|spec| spec.name == self.tool)
+            .filter(|spec| turn.agent.is_none() || turn.offers(spec))
+            .ok_or_else(|| mismatch(format!("`{}` is not offered here", self.tool)))?;
+        let call = ToolCall::with_map(&self.id, &self.tool, self.args.clone()).with_reserved(self.reserved);
+        let checked = CheckedCall::check_among(&call, catalog, &[spec]).map_err(|error| mismatch(error.message))?;
+        if checked.plugin().sha256 != self.sha256 || checked.call().args != self.args {
+            return Err(mismatch(format!("`{}` checks differently here", self.tool)));
+        }
+        Ok(checked)
+    }
+}
+
+impl Pipeline {
+    /// `paused` as a resume token, bound to `binding` (what the door's
+    /// request was: a retry must present the same) and valid for
+    /// `lifetime` (at most [`MAX_RESUME_LIFETIME`](crate::approval::MAX_RESUME_LIFETIME)).
+    /// The calls already done are audited now; the rest are audited by
+    /// whichever process finishes the turn.
+    ///
+    /// # Errors
+    ///
+    /// [`ResumeError::NoKey`] when the host key cannot be read or made;
+    /// [`ResumeError::TooLarge`] past [`MAX_TOKEN_BYTES`](crate::approval::MAX_TOKEN_BYTES).
+    pub fn seal(&self, paused: PausedTurn, binding: &[u8], lifetime: Duration) -> Result<String, ResumeError> {
+        let PausedTurn { agent, slots, question } = paused;
+        let mut audits = Vec::new();
+        let sealed_slots = slots
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Done { outcome, audit } => {
+                    audits.extend(audit);
+                    SealedSlot::Done { outcome }
+                }
+                Slot::Pending { call, decided } => SealedSlot::Pending { call: SealedCall::of(&call), decided },
+                Slot::Held { call, decided, outcome } => SealedSlot::Held { call: SealedCall::of(&call), decided, outcome },
+                Slot::Running => unreachable!("nothing runs while a turn waits"),
+            })
+            .collect();
+        let question = match question {
+            Question::Calls { indices, calls } => {
+                SealedQuestion::Calls { indices, reasons: calls.into_iter().map(|call| call.reason).collect() }
+            }
+            Question::Results { indices, .. } => SealedQuestion::Results { indices },
+        };
+        let payload = serde_json::to_vec(&SealedTurn { agent, slots: sealed_slots, question }).expect("a turn serializes");
+        let token = self.approvals.resume_seal().seal(&payload, binding, lifetime)?;
+        for audit in &audits {
+            self.approvals.audit(audit);
+        }
+        Ok(token)
+    }
+
+    /// The turn `token` holds, to [`resume`](Self::resume) as `turn`: the
+    /// token must open under this host's key, be unexpired, bound to
+    /// `binding`, of `turn`'s agent, and unused (it is spent now), and
+    /// each of its calls must check again against a component here with
+    /// the same SHA-256.
+    ///
+    /// # Errors
+    ///
+    /// A [`ResumeError`] saying which of those failed.
+    pub async fn unseal(&self, turn: &Turn, token: &str, binding: &[u8]) -> Result<PausedTurn, ResumeError> {
+        // The ledger is a locked file: opened on a blocking thread.
+        let seal = self.approvals.resume_seal().clone();
+        let (token, binding) = (token.to_owned(), binding.to_vec());
+        let opened = match tokio::task::spawn_blocking(move || seal.open(&token, &binding)).await {
+            Ok(opened) => opened?,
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        };
+        let sealed: SealedTurn =
+            serde_json::from_slice(&opened).map_err(|_| ResumeError::Malformed("its turn is of another format"))?;
+        let agent = turn.agent_name();
+        if sealed.agent != agent {
+            return Err(ResumeError::Mismatched(format!("it is a turn of agent `{}`, not `{agent}`", sealed.agent)));
+        }
+        let catalog = self.executor.registry().catalog();
+        let slots = sealed
+            .slots
+            .into_iter()
+            .map(|slot| {
+                Ok(match slot {
+                    SealedSlot::Done { outcome } => Slot::Done { outcome, audit: None },
+                    SealedSlot::Pending { call, decided } => Slot::Pending { call: call.bind(&catalog, turn)?, decided },
+                    SealedSlot::Held { call, decided, outcome } => {
+                        Slot::Held { call: call.bind(&catalog, turn)?, decided, outcome }
+                    }
+                })
+            })
+            .collect::<Result<Vec<Slot>, ResumeError>>()?;
+        let malformed = ResumeError::Malformed("its question does not fit its calls");
+        let question = match sealed.question {
+            SealedQuestion::Calls { indices, reasons } if indices.len() == reasons.len() => {
+                let calls = indices
+                    .iter()
+                    .zip(reasons)
+                    .map(|(&index, reason)| match slots.get(index) {
+                        Some(Slot::Pending { call, decided: None }) => Ok(pending(agent, call, reason)),
+                        _ => Err(ResumeError::Malformed("its question does not fit its calls")),
+                    })
+                    .collect::<Result<Vec<PendingCall>, ResumeError>>()?;
+                Question::Calls { indices, calls }
+            }
+            SealedQuestion::Results { indices } => {
+                let results = indices
+                    .iter()
+                    .map(|&index| match slots.get(index) {
+                        Some(Slot::Held { call, outcome, .. }) => Ok(PendingResult::new(call, outcome)),
+                        _ => Err(ResumeError::Malformed("its question does not fit its calls")),
+                    })
+                    .collect::<Result<Vec<PendingResult>, ResumeError>>()?;
+                Question::Results { indices, results }
+            }
+            SealedQuestion::Calls { .. } => return Err(malformed),
+        };
+        Ok(PausedTurn::new(agent, slots, question))
+    }
+}
