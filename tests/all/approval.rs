@@ -119,20 +119,23 @@ async fn moderate_asks_once_always_is_remembered_across_a_restart_and_asked_agai
 }
 
 #[tokio::test]
-async fn sensitive_asks_every_time_even_after_always() {
+async fn sensitive_asks_every_time_and_an_always_it_did_not_offer_is_refused() {
     let (host, ws) = host("").await;
     let person = Person::answering([
         CallDecision::AllowAlways,
-        CallDecision::AllowAlways,
+        CallDecision::AllowOnce,
         CallDecision::Deny { reason: Some("no more".into()) },
     ]);
     let pipeline = pipeline_of(&host.config, &host.registry, person.clone());
     let write = |n: u32| call("write_file", json!({ "path": format!("f{n}.txt"), "content": "x" }));
-    assert_eq!(status(&pipeline, &agent(false), write(1)).await.0, Status::Success);
-    assert_eq!(status(&pipeline, &agent(false), write(2)).await.0, Status::Success);
+    let (refused, why) = status(&pipeline, &agent(false), write(1)).await;
+    assert_eq!(refused, Status::Denied, "the question offered no \"always\": {why}");
+    assert!(why.contains("did not offer"), "{why}");
+    assert_eq!(status(&pipeline, &agent(false), write(2)).await.0, Status::Success, "asked again: nothing remembered");
     assert_eq!(status(&pipeline, &agent(false), write(3)).await, (Status::Denied, "no more".into()));
     assert_eq!(person.asked(), ["write_file", "write_file", "write_file"]);
-    assert!(ws.path().join("f2.txt").exists() && !ws.path().join("f3.txt").exists());
+    assert!(!ws.path().join("f1.txt").exists() && ws.path().join("f2.txt").exists() && !ws.path().join("f3.txt").exists());
+    assert!(host.config.approval.memory_file.metadata().is_err(), "no \"always\" was written");
 }
 
 #[tokio::test]

@@ -636,8 +636,10 @@ async fn the_model_is_sent_the_pipelines_result_messages_fresh_and_after_a_resum
 
     // Everything the model is shown of an outcome is recorded, fuel included.
     let recorded: Vec<ToolOutcome> = transcript.entries().iter().filter_map(Entry::outcome).collect();
-    assert!(recorded[0].fuel_used > 0, "{recorded:?}");
-    assert_eq!(recorded[0].fuel_used, result.outcomes[0].fuel_used, "the same call burns the same fuel");
+    // (Not equal to the second run's: host bytes are charged as fuel, and
+    // a call may grow a structure the host shares, a log's span table say,
+    // which tests running beside this one fill.)
+    assert!(recorded[0].fuel_used > 0 && result.outcomes[0].fuel_used > 0, "{recorded:?}");
     drop(transcript);
 
     let (mut resumed, warnings) = Transcript::resume(&path).unwrap();

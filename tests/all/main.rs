@@ -33,6 +33,7 @@ mod pipeline;
 mod polyglot;
 mod protocols;
 mod registry;
+mod resumable;
 mod sandbox_sharing;
 mod support;
 mod vcp;

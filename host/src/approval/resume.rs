@@ -21,7 +21,7 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What a token starts with: the format's name and version.
@@ -155,9 +155,9 @@ impl ResumeSeal {
     }
 
     /// What `token` holds, when it opens under this host's key, has not
-    /// expired, is bound to `binding` and was not used before; it is spent
-    /// now, so it opens once.
-    pub(crate) fn open(&self, token: &str, binding: &[u8]) -> Result<Vec<u8>, ResumeError> {
+    /// expired and is bound to `binding`; [`Unsealed::spend`] then uses it
+    /// up, once the caller found it can act on it.
+    pub(crate) fn open(self: &Arc<Self>, token: &str, binding: &[u8]) -> Result<Unsealed, ResumeError> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(ResumeError::TooLarge(token.len()));
         }
@@ -187,8 +187,7 @@ impl ResumeSeal {
         if plain[1 + ID_BYTES + 8..HEADER_BYTES] != Sha256::digest(binding)[..] {
             return Err(ResumeError::Mismatched("another tool, other arguments or another agent".into()));
         }
-        self.spend(&id, expires, now)?;
-        Ok(plain[HEADER_BYTES..].to_vec())
+        Ok(Unsealed { seal: self.clone(), id, expires, payload: plain[HEADER_BYTES..].to_vec() })
     }
 
     /// Record `id` (its token valid until `expires`) as used, unless it
@@ -223,6 +222,24 @@ impl ResumeSeal {
     }
 }
 
+/// An authentic, unexpired token, not yet spent.
+#[derive(Debug)]
+pub(crate) struct Unsealed {
+    seal: Arc<ResumeSeal>,
+    id: [u8; ID_BYTES],
+    expires: u64,
+    /// What was sealed.
+    pub(crate) payload: Vec<u8>,
+}
+
+impl Unsealed {
+    /// Record the token as used, unless it was: a token resumes once. The
+    /// ledger is a locked file: call this off the async threads.
+    pub(crate) fn spend(&self) -> Result<(), ResumeError> {
+        self.seal.spend(&self.id, self.expires, now_ms())
+    }
+}
+
 /// The ledger beside the approvals memory file `memory_file`.
 fn ledger_path(memory_file: &Path) -> PathBuf {
     let mut name = memory_file.file_name().map_or_else(|| "toolhost.approvals.json".into(), ToOwned::to_owned);
@@ -238,8 +255,8 @@ fn now_ms() -> u64 {
 mod tests {
     use super::*;
 
-    fn seal_in(dir: &Path) -> ResumeSeal {
-        ResumeSeal::new(Some(dir.join("key")), &dir.join("approvals.json"))
+    fn seal_in(dir: &Path) -> Arc<ResumeSeal> {
+        Arc::new(ResumeSeal::new(Some(dir.join("key")), &dir.join("approvals.json")))
     }
 
     #[test]
@@ -249,11 +266,14 @@ mod tests {
         let token = seal.seal(b"the turn", b"tools/call write_file {}", Duration::from_secs(60)).unwrap();
         assert!(token.starts_with(PREFIX) && !token.contains("the turn"), "sealed, not readable: {token}");
         // Another process with the same key file opens it.
-        let replica = ResumeSeal::new(Some(dir.path().join("key")), &dir.path().join("approvals.json"));
+        let replica = seal_in(dir.path());
         let mismatched = replica.open(&token, b"tools/call write_file {\"path\":\"x\"}").unwrap_err();
         assert!(matches!(mismatched, ResumeError::Mismatched(_)), "{mismatched}");
-        assert_eq!(replica.open(&token, b"tools/call write_file {}").unwrap(), b"the turn");
-        assert!(matches!(seal.open(&token, b"tools/call write_file {}"), Err(ResumeError::Replayed)), "used once");
+        let opened = replica.open(&token, b"tools/call write_file {}").unwrap();
+        assert_eq!(opened.payload, b"the turn");
+        opened.spend().unwrap();
+        let again = seal.open(&token, b"tools/call write_file {}").unwrap();
+        assert!(matches!(again.spend(), Err(ResumeError::Replayed)), "used once");
 
         let other = tempfile::tempdir().unwrap();
         let foreign = seal_in(other.path());

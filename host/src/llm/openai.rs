@@ -344,26 +344,42 @@ async fn body_start(mut response: reqwest::Response) -> String {
     String::from_utf8_lossy(&start).into_owned()
 }
 
-/// The length of the stream's current line, across chunks, against its
-/// limit.
-struct LineLength {
-    current: usize,
+/// The stream cut at line ends, each line against its limit: what is
+/// handed on ends a line, and an unfinished line is held (never past the
+/// limit) until its end arrives. The SSE parser scans its whole buffer
+/// again for every piece it is given, so one long line fed to it piece by
+/// piece cost the square of its length: 20 MiB without a line end kept a
+/// core busy for minutes before the line limit was reached.
+struct WholeLines {
+    unfinished: Vec<u8>,
     limit: usize,
 }
 
-impl LineLength {
-    /// Whether every line `bytes` end or continue is within the limit.
-    fn within(&mut self, bytes: &[u8]) -> bool {
+impl WholeLines {
+    /// The lines `bytes` finishes, with any held before (empty when it
+    /// finishes none); `None` when a line passes the limit.
+    fn push(&mut self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let mut current = self.unfinished.len();
         let mut rest = bytes;
         while let Some(end) = rest.iter().position(|b| matches!(b, b'\n' | b'\r')) {
-            if self.current.saturating_add(end) > self.limit {
-                return false;
+            if current.saturating_add(end) > self.limit {
+                return None;
             }
-            self.current = 0;
+            current = 0;
             rest = &rest[end + 1..];
         }
-        self.current = self.current.saturating_add(rest.len());
-        self.current <= self.limit
+        if current.saturating_add(rest.len()) > self.limit {
+            return None;
+        }
+        let finished = bytes.len() - rest.len();
+        if finished == 0 {
+            self.unfinished.extend_from_slice(bytes);
+            return Some(Vec::new());
+        }
+        let mut lines = std::mem::take(&mut self.unfinished);
+        lines.extend_from_slice(&bytes[..finished]);
+        self.unfinished.extend_from_slice(rest);
+        Some(lines)
     }
 }
 
@@ -391,19 +407,16 @@ impl LlmClient for OpenAiClient {
         };
         let limit = profile.max_reply_bytes;
         let mut streamed = 0usize;
-        let mut line = LineLength { current: 0, limit: profile.max_line_bytes };
+        let mut lines = WholeLines { unfinished: Vec::new(), limit: profile.max_line_bytes };
         // Counted before the SSE parser buffers anything: one endless line
         // is over the cap as surely as many chunks.
         let capped = response.bytes_stream().map(move |bytes| {
             let bytes = bytes.map_err(Received::Broken)?;
             streamed = streamed.saturating_add(bytes.len());
             if streamed > limit {
-                Err(Received::OverCap)
-            } else if !line.within(&bytes) {
-                Err(Received::LineTooLong)
-            } else {
-                Ok(bytes)
+                return Err(Received::OverCap);
             }
+            lines.push(&bytes).ok_or(Received::LineTooLong)
         });
         let mut events = capped.eventsource();
         let mut assembler = Assembler::new(profile.max_call_argument_bytes, profile.max_calls_per_reply);
@@ -456,6 +469,18 @@ impl LlmClient for OpenAiClient {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lines_are_handed_on_whole_and_a_long_one_is_refused_at_its_limit() {
+        let mut lines = super::WholeLines { unfinished: Vec::new(), limit: 10 };
+        assert_eq!(lines.push(b"data: ab"), Some(Vec::new()), "held until its end");
+        assert_eq!(lines.push(b"c\n\ndata: x"), Some(b"data: abc\n\n".to_vec()));
+        assert_eq!(lines.push(b"y\r\n"), Some(b"data: xy\r\n".to_vec()));
+        assert_eq!(lines.push(b"0123456789"), Some(Vec::new()), "at the limit");
+        assert_eq!(lines.push(b"x"), None, "past it, before its end came");
+        let mut lines = super::WholeLines { unfinished: Vec::new(), limit: 4 };
+        assert_eq!(lines.push(b"ok\n12345\n"), None, "a finished line past the limit");
+    }
+
     #[test]
     fn secrets_never_show_in_debug_output() {
         // A variable every process has stands in for the key's.

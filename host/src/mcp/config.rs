@@ -12,7 +12,10 @@
 //! allowed_hosts = ["mcp.internal"]   # Host headers accepted over HTTP besides localhost, 127.0.0.1 and ::1
 //! allowed_origins = ["https://app.example.com"]   # browser origins accepted over HTTP besides loopback pages (default: none)
 //! max_sessions = 256                 # HTTP sessions kept at once; a new one past it is refused
-//! approval_timeout_ms = 300000       # a question the client's user leaves unanswered this long denies the call, and is withdrawn (default: 5 minutes)
+//! approval_timeout_ms = 300000       # a question the client's user leaves unanswered this long denies the call, and is withdrawn (default: 5 minutes); a 2026-07-28 client's answer must come back within it
+//! max_calls = 64                     # calls running or waiting for a person at once, in all; one past it is refused with a tool error
+//! max_calls_per_client = 16          # the same, per client (a session, stdio, or over stateless HTTP an address)
+//! max_request_kib = 1024             # the largest HTTP request body; past it, 413
 //! ```
 
 use super::sessions::DEFAULT_MAX_SESSIONS;
@@ -33,6 +36,16 @@ pub const DEFAULT_MCP_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 const MAX_APPROVAL_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// The most `[mcp] max_sessions` may be.
 const MAX_SESSIONS_LIMIT: usize = 100_000;
+/// Calls in flight at once by default, in all.
+pub const DEFAULT_MAX_CALLS: usize = 64;
+/// Calls in flight at once by default, per client.
+pub const DEFAULT_MAX_CALLS_PER_CLIENT: usize = 16;
+/// The most `[mcp] max_calls` (and `max_calls_per_client`) may be.
+const MAX_CALLS_LIMIT: usize = 10_000;
+/// The largest HTTP request body by default.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
+/// The most `[mcp] max_request_kib` may be: 64 MiB.
+const MAX_REQUEST_KIB_LIMIT: u64 = 64 << 10;
 /// The Host names an HTTP server accepts by default: loopback only, so a
 /// web page cannot reach it through DNS rebinding.
 pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
@@ -64,7 +77,18 @@ pub struct McpConfig {
     pub max_sessions: usize,
     /// How long a question to the client's user (elicitation) waits for
     /// an answer; past it the call is denied and the question withdrawn.
+    /// A 2026-07-28 client's retry with the answer must come within it:
+    /// its resume token expires then.
     pub approval_timeout: Duration,
+    /// Calls running or waiting for a person at once, in all
+    /// ([`DEFAULT_MAX_CALLS`]); one past it is refused with a tool error
+    /// naming the key.
+    pub max_calls: usize,
+    /// The same per client ([`DEFAULT_MAX_CALLS_PER_CLIENT`]): per session
+    /// (or stdio connection), or per address for requests without one.
+    pub max_calls_per_client: usize,
+    /// The largest HTTP request body, in bytes ([`DEFAULT_MAX_REQUEST_BYTES`]).
+    pub max_request_bytes: usize,
 }
 
 impl Default for McpConfig {
@@ -78,6 +102,9 @@ impl Default for McpConfig {
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             approval_timeout: DEFAULT_MCP_APPROVAL_TIMEOUT,
+            max_calls: DEFAULT_MAX_CALLS,
+            max_calls_per_client: DEFAULT_MAX_CALLS_PER_CLIENT,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 }
@@ -116,6 +143,9 @@ pub(crate) struct McpSection {
     allowed_origins: Vec<String>,
     max_sessions: Option<usize>,
     approval_timeout_ms: Option<u64>,
+    max_calls: Option<u64>,
+    max_calls_per_client: Option<u64>,
+    max_request_kib: Option<u64>,
 }
 
 impl McpSection {
@@ -164,9 +194,26 @@ impl McpSection {
             Some(ms) => Duration::from_millis(in_range(path, "mcp.approval_timeout_ms", ms, 1..=MAX_APPROVAL_TIMEOUT_MS)?),
             None => DEFAULT_MCP_APPROVAL_TIMEOUT,
         };
+        let max_calls =
+            in_range(path, "mcp.max_calls", self.max_calls.unwrap_or(DEFAULT_MAX_CALLS as u64), 1..=MAX_CALLS_LIMIT as u64)?;
+        let max_calls_per_client = in_range(
+            path,
+            "mcp.max_calls_per_client",
+            self.max_calls_per_client.unwrap_or(DEFAULT_MAX_CALLS_PER_CLIENT as u64),
+            1..=MAX_CALLS_LIMIT as u64,
+        )?;
+        let max_request_kib = in_range(
+            path,
+            "mcp.max_request_kib",
+            self.max_request_kib.unwrap_or((DEFAULT_MAX_REQUEST_BYTES >> 10) as u64),
+            1..=MAX_REQUEST_KIB_LIMIT,
+        )?;
         Ok(McpConfig {
             approval_timeout,
             max_sessions,
+            max_calls: max_calls as usize,
+            max_calls_per_client: max_calls_per_client as usize,
+            max_request_bytes: (max_request_kib as usize) << 10,
             agent,
             agent_settings: unconfigured_agent(),
             filter,
@@ -202,5 +249,11 @@ mod tests {
         assert_eq!(resolve("approval_timeout_ms = 1500").unwrap().approval_timeout, Duration::from_millis(1500));
         let error = resolve("approval_timeout_ms = 0").unwrap_err().to_string();
         assert!(error.contains("mcp.approval_timeout_ms = 0 is out of range"), "{error}");
+        let bounded = resolve("max_calls = 8\nmax_calls_per_client = 2\nmax_request_kib = 64").unwrap();
+        assert_eq!((bounded.max_calls, bounded.max_calls_per_client, bounded.max_request_bytes), (8, 2, 64 << 10));
+        for (key, value) in [("max_calls", "0"), ("max_calls_per_client", "100000"), ("max_request_kib", "0")] {
+            let error = resolve(&format!("{key} = {value}")).unwrap_err().to_string();
+            assert!(error.contains(&format!("mcp.{key} = {value} is out of range")), "{error}");
+        }
     }
 }

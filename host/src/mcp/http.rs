@@ -3,6 +3,7 @@
 //! only unless more are allowed (DNS-rebinding protection); an optional
 //! bearer token.
 
+use super::bounds;
 use super::session::Session;
 use super::sessions::{BoundedSessions, session_idle_limit};
 use super::{LOOPBACK_HOSTS, McpError, McpServer};
@@ -54,6 +55,7 @@ impl McpServer {
         let config = &self.shared.config;
         let hosts = LOOPBACK_HOSTS.iter().map(|host| host.to_string()).chain(config.allowed_hosts.iter().cloned());
         let http = StreamableHttpServerConfig::default()
+            .with_max_request_body_bytes(config.max_request_bytes)
             .with_allowed_hosts(hosts.chain(options.allowed_hosts.iter().cloned()))
             .with_legacy_session_mode(!options.stateless)
             .with_json_response(options.stateless)
@@ -82,7 +84,12 @@ impl McpServer {
         };
         // rmcp answers a session's DELETE with 202; clients (the official
         // Python one among them) take only 200 or 204 for "closed".
-        let router = router.layer(axum::middleware::from_fn(closed_is_no_content));
+        let router = router.layer(axum::middleware::from_fn(closed_is_no_content)).layer(axum::middleware::from_fn(watch_client));
+        // Inside the token check: a client without it is not read at all.
+        let max_bytes = config.max_request_bytes;
+        let router = router.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+            bounds::bound_request(max_bytes, request, next)
+        }));
         match &options.token {
             Some(token) => {
                 let expected = Arc::new(Sha256::digest(token.as_bytes()));
@@ -109,10 +116,36 @@ impl McpServer {
     ) -> Result<(), McpError> {
         let notifier = self.notify_tool_changes(shutdown.clone());
         let router = self.http_router(options, &shutdown);
-        let served = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+        // With each connection's address: stateless requests count against
+        // `[mcp] max_calls_per_client` by it.
+        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let served = axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await;
         notifier.abort();
         Ok(served?)
     }
+}
+
+/// Cancelled when the response to the request that carries it is dropped
+/// unfinished: the client closed the connection (or, its call done, the
+/// response was sent, when it no longer matters).
+#[derive(Clone)]
+pub(super) struct ClientGone(pub(super) CancellationToken);
+
+/// Give each request a [`ClientGone`], cancelled when its response body
+/// is dropped: a call whose client vanished without a cancel is then
+/// cancelled, and its questions withdrawn from every approver.
+async fn watch_client(mut request: Request, next: Next) -> Response {
+    let gone = CancellationToken::new();
+    request.extensions_mut().insert(ClientGone(gone.clone()));
+    let response = next.run(request).await;
+    let guard = gone.drop_guard();
+    response.map(|body| {
+        let stream = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+            let _held = &guard;
+            chunk
+        });
+        axum::body::Body::from_stream(stream)
+    })
 }
 
 /// A session closed by `DELETE` is `204 No Content`.

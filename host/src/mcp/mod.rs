@@ -9,7 +9,14 @@
 //!   approved — asking the client's user through elicitation where the
 //!   client supports it, else by `[mcp] unattended` — and run in a fresh
 //!   sandboxed instance; a limit hit is an `isError` result naming it. A
-//!   client's `notifications/cancelled` cancels the call;
+//!   client's `notifications/cancelled` cancels the call, as does, over
+//!   HTTP, its connection closing;
+//! - both eras on one endpoint: the handshake era (`initialize`, sessions,
+//!   elicitation requests) and 2026-07-28 (`server/discover`, per-request
+//!   `_meta`, no sessions, approvals as `input_required` results that any
+//!   replica with the same key can finish, `subscriptions/listen`);
+//! - calls in flight are bounded in all and per client (`[mcp] max_calls`,
+//!   `max_calls_per_client`), HTTP requests in bytes and JSON values;
 //! - when the registry reloads, every connected client gets
 //!   `notifications/tools/list_changed`.
 //!
@@ -30,6 +37,7 @@
 //! ```
 
 mod approver;
+mod bounds;
 mod config;
 mod http;
 mod questions;
@@ -38,8 +46,12 @@ mod session;
 mod sessions;
 mod tools;
 
+pub use bounds::{MAX_INITIALIZE_BYTES, MAX_REQUEST_VALUES};
 pub(crate) use config::McpSection;
-pub use config::{DEFAULT_MCP_AGENT, DEFAULT_MCP_APPROVAL_TIMEOUT, LOOPBACK_HOSTS, McpConfig};
+pub use config::{
+    DEFAULT_MAX_CALLS, DEFAULT_MAX_CALLS_PER_CLIENT, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MCP_AGENT, DEFAULT_MCP_APPROVAL_TIMEOUT,
+    LOOPBACK_HOSTS, McpConfig,
+};
 pub use http::HttpOptions;
 pub use sessions::DEFAULT_MAX_SESSIONS;
 
@@ -70,6 +82,8 @@ pub(crate) struct Shared {
     /// Who approves a client's calls, given the client's name, instead of
     /// its user through elicitation (a console, say).
     approver_for: Option<ApproverFor>,
+    /// The calls in flight, bounded in all and per client.
+    in_flight: Arc<bounds::InFlight>,
 }
 
 /// An approver for the calls of one MCP client, given the client's name.
@@ -120,7 +134,8 @@ impl McpServer {
     fn build(pipeline: Pipeline, config: McpConfig, approver_for: Option<ApproverFor>) -> Self {
         let agent = config.agent_settings.clone();
         let turn = Turn { filter: Some(Arc::new(config.filter.clone())), ..Turn::for_agent(config.agent.clone(), agent) };
-        let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()), approver_for };
+        let in_flight = Arc::new(bounds::InFlight::new(&config));
+        let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()), approver_for, in_flight };
         McpServer { shared: Arc::new(shared) }
     }
 

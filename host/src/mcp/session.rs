@@ -3,6 +3,8 @@
 
 use super::Shared;
 use super::approver::ClientApprover;
+use super::bounds::Busy;
+use super::http::ClientGone;
 use super::resumable::{self, Round};
 use super::tools::{call_result, mcp_tool};
 use crate::approval::Approver;
@@ -10,13 +12,14 @@ use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
 use crate::vcp_node::UnattendedApprover;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, SubscriptionFilter, ToolsCapability,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, SubscriptionFilter, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// What the server tells a client about itself.
 const INSTRUCTIONS: &str = "Tools run by toolhost, each call in a fresh WebAssembly sandbox with fuel, time and memory \
@@ -129,12 +132,23 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let _place = match self.shared.in_flight.enter(&client_key(&context)) {
+            Ok(place) => place,
+            Err(Busy(why)) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),
+        };
         let id = format!("mcp-{}", context.id);
         let mut turn = self.shared.turn.clone();
-        // A `notifications/cancelled` for this request (or, over HTTP, the
-        // client going away) cancels the call, whether it waits for
-        // approval or runs.
-        turn.cancel = context.ct.clone();
+        // A `notifications/cancelled` for this request, or over HTTP its
+        // connection closing, cancels the call, whether it waits for
+        // approval (every approver's question is withdrawn) or runs.
+        turn.cancel = context.ct.child_token();
+        let _gone = client_gone(&context).map(|gone| {
+            let cancel = turn.cancel.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                gone.cancelled().await;
+                cancel.cancel();
+            }))
+        });
         let modern = context.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         let answers_forms = context
             .client_capabilities()
@@ -167,6 +181,34 @@ impl ServerHandler for Session {
             return Err(ErrorData::invalid_params(outcome.output.clone(), None));
         }
         Ok(call_result(outcome).into())
+    }
+}
+
+/// Whom a call counts against for `[mcp] max_calls_per_client`: its
+/// session, else (stateless HTTP) its address, else (stdio) the one client.
+fn client_key(context: &RequestContext<RoleServer>) -> String {
+    let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else { return "stdio".to_owned() };
+    if let Some(session) = parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()) {
+        return format!("session {session}");
+    }
+    match parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>() {
+        Some(axum::extract::ConnectInfo(address)) => format!("address {}", address.ip()),
+        None => "http".to_owned(),
+    }
+}
+
+/// Cancelled when the HTTP connection that carried the call closes.
+fn client_gone(context: &RequestContext<RoleServer>) -> Option<CancellationToken> {
+    let parts = context.extensions.get::<axum::http::request::Parts>()?;
+    parts.extensions.get::<ClientGone>().map(|gone| gone.0.clone())
+}
+
+/// A task stopped when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

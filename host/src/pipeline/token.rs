@@ -30,7 +30,7 @@ struct SealedTurn {
 enum SealedSlot {
     Done { outcome: ToolOutcome },
     Pending { call: SealedCall, decided: Option<Assessment> },
-    Held { call: SealedCall, decided: Option<Assessment>, outcome: ToolOutcome },
+    Held { call: Box<SealedCall>, decided: Option<Assessment>, outcome: ToolOutcome },
 }
 
 /// A checked call: the call, its arguments coerced, and the identity of
@@ -95,6 +95,16 @@ impl SealedCall {
     }
 }
 
+/// What a token is bound to: the door's `binding` and the turn's agent,
+/// so a token of another agent is refused before it is spent.
+fn bound(agent: &str, binding: &[u8]) -> Vec<u8> {
+    let mut bound = Vec::with_capacity(agent.len() + 1 + binding.len());
+    bound.extend_from_slice(agent.as_bytes());
+    bound.push(0);
+    bound.extend_from_slice(binding);
+    bound
+}
+
 impl Pipeline {
     /// `paused` as a resume token, bound to `binding` (what the door's
     /// request was: a retry must present the same) and valid for
@@ -117,7 +127,9 @@ impl Pipeline {
                     SealedSlot::Done { outcome }
                 }
                 Slot::Pending { call, decided } => SealedSlot::Pending { call: SealedCall::of(&call), decided },
-                Slot::Held { call, decided, outcome } => SealedSlot::Held { call: SealedCall::of(&call), decided, outcome },
+                Slot::Held { call, decided, outcome } => {
+                    SealedSlot::Held { call: Box::new(SealedCall::of(&call)), decided, outcome }
+                }
                 Slot::Running => unreachable!("nothing runs while a turn waits"),
             })
             .collect();
@@ -127,8 +139,9 @@ impl Pipeline {
             }
             Question::Results { indices, .. } => SealedQuestion::Results { indices },
         };
+        let binding = bound(&agent, binding);
         let payload = serde_json::to_vec(&SealedTurn { agent, slots: sealed_slots, question }).expect("a turn serializes");
-        let token = self.approvals.resume_seal().seal(&payload, binding, lifetime)?;
+        let token = self.approvals.resume_seal().seal(&payload, &binding, lifetime)?;
         for audit in &audits {
             self.approvals.audit(audit);
         }
@@ -145,16 +158,24 @@ impl Pipeline {
     ///
     /// A [`ResumeError`] saying which of those failed.
     pub async fn unseal(&self, turn: &Turn, token: &str, binding: &[u8]) -> Result<PausedTurn, ResumeError> {
-        // The ledger is a locked file: opened on a blocking thread.
-        let seal = self.approvals.resume_seal().clone();
-        let (token, binding) = (token.to_owned(), binding.to_vec());
-        let opened = match tokio::task::spawn_blocking(move || seal.open(&token, &binding)).await {
-            Ok(opened) => opened?,
+        let opened = self.approvals.resume_seal().open(token, &bound(turn.agent_name(), binding))?;
+        let paused = self.rebuild(turn, &opened.payload)?;
+        // Spent only once it is known to be good here: a token refused for
+        // this process's components may still resume on another replica.
+        // The ledger is a locked file: written on a blocking thread.
+        match tokio::task::spawn_blocking(move || opened.spend()).await {
+            Ok(spent) => spent?,
             Err(join) => std::panic::resume_unwind(join.into_panic()),
-        };
-        let sealed: SealedTurn =
-            serde_json::from_slice(&opened).map_err(|_| ResumeError::Malformed("its turn is of another format"))?;
+        }
+        Ok(paused)
+    }
+
+    /// The paused turn `payload` describes, its calls bound to this
+    /// process's components.
+    fn rebuild(&self, turn: &Turn, payload: &[u8]) -> Result<PausedTurn, ResumeError> {
         let agent = turn.agent_name();
+        let sealed: SealedTurn =
+            serde_json::from_slice(payload).map_err(|_| ResumeError::Malformed("its turn is of another format"))?;
         if sealed.agent != agent {
             return Err(ResumeError::Mismatched(format!("it is a turn of agent `{}`, not `{agent}`", sealed.agent)));
         }

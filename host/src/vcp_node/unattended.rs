@@ -11,9 +11,10 @@ use crate::printable::printable;
 /// Decides the calls that need approval when no person is attached to the
 /// node, by the tool's level as `[vcp.unattended]` says (deny by default).
 /// A call asked for by an `ask` rule or `require_confirmation` wants a
-/// person and is denied; a result that needs approval is rejected, as
-/// [`DenyAll`] does. Every denial says what needed approval, why, and which
-/// setting would let it run.
+/// person and is denied. A result that needs approval is rejected, as
+/// [`DenyAll`] does, on a node; for MCP, `[mcp] unattended` decides results
+/// too (`allow` passes them: nobody was there to see them). Every denial
+/// says what needed approval, why, and which setting would let it run.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnattendedApprover {
     policy: Unattended,
@@ -62,7 +63,8 @@ impl UnattendedApprover {
             Door::VcpNode => ("no person is attached to this node", "run the node from a terminal to be asked"),
             Door::Mcp => (
                 "the MCP client cannot ask its user (it does not support elicitation, or the server is stateless)",
-                "use a client that supports elicitation to be asked",
+                "use a client that supports elicitation to be asked, or start the server with --console to approve \
+                 its calls in a browser",
             ),
         };
         let needs = format!(
@@ -100,7 +102,21 @@ impl Approver for UnattendedApprover {
     }
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
-        DenyAll.approve_result(outcome, tool).await
+        let Door::Mcp = self.door else { return DenyAll.approve_result(outcome, tool).await };
+        // One setting for both levels, so either says.
+        match self.policy.sensitive {
+            UnattendedAction::Allow => ResultDecision::Pass,
+            UnattendedAction::Deny => ResultDecision::Reject {
+                reason: Some(format!(
+                    "`{}` (plugin {}) asks that a person see its result before it goes on, and the MCP client cannot \
+                     ask its user (it does not support elicitation, or the server is stateless) ([mcp] unattended = \
+                     \"deny\"). To pass such results unattended, set [mcp] unattended = \"allow\"; or use a client \
+                     that supports elicitation, or start the server with --console to approve them in a browser.",
+                    printable(&tool.name),
+                    printable(&tool.plugin)
+                )),
+            },
+        }
     }
 
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
@@ -147,5 +163,25 @@ mod tests {
         assert!(matches!(answers[2].decision, CallDecision::Deny { .. }), "an ask rule wants a person");
         let by_default = UnattendedApprover::default().answer_calls(&calls[..1]).await;
         assert!(matches!(by_default[0].decision, CallDecision::Deny { .. }), "moderate is denied by default");
+    }
+
+    #[tokio::test]
+    async fn mcp_unattended_decides_results_too_and_a_denial_names_the_console() {
+        let mut spec = ToolSpec::new("secret", "vault", "");
+        spec.result_approval = true;
+        let outcome = ToolOutcome::without_running("r1", "secret", crate::Status::Success, "s3cret".into());
+        let allowing = UnattendedApprover::for_mcp(UnattendedAction::Allow);
+        assert_eq!(allowing.approve_result(&outcome, &spec).await, ResultDecision::Pass);
+        let denying = UnattendedApprover::for_mcp(UnattendedAction::Deny);
+        let ResultDecision::Reject { reason: Some(reason) } = denying.approve_result(&outcome, &spec).await else {
+            panic!("rejected")
+        };
+        assert!(reason.contains("[mcp] unattended = \"deny\"") && reason.contains("--console"), "{reason}");
+        assert!(!reason.contains("s3cret"), "{reason}");
+        let answers = denying.answer_calls(&[pending(AskReason::Sensitive)]).await;
+        let CallDecision::Deny { reason: Some(reason) } = &answers[0].decision else { panic!("{answers:?}") };
+        assert!(reason.contains("--console"), "{reason}");
+        let node = UnattendedApprover::new(Unattended { moderate: UnattendedAction::Allow, sensitive: UnattendedAction::Allow });
+        assert!(matches!(node.approve_result(&outcome, &spec).await, ResultDecision::Reject { .. }), "a node keeps results");
     }
 }
