@@ -743,3 +743,84 @@ async fn a_call_from_the_official_mcp_client_waits_for_approval_in_the_page() {
     assert_eq!(seen["result"]["is_error"], false, "{seen}");
     assert_eq!(std::fs::read_to_string(dir.path().join("ws/note.txt")).unwrap(), "approved over MCP");
 }
+
+/// A raw POST of `body` to the MCP server at `authority` with `headers`,
+/// its response left unread: the connection stays open until the stream is
+/// dropped, as a client that vanishes leaves it.
+fn open_post(authority: &str, headers: &[(&str, &str)], body: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    stream
+}
+
+/// The head of the response on `stream`, up to its blank line.
+fn response_head(stream: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_http_client_vanishes_is_withdrawn_from_the_desk_in_both_eras() {
+    let dir = workspace();
+    let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
+    let running = Running::start(dir.path(), &args, Some("serving MCP at"));
+    let line = running.line_with("serving MCP at");
+    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+    let api = Api::of(&running);
+    let write = |path: &str, meta: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"{path}","content":"x"}}{meta}}}}}"#
+        )
+    };
+
+    // The handshake era: a session, then a call on a connection the
+    // client drops while the call waits at the desk.
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"vanishing","version":"1"}}}"#;
+    let mut opened = open_post(&authority, &[], initialize);
+    let head = response_head(&mut opened);
+    let session = head
+        .lines()
+        .find_map(|line| line.split_once(':').filter(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id")))
+        .map(|(_, id)| id.trim().to_owned())
+        .unwrap_or_else(|| panic!("a session: {head}"));
+    drop(opened);
+    let with_session = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    drop(open_post(&authority, &with_session, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#));
+    // And the 2026-07-28 revision: no session, everything in `_meta`.
+    let modern_meta = r#","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"vanishing","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let modern = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "write_file")];
+    for (era, headers, body) in
+        [("handshake", &with_session[..], write("legacy.txt", "")), ("2026-07-28", &modern[..], write("modern.txt", modern_meta))]
+    {
+        let call = open_post(&authority, headers, &body);
+        let waiting = api.pending().await;
+        assert_eq!(waiting["calls"][0]["tool"], "write_file", "{era}: {waiting}");
+        drop(call);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !api.get("/api/pending").await["pending"].as_array().unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "{era}: the question of a vanished client stayed at the desk");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (status, _) = api.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
+        assert_ne!(status, 200, "{era}: a withdrawn question cannot be approved");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!dir.path().join("ws/legacy.txt").exists() && !dir.path().join("ws/modern.txt").exists(), "nothing ran");
+}

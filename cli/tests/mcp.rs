@@ -34,8 +34,14 @@ fn toolhost_mcp(cwd: &Path, args: &[&str]) -> Command {
 /// Run the client script's `scenario` against `server` (`--stdio CMD…`
 /// or `--http URL …`) from `cwd`, and read what it printed.
 fn client(cwd: &Path, scenario: &[&str], server: &[String]) -> Value {
+    client_as("session", cwd, scenario, server)
+}
+
+/// [`client`] with the SDK's `Client` in `mode` (`legacy`, `auto` or
+/// `2026-07-28`), or `session` for a `ClientSession` after the handshake.
+fn client_as(mode: &str, cwd: &Path, scenario: &[&str], server: &[String]) -> Value {
     let mut command = Command::new(support::mcp_python());
-    command.current_dir(cwd).arg(support::mcp_client_script());
+    command.current_dir(cwd).arg(support::mcp_client_script()).args(["--mode", mode]);
     // `--stdio CMD ARG…` takes the rest of the line.
     let (stdio, http) = if server.first().is_some_and(|s| s == "--stdio") { (true, false) } else { (false, true) };
     if http {
@@ -371,8 +377,6 @@ fn free_port() -> u16 {
 
 #[test]
 fn stateless_replicas_behind_nginx_share_one_url() {
-    let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.exists());
-    let nginx = nginx.expect("nginx is missing; run `cargo xtask mcp-clients` (or `cargo xtask test`)");
     // Two replicas, each with its own audit log, to count what each served.
     let replicas: Vec<(tempfile::TempDir, HttpServer)> = (0..2)
         .map(|_| {
@@ -381,66 +385,41 @@ fn stateless_replicas_behind_nginx_share_one_url() {
             (dir, server)
         })
         .collect();
-    let balancer = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let upstreams: String = replicas.iter().map(|(_, server)| format!("server {};\n", server.authority())).collect();
-    let conf = format!(
-        "daemon off;\nmaster_process off;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log;\nevents {{}}\n\
-         http {{\n access_log off;\n client_body_temp_path {dir}/body;\n proxy_temp_path {dir}/proxy;\n\
-         upstream mcp {{\n{upstreams}}}\n\
-         server {{\n listen 127.0.0.1:{port};\n location /mcp {{\n proxy_pass http://mcp;\n proxy_http_version 1.1;\n\
-         proxy_set_header Host $http_host;\n proxy_set_header Connection \"\";\n proxy_buffering off;\n }}\n }}\n}}\n",
-        dir = balancer.path().display()
-    );
-    std::fs::write(balancer.path().join("nginx.conf"), conf).unwrap();
-    let mut nginx = Command::new(nginx)
-        .args(["-p"])
-        .arg(balancer.path())
-        .arg("-c")
-        .arg(balancer.path().join("nginx.conf"))
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nginx starts");
-    let up = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up, "nginx listens on {port}");
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let seen = client(balancer.path(), &["concurrent", "--clients", "4", "--calls", "50"], &["--http".into(), url]);
-    let _ = nginx.kill();
-    let _ = nginx.wait();
+    let balancer = Balancer::start(&[replicas[0].1.authority(), replicas[1].1.authority()]);
+    let seen =
+        client(balancer.dir.path(), &["concurrent", "--clients", "4", "--calls", "50"], &["--http".into(), balancer.url()]);
+    drop(balancer);
     assert_eq!(
         (seen["mismatched"].as_u64(), seen["failed"].as_u64(), seen["clients"].as_u64()),
         (Some(0), Some(0), Some(4)),
         "{seen}"
     );
-    let served: Vec<usize> = replicas
-        .iter()
-        .map(|(dir, _)| {
-            let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap_or_default();
-            audit.lines().filter(|line| line.contains("\"calculate\"")).count()
-        })
-        .collect();
+    let served: Vec<usize> = replicas.iter().map(|(dir, _)| audited(dir.path(), "calculate").len()).collect();
     assert_eq!(served.iter().sum::<usize>(), 200, "every call was served once: {served:?}");
     assert!(served.iter().all(|&n| n > 0), "both replicas served some: {served:?}");
 }
 
-#[test]
-fn the_official_conformance_suite_passes_but_for_its_baseline() {
+/// Run the official conformance suite installed in `node` (a folder of
+/// `target/toolchains/mcp/`) against a `toolhost mcp --http` serving the
+/// fixture plugins, with `args` and the expected failures in `baseline`
+/// (a file of `tests/mcp/`); what it printed, once it passed. `None` when
+/// Node 22 could not be installed (the skip is reported).
+fn conformance(node: &str, args: &[&str], baseline: &str) -> Option<String> {
     let skipped = toolchains().join("conformance.skipped");
     if let Ok(reason) = std::fs::read_to_string(&skipped) {
         support::skip("Node 22, for the MCP conformance suite", &reason);
-        return;
+        return None;
     }
-    let bin = toolchains().join("node/node_modules/.bin");
+    let bin = toolchains().join(node).join("node_modules/.bin");
     assert!(bin.join("conformance").exists(), "{} is missing; run `cargo xtask mcp-clients`", bin.display());
     let dir = tempfile::tempdir().unwrap();
     let server = HttpServer::start(dir.path(), &["--plugins", support::plugins("testing").to_str().unwrap()], &[]);
-    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/conformance-baseline.yml");
+    let baseline = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp").join(baseline);
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let output = Command::new(bin.join("conformance"))
-        .args(["server", "--url", &server.url, "--expected-failures"])
+        .args(["server", "--url", &server.url])
+        .args(args)
+        .arg("--expected-failures")
         .arg(&baseline)
         .env("PATH", path)
         .current_dir(dir.path())
@@ -448,8 +427,377 @@ fn the_official_conformance_suite_passes_but_for_its_baseline() {
         .expect("the conformance suite runs");
     let stdout = text(&output.stdout);
     assert!(output.status.success(), "conformance failed:\n{stdout}\n{}", text(&output.stderr));
+    Some(stdout)
+}
+
+#[test]
+fn the_official_conformance_suite_passes_but_for_its_baseline() {
+    let Some(stdout) = conformance("node", &[], "conformance-baseline.yml") else { return };
     for scenario in ["server-initialize", "tools-list", "tools-call-simple-text", "tools-call-error", "dns-rebinding-protection"]
     {
         assert!(stdout.contains(&format!("✓ {scenario}:")), "{scenario} passed:\n{stdout}");
+    }
+}
+
+#[test]
+fn the_official_conformance_suites_2026_requirements_pass_but_for_their_baseline() {
+    let args = ["--requirements", MODERN];
+    let Some(stdout) = conformance("node-2026", &args, "conformance-2026-baseline.yml") else { return };
+    for scenario in [
+        "tools-list",
+        "tools-call-simple-text",
+        "tools-call-error",
+        "dns-rebinding-protection",
+        "input-required-result-request-state",
+        "input-required-result-result-type",
+        "input-required-result-tampered-state",
+        "input-required-result-validate-input",
+        "input-required-result-unsupported-methods",
+    ] {
+        assert!(stdout.contains(&format!("✓ {scenario}:")), "{scenario} passed:\n{stdout}");
+    }
+}
+
+/// The 2026-07-28 revision beside the handshake era, on one endpoint.
+const MODERN: &str = "2026-07-28";
+
+#[test]
+fn a_2026_client_lists_calls_and_answers_approvals_through_input_required_over_stdio() {
+    let dir = workspace();
+    let note = dir.path().join("ws/note.txt");
+    for mode in [MODERN, "auto"] {
+        let seen = client_as(mode, dir.path(), &["basics"], &over_stdio(&[]));
+        assert_basics(&seen);
+        let denied = client_as(mode, dir.path(), &["approve", "--answer", "deny"], &over_stdio(&[]));
+        assert_eq!(denied["version"], MODERN, "{mode} speaks 2026-07-28 with toolhost: {denied}");
+        assert_eq!(denied["asked"].as_array().unwrap().len(), 1, "{denied}");
+        let question = denied["asked"][0]["message"].as_str().unwrap();
+        assert!(question.contains("Run `write_file` (plugin files, sensitive)?"), "{question}");
+        assert!(denied["asked"][0]["schema"]["properties"].get("always").is_none(), "a sensitive call is asked every time");
+        assert_eq!(denied["result"]["text"], "denied: the user denied it: not today");
+        let declined = client_as(mode, dir.path(), &["approve", "--answer", "decline"], &over_stdio(&[]));
+        assert_eq!(declined["result"]["text"], "denied: the user declined it in the MCP client");
+        assert!(!note.exists(), "nothing was written before the user approved");
+        let approved = client_as(mode, dir.path(), &["approve", "--answer", "approve"], &over_stdio(&[]));
+        assert_eq!(approved["result"]["is_error"], false, "{approved}");
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), "approved over MCP");
+        std::fs::remove_file(&note).unwrap();
+    }
+    // The SDK's Client forced to the handshake still gets its questions as
+    // elicitation requests.
+    let legacy = client_as("legacy", dir.path(), &["approve", "--answer", "approve"], &over_stdio(&[]));
+    assert_eq!(legacy["result"]["is_error"], false, "{legacy}");
+    assert_ne!(legacy["version"], MODERN, "{legacy}");
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    let writes = audit.lines().filter(|line| line.contains("\"write_file\"")).count();
+    // Per mode: basics' denial, then deny, decline, approve; and the legacy one.
+    assert_eq!(writes, 2 * 4 + 1, "every call audited once, where it ended: {audit}");
+}
+
+#[test]
+fn a_2026_client_is_asked_over_http_and_listens_for_the_tools_changing() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let url = || vec!["--http".to_owned(), server.url.clone()];
+    assert_basics(&client_as(MODERN, dir.path(), &["basics"], &url()));
+    let approved = client_as(MODERN, dir.path(), &["approve", "--answer", "approve"], &url());
+    assert_eq!(
+        (&approved["result"]["is_error"], &approved["version"]),
+        (&Value::Bool(false), &Value::from(MODERN)),
+        "{approved}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("ws/note.txt")).unwrap(), "approved over MCP");
+    // A handshake-era session on the same endpoint, at the same time.
+    assert_basics(&client(dir.path(), &["basics"], &url()));
+
+    let clock = support::plugins("examples").join("clock.wasm");
+    let plugins = dir.path().join("plugins");
+    let seen = client_as(
+        MODERN,
+        dir.path(),
+        &["listen", "--component", clock.to_str().unwrap(), "--into", plugins.to_str().unwrap()],
+        &over_stdio(&[]),
+    );
+    assert_eq!(seen["notified"], true, "subscriptions/listen told of the change: {seen}");
+    assert!(seen["after"].as_array().unwrap().contains(&Value::from("current_time")), "{seen}");
+}
+
+/// A directory for one of several replicas: the plugins, a workspace and
+/// an audit log of its own; the host key and the approvals memory (and so
+/// the ledger of used resume tokens) in `shared`, as replicas share them.
+fn replica_dir(shared: &Path) -> tempfile::TempDir {
+    let dir = workspace();
+    let policy = format!(
+        "cache_key = {key:?}\nplugin_dirs = [\"plugins\"]\n\
+         [plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = \"ws\", access = \"read-write\" }} }}\n\
+         [plugins.hostile]\nfile = \"hostile.wasm\"\n\
+         [approval]\naudit_log = \"audit.jsonl\"\nmemory_file = {memory:?}\n",
+        key = shared.join("host.key").display().to_string(),
+        memory = shared.join("approvals.json").display().to_string(),
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), policy).unwrap();
+    dir
+}
+
+/// Debian's nginx balancing round robin over `upstreams`, stopped when
+/// dropped.
+struct Balancer {
+    dir: tempfile::TempDir,
+    nginx: Child,
+    port: u16,
+}
+
+impl Balancer {
+    fn start(upstreams: &[&str]) -> Balancer {
+        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.exists());
+        let nginx = nginx.expect("nginx is missing; run `cargo xtask mcp-clients` (or `cargo xtask test`)");
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let upstreams: String = upstreams.iter().map(|authority| format!("server {authority};\n")).collect();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log;\nevents {{}}\n\
+             http {{\n access_log off;\n client_body_temp_path {dir}/body;\n proxy_temp_path {dir}/proxy;\n\
+             upstream mcp {{\n{upstreams}}}\n\
+             server {{\n listen 127.0.0.1:{port};\n location /mcp {{\n proxy_pass http://mcp;\n proxy_http_version 1.1;\n\
+             proxy_set_header Host $http_host;\n proxy_set_header Connection \"\";\n proxy_buffering off;\n }}\n }}\n}}\n",
+            dir = dir.path().display()
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let nginx = Command::new(nginx)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("nginx starts");
+        let up = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "nginx listens on {port}");
+        Balancer { dir, nginx, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.nginx.kill();
+        let _ = self.nginx.wait();
+    }
+}
+
+/// How many calls of `tool` the replica in `dir` audited, by whom.
+fn audited(dir: &Path, tool: &str) -> Vec<Value> {
+    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap_or_default();
+    audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["tool"] == tool).collect()
+}
+
+#[test]
+fn approvals_are_asked_on_one_stateless_replica_and_finished_on_another() {
+    let shared = tempfile::tempdir().unwrap();
+    let replicas: Vec<(tempfile::TempDir, HttpServer)> = (0..2)
+        .map(|_| {
+            let dir = replica_dir(shared.path());
+            let server = HttpServer::start(dir.path(), &["--stateless"], &[]);
+            (dir, server)
+        })
+        .collect();
+    let ((a_dir, a), (b_dir, b)) = (&replicas[0], &replicas[1]);
+    let resume = |tool: &str, arguments: &str, answer: &str, tamper: &str| {
+        let scenario = ["resume", "--first", &a.url, "--second", &b.url, "--tool", tool, "--arguments", arguments];
+        client_as(MODERN, shared.path(), &[&scenario[..], &["--answer", answer, "--tamper", tamper]].concat(), &[])
+    };
+
+    // Asked by A, answered, retried at B: B runs it, in its workspace.
+    let seen = resume("write_file", r#"{"path": "crossed.txt", "content": "approved on A, run on B"}"#, "approve", "replay");
+    assert_eq!(seen["first"]["input_required"], serde_json::json!(["approve-0"]), "{seen}");
+    assert_eq!(seen["second"]["is_error"], false, "{seen}");
+    assert_eq!(std::fs::read_to_string(b_dir.path().join("ws/crossed.txt")).unwrap(), "approved on A, run on B");
+    assert!(!a_dir.path().join("ws/crossed.txt").exists());
+    assert_eq!((audited(a_dir.path(), "write_file").len(), audited(b_dir.path(), "write_file").len()), (0, 1));
+    assert_eq!(audited(b_dir.path(), "write_file")[0]["by"], "person");
+    // The same retry again, at either replica: refused.
+    let replayed = seen["again"]["protocol_error"].as_str().unwrap_or_default();
+    assert!(replayed.contains("already used"), "{seen}");
+    assert_eq!(seen["again"]["code"], -32602, "{seen}");
+
+    // A decline is not run; an altered state or other arguments are refused.
+    let declined = resume("write_file", r#"{"path": "declined.txt", "content": "x"}"#, "decline", "none");
+    assert_eq!(declined["second"]["text"], "denied: the user declined it in the MCP client", "{declined}");
+    let tampered = resume("write_file", r#"{"path": "t.txt", "content": "x"}"#, "approve", "state");
+    assert!(tampered["second"]["protocol_error"].as_str().unwrap().contains("does not authenticate"), "{tampered}");
+    let other = resume("write_file", r#"{"path": "o.txt", "content": "x"}"#, "approve", "arguments");
+    assert!(other["second"]["protocol_error"].as_str().unwrap().contains("given for another request"), "{other}");
+    for file in ["declined.txt", "t.txt", "o.txt", "o.txt"] {
+        assert!(!a_dir.path().join("ws").join(file).exists() && !b_dir.path().join("ws").join(file).exists(), "{file}");
+    }
+
+    // "Allow always", answered through B, holds on A.
+    let always = resume("list_files", "{}", "always", "none");
+    assert_eq!(always["second"]["is_error"], false, "{always}");
+    std::thread::sleep(Duration::from_millis(1200));
+    let again = client_as(
+        MODERN,
+        shared.path(),
+        &["approve", "--answer", "deny", "--tool", "list_files", "--arguments", "{}"],
+        &["--http".into(), a.url.clone()],
+    );
+    assert_eq!((&again["asked"], &again["result"]["is_error"]), (&serde_json::json!([]), &Value::Bool(false)), "{again}");
+
+    // Through nginx, round robin: a 2026-07-28 client is asked and its
+    // approved call runs on whichever replica gets the retry; a
+    // handshake-era client lists and calls through the same URL.
+    let balancer = Balancer::start(&[a.authority(), b.authority()]);
+    let via = || vec!["--http".to_owned(), balancer.url()];
+    let approved = client_as(MODERN, balancer.dir.path(), &["approve", "--answer", "approve"], &via());
+    assert_eq!(approved["result"]["is_error"], false, "{approved}");
+    let wrote = [a_dir, b_dir].iter().filter(|dir| dir.path().join("ws/note.txt").exists()).count();
+    assert_eq!(wrote, 1, "the approved call ran once");
+    let denied = client_as(
+        MODERN,
+        balancer.dir.path(),
+        &["approve", "--answer", "deny", "--arguments", r#"{"path": "no.txt", "content": "x"}"#],
+        &via(),
+    );
+    assert_eq!(denied["result"]["text"], "denied: the user denied it: not today", "{denied}");
+    assert!(!a_dir.path().join("ws/no.txt").exists() && !b_dir.path().join("ws/no.txt").exists());
+    assert_basics(&client(balancer.dir.path(), &["basics"], &via()));
+}
+
+#[test]
+fn calls_past_the_in_flight_caps_are_refused_naming_the_key() {
+    let dir = workspace();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    for (section, key) in [("max_calls_per_client = 2", "[mcp] max_calls_per_client"), ("max_calls = 2", "[mcp] max_calls)")] {
+        std::fs::write(dir.path().join("toolhost.toml"), format!("{policy}[mcp]\n{section}\n")).unwrap();
+        let seen = client(dir.path(), &["at_once", "--calls", "4", "--ms", "1500"], &over_stdio(&[]));
+        let results = seen["results"].as_array().unwrap();
+        let refused: Vec<&Value> = results.iter().filter(|r| r["text"].as_str().is_some_and(|t| t.contains(key))).collect();
+        let ran = results.iter().filter(|r| r["is_error"] == false).count();
+        assert_eq!((ran, refused.len()), (2, 2), "two run, two are refused naming {key}: {seen}");
+        assert!(refused.iter().all(|r| r["is_error"] == true), "a tool error the model can read: {seen}");
+    }
+}
+
+/// The resident memory of process `pid`, in bytes.
+fn resident(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: usize =
+        status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap();
+    kib << 10
+}
+
+/// A raw POST of `body` to `server`: the status and what came back.
+fn post_body(server: &HttpServer, body: &[u8]) -> (u16, String) {
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        server.authority(),
+        body.len()
+    );
+    let mut stream = TcpStream::connect(server.authority()).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    let _ = stream.write_all(body);
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = text(&response);
+    (response.get(9..12).and_then(|status| status.parse().ok()).unwrap_or(0), response)
+}
+
+#[test]
+fn requests_are_bounded_in_bytes_and_values_and_sessions_hold_little() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let before = resident(server.child.id());
+    let initialize = |client: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"{client}","version":"1"}}}}}}"#
+        )
+    };
+    // The attack of the issue: 3.9 MiB initialize requests, five of them.
+    for _ in 0..5 {
+        let (status, said) = post_body(&server, initialize(&"x".repeat(3_900_000)).as_bytes());
+        assert_eq!(status, 413, "{}", &said[..said.len().min(300)]);
+        assert!(said.contains("[mcp] max_request_kib"), "{said}");
+    }
+    // Under the byte limit, but an initialize past its own.
+    let (status, said) = post_body(&server, initialize(&"x".repeat(100_000)).as_bytes());
+    assert_eq!(status, 413);
+    assert!(said.contains("an initialize request may be at most 16 KiB"), "{said}");
+    // Small in bytes, huge once parsed: 300 000 empty objects.
+    let objects = vec!["{}"; 300_000].join(",");
+    let call = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"calculate","arguments":{{"x":[{objects}]}}}}}}"#
+    );
+    let (status, said) = post_body(&server, call.as_bytes());
+    assert_eq!(status, 413);
+    assert!(said.contains("JSON values"), "{said}");
+    // Fifty sessions at the largest initialize allowed.
+    for index in 0..50 {
+        let (status, _) = post_body(&server, initialize(&format!("{index}{}", "y".repeat(15_000))).as_bytes());
+        assert_eq!(status, 200);
+    }
+    let grew = resident(server.child.id()).saturating_sub(before);
+    assert!(grew < 64 << 20, "the server grew {} MiB", grew >> 20);
+    // And it still serves.
+    assert_basics(&client(dir.path(), &["basics"], &["--http".into(), server.url.clone()]));
+}
+
+#[test]
+fn always_is_refused_where_the_question_did_not_offer_it_in_both_eras() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("ws/secret.txt"), "s").unwrap();
+    std::fs::write(dir.path().join("ws/plain.txt"), "p").unwrap();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    // An ask rule narrowed to some arguments of a moderate tool: remembering
+    // "always" there would let every other call of it run unasked.
+    let rule = "[[approval.rules]]\naction = \"ask\"\ntool = \"list_files\"\nargs = { path = \"secret*\" }\n";
+    std::fs::write(dir.path().join("toolhost.toml"), format!("{policy}{rule}")).unwrap();
+    for mode in ["session", MODERN] {
+        let args = ["approve", "--answer", "always", "--tool", "list_files", "--arguments", r#"{"path": "secret.txt"}"#];
+        let seen = client_as(mode, dir.path(), &args, &over_stdio(&[]));
+        assert!(seen["asked"][0]["schema"]["properties"].get("always").is_none(), "{mode}: not offered: {seen}");
+        let text = seen["result"]["text"].as_str().unwrap();
+        assert!(text.contains("which the question did not offer"), "{mode}: {seen}");
+        let remembered = std::fs::read_to_string(dir.path().join("approvals.json")).unwrap_or_default();
+        assert!(!remembered.contains("list_files"), "{mode}: nothing remembered: {remembered}");
+        // The tool's other calls still ask.
+        let plain = ["approve", "--answer", "deny", "--tool", "list_files", "--arguments", r#"{"path": "plain.txt"}"#];
+        let asked = client_as(mode, dir.path(), &plain, &over_stdio(&[]));
+        assert_eq!(asked["asked"].as_array().unwrap().len(), 1, "{mode}: {asked}");
+    }
+}
+
+#[test]
+fn unattended_decides_held_results_too_saying_what_would_let_them_pass() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("ws/a.txt"), "the contents").unwrap();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    let read = ["call_once", "--tool", "read_file", "--arguments", r#"{"path": "a.txt"}"#];
+    // With "deny", a rule lets the call run, so that its result is what waits.
+    let allow_the_call = "[[approval.rules]]\naction = \"allow\"\ntool = \"read_file\"\n";
+    for (unattended, mode, rule) in [("deny", "session", allow_the_call), ("allow", MODERN, "")] {
+        let section = format!("{policy}{rule}[mcp]\nunattended = \"{unattended}\"\n");
+        std::fs::write(dir.path().join("toolhost.toml"), section).unwrap();
+        let seen = client_as(mode, dir.path(), &read, &over_stdio(&[]));
+        let text = seen["result"]["text"].as_str().unwrap();
+        if unattended == "allow" {
+            assert_eq!((seen["result"]["is_error"].as_bool(), text), (Some(false), "the contents"), "{seen}");
+        } else {
+            assert!(
+                text.starts_with(
+                    "result-rejected: a person withheld the result: `read_file` (plugin files) asks that a person see its result"
+                ),
+                "{seen}"
+            );
+            assert!(text.contains("[mcp] unattended = \"deny\"") && text.contains("--console"), "{seen}");
+            assert!(!text.contains("the contents"), "{seen}");
+        }
     }
 }

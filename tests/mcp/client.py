@@ -116,7 +116,10 @@ async def basics(args):
 async def bogus_cursor(session):
     """The error a tools/list with a cursor the server never gave raises."""
     try:
-        await session.list_tools(params=types.PaginatedRequestParams(cursor="bogus"))
+        if isinstance(session, Client):
+            await session.list_tools(cursor="bogus")
+        else:
+            await session.list_tools(params=types.PaginatedRequestParams(cursor="bogus"))
         return {"error": None}
     except Exception as error:
         return {"error": str(error), "code": getattr(getattr(error, "error", None), "code", None)}
@@ -147,6 +150,21 @@ async def approve(args):
     async with connect(args, elicitation_callback=answering(args.answer, asked)) as session:
         result = await call(session, args.tool, arguments)
         print(json.dumps({"result": result, "asked": asked, "version": getattr(session, "protocol_version", None)}))
+
+
+async def call_once(args):
+    """Call `--tool` with `--arguments` from a client that cannot be asked
+    anything (no elicitation)."""
+    async with connect(args) as session:
+        print(json.dumps({"result": await call(session, args.tool, json.loads(args.arguments))}))
+
+
+async def at_once(args):
+    """`--calls` calls of `wait_ms` for `--ms` each, all at once, from one
+    client: what each returned."""
+    async with connect(args) as session:
+        results = await asyncio.gather(*(call(session, "wait_ms", {"ms": args.ms}) for _ in range(args.calls)))
+        print(json.dumps({"results": list(results)}))
 
 
 async def listen(args):
@@ -203,7 +221,7 @@ async def resume(args):
     await asyncio.sleep(args.wait)
     if args.tamper == "state":
         state = state[:-6] + ("AAAAAA" if not state.endswith("AAAAAA") else "BBBBBB")
-    other = dict(arguments, **json.loads(args.other)) if args.tamper == "arguments" else arguments
+    other = dict(arguments, **(json.loads(args.other) or {"tampered": True})) if args.tamper == "arguments" else arguments
     second = await once(args.second, arguments=other, input_responses=responses, request_state=state)
     seen["second"] = second if isinstance(second, dict) else shown(second)
     seen["asked"] = asked
@@ -359,6 +377,12 @@ def main():
     approving.add_argument("--answer", choices=["approve", "always", "deny", "decline"], required=True)
     approving.add_argument("--tool", default="write_file")
     approving.add_argument("--arguments")
+    once = sub.add_parser("call_once")
+    once.add_argument("--tool", required=True)
+    once.add_argument("--arguments", default="{}")
+    together = sub.add_parser("at_once")
+    together.add_argument("--calls", type=int, required=True)
+    together.add_argument("--ms", type=int, required=True)
     listening = sub.add_parser("listen")
     listening.add_argument("--component", required=True)
     listening.add_argument("--into", required=True)
@@ -397,7 +421,8 @@ def main():
         args = parser.parse_args(argv)
     if not args.stdio and not args.http and args.scenario != "resume":
         parser.error("give --stdio CMD… or --http URL")
-    asyncio.run(globals()[args.scenario](args))
+    scenario = {"call_once": call_once, "at_once": at_once}.get(args.scenario) or globals()[args.scenario]
+    asyncio.run(scenario(args))
 
 
 if __name__ == "__main__":
