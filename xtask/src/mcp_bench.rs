@@ -1,7 +1,9 @@
 //! The MCP benchmark: `tools/call` round trips of `calculate` with the
-//! official Python client, over stdio and streamable HTTP, against a bare
-//! JSON-RPC responder in the same harness, and against the fresh-instance
-//! figure of the runtime benchmark run just before.
+//! official Python client, over stdio in both eras (the `initialize`
+//! handshake, and 2026-07-28 with no handshake) and over streamable HTTP,
+//! against a bare JSON-RPC responder of the same era in the same harness,
+//! and against the fresh-instance figure of the runtime benchmark run just
+//! before.
 //!
 //! The client is most of a round trip: what `toolhost mcp` itself costs
 //! is its median less the bare responder's, measured in alternating rounds
@@ -26,12 +28,16 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
     let toolhost = root.join("target/release/toolhost");
     let examples = root.join("target/plugins/examples");
     let xtask = std::env::current_exe().context("finding the xtask binary")?;
-    let mut bare = Vec::new();
-    let mut stdio = Vec::new();
+    // (era, the client's mode): each era against its own bare responder.
+    let eras = [("handshake", "session"), ("2026-07-28", "2026-07-28")];
+    let (mut bare, mut stdio) = (vec![Vec::new(); eras.len()], vec![Vec::new(); eras.len()]);
     for _ in 0..ROUNDS {
-        bare.push(client(root, &["bench", "--calls", CALLS, "--stdio"], &[xtask.as_os_str(), "bare-mcp".as_ref()])?);
-        let server = [toolhost.as_os_str(), "--quiet".as_ref(), "--plugins".as_ref(), examples.as_os_str(), "mcp".as_ref()];
-        stdio.push(client(root, &["bench", "--calls", CALLS, "--stdio"], &server)?);
+        for (era, (_, mode)) in eras.iter().enumerate() {
+            let bench = ["--mode", mode, "bench", "--calls", CALLS, "--stdio"];
+            bare[era].push(client(root, &bench, &[xtask.as_os_str(), "bare-mcp".as_ref()])?);
+            let server = [toolhost.as_os_str(), "--quiet".as_ref(), "--plugins".as_ref(), examples.as_os_str(), "mcp".as_ref()];
+            stdio[era].push(client(root, &bench, &server)?);
+        }
     }
     let http = {
         let mut server = Command::new(&toolhost)
@@ -64,34 +70,33 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
         values.sort_by(f64::total_cmp);
         values[values.len() / 2]
     };
-    let mut costs: Vec<f64> =
-        bare.iter().zip(&stdio).filter_map(|(b, t)| Some(t["median_us"].as_f64()? - b["median_us"].as_f64()?)).collect();
-    costs.sort_by(f64::total_cmp);
-    let cost = costs[costs.len() / 2];
     let fresh = std::fs::read_to_string(root.join("target/bench/fresh_call_counted.txt"))
         .ok()
         .and_then(|ns| ns.trim().parse::<f64>().ok())
         .map(|ns| format!("{:.1} µs", ns / 1000.0))
         .unwrap_or_else(|| "not measured in this run".to_owned());
     println!("MCP tools/call round trip of calculate, official Python client, {CALLS} calls a round:");
+    for (era, (name, _)) in eras.iter().enumerate() {
+        let mut costs: Vec<f64> = bare[era]
+            .iter()
+            .zip(&stdio[era])
+            .filter_map(|(b, t)| Some(t["median_us"].as_f64()? - b["median_us"].as_f64()?))
+            .collect();
+        costs.sort_by(f64::total_cmp);
+        let cost = costs[costs.len() / 2];
+        println!(
+            "  {name}, stdio: bare JSON-RPC responder median {:.0} µs (p99 {:.0}); toolhost mcp median {:.0} µs (p99 {:.0}); \
+             toolhost's own cost {cost:.0} µs (median of {ROUNDS} alternating rounds; target ≤ {TARGET_SERVER_US} µs)",
+            median(&bare[era], "median_us"),
+            median(&bare[era], "p99_us"),
+            median(&stdio[era], "median_us"),
+            median(&stdio[era], "p99_us"),
+        );
+    }
     println!(
-        "  bare JSON-RPC responder, stdio: median {:.0} µs, p99 {:.0} µs",
-        median(&bare, "median_us"),
-        median(&bare, "p99_us")
-    );
-    println!(
-        "  toolhost mcp, stdio:            median {:.0} µs, p99 {:.0} µs",
-        median(&stdio, "median_us"),
-        median(&stdio, "p99_us")
-    );
-    println!(
-        "  toolhost mcp, HTTP:             median {:.0} µs, p99 {:.0} µs",
+        "  handshake, HTTP: toolhost mcp median {:.0} µs, p99 {:.0} µs; a fresh instance alone: {fresh}",
         http["median_us"].as_f64().unwrap_or(f64::NAN),
         http["p99_us"].as_f64().unwrap_or(f64::NAN)
-    );
-    println!(
-        "  toolhost's own cost per call (stdio median less the bare responder's, median of {ROUNDS} alternating rounds): \
-         {cost:.0} µs (target ≤ {TARGET_SERVER_US} µs); a fresh instance alone: {fresh}"
     );
     Ok(())
 }
@@ -122,13 +127,22 @@ pub fn bare_responder() -> anyhow::Result<()> {
     for line in stdin.lines() {
         let request: Value = serde_json::from_str(&line?)?;
         let Some(id) = request.get("id") else { continue };
-        let result = match request["method"].as_str() {
+        let mut result = match request["method"].as_str() {
             Some("initialize") => json!({
                 "protocolVersion": request["params"]["protocolVersion"],
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "bare", "version": "0"},
             }),
-            Some("tools/list") => json!({"tools": [{"name": "calculate", "inputSchema": {"type": "object"}}]}),
+            Some("server/discover") => json!({
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bare", "version": "0"},
+                "ttlMs": 0,
+                "cacheScope": "private",
+            }),
+            Some("tools/list") => {
+                json!({"tools": [{"name": "calculate", "inputSchema": {"type": "object"}}], "ttlMs": 0, "cacheScope": "private"})
+            }
             Some("tools/call") => json!({
                 "content": [{"type": "text", "text": "{\"expression\":\"6*7\",\"value\":42.0}"}],
                 "structuredContent": {"expression": "6*7", "value": 42.0},
@@ -136,6 +150,11 @@ pub fn bare_responder() -> anyhow::Result<()> {
             }),
             _ => json!({}),
         };
+        // A 2026-07-28 request (its version in `_meta`) gets that era's
+        // results, as toolhost gives them.
+        if request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string() {
+            result["resultType"] = json!("complete");
+        }
         serde_json::to_writer(&mut stdout, &json!({"jsonrpc": "2.0", "id": id, "result": result}))?;
         stdout.write_all(b"\n")?;
         stdout.flush()?;
