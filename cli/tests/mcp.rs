@@ -694,9 +694,14 @@ fn resident(pid: u32) -> usize {
 
 /// A raw POST of `body` to `server`: the status and what came back.
 fn post_body(server: &HttpServer, body: &[u8]) -> (u16, String) {
+    post_body_with(server, "", body)
+}
+
+/// [`post_body`] with the header lines `headers` (each ending `\r\n`).
+fn post_body_with(server: &HttpServer, headers: &str, body: &[u8]) -> (u16, String) {
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
+         {headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
         server.authority(),
         body.len()
     );
@@ -800,4 +805,26 @@ fn unattended_decides_held_results_too_saying_what_would_let_them_pass() {
             assert!(!text.contains("the contents"), "{seen}");
         }
     }
+}
+
+#[test]
+fn a_revision_the_server_does_not_speak_is_refused_naming_those_it_does() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let meta = |version: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{version}","io.modelcontextprotocol/clientInfo":{{"name":"raw","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        )
+    };
+    let (status, said) =
+        post_body_with(&server, "MCP-Protocol-Version: 2099-01-01\r\nMcp-Method: tools/list\r\n", meta("2099-01-01").as_bytes());
+    assert!(said.contains("2026-07-28") && said.contains("2025-11-25"), "{status}: {said}");
+    assert!(!said.contains("\"tools\""), "nothing listed: {said}");
+    let (status, said) =
+        post_body_with(&server, "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n", meta(MODERN).as_bytes());
+    assert_eq!(status, 200, "{said}");
+    assert!(
+        said.contains("\"calculate\"") && said.contains("\"ttlMs\":10000") && said.contains("\"cacheScope\":\"private\""),
+        "{said}"
+    );
 }
