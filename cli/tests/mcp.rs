@@ -828,3 +828,20 @@ fn a_revision_the_server_does_not_speak_is_refused_naming_those_it_does() {
         "{said}"
     );
 }
+
+#[test]
+fn a_held_result_is_a_second_round_of_input_required_in_2026() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("ws/secret.txt"), "the launch code").unwrap();
+    let read = ["--tool", "read_file", "--arguments", r#"{"path": "secret.txt"}"#];
+    let passed = client_as(MODERN, dir.path(), &[&["approve", "--answer", "approve"][..], &read].concat(), &over_stdio(&[]));
+    let asked: Vec<&str> = passed["asked"].as_array().unwrap().iter().map(|q| q["message"].as_str().unwrap()).collect();
+    assert_eq!(asked.len(), 2, "the call, then its result: {passed}");
+    assert!(asked[0].starts_with("Run `read_file`") && asked[1].contains("the launch code"), "{asked:?}");
+    assert_eq!(
+        (passed["result"]["is_error"].as_bool(), passed["result"]["text"].as_str()),
+        (Some(false), Some("the launch code"))
+    );
+    let withheld = client_as(MODERN, dir.path(), &[&["approve", "--answer", "withhold"][..], &read].concat(), &over_stdio(&[]));
+    assert_eq!(withheld["result"]["text"], "result-rejected: a person withheld the result: private", "{withheld}");
+}

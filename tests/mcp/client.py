@@ -137,6 +137,10 @@ def answering(answer, asked):
             return types.ElicitResult(action="accept", content={"approve": True, "always": True, "pass": True})
         if answer == "deny":
             return types.ElicitResult(action="accept", content={"approve": False, "pass": False, "reason": "not today"})
+        if answer == "withhold":
+            # Runs the call, keeps its result: the two questions' forms
+            # differ, one asking to approve, the other to pass.
+            return types.ElicitResult(action="accept", content={"approve": True, "pass": False, "reason": "private"})
         return types.ElicitResult(action="decline")
 
     return on_elicit
@@ -374,7 +378,7 @@ def main():
     parser.add_argument("--mode", default="session", help="session (ClientSession, the handshake), legacy, auto or 2026-07-28 (Client)")
     sub.add_parser("basics")
     approving = sub.add_parser("approve")
-    approving.add_argument("--answer", choices=["approve", "always", "deny", "decline"], required=True)
+    approving.add_argument("--answer", choices=["approve", "always", "deny", "decline", "withhold"], required=True)
     approving.add_argument("--tool", default="write_file")
     approving.add_argument("--arguments")
     once = sub.add_parser("call_once")
