@@ -824,3 +824,61 @@ async fn a_call_whose_http_client_vanishes_is_withdrawn_from_the_desk_in_both_er
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!dir.path().join("ws/legacy.txt").exists() && !dir.path().join("ws/modern.txt").exists(), "nothing ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_characters_show_as_marked_placeholders_on_every_card() {
+    let dir = workspace();
+    // A held result that would read reversed: the file's text.
+    std::fs::write(dir.path().join("ws/report.txt"), "total: 100\u{202e}00.0$ refund\u{200b}").unwrap();
+    let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
+    let running = Running::start(dir.path(), &args, Some("serving MCP at"));
+    let line = running.line_with("serving MCP at");
+    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+    let api = Api::of(&running);
+    let call = |id: u32, tool: &str, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"mallory\u200b\u202eevil","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        )
+    };
+    let headers = |tool: &'static str| [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", tool)];
+    let _write = open_post(
+        &authority,
+        &headers("write_file"),
+        &call(1, "write_file", r#"{"path":"invoice-\u202efdp.exe","content":"x"}"#),
+    );
+    let _read = open_post(&authority, &headers("read_file"), &call(2, "read_file", r#"{"path":"report.txt"}"#));
+    // The read is approved at the desk, so that its result is held there too.
+    let deadline = Instant::now() + PATIENCE;
+    let read_id = loop {
+        let desk = api.get("/api/pending").await;
+        let items = desk["pending"].as_array().cloned().unwrap_or_default();
+        if let Some(read) = items.iter().find(|item| item["calls"][0]["tool"] == "read_file") {
+            break read["id"].clone();
+        }
+        assert!(Instant::now() < deadline, "the read came to the desk: {desk}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let (status, said) = api.post(&format!("/api/pending/{read_id}"), json!({ "verdict": "allow" })).await;
+    assert_eq!(status, 200, "{said}");
+    let link = running.link.clone();
+    in_browser("hidden_characters", |browser| async move {
+        open(&browser, &link).await?;
+        let write = wait_text(&browser, "#desk .pending", |t| t.contains("write_file")).await?;
+        let result = wait_text(&browser, "#desk .pending", |t| t.contains("The result of")).await?;
+        for (card, expected) in [
+            (&write, "invoice-⟦U+202E⟧fdp.exe"),
+            (&write, "mallory⟦U+200B⟧⟦U+202E⟧evil"),
+            (&result, "100⟦U+202E⟧00.0$ refund⟦U+200B⟧"),
+        ] {
+            if !card.contains(expected) {
+                return Err(format!("the card shows {expected:?}: {card:?}"));
+            }
+        }
+        let raw = ['\u{202e}', '\u{200b}'];
+        if write.contains(raw) || result.contains(raw) {
+            return Err(format!("a hidden character is rendered raw: {write:?} {result:?}"));
+        }
+        Ok(())
+    })
+    .await;
+}

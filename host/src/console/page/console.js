@@ -6,6 +6,45 @@
 const $ = (selector, root = document) => root.querySelector(selector);
 const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
 
+// Characters that make text read as something it is not: controls (but
+// newline and tab), line and paragraph separators, bidirectional marks,
+// embeddings, overrides and isolates, and invisible format characters
+// (soft hyphen, zero-width ones, word joiner, BOM, tag characters) — the
+// set toolhost's terminal and MCP questions escape (protocol/src/text.rs).
+// `invoice-\u202efdp.exe` must not read as "invoice-exe.pdf" on a card a
+// person approves.
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff]|\udb40[\udc00-\udc7f]/g;
+
+function codePoint(c) {
+  return `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+}
+
+// `text` with each hidden character as a visible, marked placeholder.
+function shown(text) {
+  const fragment = document.createDocumentFragment();
+  let last = 0;
+  for (const match of text.matchAll(HIDDEN)) {
+    if (match.index > last) fragment.append(text.slice(last, match.index));
+    fragment.append(el("span", { class: "hidden-char", title: `a hidden character, ${codePoint(match[0])}` }, `⟦${codePoint(match[0])}⟧`));
+    last = match.index + match[0].length;
+  }
+  if (last < text.length) fragment.append(text.slice(last));
+  return fragment;
+}
+
+// The same as plain text, where an element cannot hold markup (an option).
+function shownText(text) {
+  return text.replace(HIDDEN, (c) => `⟦${codePoint(c)}⟧`);
+}
+
+// Replace what `node` shows with `text`, hidden characters marked.
+function setText(node, text) {
+  node.replaceChildren(shown(String(text)));
+}
+
+// Every string child is shown with its hidden characters marked: all text
+// on the page that came from a plugin, a model or a client goes through
+// here or through `setText`.
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
@@ -17,7 +56,10 @@ function el(tag, attrs = {}, ...children) {
   }
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : String(child));
+    if (child instanceof Node) node.append(child);
+    else if (tag === "option") node.append(shownText(String(child)));
+    else if (String(child).search(HIDDEN) < 0) node.append(String(child));
+    else node.append(shown(String(child)));
   }
   return node;
 }
@@ -86,7 +128,7 @@ let tools = [];
 
 async function loadState() {
   state = await api("/api/state");
-  $("#who").textContent = `agent ${state.agent} · ${state.plugins.length} plugins · ${state.protocol} · v${state.version}`;
+  setText($("#who"), `agent ${state.agent} · ${state.plugins.length} plugins · ${state.protocol} · v${state.version}`);
   $("#default-enabled").checked = state.default_tool_enabled;
 }
 
@@ -139,7 +181,7 @@ async function loadPrompt() {
     }, `${prompt.protocol}${prompt.agent_default ? " (agent's)" : ""}`));
   }
   $("#prompt-size").textContent = `${chosen.tokens} tokens (o200k_base), ${chosen.bytes} bytes, ${preview.tools.length} tools offered`;
-  $("#prompt-text").textContent = chosen.text;
+  setText($("#prompt-text"), chosen.text);
 }
 loaders.prompt = loadPrompt;
 
@@ -185,7 +227,7 @@ $("#parse-go").addEventListener("click", async () => {
     $("#parse-warnings").replaceChildren(...(parsed.warnings.length ? parsed.warnings.map((w) =>
       el("li", {}, `at byte ${w.offset}: ${w.message}`)) : [el("li", { class: "muted" }, "none")]));
     $("#parse-marked").replaceChildren(...markText(text, parsed.calls, parsed.warnings));
-    $("#parse-content").textContent = parsed.content;
+    setText($("#parse-content"), parsed.content);
   } catch (error) { report(error); }
 });
 
@@ -252,7 +294,7 @@ $("#run-go").addEventListener("click", async () => {
     const result = $("#run-result");
     result.hidden = false;
     const status = $(".status", result);
-    status.textContent = outcome.status;
+    setText(status, outcome.status);
     status.className = `status ${FAILED.has(outcome.status) ? "bad" : "success"}`;
     const fuel = outcome.fuel_used === undefined || outcome.fuel_used === null ? "" : `, ${Number(outcome.fuel_used).toLocaleString()} fuel`;
     $(".timing", result).textContent = `${Number(outcome.duration_ms ?? 0).toFixed(1)} ms${fuel}`;
@@ -260,7 +302,7 @@ $("#run-go").addEventListener("click", async () => {
     const limit = failure && failure.limit ? ` — the limit ${failure.limit.name} = ${failure.limit.value.toLocaleString()} was reached` : "";
     const hosts = failure && failure.hosts ? ` — not granted: ${failure.hosts.join(", ")}` : "";
     const plugin = failure && failure.plugin ? ` (${failure.plugin}@${failure.plugin_version})` : "";
-    $(".failure", result).textContent = failure ? `${failure.kind}${limit}${hosts}${plugin}` : "";
+    setText($(".failure", result), failure ? `${failure.kind}${limit}${hosts}${plugin}` : "");
     runOutput = outcome.output;
     $("#run-output").replaceChildren(ran.output_json ? jsonView(ran.output_json) : el("pre", { class: "block" }, outcome.output));
   } catch (error) { report(error); } finally {
@@ -307,21 +349,21 @@ function onChat(event) {
       break;
     case "text-delta":
       if (!streaming) streaming = chatAppend(el("div", { class: "msg assistant" }));
-      streaming.textContent += event.text;
+      streaming.append(shown(event.text));
       break;
     case "reasoning-delta":
       if (!thinking) thinking = chatAppend(el("div", { class: "msg reasoning" }));
-      thinking.textContent += event.text;
+      thinking.append(shown(event.text));
       break;
     case "calls-parsed":
       for (const warning of event.warnings) chatAppend(el("div", { class: "msg note" }, `⚠ ${warning}`));
       break;
     case "awaiting-approval":
-      $("#chat-state").textContent = `waiting for your approval: ${event.calls.map((c) => c.tool).join(", ")}`;
+      setText($("#chat-state"), `waiting for your approval: ${event.calls.map((c) => c.tool).join(", ")}`);
       for (const call of event.calls) chatAppend(el("div", { class: "msg note", "data-state": "pending" }, `⏸ ${call.tool} waits for approval (above)`));
       break;
     case "executing":
-      $("#chat-state").textContent = `running: ${event.calls.map((c) => c.tool).join(", ")}`;
+      setText($("#chat-state"), `running: ${event.calls.map((c) => c.tool).join(", ")}`);
       for (const call of event.calls) chatAppend(el("div", { class: "msg note", "data-state": "executing" }, `▶ ${call.tool} running…`));
       break;
     case "outcome":
@@ -335,7 +377,7 @@ function onChat(event) {
       chatAppend(el("div", { class: "msg note error" }, `✗ ${event.message}`));
       break;
     case "finished":
-      $("#chat-state").textContent = describeStop(event.stop);
+      setText($("#chat-state"), describeStop(event.stop));
       break;
   }
 }
