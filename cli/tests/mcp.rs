@@ -780,31 +780,50 @@ fn always_is_refused_where_the_question_did_not_offer_it_in_both_eras() {
 }
 
 #[test]
-fn unattended_decides_held_results_too_saying_what_would_let_them_pass() {
+fn unattended_decides_calls_never_results_and_says_so() {
     let dir = workspace();
     std::fs::write(dir.path().join("ws/a.txt"), "the contents").unwrap();
     let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
     let read = ["call_once", "--tool", "read_file", "--arguments", r#"{"path": "a.txt"}"#];
-    // With "deny", a rule lets the call run, so that its result is what waits.
+    // With "deny", a rule lets the call run; with "allow", the setting
+    // does: either way its result is what waits, with nobody to see it.
     let allow_the_call = "[[approval.rules]]\naction = \"allow\"\ntool = \"read_file\"\n";
     for (unattended, mode, rule) in [("deny", "session", allow_the_call), ("allow", MODERN, "")] {
         let section = format!("{policy}{rule}[mcp]\nunattended = \"{unattended}\"\n");
         std::fs::write(dir.path().join("toolhost.toml"), section).unwrap();
         let seen = client_as(mode, dir.path(), &read, &over_stdio(&[]));
         let text = seen["result"]["text"].as_str().unwrap();
-        if unattended == "allow" {
-            assert_eq!((seen["result"]["is_error"].as_bool(), text), (Some(false), "the contents"), "{seen}");
-        } else {
-            assert!(
-                text.starts_with(
-                    "result-rejected: a person withheld the result: `read_file` (plugin files) asks that a person see its result"
-                ),
-                "{seen}"
-            );
-            assert!(text.contains("[mcp] unattended = \"deny\"") && text.contains("--console"), "{seen}");
-            assert!(!text.contains("the contents"), "{seen}");
-        }
+        assert!(
+            text.starts_with(
+                "result-rejected: the result was withheld: `read_file` (plugin files) asks that a person see its result"
+            ),
+            "{unattended}: not said to be a person's doing: {seen}"
+        );
+        assert!(text.contains("[mcp] unattended decides calls, never results") && text.contains("--console"), "{seen}");
+        assert!(!text.contains("the contents"), "{seen}");
     }
+}
+
+#[test]
+fn a_call_whose_retry_could_not_come_back_is_denied_in_place_saying_why() {
+    let dir = workspace();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), format!("{policy}[mcp]\nmax_request_kib = 64\n")).unwrap();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let arguments = serde_json::json!({ "path": "big.txt", "content": "x".repeat(30 << 10) }).to_string();
+    let seen = client_as(
+        MODERN,
+        dir.path(),
+        &["approve", "--answer", "approve", "--arguments", &arguments],
+        &["--http".into(), server.url.clone()],
+    );
+    assert_eq!(seen["asked"], serde_json::json!([]), "nobody is asked what could not be answered: {seen}");
+    let text = seen["result"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("cannot be put to the user over MCP 2026-07-28") && text.contains("[mcp] max_request_kib = 64"),
+        "{seen}"
+    );
+    assert!(!dir.path().join("ws/big.txt").exists());
 }
 
 #[test]

@@ -66,7 +66,7 @@ async fn a_paused_turn_is_finished_by_another_host_with_the_same_key_and_compone
     assert_eq!((asked.len(), &asked[0].tool, &asked[0].reason), (1, &"write_file".to_owned(), &AskReason::Sensitive));
     assert!(!asked[0].offers_always(), "a sensitive tool is asked every call");
     assert_eq!(asked[0].args["path"], "note.txt", "the checked arguments");
-    let token = first.seal(paused, b"request 1", Duration::from_secs(60)).unwrap();
+    let token = first.seal(paused, b"request 1", Duration::from_secs(60)).await.unwrap();
     assert!(!workspace.path().join("note.txt").exists(), "nothing ran before the answer");
 
     let refused = second.unseal(&turn(), &token, b"request 2").await.unwrap_err();
@@ -90,7 +90,7 @@ async fn a_paused_turn_is_finished_by_another_host_with_the_same_key_and_compone
 async fn forged_altered_expired_and_foreign_tokens_are_refused_and_nothing_runs() {
     let (workspace, shared) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (_a, host) = replica(workspace.path(), shared.path(), "").await;
-    let token = host.seal(waiting(host.start(&turn(), vec![write("x.txt")]).await), b"r", Duration::from_secs(60)).unwrap();
+    let token = host.seal(waiting(host.start(&turn(), vec![write("x.txt")]).await), b"r", Duration::from_secs(60)).await.unwrap();
     let mut altered: Vec<char> = token.chars().collect();
     let at = altered.len() / 2;
     altered[at] = if altered[at] == 'A' { 'B' } else { 'A' };
@@ -99,7 +99,7 @@ async fn forged_altered_expired_and_foreign_tokens_are_refused_and_nothing_runs(
     assert!(matches!(host.unseal(&turn(), "thr1.bm90IGEgdG9rZW4", b"r").await, Err(ResumeError::Malformed(_))));
     assert!(matches!(host.unseal(&turn(), "", b"r").await, Err(ResumeError::Malformed(_))));
 
-    let expired = host.seal(waiting(host.start(&turn(), vec![write("y.txt")]).await), b"r", Duration::ZERO).unwrap();
+    let expired = host.seal(waiting(host.start(&turn(), vec![write("y.txt")]).await), b"r", Duration::ZERO).await.unwrap();
     let refused = host.unseal(&turn(), &expired, b"r").await.unwrap_err();
     assert!(matches!(refused, ResumeError::Expired(_)), "{refused}");
 
@@ -144,7 +144,8 @@ async fn a_token_for_other_component_bytes_is_refused_where_the_plugin_changed()
     let (workspace, shared) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (_a, first) = replica(workspace.path(), shared.path(), "").await;
     let (b, second) = replica(workspace.path(), shared.path(), "").await;
-    let token = first.seal(waiting(first.start(&turn(), vec![write("z.txt")]).await), b"r", Duration::from_secs(60)).unwrap();
+    let token =
+        first.seal(waiting(first.start(&turn(), vec![write("z.txt")]).await), b"r", Duration::from_secs(60)).await.unwrap();
     // The second host's files.wasm becomes other bytes (a custom section
     // appended: the same plugin, another component) and is reloaded.
     let component = b.dir.path().join("plugins/files.wasm");
@@ -164,7 +165,8 @@ async fn a_deny_rule_where_the_turn_resumes_wins_over_the_answer() {
     let (_a, first) = replica(workspace.path(), shared.path(), "").await;
     let deny = "[[approval.rules]]\naction = \"deny\"\ntool = \"write_file\"\nreason = \"writes are frozen here\"\n";
     let (_b, strict) = replica(workspace.path(), shared.path(), deny).await;
-    let token = first.seal(waiting(first.start(&turn(), vec![write("d.txt")]).await), b"r", Duration::from_secs(60)).unwrap();
+    let token =
+        first.seal(waiting(first.start(&turn(), vec![write("d.txt")]).await), b"r", Duration::from_secs(60)).await.unwrap();
     let paused = strict.unseal(&turn(), &token, b"r").await.unwrap();
     let result = done(strict.resume(&turn(), paused, by_person(CallDecision::AllowOnce)).await);
     assert_eq!((result.outcomes[0].status, result.outcomes[0].output.as_str()), (Status::Denied, "writes are frozen here"));
@@ -188,10 +190,11 @@ async fn a_held_result_travels_sealed_and_is_passed_or_withheld_where_it_is_deci
         let paused = waiting(first.resume(&turn(), paused, by_person(CallDecision::AllowOnce)).await);
         let Waiting::Results(held) = paused.waiting() else { panic!("its result waits for a person") };
         assert!(held[0].outcome.output.contains("launch code"), "the person sees the result: {:?}", held[0].outcome);
-        let token = first.seal(paused, b"r", Duration::from_secs(60)).unwrap();
+        let token = first.seal(paused, b"r", Duration::from_secs(60)).await.unwrap();
         assert!(!token.contains("launch") && !token.contains("bGF1bmNo"), "the held result travels encrypted");
         let paused = second.unseal(&turn(), &token, b"r").await.unwrap();
-        let result = done(second.resume(&turn(), paused, Decisions::Results(vec![decision.clone()])).await);
+        let answer = toolhost::approval::ResultAnswer::by_person(decision.clone());
+        let result = done(second.resume(&turn(), paused, Decisions::Results(vec![answer])).await);
         assert_eq!(result.outcomes[0].status, status);
         let said: String = result.messages.iter().map(|message| message.content.as_str()).collect();
         assert_eq!(said.contains("launch code"), status == Status::Success, "{said}");
@@ -203,7 +206,8 @@ async fn missing_or_mismatched_decisions_deny_and_a_cancel_cancels() {
     let (workspace, shared) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (_a, host) = replica(workspace.path(), shared.path(), "").await;
     let paused = waiting(host.start(&turn(), vec![write("m.txt")]).await);
-    let result = done(host.resume(&turn(), paused, Decisions::Results(vec![ResultDecision::Pass])).await);
+    let pass = toolhost::approval::ResultAnswer::by_person(ResultDecision::Pass);
+    let result = done(host.resume(&turn(), paused, Decisions::Results(vec![pass])).await);
     assert_eq!(result.outcomes[0].status, Status::Denied, "a result's pass does not allow a call");
     let paused = waiting(host.start(&turn(), vec![write("m.txt")]).await);
     let result = done(host.resume(&turn(), paused, Decisions::Calls(Vec::new())).await);
@@ -222,7 +226,7 @@ async fn allow_always_answered_on_one_replica_is_remembered_for_the_others() {
     let (_b, second) = replica(workspace.path(), shared.path(), "").await;
     // list_files is moderate with no result approval.
     let list = || ToolCall::new("l1", "list_files", json!({}));
-    let token = first.seal(waiting(first.start(&turn(), vec![list()]).await), b"r", Duration::from_secs(60)).unwrap();
+    let token = first.seal(waiting(first.start(&turn(), vec![list()]).await), b"r", Duration::from_secs(60)).await.unwrap();
     let paused = second.unseal(&turn(), &token, b"r").await.unwrap();
     let result = done(second.resume(&turn(), paused, by_person(CallDecision::AllowAlways)).await);
     assert_eq!(result.outcomes[0].status, Status::Success, "{}", result.outcomes[0].output);
@@ -230,4 +234,24 @@ async fn allow_always_answered_on_one_replica_is_remembered_for_the_others() {
     tokio::time::sleep(toolhost::approval::MEMORY_RECHECK + Duration::from_millis(100)).await;
     let result = done(first.start(&turn(), vec![list()]).await);
     assert_eq!(result.outcomes[0].status, Status::Success, "remembered for every replica sharing the file");
+}
+
+#[tokio::test]
+async fn a_call_that_ran_is_audited_when_its_turn_is_sealed_though_never_resumed() {
+    let (workspace, shared) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(workspace.path().join("secret.txt"), "the launch code").unwrap();
+    let (a, host) = replica(workspace.path(), shared.path(), "audit_log = \"audit.jsonl\"\n").await;
+    let read = ToolCall::new("r1", "read_file", json!({ "path": "secret.txt" }));
+    let paused = waiting(host.start(&turn(), vec![read]).await);
+    let paused = waiting(host.resume(&turn(), paused, by_person(CallDecision::AllowOnce)).await);
+    assert!(matches!(paused.waiting(), Waiting::Results(_)));
+    // The client never comes back with this token.
+    let _token = host.seal(paused, b"r", Duration::from_secs(60)).await.unwrap();
+    let audit = std::fs::read_to_string(a.dir.path().join("audit.jsonl")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&record["tool"], &record["status"], &record["by"]),
+        (&json!("read_file"), &json!("success"), &json!("person")),
+        "{audit}"
+    );
 }

@@ -1,7 +1,7 @@
 //! The approvers that decide by themselves: [`DenyAll`] when nobody is
 //! attached, [`AllowAll`] for an explicit `--yes`.
 
-use super::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultDecision};
+use super::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::printable;
@@ -48,6 +48,10 @@ impl Approver for DenyAll {
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
         by(DecidedBy::DenyAll, self.approve_calls(calls).await)
     }
+
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
+        ResultAnswer { decision: self.approve_result(outcome, tool).await, by: DecidedBy::DenyAll }
+    }
 }
 
 #[async_trait::async_trait]
@@ -62,6 +66,10 @@ impl Approver for AllowAll {
 
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
         by(DecidedBy::AllowAll, self.approve_calls(calls).await)
+    }
+
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
+        ResultAnswer { decision: self.approve_result(outcome, tool).await, by: DecidedBy::AllowAll }
     }
 }
 

@@ -3,7 +3,7 @@
 //! the model is told it timed out waiting for approval.
 
 use super::adapters::by;
-use super::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultDecision};
+use super::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use std::time::Duration;
@@ -124,13 +124,19 @@ impl Approver for ChannelApprover {
     }
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
+        self.answer_result(outcome, tool).await.decision
+    }
+
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
         let request = |reply| ApprovalRequest::Result { outcome: outcome.clone(), tool: Box::new(tool.clone()), reply };
-        let reason = match self.request(request).await {
-            Ok(decision) => return decision,
-            Err(Unanswered::TimedOut) => format!("timed out waiting for approval of the result after {}", self.waited()),
-            Err(Unanswered::Closed) => CLOSED.to_owned(),
+        let (by, reason) = match self.request(request).await {
+            Ok(decision) => return ResultAnswer::by_person(decision),
+            Err(Unanswered::TimedOut) => {
+                (DecidedBy::TimedOut, format!("timed out waiting for approval of the result after {}", self.waited()))
+            }
+            Err(Unanswered::Closed) => (DecidedBy::NoAnswer, CLOSED.to_owned()),
         };
-        ResultDecision::Reject { reason: Some(reason) }
+        ResultAnswer { decision: ResultDecision::Reject { reason: Some(reason) }, by }
     }
 
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {

@@ -84,7 +84,8 @@ pub(crate) use audit::args_sha256;
 pub use channel::{ApprovalRequest, ApprovalRequests, ChannelApprover, Reply};
 pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, RememberedApproval};
 pub use opened_path::{MAX_LINKS, MAX_PATH_BYTES};
-pub use resume::{MAX_RESUME_LIFETIME, MAX_SPENT_TOKENS, MAX_TOKEN_BYTES, ResumeError};
+pub(crate) use resume::ResumeSeal;
+pub use resume::{LEDGER_GRACE, MAX_RESUME_LIFETIME, MAX_SPENT_TOKENS, MAX_TOKEN_BYTES, ResumeError};
 pub use rules::{ApprovalConfig, DEFAULT_MEMORY_FILE, Rule, RuleAction, RuleError};
 pub(crate) use section::ApprovalSection;
 pub use terminal::TerminalApprover;
@@ -233,6 +234,23 @@ pub enum ResultDecision {
     },
 }
 
+/// A decision on a held result, with who made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultAnswer {
+    /// The decision.
+    pub decision: ResultDecision,
+    /// Who made it: a person, or an adapter deciding by itself (which the
+    /// text the model reads of a withheld result says).
+    pub by: DecidedBy,
+}
+
+impl ResultAnswer {
+    /// `decision`, made by a person.
+    pub fn by_person(decision: ResultDecision) -> Self {
+        ResultAnswer { decision, by: DecidedBy::Person }
+    }
+}
+
 /// Decides pending calls and results. Implementations: deny-all,
 /// allow-all, a terminal, a channel for UIs.
 #[async_trait::async_trait]
@@ -250,5 +268,13 @@ pub trait Approver: Send + Sync {
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
         let decisions = self.approve_calls(calls).await;
         decisions.into_iter().map(|decision| Answer { decision, by: DecidedBy::Person }).collect()
+    }
+
+    /// [`approve_result`](Self::approve_result), saying who decided. The
+    /// default says a person did; adapters that decide by themselves (a
+    /// timeout, nobody attached, `unattended`) say so, and a result they
+    /// withhold is not said to be withheld by a person.
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
+        ResultAnswer::by_person(self.approve_result(outcome, tool).await)
     }
 }

@@ -3,16 +3,24 @@
 //!
 //! A token is `thr1.` and the base64url of a random 24-byte nonce and the
 //! XChaCha20-Poly1305 sealing of: the format byte, a random 16-byte id,
-//! the expiry (Unix milliseconds), the SHA-256 of what the token is bound
-//! to (the door's request: an MCP call's tool and arguments, say) and the
-//! turn itself. The key is derived from the host key (the `cache_key`
-//! file, which authenticates the compiled cache), so every process with
-//! that key file can open what another sealed; nobody without it can read
-//! a token (a held result travels in one) or make one. Opening checks, in
-//! order: the seal (a forged or altered token, or one of another key), the
-//! expiry, the binding, then spends the id in the ledger — a file beside
-//! the approvals memory file, shared as that one is by replicas, locked
-//! with `flock` — so a token resumes one turn once.
+//! the expiry (Unix milliseconds), the ledger's instance id, the SHA-256 of
+//! what the token is bound to (the door's request: an MCP call's tool and
+//! arguments, say) and the turn itself. The key is derived from the host
+//! key (the `cache_key` file, which authenticates the compiled cache), so
+//! every process with that key file can open what another sealed; nobody
+//! without it can read a token (a held result travels in one) or make one.
+//! Opening checks, in order: the seal (a forged or altered token, or one of
+//! another key), the expiry, the binding; spending it then checks the
+//! ledger — a file beside the approvals memory file, shared as that one is
+//! by replicas, locked with `flock` — so a token resumes one turn once.
+//!
+//! The ledger's first line names its instance, a random id made with the
+//! file: a token is spent only in the ledger it was sealed for, so two
+//! deployments sharing a key (the user's default one) cannot each resume
+//! the same token, and a deleted ledger makes every token given out before
+//! it unusable rather than usable again. Each used id is appended with its
+//! token's expiry and kept [`LEDGER_GRACE`] past it, so a replica whose
+//! clock runs behind cannot accept a token another already forgot.
 
 use super::memory::{lock_file, write_durably};
 use crate::registry::HostKey;
@@ -34,9 +42,18 @@ const KEY_CONTEXT: &str = "toolhost 2026-11 resume tokens";
 /// same derived key could never pass as a token.
 const ASSOCIATED: &[u8] = b"toolhost resume token";
 const NONCE_BYTES: usize = 24;
+/// Bytes of the seal's authentication tag.
+const TAG_BYTES: usize = 16;
 const ID_BYTES: usize = 16;
-/// Format, id, expiry, binding digest.
-const HEADER_BYTES: usize = 1 + ID_BYTES + 8 + 32;
+/// Bytes of a ledger's instance id.
+const INSTANCE_BYTES: usize = 16;
+/// Format, id, expiry, instance, binding digest.
+const HEADER_BYTES: usize = 1 + ID_BYTES + 8 + INSTANCE_BYTES + 32;
+/// What a ledger's first line starts with, before its instance id.
+const LEDGER_HEAD: &str = "toolhost resume ledger 1 ";
+/// How long past its token's expiry a used id is kept: clocks of replicas
+/// may disagree by this much.
+pub const LEDGER_GRACE: Duration = Duration::from_secs(300);
 /// The longest a token may live: a day.
 pub const MAX_RESUME_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 /// The most tokens the ledger holds as used at once (each until its
@@ -128,10 +145,19 @@ impl ResumeSeal {
         Ok(XChaCha20Poly1305::new(&key.into()))
     }
 
+    /// The length of the token sealing a payload of `payload` bytes gives.
+    pub(crate) fn token_len(payload: usize) -> usize {
+        let sealed = NONCE_BYTES + HEADER_BYTES + payload + TAG_BYTES;
+        PREFIX.len() + (sealed * 4).div_ceil(3)
+    }
+
     /// `payload` sealed, bound to `binding`, for `lifetime` (at most
     /// [`MAX_RESUME_LIFETIME`]).
+    /// Reads the key and the ledger's instance (making them if missing):
+    /// call it off the async threads.
     pub(crate) fn seal(&self, payload: &[u8], binding: &[u8], lifetime: Duration) -> Result<String, ResumeError> {
         let cipher = self.cipher()?;
+        let instance = self.instance()?;
         let expires = now_ms().saturating_add(lifetime.min(MAX_RESUME_LIFETIME).as_millis() as u64);
         let mut id = [0; ID_BYTES];
         let mut nonce = [0; NONCE_BYTES];
@@ -140,6 +166,7 @@ impl ResumeSeal {
         plain.push(FORMAT);
         plain.extend_from_slice(&id);
         plain.extend_from_slice(&expires.to_be_bytes());
+        plain.extend_from_slice(&instance);
         plain.extend_from_slice(&Sha256::digest(binding));
         plain.extend_from_slice(payload);
         let sealed = cipher
@@ -178,48 +205,123 @@ impl ResumeSeal {
         if plain.len() < HEADER_BYTES || plain[0] != FORMAT {
             return Err(ResumeError::Malformed("it is of another format"));
         }
-        let id: [u8; ID_BYTES] = plain[1..1 + ID_BYTES].try_into().expect("in the header");
-        let expires = u64::from_be_bytes(plain[1 + ID_BYTES..1 + ID_BYTES + 8].try_into().expect("in the header"));
+        let (id, rest) = plain[1..].split_at(ID_BYTES);
+        let (expires, rest) = rest.split_at(8);
+        let (instance, rest) = rest.split_at(INSTANCE_BYTES);
+        let (bound, payload) = rest.split_at(32);
+        let expires = u64::from_be_bytes(expires.try_into().expect("in the header"));
         let now = now_ms();
         if now >= expires {
             return Err(ResumeError::Expired(Duration::from_millis(now - expires)));
         }
-        if plain[1 + ID_BYTES + 8..HEADER_BYTES] != Sha256::digest(binding)[..] {
+        if *bound != Sha256::digest(binding)[..] {
             return Err(ResumeError::Mismatched("another tool, other arguments or another agent".into()));
         }
-        Ok(Unsealed { seal: self.clone(), id, expires, payload: plain[HEADER_BYTES..].to_vec() })
+        Ok(Unsealed {
+            seal: self.clone(),
+            id: id.try_into().expect("in the header"),
+            expires,
+            instance: instance.try_into().expect("in the header"),
+            payload: payload.to_vec(),
+        })
     }
 
-    /// Record `id` (its token valid until `expires`) as used, unless it
-    /// was; entries of expired tokens are dropped on the way.
-    fn spend(&self, id: &[u8; ID_BYTES], expires: u64, now: u64) -> Result<(), ResumeError> {
-        let ledger_error = |source| ResumeError::Ledger { path: self.ledger.clone(), source };
-        let _other_processes = lock_file(&self.ledger).map_err(ledger_error)?;
-        let text = match crate::regular_file::read_regular_file(&self.ledger, MAX_SPENT_TOKENS as u64 * 64) {
-            Ok(text) => String::from_utf8(text).map_err(|e| ledger_error(std::io::Error::other(e)))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(ledger_error(e)),
+    /// The ledger's instance id, the ledger made first (under its lock) if
+    /// there is none.
+    fn instance(&self) -> Result<[u8; INSTANCE_BYTES], ResumeError> {
+        if let Some(instance) = self.read_instance()? {
+            return Ok(instance);
+        }
+        let _other_processes = lock_file(&self.ledger).map_err(|source| self.ledger_error(source))?;
+        match self.read_instance()? {
+            Some(instance) => Ok(instance),
+            None => self.new_ledger(),
+        }
+    }
+
+    /// The instance id on the ledger's first line; `None` when there is no
+    /// ledger yet.
+    fn read_instance(&self) -> Result<Option<[u8; INSTANCE_BYTES]>, ResumeError> {
+        use std::io::{BufRead, Read};
+        let file = match crate::regular_file::open_regular_file(&self.ledger) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.ledger_error(e)),
         };
+        let mut head = String::new();
+        std::io::BufReader::new(file.take(256)).read_line(&mut head).map_err(|e| self.ledger_error(e))?;
+        parse_head(&head).map(Some).ok_or_else(|| self.ledger_error(std::io::Error::other("its first line is not a ledger's")))
+    }
+
+    /// A new, empty ledger with a new instance id; its lock held.
+    fn new_ledger(&self) -> Result<[u8; INSTANCE_BYTES], ResumeError> {
+        let mut instance = [0; INSTANCE_BYTES];
+        getrandom::fill(&mut instance).map_err(|e| self.ledger_error(std::io::Error::other(e)))?;
+        write_durably(&self.ledger, format!("{LEDGER_HEAD}{}\n", hex::encode(instance)).as_bytes())
+            .map_err(|e| self.ledger_error(e))?;
+        Ok(instance)
+    }
+
+    fn ledger_error(&self, source: std::io::Error) -> ResumeError {
+        ResumeError::Ledger { path: self.ledger.clone(), source }
+    }
+
+    /// Record `id` (its token valid until `expires`, sealed for the ledger
+    /// `instance`) as used, unless it was. The id is appended; the file is
+    /// rewritten without the entries past their grace only once they are
+    /// the most of it.
+    fn spend(&self, id: &[u8; ID_BYTES], expires: u64, instance: &[u8; INSTANCE_BYTES], now: u64) -> Result<(), ResumeError> {
+        use std::io::Write;
+        let _other_processes = lock_file(&self.ledger).map_err(|e| self.ledger_error(e))?;
+        let text = match crate::regular_file::read_regular_file(&self.ledger, (MAX_SPENT_TOKENS as u64 + 1) * 64) {
+            Ok(text) => String::from_utf8(text).map_err(|e| self.ledger_error(std::io::Error::other(e)))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(self.ledger_error(e)),
+        };
+        let mut lines = text.lines();
+        if lines.next().and_then(parse_head).is_none_or(|head| head != *instance) {
+            return Err(ResumeError::Mismatched(
+                "it was given out for another ledger of used tokens (another deployment, or one whose ledger was deleted since)"
+                    .into(),
+            ));
+        }
         let id = hex::encode(id);
-        let mut kept = String::with_capacity(text.len() + 64);
-        let mut count = 0;
-        for line in text.lines() {
+        let grace = LEDGER_GRACE.as_millis() as u64;
+        let (mut live, mut past) = (Vec::new(), 0usize);
+        for line in lines {
             let Some((spent, until)) = line.split_once(' ') else { continue };
-            if until.parse::<u64>().is_ok_and(|until| until > now) {
+            if until.parse::<u64>().is_ok_and(|until| until.saturating_add(grace) > now) {
                 if spent == id {
                     return Err(ResumeError::Replayed);
                 }
-                kept.push_str(line);
-                kept.push('\n');
-                count += 1;
+                live.push(line);
+            } else {
+                past += 1;
             }
         }
-        if count >= MAX_SPENT_TOKENS {
+        if live.len() >= MAX_SPENT_TOKENS {
             return Err(ResumeError::LedgerFull);
         }
-        kept.push_str(&format!("{id} {expires}\n"));
-        write_durably(&self.ledger, kept.as_bytes()).map_err(ledger_error)
+        let entry = format!("{id} {expires}\n");
+        if past > live.len() {
+            let head = text.lines().next().unwrap_or_default();
+            let mut kept = String::with_capacity(head.len() + 1 + (live.len() + 1) * 50);
+            for line in std::iter::once(head).chain(live) {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+            kept.push_str(&entry);
+            return write_durably(&self.ledger, kept.as_bytes()).map_err(|e| self.ledger_error(e));
+        }
+        let mut file = std::fs::OpenOptions::new().append(true).open(&self.ledger).map_err(|e| self.ledger_error(e))?;
+        file.write_all(entry.as_bytes()).and_then(|()| file.sync_data()).map_err(|e| self.ledger_error(e))
     }
+}
+
+/// The instance id a ledger's first line names.
+fn parse_head(line: &str) -> Option<[u8; INSTANCE_BYTES]> {
+    let hex_id = line.trim_end().strip_prefix(LEDGER_HEAD)?;
+    hex::decode(hex_id).ok()?.try_into().ok()
 }
 
 /// An authentic, unexpired token, not yet spent.
@@ -228,6 +330,7 @@ pub(crate) struct Unsealed {
     seal: Arc<ResumeSeal>,
     id: [u8; ID_BYTES],
     expires: u64,
+    instance: [u8; INSTANCE_BYTES],
     /// What was sealed.
     pub(crate) payload: Vec<u8>,
 }
@@ -236,7 +339,7 @@ impl Unsealed {
     /// Record the token as used, unless it was: a token resumes once. The
     /// ledger is a locked file: call this off the async threads.
     pub(crate) fn spend(&self) -> Result<(), ResumeError> {
-        self.seal.spend(&self.id, self.expires, now_ms())
+        self.seal.spend(&self.id, self.expires, &self.instance, now_ms())
     }
 }
 
@@ -264,6 +367,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let seal = seal_in(dir.path());
         let token = seal.seal(b"the turn", b"tools/call write_file {}", Duration::from_secs(60)).unwrap();
+        assert_eq!(token.len(), ResumeSeal::token_len(b"the turn".len()), "the length is known before sealing");
         assert!(token.starts_with(PREFIX) && !token.contains("the turn"), "sealed, not readable: {token}");
         // Another process with the same key file opens it.
         let replica = seal_in(dir.path());
@@ -300,7 +404,8 @@ mod tests {
         let refused = seal.open(&expired, b"b").unwrap_err();
         assert!(matches!(refused, ResumeError::Expired(_)), "{refused}");
         assert!(refused.to_string().contains("expired"), "{refused}");
-        assert!(!seal.ledger().exists(), "nothing refused was spent");
+        let ledger = std::fs::read_to_string(seal.ledger()).unwrap();
+        assert_eq!(ledger.lines().count(), 1, "its head only: nothing refused was spent: {ledger}");
     }
 
     #[test]
@@ -312,15 +417,35 @@ mod tests {
     }
 
     #[test]
-    fn the_ledger_forgets_expired_tokens() {
+    fn the_ledger_keeps_ids_past_expiry_by_its_grace_then_forgets_them() {
         let dir = tempfile::tempdir().unwrap();
         let seal = seal_in(dir.path());
-        let now = now_ms();
-        seal.spend(&[1; ID_BYTES], now + 1, now).unwrap();
-        seal.spend(&[2; ID_BYTES], now + 60_000, now).unwrap();
-        assert!(matches!(seal.spend(&[2; ID_BYTES], now + 60_000, now), Err(ResumeError::Replayed)));
-        seal.spend(&[3; ID_BYTES], now + 60_000, now + 10).unwrap();
+        let instance = seal.instance().unwrap();
+        let (now, grace) = (now_ms(), LEDGER_GRACE.as_millis() as u64);
+        seal.spend(&[1; ID_BYTES], now + 1, &instance, now).unwrap();
+        seal.spend(&[2; ID_BYTES], now + 60_000, &instance, now).unwrap();
+        assert!(matches!(seal.spend(&[2; ID_BYTES], now + 60_000, &instance, now), Err(ResumeError::Replayed)));
+        let later = now + 1 + grace - 1;
+        assert!(matches!(seal.spend(&[1; ID_BYTES], now + 1, &instance, later), Err(ResumeError::Replayed)), "within the grace");
+        // Past the grace of both, the next spend rewrites the ledger without them.
+        let much_later = now + 60_000 + grace + 1;
+        seal.spend(&[3; ID_BYTES], much_later + 60_000, &instance, much_later).unwrap();
         let ledger = std::fs::read_to_string(seal.ledger()).unwrap();
-        assert_eq!(ledger.lines().count(), 2, "the expired entry is gone: {ledger}");
+        assert_eq!(ledger.lines().count(), 2, "the head and the new entry: {ledger}");
+        assert!(ledger.starts_with(LEDGER_HEAD), "{ledger}");
+        let other = [9; INSTANCE_BYTES];
+        let refused = seal.spend(&[4; ID_BYTES], much_later + 60_000, &other, much_later).unwrap_err();
+        assert!(matches!(refused, ResumeError::Mismatched(_)), "another ledger's token: {refused}");
+    }
+
+    #[test]
+    fn a_token_given_out_before_its_ledger_was_deleted_is_not_usable_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let seal = seal_in(dir.path());
+        let token = seal.seal(b"turn", b"b", Duration::from_secs(60)).unwrap();
+        seal.open(&token, b"b").unwrap().spend().unwrap();
+        std::fs::remove_file(seal.ledger()).unwrap();
+        let refused = seal.open(&token, b"b").unwrap().spend().unwrap_err();
+        assert!(matches!(refused, ResumeError::Mismatched(_)), "{refused}");
     }
 }

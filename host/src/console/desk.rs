@@ -6,7 +6,7 @@
 //! the desk, and the page is told.
 
 use super::feed::Feed;
-use crate::approval::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultDecision};
+use crate::approval::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use serde::Serialize;
@@ -368,6 +368,10 @@ impl Approver for ConsoleApprover {
     }
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
+        self.answer_result(outcome, tool).await.decision
+    }
+
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
         let mut view = self.view();
         let mut end = outcome.output.len().min(RESULT_EXCERPT_BYTES);
         while !outcome.output.is_char_boundary(end) {
@@ -387,13 +391,14 @@ impl Approver for ConsoleApprover {
             Ok(withdrawal) => self.desk.answer(withdrawal, answer).await,
             Err(refused) => Err(refused),
         };
-        let reason = match answered {
-            Ok(decision) => return decision,
-            Err(Unanswered::TimedOut) => {
-                format!("timed out waiting for approval of the result at the console after {}", self.waited())
-            }
-            Err(Unanswered::Refused(why)) => format!("not approved: {why}"),
+        let (reason, by) = match answered {
+            Ok(decision) => return ResultAnswer::by_person(decision),
+            Err(Unanswered::TimedOut) => (
+                format!("timed out waiting for approval of the result at the console after {}", self.waited()),
+                DecidedBy::TimedOut,
+            ),
+            Err(Unanswered::Refused(why)) => (format!("not approved: {why}"), DecidedBy::NoAnswer),
         };
-        ResultDecision::Reject { reason: Some(reason) }
+        ResultAnswer { decision: ResultDecision::Reject { reason: Some(reason) }, by }
     }
 }

@@ -3,7 +3,7 @@
 //! where it does not.
 
 use super::questions::{Reply, call_form, result_form};
-use crate::approval::{Answer, Approver, CallDecision, PendingCall, ResultDecision};
+use crate::approval::{Answer, Approver, CallDecision, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::printable;
@@ -125,7 +125,11 @@ impl Approver for ClientApprover {
     }
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
-        let Some(peer) = &self.peer else { return self.unattended.approve_result(outcome, tool).await };
-        elicit(peer, result_form(outcome, tool), self.timeout).await.result_decision()
+        self.answer_result(outcome, tool).await.decision
+    }
+
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
+        let Some(peer) = &self.peer else { return self.unattended.answer_result(outcome, tool).await };
+        elicit(peer, result_form(outcome, tool), self.timeout).await.result_answer()
     }
 }

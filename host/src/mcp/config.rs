@@ -13,8 +13,8 @@
 //! allowed_origins = ["https://app.example.com"]   # browser origins accepted over HTTP besides loopback pages (default: none)
 //! max_sessions = 256                 # HTTP sessions kept at once; a new one past it is refused
 //! approval_timeout_ms = 300000       # a question the client's user leaves unanswered this long denies the call, and is withdrawn (default: 5 minutes); a 2026-07-28 client's answer must come back within it
-//! max_calls = 64                     # calls running or waiting for a person at once, in all; one past it is refused with a tool error
-//! max_calls_per_client = 16          # the same, per client (a session, stdio, or over stateless HTTP an address)
+//! max_calls = 64                     # calls running or waiting for a person, and subscriptions open, at once, in all; one past it is refused with a tool error
+//! max_calls_per_client = 16          # the same, per client (a handshake-era session, stdio, or else its address)
 //! max_request_kib = 1024             # the largest HTTP request body; past it, 413
 //! ```
 

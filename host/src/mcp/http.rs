@@ -28,9 +28,11 @@ pub(crate) const MCP_PATH: &str = "/mcp";
 #[derive(Clone, Default)]
 pub struct HttpOptions {
     /// No server-side sessions: every request stands alone, so replicas
-    /// behind a load balancer can serve one URL. The client cannot be
-    /// asked to approve anything then: `[mcp] unattended` decides, and no
-    /// client is told when the tools change.
+    /// behind a load balancer can serve one URL. A handshake-era client
+    /// cannot be asked to approve anything then (`[mcp] unattended`
+    /// decides); a 2026-07-28 client with elicitation is asked through
+    /// `input_required`, its answer finished by whichever replica gets it.
+    /// No client is told when the tools change.
     pub stateless: bool,
     /// A request without `Authorization: Bearer TOKEN` gets 401.
     pub token: Option<String>,

@@ -3,7 +3,7 @@
 //! out as a request of the server's (the handshake era) or inside an
 //! `input_required` result (2026-07-28).
 
-use crate::approval::{Answer, CallDecision, DecidedBy, PendingCall, ResultDecision};
+use crate::approval::{Answer, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::{printable, printable_lines, to_json_pretty};
@@ -116,13 +116,16 @@ impl Reply {
     }
 
     /// The decision on a held result this reply makes.
-    pub(super) fn result_decision(self) -> ResultDecision {
-        match self {
+    pub(super) fn result_answer(self) -> ResultAnswer {
+        let decision = match self {
             Reply::Accepted(content) if content["pass"] == true => ResultDecision::Pass,
             Reply::Accepted(content) => ResultDecision::Reject { reason: reason(&content).map(str::to_owned) },
             Reply::Declined => ResultDecision::Reject { reason: Some("the user declined it in the MCP client".to_owned()) },
-            Reply::Unanswered(why) => ResultDecision::Reject { reason: Some(why) },
-        }
+            Reply::Unanswered(why) => {
+                return ResultAnswer { decision: ResultDecision::Reject { reason: Some(why) }, by: DecidedBy::NoAnswer };
+            }
+        };
+        ResultAnswer::by_person(decision)
     }
 }
 

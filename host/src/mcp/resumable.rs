@@ -9,9 +9,10 @@
 
 use super::Shared;
 use super::questions::{Reply, call_form, result_form};
-use crate::approval::args_sha256;
+use crate::approval::{Answer, CallDecision, DecidedBy, ResultAnswer, ResultDecision, ResumeError, args_sha256};
 use crate::call::ToolCall;
 use crate::pipeline::{Decisions, PausedTurn, Turn, TurnResult, TurnStep, Waiting};
+use crate::printable::printable;
 use rmcp::ErrorData;
 use rmcp::model::{CallToolRequestParams, ElicitRequest, InputRequest, InputRequests, InputRequiredResult, InputResponses};
 
@@ -33,26 +34,76 @@ pub(super) async fn call_round(
     let arguments = request.arguments.unwrap_or_default();
     let binding = binding(turn, &request.name, &arguments);
     let pipeline = &shared.pipeline;
-    let step = match request.request_state.as_deref() {
+    let mut step = match request.request_state.as_deref() {
         Some(token) => {
             let paused = pipeline.unseal(turn, token, &binding).await.map_err(|error| {
-                tracing::warn!("refused an MCP retry of `{}`: {error}", crate::printable::printable(&request.name));
-                ErrorData::invalid_params(error.to_string(), None)
+                tracing::warn!("refused an MCP retry of `{}`: {error}", printable(&request.name));
+                refusal(&error)
             })?;
             let decisions = decisions(&paused, request.input_responses.as_ref());
             pipeline.resume(turn, paused, decisions).await
         }
-        None => pipeline.start(turn, vec![ToolCall::with_map(id, request.name.as_ref(), arguments)]).await,
+        None => pipeline.start(turn, vec![ToolCall::with_map(id, request.name.as_ref(), arguments.clone())]).await,
     };
-    match step {
-        TurnStep::Done(result) => Ok(Round::Done(result)),
-        TurnStep::Waiting(paused) => {
-            let questions = questions(&paused);
-            let token = pipeline
-                .seal(paused, &binding, shared.config.approval_timeout)
-                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-            Ok(Round::Asks(InputRequiredResult::new(Some(questions), Some(token))))
+    loop {
+        let paused = match step {
+            TurnStep::Done(result) => return Ok(Round::Done(result)),
+            TurnStep::Waiting(paused) => paused,
+        };
+        // The retry carries the arguments again, the sealed turn, and the
+        // answers: one that could not come back within the request limit is
+        // decided here instead, saying so, rather than handed out.
+        let arguments_len = serde_json::to_vec(&arguments).map_or(0, |bytes| bytes.len());
+        let retry = arguments_len + pipeline.token_len(&paused) + RETRY_ROOM;
+        let limit = shared.config.max_request_bytes;
+        if retry > limit {
+            let why = format!(
+                "it cannot be put to the user over MCP 2026-07-28: the retry carrying the answer would be {} KiB, more \
+                 than [mcp] max_request_kib = {}",
+                retry.div_ceil(1024),
+                limit >> 10
+            );
+            let decisions = match paused.waiting() {
+                Waiting::Calls(calls) => Decisions::Calls(
+                    calls
+                        .iter()
+                        .map(|_| Answer { decision: CallDecision::Deny { reason: Some(why.clone()) }, by: DecidedBy::NoAnswer })
+                        .collect(),
+                ),
+                Waiting::Results(results) => Decisions::Results(
+                    results
+                        .iter()
+                        .map(|_| ResultAnswer {
+                            decision: ResultDecision::Reject { reason: Some(why.clone()) },
+                            by: DecidedBy::NoAnswer,
+                        })
+                        .collect(),
+                ),
+            };
+            step = pipeline.resume(turn, paused, decisions).await;
+            continue;
         }
+        let questions = questions(&paused);
+        let token = pipeline.seal(paused, &binding, shared.config.approval_timeout).await.map_err(|error| {
+            tracing::warn!("could not pause an MCP call of `{}` for its user: {error}", printable(&request.name));
+            ErrorData::internal_error("the call could not be paused for its user's answer; the server's log says why", None)
+        })?;
+        return Ok(Round::Asks(InputRequiredResult::new(Some(questions), Some(token))));
+    }
+}
+
+/// Room in a retry, past the arguments and the token, for the answers and
+/// the request around them.
+const RETRY_ROOM: usize = 16 << 10;
+
+/// What the client is told of a token refused: why, unless the cause is
+/// the server's own (its key or ledger files), which only its log names.
+fn refusal(error: &ResumeError) -> ErrorData {
+    match error {
+        ResumeError::NoKey(_) | ResumeError::Ledger { .. } => {
+            ErrorData::internal_error("the server could not check the retry's requestState; its log says why", None)
+        }
+        error => ErrorData::invalid_params(error.to_string(), None),
     }
 }
 
@@ -98,7 +149,7 @@ fn decisions(paused: &PausedTurn, responses: Option<&InputResponses>) -> Decisio
             Decisions::Calls((0..calls.len()).map(|index| answer(CALL_QUESTION, index).call_answer()).collect())
         }
         Waiting::Results(results) => {
-            Decisions::Results((0..results.len()).map(|index| answer(RESULT_QUESTION, index).result_decision()).collect())
+            Decisions::Results((0..results.len()).map(|index| answer(RESULT_QUESTION, index).result_answer()).collect())
         }
     }
 }

@@ -77,6 +77,16 @@ impl ServerHandler for Session {
     /// Tell the listener each time the registry reloads with changes,
     /// until it stops listening or the server stops.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        // An open subscription holds a stream and a task: it takes a place
+        // among the client's calls, so none opens them without end.
+        let _place = match self.shared.in_flight.enter(&client_key(context.request_context(), false)) {
+            Ok(place) => place,
+            Err(Busy(why)) => return Err(ErrorData::invalid_request(why, None)),
+        };
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
         let mut events = self.shared.pipeline.executor().registry().subscribe();
         loop {
             let event = tokio::select! {
@@ -132,7 +142,11 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let _place = match self.shared.in_flight.enter(&client_key(&context)) {
+        let modern = context.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        // Only a handshake-era request on a server that keeps sessions came
+        // through one that rmcp checked; elsewhere the header is the
+        // client's word.
+        let _place = match self.shared.in_flight.enter(&client_key(&context, self.can_ask && !modern)) {
             Ok(place) => place,
             Err(Busy(why)) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),
         };
@@ -149,7 +163,6 @@ impl ServerHandler for Session {
                 cancel.cancel();
             }))
         });
-        let modern = context.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         let answers_forms = context
             .client_capabilities()
             .and_then(|capabilities| capabilities.elicitation)
@@ -185,10 +198,11 @@ impl ServerHandler for Session {
 }
 
 /// Whom a call counts against for `[mcp] max_calls_per_client`: its
-/// session, else (stateless HTTP) its address, else (stdio) the one client.
-fn client_key(context: &RequestContext<RoleServer>) -> String {
+/// session, where it `came_through_session` (one rmcp checked exists),
+/// else over HTTP its address, else (stdio) the one client.
+fn client_key(context: &RequestContext<RoleServer>, came_through_session: bool) -> String {
     let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else { return "stdio".to_owned() };
-    if let Some(session) = parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()) {
+    if let Some(session) = parts.headers.get("mcp-session-id").and_then(|id| id.to_str().ok()).filter(|_| came_through_session) {
         return format!("session {session}");
     }
     match parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>() {

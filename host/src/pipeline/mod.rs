@@ -39,7 +39,8 @@ pub use token::ResumeError;
 
 use crate::agent::ToolCallConfig;
 use crate::approval::{
-    Answer, Approvals, Approver, AskReason, Assessment, AuditRecord, CallDecision, DecidedBy, PendingCall, ResultDecision,
+    Answer, Approvals, Approver, AskReason, Assessment, AuditRecord, CallDecision, DecidedBy, PendingCall, ResultAnswer,
+    ResultDecision,
 };
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
@@ -258,7 +259,7 @@ impl Pipeline {
                 Waiting::Results(results) => {
                     let mut decisions = Vec::with_capacity(results.len());
                     for result in results {
-                        decisions.push(self.approver.approve_result(&result.outcome, &result.spec).await);
+                        decisions.push(self.approver.answer_result(&result.outcome, &result.spec).await);
                     }
                     Decisions::Results(decisions)
                 }
@@ -365,7 +366,20 @@ impl Pipeline {
                     let answers = call_answers(decisions, calls.len());
                     for ((&index, asked), answer) in indices.iter().zip(&calls).zip(answers) {
                         let Slot::Pending { call, decided } = &mut slots[index] else { continue };
-                        *decided = Some(self.approvals.settle(asked, &call.plugin().sha256, answer).await);
+                        // The policy as it is now (another process's, or
+                        // remembered decisions changed while the turn
+                        // waited): a deny rule wins over any answer, and
+                        // "always" holds only where the question offered it
+                        // and the policy still asks that question.
+                        let now = (!turn.chosen_by_person).then(|| self.assess(turn, call));
+                        *decided = Some(match now {
+                            Some(deny @ Assessment::Deny { .. }) => deny,
+                            Some(Assessment::Ask(reason)) if reason != asked.reason && asked.offers_always() => {
+                                let asked_now = PendingCall { reason, ..asked.clone() };
+                                self.approvals.settle(&asked_now, &call.plugin().sha256, answer).await
+                            }
+                            _ => self.approvals.settle(asked, &call.plugin().sha256, answer).await,
+                        });
                     }
                     self.assess_again(turn, &mut slots, &indices);
                 }
@@ -389,21 +403,20 @@ impl Pipeline {
         }
     }
 
-    /// The decisions of a turn that waited, checked against the policy as
-    /// it is now (it may be another process's, or remembered decisions
-    /// may have changed): a deny rule still wins over any answer, and a
-    /// call the rules let run before but would ask about now is denied,
-    /// since nobody was asked. The `asked` slots keep their answer
-    /// otherwise.
+    /// The calls of a turn that waited which nobody was asked about
+    /// (`asked` are the others), checked against the policy as it is now
+    /// (it may be another process's, or remembered decisions may have
+    /// changed): a deny rule still wins, and a call the rules let run
+    /// before but would ask about now is denied, since nobody was asked.
     fn assess_again(&self, turn: &Turn, slots: &mut [Slot], asked: &[usize]) {
         for (index, slot) in slots.iter_mut().enumerate() {
             let Slot::Pending { call, decided } = slot else { continue };
-            if matches!(decided, Some(Assessment::Deny { .. })) {
+            if asked.contains(&index) || matches!(decided, Some(Assessment::Deny { .. })) {
                 continue;
             }
             match self.assess(turn, call) {
                 deny @ Assessment::Deny { .. } => *decided = Some(deny),
-                Assessment::Ask(reason) if !asked.contains(&index) && !turn.chosen_by_person => {
+                Assessment::Ask(reason) if !turn.chosen_by_person => {
                     *decided = Some(Assessment::Deny {
                         by: DecidedBy::NoAnswer,
                         reason: format!(
@@ -532,14 +545,15 @@ fn call_answers(decisions: Decisions, asked: usize) -> Vec<Answer> {
 
 /// One decision per held result from `decisions`: too few, or decisions
 /// of the other kind, withhold the rest; `None` for each after a cancel.
-fn result_decisions(decisions: Decisions, held: usize) -> Vec<Option<ResultDecision>> {
-    let mut decisions: Vec<Option<ResultDecision>> = match decisions {
+fn result_decisions(decisions: Decisions, held: usize) -> Vec<Option<ResultAnswer>> {
+    let mut decisions: Vec<Option<ResultAnswer>> = match decisions {
         Decisions::Results(decisions) => decisions.into_iter().map(Some).collect(),
         Decisions::Cancelled => return vec![None; held],
         Decisions::Calls(_) => Vec::new(),
     };
     decisions.truncate(held);
-    decisions.resize(held, Some(ResultDecision::Reject { reason: Some("the approver gave no decision for this result".into()) }));
+    let unanswered = ResultDecision::Reject { reason: Some("the approver gave no decision for this result".into()) };
+    decisions.resize(held, Some(ResultAnswer { decision: unanswered, by: DecidedBy::NoAnswer }));
     decisions
 }
 
@@ -547,11 +561,11 @@ fn result_decisions(decisions: Decisions, held: usize) -> Vec<Option<ResultDecis
 /// rejected one's text is replaced here, before any message or summary is
 /// built from it; `None` (the turn was cancelled while it waited) ends it
 /// cancelled, none of its text going on.
-fn settle_result(outcome: &mut ToolOutcome, decision: Option<ResultDecision>) {
+fn settle_result(outcome: &mut ToolOutcome, answer: Option<ResultAnswer>) {
     // Every decision by name: a new one must say whether the text passes.
-    let reason = match decision {
-        Some(ResultDecision::Pass) => return,
-        Some(ResultDecision::Reject { reason }) => reason,
+    let (reason, by) = match answer {
+        Some(ResultAnswer { decision: ResultDecision::Pass, .. }) => return,
+        Some(ResultAnswer { decision: ResultDecision::Reject { reason }, by }) => (reason, by),
         None => {
             outcome.status = Status::Cancelled;
             outcome.failure = crate::outcome::Failure::of_status(Status::Cancelled);
@@ -561,9 +575,12 @@ fn settle_result(outcome: &mut ToolOutcome, decision: Option<ResultDecision>) {
     };
     outcome.status = Status::ResultRejected;
     outcome.failure = crate::outcome::Failure::of_status(Status::ResultRejected);
+    // Only a person's rejection is said to be one: an adapter's says why
+    // nobody could pass it.
+    let who = if by == DecidedBy::Person { "a person withheld the result" } else { "the result was withheld" };
     outcome.output = match reason {
-        Some(reason) => format!("a person withheld the result: {reason}"),
-        None => "a person withheld the result".into(),
+        Some(reason) => format!("{who}: {reason}"),
+        None => who.to_owned(),
     };
 }
 

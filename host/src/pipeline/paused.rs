@@ -1,7 +1,7 @@
 //! A turn stopped where a person must decide: [`PausedTurn`], what it
 //! waits for ([`Waiting`]) and the [`Decisions`] that continue it.
 
-use crate::approval::{Answer, Assessment, AuditRecord, PendingCall, ResultDecision};
+use crate::approval::{Answer, Assessment, AuditRecord, PendingCall, ResultAnswer};
 use crate::checked_call::CheckedCall;
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
@@ -50,7 +50,7 @@ pub enum Decisions {
     /// One per waiting call, in order.
     Calls(Vec<Answer>),
     /// One per waiting result, in order.
-    Results(Vec<ResultDecision>),
+    Results(Vec<ResultAnswer>),
     /// The turn was cancelled while it waited: the waiting calls end
     /// cancelled, none of a waiting result's text goes on.
     Cancelled,

@@ -6,7 +6,7 @@
 
 use super::paused::{PausedTurn, PendingResult, Question, Slot};
 use super::{Pipeline, Turn, pending};
-use crate::approval::{AskReason, Assessment, PendingCall};
+use crate::approval::{AskReason, Assessment, AuditRecord, PendingCall, ResumeSeal};
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
 use crate::outcome::ToolOutcome;
@@ -95,6 +95,29 @@ impl SealedCall {
     }
 }
 
+/// The turn as it travels in a token.
+fn payload(paused: &PausedTurn) -> Vec<u8> {
+    let slots = paused
+        .slots
+        .iter()
+        .map(|slot| match slot {
+            Slot::Done { outcome, .. } => SealedSlot::Done { outcome: outcome.clone() },
+            Slot::Pending { call, decided } => SealedSlot::Pending { call: SealedCall::of(call), decided: decided.clone() },
+            Slot::Held { call, decided, outcome } => {
+                SealedSlot::Held { call: Box::new(SealedCall::of(call)), decided: decided.clone(), outcome: outcome.clone() }
+            }
+            Slot::Running => unreachable!("nothing runs while a turn waits"),
+        })
+        .collect();
+    let question = match &paused.question {
+        Question::Calls { indices, calls } => {
+            SealedQuestion::Calls { indices: indices.clone(), reasons: calls.iter().map(|call| call.reason.clone()).collect() }
+        }
+        Question::Results { indices, .. } => SealedQuestion::Results { indices: indices.clone() },
+    };
+    serde_json::to_vec(&SealedTurn { agent: paused.agent.clone(), slots, question }).expect("a turn serializes")
+}
+
 /// What a token is bound to: the door's `binding` and the turn's agent,
 /// so a token of another agent is refused before it is spent.
 fn bound(agent: &str, binding: &[u8]) -> Vec<u8> {
@@ -109,43 +132,45 @@ impl Pipeline {
     /// `paused` as a resume token, bound to `binding` (what the door's
     /// request was: a retry must present the same) and valid for
     /// `lifetime` (at most [`MAX_RESUME_LIFETIME`](crate::approval::MAX_RESUME_LIFETIME)).
-    /// The calls already done are audited now; the rest are audited by
-    /// whichever process finishes the turn.
+    /// What the turn did so far is audited now, before the token is made:
+    /// the calls already done, and the calls that ran and whose results
+    /// wait (audited again, with what became of the result, by whichever
+    /// process finishes the turn), so a token never given back leaves no
+    /// call that ran unaudited.
     ///
     /// # Errors
     ///
-    /// [`ResumeError::NoKey`] when the host key cannot be read or made;
+    /// [`ResumeError::NoKey`] when the host key cannot be read or made,
+    /// [`ResumeError::Ledger`] when the ledger of used tokens cannot;
     /// [`ResumeError::TooLarge`] past [`MAX_TOKEN_BYTES`](crate::approval::MAX_TOKEN_BYTES).
-    pub fn seal(&self, paused: PausedTurn, binding: &[u8], lifetime: Duration) -> Result<String, ResumeError> {
-        let PausedTurn { agent, slots, question } = paused;
-        let mut audits = Vec::new();
-        let sealed_slots = slots
-            .into_iter()
-            .map(|slot| match slot {
-                Slot::Done { outcome, audit } => {
-                    audits.extend(audit);
-                    SealedSlot::Done { outcome }
+    pub async fn seal(&self, paused: PausedTurn, binding: &[u8], lifetime: Duration) -> Result<String, ResumeError> {
+        let agent = paused.agent.clone();
+        for slot in &paused.slots {
+            match slot {
+                Slot::Done { audit: Some(audit), .. } => self.approvals.audit(audit),
+                Slot::Held { call, decided, outcome } if self.approvals.audits() => {
+                    let record =
+                        AuditRecord::new(&agent, Some(call.plugin().name()), &call.call().args, decided.as_ref(), outcome);
+                    self.approvals.audit(&record);
                 }
-                Slot::Pending { call, decided } => SealedSlot::Pending { call: SealedCall::of(&call), decided },
-                Slot::Held { call, decided, outcome } => {
-                    SealedSlot::Held { call: Box::new(SealedCall::of(&call)), decided, outcome }
-                }
-                Slot::Running => unreachable!("nothing runs while a turn waits"),
-            })
-            .collect();
-        let question = match question {
-            Question::Calls { indices, calls } => {
-                SealedQuestion::Calls { indices, reasons: calls.into_iter().map(|call| call.reason).collect() }
+                _ => {}
             }
-            Question::Results { indices, .. } => SealedQuestion::Results { indices },
-        };
-        let binding = bound(&agent, binding);
-        let payload = serde_json::to_vec(&SealedTurn { agent, slots: sealed_slots, question }).expect("a turn serializes");
-        let token = self.approvals.resume_seal().seal(&payload, &binding, lifetime)?;
-        for audit in &audits {
-            self.approvals.audit(audit);
         }
-        Ok(token)
+        let payload = payload(&paused);
+        let (seal, binding) = (self.approvals.resume_seal().clone(), bound(&agent, binding));
+        let sealed = match tokio::task::spawn_blocking(move || seal.seal(&payload, &binding, lifetime)).await {
+            Ok(sealed) => sealed,
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        };
+        self.approvals.flush_audit().await;
+        sealed
+    }
+
+    /// How long the token [`seal`](Self::seal) would make of `paused` is,
+    /// in bytes: for a door that must know whether it can come back (an
+    /// MCP retry has a size limit).
+    pub fn token_len(&self, paused: &PausedTurn) -> usize {
+        ResumeSeal::token_len(payload(paused).len())
     }
 
     /// The turn `token` holds, to [`resume`](Self::resume) as `turn`: the
@@ -158,11 +183,15 @@ impl Pipeline {
     ///
     /// A [`ResumeError`] saying which of those failed.
     pub async fn unseal(&self, turn: &Turn, token: &str, binding: &[u8]) -> Result<PausedTurn, ResumeError> {
-        let opened = self.approvals.resume_seal().open(token, &bound(turn.agent_name(), binding))?;
+        // The key and the ledger are files: read on a blocking thread.
+        let (seal, token, binding) = (self.approvals.resume_seal().clone(), token.to_owned(), bound(turn.agent_name(), binding));
+        let opened = match tokio::task::spawn_blocking(move || seal.open(&token, &binding)).await {
+            Ok(opened) => opened?,
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        };
         let paused = self.rebuild(turn, &opened.payload)?;
         // Spent only once it is known to be good here: a token refused for
         // this process's components may still resume on another replica.
-        // The ledger is a locked file: written on a blocking thread.
         match tokio::task::spawn_blocking(move || opened.spend()).await {
             Ok(spent) => spent?,
             Err(join) => std::panic::resume_unwind(join.into_panic()),
@@ -178,6 +207,9 @@ impl Pipeline {
             serde_json::from_slice(payload).map_err(|_| ResumeError::Malformed("its turn is of another format"))?;
         if sealed.agent != agent {
             return Err(ResumeError::Mismatched(format!("it is a turn of agent `{}`, not `{agent}`", sealed.agent)));
+        }
+        if turn.agent.is_some() && !turn.config.enabled {
+            return Err(ResumeError::Mismatched(format!("tool calling is off for agent `{agent}` here")));
         }
         let catalog = self.executor.registry().catalog();
         let slots = sealed

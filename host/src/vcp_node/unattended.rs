@@ -3,7 +3,7 @@
 //! user, by `[mcp] unattended`.
 
 use super::config::{Unattended, UnattendedAction};
-use crate::approval::{Answer, Approver, AskReason, CallDecision, DecidedBy, DenyAll, PendingCall, ResultDecision};
+use crate::approval::{Answer, Approver, AskReason, CallDecision, DecidedBy, DenyAll, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::printable;
@@ -11,10 +11,10 @@ use crate::printable::printable;
 /// Decides the calls that need approval when no person is attached to the
 /// node, by the tool's level as `[vcp.unattended]` says (deny by default).
 /// A call asked for by an `ask` rule or `require_confirmation` wants a
-/// person and is denied. A result that needs approval is rejected, as
-/// [`DenyAll`] does, on a node; for MCP, `[mcp] unattended` decides results
-/// too (`allow` passes them: nobody was there to see them). Every denial
-/// says what needed approval, why, and which setting would let it run.
+/// person and is denied. A result that needs approval is withheld: nobody
+/// is there to see it, and the settings decide calls, never results. Every
+/// denial says what needed approval, why, and which setting would let it
+/// run.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnattendedApprover {
     policy: Unattended,
@@ -102,21 +102,23 @@ impl Approver for UnattendedApprover {
     }
 
     async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
-        let Door::Mcp = self.door else { return DenyAll.approve_result(outcome, tool).await };
-        // One setting for both levels, so either says.
-        match self.policy.sensitive {
-            UnattendedAction::Allow => ResultDecision::Pass,
-            UnattendedAction::Deny => ResultDecision::Reject {
-                reason: Some(format!(
-                    "`{}` (plugin {}) asks that a person see its result before it goes on, and the MCP client cannot \
-                     ask its user (it does not support elicitation, or the server is stateless) ([mcp] unattended = \
-                     \"deny\"). To pass such results unattended, set [mcp] unattended = \"allow\"; or use a client \
-                     that supports elicitation, or start the server with --console to approve them in a browser.",
-                    printable(&tool.name),
-                    printable(&tool.plugin)
-                )),
-            },
-        }
+        self.answer_result(outcome, tool).await.decision
+    }
+
+    /// Nobody is there to see the result: it is withheld, on a node as by
+    /// [`DenyAll`], and for MCP saying that `[mcp] unattended` decides calls,
+    /// never results.
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
+        let Door::Mcp = self.door else { return DenyAll.answer_result(outcome, tool).await };
+        let reason = format!(
+            "`{}` (plugin {}) asks that a person see its result before it goes on, and nobody could: the MCP client \
+             cannot ask its user (it does not support elicitation, or the server is stateless). [mcp] unattended \
+             decides calls, never results; use a client that supports elicitation, or start the server with \
+             --console to pass results in a browser.",
+            printable(&tool.name),
+            printable(&tool.plugin)
+        );
+        ResultAnswer { decision: ResultDecision::Reject { reason: Some(reason) }, by: DecidedBy::DenyAll }
     }
 
     async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
@@ -166,22 +168,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn mcp_unattended_decides_results_too_and_a_denial_names_the_console() {
+    async fn results_are_withheld_unattended_saying_so_and_a_denial_names_the_console() {
         let mut spec = ToolSpec::new("secret", "vault", "");
         spec.result_approval = true;
         let outcome = ToolOutcome::without_running("r1", "secret", crate::Status::Success, "s3cret".into());
-        let allowing = UnattendedApprover::for_mcp(UnattendedAction::Allow);
-        assert_eq!(allowing.approve_result(&outcome, &spec).await, ResultDecision::Pass);
+        for action in [UnattendedAction::Allow, UnattendedAction::Deny] {
+            let answer = UnattendedApprover::for_mcp(action).answer_result(&outcome, &spec).await;
+            let ResultDecision::Reject { reason: Some(reason) } = &answer.decision else { panic!("withheld: {answer:?}") };
+            assert!(reason.contains("[mcp] unattended decides calls, never results") && reason.contains("--console"), "{reason}");
+            assert!(!reason.contains("s3cret"), "{reason}");
+            assert_eq!(answer.by, DecidedBy::DenyAll, "not a person");
+        }
         let denying = UnattendedApprover::for_mcp(UnattendedAction::Deny);
-        let ResultDecision::Reject { reason: Some(reason) } = denying.approve_result(&outcome, &spec).await else {
-            panic!("rejected")
-        };
-        assert!(reason.contains("[mcp] unattended = \"deny\"") && reason.contains("--console"), "{reason}");
-        assert!(!reason.contains("s3cret"), "{reason}");
         let answers = denying.answer_calls(&[pending(AskReason::Sensitive)]).await;
         let CallDecision::Deny { reason: Some(reason) } = &answers[0].decision else { panic!("{answers:?}") };
         assert!(reason.contains("--console"), "{reason}");
-        let node = UnattendedApprover::new(Unattended { moderate: UnattendedAction::Allow, sensitive: UnattendedAction::Allow });
-        assert!(matches!(node.approve_result(&outcome, &spec).await, ResultDecision::Reject { .. }), "a node keeps results");
     }
 }
