@@ -58,7 +58,14 @@ impl ConsoleCommand {
         if !self.no_watch {
             super::watch_plugins(pipeline.executor().registry(), &shutdown);
         }
-        let options = ConsoleOptions { agent, config, approval_timeout: policy.console.approval_timeout, llm: Some(llm) };
+        let options = ConsoleOptions {
+            agent,
+            config,
+            approval_timeout: policy.console.approval_timeout,
+            llm: Some(llm),
+            max_waiting_bytes: policy.console.max_waiting_bytes,
+            max_chat_bytes: policy.console.max_chat_bytes,
+        };
         let listen = self.listen.unwrap_or(policy.console.listen);
         let (_, served) = open(pipeline, options, listen, false, &shutdown).await?;
         output::note(format_args!("the chat talks to the {model}; Ctrl-C stops the console"));
@@ -133,7 +140,14 @@ pub(super) async fn for_door(
         None => return Ok(None),
     };
     let (agent, config) = model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?;
-    let options = ConsoleOptions { agent, config, approval_timeout: policy.console.approval_timeout, llm: None };
+    let options = ConsoleOptions {
+        agent,
+        config,
+        approval_timeout: policy.console.approval_timeout,
+        llm: None,
+        max_waiting_bytes: policy.console.max_waiting_bytes,
+        max_chat_bytes: policy.console.max_chat_bytes,
+    };
     let (console, served) = open(pipeline.clone(), options, listen, fallback, shutdown).await?;
     // Calls keep coming to its desk: say so if nobody can reach it any more.
     let stopping = shutdown.clone();

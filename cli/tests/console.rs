@@ -882,3 +882,71 @@ async fn hidden_characters_show_as_marked_placeholders_on_every_card() {
     })
     .await;
 }
+
+/// Everything `stream` carries within `wait`, as text.
+fn read_for(stream: &mut std::net::TcpStream, wait: Duration) -> String {
+    use std::io::Read;
+    let deadline = Instant::now() + wait;
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 8192];
+    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    while Instant::now() < deadline {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => seen.extend_from_slice(&buffer[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desk_the_feed_and_the_chat_are_bounded_in_bytes_naming_their_keys() {
+    let dir = workspace();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), format!("{policy}[console]\nmax_waiting_kib = 256\nmax_chat_kib = 1\n"))
+        .unwrap();
+    let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
+    let running = Running::start(dir.path(), &args, Some("serving MCP at"));
+    let line = running.line_with("serving MCP at");
+    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+    let api = Api::of(&running);
+    // A page's event stream, read raw.
+    let mut events = std::net::TcpStream::connect(running.base().trim_start_matches("http://")).unwrap();
+    {
+        use std::io::Write;
+        let request = format!(
+            "GET /api/events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+            running.base().trim_start_matches("http://"),
+            running.token()
+        );
+        events.write_all(request.as_bytes()).unwrap();
+    }
+    let call = |id: u32, path: &str, kib: usize| {
+        let content = "x".repeat(kib << 10);
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"{path}","content":"{content}"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"big","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        )
+    };
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "write_file")];
+    // 200 KiB waits at the desk; it reaches the page as a resync, not inline.
+    let _first = open_post(&authority, &headers, &call(1, "a.txt", 200));
+    let waiting = api.pending().await;
+    assert_eq!(waiting["calls"][0]["tool"], "write_file");
+    let fed = read_for(&mut events, Duration::from_secs(2));
+    assert!(fed.contains(r#"{"type":"resync"}"#) && fed.len() < 16 << 10, "{} bytes: {}", fed.len(), &fed[..fed.len().min(400)]);
+    // 100 KiB more would pass the desk's 256 KiB: refused, naming the key.
+    let mut second = open_post(&authority, &headers, &call(2, "b.txt", 100));
+    let refused = read_for(&mut second, Duration::from_secs(5));
+    assert!(refused.contains("[console] max_waiting_kib = 256"), "{}", &refused[..refused.len().min(600)]);
+    assert_eq!(api.get("/api/pending").await["pending"].as_array().unwrap().len(), 1);
+    assert!(!dir.path().join("ws/b.txt").exists());
+
+    // The chat: a message past what the conversation may hold is refused.
+    let model = StandIn::start([Response::text("never asked")]).await.unwrap();
+    let chat = console(dir.path(), Some(&model));
+    let (status, said) = Api::of(&chat).post("/api/chat", json!({ "message": "y".repeat(2000) })).await;
+    assert_eq!(status, 413, "{said}");
+    assert!(said["error"].as_str().unwrap().contains("[console] max_chat_kib = 1"), "{said}");
+    assert!(model.requests().is_empty(), "the model was not asked");
+}

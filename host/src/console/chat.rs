@@ -22,13 +22,17 @@ use tokio_util::sync::CancellationToken;
 pub(super) struct ChatRoom {
     llm: Option<Arc<dyn LlmClient>>,
     transcript: tokio::sync::Mutex<Transcript>,
+    /// What the conversation may hold (`[console] max_chat_kib`): a new
+    /// message is refused past it, so one turn's growth (each reply and
+    /// result has its own cap) is the most it can pass by.
+    max_bytes: usize,
     /// The running turn's cancel token.
     running: Mutex<Option<CancellationToken>>,
 }
 
 impl ChatRoom {
-    pub(super) fn new(llm: Option<Arc<dyn LlmClient>>) -> Self {
-        ChatRoom { llm, transcript: tokio::sync::Mutex::new(Transcript::in_memory()), running: Mutex::new(None) }
+    pub(super) fn new(llm: Option<Arc<dyn LlmClient>>, max_bytes: usize) -> Self {
+        ChatRoom { llm, transcript: tokio::sync::Mutex::new(Transcript::in_memory()), running: Mutex::new(None), max_bytes }
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, Option<CancellationToken>> {
@@ -68,6 +72,19 @@ pub(super) async fn send(State(shared): State<Arc<Shared>>, Json(say): Json<Say>
         let mut running = shared.chat.running();
         if running.is_some() {
             return refuse(StatusCode::CONFLICT, "a turn is running: wait for it, or stop it");
+        }
+        let held = match shared.chat.transcript.try_lock() {
+            Ok(transcript) => serde_json::to_vec(transcript.entries()).map_or(0, |json| json.len()),
+            Err(_) => return refuse(StatusCode::CONFLICT, "a turn is running: wait for it, or stop it"),
+        };
+        let max = shared.chat.max_bytes;
+        if held.saturating_add(say.message.len()) > max {
+            let why = format!(
+                "the conversation holds {} KiB, more than [console] max_chat_kib = {} allows with this message: start a new one (Reset)",
+                held.div_ceil(1024),
+                max >> 10
+            );
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, why);
         }
         *running = Some(cancel.clone());
     }

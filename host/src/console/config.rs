@@ -8,9 +8,11 @@
 //! agent = "coder"                    # the agent whose tools, prompt and model the page works with (default: every agent-callable tool)
 //! approval_timeout_ms = 300000       # a call or result nobody decides in time is denied, saying so (default: 5 minutes)
 //! approver = true                    # `toolhost node` and `toolhost mcp` ask through the console, as with --console (default: false)
+//! max_waiting_kib = 16384            # what the calls and results waiting at the desk may hold in all; one more is refused (default: 16 MiB)
+//! max_chat_kib = 16384               # what the chat's conversation may hold; past it, a new message is refused until it is reset (default: 16 MiB)
 //! ```
 
-use crate::config_error::ConfigError;
+use crate::config_error::{ConfigError, in_range};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -22,6 +24,12 @@ pub const DEFAULT_CONSOLE_LISTEN: &str = "127.0.0.1:7800";
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 /// The longest `approval_timeout_ms` may be: a day.
 const MAX_APPROVAL_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+/// What the desk may hold by default, in bytes.
+pub const DEFAULT_MAX_WAITING_BYTES: usize = 16 << 20;
+/// What the chat's conversation may hold by default, in bytes.
+pub const DEFAULT_MAX_CHAT_BYTES: usize = 16 << 20;
+/// The most either may be set to: 1 GiB.
+const MAX_KIB: u64 = 1 << 20;
 
 /// The console's settings: `[console]`, or the defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +45,11 @@ pub struct ConsoleConfig {
     /// Whether `toolhost node` and `toolhost mcp` open the console as
     /// their approver without `--console`.
     pub approver: bool,
+    /// What the calls and results waiting at the desk may hold in all, in
+    /// bytes (their JSON as the page reads it).
+    pub max_waiting_bytes: usize,
+    /// What the chat's conversation may hold, in bytes.
+    pub max_chat_bytes: usize,
 }
 
 impl Default for ConsoleConfig {
@@ -46,6 +59,8 @@ impl Default for ConsoleConfig {
             agent: None,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             approver: false,
+            max_waiting_bytes: DEFAULT_MAX_WAITING_BYTES,
+            max_chat_bytes: DEFAULT_MAX_CHAT_BYTES,
         }
     }
 }
@@ -59,6 +74,8 @@ pub(crate) struct ConsoleSection {
     approval_timeout_ms: Option<u64>,
     #[serde(default)]
     approver: bool,
+    max_waiting_kib: Option<u64>,
+    max_chat_kib: Option<u64>,
 }
 
 impl ConsoleSection {
@@ -86,7 +103,18 @@ impl ConsoleSection {
             }
             None => defaults.approval_timeout,
         };
-        Ok(ConsoleConfig { listen, agent: self.agent, approval_timeout, approver: self.approver })
+        let kib = |key: &str, value: Option<u64>, default: usize| match value {
+            Some(kib) => in_range(path, key, kib, 1..=MAX_KIB).map(|kib| (kib as usize) << 10),
+            None => Ok(default),
+        };
+        Ok(ConsoleConfig {
+            listen,
+            agent: self.agent,
+            approval_timeout,
+            approver: self.approver,
+            max_waiting_bytes: kib("console.max_waiting_kib", self.max_waiting_kib, DEFAULT_MAX_WAITING_BYTES)?,
+            max_chat_bytes: kib("console.max_chat_kib", self.max_chat_kib, DEFAULT_MAX_CHAT_BYTES)?,
+        })
     }
 }
 
@@ -110,5 +138,9 @@ mod tests {
         assert!(bad.contains("console.listen"), "{bad}");
         let bad = resolve("approval_timeout_ms = 0").unwrap_err().to_string();
         assert!(bad.contains("console.approval_timeout_ms"), "{bad}");
+        let sized = resolve("max_waiting_kib = 64\nmax_chat_kib = 128").unwrap();
+        assert_eq!((sized.max_waiting_bytes, sized.max_chat_bytes), (64 << 10, 128 << 10));
+        let bad = resolve("max_chat_kib = 0").unwrap_err().to_string();
+        assert!(bad.contains("console.max_chat_kib = 0 is out of range"), "{bad}");
     }
 }

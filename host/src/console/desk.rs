@@ -82,6 +82,21 @@ enum Reply {
 struct Entry {
     view: Waiting,
     reply: Reply,
+    /// Its JSON's bytes, as counted against `[console] max_waiting_kib`.
+    bytes: usize,
+}
+
+impl Entries {
+    /// Take request `id` off the desk; whether it was there.
+    fn remove(&mut self, id: u64) -> bool {
+        match self.waiting.remove(&id) {
+            Some(entry) => {
+                self.bytes -= entry.bytes;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// A person's answer to one pending call, as the page sends it.
@@ -112,11 +127,15 @@ pub(super) struct Desk {
     entries: Mutex<Entries>,
     feed: Feed,
     timeout: Duration,
+    /// What the waiting requests may hold in all (`[console] max_waiting_kib`).
+    max_bytes: usize,
 }
 
 #[derive(Default)]
 struct Entries {
     waiting: BTreeMap<u64, Entry>,
+    /// What the waiting requests hold: their JSON's bytes.
+    bytes: usize,
     /// The console shut down: nothing more is put on the desk.
     closed: bool,
 }
@@ -130,8 +149,8 @@ enum Unanswered {
 }
 
 impl Desk {
-    pub(super) fn new(feed: Feed, timeout: Duration) -> Self {
-        Desk { next: AtomicU64::new(1), entries: Mutex::new(Entries::default()), feed, timeout }
+    pub(super) fn new(feed: Feed, timeout: Duration, max_bytes: usize) -> Self {
+        Desk { next: AtomicU64::new(1), entries: Mutex::new(Entries::default()), feed, timeout, max_bytes }
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
@@ -157,7 +176,16 @@ impl Desk {
             if entries.waiting.len() >= MAX_WAITING {
                 return Err(Unanswered::Refused(format!("{MAX_WAITING} requests already wait for a person at the console")));
             }
-            entries.waiting.insert(id, Entry { view: view.clone(), reply });
+            let bytes = serde_json::to_vec(&view).map_or(0, |json| json.len());
+            if entries.bytes.saturating_add(bytes) > self.max_bytes {
+                return Err(Unanswered::Refused(format!(
+                    "the requests waiting at the console would hold {} KiB, more than [console] max_waiting_kib = {}",
+                    entries.bytes.saturating_add(bytes).div_ceil(1024),
+                    self.max_bytes >> 10
+                )));
+            }
+            entries.bytes += bytes;
+            entries.waiting.insert(id, Entry { view: view.clone(), reply, bytes });
         }
         self.feed.publish("pending", &view);
         Ok(Withdrawal { desk: self, id })
@@ -169,6 +197,7 @@ impl Desk {
         let drained = {
             let mut entries = self.entries();
             entries.closed = true;
+            entries.bytes = 0;
             std::mem::take(&mut entries.waiting)
         };
         for id in drained.into_keys() {
@@ -257,7 +286,7 @@ impl Desk {
             }
         };
         if done {
-            entries.waiting.remove(&id);
+            entries.remove(id);
             self.feed.publish("resolved", &serde_json::json!({ "id": id, "how": "decided" }));
         }
         Ok(())
@@ -282,7 +311,7 @@ struct Withdrawal<'a> {
 
 impl Withdrawal<'_> {
     fn finish(self, how: &str) {
-        if self.desk.entries().waiting.remove(&self.id).is_some() {
+        if self.desk.entries().remove(self.id) {
             self.desk.feed.publish("resolved", &serde_json::json!({ "id": self.id, "how": how }));
         }
         std::mem::forget(self);
@@ -292,7 +321,7 @@ impl Withdrawal<'_> {
 impl Drop for Withdrawal<'_> {
     /// The waiting future was dropped: its call was cancelled.
     fn drop(&mut self) {
-        if self.desk.entries().waiting.remove(&self.id).is_some() {
+        if self.desk.entries().remove(self.id) {
             self.desk.feed.publish("resolved", &serde_json::json!({ "id": self.id, "how": "cancelled" }));
         }
     }

@@ -12,7 +12,12 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// Events kept for a slow page before it is told it lagged.
-const BACKLOG: usize = 1024;
+const BACKLOG: usize = 256;
+/// The largest event sent as it is: a larger one (a request with huge
+/// arguments, a tool's long output) is sent as a `resync`, after which the
+/// page fetches what it would have said. So what the feed holds for slow
+/// pages is bounded in bytes (`BACKLOG` of these), not only in events.
+pub(super) const MAX_EVENT_BYTES: usize = 64 << 10;
 /// How often an idle stream carries a comment, so proxies and the
 /// browser keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -40,8 +45,12 @@ impl Feed {
             }
             other => *other = serde_json::json!({ "type": kind, "value": other.take() }),
         }
+        let mut json = value.to_string();
+        if json.len() > MAX_EVENT_BYTES {
+            json = r#"{"type":"resync"}"#.to_owned();
+        }
         // Nobody listening is fine: the page fetches the state when it opens.
-        let _ = self.sender.send(value.to_string().into());
+        let _ = self.sender.send(json.into());
     }
 
     /// End every stream.

@@ -38,7 +38,9 @@ mod records;
 mod workbench;
 
 pub(crate) use config::ConsoleSection;
-pub use config::{ConsoleConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_LISTEN};
+pub use config::{
+    ConsoleConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_LISTEN, DEFAULT_MAX_CHAT_BYTES, DEFAULT_MAX_WAITING_BYTES,
+};
 pub use desk::ConsoleApprover;
 
 use crate::agent::ToolCallConfig;
@@ -73,6 +75,12 @@ pub struct ConsoleOptions {
     pub approval_timeout: Duration,
     /// The model the chat talks to; `None`: the chat says there is none.
     pub llm: Option<Arc<dyn LlmClient>>,
+    /// What the requests waiting at the desk may hold in all, in bytes
+    /// (`[console] max_waiting_kib`).
+    pub max_waiting_bytes: usize,
+    /// What the chat's conversation may hold, in bytes (`[console]
+    /// max_chat_kib`).
+    pub max_chat_bytes: usize,
 }
 
 impl Default for ConsoleOptions {
@@ -82,6 +90,8 @@ impl Default for ConsoleOptions {
             config: ToolCallConfig { enabled: true, ..ToolCallConfig::default() },
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             llm: None,
+            max_waiting_bytes: config::DEFAULT_MAX_WAITING_BYTES,
+            max_chat_bytes: config::DEFAULT_MAX_CHAT_BYTES,
         }
     }
 }
@@ -136,7 +146,7 @@ impl Console {
     /// own calls (the Run panel, the chat) are approved at its desk.
     pub fn new(pipeline: Pipeline, options: ConsoleOptions, addr: SocketAddr) -> Self {
         let feed = Feed::new();
-        let desk = Arc::new(Desk::new(feed.clone(), options.approval_timeout));
+        let desk = Arc::new(Desk::new(feed.clone(), options.approval_timeout, options.max_waiting_bytes));
         let pipeline = pipeline.with_approver(Arc::new(desk.approver("console", "this page")));
         let shared = Shared {
             pipeline,
@@ -147,7 +157,7 @@ impl Console {
             agent: options.agent,
             config: Mutex::new(options.config),
             prompts: Arc::new(PromptCache::new()),
-            chat: chat::ChatRoom::new(options.llm),
+            chat: chat::ChatRoom::new(options.llm, options.max_chat_bytes),
             closing: CancellationToken::new(),
         };
         Console { shared: Arc::new(shared) }
