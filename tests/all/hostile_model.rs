@@ -101,7 +101,12 @@ async fn one_line_longer_than_the_line_limit_is_refused_before_it_is_parsed() {
         socket.write_all(b"\"}}]}\n\ndata: [DONE]\n\n").await
     })
     .await;
+    let before = crate::support::cpu_time();
     let (outcome, _, _) = ask(profile(base_url)).await;
+    // Each byte scanned once: the SSE parser was given the growing line
+    // piece by piece and rescanned it each time, minutes of a core.
+    let used = crate::support::cpu_time() - before;
+    assert!(used < std::time::Duration::from_secs(3), "{used:?} of processor time for one 8 MiB line");
     let error = outcome.unwrap_err();
     let LlmError::OverLimit { limit: ReplyLimit::Line(limit), partial } = &error else { panic!("{error:?}") };
     assert_eq!(*limit, toolhost::llm::DEFAULT_MAX_LINE_BYTES);

@@ -224,6 +224,16 @@ pub fn resident_bytes() -> usize {
     pages * 4096
 }
 
+/// The processor time this process used so far, user and system, from
+/// `/proc/self/stat` (in clock ticks, 100 a second on Linux).
+pub fn cpu_time() -> std::time::Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name, which may hold spaces, in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')').expect("a command name").1.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    std::time::Duration::from_millis(ticks * 10)
+}
+
 /// Whether this process is the one to run test `name` (of module
 /// `module`, as `module_path!()` says) in. A test that bounds this
 /// process's memory growth runs alone, in a child process of the test
