@@ -183,9 +183,9 @@ impl Host {
         let policy_text = format!(
             "plugin_dirs = [\"plugins\"]\ncache_dir = {cache:?}\ncache_key = {key:?}\nlock_file = \"none.lock\"\n\
              [plugins.files]\nfile = \"files.wasm\"\ndirs = {{ \"/workspace\" = {{ host = \"workspace\", access = \"read-write\" }} }}\n\
-             [plugins.hostile]\nfile = \"hostile.wasm\"\n{limits}\nenv = [\"PATH\"]\nhttp_hosts = [\"127.0.0.1\"]\n\
+             [plugins.hostile]\nfile = \"hostile.wasm\"\n{limits}\nenv = [\"PATH\"]\nhttp_hosts = [\"127.0.0.1:*\"]\n\
              dirs = {{ \"/data\" = {{ host = \"data\" }} }}\n\
-             [plugins.hoarder]\nfile = \"hoarder.wasm\"\n{limits}\nhttp_hosts = [\"127.0.0.1\"]\n\
+             [plugins.hoarder]\nfile = \"hoarder.wasm\"\n{limits}\nhttp_hosts = [\"127.0.0.1:*\"]\n\
              dirs = {{ \"/data\" = {{ host = \"hoarder\", access = \"read-write\" }} }}\n\
              [plugins.escapes]\nfile = \"escapes.wasm\"\n{limits}\n",
             cache = cache.display().to_string(),

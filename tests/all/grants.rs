@@ -138,7 +138,7 @@ async fn serve_once(body: &'static str) -> u16 {
 #[tokio::test]
 async fn a_granted_http_host_is_reachable() {
     let port = serve_once("hello from loopback").await;
-    let host = TestHost::new(&[HOSTILE], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
+    let host = TestHost::new(&[HOSTILE], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1:*\"]\n").await;
     let outcome = host.call("fetch", json!({ "url": format!("http://127.0.0.1:{port}/") })).await;
     assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
     assert_eq!(outcome.output, r#"{"body":"hello from loopback","status":200}"#);
@@ -156,7 +156,7 @@ async fn an_http_host_off_the_allow_list_is_denied_and_named() {
          allow hosts with `http_hosts` in its [plugins.hostile] section",
         "without an HTTP grant, wasi:http refuses before anything is created"
     );
-    let granted = TestHost::new(&[HOSTILE], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\"]\n").await;
+    let granted = TestHost::new(&[HOSTILE], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1:*\"]\n").await;
     let outcome = granted.call("fetch", json!({ "url": "http://evil.test/" })).await;
     assert_eq!(outcome.status, Status::Denied);
     assert_eq!(
@@ -295,4 +295,31 @@ async fn a_section_naming_no_component_grants_only_to_a_pinned_one() {
     host.write_lock(&[("files.wasm", &digest)]);
     host.registry.reload().await.unwrap();
     assert_eq!(grant_of(&host.registry), (1, None), "pinned, the section applies");
+}
+
+#[tokio::test]
+async fn a_grant_reaches_its_own_port_only_and_a_granted_name_public_addresses_only() {
+    let port = serve_once("must not be reached").await;
+    let policy = "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1\", \"localhost:*\"]\n";
+    let host = TestHost::new(&[HOSTILE], policy).await;
+    // No port in the grant: the scheme's own, not every port.
+    let outcome = host.call("fetch", json!({ "url": format!("http://127.0.0.1:{port}/") })).await;
+    assert_eq!(outcome.status, Status::Denied, "{}", outcome.output);
+    assert!(outcome.output.starts_with(&format!("HTTP host 127.0.0.1:{port} is not granted")), "{}", outcome.output);
+    // A granted name that resolves to loopback (the hosts file's
+    // `localhost`, as a name an author controls could) is refused, saying
+    // where it led; nothing is sent.
+    let outcome = host.call("fetch", json!({ "url": format!("http://localhost:{port}/") })).await;
+    assert_eq!(outcome.status, Status::Denied, "{}", outcome.output);
+    assert!(
+        outcome.output.contains("localhost (it resolves to")
+            && outcome.output.contains("a loopback address, which its grant does not name"),
+        "{}",
+        outcome.output
+    );
+    // The address granted as such, on any port, is reached.
+    let granted = TestHost::new(&[HOSTILE], "[plugins.hostile]\nfile = \"hostile.wasm\"\nhttp_hosts = [\"127.0.0.1:*\"]\n").await;
+    let reached = serve_once("hello").await;
+    let outcome = granted.call("fetch", json!({ "url": format!("http://127.0.0.1:{reached}/") })).await;
+    assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
 }

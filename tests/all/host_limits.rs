@@ -51,7 +51,7 @@ async fn wasi_http_without_a_grant_refuses_before_the_host_holds_anything() {
 
 #[tokio::test]
 async fn http_fields_held_with_a_grant_hit_the_host_memory_limit() {
-    let (host, _dir) = hoarder(false, "http_hosts = [\"127.0.0.1\"]\nlimits = { host_memory_mib = 8 }\n").await;
+    let (host, _dir) = hoarder(false, "http_hosts = [\"127.0.0.1:*\"]\nlimits = { host_memory_mib = 8 }\n").await;
     let outcome = host.call("hoard_fields", json!({})).await;
     assert_eq!(outcome.status, Status::LimitExceeded, "{}", outcome.output);
     assert_eq!(outcome.output, "host memory limit 8 MiB exceeded");
@@ -61,7 +61,7 @@ async fn http_fields_held_with_a_grant_hit_the_host_memory_limit() {
 #[tokio::test]
 async fn long_request_paths_held_with_a_grant_hit_the_default_host_memory_limit() {
     // Room for many resources, so that host memory is what runs out.
-    let (host, _dir) = hoarder(false, "http_hosts = [\"127.0.0.1\"]\nlimits = { resources = 100_000 }\n").await;
+    let (host, _dir) = hoarder(false, "http_hosts = [\"127.0.0.1:*\"]\nlimits = { resources = 100_000 }\n").await;
     let outcome = host.call("hoard_paths", json!({})).await;
     assert_eq!(outcome.status, Status::LimitExceeded, "{}", outcome.output);
     assert_eq!(outcome.output, "host memory limit 32 MiB exceeded");
@@ -240,7 +240,7 @@ async fn directory_listings_count_against_the_host_memory_limit() {
 #[tokio::test]
 async fn outbound_http_requests_are_capped_per_call() {
     let port = serve_forever("ok").await;
-    let (host, _dir) = hoarder(false, "http_hosts = [\"127.0.0.1\"]\nlimits = { http_requests = 3 }\n").await;
+    let (host, _dir) = hoarder(false, "http_hosts = [\"127.0.0.1:*\"]\nlimits = { http_requests = 3 }\n").await;
     let url = format!("http://127.0.0.1:{port}/");
     let within = host.call("fetch_many", json!({ "url": url, "count": 3 })).await;
     assert_eq!(within.status, Status::Success, "{}", within.output);

@@ -302,7 +302,7 @@ fn check_returned(returned: Returned, state: &CallState) -> Result<Returned, Cal
     }
     // A refused request explains the failure that followed; the plugin's
     // own words stay, as context.
-    if !state.http_gate.denied.is_empty() {
+    if state.http_gate.refused() {
         return Err(CallFailure::HttpDenied {
             plugin: state.plugin.clone(),
             hosts: state.http_gate.denied_hosts(),

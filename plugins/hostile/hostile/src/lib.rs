@@ -17,6 +17,9 @@ impl Plugin for Hostile {
             .directory("/data", Access::Read)
             .env("PATH")
             .http_host("127.0.0.1")
+            // A name that resolves to loopback: granted by name, it must not
+            // reach the host's own network.
+            .http_host("localhost")
             .tool(Tool::new("spin", "Loop forever.").agent_callable(true))
             .tool(Tool::new("exhaust_memory", "Allocate until memory runs out."))
             .tool(Tool::new("recurse", "Recurse without end."))

@@ -3,12 +3,21 @@
 //! granted one gets working `wasi:http` (without, its functions are stubs
 //! that refuse, `linking`) behind a gate that lets requests reach granted
 //! hosts only, and at most `http_requests` of them.
+//!
+//! The policy's entry decides the port: `host` is the scheme's own (80 for
+//! `http`, 443 for `https`), `host:8080` that port, `host:*` any. And it
+//! decides the addresses: a name reaches public addresses only, checked
+//! when the request is sent (`outbound`); an address granted as such
+//! (`127.0.0.1:8080`, `[::1]:*`) is reached whatever it is.
 
 use super::super::descriptors::Descriptors;
+use super::outbound::{self, Destination, Sent};
 use super::{AskedFor, Capability, Unasked, Withheld};
 use crate::manifest::{Capabilities, Reach};
 use crate::printable::printable;
+use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
 /// HTTP hosts as a `[plugins.NAME]` section allows them.
@@ -28,10 +37,11 @@ impl Capability for Http {
     fn resolve(requested: &Capabilities, allowed: &Vec<String>, withheld: &mut Vec<Withheld>) -> Vec<String> {
         let mut grants = Vec::new();
         for host in &requested.http_hosts {
-            if allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
-                grants.push(host.to_ascii_lowercase());
-            } else {
-                withheld.push(Withheld::HttpHost { host: host.clone() });
+            let asked = Entry::parse(host);
+            match allowed.iter().map(|a| Entry::parse(a)).find(|a| a.host == asked.host && a.covers(asked.port)) {
+                // The declaration's own port, where it names one; else the policy's.
+                Some(entry) => grants.push(Entry { port: asked.port.or(entry.port), ..entry }.to_string()),
+                None => withheld.push(Withheld::HttpHost { host: host.clone() }),
             }
         }
         grants
@@ -41,7 +51,7 @@ impl Capability for Http {
         let asked = requested.http_hosts.clone();
         allowed
             .iter()
-            .filter(|host| !asked.iter().any(|asked| asked.eq_ignore_ascii_case(host)))
+            .filter(|host| !asked.iter().any(|asked| Entry::parse(asked).host == Entry::parse(host).host))
             .map(|host| Unasked { key: "http_hosts".to_owned(), what: "HTTP host", item: host.clone(), asked: asked.clone() })
             .collect()
     }
@@ -59,12 +69,98 @@ impl Capability for Http {
     }
 
     fn asked(requested: &Capabilities, grants: &[String]) -> Vec<AskedFor> {
-        let granted = |host: &String| grants.iter().any(|h| h.eq_ignore_ascii_case(host));
+        let granted = |host: &String| grants.iter().any(|h| Entry::parse(h).host == Entry::parse(host).host);
         requested
             .http_hosts
             .iter()
             .map(|host| AskedFor { kind: "http", item: host.clone(), access: None, granted: granted(host), how: None })
             .collect()
+    }
+}
+
+/// A host as a declaration or a policy writes it: `example.com`,
+/// `example.com:8080`, `example.com:*`, `127.0.0.1`, `[::1]:8080`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    /// Lowercase, an IPv6 address without its brackets.
+    host: String,
+    port: Option<PortSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PortSpec {
+    Port(u16),
+    Any,
+}
+
+impl Entry {
+    fn parse(text: &str) -> Entry {
+        let text = text.trim().to_ascii_lowercase();
+        let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+            match rest.split_once(']') {
+                Some((host, port)) => (host.to_owned(), port.strip_prefix(':').map(str::to_owned)),
+                None => (rest.to_owned(), None),
+            }
+        } else if text.matches(':').count() == 1 {
+            let (host, port) = text.split_once(':').expect("one colon");
+            (host.to_owned(), Some(port.to_owned()))
+        } else {
+            (text, None)
+        };
+        let port = port.map(|port| match port.as_str() {
+            "*" => PortSpec::Any,
+            // A port that is not a number matches nothing (port 0).
+            number => PortSpec::Port(number.parse().unwrap_or(0)),
+        });
+        Entry { host, port }
+    }
+
+    /// Whether this policy entry allows a declaration's `port`.
+    fn covers(&self, port: Option<PortSpec>) -> bool {
+        match (self.port, port) {
+            (_, None) | (Some(PortSpec::Any), _) => true,
+            (mine, theirs) => mine == theirs,
+        }
+    }
+
+    /// Whether a request to `port` over `https` or not may use it.
+    fn admits_port(&self, port: u16, https: bool) -> bool {
+        match self.port {
+            None => port == if https { 443 } else { 80 },
+            Some(PortSpec::Port(granted)) => granted == port,
+            Some(PortSpec::Any) => true,
+        }
+    }
+}
+
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        match self.port {
+            None => f.write_str(&host),
+            Some(PortSpec::Any) => write!(f, "{host}:*"),
+            Some(PortSpec::Port(port)) => write!(f, "{host}:{port}"),
+        }
+    }
+}
+
+/// What the gate refused and why, beyond the host: addresses a granted
+/// name resolved to, noted as the request is sent, off the gate.
+#[derive(Default)]
+pub(crate) struct Refusals {
+    why: Mutex<Vec<String>>,
+}
+
+impl Refusals {
+    pub(super) fn note(&self, why: String) {
+        let mut noted = self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if noted.len() < DENIED_HOSTS_KEPT && !noted.contains(&why) {
+            noted.push(why);
+        }
+    }
+
+    fn taken(&self) -> Vec<String> {
+        self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 }
 
@@ -77,7 +173,9 @@ const DENIED_HOST_BYTES: usize = 255;
 /// The `wasi:http` gate of one call: requests to granted hosts go out,
 /// others are refused and remembered so the outcome can name them.
 pub(crate) struct HttpGate {
-    allowed: Vec<String>,
+    allowed: Vec<Entry>,
+    /// Why granted names' addresses were refused.
+    refusals: Arc<Refusals>,
     /// Refused hosts as the plugin wrote them, cut to a length.
     pub(crate) denied: Vec<String>,
     denied_more: usize,
@@ -92,7 +190,8 @@ pub(crate) struct HttpGate {
 impl HttpGate {
     pub(crate) fn new(allowed: Vec<String>, requests: usize) -> Self {
         HttpGate {
-            allowed,
+            allowed: allowed.iter().map(|host| Entry::parse(host)).collect(),
+            refusals: Arc::default(),
             denied: Vec::new(),
             denied_more: 0,
             requests_left: requests,
@@ -114,26 +213,31 @@ impl HttpGate {
     }
 
     /// The refused hosts for a message, escaped: the first few, then how
-    /// many more.
+    /// many more; then why addresses of granted names were refused.
     pub(crate) fn denied_hosts(&self) -> Vec<String> {
         let mut hosts: Vec<String> = self.denied.iter().map(|h| printable(h).into_owned()).collect();
         if self.denied_more > 0 {
             hosts.push(format!("and {} more", self.denied_more));
         }
+        hosts.extend(self.refusals.taken().iter().map(|why| printable(why).into_owned()));
         hosts
     }
 
-    fn admits(&self, uri: &http::Uri) -> bool {
-        let Some(host) = uri.host() else { return false };
-        let with_port = uri.port_u16().map(|port| format!("{host}:{port}"));
-        self.allowed.iter().any(|allowed| {
-            allowed.eq_ignore_ascii_case(host) || with_port.as_deref().is_some_and(|hp| allowed.eq_ignore_ascii_case(hp))
-        })
+    /// Whether the call had a request refused: a host or port not
+    /// granted, or a granted name's address.
+    pub(crate) fn refused(&self) -> bool {
+        !self.denied.is_empty() || !self.refusals.taken().is_empty()
+    }
+
+    /// Where a request to `uri` may go, when a grant admits its host and
+    /// port.
+    fn admits(&self, uri: &http::Uri) -> Option<Destination> {
+        let to = Destination::of(uri, false)?;
+        let host = to.host.to_ascii_lowercase();
+        let entry = self.allowed.iter().find(|entry| entry.host == host && entry.admits_port(to.port, to.https))?;
+        Some(Destination { address_granted: entry.host.parse::<IpAddr>().is_ok(), ..to })
     }
 }
-
-type SendResult =
-    wasmtime_wasi_http::Result<(http::Response<WasiBody>, Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>)>;
 
 impl WasiHttpHooks for HttpGate {
     fn send_request(
@@ -141,22 +245,18 @@ impl WasiHttpHooks for HttpGate {
         request: http::Request<WasiBody>,
         options: Option<wasmtime_wasi_http::RequestOptions>,
         _response_errors: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
-    ) -> Box<dyn Future<Output = SendResult> + Send> {
-        if !self.admits(request.uri()) {
+    ) -> Box<dyn Future<Output = Sent> + Send> {
+        let Some(to) = self.admits(request.uri()) else {
             let authority = request.uri().authority().map_or("", |a| a.as_str());
             self.deny(authority);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
-        }
+        };
         if self.requests_left == 0 || self.descriptors.take().is_err() {
             self.out_of_requests = true;
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         self.requests_left -= 1;
-        Box::new(async move {
-            use http_body_util::BodyExt;
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((response.map(BodyExt::boxed_unsync), Box::new(io) as Box<dyn Future<Output = _> + Send>))
-        })
+        Box::new(outbound::send(request, options, to, self.refusals.clone()))
     }
 }
 
@@ -165,12 +265,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn http_gate_matches_host_or_host_and_port() {
-        let gate = HttpGate::new(vec!["example.com".to_string(), "127.0.0.1:8080".to_string()], 1);
-        assert!(gate.admits(&"https://example.com/x".parse().unwrap()));
-        assert!(gate.admits(&"http://EXAMPLE.com:81/".parse().unwrap()));
-        assert!(gate.admits(&"http://127.0.0.1:8080/".parse().unwrap()));
-        assert!(!gate.admits(&"http://127.0.0.1:9090/".parse().unwrap()));
-        assert!(!gate.admits(&"https://example.com.evil.test/".parse().unwrap()));
+    fn a_grant_admits_its_host_on_its_port_only() {
+        let gate =
+            HttpGate::new(vec!["example.com".into(), "127.0.0.1:8080".into(), "api.test:*".into(), "[::1]:9000".into()], 1);
+        let admits = |uri: &str| gate.admits(&uri.parse().unwrap()).map(|to| (to.port, to.address_granted));
+        assert_eq!(admits("https://example.com/x"), Some((443, false)));
+        assert_eq!(admits("http://EXAMPLE.com/"), Some((80, false)));
+        assert_eq!(admits("http://example.com:81/"), None, "no port granted: the scheme's own only");
+        assert_eq!(admits("http://127.0.0.1:8080/"), Some((8080, true)), "an address granted as such");
+        assert_eq!(admits("http://127.0.0.1:9090/"), None);
+        assert_eq!(admits("http://api.test:31337/"), Some((31337, false)), "any port, explicitly");
+        assert_eq!(admits("http://[::1]:9000/"), Some((9000, true)));
+        assert_eq!(admits("https://example.com.evil.test/"), None);
+    }
+
+    #[test]
+    fn a_declaration_is_granted_the_policys_port_or_its_own() {
+        let requested =
+            Capabilities { http_hosts: vec!["api.test".into(), "db.test:5984".into(), "x.test".into()], ..Default::default() };
+        let allowed = vec!["API.test:*".to_owned(), "db.test:*".to_owned(), "x.test:81".to_owned(), "other.test".to_owned()];
+        let mut withheld = Vec::new();
+        assert_eq!(Http::resolve(&requested, &allowed, &mut withheld), ["api.test:*", "db.test:5984", "x.test:81"]);
+        assert!(withheld.is_empty(), "{withheld:?}");
+        let unasked = Http::unasked(&requested, &allowed);
+        assert_eq!(unasked.iter().map(|u| u.item.as_str()).collect::<Vec<_>>(), ["other.test"]);
     }
 }

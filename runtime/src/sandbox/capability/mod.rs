@@ -28,6 +28,7 @@
 pub(crate) mod directories;
 pub(crate) mod env;
 pub(crate) mod http;
+mod outbound;
 
 use super::capture::Capture;
 use crate::manifest::{Capabilities, Permission, Reach};
