@@ -29,7 +29,9 @@ impl Plugin for Fixtures {
             // The word the request-state scenario looks for: the call ran
             // after its approval came back with the state.
             "test_input_required_result_request_state" => Ok("state-ok: approved and run".into()),
-            "test_input_required_result_elicitation" | "test_input_required_result_tampered_state" => Ok("approved and run".into()),
+            "test_input_required_result_elicitation" | "test_input_required_result_tampered_state" => {
+                Ok("approved and run".into())
+            }
             other => Err(ToolError::unknown_tool(other)),
         }
     }
