@@ -248,11 +248,9 @@ fn a_sensitive_call_is_asked_of_the_clients_user() {
     assert_eq!(approved["result"]["is_error"], false, "{approved}");
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "approved over MCP");
     // Each decision is audited under the `[mcp]` agent, by a person.
-    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
-    let writes: Vec<Value> =
-        audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["tool"] == "write_file").collect();
-    assert_eq!(writes.len(), 3, "{audit}");
-    assert!(writes.iter().all(|r| r["agent"] == "mcp"), "{audit}");
+    let writes = audited(dir.path(), "write_file");
+    assert_eq!(writes.len(), 3, "{writes:?}");
+    assert!(writes.iter().all(|r| r["agent"] == "mcp"), "{writes:?}");
 }
 
 #[test]
@@ -355,8 +353,7 @@ fn a_call_the_client_abandons_is_cancelled_on_the_server() {
     let seen = client(dir.path(), &["cancel"], &over_stdio(&[]));
     assert!(seen["slow"]["protocol_error"].as_str().unwrap().contains("timed out"), "{seen}");
     assert_eq!(seen["quick"]["structured"]["value"], 4.0, "{seen}");
-    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
-    let wait: Value = audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["tool"] == "wait_ms").unwrap();
+    let wait = audited(dir.path(), "wait_ms").remove(0);
     assert_eq!(wait["status"], "cancelled", "{wait}");
     assert!(wait["duration_ms"].as_f64().unwrap() < 10_000.0, "stopped long before its 30 s: {wait}");
 }
@@ -488,10 +485,9 @@ fn a_2026_client_lists_calls_and_answers_approvals_through_input_required_over_s
     let legacy = client_as("legacy", dir.path(), &["approve", "--answer", "approve"], &over_stdio(&[]));
     assert_eq!(legacy["result"]["is_error"], false, "{legacy}");
     assert_ne!(legacy["version"], MODERN, "{legacy}");
-    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
-    let writes = audit.lines().filter(|line| line.contains("\"write_file\"")).count();
+    let writes = audited(dir.path(), "write_file");
     // Per mode: basics' denial, then deny, decline, approve; and the legacy one.
-    assert_eq!(writes, 2 * 4 + 1, "every call audited once, where it ended: {audit}");
+    assert_eq!(writes.len(), 2 * 4 + 1, "every call audited once, where it ended: {writes:?}");
 }
 
 #[test]
@@ -591,10 +587,12 @@ impl Drop for Balancer {
     }
 }
 
-/// How many calls of `tool` the replica in `dir` audited, by whom.
+/// The calls of `tool` the host in `dir` audited as they ended (a call
+/// that runs is also on record as decided, before it starts).
 fn audited(dir: &Path, tool: &str) -> Vec<Value> {
     let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap_or_default();
-    audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["tool"] == tool).collect()
+    let records = audit.lines().map(|l| serde_json::from_str::<Value>(l).unwrap());
+    records.filter(|r| r["tool"] == tool && r["event"] != "decided").collect()
 }
 
 #[test]

@@ -222,6 +222,10 @@ impl Executor {
             Cow::Owned(calls) => calls.into(),
         };
         let next = Arc::new(AtomicUsize::new(0));
+        // Dropped before its workers finish (an embedder's timeout around
+        // the turn, a dropped request), the batch stops them: no call of
+        // it runs on, or starts, detached from whoever asked for it.
+        let batch = options.cancel.child_token();
         let first_shard = self.next_shard.fetch_add(self.concurrency, Ordering::Relaxed);
         let worker_count = self.concurrency.min(calls.len());
         // Few calls for many workers are taken one at a time, so that every
@@ -232,7 +236,7 @@ impl Executor {
                 let (executor, calls, next) = (self.clone(), calls.clone(), next.clone());
                 // A token of its own (cancelled with the batch's), so that
                 // workers do not wait on one token's lock per call.
-                let options = RunOptions { cancel: options.cancel.child_token(), ..options.clone() };
+                let options = RunOptions { cancel: batch.child_token(), ..options.clone() };
                 let shard = first_shard + worker;
                 tokio::spawn(async move {
                     let mut done = Vec::new();
@@ -256,8 +260,9 @@ impl Executor {
                 })
             })
             .collect();
+        let mut workers = StopOnDrop { workers, _cancel: batch.drop_guard() };
         let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
-        for worker in workers {
+        for worker in &mut workers.workers {
             if let Ok(done) = worker.await {
                 for (index, outcome) in done {
                     outcomes[index] = Some(outcome);
@@ -280,6 +285,21 @@ impl Executor {
             })
         });
         outcomes.collect()
+    }
+}
+
+/// A batch's workers, cancelled and aborted if the batch is dropped before
+/// they finish.
+struct StopOnDrop<T> {
+    workers: Vec<tokio::task::JoinHandle<T>>,
+    _cancel: tokio_util::sync::DropGuard,
+}
+
+impl<T> Drop for StopOnDrop<T> {
+    fn drop(&mut self) {
+        for worker in &self.workers {
+            worker.abort();
+        }
     }
 }
 

@@ -205,8 +205,17 @@ async fn every_call_is_audited_with_its_decision() {
     let pipeline = pipeline_of(&policy, &registry, Arc::new(DenyAll));
     let calls = vec![call("calculate", json!({ "expression": "2" })), call("list_files", json!({})), call("nope", json!({}))];
     pipeline.run(&agent(false), calls).await;
-    let lines: Vec<serde_json::Value> =
+    let all: Vec<serde_json::Value> =
         std::fs::read_to_string(&audit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The call that ran was on record as decided before it started.
+    let decided: Vec<&serde_json::Value> = all.iter().filter(|l| l["event"] == "decided").collect();
+    assert_eq!(decided.len(), 1, "{all:?}");
+    assert_eq!(
+        (&decided[0]["tool"], &decided[0]["decision"], decided[0].get("status")),
+        (&json!("calculate"), &json!("run"), None)
+    );
+    assert_eq!(all[0]["event"], "decided", "before its outcome: {all:?}");
+    let lines: Vec<&serde_json::Value> = all.iter().filter(|l| l["event"] != "decided").collect();
     let summary: Vec<(String, String)> =
         lines.iter().map(|l| (l["tool"].as_str().unwrap().to_owned(), l["status"].as_str().unwrap().to_owned())).collect();
     assert_eq!(

@@ -767,14 +767,19 @@ async fn when_a_turn_returns_every_audit_record_and_transcript_entry_is_written(
     .await;
     let (path, audit) = (chat.host.dir.path().join("chat.jsonl"), chat.host.dir.path().join("audit.jsonl"));
     let lines = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_default().lines().count();
+    // A call that runs is on record twice: decided, before it starts, and ended.
+    let ended = |path: &std::path::Path| {
+        std::fs::read_to_string(path).unwrap_or_default().lines().filter(|l| !l.contains(r#""event":"decided""#)).count()
+    };
     let mut transcript = Transcript::create(&path).unwrap();
     assert_eq!(chat.send_in(&mut transcript, "Sums", &CancellationToken::new()).await, Stop::Answered);
     assert_eq!(lines(&path), transcript.entries().len(), "every entry is in the file when send returns");
-    assert_eq!(lines(&audit), 8, "every call is in the audit log when send returns");
+    assert_eq!(ended(&audit), 8, "every call is in the audit log when send returns");
+    assert_eq!(lines(&audit), 16, "each decided before it ran");
 
     let approvals = Arc::new(Approvals::new(&chat.host.config.approval));
     let pipeline = Pipeline::new(chat.host.executor.clone(), approvals, Arc::new(DenyAll));
     let calls = (0..20).map(|n| toolhost::ToolCall::new(format!("d{n}"), "calculate", expression(n))).collect();
     pipeline.run(&toolhost::Turn::for_agent("tester", agent(ProtocolId::Native)), calls).await;
-    assert_eq!(lines(&audit), 28, "every record is in the audit log when the pipeline returns");
+    assert_eq!(ended(&audit), 28, "every record is in the audit log when the pipeline returns");
 }

@@ -113,3 +113,21 @@ async fn a_rule_denial_stays_denied_when_the_turn_is_cancelled_while_a_person_de
     assert_eq!((list.status, list.output.as_str()), (Status::Cancelled, "cancelled while waiting for approval"));
     assert!(!workspace.path().join("a.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_dropped_by_its_caller_stops_its_parallel_calls() {
+    let host = TestHost::new(&[crate::built::HOSTILE], "").await;
+    // Two slots: while the dropped turn's calls held them, nothing else could run.
+    let executor = toolhost::Executor::with_concurrency(host.registry.clone(), 2);
+    let pipeline = Pipeline::new(executor.clone(), Arc::new(Approvals::new(&host.config.approval)), Arc::new(toolhost::DenyAll));
+    let config = toolhost::ToolCallConfig { enabled: true, parallel_execution: true, ..toolhost::ToolCallConfig::default() };
+    let waits: Vec<ToolCall> = (0..2).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", json!({ "ms": 5000 }))).collect();
+    let turn = Turn::for_agent("embedder", config);
+    // An embedder's timeout around the turn drops it.
+    let dropped = tokio::time::timeout(std::time::Duration::from_millis(300), pipeline.run(&turn, waits)).await;
+    assert!(dropped.is_err(), "the turn was still running at its caller's timeout");
+    let started = std::time::Instant::now();
+    let quick = executor.call(&ToolCall::new("q", "wait_ms", json!({ "ms": 10 }))).await;
+    assert_eq!(quick.status, Status::Success, "{}", quick.output);
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "the slots were free at once: {:?}", started.elapsed());
+}

@@ -1,10 +1,13 @@
-//! The audit log: one JSON line per call, appended to `[approval]
-//! audit_log`.
+//! The audit log: one JSON line per call as it ends, appended to
+//! `[approval] audit_log`, and before a call runs, one saying it was
+//! decided to (`"event":"decided"`, no status yet), written and flushed
+//! before it starts, so a crash while it runs leaves it on record.
 //!
 //! ```json
+//! {"time":"2026-11-23T03:57:37.118Z","event":"decided","agent":"coder","plugin":"files","tool":"write_file",
+//!  "args_sha256":"3c9a…","decision":"run","by":"person"}
 //! {"time":"2026-11-23T03:57:37.120Z","agent":"coder","plugin":"files","tool":"write_file",
-//!  "args_sha256":"3c9a…","decision":"deny","by":"rule approval.rules[0]: deny write_file",
-//!  "reason":"…","status":"denied","duration_ms":0,"fuel":0}
+//!  "args_sha256":"3c9a…","decision":"run","by":"person","status":"success","duration_ms":2,"fuel":53245}
 //! ```
 //!
 //! The arguments are recorded by the SHA-256 of their canonical JSON (keys
@@ -43,8 +46,9 @@ pub struct AuditRecord {
     /// `None` when the call never reached approval (an unknown tool,
     /// invalid arguments).
     pub approval: Option<Assessment>,
-    /// How the call ended.
-    pub status: Status,
+    /// How the call ended; `None` on the line written as it was decided
+    /// to run, before it started.
+    pub status: Option<Status>,
     /// Its wall-clock time.
     pub duration: Duration,
     /// The fuel it burned.
@@ -68,9 +72,25 @@ impl AuditRecord {
             tool: outcome.tool.clone(),
             args_sha256: args_sha256(args),
             approval: approval.cloned(),
-            status: outcome.status,
+            status: Some(outcome.status),
             duration: outcome.duration,
             fuel: outcome.fuel_used,
+        }
+    }
+
+    /// The record of a call of `tool` of `plugin` by `agent` with `args`,
+    /// decided as `approval` says, about to run: written before it starts.
+    pub fn decided(agent: &str, plugin: &str, tool: &str, args: &Map<String, Value>, approval: Option<&Assessment>) -> Self {
+        AuditRecord {
+            time: SystemTime::now(),
+            agent: agent.to_owned(),
+            plugin: Some(plugin.to_owned()),
+            tool: tool.to_owned(),
+            args_sha256: args_sha256(args),
+            approval: approval.cloned(),
+            status: None,
+            duration: Duration::ZERO,
+            fuel: 0,
         }
     }
 
@@ -84,6 +104,7 @@ impl AuditRecord {
         };
         let line = Line {
             time: humantime::format_rfc3339_millis(self.time).to_string(),
+            event: self.status.is_none().then_some("decided"),
             agent: &self.agent,
             plugin: self.plugin.as_deref(),
             tool: &self.tool,
@@ -92,8 +113,8 @@ impl AuditRecord {
             by: by.map(DecidedBy::to_string),
             reason,
             status: self.status,
-            duration_ms: u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
-            fuel: self.fuel,
+            duration_ms: self.status.map(|_| u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX)),
+            fuel: self.status.map(|_| self.fuel),
         };
         serde_json::to_string(&line).expect("an audit line serializes")
     }
@@ -102,6 +123,8 @@ impl AuditRecord {
 #[derive(Serialize)]
 struct Line<'a> {
     time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event: Option<&'static str>,
     agent: &'a str,
     plugin: Option<&'a str>,
     tool: &'a str,
@@ -110,9 +133,12 @@ struct Line<'a> {
     by: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
-    status: Status,
-    duration_ms: u64,
-    fuel: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fuel: Option<u64>,
 }
 
 /// The SHA-256 of `args` as canonical JSON, hex.

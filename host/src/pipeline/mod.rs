@@ -473,6 +473,16 @@ impl Pipeline {
         if calls.is_empty() {
             return;
         }
+        // On record before they start: a crash while they run leaves them
+        // audited as decided.
+        if self.approvals.audits() {
+            for (call, decided) in calls.iter().zip(&decisions) {
+                let (plugin, called) = (call.plugin(), call.call());
+                let record = AuditRecord::decided(turn.agent_name(), plugin.name(), &called.tool, &called.args, decided.as_ref());
+                self.approvals.audit(&record);
+            }
+            self.approvals.flush_audit().await;
+        }
         observer.executing(&calls);
         // Outcomes are reported as each call finishes, except those whose
         // result a person must see first: they are reported once passed.

@@ -532,7 +532,7 @@ async function loadAudit() {
   body.replaceChildren(...audit.records.map((r) => el("tr", {},
     el("td", {}, r.time), el("td", {}, r.agent), el("td", {}, r.plugin ? `${r.tool} (${r.plugin})` : r.tool),
     el("td", {}, [r.decision, r.by && `by ${r.by}`, r.reason].filter(Boolean).join(" · ") || "—"),
-    el("td", {}, r.status), el("td", {}, r.duration_ms))));
+    el("td", {}, r.status ?? r.event), el("td", {}, r.duration_ms))));
 }
 loaders.audit = loadAudit;
 
