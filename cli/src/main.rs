@@ -58,21 +58,26 @@ struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args)]
 struct GlobalOptions {
-    /// The host policy file [default: toolhost.toml in this directory or
-    /// the nearest one above it; else $XDG_CONFIG_HOME/toolhost/toolhost.toml
-    /// if it exists; else the per-user plugin directory,
-    /// $XDG_DATA_HOME/toolhost/plugins, with its own lock file].
+    /// The host policy file [default: toolhost.toml here or above]
+    ///
+    /// Without `--config`: toolhost.toml in this directory or the nearest
+    /// one above it; else $XDG_CONFIG_HOME/toolhost/toolhost.toml if it
+    /// exists; else the per-user plugin directory,
+    /// $XDG_DATA_HOME/toolhost/plugins, with its own lock file.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// A directory of plugin components; repeatable. Replaces the policy's
-    /// `plugin_dirs` when given; its components are pinned by the
-    /// policy's lock file, unless that is the per-user one (which pins what
-    /// `toolhost add` installed): then by toolhost.lock in this directory,
-    /// if it exists.
+    /// A directory of plugin components, in place of `plugin_dirs`; repeatable
+    ///
+    /// Replaces the policy's `plugin_dirs` when given; its components are
+    /// pinned by the policy's lock file, unless that is the per-user one
+    /// (which pins what `toolhost add` installed): then by toolhost.lock in
+    /// this directory, if it exists.
     #[arg(long = "plugins", global = true, value_name = "DIR")]
     plugins: Vec<PathBuf>,
-    /// The lock file that pins the components, in place of the policy's
-    /// `lock_file` (and of the rule `--plugins` follows).
+    /// The lock file that pins the components, in place of `lock_file`
+    ///
+    /// In place of the policy's `lock_file`, and of the rule `--plugins`
+    /// follows.
     #[arg(long, global = true, value_name = "FILE")]
     lock_file: Option<PathBuf>,
     /// More log output on stderr: -v info, -vv debug, -vvv trace.
@@ -81,7 +86,9 @@ struct GlobalOptions {
     /// Print only results and errors: no progress, warnings or notes.
     #[arg(short, long, global = true)]
     quiet: bool,
-    /// When to colour stderr [auto: on a terminal, unless NO_COLOR is set].
+    /// Colour stderr
+    ///
+    /// auto: on a terminal, unless NO_COLOR is set.
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
     color: output::ColorChoice,
     /// What the command's sandbox reserves in place of the policy's
