@@ -22,29 +22,39 @@ use toolhost::{Limits, Policy, ProtocolId, Status, ToolCall, Turn, cli_support::
 pub(super) struct CallCommand {
     /// The tool's name.
     tool: String,
-    /// An argument as KEY=VALUE; repeatable. VALUE is read as JSON when it
-    /// is JSON (`2`, `true`, `[1]`) and as a string otherwise; either way
-    /// it is then coerced to the parameter's declared type.
+    /// An argument as KEY=VALUE; repeatable
+    ///
+    /// An argument as KEY=VALUE; repeatable. VALUE is read as JSON when it is JSON
+    /// (`2`, `true`, `[1]`) and as a string otherwise; either way it is then
+    /// coerced to the parameter's declared type.
     #[arg(long = "arg", value_name = "KEY=VALUE", conflicts_with = "json")]
     args: Vec<String>,
     /// All arguments as one JSON object; `-` reads it from stdin.
     #[arg(long, value_name = "OBJECT")]
     json: Option<String>,
-    /// `json`: print the whole outcome as a JSON object on stdout (id,
-    /// tool, status, output, duration, fuel, and the failure as data:
-    /// kind, limit, plugin) instead of the output.
+    /// The output's form
+    ///
+    /// `json`: print the whole outcome as a JSON object on stdout (id, tool,
+    /// status, output, duration, fuel, and the failure as data: kind, limit,
+    /// plugin) instead of the output.
     #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"], default_value = "text")]
     output: String,
-    /// Allow the call without asking, where it needs approval (deny rules
-    /// still apply).
+    /// Allow the call without asking (deny rules still apply)
+    ///
+    /// Allow the call without asking, where it needs approval (deny rules still
+    /// apply).
     #[arg(long)]
     yes: bool,
-    /// Fuel for this call (roughly, WebAssembly instructions), in place
-    /// of the policy's, to try a tool with more or less.
+    /// Fuel for this call, in place of the policy's
+    ///
+    /// Fuel for this call (roughly, WebAssembly instructions), in place of the
+    /// policy's, to try a tool with more or less.
     #[arg(long, value_name = "UNITS", value_parser = clap::value_parser!(u64).range(1..=MAX_FUEL))]
     fuel: Option<u64>,
-    /// Wall-clock time for this call, in place of the policy's: `500ms`,
-    /// `5s`, `2m`.
+    /// Wall-clock time for this call, as `500ms`, `5s`, `2m`
+    ///
+    /// Wall-clock time for this call, in place of the policy's: `500ms`, `5s`,
+    /// `2m`.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     timeout: Option<Duration>,
 }

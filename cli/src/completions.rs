@@ -12,7 +12,7 @@ use std::process::ExitCode;
     after_long_help = "Examples:\n  toolhost completions bash > ~/.local/share/bash-completion/completions/toolhost\n  source <(toolhost completions zsh)"
 )]
 pub(super) struct CompletionsCommand {
-    /// bash, zsh, fish, elvish or powershell.
+    /// The shell
     shell: clap_complete::Shell,
 }
 

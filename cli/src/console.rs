@@ -29,13 +29,16 @@ use toolhost::{
     after_long_help = "Examples:\n  toolhost console\n  toolhost console --agent coder --base-url http://127.0.0.1:8080/v1\n  toolhost mcp --console   # approve an MCP client's calls in the page"
 )]
 pub(super) struct ConsoleCommand {
-    /// Listen on ADDR [default: `[console] listen`, else 127.0.0.1:7800;
-    /// port 0 picks a free one].
+    /// Listen on ADDR [default: `[console] listen`, else 127.0.0.1:7800]
+    ///
+    /// Listen on ADDR [default: `[console] listen`, else 127.0.0.1:7800; port 0
+    /// picks a free one].
     #[arg(long, value_name = "ADDR")]
     listen: Option<SocketAddr>,
-    /// The agent (`[agents.NAME]`) whose tools, prompt and model the page
-    /// works with [default: `[console] agent`, else every agent-callable
-    /// tool].
+    /// The agent (`[agents.NAME]`) the page works as
+    ///
+    /// The agent (`[agents.NAME]`) whose tools, prompt and model the page works
+    /// with [default: `[console] agent`, else every agent-callable tool].
     #[arg(long)]
     agent: Option<String>,
     #[command(flatten)]

@@ -66,6 +66,8 @@ struct GlobalOptions {
     /// $XDG_DATA_HOME/toolhost/plugins, with its own lock file.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// A directory of plugin components (for `plugin_dirs`); repeatable
+    ///
     /// A directory of plugin components, in place of `plugin_dirs`; repeatable
     ///
     /// Replaces the policy's `plugin_dirs` when given; its components are

@@ -29,23 +29,33 @@ use toolhost::{
     after_long_help = "Examples:\n  toolhost mcp\n  toolhost mcp --http 127.0.0.1:8765\n  MCP_TOKEN=… toolhost mcp --http 127.0.0.1:8765 --token-env MCP_TOKEN"
 )]
 pub(super) struct McpCommand {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio
+    ///
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g.
     /// 127.0.0.1:8808.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// With --http: keep no sessions, so that several servers can serve
-    /// one URL behind a load balancer. Clients cannot be asked to approve
-    /// calls then (`[mcp] unattended` decides), nor told of tool changes.
+    /// With --http: keep no sessions (replicas behind a load balancer)
+    ///
+    /// With --http: keep no sessions, so that several servers can serve one URL
+    /// behind a load balancer. Clients cannot be asked to approve calls then
+    /// (`[mcp] unattended` decides), nor told of tool changes.
     #[arg(long, requires = "http")]
     stateless: bool,
-    /// With --http: require `Authorization: Bearer TOKEN`, the token read
-    /// from this environment variable.
+    /// With --http: require the bearer token in this variable
+    ///
+    /// With --http: require `Authorization: Bearer TOKEN`, the token read from
+    /// this environment variable.
     #[arg(long, value_name = "VAR", requires = "http")]
     token_env: Option<String>,
-    /// With --http: also accept this Host name (besides localhost,
-    /// 127.0.0.1, ::1 and `[mcp] allowed_hosts`); repeatable.
+    /// With --http: also accept this Host name; repeatable
+    ///
+    /// With --http: also accept this Host name (besides localhost, 127.0.0.1, ::1
+    /// and `[mcp] allowed_hosts`); repeatable.
     #[arg(long, value_name = "HOST", requires = "http")]
     allow_host: Vec<String>,
+    /// Reload when the plugin directories change (the default)
+    ///
     /// Reload when components are added, changed or removed in the plugin
     /// directories, and tell the clients their tools changed: the default.
     #[arg(long, overrides_with = "no_watch")]
@@ -53,10 +63,12 @@ pub(super) struct McpCommand {
     /// Do not watch the plugin directories (SIGHUP still rescans them).
     #[arg(long, overrides_with = "watch")]
     no_watch: bool,
-    /// Ask a person at the console (a local web page, its URL printed on
-    /// stderr) to approve the calls that need it, instead of the client's
-    /// user; optionally where it listens [default: `[console] listen`].
-    /// `[console] approver = true` does the same.
+    /// Ask a person at the console to approve calls that need it
+    ///
+    /// Ask a person at the console (a local web page, its URL printed on stderr)
+    /// to approve the calls that need it, instead of the client's user; optionally
+    /// where it listens [default: `[console] listen`]. `[console] approver = true`
+    /// does the same.
     #[arg(long, value_name = "ADDR", num_args = 0..=1)]
     console: Option<Option<SocketAddr>>,
 }

@@ -31,16 +31,22 @@ pub(super) struct ModelOptions {
     /// The model endpoint, an `[llm.NAME]` profile [default: the agent's].
     #[arg(long, value_name = "NAME")]
     llm: Option<String>,
-    /// The endpoint's API base, over the profile's [default:
-    /// $OPENAI_BASE_URL, else http://127.0.0.1:8080/v1].
+    /// The endpoint's API base [default: $OPENAI_BASE_URL]
+    ///
+    /// The endpoint's API base, over the profile's [default: $OPENAI_BASE_URL,
+    /// else http://127.0.0.1:8080/v1].
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
+    /// The model name [default: $OPENAI_MODEL, else "default"]
+    ///
     /// The model name, over the profile's [default: $OPENAI_MODEL, else
     /// "default"].
     #[arg(long)]
     model: Option<String>,
-    /// The environment variable holding the API key, over the profile's
-    /// [default: OPENAI_API_KEY when it is set].
+    /// The variable holding the API key [default: OPENAI_API_KEY]
+    ///
+    /// The environment variable holding the API key, over the profile's [default:
+    /// OPENAI_API_KEY when it is set].
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
 }

@@ -15,8 +15,9 @@ use std::process::ExitCode;
     after_long_help = "Examples:\n  toolhost new words --lang rust\n  toolhost new words --lang python --dir plugins/words"
 )]
 pub(super) struct NewCommand {
-    /// The project's name, also its plugin's and its sample tool's:
-    /// lowercase letters, digits, `_` and `-`, starting with a letter.
+    /// The project's name, also its plugin's and its sample tool's
+    ///
+    /// Lowercase letters, digits, `_` and `-`, starting with a letter.
     name: String,
     /// The language.
     #[arg(long, value_enum)]

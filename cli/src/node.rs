@@ -45,30 +45,39 @@ use toolhost::{
     after_long_help = "Examples:\n  VCP_KEY=… toolhost node --server ws://127.0.0.1:6005\n  toolhost node --console   # approve the server's calls in a local web page\n  toolhost node --status"
 )]
 pub(super) struct NodeCommand {
+    /// The VCP server, ws:// or wss:// [default: `[vcp] server`]
+    ///
     /// The VCP server, ws://HOST:PORT or wss://HOST:PORT [default: `[vcp]
     /// server`].
     #[arg(long, value_name = "URL")]
     server: Option<String>,
-    /// The environment variable holding the key [default: `[vcp] key_env`,
-    /// else VCP_KEY].
+    /// The variable holding the key [default: `[vcp] key_env`]
+    ///
+    /// The environment variable holding the key [default: `[vcp] key_env`, else
+    /// VCP_KEY].
     #[arg(long, value_name = "NAME")]
     key_env: Option<String>,
-    /// The name to register as [default: `[vcp] node_name`, else
-    /// toolhost@HOST].
+    /// The name to register as [default: `[vcp] node_name`]
+    ///
+    /// The name to register as [default: `[vcp] node_name`, else toolhost@HOST].
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
-    /// Decide calls that need approval by `[vcp.unattended]` even at a
-    /// terminal.
+    /// Decide by `[vcp.unattended]`, even at a terminal
+    ///
+    /// Decide calls that need approval by `[vcp.unattended]` even at a terminal.
     #[arg(long)]
     unattended: bool,
-    /// Ask a person at the console (a local web page, its URL printed on
-    /// stderr) to approve the calls that need it; optionally where it
-    /// listens [default: `[console] listen`]. `[console] approver = true`
-    /// does the same.
+    /// Ask a person at the console to approve calls that need it
+    ///
+    /// Ask a person at the console (a local web page, its URL printed on stderr)
+    /// to approve the calls that need it; optionally where it listens [default:
+    /// `[console] listen`]. `[console] approver = true` does the same.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, conflicts_with = "unattended")]
     console: Option<Option<std::net::SocketAddr>>,
-    /// Do not reload when the plugin directories change (SIGHUP still
-    /// rescans them). A reload that changes the tools registers them again.
+    /// Do not reload when the plugin directories change
+    ///
+    /// Do not reload when the plugin directories change (SIGHUP still rescans
+    /// them). A reload that changes the tools registers them again.
     #[arg(long)]
     no_watch: bool,
     /// Print the status a running node last wrote, and exit.

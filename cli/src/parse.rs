@@ -26,8 +26,10 @@ pub(super) struct ParseCommand {
     /// Declare a tool name (when no plugins are loaded); repeatable.
     #[arg(long = "tool", value_name = "NAME")]
     tools: Vec<String>,
-    /// Declare the tools of an OpenAI `tools` JSON array in FILE, with
-    /// their parameters' types, to which values are coerced.
+    /// Declare the tools of an OpenAI `tools` JSON array in FILE
+    ///
+    /// Declare the tools of an OpenAI `tools` JSON array in FILE, with their
+    /// parameters' types, to which values are coerced.
     #[arg(long = "tools", value_name = "FILE")]
     tools_file: Option<PathBuf>,
     /// The reply; `-` or nothing reads stdin.

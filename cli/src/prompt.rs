@@ -22,16 +22,22 @@ use toolhost::{
     after_long_help = "Examples:\n  toolhost prompt\n  toolhost prompt --protocol json-block\n  toolhost prompt --agent coder --template prompt.md"
 )]
 pub(super) struct PromptCommand {
-    /// The protocol: vcp, json-block, xml-tag or native [default: the
-    /// agent's, else vcp].
+    /// The protocol [default: the agent's, else vcp]
+    ///
+    /// The protocol: vcp, json-block, xml-tag or native [default: the agent's,
+    /// else vcp].
     #[arg(long)]
     protocol: Option<ProtocolId>,
+    /// An agent from `[agents.NAME]`: its tool toggles apply
+    ///
     /// An agent from `[agents.NAME]` in the policy: its tool toggles apply.
     /// Without it, every agent-callable tool is offered.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
-    /// A template file; `{{tools}}` and `{{tool:NAME}}` are substituted.
-    /// Default: `{{tools}}`.
+    /// A template file, `{{tools}}` substituted [default: `{{tools}}`]
+    ///
+    /// A template file; `{{tools}}` and `{{tool:NAME}}` are substituted. Default:
+    /// `{{tools}}`.
     #[arg(long, value_name = "FILE")]
     template: Option<PathBuf>,
 }

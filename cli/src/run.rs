@@ -19,25 +19,30 @@ use toolhost::{Declared, ProtocolId, ToolCall, Turn, cli_support::did_you_mean};
     after_long_help = "Examples:\n  toolhost run reply.txt\n  toolhost run --agent coder --yes reply.txt\n  toolhost run --json - < reply.txt"
 )]
 pub(super) struct RunCommand {
-    /// The protocol the reply is written in: vcp, json-block, xml-tag,
-    /// native or auto [default: the agent's, else auto]. Results come back
-    /// in it; for auto, in the protocol the reply's calls are written in
-    /// (vcp, json-block or xml-tag), else in vcp, which `toolhost prompt`
-    /// teaches by default.
+    /// The protocol the reply is in [default: the agent's, else auto]
+    ///
+    /// The protocol the reply is written in: vcp, json-block, xml-tag, native or
+    /// auto [default: the agent's, else auto]. Results come back in it; for auto,
+    /// in the protocol the reply's calls are written in (vcp, json-block or
+    /// xml-tag), else in vcp, which `toolhost prompt` teaches by default.
     #[arg(long)]
     protocol: Option<ProtocolId>,
-    /// The agent whose reply this is (`[agents.NAME]`): which tools it may
-    /// call, its timeout, parallelism and confirmation settings. Without
-    /// one, any loaded tool may be called, one call after another, each
-    /// within its plugin's limits only.
+    /// The agent whose reply this is (`[agents.NAME]`)
+    ///
+    /// The agent whose reply this is (`[agents.NAME]`): which tools it may call,
+    /// its timeout, parallelism and confirmation settings. Without one, any loaded
+    /// tool may be called, one call after another, each within its plugin's limits
+    /// only.
     #[arg(long)]
     agent: Option<String>,
-    /// Allow calls that need approval without asking (deny rules still
-    /// apply).
+    /// Allow calls that need approval without asking
+    ///
+    /// Allow calls that need approval without asking (deny rules still apply).
     #[arg(long)]
     yes: bool,
-    /// Print `{"outcomes": […], "messages": […]}` instead of the messages'
-    /// text.
+    /// Print the outcomes and messages as JSON
+    ///
+    /// Print `{"outcomes": […], "messages": […]}` instead of the messages' text.
     #[arg(long)]
     json: bool,
     /// The reply; `-` or nothing for stdin.

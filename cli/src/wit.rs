@@ -13,6 +13,8 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = "Examples:\n  toolhost wit\n  toolhost wit --out wit")]
 pub(super) struct WitCommand {
+    /// Write `plugin.wit` into DIR instead of printing it
+    ///
     /// Write `plugin.wit` into DIR (made if missing) instead of printing it.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,

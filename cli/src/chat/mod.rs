@@ -48,36 +48,47 @@ const CHAT_AGENT: &str = "chat";
     after_long_help = "Examples:\n  toolhost chat --base-url http://127.0.0.1:8080/v1\n  toolhost chat --llm local --message \"What is 6*7?\" --yes --transcript chat.jsonl\n  toolhost chat --resume chat.jsonl"
 )]
 pub(super) struct ChatCommand {
-    /// The agent (`[agents.NAME]`): its tools, protocol, limits, mode,
-    /// system prompt and model. Without one: every agent-callable tool,
-    /// the vcp protocol, the default system prompt.
+    /// The agent (`[agents.NAME]`): its tools, protocol, prompt and model
+    ///
+    /// The agent (`[agents.NAME]`): its tools, protocol, limits, mode, system
+    /// prompt and model. Without one: every agent-callable tool, the vcp protocol,
+    /// the default system prompt.
     #[arg(long)]
     agent: Option<String>,
     #[command(flatten)]
     endpoint: ModelOptions,
-    /// The protocol tools are offered and called in: vcp, json-block,
-    /// xml-tag or native [default: the agent's].
+    /// The protocol tools are offered in [default: the agent's]
+    ///
+    /// The protocol tools are offered and called in: vcp, json-block, xml-tag or
+    /// native [default: the agent's].
     #[arg(long)]
     protocol: Option<ProtocolId>,
-    /// Manual mode: after each reply with calls, you run each (as written
-    /// or edited), answer it by hand, or skip it.
+    /// Manual mode: you run, answer or skip each call yourself
+    ///
+    /// Manual mode: after each reply with calls, you run each (as written or
+    /// edited), answer it by hand, or skip it.
     #[arg(long)]
     manual: bool,
-    /// Allow calls that need approval without asking (deny rules still
-    /// apply); in manual mode without a terminal, run every call as
-    /// written.
+    /// Allow calls that need approval without asking
+    ///
+    /// Allow calls that need approval without asking (deny rules still apply); in
+    /// manual mode without a terminal, run every call as written.
     #[arg(long)]
     yes: bool,
-    /// Save the conversation in FILE, one JSON entry per line (FILE must
-    /// not exist yet).
+    /// Save the conversation in FILE (which must not exist yet)
+    ///
+    /// Save the conversation in FILE, one JSON entry per line (FILE must not exist
+    /// yet).
     #[arg(long, value_name = "FILE", conflicts_with = "resume")]
     transcript: Option<PathBuf>,
     /// Go on with the conversation saved in FILE, adding to it.
     #[arg(long, value_name = "FILE")]
     resume: Option<PathBuf>,
-    /// Send this message, wait for the answer, and exit; repeatable (sent
-    /// in turn). Without it, messages are read at a prompt — or, when
-    /// stdin is not a terminal, all of stdin is one message.
+    /// Send this message, wait for the answer, and exit; repeatable
+    ///
+    /// Send this message, wait for the answer, and exit; repeatable (sent in
+    /// turn). Without it, messages are read at a prompt — or, when stdin is not a
+    /// terminal, all of stdin is one message.
     #[arg(long, short)]
     message: Vec<String>,
     /// Print every event as a line of JSON on stdout.
