@@ -8,10 +8,32 @@
 use anyhow::Context;
 use toolhost_standin::{Response, StandIn};
 
+/// What `--help` says beside the usage line.
+const HELP: &str = "A scripted stand-in for an OpenAI-compatible model server, on a free local port.
+
+Alone, it prints its base URL on the first line of stdout and answers until
+killed. With `-- COMMAND ARG…`, it runs the command with OPENAI_BASE_URL set
+to that URL and exits with its status when it ends.
+
+SCRIPT.json is a JSON array of responses, one per request, in order:
+  {\"reply\": {\"text\": \"…\"}}            a reply (`{{last_message}}` quotes the request)
+  {\"reply\": {\"tool_calls\": [{\"id\": …, \"name\": …, \"arguments\": \"{…}\"}]}}
+  {\"error\": {\"status\": 503}}             an HTTP error
+  {\"stream\": [{\"chunk\": {…}}, \"done\"]}     exactly these SSE frames
+A request with \"stream\": false gets the reply as one JSON completion.";
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<std::process::ExitCode> {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
     let usage = "usage: standin-llm SCRIPT.json [-- COMMAND ARG…]";
+    if args.peek().is_some_and(|first| matches!(first.as_str(), "-h" | "--help")) {
+        println!("{usage}\n\n{HELP}");
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    if args.peek().is_some_and(|first| first == "--version") {
+        println!("standin-llm {}", env!("CARGO_PKG_VERSION"));
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let path = args.next().context(usage)?;
     let command: Vec<String> = match args.next().as_deref() {
         None => Vec::new(),

@@ -161,6 +161,33 @@ impl Reply {
         chunks.into_iter().flat_map(|frame| [Frame::DelayMs(self.delay_ms), frame]).collect()
     }
 
+    /// The reply with `text` as one `chat.completion`, for a request that
+    /// asked for no stream.
+    pub(crate) fn completion(&self, text: &str, model: &str) -> Value {
+        let finish =
+            self.finish_reason.clone().unwrap_or_else(|| if self.tool_calls.is_empty() { "stop" } else { "tool_calls" }.into());
+        let mut message = json!({ "role": "assistant", "content": text });
+        if !self.reasoning.is_empty() {
+            message[self.reasoning_field.as_deref().unwrap_or("reasoning_content")] = json!(self.reasoning);
+        }
+        if !self.tool_calls.is_empty() {
+            let calls: Vec<Value> = self
+                .tool_calls
+                .iter()
+                .map(|call| json!({ "id": call.id, "type": "function", "function": { "name": call.name, "arguments": call.arguments } }))
+                .collect();
+            message["tool_calls"] = json!(calls);
+        }
+        json!({
+            "id": "chatcmpl-standin",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{ "index": 0, "message": message, "finish_reason": finish }],
+            "usage": { "prompt_tokens": 10, "completion_tokens": text.chars().count() / 4 + 1 },
+        })
+    }
+
     /// Each call's pieces: the first names the call, the rest carry its
     /// arguments a few characters at a time.
     fn call_deltas(&self, size: usize) -> Vec<Value> {

@@ -30,9 +30,22 @@ impl Recorded {
         self.body["messages"].as_array().map_or(&[], Vec::as_slice)
     }
 
-    /// The text of the last message.
-    pub fn last_message(&self) -> &str {
-        self.messages().last().and_then(|m| m["content"].as_str()).unwrap_or_default()
+    /// The text of the last message: its content, or the text of its
+    /// parts where the content is an array of them (as agent SDKs send).
+    pub fn last_message(&self) -> String {
+        let Some(content) = self.messages().last().map(|m| &m["content"]) else { return String::new() };
+        match content {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts.iter().filter_map(|part| part["text"].as_str()).collect::<Vec<_>>().join(""),
+            _ => String::new(),
+        }
+    }
+
+    /// Whether the request asked for the reply streamed: OpenAI's default
+    /// is not, but every client here asks for a stream unless it says
+    /// `"stream": false`.
+    pub fn streamed(&self) -> bool {
+        self.body["stream"] != Value::Bool(false)
     }
 
     /// A header's value.
@@ -146,7 +159,11 @@ async fn complete(State(script): State<Shared>, headers: HeaderMap, body: Bytes)
         Response::Stream(frames) => frames,
         Response::Reply(reply) => {
             let model = recorded.body["model"].as_str().unwrap_or("standin");
-            reply.frames(&quote(&reply.text, recorded.last_message()), model)
+            let text = quote(&reply.text, &recorded.last_message());
+            if !recorded.streamed() {
+                return axum::Json(reply.completion(&text, model)).into_response();
+            }
+            reply.frames(&text, model)
         }
     };
     let stream = futures::stream::iter(frames).then(|frame| async move {
@@ -186,6 +203,39 @@ fn quote(text: &str, last: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// POST `body` to the stand-in's completions at `base` (…/v1), raw: the response.
+    async fn post(base: &str, body: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let authority = base.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+        let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+        let request = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    }
+
+    #[tokio::test]
+    async fn a_request_for_no_stream_gets_one_completion_and_parts_are_quoted() {
+        let reply =
+            crate::Reply::text("you said: {{last_message}}").call("c1", "calculate", serde_json::json!({"expression": "1"}));
+        let standin = StandIn::start([Response::Reply(reply), Response::text("again: {{last_message}}")]).await.unwrap();
+        let parts = r#"{"model":"m","stream":false,"messages":[{"role":"user","content":[{"type":"text","text":"hello "},{"type":"text","text":"there"}]}]}"#;
+        let said = post(&standin.base_url(), parts).await;
+        let json = &said[said.find("\r\n\r\n").unwrap() + 4..];
+        let completion: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {said}"));
+        assert_eq!(completion["object"], "chat.completion");
+        let message = &completion["choices"][0]["message"];
+        assert_eq!(message["content"], "you said: hello there", "the text of every part: {completion}");
+        assert_eq!(message["tool_calls"][0]["function"]["name"], "calculate");
+        assert_eq!(completion["choices"][0]["finish_reason"], "tool_calls");
+        let streamed = post(&standin.base_url(), r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#).await;
+        assert!(streamed.contains("text/event-stream") && streamed.contains("data: [DONE]"), "{streamed}");
+    }
 
     #[test]
     fn placeholders_quote_the_last_message() {
