@@ -68,9 +68,8 @@ struct GlobalOptions {
     config: Option<PathBuf>,
     /// A directory of plugin components (for `plugin_dirs`); repeatable
     ///
-    /// A directory of plugin components, in place of `plugin_dirs`; repeatable
-    ///
-    /// Replaces the policy's `plugin_dirs` when given; its components are
+    /// Replaces the policy's `plugin_dirs` when given (a relative one is
+    /// taken from the working directory); its components are
     /// pinned by the policy's lock file, unless that is the per-user one
     /// (which pins what `toolhost add` installed): then by toolhost.lock in
     /// this directory, if it exists.
@@ -232,7 +231,10 @@ impl GlobalOptions {
             None => Policy::default(),
         };
         if !self.plugins.is_empty() {
-            policy.plugin_dirs = self.plugins.clone();
+            // Made absolute here, so that a directory that is missing is
+            // named where it was looked for.
+            policy.plugin_dirs =
+                self.plugins.iter().map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone())).collect();
             // The per-user lock pins what `add` installed in the per-user
             // directory, not a directory named here, say a build's output.
             if toolhost::config::user_plugin_dir().is_some_and(|dir| policy.lock_file == dir.join(DEFAULT_LOCK_FILE)) {

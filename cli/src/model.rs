@@ -14,15 +14,21 @@ const DEFAULT_MODEL: &str = "default";
 /// with tool calling on and every other setting at its default.
 pub(super) fn agent(policy: &Policy, name: Option<&str>, fallback: &str) -> anyhow::Result<(String, ToolCallConfig)> {
     match name {
-        Some(name) => {
-            let config = policy.agents.get(name).cloned().with_context(|| {
-                let names: Vec<&str> = policy.agents.keys().map(String::as_str).collect();
-                format!("no agent `{name}` in the policy{}", did_you_mean(name, &names))
-            })?;
-            Ok((name.to_owned(), config))
-        }
+        Some(name) => Ok((name.to_owned(), named_agent(policy, name)?)),
         None => Ok((fallback.to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() })),
     }
+}
+
+/// The settings of agent `name` (`[agents.NAME]`); an unknown one is an
+/// error that lists the agents the policy defines.
+pub(super) fn named_agent(policy: &Policy, name: &str) -> anyhow::Result<ToolCallConfig> {
+    policy.agents.get(name).cloned().with_context(|| {
+        let names: Vec<&str> = policy.agents.keys().map(String::as_str).collect();
+        match names.as_slice() {
+            [] => format!("no agent `{name}` in the policy: it defines none (add an [agents.{name}] section)"),
+            names => format!("no agent `{name}` in the policy{}; its agents: {}", did_you_mean(name, names), names.join(", ")),
+        }
+    })
 }
 
 /// The model endpoint, from a profile or the environment, with overrides.

@@ -47,16 +47,7 @@ impl PromptCommand {
         let policy = global.policy()?;
         let registry = global.registry_over(&policy).await?;
         let (agent, config) = match &self.agent {
-            Some(name) => match policy.agents.get(name) {
-                Some(config) => (name.clone(), config.clone()),
-                None => {
-                    let known: Vec<&str> = policy.agents.keys().map(String::as_str).collect();
-                    bail!(
-                        "no agent `{name}` in the policy; agents: {}",
-                        if known.is_empty() { "none".into() } else { known.join(", ") }
-                    );
-                }
-            },
+            Some(name) => (name.clone(), super::model::named_agent(&policy, name)?),
             None => ("default".to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() }),
         };
         let protocol = self.protocol.unwrap_or(config.protocol);

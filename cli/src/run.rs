@@ -5,7 +5,7 @@ use serde_json::json;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::{Declared, ProtocolId, ToolCall, Turn, cli_support::did_you_mean};
+use toolhost::{Declared, ProtocolId, ToolCall, Turn};
 
 /// Run the tool calls in a model's reply and print the results.
 ///
@@ -65,13 +65,7 @@ impl RunCommand {
         };
         let policy = global.policy()?;
         let mut turn = match &self.agent {
-            Some(name) => {
-                let config = policy.agents.get(name).cloned().with_context(|| {
-                    let names: Vec<&str> = policy.agents.keys().map(String::as_str).collect();
-                    format!("no agent `{name}` in the policy{}", did_you_mean(name, &names))
-                })?;
-                Turn::for_agent(name, config)
-            }
+            Some(name) => Turn::for_agent(name, super::model::named_agent(&policy, name)?),
             None => Turn::direct(ProtocolId::Auto),
         };
         if let Some(protocol) = self.protocol {

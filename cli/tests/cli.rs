@@ -947,3 +947,23 @@ fn check_says_which_plugins_tools_a_rule_without_a_plugin_matches() {
     assert!(stdout.contains("warning: approval.rules[2].plugin: no loaded plugin is named `notes`"), "{stdout}");
     assert!(!out.status.success(), "a rule for no loaded plugin is a finding");
 }
+
+#[test]
+fn an_unknown_agent_lists_the_agents_and_a_missing_plugin_directory_is_named_where_it_was_looked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let policy = "plugin_dirs = [\"plugins\"]\n[agents.coder]\nenabled = true\n[agents.writer]\nenabled = true\n";
+    std::fs::write(dir.path().join("toolhost.toml"), policy).unwrap();
+    std::fs::write(dir.path().join("reply.txt"), "no calls").unwrap();
+    for args in [&["prompt", "--agent", "codr"][..], &["run", "--agent", "codr", "reply.txt"][..]] {
+        let said = text(&toolhost(dir.path(), args).stderr);
+        assert!(said.contains("no agent `codr` in the policy") && said.contains("its agents: coder, writer"), "{args:?}: {said}");
+        assert!(said.contains("did you mean `coder`"), "{said}");
+    }
+    let said = text(&toolhost(dir.path(), &["--plugins", "nowhere", "list"]).stderr);
+    let looked = dir.path().canonicalize().unwrap().join("nowhere");
+    assert!(
+        said.contains(&looked.display().to_string()) || said.contains(&dir.path().join("nowhere").display().to_string()),
+        "{said}"
+    );
+}
