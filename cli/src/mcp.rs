@@ -38,8 +38,10 @@ pub(super) struct McpCommand {
     /// With --http: keep no sessions (replicas behind a load balancer)
     ///
     /// With --http: keep no sessions, so that several servers can serve one URL
-    /// behind a load balancer. Clients cannot be asked to approve calls then
-    /// (`[mcp] unattended` decides), nor told of tool changes.
+    /// behind a load balancer. A 2026-07-28 client is still asked to approve
+    /// calls (its retry may reach any replica sharing the key file); a
+    /// handshake-era client is not (`[mcp] unattended` decides); no client
+    /// is told of tool changes.
     #[arg(long, requires = "http")]
     stateless: bool,
     /// With --http: require the bearer token in this variable
@@ -75,6 +77,19 @@ pub(super) struct McpCommand {
 
 impl McpCommand {
     pub(super) async fn execute(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
+        let stdio = self.http.is_none();
+        match self.serve(global).await {
+            // A desktop client shows only "connection closed" when its server
+            // ends: its first request is answered with the reason first.
+            Err(error) if stdio => {
+                explain_to_client(&error);
+                Err(error)
+            }
+            served => served,
+        }
+    }
+
+    async fn serve(self, global: &GlobalOptions) -> anyhow::Result<ExitCode> {
         let options = self.http_options()?;
         // The approver is the client's user, or `[mcp] unattended`, per call.
         let policy = global.policy()?;
@@ -154,4 +169,27 @@ impl McpCommand {
         };
         Ok(HttpOptions { stateless: self.stateless, token, allowed_hosts: self.allow_host.clone() })
     }
+}
+
+/// How long a server that could not start waits for its client's first
+/// request, to answer it with why.
+const EXPLAIN_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Answer the client's first request on stdin, if one comes soon, with a
+/// JSON-RPC error saying why the server could not start, so that a
+/// desktop client shows the reason rather than "connection closed". The
+/// reason goes to stderr too, as every error does.
+fn explain_to_client(error: &anyhow::Error) {
+    let reason = format!("toolhost mcp could not start: {}", toolhost::cli_support::error_chain(error.as_ref()));
+    let (sent, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line);
+        let _ = sent.send(line);
+    });
+    let Ok(line) = received.recv_timeout(EXPLAIN_WITHIN) else { return };
+    let id = serde_json::from_str::<serde_json::Value>(&line).ok().and_then(|request| request.get("id").cloned());
+    let Some(id) = id else { return };
+    let answer = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32603, "message": reason } });
+    println!("{answer}");
 }

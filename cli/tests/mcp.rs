@@ -862,3 +862,12 @@ fn a_held_result_is_a_second_round_of_input_required_in_2026() {
     let withheld = client_as(MODERN, dir.path(), &[&["approve", "--answer", "withhold"][..], &read].concat(), &over_stdio(&[]));
     assert_eq!(withheld["result"]["text"], "result-rejected: a person withheld the result: private", "{withheld}");
 }
+
+#[test]
+fn a_server_that_cannot_start_tells_the_client_why_on_its_first_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = client(dir.path(), &["start"], &over_stdio(&["--plugins", "/no/such/plugins"]));
+    assert_eq!(seen["started"], false, "{seen}");
+    let error = seen["error"].as_str().unwrap();
+    assert!(error.contains("toolhost mcp could not start") && error.contains("/no/such/plugins"), "{seen}");
+}

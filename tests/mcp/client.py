@@ -156,6 +156,21 @@ async def approve(args):
         print(json.dumps({"result": result, "asked": asked, "version": getattr(session, "protocol_version", None)}))
 
 
+async def start(args):
+    """Connect and initialize, nothing more: what the server said if it
+    could not start."""
+    try:
+        async with connect(args) as session:
+            print(json.dumps({"started": True}))
+    except Exception as error:  # the refusal is what is observed
+
+        def flat(error):
+            nested = getattr(error, "exceptions", None)
+            return [m for inner in nested for m in flat(inner)] if nested else [str(error)]
+
+        print(json.dumps({"started": False, "error": " | ".join(flat(error))}))
+
+
 async def call_once(args):
     """Call `--tool` with `--arguments` from a client that cannot be asked
     anything (no elicitation)."""
@@ -381,6 +396,7 @@ def main():
     approving.add_argument("--answer", choices=["approve", "always", "deny", "decline", "withhold"], required=True)
     approving.add_argument("--tool", default="write_file")
     approving.add_argument("--arguments")
+    sub.add_parser("start")
     once = sub.add_parser("call_once")
     once.add_argument("--tool", required=True)
     once.add_argument("--arguments", default="{}")
