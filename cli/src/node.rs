@@ -212,9 +212,10 @@ fn config_dir(global: &GlobalOptions) -> PathBuf {
 /// A line for a person when the connection's state or server id changed.
 fn transition(before: &NodeStatus, now: &NodeStatus) -> Option<String> {
     // A new server id while connected is a new connection; elsewhere
-    // only the state is told.
+    // only the state is told. A connection is told once the server has
+    // named it: one that ends first (its id cleared) is not a new one.
     let new_connection = now.state == NodeState::Connected && before.server_id != now.server_id;
-    if before.state == now.state && !new_connection {
+    if (before.state == now.state && !new_connection) || (now.state == NodeState::Connected && now.server_id.is_none()) {
         return None;
     }
     Some(match now.state {
@@ -342,5 +343,10 @@ mod tests {
             transition(&connected, &reconnecting).unwrap(),
             "reconnecting: the connection to the VCP server ws://127.0.0.1:6005 was lost: reset"
         );
+        // A connection whose server id is cleared (it dropped) is no new one.
+        let mut dropped = connected.clone();
+        (dropped.server_id, dropped.registered) = (None, Vec::new());
+        assert_eq!(transition(&connected, &dropped), None, "not \"connected … (serverId none)\"");
+        assert_eq!(transition(&reconnecting, &dropped), None, "told once the server names it");
     }
 }

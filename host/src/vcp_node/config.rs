@@ -22,7 +22,7 @@
 //!
 //! [vcp.reconnect]                     # exponential backoff with jitter between attempts
 //! initial_ms = 500
-//! max_ms = 30_000
+//! max_ms = 5_000
 //! ```
 
 use crate::config_error::{ConfigError, in_range};
@@ -37,8 +37,10 @@ pub const DEFAULT_STATUS_FILE: &str = "toolhost.node.json";
 /// The first wait before reconnecting, by default; each failed attempt
 /// doubles it, up to [`DEFAULT_RECONNECT_MAX`].
 pub const DEFAULT_RECONNECT_INITIAL: Duration = Duration::from_millis(500);
-/// The longest wait between attempts, by default.
-pub const DEFAULT_RECONNECT_MAX: Duration = Duration::from_secs(30);
+/// The longest step between attempts, by default: each wait is a random
+/// point between half the step and the step, so a node is back within 5 s
+/// of its server, and nodes restarted together do not knock together.
+pub const DEFAULT_RECONNECT_MAX: Duration = Duration::from_secs(5);
 /// How often a ping is sent, by default. A connection silent for
 /// [`SILENT_INTERVALS`] of these is taken for dead.
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(20);
