@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
     let task = std::env::args().nth(1).unwrap_or_default();
     let root = workspace_root();
     match task.as_str() {
-        "build-plugins" => build_plugins(&root),
+        "build-plugins" => build_plugins(&root, Workspace::Everything),
         "mcp-clients" => mcp_clients::install(&root),
         "browser" => browser::install(&root),
         "mcp-bench" => mcp_bench::run(&root),
@@ -64,7 +64,7 @@ fn main() -> anyhow::Result<()> {
                 let root = root.clone();
                 move || install_test_peers(&root)
             });
-            let built = lint(&root).and_then(|()| build_rust(&root));
+            let built = lint(&root).and_then(|()| build_rust(&root, Workspace::Everything));
             let installed = installs.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the installing thread panicked")));
             let toolchains = match (built, installed) {
                 (Ok(()), Ok(toolchains)) => toolchains,
@@ -84,12 +84,13 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         "demo" => {
-            // The plugins' build builds the binaries the demo runs.
-            build_plugins(&root)?;
+            // Only what the demo runs: the plugins, the CLI and the
+            // stand-in model; the test command builds the rest.
+            build_plugins(&root, Workspace::Binaries)?;
             demo(&root)
         }
         "bench" => {
-            build_plugins(&root)?;
+            build_plugins(&root, Workspace::Everything)?;
             polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
             host_memory_accounting_cost(&root)?;
@@ -182,8 +183,8 @@ fn host_triple() -> anyhow::Result<String> {
 
 /// Build the Rust plugins and the workspace, then the other languages'
 /// examples.
-fn build_plugins(root: &Path) -> anyhow::Result<()> {
-    build_rust(root)?;
+fn build_plugins(root: &Path, workspace: Workspace) -> anyhow::Result<()> {
+    build_rust(root, workspace)?;
     build_polyglot(root, &polyglot::Toolchains::install(root))
 }
 
@@ -224,7 +225,16 @@ fn install_test_peers(root: &Path) -> anyhow::Result<polyglot::Toolchains> {
 /// Install the target, build the plugin workspace, and copy the components
 /// where the tests and the demo look for them; then build the workspace,
 /// whose CLI scaffolds the other languages' examples.
-fn build_rust(root: &Path) -> anyhow::Result<()> {
+/// How much of the workspace a task builds.
+#[derive(Clone, Copy)]
+enum Workspace {
+    /// Its binaries (the CLI, the stand-in model): what the demo runs.
+    Binaries,
+    /// Everything: tests and benchmarks too.
+    Everything,
+}
+
+fn build_rust(root: &Path, workspace: Workspace) -> anyhow::Result<()> {
     run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))?;
     run(cargo(&root.join("plugins")).args(["build", "--release"]))?;
     let built = root.join("plugins/target/wasm32-wasip2/release");
@@ -234,15 +244,20 @@ fn build_rust(root: &Path) -> anyhow::Result<()> {
         let file = format!("{name}.wasm");
         std::fs::copy(built.join(&file), out.join(&file)).with_context(|| format!("copying {file} to {}", out.display()))?;
     }
-    // The CLI builds the polyglot examples. Built as `cargo test --release
-    // --workspace` builds it (every member, test targets too), so that
-    // Cargo unifies the same features and the test run reuses this build
-    // rather than compiling wasmtime a second time; every binary in the same
-    // build (the CLI, and `standin-llm`, the scripted model the README's
-    // "Try it" chats with), so none is compiled again with other features.
-    // The benchmarks too, so that a change that breaks one fails CI rather
-    // than the next `cargo xtask bench`.
-    run(cargo(root).args(["build", "--release", "--workspace", "--tests", "--bins", "--benches"]))
+    // The CLI builds the polyglot examples. For the tests, built as `cargo
+    // test --release --workspace` builds it (every member, test targets
+    // too), so that Cargo unifies the same features and the test run reuses
+    // this build rather than compiling wasmtime a second time; every binary
+    // in the same build (the CLI, and `standin-llm`, the scripted model the
+    // README's "Try it" chats with), so none is compiled again with other
+    // features; the benchmarks too, so that a change that breaks one fails
+    // CI rather than the next `cargo xtask bench`. For the demo, only the
+    // binaries: a fresh 2-core machine spent 56 CPU-minutes on the rest.
+    let targets: &[&str] = match workspace {
+        Workspace::Binaries => &["--bins"],
+        Workspace::Everything => &["--tests", "--bins", "--benches"],
+    };
+    run(cargo(root).args(["build", "--release", "--workspace"]).args(targets))
 }
 
 /// Build the other languages' examples with the CLI (installing their
