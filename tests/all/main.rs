@@ -31,6 +31,7 @@ mod mcp_agent;
 mod path_rules;
 mod pipeline;
 mod polyglot;
+mod pooled;
 mod protocols;
 mod registry;
 mod resumable;

@@ -51,6 +51,16 @@ impl Node {
 
     /// [`Node::join_with`], its pipeline changed by `asking` (to ask
     /// someone other than `[vcp.unattended]`).
+    /// A node whose executor runs [`NODE_CONCURRENCY`] calls at once, as
+    /// `toolhost node`'s does.
+    async fn join_at_node_concurrency(standin: &StandIn, plugins: &[Plugin]) -> Node {
+        Self::join_asking(&standin.url(), KEY, plugins, "", "", |_, pipeline| {
+            let executor = Executor::with_concurrency(pipeline.executor().registry().clone(), NODE_CONCURRENCY);
+            pipeline.on_executor(executor)
+        })
+        .await
+    }
+
     async fn join_asking(
         server: &str,
         key: &str,
@@ -274,11 +284,7 @@ async fn a_limit_hit_is_an_error_that_names_the_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_of_one_plugins_waiting_calls_runs_at_once() {
     let standin = StandIn::start(KEY).await;
-    let node = Node::join_asking(&standin.url(), KEY, &[EXPOSED], "", "", |_, pipeline| {
-        let executor = Executor::with_concurrency(pipeline.executor().registry().clone(), NODE_CONCURRENCY);
-        pipeline.on_executor(executor)
-    })
-    .await;
+    let node = Node::join_at_node_concurrency(&standin, &[EXPOSED]).await;
     standin.registration(1).await;
     let start = Instant::now();
     for i in 0..4 {
@@ -983,6 +989,24 @@ async fn one_plugins_slow_calls_do_not_starve_another_plugins_quick_call() {
     let asked = Instant::now();
     standin.execute("quick", "calculate", json!({"expression": "2 + 2"}));
     assert_eq!(content_json(&standin.result("quick").await)["value"], 4.0);
+    assert!(asked.elapsed() < Duration::from_secs(2), "the quick call waited {:?}", asked.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_quick_call_does_not_wait_behind_its_own_slow_calls_while_the_node_has_room() {
+    let standin = StandIn::start(KEY).await;
+    let node = Node::join_at_node_concurrency(&standin, &[EXPOSED]).await;
+    standin.registration(1).await;
+    // Its half of the node's slots: the share it always has.
+    let half = NODE_CONCURRENCY / 2;
+    for i in 0..half {
+        standin.execute(&format!("slow{i}"), "exposed_wait", json!({"ms": 4000}));
+    }
+    node.until("the slow calls in", |s| s.calls_in_flight == half as u64).await;
+    let asked = Instant::now();
+    standin.execute("quick", "exposed_wait", json!({"ms": 0}));
+    let quick = standin.result("quick").await;
+    assert_eq!(quick["result"]["content"][0]["text"], "waited", "{quick}");
     assert!(asked.elapsed() < Duration::from_secs(2), "the quick call waited {:?}", asked.elapsed());
 }
 

@@ -133,7 +133,7 @@ struct Inner {
     turn: Turn,
     status: watch::Sender<NodeStatus>,
     /// Each plugin's share of the executor.
-    shares: share::PluginShares,
+    shares: Arc<share::PluginShares>,
     /// Files read and encoded at once.
     files_at_once: tokio::sync::Semaphore,
 }

@@ -8,6 +8,7 @@ use super::host_work::{self, HostLimit, HostWork};
 use super::limits::{CallLimiter, Limits, Refusal};
 use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
+use super::wasmtime_words::{self, LimitInWords};
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
 use crate::declaration::RawManifest;
 use crate::error_chain::error_chain;
@@ -154,6 +155,10 @@ impl Sandbox {
         let stderr = Capture::new(STDIO_CAPTURE_BYTES);
         let stdout = Capture::new(STDIO_CAPTURE_BYTES);
         let (shard, pre) = self.ready_in(prepared, shard).await;
+        let _share = match self.pool_share(prepared, shard, limits, cancel).await {
+            Err(failure) => return (Err(failure), 0, start.elapsed()),
+            Ok(share) => share,
+        };
         let store = self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone());
         let mut store = match store {
             Ok(store) => store,
@@ -357,66 +362,48 @@ fn classify(
     if let Some(ResourceTableError::Full) = error.downcast_ref::<ResourceTableError>() {
         return CallFailure::ResourceLimit { what: "resources", limit: limits.resources };
     }
+    if let Some(exhausted) = error.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+        return CallFailure::Host { message: format!("the sandbox's pool is exhausted: {exhausted}"), source: None };
+    }
     match error.downcast_ref::<Trap>() {
         // The hook takes the fuel of a call over its host-memory limit.
         Some(Trap::OutOfFuel) if state.work.exceeded.is_some() => state.work.exceeded.map(CallFailure::from).expect("checked"),
         Some(Trap::OutOfFuel) => CallFailure::OutOfFuel { limit: limits.fuel },
         Some(Trap::Interrupt) => CallFailure::TimedOut { limit: limits.timeout },
         Some(Trap::StackOverflow) => CallFailure::StackOverflow { limit: STACK_LIMIT_BYTES },
-        Some(trap) => {
-            let stderr = tail(&stderr.contents());
-            // A guest whose allocation failed after a refused growth aborts
-            // (`unreachable`) without panicking; that is the limit. Any other
-            // trap is reported as itself, the refusal as context.
-            let aborted = *trap == Trap::UnreachableCodeReached && !stderr.contains("panicked at");
-            match (state.limiter.refused, aborted) {
-                (Some(Refusal::Memory { limit }), true) => CallFailure::MemoryLimit { limit },
-                (Some(Refusal::TableElements { limit }), true) => CallFailure::ResourceLimit { what: "table elements", limit },
-                (refused, _) => CallFailure::Trapped { trap: trap.to_string(), stderr, refused: refused.map(refusal_note) },
-            }
-        }
+        // A guest whose allocation failed after a refused growth aborts
+        // with `unreachable`: that is the limit, whatever the guest printed
+        // on its way out (its output is its own to forge). Any other trap
+        // is reported as itself, the refusal as context.
+        Some(Trap::UnreachableCodeReached) if state.limiter.refused.is_some() => match state.limiter.refused {
+            Some(Refusal::Memory { limit }) => CallFailure::MemoryLimit { limit },
+            _ => CallFailure::ResourceLimit { what: "table elements", limit: limits.table_elements },
+        },
+        Some(trap) => CallFailure::Trapped {
+            trap: trap.to_string(),
+            stderr: tail(&stderr.contents()),
+            refused: state.limiter.refused.map(refusal_note),
+        },
         // Not a trap, before the instance existed: a refused growth is why
         // instantiation failed.
         None if !instantiated && state.limiter.refused.is_some() => match state.limiter.refused {
             Some(Refusal::Memory { limit }) => CallFailure::MemoryLimit { limit },
             _ => CallFailure::ResourceLimit { what: "table elements", limit: limits.table_elements },
         },
-        None if is_hostcall_overflow(error) => CallFailure::HostCallTooLarge { limit: hostcall_bytes(limits) },
-        None => {
-            let message = error_chain(&**error);
-            // wasmtime reports count limits only as text: "resource limit
-            // exceeded: instance count too high at 33".
-            let count = [
-                ("instance", "instances", limits.instances),
-                ("table", "tables", limits.tables),
-                ("memory", "memories", limits.memories),
-            ]
-            .into_iter()
-            .find(|(desc, _, _)| message.contains(&format!("resource limit exceeded: {desc} count")));
-            // And the random-bytes cap as "requested len 2097152 exceeds
-            // limit 1048576".
-            let random = message.contains("requested len ") && message.contains(&format!("exceeds limit {MAX_RANDOM_BYTES}"));
-            match count {
-                Some((_, what, limit)) => CallFailure::ResourceLimit { what, limit },
-                None if random => {
-                    CallFailure::ResourceLimit { what: "random bytes per request", limit: MAX_RANDOM_BYTES as usize }
-                }
-                None => CallFailure::Host { message, source: None },
+        None => match wasmtime_words::limit_named_in(error) {
+            Some(LimitInWords::HostCall) => CallFailure::HostCallTooLarge { limit: hostcall_bytes(limits) },
+            Some(LimitInWords::Instances) => CallFailure::ResourceLimit { what: "instances", limit: limits.instances },
+            Some(LimitInWords::RandomBytes) => {
+                CallFailure::ResourceLimit { what: "random bytes per request", limit: MAX_RANDOM_BYTES as usize }
             }
-        }
+            None => CallFailure::Host { message: error_chain(&**error), source: None },
+        },
     }
 }
 
 /// What one host call may take from the guest under `limits`.
 fn hostcall_bytes(limits: &Limits) -> usize {
     MAX_HOSTCALL_BYTES.min(limits.host_memory_bytes)
-}
-
-/// Whether wasmtime refused to copy more than [`hostcall_bytes`] from
-/// the guest in one host call. Its error type is private in wasmtime 48, so
-/// this is the one place that reads its text.
-fn is_hostcall_overflow(error: &wasmtime::Error) -> bool {
-    error.chain().any(|cause| cause.to_string().starts_with("too much data is being copied between the host and the guest"))
 }
 
 fn refusal_note(refused: Refusal) -> String {

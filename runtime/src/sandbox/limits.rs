@@ -18,8 +18,13 @@ pub const DEFAULT_OUTPUT_BYTES: usize = 1 << 20;
 /// Core instances a call may create by default (a Rust component needs a
 /// handful).
 pub const DEFAULT_INSTANCES: usize = 32;
+/// The ceiling for the instances limit, as the pool is sized for every
+/// call at it.
+pub const MAX_INSTANCES: usize = 64;
 /// Tables a call may create by default.
 pub const DEFAULT_TABLES: usize = 32;
+/// The ceiling for the tables limit.
+pub const MAX_TABLES: usize = 64;
 /// Linear memories a call may create by default.
 pub const DEFAULT_MEMORIES: usize = 8;
 /// Elements one table may grow to by default.

@@ -17,9 +17,11 @@ mod host_work;
 mod limits;
 mod linking;
 mod plugin_log;
+mod pool_share;
 mod section;
 mod size;
 mod wasi_errno;
+mod wasmtime_words;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
 pub(crate) use call::{Export, Returned};
@@ -31,19 +33,20 @@ pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
 pub use limits::{
     DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_HTTP_REQUESTS, DEFAULT_INSTANCES, DEFAULT_MEMORIES, DEFAULT_MEMORY_BYTES,
     DEFAULT_OPEN_FILES, DEFAULT_OUTPUT_BYTES, DEFAULT_RESOURCES, DEFAULT_TABLE_ELEMENTS, DEFAULT_TABLES, DEFAULT_TIMEOUT, Limits,
-    MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS,
+    MAX_INSTANCES, MAX_MEMORY_BYTES, MAX_TABLE_ELEMENTS, MAX_TABLES,
 };
 pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 #[doc(hidden)]
 pub use section::{LimitOverrides, MAX_TIMEOUT_MS, SandboxSection};
 pub use size::{
     ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_CONCURRENT_CALLS, MAX_MEMORIES_PER_CALL, MAX_SHARDS,
-    MEMORIES_PER_CALL, MEMORY_GUARD, MEMORY_RESERVATION, SandboxSize, address_space_limit,
+    MEMORIES_PER_CALL, MEMORY_GUARD, MEMORY_RESERVATION, SandboxSize, TABLES_PER_CALL, address_space_limit,
 };
 pub(crate) use wasi_errno::explain as explain_guest_error;
 
 use crate::contract::Contract;
 use crate::error_chain::{caught, error_chain};
+use pool_share::{Needs, PoolShares, Share};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -100,10 +103,12 @@ impl std::fmt::Debug for Sandbox {
     }
 }
 
-/// One engine and what links plugins for it.
+/// One engine, what links plugins for it, and its pool's memories and
+/// tables as calls take them (`None` without a pool).
 struct Shard {
     engine: Engine,
     linkers: linking::Linkers,
+    pool: Option<PoolShares>,
 }
 
 /// A plugin linked for its grants, so that each call only instantiates:
@@ -112,6 +117,8 @@ struct Shard {
 pub(crate) struct Prepared {
     first: ReadyPlugin,
     replicas: Replicas,
+    /// What each instance creates, where that is known before it is made.
+    needs: Option<Needs>,
 }
 
 /// A plugin's links in the shards after the first, each made when the
@@ -201,16 +208,21 @@ impl Sandbox {
         if size.pooled {
             let calls = size.calls;
             let mut pool = PoolingAllocationConfig::new();
+            // Core instances are only counted, so there are enough for
+            // every call at the instances limit; memories and tables are
+            // reserved, and calls take them as shares (`pool_share`).
             pool.total_component_instances(calls)
-                .total_core_instances(calls * 4)
+                .total_core_instances(calls.saturating_mul(MAX_INSTANCES as u32))
                 .total_memories(size.memories_per_engine())
-                .total_tables(calls * 4)
+                .total_tables(size.tables_per_engine())
                 .total_stacks(calls)
                 .max_memory_size(MAX_MEMORY_BYTES)
                 .table_elements(MAX_TABLE_ELEMENTS)
-                .max_core_instances_per_component(64)
+                .max_core_instances_per_component(MAX_INSTANCES as u32)
                 .max_memories_per_component(MAX_MEMORIES_PER_CALL)
-                .max_tables_per_component(64)
+                .max_memories_per_module(MAX_MEMORIES_PER_CALL)
+                .max_tables_per_component(MAX_TABLES as u32)
+                .max_tables_per_module(MAX_TABLES as u32)
                 .pagemap_scan(wasmtime::Enabled::Auto)
                 .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
                 .table_keep_resident(KEEP_RESIDENT_BYTES);
@@ -222,7 +234,9 @@ impl Sandbox {
             .map(|_| {
                 let engine = Engine::new(&config)?;
                 let linkers = linking::Linkers::new(&engine)?;
-                Ok(Arc::new(Shard { engine, linkers }))
+                let pool =
+                    size.pooled.then(|| PoolShares::new(size.memories_per_engine() as usize, size.tables_per_engine() as usize));
+                Ok(Arc::new(Shard { engine, linkers, pool }))
             })
             .collect()
     }
@@ -237,6 +251,27 @@ impl Sandbox {
     pub(crate) async fn call_slot(&self, cancel: &CancellationToken) -> Option<CallSlot<'_>> {
         let permit = permit_unless_cancelled(&self.slots, cancel).await?;
         Some(CallSlot { _permit: permit, _ticking: self.ticker.enter() })
+    }
+
+    /// What a call of `prepared` under `limits` takes from shard `shard`'s
+    /// pool, once it is free (see `pool_share`); `None` without a pool.
+    ///
+    /// # Errors
+    ///
+    /// The count limit the component breaks, before anything is made or
+    /// waited for; [`CallFailure::Cancelled`] when `cancel` fires first.
+    pub(crate) async fn pool_share(
+        &self,
+        prepared: &Prepared,
+        shard: usize,
+        limits: &Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Share<'_>>, CallFailure> {
+        if let Some(refused) = prepared.needs.and_then(|needs| needs.refused_by(limits)) {
+            return Err(refused);
+        }
+        let Some(pool) = &self.shards[shard].pool else { return Ok(None) };
+        pool.take(Needs::weighed(prepared.needs, limits), cancel).await.map(Some).ok_or(CallFailure::Cancelled)
     }
 
     /// The engine plugins are compiled for (the first shard's; the others
@@ -258,7 +293,7 @@ impl Sandbox {
         let first = self.shards[0].link(component, contract, grants)?;
         let source = ReplicaSource { component: component.clone(), contract, grants: grants.clone(), code: Default::default() };
         let linked = (1..self.shards.len()).map(|_| tokio::sync::OnceCell::new()).collect();
-        Ok(Prepared { first, replicas: Replicas { linked, source: Arc::new(source) } })
+        Ok(Prepared { first, replicas: Replicas { linked, source: Arc::new(source) }, needs: Needs::of(component) })
     }
 
     /// `prepared` as linked in shard `shard` (wrapping around), and that

@@ -1,7 +1,10 @@
 //! `[sandbox]` and `[limits]` (also a plugin's `limits = { … }`) as the
 //! policy file spells them, each value range-checked.
 
-use super::{Limits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS, SandboxSize};
+use super::{
+    Limits, MAX_CONCURRENT_CALLS, MAX_INSTANCES, MAX_MEMORIES_PER_CALL, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS,
+    MAX_TABLES, SandboxSize,
+};
 use crate::config_error::{ConfigError, in_range};
 use serde::Deserialize;
 use std::path::Path;
@@ -79,13 +82,13 @@ impl LimitOverrides {
             limits.output_bytes = (range("output_kib", v, 1, 1 << 20)? as usize) << 10;
         }
         if let Some(v) = self.instances {
-            limits.instances = range("instances", v, 1, 64)? as usize;
+            limits.instances = range("instances", v, 1, MAX_INSTANCES as u64)? as usize;
         }
         if let Some(v) = self.tables {
-            limits.tables = range("tables", v, 1, 64)? as usize;
+            limits.tables = range("tables", v, 1, MAX_TABLES as u64)? as usize;
         }
         if let Some(v) = self.memories {
-            limits.memories = range("memories", v, 1, 16)? as usize;
+            limits.memories = range("memories", v, 1, u64::from(MAX_MEMORIES_PER_CALL))? as usize;
         }
         if let Some(v) = self.table_elements {
             limits.table_elements = range("table_elements", v, 1, MAX_TABLE_ELEMENTS as u64)? as usize;

@@ -17,6 +17,7 @@
 //! refuses the reservation, [`Sandbox::with_size`](super::Sandbox::with_size)
 //! halves the pool until it fits, saying so once.
 
+use super::MAX_TABLES;
 use rustix::process::{Resource, getrlimit};
 use serde::Serialize;
 
@@ -30,6 +31,9 @@ pub const MEMORY_GUARD: u64 = 32 << 20;
 /// component has one; a component may have up to [`MAX_MEMORIES_PER_CALL`]
 /// while others have fewer).
 pub const MEMORIES_PER_CALL: u32 = 2;
+/// Tables reserved per call in the pool, on average (a Rust component has
+/// two; one may have up to [`MAX_TABLES`]).
+pub const TABLES_PER_CALL: u32 = 4;
 /// The most linear memories one component instance may have in the pool.
 pub const MAX_MEMORIES_PER_CALL: u32 = 16;
 /// Calls at once per core in the default pool: calls that wait (HTTP,
@@ -131,6 +135,12 @@ impl SandboxSize {
     /// Linear memories each engine's pool holds.
     pub(crate) fn memories_per_engine(&self) -> u32 {
         self.calls.saturating_mul(MEMORIES_PER_CALL).max(MAX_MEMORIES_PER_CALL)
+    }
+
+    /// Tables each engine's pool holds: [`TABLES_PER_CALL`] per call,
+    /// and at least what one call may create.
+    pub(crate) fn tables_per_engine(&self) -> u32 {
+        self.calls.saturating_mul(TABLES_PER_CALL).max(MAX_TABLES as u32)
     }
 
     /// The same with half the calls, or `None` at one call.
