@@ -102,11 +102,18 @@ async fn a_component_past_its_memories_limit_is_refused_by_count_before_it_is_ma
     let next = executor.call(&call("next", "calculate", json!({ "expression": "1 + 1" }))).await;
     assert_eq!(next.status, Status::Success, "{}", next.output);
 
-    // At load, the manifest is read under the default count (8): a
-    // component of 9 memories is refused naming it, not a byte limit.
-    let (_dir, registry) = registry_with(sandbox, 8, "").await;
-    let catalog = registry.catalog();
-    let refusal = catalog.refused.iter().find(|r| r.path.ends_with("hostile.wasm")).expect("refused at load");
-    let error = refusal.error.to_string();
-    assert!(error.ends_with("reading the manifest of hostile.wasm failed: memories limit 8 exceeded"), "{error}");
+    // At load, the manifest is read under the default count (8), in a pool
+    // or reserved per instance as the one-shot commands do: a component of
+    // 8 memories loads and runs, one of 9 is refused naming the count, not
+    // a byte limit.
+    for sandbox in [sandbox, Arc::new(Sandbox::with_size(SandboxSize::on_demand(1)).unwrap())] {
+        let (_dir, registry) = registry_with(sandbox.clone(), 7, "").await;
+        let ran = Executor::new(Arc::new(registry)).call(&call("eight", "wait_ms", json!({ "ms": 1 }))).await;
+        assert_eq!(ran.status, Status::Success, "{}", ran.output);
+        let (_dir, registry) = registry_with(sandbox, 8, "").await;
+        let catalog = registry.catalog();
+        let refusal = catalog.refused.iter().find(|r| r.path.ends_with("hostile.wasm")).expect("refused at load");
+        let error = refusal.error.to_string();
+        assert!(error.ends_with("reading the manifest of hostile.wasm failed: memories limit 8 exceeded"), "{error}");
+    }
 }
