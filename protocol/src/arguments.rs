@@ -7,6 +7,7 @@
 use crate::call::ToolCall;
 use crate::lenient_json;
 use crate::manifest::{ParamType, ToolSpec};
+use crate::markup_value;
 use crate::suggest::unknown_tool;
 use serde_json::{Map, Number, Value};
 
@@ -81,9 +82,11 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
 /// Whether `value` is null for a parameter of type `ty`: JSON `null`, or,
 /// but for a string (whose text is kept exactly), `null` or Python's
 /// `None` written as text, as XML-style families write it. A null
-/// parameter is an absent one.
+/// parameter is an absent one, but for a json parameter (what a schema
+/// typed `null`, or not typed, becomes), which keeps it as the engines do.
 fn is_null(value: &Value, ty: ParamType) -> bool {
     match value {
+        _ if ty == ParamType::Json => false,
         Value::Null => true,
         Value::String(text) => ty != ParamType::String && matches!(text.trim(), "null" | "None"),
         _ => false,
@@ -95,7 +98,9 @@ pub fn coerce(value: &Value, ty: ParamType) -> Option<Value> {
     match (ty, value) {
         (ParamType::String, Value::String(_)) => Some(value.clone()),
         (ParamType::String, Value::Number(_) | Value::Bool(_)) => Some(Value::String(value.to_string())),
-        (ParamType::String, _) => None,
+        // An XML-style value typed without the declaration: its text back.
+        (ParamType::String, Value::Array(_) | Value::Object(_)) => Some(Value::String(markup_value::text(value))),
+        (ParamType::String, Value::Null) => None,
         (ParamType::Integer, Value::Number(n)) => integer(n),
         (ParamType::Integer, Value::String(s)) => integer(&number(s)?),
         (ParamType::Number, Value::Number(_)) => Some(value.clone()),
@@ -213,10 +218,14 @@ mod tests {
 
     #[test]
     fn null_written_as_text_is_absent_but_for_a_string() {
-        assert_eq!(
-            run("search", json!({"query": "null", "limit": "null", "exact": " None ", "filter": "null"})),
-            Ok(json!({"query": "null"}))
-        );
+        assert_eq!(run("search", json!({"query": "null", "limit": "null", "exact": " None "})), Ok(json!({"query": "null"})));
+        // vLLM tests/tool_parsers/test_minimax_m2_tool_parser.py: a nullable
+        // parameter given `null` is null in the arguments, not left out.
+        assert_eq!(run("search", json!({"query": "q", "filter": "null"})), Ok(json!({"query": "q", "filter": null})));
+        assert_eq!(run("search", json!({"query": "q", "filter": null})), Ok(json!({"query": "q", "filter": null})));
+        // An object or array typed before the declaration said string: its
+        // text, as the model wrote it (vLLM's qwen3coder test_..._string_type).
+        assert_eq!(run("search", json!({"query": {"key": "value"}})), Ok(json!({"query": "{\"key\": \"value\"}"})));
         assert_eq!(run("search", json!({"query": "None"})), Ok(json!({"query": "None"})));
         assert_eq!(
             run("search", json!({"limit": "null"})).unwrap_err(),

@@ -433,6 +433,11 @@ fn adversarial_input_parses_in_linear_time() {
         "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[</x>",
         "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[</x>]<]minimax[>[</tool_call>",
         "</s>",
+        "\n<invoke name=\"calc\"><parameter name=\"x\">",
+        "Thought: x\nAction: calc\nAction Input: {",
+        "<function name=\"calc\"><param name=\"x\"><![CDATA[",
+        "<|tool_call>call:calc(x:<|\"|>",
+        "<|tool▁calls▁begin|><|tool▁call▁begin|>calc<|tool▁sep|>",
     ];
     for pattern in patterns {
         let small = pattern.repeat(100_000 / pattern.len());

@@ -175,11 +175,14 @@ fn apertus_regions(reply: &str, regions: &mut Vec<Range<usize>>) {
 }
 
 /// Where a `<think>` that is never closed ends, its text starting at
-/// `body`: at the first section of calls (`section_tokens`), else at
-/// the reply's end. (Only a special token ends it: text that merely looks
+/// `body`: at the first section of calls (`section_tokens`), or the first
+/// `<tool_call>` of calls that end the reply, else at the reply's end. (Only a special token ends it: text that merely looks
 /// like a call stays reasoning.)
 fn unclosed_thinking_end(reply: &str, body: usize) -> usize {
-    crate::section_tokens::CALLS_END_THINKING.iter().filter_map(|token| find(reply, body, token)).min().unwrap_or(reply.len())
+    use crate::section_tokens::{CALLS_END_THINKING, TOOL_CALL};
+    let calls_end_reply = reply.trim_end().ends_with(TOOL_CALL.1);
+    let tool_call = calls_end_reply.then(|| find(reply, body, TOOL_CALL.0)).flatten();
+    CALLS_END_THINKING.iter().filter_map(|token| find(reply, body, token)).chain(tool_call).min().unwrap_or(reply.len())
 }
 
 /// Sorted, overlapping ranges joined into one.

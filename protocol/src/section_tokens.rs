@@ -1,6 +1,7 @@
 //! The special tokens that open a section of tool calls in the families
 //! whose models may call a tool before closing their `<think>` (Kimi K2's
-//! thinking models; DeepSeek's): read by those families (`auto`) and by the
+//! thinking models; DeepSeek's; GLM-4.6 and later, whose `<tool_call>` is a
+//! special token): read by those families (`auto`) and by the
 //! scanner, which ends an unclosed thinking block at them (`scan`), as the
 //! engines' reasoning parsers do.
 
@@ -10,11 +11,23 @@ pub(crate) const KIMI_SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 pub(crate) const KIMI_SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
 /// DeepSeek V3 and R1 open their calls.
 pub(crate) const DEEPSEEK_SECTION_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+/// DeepSeek V3 and R1 open their calls, written with ASCII bars.
+pub(crate) const DEEPSEEK_ASCII_SECTION_BEGIN: &str = "<|tool▁calls▁begin|>";
 /// DeepSeek V3.2 opens its DSML calls.
 pub(crate) const DSML_FUNCTION_CALLS_BEGIN: &str = "<｜DSML｜function_calls>";
 /// DeepSeek V4 opens its DSML calls.
 pub(crate) const DSML_TOOL_CALLS_BEGIN: &str = "<｜DSML｜tool_calls>";
 
-/// Every token above: where an unclosed `<think>` ends.
-pub(crate) const CALLS_END_THINKING: [&str; 5] =
-    [KIMI_SECTION_BEGIN, KIMI_SECTION_BEGIN_SINGULAR, DEEPSEEK_SECTION_BEGIN, DSML_FUNCTION_CALLS_BEGIN, DSML_TOOL_CALLS_BEGIN];
+/// GLM's (and Hermes') call: it ends an unclosed `<think>` only when calls
+/// end the reply, as the same markup also stands in thoughts.
+pub(crate) const TOOL_CALL: (&str, &str) = ("<tool_call>", "</tool_call>");
+
+/// Every token above but [`TOOL_CALL`]: where an unclosed `<think>` ends.
+pub(crate) const CALLS_END_THINKING: [&str; 6] = [
+    KIMI_SECTION_BEGIN,
+    KIMI_SECTION_BEGIN_SINGULAR,
+    DEEPSEEK_SECTION_BEGIN,
+    DEEPSEEK_ASCII_SECTION_BEGIN,
+    DSML_FUNCTION_CALLS_BEGIN,
+    DSML_TOOL_CALLS_BEGIN,
+];

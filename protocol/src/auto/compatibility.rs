@@ -56,7 +56,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             "✓",
             NONE,
         ],
-        auto: "values typed by the declared schema; with or without the `<tool_call>`; a value quoting `</parameter>` keeps it",
+        auto: "values typed by the declared schema, or as SGLang types them without one; with or without the `<tool_call>`; `<param=KEY>` and quoted names too; a value quoting `</parameter>` keeps it",
     },
     Family {
         name: "Seed-OSS",
@@ -70,7 +70,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "GLM-4.5, 4.6, 4.7",
         sample: "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
         engines: ["`glm45`, `glm47`", "`glm45`, `glm47`", "✓", "`glm47`; TRT-LLM ✓", "✓", NONE],
-        auto: "values typed by the declared schema; with or without line breaks",
+        auto: "values typed by the declared schema; with or without line breaks; calls after a `<think>` never closed",
     },
     Family {
         name: "Hunyuan V3",
@@ -98,7 +98,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "DeepSeek V3, R1, R1-0528",
         sample: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
         engines: ["`deepseek_v3`", "`deepseekv3`", "✓", "`deepseek_v3`; TRT-LLM ✓", NONE, NONE],
-        auto: "`_` or spaces for `▁`; calls after a `<think>` never closed",
+        auto: "`_` or spaces for `▁`, ASCII `|` for `｜`; calls after a `<think>` never closed",
     },
     Family {
         name: "DeepSeek V3.1",
@@ -126,7 +126,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "MiniMax-M2, M2.1, M2.5",
         sample: "<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n</minimax:tool_call>",
         engines: ["`minimax_m2`", "`minimax-m2`", "✓", "`minimax_m2`; TRT-LLM ✓", "✓", NONE],
-        auto: "values typed by the declared schema; the closing tag may be left out",
+        auto: "values typed by the declared schema; the closing tag may be left out, and both section tags when the invoke tags stand on their own lines (or in Anthropic's `<function_calls>`)",
     },
     Family {
         name: "MiniMax M3",
@@ -154,7 +154,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Gemma 4",
         sample: "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
         engines: ["`gemma4`", "`gemma4`", "✓", "`gemma4`", "✓", NONE],
-        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning, and so is the start of a reply up to a `<channel|>` nothing opened",
+        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `call:NAME(…)` in parentheses, a quote token left out; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning, and so is the start of a reply up to a `<channel|>` nothing opened",
     },
     Family {
         name: "FunctionGemma",
@@ -267,6 +267,20 @@ pub(crate) const FAMILIES: &[Family] = &[
         sample: ">>>get_weather\n{\"city\": \"Paris\"}",
         engines: [NONE, NONE, "✓", NONE, NONE, NONE],
         auto: "`>>>all` prose segments left out of the content; `>>>python` code as `{\"code\": …}`",
+    },
+    Family {
+        name: "MiniCPM 5",
+        models: "MiniCPM 5",
+        sample: "<function name=\"get_weather\"><param name=\"city\">Paris</param></function>",
+        engines: ["`minicpm5`", NONE, NONE, NONE, NONE, NONE],
+        auto: "`<![CDATA[…]]>` values kept exactly, markup and all; others typed by the declared schema",
+    },
+    Family {
+        name: "ReAct",
+        models: "Command R, LangChain agents' fine-tunes",
+        sample: "Action: get_weather\nAction Input: {\"city\": \"Paris\"}",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "one `Action:` / `Action Input:` pair per call; any tool after a `Thought:` line or at the reply's start, else only a declared one",
     },
     Family {
         name: "`<function=NAME>` JSON",

@@ -8,8 +8,9 @@
 //!   same section.
 //!
 //! Real outputs also write the section's opening as `<｜tool▁calls｜>`, with
-//! ASCII `_` or spaces for `▁` (the variants llama.cpp accepts), and R1
-//! sometimes leaves out `<｜tool▁call▁begin｜>` inside a section.
+//! ASCII `_` or spaces for `▁` (the variants llama.cpp accepts), every
+//! token with ASCII `|` for `｜` ([`ASCII`]), and R1 sometimes leaves out
+//! `<｜tool▁call▁begin｜>` inside a section.
 
 use super::super::ParsedCall;
 use super::super::lenient_json;
@@ -36,7 +37,12 @@ pub(crate) const CALL_END: &str = "<｜tool▁call▁end｜>";
 /// Opens every DeepSeek token, as `<|` opens other templates' tokens.
 pub(crate) const TOKEN_OPEN: &str = "<｜";
 /// Every marker this module reads but [`TOKEN_OPEN`], which opens them all.
-pub(crate) const MARKERS: [&str; 9] = [
+pub(crate) const MARKERS: [&str; 14] = [
+    ASCII.section_begin,
+    ASCII.section_end,
+    ASCII.call_begin,
+    ASCII.sep,
+    ASCII.call_end,
     SECTION_BEGIN,
     SECTION_BEGIN_VARIANTS[0],
     SECTION_BEGIN_VARIANTS[1],
@@ -52,32 +58,67 @@ const FUNCTION_TYPE: &str = "function";
 /// The fence's language before V3's arguments.
 const JSON_LANGUAGE: &str = "json";
 
+/// DeepSeek's tokens as one output writes them.
+pub(crate) struct Tokens {
+    section_begin: &'static str,
+    section_end: &'static str,
+    call_begin: &'static str,
+    sep: &'static str,
+    call_end: &'static str,
+}
+
+/// The tokens as the tokenizer writes them.
+const FULL_WIDTH: Tokens =
+    Tokens { section_begin: SECTION_BEGIN, section_end: SECTION_END, call_begin: CALL_BEGIN, sep: SEP, call_end: CALL_END };
+/// The same with ASCII bars, as some outputs write them (the bars' look-alike
+/// is easy to lose when text passes through a client).
+pub(crate) const ASCII: Tokens = Tokens {
+    section_begin: crate::section_tokens::DEEPSEEK_ASCII_SECTION_BEGIN,
+    section_end: "<|tool▁calls▁end|>",
+    call_begin: "<|tool▁call▁begin|>",
+    sep: "<|tool▁sep|>",
+    call_end: "<|tool▁call▁end|>",
+};
+/// What every ASCII-barred token starts with.
+const ASCII_OPEN: &str = "<|tool▁";
+
 /// Every DeepSeek section or lone call outside reasoning, V3.2's and V4's
-/// DSML sections ([`dsml`]) and Step3's ([`step3`]) among them.
+/// DSML sections ([`dsml`]) and Step3's ([`step3`]) among them; then those
+/// written with ASCII bars.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    scan_tokens(scope, TOKEN_OPEN, &FULL_WIDTH, out);
+    scan_tokens(scope, ASCII_OPEN, &ASCII, out);
+}
+
+/// Every section or lone call of `tokens`, found at `anchor`.
+fn scan_tokens(scope: &Scope<'_>, anchor: &str, tokens: &'static Tokens, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let mut reader = Reader { tokens: CallTokenSearch::new(reply, SEP, CALL_END) };
+    let full_width = std::ptr::eq(tokens, &FULL_WIDTH);
+    let mut reader = Reader { tokens: CallTokenSearch::new(reply, tokens.sep, tokens.call_end), names: tokens };
     let mut dsml = dsml::Reader::new(reply);
     let mut step3 = step3::Reader::new(reply);
+    let variants = if full_width { &SECTION_BEGIN_VARIANTS[..] } else { &[] };
     let mut at = 0;
-    while let Some(found) = find(reply, at, TOKEN_OPEN) {
+    while let Some(found) = find(reply, at, anchor) {
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;
             continue;
         }
         let rest = &reply[found..];
-        at = if rest.starts_with(CALL_BEGIN) {
+        at = if rest.starts_with(tokens.call_begin) {
             let (call, end) = reader.call(scope, found, out);
             out.calls(found..end, call.into_iter().collect());
             end
-        } else if let Some(end) = step3.read(scope, found, out) {
+        } else if let Some(end) = full_width.then(|| step3.read(scope, found, out)).flatten() {
             end
-        } else if let Some(begin) = std::iter::once(SECTION_BEGIN).chain(SECTION_BEGIN_VARIANTS).find(|b| rest.starts_with(b)) {
+        } else if let Some(begin) =
+            std::iter::once(tokens.section_begin).chain(variants.iter().copied()).find(|b| rest.starts_with(b))
+        {
             section::read(scope, found, found + begin.len(), &mut reader, out)
-        } else if let Some(end) = dsml.read(scope, found, out) {
+        } else if let Some(end) = full_width.then(|| dsml.read(scope, found, out)).flatten() {
             end
         } else {
-            found + TOKEN_OPEN.len()
+            found + anchor.len()
         };
     }
 }
@@ -85,29 +126,33 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
 /// Reads the calls of a reply.
 struct Reader<'a> {
     tokens: CallTokenSearch<'a>,
+    /// The tokens it reads.
+    names: &'static Tokens,
 }
 
 impl CallTokens for Reader<'_> {
     fn section_end(&self, rest: &str) -> Option<usize> {
-        rest.starts_with(SECTION_END).then_some(SECTION_END.len())
+        rest.starts_with(self.names.section_end).then_some(self.names.section_end.len())
     }
 
     fn opens_call(&self, rest: &str) -> bool {
-        rest.starts_with(CALL_BEGIN) || rest.strip_prefix(FUNCTION_TYPE).is_some_and(|r| r.starts_with(SEP))
+        let names = self.names;
+        rest.starts_with(names.call_begin) || rest.strip_prefix(FUNCTION_TYPE).is_some_and(|r| r.starts_with(names.sep))
     }
 
     /// The call at `at` (its `<｜tool▁call▁begin｜>`, or R1's `function`
     /// without it), if it is one, and where reading it stopped.
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
-        let head = if reply[at..].starts_with(CALL_BEGIN) { at + CALL_BEGIN.len() } else { at };
+        let names = self.names;
+        let head = if reply[at..].starts_with(names.call_begin) { at + names.call_begin.len() } else { at };
         let (sep, end) = match self.tokens.find(at, head, out) {
             Ok(found) => found,
             Err(stopped) => return (None, stopped),
         };
-        let after = end + CALL_END.len();
+        let after = end + names.call_end.len();
         let before_sep = reply[head..sep].trim();
-        let rest = &reply[sep + SEP.len()..end];
+        let rest = &reply[sep + names.sep.len()..end];
         // V3 and R1: `function`, then the name on its own line, then the
         // fenced arguments; V3.1: the name, then the arguments.
         let (name, arguments) = match rest.split_once('\n') {
@@ -214,6 +259,19 @@ mod tests {
         assert_eq!(calls(bad), vec![]);
         assert_eq!(warnings(bad), ["the arguments of `now` are not a JSON object; it is not a call"]);
         assert_eq!(parse(bad).content, "");
+    }
+
+    #[test]
+    fn deepseek_tokens_written_with_ascii_bars() {
+        // The V3.1 and R1 shapes of vLLM tests/tool_parsers/test_deepseekv31_tool_parser.py
+        // and test_deepseekv3_tool_parser.py, `｜` written as ASCII `|`.
+        let ascii = |reply: &str| reply.replace('｜', "|");
+        assert_eq!(calls(&ascii(V31)), both());
+        assert_eq!(calls(&ascii(R1)), both());
+        assert_eq!(parse(&ascii(V31)).content, "");
+        let unclosed_think = format!("<think>The weather, then the time.{}", ascii(V31));
+        assert_eq!(calls(&unclosed_think), both(), "the section ends an unclosed <think>");
+        no_calls(&[&format!("e.g. `{}`", ascii(V31)), "It opens with <|tool▁calls▁begin|> first."]);
     }
 
     #[test]

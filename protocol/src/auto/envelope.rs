@@ -409,7 +409,7 @@ mod tests {
         let reply = "Checking.\n<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Paris</longcat_arg_value>\n</longcat_tool_call>\n<longcat_tool_call>undeclared_tool\n<longcat_arg_key>a</longcat_arg_key>\n<longcat_arg_value>1</longcat_arg_value>\n</longcat_tool_call>";
         assert_eq!(
             calls(reply),
-            vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({"a": "1"}))]
+            vec![("get_weather".into(), json!({"city": "Paris"})), ("undeclared_tool".into(), json!({"a": 1}))]
         );
         assert_eq!(parse(reply).content, "Checking.");
         let typed = "<longcat_tool_call>forecast\n<longcat_arg_key>days</longcat_arg_key>\n<longcat_arg_value>3</longcat_arg_value>\n<longcat_arg_key>metric</longcat_arg_key>\n<longcat_arg_value>false</longcat_arg_value>\n</longcat_tool_call>";

@@ -11,15 +11,17 @@
 //!
 //! A Qwen3-Coder value is raw text: the line breaks the template writes
 //! around it are dropped, everything else (`->`, `<`, quotes, blank lines)
-//! is kept. It stays a string here: only the declaration knows whether
-//! `42` is a number or text, and the check step coerces it to the declared
-//! type (JSON for json parameters, `True` for booleans).
+//! is kept. Without a declaration it is typed as the engines type it
+//! ([`markup_value`](super::super::markup_value)); the check step coerces
+//! it to the declared type (back to its text for a string parameter, JSON
+//! for json parameters, `True` for booleans).
 
 use super::super::ParsedCall;
 use super::super::lenient_json;
+use super::super::markup_value;
 use super::super::scan::{Collector, Forward, find};
 use super::super::xml_tag::TOOL_CALL;
-use super::{Scope, markup_name, object_at};
+use super::{Scope, attribute_name, markup_name, object_at};
 use serde_json::{Map, Value};
 
 /// Opens a call: `<function=NAME>`.
@@ -34,16 +36,31 @@ pub(crate) const FUNCTION_CLOSE: &str = "</function>";
 pub(crate) const PARAMETER_OPEN: &str = "<parameter=";
 /// Closes it.
 pub(crate) const PARAMETER_CLOSE: &str = "</parameter>";
+/// Opens a Qwen3-Coder argument as its models also spell it: `<param=KEY>`.
+pub(crate) const PARAM_OPEN: &str = "<param=";
+/// Opens a MiniCPM 5 argument: `<param name="KEY">`.
+pub(crate) const PARAM_NAMED: &str = "<param name=";
+/// Closes either.
+pub(crate) const PARAM_CLOSE: &str = "</param>";
+/// Every way an argument is tagged: its opening, up to the key, and its
+/// closing tag.
+const PARAMETER_TAGS: [(&str, &str); 3] =
+    [(PARAMETER_OPEN, PARAMETER_CLOSE), (PARAM_OPEN, PARAM_CLOSE), (PARAM_NAMED, PARAM_CLOSE)];
+/// Around a MiniCPM 5 value whose text is kept as it is, markup and all.
+const CDATA: (&str, &str) = ("<![CDATA[", "]]>");
 /// Seed-OSS's element around a call, open and close.
 pub(crate) const SEED_TOOL_CALL: (&str, &str) = ("<seed:tool_call>", "</seed:tool_call>");
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 8] = [
+pub(crate) const MARKERS: [&str; 11] = [
     FUNCTION_OPEN,
     FUNCTION_NAMED,
     FUNCTION_NAME_OPEN,
     FUNCTION_CLOSE,
     PARAMETER_OPEN,
     PARAMETER_CLOSE,
+    PARAM_OPEN,
+    PARAM_NAMED,
+    PARAM_CLOSE,
     SEED_TOOL_CALL.0,
     SEED_TOOL_CALL.1,
 ];
@@ -65,8 +82,10 @@ pub(crate) fn opens_call(text: &str) -> bool {
 struct Ends<'a> {
     function: Forward<'a>,
     tool_call: Forward<'a>,
-    parameter_open: Forward<'a>,
-    parameter_close: Forward<'a>,
+    /// Per spelling of [`PARAMETER_TAGS`], its openings and its closings.
+    parameter_open: [Forward<'a>; 3],
+    parameter_close: [Forward<'a>; 3],
+    cdata_end: Forward<'a>,
 }
 
 /// Every `<function=NAME>` and `<function name="NAME">` call. After a
@@ -77,8 +96,9 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let mut ends = Ends {
         function: Forward::new(reply, FUNCTION_CLOSE),
         tool_call: Forward::new(reply, TOOL_CALL.1),
-        parameter_open: Forward::new(reply, PARAMETER_OPEN),
-        parameter_close: Forward::new(reply, PARAMETER_CLOSE),
+        parameter_open: PARAMETER_TAGS.map(|(open, _)| Forward::new(reply, open)),
+        parameter_close: PARAMETER_TAGS.map(|(_, close)| Forward::new(reply, close)),
+        cdata_end: Forward::new(reply, CDATA.1),
     };
     let mut at = 0;
     while let Some(open) = find(reply, at, ANCHOR) {
@@ -113,16 +133,14 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
 /// The name of the tag at `open` and where its body starts.
 fn head(reply: &str, open: usize) -> Option<(&str, usize)> {
     let rest = &reply[open..];
-    let (name, after) = if rest.starts_with(FUNCTION_OPEN) {
-        let start = open + FUNCTION_OPEN.len();
-        let close = tag_end(reply, start)?;
-        (&reply[start..close], close + 1)
+    if rest.starts_with(FUNCTION_OPEN) {
+        parameter_key(reply, open + FUNCTION_OPEN.len())
     } else if rest.starts_with(FUNCTION_NAMED) {
-        quoted_name(reply, open + FUNCTION_NAMED.len())?
+        let (name, after) = quoted_name(reply, open + FUNCTION_NAMED.len())?;
+        Some((attribute_name(name)?, after))
     } else {
-        return None;
-    };
-    Some((markup_name(name)?, after))
+        None
+    }
 }
 
 /// A tag's quoted name attribute whose value starts at `start` (at its
@@ -149,8 +167,9 @@ pub(super) fn tag_end(reply: &str, from: usize) -> Option<usize> {
 fn ends_inside_tag(rest: &str) -> bool {
     let unclosed =
         |opening: &str| rest.strip_prefix(opening).is_some_and(|text| text.len() < MAX_HEAD && !text.contains(['<', '>', '\n']));
-    let openings = [PARAMETER_OPEN, FUNCTION_OPEN, FUNCTION_NAMED];
-    openings.into_iter().any(unclosed) || [PARAMETER_OPEN, FUNCTION_CLOSE, TOOL_CALL.1].iter().any(|tag| tag.starts_with(rest))
+    let openings = [PARAMETER_OPEN, PARAM_OPEN, PARAM_NAMED, FUNCTION_OPEN, FUNCTION_NAMED];
+    openings.into_iter().any(unclosed)
+        || [PARAMETER_OPEN, PARAM_NAMED, FUNCTION_CLOSE, TOOL_CALL.1].iter().any(|tag| tag.starts_with(rest))
 }
 
 /// A call being read: its tool and where its tag opened.
@@ -170,7 +189,8 @@ impl Call<'_> {
         let reply = self.reply;
         let start = body + (reply[body..].len() - reply[body..].trim_start().len());
         let rest = &reply[start..];
-        if rest.starts_with(PARAMETER_OPEN) || rest.starts_with(FUNCTION_CLOSE) || rest.starts_with(TOOL_CALL.1) {
+        let tagged = PARAMETER_TAGS.iter().any(|(open, _)| rest.starts_with(open));
+        if tagged || rest.starts_with(FUNCTION_CLOSE) || rest.starts_with(TOOL_CALL.1) {
             return self.parameters(start, ends, out);
         }
         if rest.is_empty() || ends_inside_tag(rest) {
@@ -210,12 +230,9 @@ impl Call<'_> {
             if rest.is_empty() {
                 return self.cut_off(out);
             }
-            let key = rest.strip_prefix(PARAMETER_OPEN).and_then(|_| {
-                let key_start = p + PARAMETER_OPEN.len();
-                let key_end = tag_end(reply, key_start)?;
-                Some((markup_name(&reply[key_start..key_end])?, key_end + 1))
-            });
-            let Some((key, value_start)) = key else {
+            let spelling = PARAMETER_TAGS.iter().position(|(open, _)| rest.starts_with(open));
+            let key = spelling.and_then(|i| parameter_key(reply, p + PARAMETER_TAGS[i].0.len()).map(|key| (i, key)));
+            let Some((spelling, (key, value_start))) = key else {
                 if ends_inside_tag(rest) {
                     return self.cut_off(out);
                 }
@@ -225,25 +242,41 @@ impl Call<'_> {
                 );
                 return Err(p);
             };
-            // The value runs to the last `</parameter>` before the next
+            let close_tag = PARAMETER_TAGS[spelling].1;
+            // A CDATA section is text up to its end, markup and all.
+            let cdata = reply[value_start..].strip_prefix(CDATA.0).and_then(|text| {
+                let text_at = reply.len() - text.len();
+                let end = ends.cdata_end.next(text_at)?;
+                let after = end + CDATA.1.len();
+                let close_at = after + (reply[after..].len() - reply[after..].trim_start().len());
+                reply[close_at..].starts_with(close_tag).then_some((text_at..end, close_at + close_tag.len()))
+            });
+            if let Some((text, after)) = cdata {
+                arguments.insert(key.to_owned(), Value::String(reply[text].to_owned()));
+                p = after;
+                continue;
+            }
+            // The value runs to the last closing tag before the next
             // parameter or the call's end, so that a value quoting markup
             // (`</parameter>`, `<tool_call>…</tool_call>`) keeps it.
-            let structural = [ends.parameter_open.next(value_start), ends.function.next(value_start)].into_iter().flatten().min();
+            let opens = &mut ends.parameter_open[spelling];
+            let structural = [opens.next(value_start), ends.function.next(value_start)].into_iter().flatten().min();
             let limit = structural.unwrap_or(reply.len());
-            let mut close = ends.parameter_close.next(value_start).filter(|&c| c < limit);
-            while let Some(later) = close.and_then(|c| ends.parameter_close.next(c + 1)).filter(|&c| c < limit) {
+            let closes = &mut ends.parameter_close[spelling];
+            let mut close = closes.next(value_start).filter(|&c| c < limit);
+            while let Some(later) = close.and_then(|c| closes.next(c + 1)).filter(|&c| c < limit) {
                 close = Some(later);
             }
             let next = [structural, ends.tool_call.next(value_start)].into_iter().flatten().min();
             let (value_end, after) = match (close, next) {
-                (Some(close), _) => (close, close + PARAMETER_CLOSE.len()),
+                (Some(close), _) => (close, close + close_tag.len()),
                 (None, Some(next)) => {
-                    out.warn(value_start, format!("repaired: {PARAMETER_CLOSE} missing after `{key}`"));
+                    out.warn(value_start, format!("repaired: {close_tag} missing after `{key}`"));
                     (next, next)
                 }
                 (None, None) => return self.cut_off(out),
             };
-            arguments.insert(key.to_owned(), Value::String(template_value(&reply[value_start..value_end]).to_owned()));
+            arguments.insert(key.to_owned(), markup_value::decode(template_value(&reply[value_start..value_end])));
             p = after;
         }
     }
@@ -253,6 +286,17 @@ impl Call<'_> {
         out.warn(self.open, format!("the call to `{}` is cut off before its {FUNCTION_CLOSE}; it is not a call", self.name));
         Err(self.reply.len())
     }
+}
+
+/// The name in a tag whose name starts at `start`, bare (`<parameter=KEY>`,
+/// `<function=NAME>`) or quoted (`<param name="KEY">`, `<parameter="KEY">`),
+/// and where the tag's body starts.
+fn parameter_key(reply: &str, start: usize) -> Option<(&str, usize)> {
+    if let Some((key, value_start)) = quoted_name(reply, start) {
+        return Some((attribute_name(key)?, value_start));
+    }
+    let end = tag_end(reply, start)?;
+    Some((markup_name(&reply[start..end])?, end + 1))
 }
 
 /// A value without the one line break the template writes on each side.
@@ -377,7 +421,7 @@ mod tests {
     #[test]
     fn a_value_quoting_markup_keeps_it() {
         let quoting = "<tool_call>\n<function=calculate>\n<parameter=code>\nuse <tool_call> and </parameter> here\n</parameter>\n<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>";
-        assert_eq!(calls(quoting), one("calculate", json!({"code": "use <tool_call> and </parameter> here", "x": "1"})));
+        assert_eq!(calls(quoting), one("calculate", json!({"code": "use <tool_call> and </parameter> here", "x": 1})));
         let nested = "<tool_call>\n<function=calculate>\n<parameter=code>\nsee <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>\n</parameter>\n</function>\n</tool_call>";
         assert_eq!(
             calls(nested),
@@ -449,6 +493,48 @@ mod tests {
         ]);
         let fenced = "```xml\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n```";
         assert_eq!(calls(fenced).len(), 1, "a declared tool's call in a fenced block counts, as fenced JSON does");
+    }
+
+    #[test]
+    fn qwen3_coder_spellings_models_drift_into() {
+        // `<param=KEY>` for `<parameter=KEY>`, as Qwen3.5 and 3.6 write it
+        // at times (ml-explore/mlx-lm PR #1881 and sgl-project/sglang PR
+        // #27337 collect such drift); quoted names as in
+        // openvinotoolkit/model_server issue #4487.
+        let param = "<tool_call>\n<function=get_weather>\n<param=city>\nParis\n</param>\n<param=days>\n3\n</param>\n</function>\n</tool_call>";
+        assert_eq!(calls(param), one("get_weather", json!({"city": "Paris", "days": 3})));
+        assert_eq!(parse(param).content, "");
+        let quoted = "<tool_call>\n<function=\"now\">\n<parameter=\"zone\">\nUTC\n</parameter>\n</function>\n</tool_call>";
+        assert_eq!(calls(quoted), one("now", json!({"zone": "UTC"})));
+        let mixed_close = "<function=now>\n<param=zone>\nUTC\n</parameter>\n</function>";
+        assert_eq!(calls(mixed_close), one("now", json!({"zone": "UTC\n</parameter>"})), "each spelling closes its own");
+    }
+
+    #[test]
+    fn minicpm5_param_tags_with_cdata_values() {
+        // vLLM tests/tool_parsers/test_minicpm5xml_tool_parser.py: text
+        // around the calls, CDATA values, typed values.
+        let two = "Intro before.\n<function name=\"get_weather\"><param name=\"city\">上海</param><param name=\"date\">2024-06-27</param></function>\nTXT\n<function name=\"calculate\"><param name=\"nums\">[7, 8, 9]</param><param name=\"exact\">false</param></function>\nOutro after.";
+        assert_eq!(
+            calls(two),
+            vec![
+                ("get_weather".into(), json!({"city": "上海", "date": "2024-06-27"})),
+                ("calculate".into(), json!({"nums": [7, 8, 9], "exact": false})),
+            ]
+        );
+        assert_eq!(parse(two).content, "Intro before.\n\nTXT\n\nOutro after.");
+        let cdata = "<function name=\"calculate\"><param name=\"code\"><![CDATA[if a < b { s = \"</param>\" }\n]]></param><param name=\"n\">1</param></function>";
+        assert_eq!(
+            calls(cdata),
+            one("calculate", json!({"code": "if a < b { s = \"</param>\" }\n", "n": 1})),
+            "a </param> inside CDATA is text"
+        );
+        let cut = "<function name=\"get_weather\"><param name=\"city\">北京</param>";
+        assert_eq!(calls(cut), vec![]);
+        no_calls(&[
+            "MiniCPM writes `<function name=\"delete_all\"><param name=\"path\">/</param></function>`.",
+            "<think><function name=\"now\"><param name=\"zone\">UTC</param></function></think>",
+        ]);
     }
 
     #[test]

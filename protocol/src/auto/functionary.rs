@@ -97,6 +97,12 @@ impl Reader<'_, '_> {
             out.warn(start, format!("`{name}` is sent no JSON object; it is not a call"));
             return content;
         };
+        // Outside a reply in segments, a segment the prose goes on after is
+        // an example in an explanation, not a call.
+        let rest = reply[end..].trim_start();
+        if !(self.in_form || rest.is_empty() || rest.starts_with(SEGMENT_OPEN)) {
+            return end;
+        }
         out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..end });
         end
     }
@@ -216,6 +222,11 @@ mod tests {
             "all the best\n{\"a\": 1}",
         ]);
         prose(">>>> quoted three times\n>>>all\nnot a reply in segments");
+        // An example in an explanation, the prose going on after it, even
+        // for a declared tool (llama.cpp's functionary v3.2 template writes
+        // `>>>` before each recipient; explanations quote it).
+        prose("To get the time, the model writes\n>>>now\n{}\nand the server runs it.");
+        prose("Here is an example:\n>>>get_weather\n{\"city\": \"Paris\"}\nThat is all it takes.");
         prose("All\nHello");
         assert_eq!(calls("<<<[TOOL_REQUEST]>>>now\n{}"), vec![], "the close of a VCP marker opens no segment");
     }

@@ -40,6 +40,12 @@ pub(crate) const FUNCTION_GEMMA: Dialect =
     Dialect { open: "<start_function_call>", close: "<end_function_call>", turn_end: "<end_of_turn>", quote: "<escape>" };
 /// Follows the opening token, before the tool's name.
 const CALL: &str = "call:";
+/// Around the arguments, open and close: braces as the template writes
+/// them, or parentheses, which Gemma 4 drifts into under long prompts
+/// (vLLM issue #53642).
+const SHELLS: [(char, char); 2] = [('{', '}'), ('(', ')')];
+/// Between a key and its value: `:`, or `=` in a parenthesized call.
+const KEY_ENDS: [char; 2] = [':', '='];
 /// Every marker this module reads.
 pub(crate) const MARKERS: [&str; 6] =
     [GEMMA4.open, GEMMA4.close, GEMMA4.quote, FUNCTION_GEMMA.open, FUNCTION_GEMMA.close, FUNCTION_GEMMA.quote];
@@ -62,20 +68,19 @@ pub(crate) fn read(scope: &Scope<'_>, found: usize, dialect: &Dialect, out: &mut
     let Some(named) = head.strip_prefix(CALL) else { return after };
     let name_at = reply.len() - named.len();
     // The name's characters only, so a token before prose reads no further.
-    let name_end =
-        name_at + named.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(named.len());
+    let name_end = name_at + named.find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(named.len());
     if name_end == reply.len() {
-        // Name characters are ASCII: any byte is a character boundary.
-        let shown = &reply[name_at..reply.len().min(name_at + MAX_TOOL_NAME_LEN)];
+        let shown: String = reply[name_at..].chars().take(MAX_TOOL_NAME_LEN).collect();
         out.warn(found, format!("the call to `{shown}` is cut off before its arguments; it is not a call"));
         return reply.len();
     }
-    let Some(name) = markup_name(&reply[name_at..name_end]).filter(|_| reply[name_end..].starts_with('{')) else {
+    let shell = reply[name_end..].chars().next().and_then(|open| SHELLS.into_iter().find(|(o, _)| *o == open));
+    let Some(((_, shell_close), name)) = shell.zip(markup_name(&reply[name_at..name_end])) else {
         out.warn(found, format!("{} is not followed by call:NAME{{…}}; it is not a call", dialect.open));
         return after;
     };
-    let values = Values { reply, quote: dialect.quote };
-    let (arguments, end) = match values.object(name_end + 1, 0) {
+    let values = Values { reply, quote: dialect.quote, call_close: dialect.close };
+    let (arguments, end) = match values.object(name_end + 1, 0, shell_close) {
         Ok(read) => read,
         Err(Stop::CutOff) => {
             out.warn(found, format!("the call to `{name}` is cut off; it is not a call"));
@@ -125,24 +130,27 @@ enum Stop {
 struct Values<'a> {
     reply: &'a str,
     quote: &'static str,
+    /// The dialect's closing token, past which no string runs.
+    call_close: &'static str,
 }
 
 impl Values<'_> {
-    /// The object whose `{` ends at `at`, and where it ends.
-    fn object(&self, mut at: usize, depth: usize) -> Result<(Map<String, Value>, usize), Stop> {
+    /// The object whose `{` (or the call's `(`) ends at `at`, closed by
+    /// `close`, and where it ends.
+    fn object(&self, mut at: usize, depth: usize, close: char) -> Result<(Map<String, Value>, usize), Stop> {
         if depth > MAX_DEPTH {
             return Err(Stop::Malformed(at));
         }
         let mut map = Map::new();
         loop {
             at = self.skip_separators(at)?;
-            if self.reply[at..].starts_with('}') {
+            if self.reply[at..].starts_with(close) {
                 return Ok((map, at + 1));
             }
             let (key, after_key) = self.key(at)?;
             let (value, end) = self.value(after_key, depth)?;
             map.insert(key, value);
-            at = self.after_item(end, '}')?;
+            at = self.after_item(end, close)?;
         }
     }
 
@@ -179,17 +187,17 @@ impl Values<'_> {
     fn key(&self, at: usize) -> Result<(String, usize), Stop> {
         if let Some((text, end)) = self.quoted(at)? {
             let colon = self.skip_ws(end)?;
-            return if self.reply[colon..].starts_with(':') {
+            return if self.reply[colon..].starts_with(KEY_ENDS) {
                 Ok((text.to_owned(), colon + 1))
             } else {
                 Err(Stop::Malformed(colon))
             };
         }
         let rest = &self.reply[at..];
-        let Some(length) = rest.find([':', ',', '{', '}', '[', ']', '<']) else { return Err(Stop::CutOff) };
+        let Some(length) = rest.find([':', '=', ',', '{', '}', '(', ')', '[', ']', '<']) else { return Err(Stop::CutOff) };
         let key = rest[..length].trim();
         let key = key.strip_prefix('"').and_then(|k| k.strip_suffix('"')).unwrap_or(key);
-        if !rest[length..].starts_with(':') || key.is_empty() {
+        if !rest[length..].starts_with(KEY_ENDS) || key.is_empty() {
             return Err(Stop::Malformed(at + length));
         }
         Ok((key.to_owned(), at + length + 1))
@@ -207,19 +215,31 @@ impl Values<'_> {
             return Ok((Value::String(text), end));
         }
         if rest.starts_with('{') {
-            let (map, end) = self.object(at + 1, depth + 1)?;
+            let (map, end) = self.object(at + 1, depth + 1, '}')?;
             return Ok((Value::Object(map), end));
         }
         if rest.starts_with('[') {
             let (items, end) = self.array(at + 1, depth + 1)?;
             return Ok((Value::Array(items), end));
         }
-        let Some(length) = rest.find([',', '}', ']', '<']) else { return Err(Stop::CutOff) };
+        if let Some(text) = self.lone_close(rest) {
+            return Ok((Value::String(text.to_owned()), at + text.len() + self.quote.len()));
+        }
+        let Some(length) = rest.find([',', '}', ')', ']', '<']) else { return Err(Stop::CutOff) };
         let text = rest[..length].trim();
         if text.is_empty() {
             return Err(Stop::Malformed(at));
         }
         Ok((bare(text), at + length))
+    }
+
+    /// The text of a string whose opening quote token was left out, as
+    /// Gemma 4 at times writes it (`query:Paris, France<|"|>`, sglang PR
+    /// #39240): a closing quote before the container's end, with no key
+    /// (`:`) or other token in between.
+    fn lone_close<'r>(&self, rest: &'r str) -> Option<&'r str> {
+        let end = rest.find(['}', ')', ']', ':', '<'])?;
+        rest[end..].starts_with(self.quote).then(|| &rest[..end])
     }
 
     /// The string between quote tokens at `at`, if one opens there, and
@@ -229,8 +249,17 @@ impl Values<'_> {
             return Ok(None);
         }
         let start = at + self.quote.len();
-        let close = find(self.reply, start, self.quote).ok_or(Stop::CutOff)?;
-        Ok(Some((&self.reply[start..close], close + self.quote.len())))
+        let close = find(self.reply, start, self.quote);
+        let call_close = find(&self.reply[..close.unwrap_or(self.reply.len())], start, self.call_close);
+        // A string left open runs to the arguments' last bracket before the
+        // call's closing token (issue reports of Gemma 4 leaving a `<|"|>`
+        // unterminated); a string that merely quotes the token keeps it.
+        let left_open = call_close.and_then(|c| self.reply[start..c].trim_end().strip_suffix(['}', ')']));
+        match (close, left_open) {
+            (_, Some(inner)) => Ok(Some((inner, start + inner.len()))),
+            (Some(close), None) => Ok(Some((&self.reply[start..close], close + self.quote.len()))),
+            (None, None) => Err(Stop::CutOff),
+        }
     }
 
     /// Past white space and commas (an empty item), to the next token.
@@ -376,6 +405,27 @@ mod tests {
             one("calculate", json!({"code": "<tool_call|> and </parameter>"})),
             "a value quoting markup keeps it"
         );
+    }
+
+    #[test]
+    fn gemma4_calls_as_models_drift_from_the_template() {
+        // vLLM issue #53642 and PR #53657: parentheses for braces.
+        let round = "<|tool_call>call:terminal(command:<|\"|>ls -a<|\"|>)<tool_call|>";
+        assert_eq!(calls(round), one("terminal", json!({"command": "ls -a"})));
+        assert_eq!(parse(round).content, "");
+        // jundot/omlx PR #1886: the Python-kwargs shell, `=` between key and value.
+        let kwargs = "<|tool_call>call:get_weather(city=<|\"|>Paris<|\"|>, days=3)<tool_call|>";
+        assert_eq!(calls(kwargs), one("get_weather", json!({"city": "Paris", "days": 3})));
+        // sgl-project/sglang PR #39240: the opening quote token left out.
+        let lone = "<|tool_call>call:get_weather{city:Paris, France<|\"|>,days:5}<tool_call|>";
+        assert_eq!(calls(lone), one("get_weather", json!({"city": "Paris, France", "days": 5})));
+        // A string whose closing quote token is left out ends at the
+        // arguments' end.
+        let open = "<|tool_call>call:get_weather{city:<|\"|>Oslo}<tool_call|>";
+        assert_eq!(calls(open), one("get_weather", json!({"city": "Oslo"})));
+        let named = "<|tool_call>call:获取天气{城市:<|\"|>北京<|\"|>}<tool_call|>";
+        assert_eq!(calls(named), one("获取天气", json!({"城市": "北京"})), "a name in any script");
+        no_calls(&["The call:now(x=1) syntax alone is no call.", "`<|tool_call>call:now()<tool_call|>`"]);
     }
 
     #[test]

@@ -8,14 +8,16 @@
 //! Meituan's LongCat with `longcat_` tags ([`LONGCAT`]).
 //!
 //! The template writes a string value as it is and any other value as JSON;
-//! the value is kept as text here, and the check step types it by the
-//! declaration (so `{"a": 1}` becomes an object for a json parameter and
-//! stays text for a string one).
+//! the value is typed here as the engines type it without a schema
+//! ([`markup_value`](super::super::markup_value)), and the check step types
+//! it by the declaration (so `{"a": 1}` is an object for a json parameter
+//! and its text for a string one).
 
 use super::super::ParsedCall;
+use super::super::markup_value;
 use super::super::scan::{Collector, find};
 use super::{Scope, markup_name};
-use serde_json::{Map, Value};
+use serde_json::Map;
 use std::ops::Range;
 
 /// The tags around an argument's key and its value, open and close, and
@@ -105,7 +107,7 @@ pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>,
             );
             return;
         };
-        arguments.insert(key.trim().to_owned(), Value::String(value.to_owned()));
+        arguments.insert(key.trim().to_owned(), markup_value::decode(value));
         p = after_value;
     }
     if arguments.is_empty() && !scope.declared.contains(name) {
@@ -201,6 +203,16 @@ mod tests {
             &format!("Hy3 writes `{typed}`."),
             "Hy3 opens its calls with <tool_calls:opensource> and closes them with </tool_calls:opensource>.",
         ]);
+    }
+
+    #[test]
+    fn glm_calls_after_a_think_never_closed() {
+        // vLLM tests/tool_parsers/test_glm47_moe_tool_parser.py: GLM-4.7
+        // calls with the reasoning's `<think>` left open before them.
+        let reply = "<think>The user wants Beijing's weather.<tool_call>get_weather<arg_key>city</arg_key><arg_value>Beijing</arg_value></tool_call>";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Beijing"})));
+        assert_eq!(parse(reply).content, "<think>The user wants Beijing's weather.");
+        no_calls(&["<think>I could call [get_weather(city=\"x\")] but will not"]);
     }
 
     #[test]

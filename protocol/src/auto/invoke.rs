@@ -9,16 +9,18 @@
 
 use super::super::ParsedCall;
 use super::super::lenient_json;
+use super::super::markup_value;
 use super::super::scan::{Collector, Forward, find};
 use super::function_tag::{quoted_name, tag_end};
-use super::{Scope, markup_name};
+use super::{Scope, attribute_name};
 use serde_json::{Map, Value};
 
 /// How a dialect writes an argument's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Values {
-    /// Raw text, trimmed as the engines trim it (MiniMax, Step3); the check
-    /// step types it by the declared parameter.
+    /// Raw text, trimmed as the engines trim it (MiniMax, Step3), typed as
+    /// [`markup_value`] types it; the check step types it by the declared
+    /// parameter.
     Trimmed,
     /// Tagged by the model: `string="true"` keeps the text exactly,
     /// `string="false"` is JSON (DeepSeek's DSML, GigaChat's GCML).
@@ -118,7 +120,7 @@ impl<'a> Invoke<'a> {
         let Some((name, _, mut p)) = attributes(reply, at + dialect.invoke_open.len()) else {
             return self.cut_off_or(reply, at, out, "an invoke tag does not name a tool");
         };
-        let Some(name) = markup_name(name) else {
+        let Some(name) = attribute_name(name) else {
             out.warn(at, format!("`{}` is not a tool's name; it is not a call", name.trim()));
             return (None, p);
         };
@@ -132,7 +134,7 @@ impl<'a> Invoke<'a> {
             }
             let key = rest.strip_prefix(dialect.parameter_open).and_then(|_| attributes(reply, p + dialect.parameter_open.len()));
             let Some((key, is_string, value_start)) =
-                key.and_then(|(key, string, after)| Some((markup_name(key)?, string, after)))
+                key.and_then(|(key, string, after)| Some((attribute_name(key)?, string, after)))
             else {
                 let what =
                     format!("expected {}\"KEY\"> or {} in the call to `{name}`", dialect.parameter_open, dialect.invoke_close);
@@ -186,7 +188,7 @@ impl<'a> Invoke<'a> {
 /// JSON that does not parse stays text, for the check step to judge.
 fn value(values: Values, is_string: Option<bool>, raw: &str) -> Value {
     match (values, is_string) {
-        (Values::Trimmed, _) => Value::String(raw.trim().to_owned()),
+        (Values::Trimmed, _) => markup_value::decode(raw.trim()),
         (Values::StringAttribute, Some(false)) => {
             lenient_json::parse(raw.trim()).map_or_else(|_| Value::String(raw.to_owned()), |(value, _)| value)
         }

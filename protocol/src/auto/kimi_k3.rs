@@ -20,7 +20,7 @@ use super::super::ParsedCall;
 use super::super::lenient_json;
 use super::super::scan::{Collector, Forward, find};
 use super::section::{self, CallTokens};
-use super::{Scope, markup_name};
+use super::{Scope, attribute_name};
 use serde_json::{Map, Value};
 
 /// Opens a block; its name and attributes follow, then [`SEP`].
@@ -94,7 +94,7 @@ impl CallTokens for Reader<'_> {
             return cut_off_or(reply, at, out, "a call's header has no <|sep|>");
         };
         let tool = attribute(attributes, "tool");
-        let Some(name) = tool.as_deref().and_then(markup_name) else {
+        let Some(name) = tool.as_deref().and_then(attribute_name) else {
             out.warn(at, format!("`{}` is not a tool's name; it is not a call", tool.unwrap_or_default()));
             return skip_call(reply, at);
         };

@@ -8,11 +8,17 @@
 //! the declared parameter, as it does Qwen3-Coder's `<parameter=…>` values
 //! ([`function_tag`](super::function_tag)). The calls' markup is read by
 //! [`invoke`](super::invoke), which DeepSeek's DSML and Step3 share.
+//!
+//! The section's tags are special tokens, which a server that strips them
+//! leaves out: a run of `<invoke>` tags on its own lines is read as a
+//! section too. Standing apart from the prose is what tells such a run from
+//! an invoke tag quoted in a sentence.
 
 use super::super::ParsedCall;
-use super::super::scan::Collector;
+use super::super::scan::{Collector, Forward, THINK_CLOSE};
 use super::Scope;
 use super::invoke::{Invoke, MINIMAX};
+use super::minimax_m3;
 use super::section::{self, CallTokens};
 
 /// Opens the calls.
@@ -25,9 +31,73 @@ pub(crate) const MARKERS: [&str; 6] = {
     [SECTION_BEGIN, SECTION_END, invoke_open, invoke_close, parameter_open, parameter_close]
 };
 
-/// Every MiniMax section outside reasoning.
+/// What may end the prose before a run of invoke tags on the same line: the
+/// end of a sentence or of the reasoning.
+const PROSE_ENDS: [&str; 7] = [":", ".", "!", "?", "\u{3002}", "\u{ff1a}", THINK_CLOSE];
+/// The element Anthropic-style prompts wrap the same invoke tags in, which
+/// then belongs to the calls.
+const FUNCTION_CALLS: (&str, &str) = ("<function_calls>", "</function_calls>");
+
+/// Every MiniMax section outside reasoning, and every run of invoke tags
+/// that stands apart from the prose, in one pass.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    section::scan(scope, SECTION_BEGIN, &mut Reader(Invoke::new(scope.reply, &MINIMAX)), out);
+    let reply = scope.reply;
+    let mut reader = Reader(Invoke::new(reply, &MINIMAX));
+    let mut sections = Forward::new(reply, SECTION_BEGIN);
+    let mut invokes = Forward::new(reply, MINIMAX.invoke_open);
+    let mut at = 0;
+    while let Some(found) = [sections.next(at), invokes.next(at)].into_iter().flatten().min() {
+        if let Some(end) = scope.reasoning.skip(found) {
+            at = end;
+            continue;
+        }
+        at = if reply[found..].starts_with(SECTION_BEGIN) {
+            let after = found + SECTION_BEGIN.len();
+            if scope.markup_trust(found).is_some() { section::read(scope, found, after, &mut reader, out) } else { after }
+        } else {
+            read_bare(scope, found, &mut reader.0, out)
+        };
+    }
+}
+
+/// The run of invoke tags at `found`, read as a section whose tags were
+/// left out when it stands apart from the prose (a line of its own, or
+/// after a sentence's end); a cut-off last call is warned of. Where
+/// reading stopped.
+fn read_bare(scope: &Scope<'_>, found: usize, invoke: &mut Invoke<'_>, out: &mut Collector<'_>) -> usize {
+    let reply = scope.reply;
+    let after_tag = found + MINIMAX.invoke_open.len();
+    let before = reply[..found].trim_end();
+    let start = before.strip_suffix(FUNCTION_CALLS.0).map_or(found, str::len);
+    // Only the white space before it is looked at, so the time stays linear.
+    let line = reply[..start].trim_end_matches([' ', '\t', '\r']);
+    let apart = line.is_empty() || line.ends_with('\n') || PROSE_ENDS.iter().any(|end| line.ends_with(end));
+    if !apart || before.ends_with(minimax_m3::NAMESPACE) || scope.markup_trust(found).is_none() {
+        return after_tag;
+    }
+    let mut calls = Vec::new();
+    let mut p = found;
+    loop {
+        let (call, end) = invoke.call(scope, p, out);
+        calls.extend(call);
+        p = end;
+        let next = p + (reply[p..].len() - reply[p..].trim_start().len());
+        if !invoke.opens_call(&reply[next..]) {
+            break;
+        }
+        p = next;
+    }
+    let rest = reply[p..].trim_start();
+    let closed = [SECTION_END, FUNCTION_CALLS.1].into_iter().find_map(|close| rest.strip_prefix(close));
+    let line_rest = reply[p..].trim_start_matches([' ', '\t', '\r']);
+    let end = match closed {
+        Some(after) => reply.len() - after.len(),
+        None if line_rest.is_empty() || line_rest.starts_with('\n') => p,
+        // Prose goes on after the tags on their line: they are quoted.
+        None => return p,
+    };
+    out.calls(start..end, calls);
+    end
 }
 
 /// Reads the calls of a section.
@@ -89,7 +159,7 @@ mod tests {
         let quoting = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">close it with </parameter> then</parameter><parameter name=\"x\">1</parameter></invoke></minimax:tool_call>";
         assert_eq!(
             calls(quoting),
-            one("calculate", json!({"code": "close it with </parameter> then", "x": "1"})),
+            one("calculate", json!({"code": "close it with </parameter> then", "x": 1})),
             "a value quoting markup keeps it"
         );
         let code = "<minimax:tool_call><invoke name=\"calculate\"><parameter name=\"code\">\nif a < b && c > d { \"<x>\" }\n</parameter></invoke></minimax:tool_call>";
@@ -108,6 +178,48 @@ mod tests {
         assert_eq!(calls(broken), vec![]);
         assert_eq!(warnings(broken), ["expected <parameter name=\"KEY\"> or </invoke> in the call to `now`; it is not a call"]);
         assert_eq!(parse(broken).content, "", "the section's tokens are no prose");
+    }
+
+    #[test]
+    fn minimax_invokes_whose_section_tags_were_stripped() {
+        // vLLM tests/tool_parsers/test_minimax_m2_tool_parser.py (two
+        // invokes in a row, `days` as text), with the special tokens around
+        // them left out as a server that skips special tokens leaves them.
+        let two = "Let me check.\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Seattle</parameter>\n<parameter name=\"days\">5</parameter>\n</invoke>\n<invoke name='now'>\n</invoke>";
+        let both = vec![("get_weather".into(), json!({"city": "Seattle", "days": 5})), ("now".into(), json!({}))];
+        assert_eq!(calls(two), both);
+        assert_eq!(parse(two).content, "Let me check.");
+        let glued = "I will search both.<invoke name=\"search_web\"><parameter name=\"query\">OpenAI</parameter></invoke><invoke name=\"search_web\"><parameter name=\"query\">Gemini</parameter></invoke>";
+        assert_eq!(calls(glued).len(), 2, "after a sentence's end on the same line");
+        // The section's end kept, its start stripped (earendil-works/pi
+        // issue #368 shows the full section from MiniMax M2.1).
+        let end_kept =
+            "<invoke name=\"bash\">\n<parameter name=\"command\">mb --help</parameter>\n</invoke>\n</minimax:tool_call>";
+        assert_eq!(calls(end_kept), one("bash", json!({"command": "mb --help"})));
+        assert_eq!(parse(end_kept).content, "");
+        // The same tags in Anthropic's <function_calls> (can1357/oh-my-pi
+        // issue #2759).
+        let anthropic =
+            "<function_calls>\n<invoke name=\"now\">\n<parameter name=\"zone\">UTC</parameter>\n</invoke>\n</function_calls>";
+        assert_eq!(calls(anthropic), one("now", json!({"zone": "UTC"})));
+        assert_eq!(parse(anthropic).content, "");
+        // A cut-off last invoke: the complete ones stay.
+        let cut = "<invoke name=\"now\">\n</invoke>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Sea";
+        assert_eq!(calls(cut), one("now", json!({})));
+        assert_eq!(warnings(cut), ["a call is cut off before its </invoke>; it is not a call"]);
+        assert_eq!(warnings(two), Vec::<String>::new());
+    }
+
+    #[test]
+    fn invoke_tags_quoted_in_a_sentence_are_not_calls() {
+        no_calls(&[
+            "Use <invoke name=\"now\"></invoke> to ask for the time.",
+            "The tag <invoke name=\"get_weather\"><parameter name=\"city\">Paris</parameter></invoke> calls it, then more.",
+            "]<]minimax[>[<invoke name=\"now\">]<]minimax[>[</invoke>",
+            "<think>\n<invoke name=\"now\">\n</invoke>\n</think>",
+            "`<invoke name=\"now\"></invoke>`",
+        ]);
+        prose("Write it as\n<invoke name=\"delete_all\"></invoke> and so on.");
     }
 
     #[test]

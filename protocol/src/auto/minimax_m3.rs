@@ -21,7 +21,7 @@ use super::super::lenient_json::MAX_DEPTH;
 use super::super::scan::{Collector, find};
 use super::function_tag::quoted_name;
 use super::section::{self, CallTokens};
-use super::{Scope, exact_number, markup_name};
+use super::{Scope, attribute_name, exact_number, markup_name};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -88,7 +88,8 @@ impl CallTokens for Reader {
 
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
-        let Some((name, mut p)) = quoted_name(reply, at + INVOKE_OPEN.len()).and_then(|(name, p)| Some((markup_name(name)?, p)))
+        let Some((name, mut p)) =
+            quoted_name(reply, at + INVOKE_OPEN.len()).and_then(|(name, p)| Some((attribute_name(name)?, p)))
         else {
             out.warn(at, "an invoke tag does not name a tool; it is not a call");
             return (None, at + INVOKE_OPEN.len());

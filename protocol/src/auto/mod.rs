@@ -23,6 +23,7 @@
 //!   `<start_function_call>call:NAME{…}` ([`gemma`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
+//! - ReAct's `Action: NAME` / `Action Input: {…}` lines ([`react`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
 //!   ([`prefixed`]);
 //! - pythonic lists, `[get_weather(city="Paris"), now()]` ([`pythonic`]);
@@ -64,6 +65,7 @@ pub(crate) mod minimax;
 pub(crate) mod minimax_m3;
 pub(crate) mod prefixed;
 pub(crate) mod pythonic;
+mod react;
 mod section;
 pub(crate) mod step3;
 #[cfg(test)]
@@ -112,6 +114,7 @@ impl Protocol for Auto {
         deepseek::scan(&scope, &mut out);
         minimax::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
+        react::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
         turn_end::scan(reply, &mut out);
@@ -328,6 +331,7 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
             BareOpening::Neither => continue,
         }
         match lenient_json::parse_prefix(&reply[found..]) {
+            Ok((Value::Array(_), used, _)) if quoted_list(reply, found, found + used) => at = found + used,
             Ok((value, used, repairs)) => {
                 // Repairs are reported only for JSON that turned out to be a call.
                 let before = out.len();
@@ -343,6 +347,15 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
             Err(error) => at = found + error.offset.max(1),
         }
     }
+}
+
+/// Whether the bare JSON list at `start..end` stands inside prose, which
+/// goes on after it: an example in an answer (Hunyuan's `<answer>`, LFM2's
+/// prose), not calls, which a model writes last.
+fn quoted_list(reply: &str, start: usize, end: usize) -> bool {
+    let before = reply[..start].trim();
+    let after = reply[end..turn_end::start(reply).max(end)].trim();
+    !before.is_empty() && !before.ends_with(FUNCTOOLS) && !after.is_empty()
 }
 
 /// Phi-4-mini's word before its JSON array of calls (`functools[{…}]`):
@@ -393,14 +406,29 @@ pub(crate) fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Opti
     }
 }
 
-/// A tool's name or an argument's key as markup writes it, trimmed: ASCII
-/// letters, digits, `_`, `-` and `.`, at most [`MAX_TOOL_NAME_LEN`] bytes.
-/// (A dotted name is no declared tool's; reading it still lets the check
-/// step tell the model which tool it meant.)
+/// A tool's name or an argument's key as markup writes it, trimmed: letters
+/// and digits of any script (`获取天气`), `_`, `-` and `.`, at most
+/// [`MAX_TOOL_NAME_LEN`] bytes. (A dotted name is no declared tool's;
+/// reading it still lets the check step tell the model which tool it
+/// meant.)
 pub(crate) fn markup_name(text: &str) -> Option<&str> {
     let name = text.trim();
-    let fits = (1..=MAX_TOOL_NAME_LEN).contains(&name.len());
-    (fits && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))).then_some(name)
+    (fits_name(name) && !name.contains(' ')).then_some(name)
+}
+
+/// A name as [`markup_name`] reads it, written in quotes (`name="get
+/// weather"`), where a family's attribute may hold single spaces between
+/// its words.
+pub(crate) fn attribute_name(text: &str) -> Option<&str> {
+    let name = text.trim();
+    (fits_name(name) && !name.contains("  ")).then_some(name)
+}
+
+/// Whether `name` has a name's length and only a name's characters (and
+/// spaces, which the callers judge).
+fn fits_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
+        && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ' '))
 }
 
 #[cfg(test)]
@@ -549,6 +577,19 @@ mod tests {
         assert_eq!(calls(call), one("get_weather", json!({"city": "Paris"})), "a fenced call with nothing after it");
         let json = "Calling:\n```\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n```\nOne moment.";
         assert_eq!(calls(json).len(), 1, "JSON in a plain fence is still a call");
+    }
+
+    #[test]
+    fn a_json_list_inside_an_answer_is_an_example() {
+        // vLLM tests/tool_parsers/test_hunyuan_a13b_tool_parser.py: calls
+        // stand in <tool_calls>, an answer's JSON is content; LFM2 likewise
+        // writes its calls between <|tool_call_start|> tokens.
+        prose(
+            "<answer>The list looks like [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}], one item per call.</answer>",
+        );
+        prose("An example: [{\"name\": \"now\", \"arguments\": {}}] and that is all.");
+        let last = "Calling:\n[{\"name\": \"now\", \"arguments\": {}}]";
+        assert_eq!(calls(last), one("now", json!({})), "a list that ends the reply is its calls");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! own closing token, with a separator token inside.
 
 use super::super::ParsedCall;
-use super::super::scan::{Collector, Forward, find};
+use super::super::scan::{Collector, Forward};
 use super::Scope;
 
 /// What a section's reader knows of its family's tokens.
@@ -17,21 +17,6 @@ pub(super) trait CallTokens {
 
     /// The call at `at`, if it is one, and where reading it stopped.
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize);
-}
-
-/// Every section opened by `begin` outside reasoning, its calls read by
-/// `tokens`; an opening token quoted in inline code starts nothing.
-pub(super) fn scan(scope: &Scope<'_>, begin: &str, tokens: &mut impl CallTokens, out: &mut Collector<'_>) {
-    let reply = scope.reply;
-    let mut at = 0;
-    while let Some(found) = find(reply, at, begin) {
-        if let Some(end) = scope.reasoning.skip(found) {
-            at = end;
-            continue;
-        }
-        let after = found + begin.len();
-        at = if scope.markup_trust(found).is_some() { read(scope, found, after, tokens, out) } else { after };
-    }
 }
 
 /// The calls of the section whose opening token stands at
