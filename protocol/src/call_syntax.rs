@@ -38,6 +38,8 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::glm::MARKERS)
         .chain(auto::kimi::MARKERS)
         .chain(auto::command_r::MARKERS)
+        .chain(auto::cofl::MARKERS)
+        .chain(auto::atem::MARKERS)
         .chain(auto::deepseek::MARKERS)
         .chain(auto::prefixed::MARKERS)
         .chain(xml_tag::TAGS.iter().flat_map(|&(open, close)| [open, close]))
@@ -46,12 +48,12 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::dsml::MARKERS)
         .chain(auto::step3::MARKERS)
         .chain(auto::envelope::MARKERS)
-        .chain(auto::kimi_k3::MARKERS)
         .chain(auto::gemma::MARKERS)
         .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
         // After the reasoning markers, so that `<|channel|>analysis<|message|>`
-        // is named rather than its `<|channel|>`.
+        // and `<|open|>think<|sep|>` are named rather than their first token.
         .chain(auto::harmony::MARKERS)
+        .chain(auto::kimi_k3::MARKERS)
         // Last, so that a token the parsers read is named rather than this.
         .chain([auto::CHAT_TOKEN_OPEN, auto::deepseek::TOKEN_OPEN])
 }

@@ -112,6 +112,35 @@ impl Declared {
     pub fn contains(&self, name: &str) -> bool {
         self.names.contains(name)
     }
+
+    /// The declared tool that `name` means when it is written otherwise: in
+    /// another case, or with spaces, dots or hyphens for its underscores
+    /// (`Get Weather`, `get.weather` for `get_weather`), when exactly one
+    /// declared tool is so written. `None` for a declared name itself.
+    pub(crate) fn meant(&self, name: &str) -> Option<&str> {
+        if self.contains(name) {
+            return None;
+        }
+        let spelling = |text: &str| -> String {
+            text.chars().map(|c| if matches!(c, ' ' | '.' | '-') { '_' } else { c }).flat_map(char::to_lowercase).collect()
+        };
+        let wanted = spelling(name);
+        let mut matching = self.names.iter().filter(|declared| spelling(declared) == wanted);
+        match (matching.next(), matching.next()) {
+            (Some(only), None) => Some(only.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The longest declared name that `text` starts with and does not end
+    /// with, if any.
+    pub(crate) fn longest_prefix_of(&self, text: &str) -> Option<&str> {
+        self.names
+            .iter()
+            .filter(|name| text.len() > name.len() && text.starts_with(name.as_str()))
+            .max_by_key(|name| name.len())
+            .map(String::as_str)
+    }
 }
 
 /// A text protocol.

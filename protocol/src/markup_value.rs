@@ -33,6 +33,13 @@ pub(crate) fn decode(text: &str) -> Value {
     Value::String(text.to_owned())
 }
 
+/// A value the model tagged as JSON (DeepSeek's `string="false"`, Kimi
+/// K3's `type="integer"`, Cohere's `type="json"`), decoded; text that does
+/// not parse stays text, for the check step to judge.
+pub(crate) fn tagged_json(raw: &str) -> Value {
+    crate::lenient_json::parse(raw.trim()).map_or_else(|_| Value::String(raw.to_owned()), |(value, _)| value)
+}
+
 /// `value` as the text a model writes it in (Python's `json.dumps` spacing,
 /// `{"a": 1, "b": [1, 2]}`, without escaping what is not ASCII): the inverse
 /// of [`decode`].

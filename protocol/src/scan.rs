@@ -63,10 +63,14 @@ pub(crate) const GEMMA4_CHANNEL_CLOSE: &str = "<channel|>";
 pub(crate) const MINIMAX_THINK_OPEN: &str = "<mm:think>";
 /// Closes it.
 pub(crate) const MINIMAX_THINK_CLOSE: &str = "</mm:think>";
+/// Opens Kimi K3's reasoning channel.
+pub(crate) const KIMI_K3_THINK_OPEN: &str = "<|open|>think<|sep|>";
+/// Closes it.
+pub(crate) const KIMI_K3_THINK_CLOSE: &str = "<|close|>think<|sep|>";
 /// What Apertus's two markers start with, searched for once for both.
 const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 9] = [
+pub(crate) const REASONING: [(&str, &str); 10] = [
     (THINK_OPEN, THINK_CLOSE),
     (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
@@ -76,21 +80,29 @@ pub(crate) const REASONING: [(&str, &str); 9] = [
     (APERTUS_INNER_OPEN, APERTUS_INNER_CLOSE),
     (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE),
     (MINIMAX_THINK_OPEN, MINIMAX_THINK_CLOSE),
+    (KIMI_K3_THINK_OPEN, KIMI_K3_THINK_CLOSE),
 ];
 
 /// The reasoning a prompt can open, so that the reply holds only its close:
-/// `<think>` (templates that think by default) and Gemma 4's
-/// `<|channel>thought` (its prompt after a tool's result).
-const PROMPT_OPENED: [(&str, &str); 2] = [(THINK_OPEN, THINK_CLOSE), (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE)];
+/// `<think>` (templates that think by default), Gemma 4's
+/// `<|channel>thought` (its prompt after a tool's result), Command A
+/// Reasoning's `<|START_THINKING|>` and Kimi K3's think channel.
+const PROMPT_OPENED: [(&str, &str); 4] = [
+    (THINK_OPEN, THINK_CLOSE),
+    (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE),
+    (COMMAND_R_THINKING_OPEN, COMMAND_R_THINKING_CLOSE),
+    (KIMI_K3_THINK_OPEN, KIMI_K3_THINK_CLOSE),
+];
 
 /// The reasoning regions of a reply: `<think>…</think>`, Seed-OSS's
 /// `<seed:think>…</seed:think>`, Mistral's `[THINK]…[/THINK]`, Command R7B's
 /// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
 /// Apertus's `<|inner_prefix|>…<|inner_suffix|>`, Hunyuan V3's
 /// `<think:opensource>…</think:opensource>`, Gemma 4's
-/// `<|channel>…<channel|>` and MiniMax M3's `<mm:think>…</mm:think>`. After an unclosed opening
+/// `<|channel>…<channel|>`, MiniMax M3's `<mm:think>…</mm:think>` and Kimi
+/// K3's think channel. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
-/// section of calls' special token); before a `</think>` or `<channel|>`
+/// section of calls' special token); before the close of reasoning
 /// that nothing opened, the start of the reply is ([`PROMPT_OPENED`]).
 pub(crate) struct Reasoning {
     regions: Vec<Range<usize>>,

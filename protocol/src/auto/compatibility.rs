@@ -70,7 +70,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "GLM-4.5, 4.6, 4.7",
         sample: "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
         engines: ["`glm45`, `glm47`", "`glm45`, `glm47`", "✓", "`glm47`; TRT-LLM ✓", "✓", NONE],
-        auto: "values typed by the declared schema; with or without line breaks; calls after a `<think>` never closed",
+        auto: "values typed by the declared schema; with or without line breaks; calls after a `<think>` never closed; a left-out `<arg_key>` or `<arg_value>`, a doubled tag and a stray closing tag forgiven",
     },
     Family {
         name: "Hunyuan V3",
@@ -91,7 +91,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Kimi K3",
         sample: "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",
         engines: ["`kimi_k3`", "`kimi_k3`", NONE, "TRT-LLM ✓", NONE, NONE],
-        auto: "values decoded as their tag types them; the response channel's tokens left out of the content",
+        auto: "values decoded as their tag types them, or one `<|open|>json` object; the think channel is reasoning; calls without the `tools` channel when they stand apart from the prose; the response channel's tokens left out of the content",
     },
     Family {
         name: "DeepSeek V3, R1",
@@ -260,6 +260,20 @@ pub(crate) const FAMILIES: &[Family] = &[
         sample: "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]<|END_ACTION|>",
         engines: ["`cohere_command3`", NONE, "✓", NONE, "✓", NONE],
         auto: "`tool_call_id` is the call's id; `<|START_THINKING|>` is reasoning",
+    },
+    Family {
+        name: "Cohere cofl",
+        models: "Command A Reasoning",
+        sample: "<cofl:tool_calls><cofl:tool_call id=\"0\" name=\"get_weather\"><cofl:value name=\"city\" type=\"raw\">Paris</cofl:value></cofl:tool_call></cofl:tool_calls>",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "`raw`, `json`, `dict` and `list` values as typed, and the flat `<cofl:tool_param string=…>` form; XML escapes undone; `id` is the call's id; after an `<|END_THINKING|>` the prompt opened; without the section's tags when the calls stand apart",
+    },
+    Family {
+        name: "ATEM",
+        models: "Muse Glimmer",
+        sample: "<|start|>assistant to=get_weather<|message|><atem:function_calls><atem:invoke name=\"get_weather\"><atem:parameter name=\"city\">Paris</atem:parameter></atem:invoke></atem:function_calls>",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "the Harmony-like header left out of the content; `to=self` messages are prose, not calls; values typed by the declared schema",
     },
     Family {
         name: "Functionary v3.2",

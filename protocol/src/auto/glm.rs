@@ -65,27 +65,50 @@ pub(crate) const MARKERS: [&str; 14] = [
 ];
 
 /// Whether the `<tool_call>` body `text` starts like a GLM call: a tool's
-/// name, then an argument, a line break or nothing.
+/// name, then an argument, a line break or nothing (or one of the slips
+/// [`read`] forgives).
 pub(super) fn opens_call(text: &str, tags: &ArgTags) -> bool {
     let name_end = text.find(['\n', '<']).unwrap_or(text.len());
     let rest = text[name_end..].trim_start();
     let rest = rest.strip_prefix(tags.sep).unwrap_or(rest).trim_start();
-    markup_name(&text[..name_end]).is_some() && (rest.is_empty() || rest.starts_with(tags.key.0))
+    let head = &text[..name_end];
+    if rest.starts_with(tags.key.1) {
+        return head.split(' ').next().and_then(markup_name).is_some();
+    }
+    markup_name(head).is_some() && (rest.is_empty() || rest.starts_with(tags.key.0) || rest.starts_with(tags.value.1))
 }
 
 /// The GLM call in the `<tool_call>` body `at..end`; the call spans `span`.
 /// A name alone is a call only for a declared tool: prose such as "wrap it
 /// in <tool_call>search</tool_call>" names a tool without calling it.
+///
+/// GLM-4.7 and 5 slip at times, and the slips are forgiven as the engines'
+/// fixes forgive them: the first `<arg_key>` left out, its key glued to
+/// the tool's name (`run_shellcommand</arg_key>`, read when a declared
+/// tool's name starts it, or after a space); an `<arg_value>` left out
+/// before its text; a tag written twice; a stray closing tag after the name
+/// (`now</arg_value>`).
 pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>, tags: &ArgTags, out: &mut Collector<'_>) {
     let body = &scope.reply[..end];
     let name_end = body[at..].find(['\n', '<']).map_or(end, |i| at + i);
-    let Some(name) = markup_name(&body[at..name_end]) else { return };
+    let head = &body[at..name_end];
+    let mut p = name_end + (body[name_end..].len() - body[name_end..].trim_start().len());
+    let glued = body[p..].starts_with(tags.key.1).then(|| glued_key(head, scope)).flatten();
+    let Some(name) = glued.map(|(name, _)| name).or_else(|| markup_name(head)) else { return };
     if !scope.markup_calls(span.start, name) {
         return;
     }
     let mut arguments = Map::new();
-    let mut p = name_end + (body[name_end..].len() - body[name_end..].trim_start().len());
-    if body[p..].starts_with(tags.sep) {
+    if let Some((_, key)) = glued {
+        p += tags.key.1.len();
+        match value(body, p, name, key, tags) {
+            Ok((value, after)) => {
+                arguments.insert(key.to_owned(), value);
+                p = after;
+            }
+            Err(what) => return out.warn(p, what),
+        }
+    } else if body[p..].starts_with(tags.sep) {
         p += tags.sep.len();
     }
     loop {
@@ -93,22 +116,22 @@ pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>,
         if p >= end {
             break;
         }
+        if let Some(stray) = [tags.key.1, tags.value.1].into_iter().find(|tag| body[p..].starts_with(tag)) {
+            p += stray.len();
+            continue;
+        }
         let key = element(body, p, tags.key);
         let Ok((key, after_key)) = key else {
             out.warn(p, format!("{} in the call to `{name}`; it is not a call", key.unwrap_err()));
             return;
         };
-        let value_at = after_key + (body[after_key..].len() - body[after_key..].trim_start().len());
-        let value = element(body, value_at, tags.value);
-        let Ok((value, after_value)) = value else {
-            out.warn(
-                value_at,
-                format!("{} after `{}` in the call to `{name}`; it is not a call", value.unwrap_err(), key.trim()),
-            );
-            return;
-        };
-        arguments.insert(key.trim().to_owned(), markup_value::decode(value));
-        p = after_value;
+        match value(body, after_key, name, key.trim(), tags) {
+            Ok((value, after)) => {
+                arguments.insert(key.trim().to_owned(), value);
+                p = after;
+            }
+            Err(what) => return out.warn(after_key, what),
+        }
     }
     if arguments.is_empty() && !scope.declared.contains(name) {
         return;
@@ -116,15 +139,53 @@ pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>,
     out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span });
 }
 
+/// The tool's name and the first key glued to it, when its `<arg_key>` was
+/// left out: after a space, or after a declared tool's name.
+fn glued_key<'a>(head: &'a str, scope: &Scope<'_>) -> Option<(&'a str, &'a str)> {
+    let (name, key) = match head.trim().split_once(' ') {
+        Some((name, key)) => (name, key.trim()),
+        None => {
+            let split = scope.declared.longest_prefix_of(head.trim())?.len();
+            head.trim().split_at(split)
+        }
+    };
+    Some((markup_name(name)?, markup_name(key)?))
+}
+
+/// Past every `tag` standing at `p`, one after another: a tag written
+/// twice (`<arg_key><arg_key>city`) is read as once.
+fn past(body: &str, mut p: usize, tag: &str) -> usize {
+    while body[p..].starts_with(tag) {
+        p += tag.len();
+    }
+    p
+}
+
+/// The value of `key` after its key's closing tag, which ends at `p`
+/// (white space between them), decoded, and where it ends; or the warning
+/// that says what is wrong. Its opening tag may be left out, when its
+/// closing tag comes before the next key.
+fn value(body: &str, p: usize, name: &str, key: &str, tags: &ArgTags) -> Result<(serde_json::Value, usize), String> {
+    let value_at = p + (body[p..].len() - body[p..].trim_start().len());
+    let (text, after) = if body[value_at..].starts_with(tags.value.0) {
+        element(body, value_at, tags.value)
+    } else {
+        let close = find(body, value_at, tags.value.1).filter(|&c| !body[value_at..c].contains(tags.key.0));
+        close.map(|c| (&body[value_at..c], past(body, c, tags.value.1))).ok_or_else(|| format!("expected {}", tags.value.0))
+    }
+    .map_err(|what| format!("{what} after `{key}` in the call to `{name}`; it is not a call"))?;
+    Ok((markup_value::decode(text), after))
+}
+
 /// The text of the `(open, close)` element at `p` of `body` and where it
-/// ends, or what is wrong.
+/// ends (either tag may be written twice), or what is wrong.
 fn element<'a>(body: &'a str, p: usize, (open, close): (&str, &str)) -> Result<(&'a str, usize), String> {
     if !body[p..].starts_with(open) {
         return Err(format!("expected {open}"));
     }
-    let text = p + open.len();
+    let text = past(body, p, open);
     let close_at = find(body, text, close).ok_or_else(|| format!("{open} is not closed by {close}"))?;
-    Ok((&body[text..close_at], close_at + close.len()))
+    Ok((&body[text..close_at], past(body, close_at, close)))
 }
 
 #[cfg(test)]
@@ -234,6 +295,35 @@ mod tests {
         let broken = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Seattle</arg_value>\n<arg_key>incomplete\n<arg_value>x</arg_value>\n</tool_call>";
         assert_eq!(calls(broken), vec![]);
         assert_eq!(warnings(broken), ["<arg_key> is not closed by </arg_key> in the call to `get_weather`; it is not a call"]);
+    }
+
+    #[test]
+    fn glm_slips_in_its_argument_tags_are_forgiven() {
+        // vllm-project/vllm issue #49248 (GLM-5.2 leaves out <arg_value>).
+        let no_value_open = "<tool_call>get_weather<arg_key>city</arg_key>Beijing</arg_value></tool_call>";
+        assert_eq!(calls(no_value_open), one("get_weather", json!({"city": "Beijing"})));
+        // vllm-project/vllm PR #47190 (the first <arg_key> left out, the key
+        // glued to the name, or after a space).
+        let glued = "<tool_call>calculateexpression</arg_key><arg_value>1+1</arg_value></tool_call>";
+        assert_eq!(calls(glued), one("calculate", json!({"expression": "1+1"})));
+        let spaced = "<tool_call>get_weather city</arg_key><arg_value>Oslo</arg_value><arg_key>days</arg_key><arg_value>2</arg_value></tool_call>";
+        assert_eq!(calls(spaced), one("get_weather", json!({"city": "Oslo", "days": 2})));
+        // vllm-project/vllm PR #54971 (a tag written twice).
+        let twice = "<tool_call>get_weather<arg_key>city</arg_key></arg_key><arg_value>Rome</arg_value><arg_key><arg_key>days</arg_key><arg_value>3</arg_value></tool_call>";
+        assert_eq!(calls(twice), one("get_weather", json!({"city": "Rome", "days": 3})));
+        // fw-ai-external/python-sdk issue #119 (GLM 5.2: `</arg_value>` after
+        // a name without arguments).
+        assert_eq!(calls("<tool_call>now</arg_value></tool_call>"), one("now", json!({})));
+        // Still no call: an undeclared glued name, a value that runs into
+        // the next key, prose.
+        no_calls(&[
+            "<tool_call>unknowntoolcity</arg_key><arg_value>x</arg_value></tool_call>",
+            "Wrap it as <tool_call>search the web</tool_call>.",
+        ]);
+        let runs_on =
+            "<tool_call>get_weather<arg_key>city</arg_key>Oslo<arg_key>days</arg_key><arg_value>2</arg_value></tool_call>";
+        assert_eq!(calls(runs_on), vec![]);
+        assert_eq!(warnings(runs_on), ["expected <arg_value> after `city` in the call to `get_weather`; it is not a call"]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use super::super::json_call::Trust;
 use super::super::lenient_json;
 use super::super::scan::{Collector, HARMONY_END, find};
 use super::super::xml_tag::TOOL_CALL;
+use super::atem;
 use super::function_tag::wrapped;
 use super::{CHAT_TOKEN_OPEN, Scope, markup_name};
 use serde_json::{Map, Value};
@@ -41,6 +42,8 @@ pub(crate) const RECIPIENT: &str = "to=";
 /// Every marker this module reads.
 pub(crate) const MARKERS: [&str; 7] = [START, CHANNEL, CONSTRAIN, MESSAGE, CALL, RETURN, HARMONY_END];
 
+/// The recipient of a message the model writes to itself.
+const SELF: &str = "self";
 /// The namespace of the functions a developer declares.
 const NAMESPACE: &str = "functions.";
 /// The words a header holds besides its recipient: the role, the channels
@@ -76,7 +79,11 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
     let trust = scope.markup_trust(header.start)?;
     let body = found + MESSAGE.len();
     let (body_end, token_end) = body_end(reply, body);
-    let Some(recipient) = header.recipient else {
+    // A message to itself is its reasoning (Muse Glimmer's `to=self`); a
+    // body of ATEM invokes is the `atem` module's to read.
+    let recipient = header.recipient.filter(|to| *to != SELF);
+    let atem_body = reply[body..].trim_start().starts_with(atem::NAMESPACE);
+    let Some(recipient) = recipient.filter(|_| !atem_body) else {
         // Only tokens the model wrote as such, not ones it quotes in code.
         if trust == Trust::Explicit {
             out.markup(header.start..body);

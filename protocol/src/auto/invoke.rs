@@ -3,15 +3,16 @@
 //! `</invoke>`: the markup of MiniMax-M2 ([`MINIMAX`]), of DeepSeek V3.2
 //! and V4 ([`DSML`], its tags behind `｜DSML｜`), of GigaChat 3.5 ([`GCML`],
 //! the same behind `｜GCML｜`) and of Step3
-//! ([`STEPTML`], behind `steptml:`). The families differ in the section
+//! ([`STEPTML`], behind `steptml:`), and of Muse Glimmer ([`ATEM`], behind
+//! `atem:`). The families differ in the section
 //! around the calls (read by their own modules) and in how a value is
 //! written ([`Values`]).
 
 use super::super::ParsedCall;
-use super::super::lenient_json;
 use super::super::markup_value;
-use super::super::scan::{Collector, Forward, find};
+use super::super::scan::{Collector, Forward};
 use super::function_tag::{quoted_name, tag_end};
+use super::section::{self, CallTokens};
 use super::{Scope, attribute_name};
 use serde_json::{Map, Value};
 
@@ -82,6 +83,15 @@ pub(crate) const STEPTML: Dialect = Dialect {
     invoke_close: "</steptml:invoke>",
     parameter_open: "<steptml:parameter name=",
     parameter_close: "</steptml:parameter>",
+    values: Values::Trimmed,
+};
+
+/// Muse Glimmer's ATEM tags.
+pub(crate) const ATEM: Dialect = Dialect {
+    invoke_open: "<atem:invoke name=",
+    invoke_close: "</atem:invoke>",
+    parameter_open: "<atem:parameter name=",
+    parameter_close: "</atem:parameter>",
     values: Values::Trimmed,
 };
 
@@ -166,21 +176,36 @@ impl<'a> Invoke<'a> {
         close
     }
 
-    /// A call that cannot be read: cut off when the reply ends inside it
-    /// (no closing tag follows), else `what` is wrong; a warning either
-    /// way, and where reading stopped.
+    /// A call that cannot be read, warned of: where reading stopped.
     fn cut_off_or(&self, reply: &str, at: usize, out: &mut Collector<'_>, what: &str) -> (Option<ParsedCall>, usize) {
-        let close_tag = self.dialect.invoke_close;
-        match find(reply, at, close_tag) {
-            None => {
-                out.warn(at, format!("a call is cut off before its {close_tag}; it is not a call"));
-                (None, reply.len())
-            }
-            Some(close) => {
-                out.warn(at, format!("{what}; it is not a call"));
-                (None, close + close_tag.len())
-            }
-        }
+        (None, section::unreadable(reply, at, self.dialect.invoke_close, what, out))
+    }
+}
+
+/// The calls of one dialect in a section that one of `ends` closes
+/// (MiniMax's, ATEM's), read by [`section`].
+pub(crate) struct InvokeSection<'a> {
+    pub(crate) invoke: Invoke<'a>,
+    ends: &'static [&'static str],
+}
+
+impl<'a> InvokeSection<'a> {
+    pub(crate) fn new(reply: &'a str, dialect: &'static Dialect, ends: &'static [&'static str]) -> Self {
+        InvokeSection { invoke: Invoke::new(reply, dialect), ends }
+    }
+}
+
+impl CallTokens for InvokeSection<'_> {
+    fn section_end(&self, rest: &str) -> Option<usize> {
+        self.ends.iter().find(|end| rest.starts_with(*end)).map(|end| end.len())
+    }
+
+    fn opens_call(&self, rest: &str) -> bool {
+        self.invoke.opens_call(rest)
+    }
+
+    fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
+        self.invoke.call(scope, at, out)
     }
 }
 
@@ -189,9 +214,7 @@ impl<'a> Invoke<'a> {
 fn value(values: Values, is_string: Option<bool>, raw: &str) -> Value {
     match (values, is_string) {
         (Values::Trimmed, _) => markup_value::decode(raw.trim()),
-        (Values::StringAttribute, Some(false)) => {
-            lenient_json::parse(raw.trim()).map_or_else(|_| Value::String(raw.to_owned()), |(value, _)| value)
-        }
+        (Values::StringAttribute, Some(false)) => markup_value::tagged_json(raw),
         (Values::StringAttribute, _) => Value::String(raw.to_owned()),
     }
 }

@@ -18,9 +18,11 @@
 
 use super::super::ParsedCall;
 use super::super::lenient_json;
+use super::super::markup_value;
 use super::super::scan::{Collector, Forward, find};
+use super::attribute::attribute;
 use super::section::{self, CallTokens};
-use super::{Scope, attribute_name};
+use super::{Scope, attribute_name, starts_apart};
 use serde_json::{Map, Value};
 
 /// Opens a block; its name and attributes follow, then [`SEP`].
@@ -33,8 +35,8 @@ pub(crate) const SEP: &str = "<|sep|>";
 pub(crate) const TOOLS_OPEN: &str = "<|open|>tools<|sep|>";
 /// Closes them.
 pub(crate) const TOOLS_CLOSE: &str = "<|close|>tools<|sep|>";
-/// The answer's tokens.
-const RESPONSE: [&str; 2] = ["<|open|>response<|sep|>", "<|close|>response<|sep|>"];
+/// The answer's tokens, and the stop token that ends the message.
+const RESPONSE: [&str; 3] = ["<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>"];
 /// Opens a call, up to its attributes.
 const CALL_OPEN: &str = "<|open|>call ";
 /// Closes a call.
@@ -43,6 +45,11 @@ const CALL_CLOSE: &str = "<|close|>call<|sep|>";
 const ARGUMENT_OPEN: &str = "<|open|>argument ";
 /// Closes an argument.
 const ARGUMENT_CLOSE: &str = "<|close|>argument<|sep|>";
+/// Opens the arguments written as one JSON object
+/// (`<|open|>json type="object"<|sep|>{…}`), up to its attributes.
+const JSON_OPEN: &str = "<|open|>json ";
+/// Closes them.
+const JSON_CLOSE: &str = "<|close|>json<|sep|>";
 /// Every marker this module reads.
 pub(crate) const MARKERS: [&str; 3] = [OPEN, CLOSE, SEP];
 /// How far a header's attributes are looked for their `<|sep|>`.
@@ -51,15 +58,18 @@ const MAX_HEADER: usize = 512;
 /// Reads K3's channels where the chat-token scan finds them.
 pub(super) struct Reader<'a> {
     argument_close: Forward<'a>,
+    json_close: Forward<'a>,
 }
 
 impl<'a> Reader<'a> {
     pub(super) fn new(reply: &'a str) -> Self {
-        Reader { argument_close: Forward::new(reply, ARGUMENT_CLOSE) }
+        Reader { argument_close: Forward::new(reply, ARGUMENT_CLOSE), json_close: Forward::new(reply, JSON_CLOSE) }
     }
 
     /// The tools channel or response token at `found`, if one stands
-    /// there: where reading it stopped.
+    /// there, or calls without their channel standing apart from the
+    /// prose (a server that skips special tokens may drop the channel's):
+    /// where reading stopped.
     pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
         let rest = &scope.reply[found..];
         if let Some(token) = RESPONSE.into_iter().find(|token| rest.starts_with(token)) {
@@ -68,12 +78,28 @@ impl<'a> Reader<'a> {
             }
             return Some(found + token.len());
         }
+        if rest.starts_with(CALL_OPEN) {
+            let apart = starts_apart(scope.reply, found) && scope.markup_trust(found).is_some();
+            let stopped = if apart { section::read_bare(scope, found, found, self, out) } else { found };
+            return Some(stopped.max(found + CALL_OPEN.len()));
+        }
         rest.starts_with(TOOLS_OPEN).then_some(())?;
         let after = found + TOOLS_OPEN.len();
         if scope.markup_trust(found).is_none() {
             return Some(after);
         }
         Some(section::read(scope, found, after, self, out))
+    }
+
+    /// The arguments written as one JSON object in the block at `at`, and
+    /// where the block ends; else what is wrong.
+    fn json_arguments(&mut self, reply: &str, at: usize) -> Result<(Map<String, Value>, usize), &'static str> {
+        let (_, body) = header(reply, at + JSON_OPEN.len()).ok_or("a JSON block's header has no <|sep|>")?;
+        let close = self.json_close.next(body).ok_or("a JSON block is not closed")?;
+        match lenient_json::parse(reply[body..close].trim()) {
+            Ok((Value::Object(object), _)) => Ok((object, close + JSON_CLOSE.len())),
+            _ => Err("the JSON block is not a JSON object"),
+        }
     }
 }
 
@@ -107,6 +133,16 @@ impl CallTokens for Reader<'_> {
                 p += CALL_CLOSE.len();
                 break;
             }
+            if rest.starts_with(JSON_OPEN) {
+                match self.json_arguments(reply, p) {
+                    Ok((object, end)) => {
+                        arguments.extend(object);
+                        p = end;
+                        continue;
+                    }
+                    Err(what) => return cut_off_or(reply, at, out, &format!("{what} in the call to `{name}`")),
+                }
+            }
             let argument = rest.strip_prefix(ARGUMENT_OPEN).and_then(|_| header(reply, p + ARGUMENT_OPEN.len()));
             let Some((attributes, value_start)) = argument else {
                 return cut_off_or(reply, at, out, &format!("expected an argument or {CALL_CLOSE} in the call to `{name}`"));
@@ -120,7 +156,7 @@ impl CallTokens for Reader<'_> {
             let raw = &reply[value_start..close];
             let value = match attribute(attributes, "type").as_deref() {
                 None | Some("string") => Value::String(raw.to_owned()),
-                Some(_) => lenient_json::parse(raw).map_or_else(|_| Value::String(raw.to_owned()), |(value, _)| value),
+                Some(_) => markup_value::tagged_json(raw),
             };
             arguments.insert(key, value);
             p = close + ARGUMENT_CLOSE.len();
@@ -144,34 +180,14 @@ fn header(reply: &str, start: usize) -> Option<(&str, usize)> {
     (!attributes.contains(OPEN) && !attributes.contains(CLOSE)).then_some((attributes, sep + SEP.len()))
 }
 
-/// The value of `key="…"` among `attributes`, unescaped.
-fn attribute(attributes: &str, key: &str) -> Option<String> {
-    let mut rest = attributes;
-    while let Some(i) = rest.find(key) {
-        let before_ok = i == 0 || rest.as_bytes()[i - 1].is_ascii_whitespace();
-        let after = &rest[i + key.len()..];
-        if before_ok && let Some(value) = after.strip_prefix("=\"") {
-            let value = &value[..value.find('"')?];
-            return Some(value.replace("&quot;", "\"").replace("&amp;", "&"));
-        }
-        rest = after;
-    }
-    None
-}
-
 /// Past the call at `at`: after its closing token, or the reply's end.
 fn skip_call(reply: &str, at: usize) -> (Option<ParsedCall>, usize) {
     (None, find(reply, at, CALL_CLOSE).map_or(reply.len(), |close| close + CALL_CLOSE.len()))
 }
 
-/// A call that cannot be read: cut off when the reply ends inside it, else
-/// `what` is wrong; a warning either way, and where reading stopped.
+/// A call that cannot be read, warned of: where reading stopped.
 fn cut_off_or(reply: &str, at: usize, out: &mut Collector<'_>, what: &str) -> (Option<ParsedCall>, usize) {
-    match find(reply, at, CALL_CLOSE) {
-        None => out.warn(at, format!("a call is cut off before its {CALL_CLOSE}; it is not a call")),
-        Some(_) => out.warn(at, format!("{what}; it is not a call")),
-    }
-    skip_call(reply, at)
+    (None, section::unreadable(reply, at, CALL_CLOSE, what, out))
 }
 
 #[cfg(test)]
@@ -218,6 +234,37 @@ mod tests {
         let mid_value = "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Par";
         assert_eq!(calls(mid_value), vec![]);
         assert_eq!(warnings(mid_value), ["a call is cut off before its <|close|>call<|sep|>; it is not a call"]);
+    }
+
+    #[test]
+    fn kimi_k3_think_channel_json_block_and_calls_without_their_channel() {
+        // Shaped like public K3 tests: a renderer's
+        // `test_parser_marks_malformed_tool_calls` and
+        // `test_required_tool_call_uses_xtml_constraint_and_http_response`
+        // (a reply opening with the prompt-opened think's close, a
+        // `<|open|>json type="object"` block for the arguments, the
+        // `<|close|>message<|sep|>` stop token), and a `kimi_k3` tool
+        // parser's `test_kimi_k3_xtml_reasoning_response_and_tools` (the
+        // think channel before the response).
+        let thought = format!(
+            "<|open|>think<|sep|>The weather.<|close|>think<|sep|><|open|>response<|sep|>On it.<|close|>response<|sep|>{TWO_CALLS}<|close|>message<|sep|>"
+        );
+        assert_eq!(calls(&thought), both());
+        assert_eq!(parse(&thought).content, "<|open|>think<|sep|>The weather.<|close|>think<|sep|>On it.");
+        let json = "<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>json type=\"object\"<|sep|>{\"city\":\"杭州\"}<|close|>json<|sep|><|close|>call<|sep|><|close|>tools<|sep|>";
+        assert_eq!(calls(json), one("get_weather", json!({"city": "杭州"})));
+        let broken = json.replace("{\"city\":\"杭州\"}", "{broken");
+        assert_eq!(calls(&broken), vec![], "a JSON block that is no object");
+        let in_thought = "<|open|>think<|sep|><|open|>tools<|sep|><|open|>call tool=\"now\" index=\"1\"<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>think<|sep|>";
+        assert_eq!(calls(in_thought), vec![], "a call in the think channel is reasoning");
+        // The channel's tokens dropped: the calls stand on their own line.
+        let bare = "Sure, one moment.\n<|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|>\n<|open|>call tool=\"now\" index=\"2\"<|sep|><|close|>call<|sep|>";
+        assert_eq!(calls(bare), both());
+        assert_eq!(parse(bare).content, "Sure, one moment.");
+        no_calls(&[
+            "Write <|open|>call tool=\"now\" index=\"1\"<|sep|><|close|>call<|sep|> to call it.",
+            "<|open|>call tool=\"now\" index=\"1\"<|sep|><|close|>call<|sep|> is a call's shape.",
+        ]);
     }
 
     #[test]

@@ -14,12 +14,11 @@
 //! section too. Standing apart from the prose is what tells such a run from
 //! an invoke tag quoted in a sentence.
 
-use super::super::ParsedCall;
-use super::super::scan::{Collector, Forward, THINK_CLOSE};
-use super::Scope;
-use super::invoke::{Invoke, MINIMAX};
+use super::super::scan::{Collector, Forward};
+use super::invoke::{InvokeSection, MINIMAX};
 use super::minimax_m3;
-use super::section::{self, CallTokens};
+use super::section;
+use super::{Scope, starts_apart};
 
 /// Opens the calls.
 pub(crate) const SECTION_BEGIN: &str = "<minimax:tool_call>";
@@ -31,18 +30,17 @@ pub(crate) const MARKERS: [&str; 6] = {
     [SECTION_BEGIN, SECTION_END, invoke_open, invoke_close, parameter_open, parameter_close]
 };
 
-/// What may end the prose before a run of invoke tags on the same line: the
-/// end of a sentence or of the reasoning.
-const PROSE_ENDS: [&str; 7] = [":", ".", "!", "?", "\u{3002}", "\u{ff1a}", THINK_CLOSE];
 /// The element Anthropic-style prompts wrap the same invoke tags in, which
 /// then belongs to the calls.
 const FUNCTION_CALLS: (&str, &str) = ("<function_calls>", "</function_calls>");
+/// What closes the calls: the section's tag, or Anthropic's.
+const SECTION_ENDS: [&str; 2] = [SECTION_END, FUNCTION_CALLS.1];
 
 /// Every MiniMax section outside reasoning, and every run of invoke tags
 /// that stands apart from the prose, in one pass.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let mut reader = Reader(Invoke::new(reply, &MINIMAX));
+    let mut reader = InvokeSection::new(reply, &MINIMAX, &SECTION_ENDS);
     let mut sections = Forward::new(reply, SECTION_BEGIN);
     let mut invokes = Forward::new(reply, MINIMAX.invoke_open);
     let mut at = 0;
@@ -55,7 +53,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
             let after = found + SECTION_BEGIN.len();
             if scope.markup_trust(found).is_some() { section::read(scope, found, after, &mut reader, out) } else { after }
         } else {
-            read_bare(scope, found, &mut reader.0, out)
+            read_bare(scope, found, &mut reader, out)
         };
     }
 }
@@ -64,57 +62,15 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
 /// left out when it stands apart from the prose (a line of its own, or
 /// after a sentence's end); a cut-off last call is warned of. Where
 /// reading stopped.
-fn read_bare(scope: &Scope<'_>, found: usize, invoke: &mut Invoke<'_>, out: &mut Collector<'_>) -> usize {
+fn read_bare(scope: &Scope<'_>, found: usize, reader: &mut InvokeSection<'_>, out: &mut Collector<'_>) -> usize {
     let reply = scope.reply;
     let after_tag = found + MINIMAX.invoke_open.len();
     let before = reply[..found].trim_end();
     let start = before.strip_suffix(FUNCTION_CALLS.0).map_or(found, str::len);
-    // Only the white space before it is looked at, so the time stays linear.
-    let line = reply[..start].trim_end_matches([' ', '\t', '\r']);
-    let apart = line.is_empty() || line.ends_with('\n') || PROSE_ENDS.iter().any(|end| line.ends_with(end));
-    if !apart || before.ends_with(minimax_m3::NAMESPACE) || scope.markup_trust(found).is_none() {
+    if !starts_apart(reply, start) || before.ends_with(minimax_m3::NAMESPACE) || scope.markup_trust(found).is_none() {
         return after_tag;
     }
-    let mut calls = Vec::new();
-    let mut p = found;
-    loop {
-        let (call, end) = invoke.call(scope, p, out);
-        calls.extend(call);
-        p = end;
-        let next = p + (reply[p..].len() - reply[p..].trim_start().len());
-        if !invoke.opens_call(&reply[next..]) {
-            break;
-        }
-        p = next;
-    }
-    let rest = reply[p..].trim_start();
-    let closed = [SECTION_END, FUNCTION_CALLS.1].into_iter().find_map(|close| rest.strip_prefix(close));
-    let line_rest = reply[p..].trim_start_matches([' ', '\t', '\r']);
-    let end = match closed {
-        Some(after) => reply.len() - after.len(),
-        None if line_rest.is_empty() || line_rest.starts_with('\n') => p,
-        // Prose goes on after the tags on their line: they are quoted.
-        None => return p,
-    };
-    out.calls(start..end, calls);
-    end
-}
-
-/// Reads the calls of a section.
-struct Reader<'a>(Invoke<'a>);
-
-impl CallTokens for Reader<'_> {
-    fn section_end(&self, rest: &str) -> Option<usize> {
-        rest.starts_with(SECTION_END).then_some(SECTION_END.len())
-    }
-
-    fn opens_call(&self, rest: &str) -> bool {
-        self.0.opens_call(rest)
-    }
-
-    fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
-        self.0.call(scope, at, out)
-    }
+    section::read_bare(scope, start, found, reader, out)
 }
 
 #[cfg(test)]

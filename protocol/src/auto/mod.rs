@@ -14,14 +14,16 @@
 //!   DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]) and
 //!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
 //!   read by [`section`] too, their calls by [`invoke`];
-//! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]);
+//! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]),
+//!   and Muse Glimmer's `<atem:function_calls>` in such a message ([`atem`]);
 //! - JSON or pythonic calls in a family's own envelope: Jamba's and
 //!   Hunyuan's `<tool_calls>`, Nemotron's `<TOOLCALL>`, LongCat's, Granite's
 //!   `<|tool_call|>`, InternLM2's, Apertus's, GigaChat's, OLMo 3's
 //!   `<function_calls>`, LFM2's and Llama 4's tokens ([`envelope`]);
 //! - Gemma 4's `<|tool_call>call:NAME{…}<tool_call|>` and FunctionGemma's
 //!   `<start_function_call>call:NAME{…}` ([`gemma`]);
-//! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]);
+//! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]) and
+//!   Command A Reasoning's `<cofl:tool_calls>` ([`cofl`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
 //! - ReAct's `Action: NAME` / `Action Input: {…}` lines ([`react`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
@@ -38,6 +40,9 @@
 //! declared tool. When two recognizers claim overlapping text, the one that
 //! starts first wins.
 
+pub(crate) mod atem;
+mod attribute;
+pub(crate) mod cofl;
 pub(crate) mod command_r;
 
 /// `text` as a JSON number, when the number is written exactly so: text
@@ -75,7 +80,7 @@ mod turn_end;
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, find, find_open_bracket, skip_ws};
+use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, THINK_CLOSE, find, find_open_bracket, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
@@ -113,12 +118,22 @@ impl Protocol for Auto {
         scan_chat_tokens(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
         minimax::scan(&scope, &mut out);
+        cofl::scan(&scope, &mut out);
+        atem::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
         react::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
         turn_end::scan(reply, &mut out);
-        out.finish()
+        let mut parsed = out.finish();
+        // A family that allows spaces or dots in a name may write a declared
+        // tool's name so.
+        for call in &mut parsed.calls {
+            if let Some(meant) = declared.meant(&call.name) {
+                call.name = meant.to_owned();
+            }
+        }
+        parsed
     }
 
     fn format_results(&self, outcomes: &[ToolOutcome]) -> Vec<Message> {
@@ -406,6 +421,29 @@ pub(crate) fn object_at(reply: &str, at: usize, out: &mut Collector<'_>) -> Opti
     }
 }
 
+/// What may end the prose before markup on the same line that stands apart
+/// from it: the end of a sentence, of the reasoning or of a Harmony-like
+/// header.
+const PROSE_ENDS: [&str; 8] = [":", ".", "!", "?", "\u{3002}", "\u{ff1a}", THINK_CLOSE, harmony::MESSAGE];
+
+/// Whether markup starting at `start` stands apart from the prose before
+/// it: on a line of its own, or after a sentence's or the reasoning's end.
+/// Markup whose family tokens a server may strip (MiniMax's section, Kimi
+/// K3's channel) is a call when it stands so; quoted in a sentence, it is
+/// not. Only the white space before it is looked at, so the time stays
+/// linear.
+pub(crate) fn starts_apart(reply: &str, start: usize) -> bool {
+    let line = reply[..start].trim_end_matches([' ', '\t', '\r']);
+    line.is_empty() || line.ends_with('\n') || PROSE_ENDS.iter().any(|end| line.ends_with(end))
+}
+
+/// Whether markup ending at `end` stands apart from the prose after it:
+/// nothing but white space follows on its line.
+pub(crate) fn ends_apart(reply: &str, end: usize) -> bool {
+    let rest = reply[end..].trim_start_matches([' ', '\t', '\r']);
+    rest.is_empty() || rest.starts_with('\n')
+}
+
 /// A tool's name or an argument's key as markup writes it, trimmed: letters
 /// and digits of any script (`获取天气`), `_`, `-` and `.`, at most
 /// [`MAX_TOOL_NAME_LEN`] bytes. (A dotted name is no declared tool's;
@@ -673,6 +711,29 @@ mod tests {
         assert!(calls("「末ESCAPE」[calc(x=𝃢🕴.;").is_empty());
         assert!(calls("[calc(x=").is_empty());
         assert!(calls("{\"name\": \"now\", \"arguments\": ").is_empty());
+    }
+
+    #[test]
+    fn a_name_written_with_spaces_dots_or_another_case_is_the_declared_tool_it_means() {
+        // melody's cofl tests name a tool with a space (`search "web"`);
+        // MiniMax's and DSML's invoke names are quoted attributes, which may
+        // hold spaces (issue 33's held-out replies).
+        assert_eq!(
+            calls(
+                "<minimax:tool_call><invoke name=\"Get Weather\"><parameter name=\"city\">Paris</parameter></invoke></minimax:tool_call>"
+            ),
+            one("get_weather", json!({"city": "Paris"}))
+        );
+        assert_eq!(calls("<tool_call>{\"name\": \"get.weather\", \"arguments\": {}}</tool_call>"), one("get_weather", json!({})));
+        assert_eq!(calls("<tool_call>{\"name\": \"NOW\", \"arguments\": {}}</tool_call>"), one("now", json!({})));
+        assert_eq!(
+            calls("<tool_call>{\"name\": \"weather\", \"arguments\": {}}</tool_call>"),
+            one("weather", json!({})),
+            "another name stays itself, for the check step to refuse"
+        );
+        let declared = super::super::Declared::new(["get_weather", "Get_Weather"]);
+        assert_eq!(declared.meant("get weather"), None, "ambiguous");
+        assert_eq!(declared.meant("get_weather"), None, "declared");
     }
 
     #[test]

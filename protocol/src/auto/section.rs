@@ -4,8 +4,8 @@
 //! own closing token, with a separator token inside.
 
 use super::super::ParsedCall;
-use super::super::scan::{Collector, Forward};
-use super::Scope;
+use super::super::scan::{Collector, Forward, find};
+use super::{Scope, ends_apart, starts_apart};
 
 /// What a section's reader knows of its family's tokens.
 pub(super) trait CallTokens {
@@ -17,6 +17,31 @@ pub(super) trait CallTokens {
 
     /// The call at `at`, if it is one, and where reading it stopped.
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize);
+}
+
+/// Every section that `begin` opens outside reasoning, and every run of
+/// calls without it that stands apart from the prose (a server that skips
+/// special tokens leaves it out); `prefix` starts both, and is searched for
+/// once for both.
+pub(super) fn scan(scope: &Scope<'_>, prefix: &str, begin: &str, tokens: &mut impl CallTokens, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut at = 0;
+    while let Some(found) = find(reply, at, prefix) {
+        if let Some(end) = scope.reasoning.skip(found) {
+            at = end;
+            continue;
+        }
+        let rest = &reply[found..];
+        let trusted = scope.markup_trust(found).is_some();
+        let stopped = if trusted && rest.starts_with(begin) {
+            read(scope, found, found + begin.len(), tokens, out)
+        } else if trusted && tokens.opens_call(rest) && starts_apart(reply, found) {
+            read_bare(scope, found, found, tokens, out)
+        } else {
+            found
+        };
+        at = stopped.max(found + prefix.len());
+    }
 }
 
 /// The calls of the section whose opening token stands at
@@ -62,6 +87,43 @@ pub(super) fn read(
     p
 }
 
+/// The run of calls at `found` whose section's opening token was left out
+/// (a server that skips special tokens leaves it out), the span starting
+/// at `start` (before `found` when markup there belongs to the calls):
+/// calls when the run ends apart from the prose after it, or its closing
+/// token is kept; the caller judges the prose before it. Where reading
+/// stopped.
+pub(super) fn read_bare(
+    scope: &Scope<'_>,
+    start: usize,
+    found: usize,
+    tokens: &mut impl CallTokens,
+    out: &mut Collector<'_>,
+) -> usize {
+    let reply = scope.reply;
+    let mut calls = Vec::new();
+    let mut p = found;
+    loop {
+        let (call, end) = tokens.call(scope, p, out);
+        calls.extend(call);
+        p = end;
+        let next = p + (reply[p..].len() - reply[p..].trim_start().len());
+        if !tokens.opens_call(&reply[next..]) {
+            break;
+        }
+        p = next;
+    }
+    let next = p + (reply[p..].len() - reply[p..].trim_start().len());
+    let end = match tokens.section_end(&reply[next..]) {
+        Some(length) => next + length,
+        None if ends_apart(reply, p) => p,
+        // Prose goes on after the calls on their line: they are quoted.
+        None => return p,
+    };
+    out.calls(start..end, calls);
+    end
+}
+
 /// Finds a call's separator and closing token, each search linear over the
 /// whole reply however many calls it holds.
 pub(super) struct CallTokenSearch<'a> {
@@ -90,5 +152,21 @@ impl<'a> CallTokenSearch<'a> {
             return Err(end + end_token.len());
         };
         Ok((separator, end))
+    }
+}
+
+/// A call at `at` that cannot be read: cut off when the reply ends before
+/// its `close` token, else `what` is wrong; a warning either way, and where
+/// reading stopped (past that token, or the reply's end).
+pub(super) fn unreadable(reply: &str, at: usize, close: &str, what: &str, out: &mut Collector<'_>) -> usize {
+    match find(reply, at, close) {
+        None => {
+            out.warn(at, format!("a call is cut off before its {close}; it is not a call"));
+            reply.len()
+        }
+        Some(found) => {
+            out.warn(at, format!("{what}; it is not a call"));
+            found + close.len()
+        }
     }
 }
