@@ -119,7 +119,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             NONE,
             NONE,
         ],
-        auto: "`string=\"true\"` values kept as text, others decoded as JSON; the closing tag may be left out",
+        auto: "`string=\"true\"` values kept as text, others decoded as JSON; an invoke holding one JSON object; the closing tag may be left out",
     },
     Family {
         name: "MiniMax",
@@ -140,7 +140,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Step3",
         sample: "<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"get_weather\"><steptml:parameter name=\"city\">Paris</steptml:parameter></steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
         engines: ["`step3`", "`step3`", NONE, NONE, NONE, NONE],
-        auto: "values typed by the declared schema",
+        auto: "values typed by the declared schema, a string's white space kept; calls without `function<｜tool_sep｜>` or with a separator between them",
     },
     Family {
         name: "Harmony",
@@ -217,7 +217,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "LongCat-Flash",
         sample: "<longcat_tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</longcat_tool_call>",
         engines: ["`longcat`", NONE, NONE, NONE, "✓", NONE],
-        auto: "JSON, or GLM-style `<longcat_arg_key>` tags typed by the declared schema",
+        auto: "JSON, GLM-style `<longcat_arg_key>` tags typed by the declared schema, or the name and a JSON object",
     },
     Family {
         name: "Granite 3",

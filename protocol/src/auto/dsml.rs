@@ -153,6 +153,35 @@ mod tests {
         assert_eq!(warnings(mid_value), ["a call is cut off before its </｜DSML｜invoke>; it is not a call"]);
     }
 
+    #[test]
+    fn a_dsml_call_may_hold_its_arguments_as_one_json_object() {
+        // SGLang python/sglang/srt/function_call/deepseekv32_detector.py
+        // reads an invoke's body either as parameter tags or as one JSON
+        // object ("Format 2"); issue 33's held-out replies mix the two in
+        // one block, the second call's body JSON.
+        let mixed = "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Oslo</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"forecast\">\n{\"city\": \"Bergen\", \"days\": 2, \"options\": {\"hourly\": true}}\n</｜DSML｜invoke>\n</｜DSML｜function_calls>";
+        let both = vec![
+            ("get_weather".into(), json!({"city": "Oslo"})),
+            ("forecast".into(), json!({"city": "Bergen", "days": 2, "options": {"hourly": true}})),
+        ];
+        assert_eq!(calls(mixed), both);
+        assert_eq!((parse(mixed).content.as_str(), parse(mixed).warnings.len()), ("", 0));
+        let v4_json_only = "Checking.<｜DSML｜tool_calls><｜DSML｜invoke name=\"now\">{ }</｜DSML｜invoke><｜DSML｜invoke name=\"calculate\">  {\"expression\": \"2*3\"}  </｜DSML｜invoke></｜DSML｜tool_calls>";
+        assert_eq!(calls(v4_json_only), vec![("now".into(), json!({})), ("calculate".into(), json!({"expression": "2*3"}))]);
+        assert_eq!(parse(v4_json_only).content, "Checking.");
+        // JSON followed by anything but the call's end, or no object at
+        // all, is no call.
+        let trailing = "<｜DSML｜function_calls><｜DSML｜invoke name=\"now\">{\"zone\": \"UTC\"} and more</｜DSML｜invoke></｜DSML｜function_calls>";
+        assert_eq!(calls(trailing), vec![]);
+        assert_eq!(warnings(trailing), ["text follows the arguments of `now` before </｜DSML｜invoke>; it is not a call"]);
+        let cut = "<｜DSML｜function_calls><｜DSML｜invoke name=\"now\">{\"zone\": \"UT";
+        assert_eq!(calls(cut), vec![]);
+        no_calls(&[
+            "A body may be JSON: `<｜DSML｜invoke name=\"delete_all\">{}</｜DSML｜invoke>`.",
+            "<think><｜DSML｜function_calls><｜DSML｜invoke name=\"now\">{}</｜DSML｜invoke></｜DSML｜function_calls></think>",
+        ]);
+    }
+
     /// Two calls as GigaChat 3.5 writes them.
     const GCML_TWO_CALLS: &str = "<｜GCML｜tool_calls><｜GCML｜invoke name=\"get_weather\"><｜GCML｜parameter name=\"city\" string=\"true\">Tokyo</｜GCML｜parameter></｜GCML｜invoke><｜GCML｜invoke name=\"now\"></｜GCML｜invoke></｜GCML｜tool_calls>";
 

@@ -5,9 +5,9 @@
 //! - Tencent Hunyuan V3 as shipped: `<tool_calls:opensource>` around
 //!   GLM-like calls whose every token has the `:opensource` suffix;
 //! - NVIDIA Nemotron (Llama-3.1- and Nano-based): `<TOOLCALL>[…]</TOOLCALL>`;
-//! - Meituan LongCat: `<longcat_tool_call>{…}</longcat_tool_call>`, or the
+//! - Meituan LongCat: `<longcat_tool_call>{…}</longcat_tool_call>`, the
 //!   name and `<longcat_arg_key>K</longcat_arg_key><longcat_arg_value>V</longcat_arg_value>`
-//!   for each argument;
+//!   for each argument, or the name and a JSON object;
 //! - IBM Granite 3: `<|tool_call|>[{"name", "arguments"}]` (no closing token;
 //!   `arguments` may come before `name`);
 //! - InternLM2: `<|action_start|><|plugin|>{"name", "parameters"}<|action_end|>`;
@@ -30,7 +30,7 @@ use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::{Collector, Forward, find};
 use super::super::xml_tag::TOOL_CALL;
-use super::{Scope, gemma, glm, markup_name, pythonic};
+use super::{Scope, gemma, glm, markup_name, object_at, pythonic};
 use serde_json::{Map, Value};
 
 /// What an envelope holds.
@@ -169,6 +169,31 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A LongCat call written as the tool's name and its arguments' JSON object
+/// (`<longcat_tool_call>get_weather {"city": "Paris"}</longcat_tool_call>`,
+/// as GLM-4 writes its calls), the body `at..body_end` and the envelope
+/// `open..end`: where reading stopped, `None` when the body is not so.
+fn read_named_json(
+    scope: &Scope<'_>,
+    open: usize,
+    at: usize,
+    body_end: usize,
+    end: usize,
+    out: &mut Collector<'_>,
+) -> Option<usize> {
+    let reply = scope.reply;
+    let brace = at + reply[at..body_end].find('{')?;
+    let name = markup_name(&reply[at..brace])?;
+    let (arguments, after) = object_at(reply, brace, out)?;
+    if !reply[after..body_end].trim().is_empty() {
+        return None;
+    }
+    if scope.markup_calls(open, name) {
+        out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: open..end });
+    }
+    Some(end)
+}
+
 /// The envelope opened at `open` whose body starts at `body`: its calls
 /// collected, and where reading stopped. `closes` finds its closing token;
 /// when there is none, reading ends with the reply whether or not the body
@@ -192,6 +217,12 @@ fn read(
             return reply.len();
         }
         glm::read(scope, body_end - text.len(), body_end, open..end, &glm::LONGCAT, out);
+        return end;
+    }
+    if envelope.open == LONGCAT_TOOL_CALL
+        && close.is_some()
+        && let Some(end) = read_named_json(scope, open, body_end - text.len(), body_end, end, out)
+    {
         return end;
     }
     if envelope.open == HY3_TOOL_CALLS {
@@ -402,6 +433,37 @@ mod tests {
         ] {
             assert_eq!(calls(reply), one("now", json!({})), "{reply}");
         }
+    }
+
+    #[test]
+    fn longcat_calls_as_a_name_and_a_json_object() {
+        // LongCat-Flash writes GLM-like calls (its tags are GLM-4.5's with a
+        // `longcat_` prefix: vLLM vllm/tool_parsers/longcat_tool_parser.py,
+        // a user's report at community.vercel.com/t/33601); issue 33's
+        // held-out replies write the arguments as JSON after the name, as
+        // GLM-4 does.
+        let reply = "I'll check.\n<longcat_tool_call>get_weather\n{\"city\": \"Paris\"}\n</longcat_tool_call>\n<longcat_tool_call>forecast {\"days\": 3, \"options\": {\"hourly\": true}}</longcat_tool_call>";
+        assert_eq!(
+            calls(reply),
+            vec![
+                ("get_weather".into(), json!({"city": "Paris"})),
+                ("forecast".into(), json!({"days": 3, "options": {"hourly": true}}))
+            ]
+        );
+        assert_eq!((parse(reply).content.as_str(), parse(reply).warnings.len()), ("I'll check.", 0));
+        assert_eq!(
+            calls("<longcat_tool_call>undeclared_tool{}</longcat_tool_call>"),
+            one("undeclared_tool", json!({})),
+            "explicit markup"
+        );
+        no_calls(&[
+            "<longcat_tool_call>get_weather {\"city\": \"Paris\"} and then more</longcat_tool_call>",
+            "<longcat_tool_call>get the weather {\"city\": \"Paris\"}</longcat_tool_call>",
+            "<longcat_tool_call>get_weather {\"city\": \"Par",
+            "LongCat writes `<longcat_tool_call>delete_all {}</longcat_tool_call>`.",
+            "<think><longcat_tool_call>now {}</longcat_tool_call></think>",
+            "```\n<longcat_tool_call>delete_all {}</longcat_tool_call>\n```",
+        ]);
     }
 
     #[test]

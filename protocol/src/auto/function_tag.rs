@@ -349,7 +349,7 @@ pub(super) fn hermes_named(scope: &Scope<'_>, at: usize, body_end: usize, span: 
 #[cfg(test)]
 mod tests {
     use super::super::testing::{calls, checked, no_calls, one, parse, warnings};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// A call as Qwen3-Coder's template writes it.
     const QWEN_CALL: &str = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>";
@@ -388,6 +388,21 @@ mod tests {
 
     /// Two calls as Seed-OSS's template writes them.
     const SEED_CALLS: &str = "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>\n<seed:tool_call>\n<function=now>\n</function>\n</seed:tool_call>";
+
+    #[test]
+    fn seed_oss_values_are_typed_as_vllm_types_them_by_the_schema() {
+        // vLLM vllm/tool_parsers/seed_oss_tool_parser.py, convert_param_value:
+        // a string parameter keeps its text, quotes and all; an integer,
+        // number or boolean is decoded (`True` too), an object or array
+        // read as JSON or a Python literal.
+        let reply = "<seed:tool_call>\n<function=forecast>\n<parameter=city>\"Barcelona, Spain\"</parameter>\n<parameter=days>3</parameter>\n<parameter=ratio>0.25</parameter>\n<parameter=metric>True</parameter>\n<parameter=options>{'units': 'metric', 'fields': ['rain']}</parameter>\n</function>\n</seed:tool_call>";
+        assert_eq!(
+            Value::Object(checked(reply)),
+            json!({"city": "\"Barcelona, Spain\"", "days": 3, "ratio": 0.25, "metric": true, "options": {"units": "metric", "fields": ["rain"]}})
+        );
+        let unquoted = reply.replace("\"Barcelona, Spain\"", "Barcelona, Spain");
+        assert_eq!(checked(&unquoted)["city"], json!("Barcelona, Spain"));
+    }
 
     #[test]
     fn seed_oss_calls_after_prose_and_after_reasoning() {

@@ -13,16 +13,20 @@ use super::super::markup_value;
 use super::super::scan::{Collector, Forward};
 use super::function_tag::{quoted_name, tag_end};
 use super::section::{self, CallTokens};
-use super::{Scope, attribute_name};
+use super::{Scope, attribute_name, object_at};
 use serde_json::{Map, Value};
 
 /// How a dialect writes an argument's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Values {
-    /// Raw text, trimmed as the engines trim it (MiniMax, Step3), typed as
+    /// Raw text, trimmed as the engines trim it (MiniMax), typed as
     /// [`markup_value`] types it; the check step types it by the declared
     /// parameter.
     Trimmed,
+    /// Raw text kept as written, white space and all (Step3: vLLM keeps it
+    /// for a string parameter), typed as [`markup_value`] types it when
+    /// nothing surrounds it.
+    Untrimmed,
     /// Tagged by the model: `string="true"` keeps the text exactly,
     /// `string="false"` is JSON (DeepSeek's DSML, GigaChat's GCML).
     StringAttribute,
@@ -83,7 +87,7 @@ pub(crate) const STEPTML: Dialect = Dialect {
     invoke_close: "</steptml:invoke>",
     parameter_open: "<steptml:parameter name=",
     parameter_close: "</steptml:parameter>",
-    values: Values::Trimmed,
+    values: Values::Untrimmed,
 };
 
 /// Muse Glimmer's ATEM tags.
@@ -126,21 +130,47 @@ impl<'a> Invoke<'a> {
     /// reading it stopped.
     pub(crate) fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
-        let dialect = self.dialect;
-        let Some((name, _, mut p)) = attributes(reply, at + dialect.invoke_open.len()) else {
-            return self.cut_off_or(reply, at, out, "an invoke tag does not name a tool");
+        let Some((name, _, p)) = attributes(reply, at + self.dialect.invoke_open.len()) else {
+            return (None, self.cut_off_or(reply, at, out, "an invoke tag does not name a tool"));
         };
         let Some(name) = attribute_name(name) else {
             out.warn(at, format!("`{}` is not a tool's name; it is not a call", name.trim()));
             return (None, p);
         };
+        let body_at = p + (reply[p..].len() - reply[p..].trim_start().len());
+        let read = if reply[body_at..].starts_with('{') {
+            self.json_body(reply, at, body_at, name, out)
+        } else {
+            self.parameters(reply, at, p, name, out)
+        };
+        let (arguments, p) = match read {
+            Ok(read) => read,
+            Err(stopped) => return (None, stopped),
+        };
+        if !scope.markup_calls(at, name) {
+            return (None, p);
+        }
+        (Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..p }), p)
+    }
+
+    /// The arguments of the call to `name` at `at`, one parameter tag each
+    /// from `p` up to the call's closing tag, and where that tag ends; else,
+    /// warned of, where reading stopped.
+    fn parameters(
+        &mut self,
+        reply: &str,
+        at: usize,
+        mut p: usize,
+        name: &str,
+        out: &mut Collector<'_>,
+    ) -> Result<(Map<String, Value>, usize), usize> {
+        let dialect = self.dialect;
         let mut arguments = Map::new();
         loop {
             p += reply[p..].len() - reply[p..].trim_start().len();
             let rest = &reply[p..];
             if rest.starts_with(dialect.invoke_close) {
-                p += dialect.invoke_close.len();
-                break;
+                return Ok((arguments, p + dialect.invoke_close.len()));
             }
             let key = rest.strip_prefix(dialect.parameter_open).and_then(|_| attributes(reply, p + dialect.parameter_open.len()));
             let Some((key, is_string, value_start)) =
@@ -148,19 +178,38 @@ impl<'a> Invoke<'a> {
             else {
                 let what =
                     format!("expected {}\"KEY\"> or {} in the call to `{name}`", dialect.parameter_open, dialect.invoke_close);
-                return self.cut_off_or(reply, at, out, &what);
+                return Err(self.cut_off_or(reply, at, out, &what));
             };
             let Some(close) = self.value_end(value_start) else {
                 let what = format!("`{key}` in the call to `{name}` has no {}", dialect.parameter_close);
-                return self.cut_off_or(reply, at, out, &what);
+                return Err(self.cut_off_or(reply, at, out, &what));
             };
             arguments.insert(key.to_owned(), value(dialect.values, is_string, &reply[value_start..close]));
             p = close + dialect.parameter_close.len();
         }
-        if !scope.markup_calls(at, name) {
-            return (None, p);
+    }
+
+    /// The arguments of the call to `name` at `at` written as one JSON
+    /// object at `body_at` instead of parameter tags (SGLang's DeepSeek V3.2
+    /// detector reads both), and where the call's closing tag after it ends;
+    /// else, warned of, where reading stopped.
+    fn json_body(
+        &mut self,
+        reply: &str,
+        at: usize,
+        body_at: usize,
+        name: &str,
+        out: &mut Collector<'_>,
+    ) -> Result<(Map<String, Value>, usize), usize> {
+        let close = self.dialect.invoke_close;
+        let Some((arguments, after)) = object_at(reply, body_at, out) else {
+            return Err(self.invoke_close.next(body_at).map_or(reply.len(), |c| c + close.len()));
+        };
+        let close_at = after + (reply[after..].len() - reply[after..].trim_start().len());
+        if !reply[close_at..].starts_with(close) {
+            return Err(self.cut_off_or(reply, at, out, &format!("text follows the arguments of `{name}` before {close}")));
         }
-        (Some(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: at..p }), p)
+        Ok((arguments, close_at + close.len()))
     }
 
     /// Where the value starting at `start` ends: at the last closing tag
@@ -177,8 +226,8 @@ impl<'a> Invoke<'a> {
     }
 
     /// A call that cannot be read, warned of: where reading stopped.
-    fn cut_off_or(&self, reply: &str, at: usize, out: &mut Collector<'_>, what: &str) -> (Option<ParsedCall>, usize) {
-        (None, section::unreadable(reply, at, self.dialect.invoke_close, what, out))
+    fn cut_off_or(&self, reply: &str, at: usize, out: &mut Collector<'_>, what: &str) -> usize {
+        section::unreadable(reply, at, self.dialect.invoke_close, what, out)
     }
 }
 
@@ -214,6 +263,7 @@ impl CallTokens for InvokeSection<'_> {
 fn value(values: Values, is_string: Option<bool>, raw: &str) -> Value {
     match (values, is_string) {
         (Values::Trimmed, _) => markup_value::decode(raw.trim()),
+        (Values::Untrimmed, _) => markup_value::decode(raw),
         (Values::StringAttribute, Some(false)) => markup_value::tagged_json(raw),
         (Values::StringAttribute, _) => Value::String(raw.to_owned()),
     }
