@@ -8,10 +8,11 @@ use anyhow::Context;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::task::JoinHandle;
 use toolhost::{
-    CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline, Policy,
-    console::{ConsoleOptions, DEFAULT_CONSOLE_AGENT},
+    Approver, CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline, Policy,
+    console::{Announcement, ConsoleOptions, DEFAULT_CONSOLE_AGENT, RemoteDesk},
 };
 
 /// Open a local web page to try the tools, chat, and approve calls.
@@ -70,7 +71,9 @@ impl ConsoleCommand {
             max_chat_bytes: policy.console.max_chat_bytes,
         };
         let listen = self.listen.unwrap_or(policy.console.listen);
-        let (_, served) = open(pipeline, options, listen, false, &shutdown).await?;
+        let (console, served) = open(pipeline, options, listen, false, &shutdown).await?;
+        // Doors started with --console from now on ask here.
+        let _announcement = announce(&console);
         output::note(format_args!("the chat talks to the {model}; Ctrl-C stops the console"));
         tokio::pin!(served);
         tokio::select! {
@@ -126,14 +129,46 @@ pub(super) async fn open(
     Ok((console, served))
 }
 
-/// The console a door (`node`, `mcp`) opens as its approver: `--console
-/// [ADDR]`, or `[console] approver = true`; `None` when neither asks.
+/// Where a door's questions go: this user's console, open in another
+/// process, or one the door opened.
+pub(super) enum DoorDesk {
+    Own(Console),
+    Remote(RemoteDesk),
+}
+
+impl DoorDesk {
+    /// An approver asking there for calls through `door`, as `agent`, from
+    /// `caller`.
+    pub(super) fn approver(&self, door: &str, agent: &str, caller: &str) -> Arc<dyn Approver> {
+        match self {
+            DoorDesk::Own(console) => Arc::new(console.approver(door, caller)),
+            DoorDesk::Remote(remote) => Arc::new(remote.approver(door, agent, caller)),
+        }
+    }
+
+    /// How long a question waits there for a person.
+    pub(super) fn approval_timeout(&self, policy: &Policy) -> Duration {
+        match self {
+            DoorDesk::Own(_) => policy.console.approval_timeout,
+            DoorDesk::Remote(remote) => remote.approval_timeout(),
+        }
+    }
+}
+
+/// Where a door (`node`, `mcp`) asks: `--console [ADDR]`, or `[console]
+/// approver = true`; `None` when neither asks. Without an address, the
+/// console this user already has open takes the questions (a desktop
+/// client starting its servers opens no page per server); with none open,
+/// or with an address named, the door opens one, and announces it to the
+/// doors started after it.
 pub(super) async fn for_door(
     asked: Option<Option<SocketAddr>>,
+    door: &str,
+    agent: &str,
     policy: &Policy,
     pipeline: &Pipeline,
     shutdown: &CancellationToken,
-) -> anyhow::Result<Option<Console>> {
+) -> anyhow::Result<Option<DoorDesk>> {
     // An address named on the command line is that address; the default
     // gives way when taken (an MCP client may start several servers).
     let (listen, fallback) = match asked {
@@ -142,9 +177,18 @@ pub(super) async fn for_door(
         None if policy.console.approver => (policy.console.listen, true),
         None => return Ok(None),
     };
-    let (agent, config) = model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?;
+    if fallback && let Some(remote) = RemoteDesk::find().await {
+        output::note(format_args!(
+            "asking at the console already open at {} (process {}); its page lists this {door} door",
+            remote.base(),
+            remote.pid()
+        ));
+        remote.attend(door, agent, shutdown.clone());
+        return Ok(Some(DoorDesk::Remote(remote)));
+    }
+    let (console_agent, config) = model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?;
     let options = ConsoleOptions {
-        agent,
+        agent: console_agent,
         config,
         approval_timeout: policy.console.approval_timeout,
         llm: None,
@@ -152,10 +196,13 @@ pub(super) async fn for_door(
         max_chat_bytes: policy.console.max_chat_bytes,
     };
     let (console, served) = open(pipeline.clone(), options, listen, fallback, shutdown).await?;
+    console.serves(door, agent);
+    let announcement = announce(&console);
     // Calls keep coming to its desk: say so if nobody can reach it any more.
     let stopping = shutdown.clone();
     tokio::spawn(async move {
         let ended = served.await;
+        drop(announcement);
         if !stopping.is_cancelled() {
             let why = match ended {
                 Ok(Ok(())) => "it stopped".to_owned(),
@@ -165,5 +212,20 @@ pub(super) async fn for_door(
             output::alert(format_args!("the console stopped ({why}): calls that need approval are refused from now on"));
         }
     });
-    Ok(Some(console))
+    Ok(Some(DoorDesk::Own(console)))
+}
+
+/// Announce `console` to this user's doors started after it; a console
+/// that cannot be announced still serves, and says why.
+fn announce(console: &Console) -> Option<Announcement> {
+    match console.announce() {
+        Ok(announcement) => {
+            tracing::debug!("the console is announced in {}", announcement.path().display());
+            Some(announcement)
+        }
+        Err(error) => {
+            output::note(format_args!("the console is not announced to other doors: {error}"));
+            None
+        }
+    }
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
 use toolhost::{
-    Approver, CancellationToken, DenyAll, McpServer,
+    CancellationToken, DenyAll, McpServer,
     mcp::{ApproverFor, HttpOptions},
 };
 
@@ -97,12 +97,13 @@ impl McpCommand {
         let registry = pipeline.executor().registry().clone();
         let mut config = policy.mcp.clone();
         let shutdown = CancellationToken::new();
-        let server = match super::console::for_door(self.console, &policy, &pipeline, &shutdown).await? {
-            Some(console) => {
+        let desk = super::console::for_door(self.console, "mcp", &config.agent, &policy, &pipeline, &shutdown).await?;
+        let server = match desk {
+            Some(desk) => {
                 // A question at the console waits as long as it says.
-                config.approval_timeout = policy.console.approval_timeout;
-                let approver_for: ApproverFor =
-                    Arc::new(move |client: &str| Arc::new(console.approver("mcp", client)) as Arc<dyn Approver>);
+                config.approval_timeout = desk.approval_timeout(&policy);
+                let agent = config.agent.clone();
+                let approver_for: ApproverFor = Arc::new(move |client: &str| desk.approver("mcp", &agent, client));
                 McpServer::asking(pipeline, config, approver_for)
             }
             None => McpServer::new(pipeline, config),

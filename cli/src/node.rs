@@ -106,10 +106,11 @@ impl NodeCommand {
         let concurrency = toolhost::executor::default_concurrency().max(NODE_CONCURRENCY);
         pipeline = pipeline.on_executor(Executor::with_concurrency(pipeline.executor().registry().clone(), concurrency));
         let shutdown = CancellationToken::new();
-        if let Some(console) = super::console::for_door(self.console, &policy, &pipeline, &shutdown).await? {
-            pipeline = pipeline.with_approver(Arc::new(console.approver("vcp", &config.server)));
+        let agent = config.agent();
+        if let Some(desk) = super::console::for_door(self.console, "vcp", &agent, &policy, &pipeline, &shutdown).await? {
+            pipeline = pipeline.with_approver(desk.approver("vcp", &agent, &config.server));
             // The server waits as long as a person at the console has.
-            config.approval_window = policy.console.approval_timeout;
+            config.approval_window = desk.approval_timeout(&policy);
         }
         let registry = pipeline.executor().registry().clone();
         if !self.no_watch {

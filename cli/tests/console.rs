@@ -45,13 +45,22 @@ impl Running {
     /// Start `toolhost ARGS` in `cwd` and wait for the console's link (and
     /// for `also`, a second line to wait for, when given).
     fn start(cwd: &Path, args: &[&str], also: Option<&str>) -> Running {
+        Self::launch(cwd, args, also, &[], true)
+    }
+
+    /// `start`, with `envs` set, waiting for the console's link only
+    /// `with_link` (a door asking at another process's console has none).
+    fn launch(cwd: &Path, args: &[&str], also: Option<&str>, envs: &[(&str, &Path)], with_link: bool) -> Running {
         let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         in_test_home(&mut command).current_dir(cwd).env_remove("RUST_LOG").args(args);
+        for (name, value) in envs {
+            command.env(name, value);
+        }
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = command.spawn().expect("toolhost starts");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let stderr = Arc::new(Mutex::new(String::new()));
-        let mut link = None;
+        let mut link = (!with_link).then(String::new);
         let mut waiting_for = also;
         while link.is_none() || waiting_for.is_some() {
             let Some(Ok(line)) = lines.next() else {
@@ -885,19 +894,7 @@ async fn hidden_characters_show_as_marked_placeholders_on_every_card() {
 
 /// Everything `stream` carries within `wait`, as text.
 fn read_for(stream: &mut std::net::TcpStream, wait: Duration) -> String {
-    use std::io::Read;
-    let deadline = Instant::now() + wait;
-    let mut seen = Vec::new();
-    let mut buffer = [0u8; 8192];
-    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-    while Instant::now() < deadline {
-        match stream.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => seen.extend_from_slice(&buffer[..n]),
-            Err(_) => {}
-        }
-    }
-    String::from_utf8_lossy(&seen).into_owned()
+    read_until(stream, "", wait)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -949,4 +946,107 @@ async fn the_desk_the_feed_and_the_chat_are_bounded_in_bytes_naming_their_keys()
     assert_eq!(status, 413, "{said}");
     assert!(said["error"].as_str().unwrap().contains("[console] max_chat_kib = 1"), "{said}");
     assert!(model.requests().is_empty(), "the model was not asked");
+}
+
+/// What `stream` gives within `wait`, until it holds `needle` (never, if
+/// empty) or ends.
+fn read_until(stream: &mut std::net::TcpStream, needle: &str, wait: Duration) -> String {
+    use std::io::Read;
+    let deadline = Instant::now() + wait;
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 8192];
+    stream.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    while Instant::now() < deadline && (needle.is_empty() || !String::from_utf8_lossy(&seen).contains(needle)) {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => seen.extend_from_slice(&buffer[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// A `tools/call` of `write_file` writing `x` to `path`, in the 2026-07-28
+/// revision (no session: everything in `_meta`), its response left
+/// unread on the returned stream.
+fn modern_write(authority: &str, path: &str) -> std::net::TcpStream {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"write_file","arguments":{{"path":"{path}","content":"x"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"desk-test","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "write_file")];
+    open_post(authority, &headers, &body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_no_page() {
+    let dir = workspace();
+    // One user's runtime directory, shared by the console and the door.
+    let runtime = tempfile::tempdir().unwrap();
+    let envs = [("XDG_RUNTIME_DIR", runtime.path())];
+    let console = Running::launch(dir.path(), &["console", "--listen", "127.0.0.1:0", "--no-watch"], None, &envs, true);
+    let api = Api::of(&console);
+    let args = ["mcp", "--http", "127.0.0.1:0", "--console", "--no-watch"];
+    let door = Running::launch(dir.path(), &args, Some("serving MCP at"), &envs, false);
+    let said = door.stderr();
+    assert!(!said.contains("console: open"), "the door opened a page of its own:\n{said}");
+    assert!(said.contains(&format!("asking at the console already open at {}", console.base())), "{said}");
+    let line = door.line_with("serving MCP at");
+    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+
+    // The console lists the door, with its agent and process.
+    let door_pid = door.child.id();
+    let deadline = Instant::now() + PATIENCE;
+    let listed = loop {
+        let doors = api.get("/api/doors").await;
+        if let Some(found) = doors.as_array().unwrap().iter().find(|d| d["pid"] == door_pid) {
+            break found.clone();
+        }
+        assert!(Instant::now() < deadline, "the door never showed in the console's list: {doors}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!((listed["door"].as_str(), listed["remote"].as_bool()), (Some("mcp"), Some(true)), "{listed}");
+    assert!(listed["agent"].as_str().is_some_and(|agent| !agent.is_empty()), "{listed}");
+    // And its page says so.
+    let link = console.link.clone();
+    in_browser("remote_door_listed", |browser| async move {
+        open(&browser, &link).await?;
+        let css = format!("#doors .door[data-pid=\"{door_pid}\"]");
+        let shown = wait_text(&browser, &css, |t| t.starts_with("mcp as ")).await?;
+        if !shown.contains(&format!("(process {door_pid})")) {
+            return Err(format!("the page names the door's process: {shown}"));
+        }
+        Ok(())
+    })
+    .await;
+
+    // Approved at the console: the call runs in the door's process.
+    let mut approved = modern_write(&authority, "approved.txt");
+    let waiting = api.pending().await;
+    assert_eq!((waiting["door"].as_str(), waiting["calls"][0]["tool"].as_str()), (Some("mcp"), Some("write_file")), "{waiting}");
+    assert_eq!(waiting["caller"], "desk-test 1", "{waiting}");
+    let (status, body) = api.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
+    assert_eq!(status, 200, "{body}");
+    let answer = read_until(&mut approved, "isError", Duration::from_secs(10));
+    assert!(answer.contains("200 OK") && answer.contains("\"isError\":false"), "{answer}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("ws/approved.txt")).unwrap(), "x");
+
+    // A question whose client vanishes is withdrawn from the other
+    // process's desk, as from its own.
+    let vanishing = modern_write(&authority, "vanished.txt");
+    let waiting = api.pending().await;
+    drop(vanishing);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !api.get("/api/pending").await["pending"].as_array().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the question of a vanished client stayed at the desk");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, _) = api.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
+    assert_ne!(status, 200, "a withdrawn question cannot be approved");
+
+    // The console gone, the door says so rather than waiting.
+    drop(console);
+    let mut refused = modern_write(&authority, "unasked.txt");
+    let answer = read_until(&mut refused, "isError", Duration::from_secs(10));
+    assert!(answer.contains("could not be asked"), "{answer}");
+    assert!(!dir.path().join("ws/vanished.txt").exists() && !dir.path().join("ws/unasked.txt").exists(), "nothing else ran");
 }

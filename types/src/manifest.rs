@@ -12,7 +12,7 @@ pub use limits::{
     MAX_TOOL_NAME_LEN, MAX_TOOLS, MAX_VERSION_BYTES, STRING_OVERHEAD_BYTES,
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The toolhost plugin API this host speaks. A plugin built against API
 /// `X` loads only when `^X` (the semver caret rule) admits this version.
@@ -64,7 +64,7 @@ pub struct ParamSpec {
 }
 
 /// How much care a call needs before it runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 // Exhaustive: it mirrors the WIT `permission`, which changes only with a new
 // contract version, and then every match must handle the new case.

@@ -29,10 +29,25 @@ pub fn plugins(dir: &str) -> PathBuf {
 pub fn in_test_home(command: &mut Command) -> &mut Command {
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
     command
+        // A console announces itself here to the user's later doors: each
+        // command its own, so tests running at once do not find each
+        // other's (a test that wants one desk sets it after this).
+        .env("XDG_RUNTIME_DIR", own_runtime_dir(&target))
         .env("XDG_CONFIG_HOME", target.join("toolhost-test-config"))
         .env("XDG_CACHE_HOME", target.join("toolhost-test-cache"))
         .env("XDG_STATE_HOME", target.join("toolhost-test-state"))
         .env("XDG_DATA_HOME", target.join("toolhost-test-data"))
+}
+
+/// A fresh directory under `target/toolhost-test-run/`, mode 0700 as a
+/// runtime directory is.
+pub fn own_runtime_dir(target: &Path) -> PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = target.join("toolhost-test-run").join(format!("{}-{n}", std::process::id()));
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).expect("a runtime directory");
+    dir
 }
 
 /// Run `toolhost` in `cwd` with `args`.

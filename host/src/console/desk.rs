@@ -7,9 +7,9 @@
 
 use super::feed::Feed;
 use crate::approval::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
-use crate::manifest::ToolSpec;
-use crate::outcome::ToolOutcome;
-use serde::Serialize;
+use crate::manifest::{Permission, ToolSpec};
+use crate::outcome::{Status, ToolOutcome};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,30 +42,32 @@ pub(super) struct Waiting {
     pub result: Option<WaitingResult>,
 }
 
-/// A call waiting for a decision.
-#[derive(Debug, Clone, Serialize)]
+/// A call waiting for a decision (as a door in another process sends it
+/// too).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct WaitingCall {
     pub id: String,
     pub agent: String,
     pub plugin: String,
     pub tool: String,
-    pub level: &'static str,
+    pub level: Permission,
     pub args: Map<String, Value>,
     /// Why it is asked.
     pub reason: String,
     /// Whether "allow always" means anything for it.
     pub can_remember: bool,
     /// Its decision, once made (the batch waits for all of them).
+    #[serde(skip_deserializing)]
     pub decided: Option<&'static str>,
 }
 
 /// A result waiting to be passed on or rejected.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct WaitingResult {
     pub id: String,
     pub plugin: String,
     pub tool: String,
-    pub status: &'static str,
+    pub status: Status,
     pub output: String,
     /// The output was cut to the excerpt shown.
     pub cut: bool,
@@ -100,7 +102,7 @@ impl Entries {
 }
 
 /// A person's answer to one pending call, as the page sends it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(super) enum Verdict {
     Allow,
@@ -155,6 +157,11 @@ impl Desk {
 
     fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How long a request waits for a person.
+    pub(super) fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Everything waiting now, oldest first.
@@ -335,6 +342,15 @@ fn decision_name(decision: &CallDecision) -> &'static str {
     }
 }
 
+/// Where an excerpt of `output` the page is shown ends.
+fn excerpt_end(output: &str) -> usize {
+    let mut end = output.len().min(RESULT_EXCERPT_BYTES);
+    while !output.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
@@ -358,30 +374,14 @@ impl ConsoleApprover {
     }
 }
 
-#[async_trait::async_trait]
-impl Approver for ConsoleApprover {
-    async fn approve_calls(&self, calls: &[PendingCall]) -> Vec<CallDecision> {
-        self.answer_calls(calls).await.into_iter().map(|answer| answer.decision).collect()
-    }
-
-    async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
+impl ConsoleApprover {
+    /// Put `calls` on the desk and wait for every decision.
+    pub(super) async fn ask_calls(&self, calls: Vec<WaitingCall>) -> Vec<Answer> {
+        let count = calls.len();
         let mut view = self.view();
-        view.calls = calls
-            .iter()
-            .map(|call| WaitingCall {
-                id: call.id.clone(),
-                agent: call.agent.clone(),
-                plugin: call.plugin.clone(),
-                tool: call.tool.clone(),
-                level: call.permission.as_str(),
-                args: call.args.clone(),
-                reason: call.reason.to_string(),
-                can_remember: call.offers_always(),
-                decided: None,
-            })
-            .collect();
+        view.calls = calls;
         let (send, answer) = oneshot::channel();
-        let reply = Reply::Calls { decisions: vec![None; calls.len()], send: Some(send) };
+        let reply = Reply::Calls { decisions: vec![None; count], send: Some(send) };
         let answered = match self.desk.put(view, reply) {
             Ok(withdrawal) => self.desk.answer(withdrawal, answer).await,
             Err(refused) => Err(refused),
@@ -393,28 +393,13 @@ impl Approver for ConsoleApprover {
             }
             Err(Unanswered::Refused(why)) => (format!("not approved: {why}"), DecidedBy::NoAnswer),
         };
-        vec![Answer { decision: CallDecision::Deny { reason: Some(reason) }, by }; calls.len()]
+        vec![Answer { decision: CallDecision::Deny { reason: Some(reason) }, by }; count]
     }
 
-    async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
-        self.answer_result(outcome, tool).await.decision
-    }
-
-    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
+    /// Put `result` on the desk and wait for the decision.
+    pub(super) async fn ask_result(&self, result: WaitingResult) -> ResultAnswer {
         let mut view = self.view();
-        let mut end = outcome.output.len().min(RESULT_EXCERPT_BYTES);
-        while !outcome.output.is_char_boundary(end) {
-            end -= 1;
-        }
-        view.result = Some(WaitingResult {
-            id: outcome.id.clone(),
-            plugin: tool.plugin.clone(),
-            tool: tool.name.clone(),
-            status: outcome.status.as_str(),
-            output: outcome.output[..end].to_owned(),
-            cut: end < outcome.output.len(),
-            total_bytes: outcome.output.len(),
-        });
+        view.result = Some(result);
         let (send, answer) = oneshot::channel();
         let answered = match self.desk.put(view, Reply::Result { send: Some(send) }) {
             Ok(withdrawal) => self.desk.answer(withdrawal, answer).await,
@@ -429,5 +414,67 @@ impl Approver for ConsoleApprover {
             Err(Unanswered::Refused(why)) => (format!("not approved: {why}"), DecidedBy::NoAnswer),
         };
         ResultAnswer { decision: ResultDecision::Reject { reason: Some(reason) }, by }
+    }
+}
+
+impl WaitingCall {
+    /// `call` as the desk shows it.
+    pub(super) fn of(call: &PendingCall) -> Self {
+        WaitingCall {
+            id: call.id.clone(),
+            agent: call.agent.clone(),
+            plugin: call.plugin.clone(),
+            tool: call.tool.clone(),
+            level: call.permission,
+            args: call.args.clone(),
+            reason: call.reason.to_string(),
+            can_remember: call.offers_always(),
+            decided: None,
+        }
+    }
+}
+
+impl WaitingResult {
+    /// `outcome` of `tool` as the desk shows it: an excerpt.
+    pub(super) fn of(outcome: &ToolOutcome, tool: &ToolSpec) -> Self {
+        let end = excerpt_end(&outcome.output);
+        WaitingResult {
+            id: outcome.id.clone(),
+            plugin: tool.plugin.clone(),
+            tool: tool.name.clone(),
+            status: outcome.status,
+            output: outcome.output[..end].to_owned(),
+            cut: end < outcome.output.len(),
+            total_bytes: outcome.output.len(),
+        }
+    }
+
+    /// No more of the output than the desk shows, whoever cut it before.
+    pub(super) fn excerpt(mut self) -> Self {
+        let end = excerpt_end(&self.output);
+        if end < self.output.len() {
+            self.output.truncate(end);
+            self.cut = true;
+        }
+        self
+    }
+}
+
+#[async_trait::async_trait]
+impl Approver for ConsoleApprover {
+    async fn approve_calls(&self, calls: &[PendingCall]) -> Vec<CallDecision> {
+        self.answer_calls(calls).await.into_iter().map(|answer| answer.decision).collect()
+    }
+
+    async fn answer_calls(&self, calls: &[PendingCall]) -> Vec<Answer> {
+        self.ask_calls(calls.iter().map(WaitingCall::of).collect()).await
+    }
+
+    async fn approve_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultDecision {
+        self.answer_result(outcome, tool).await.decision
+    }
+
+    async fn answer_result(&self, outcome: &ToolOutcome, tool: &ToolSpec) -> ResultAnswer {
+        self.ask_result(WaitingResult::of(outcome, tool)).await
     }
 }

@@ -29,19 +29,24 @@
 //! ```
 
 mod access;
+mod announce;
 mod chat;
 mod config;
 mod desk;
+mod doors;
 mod feed;
 mod page;
 mod records;
+mod remote;
 mod workbench;
 
+pub use announce::{Announcement, announcement_path};
 pub(crate) use config::ConsoleSection;
 pub use config::{
     ConsoleConfig, DEFAULT_APPROVAL_TIMEOUT, DEFAULT_CONSOLE_LISTEN, DEFAULT_MAX_CHAT_BYTES, DEFAULT_MAX_WAITING_BYTES,
 };
 pub use desk::ConsoleApprover;
+pub use remote::{RemoteApprover, RemoteDesk};
 
 use crate::agent::ToolCallConfig;
 use crate::discovery::PromptCache;
@@ -53,6 +58,7 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::routing::{get, post};
 use desk::Desk;
+use doors::Doors;
 use feed::Feed;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -110,6 +116,8 @@ pub(crate) struct Shared {
     addr: SocketAddr,
     feed: Feed,
     desk: Arc<Desk>,
+    /// The doors whose questions come to the desk.
+    doors: Doors,
     agent: String,
     /// The agent's settings as the page has edited them.
     config: Mutex<ToolCallConfig>,
@@ -154,12 +162,14 @@ impl Console {
             addr,
             feed,
             desk,
+            doors: Doors::default(),
             agent: options.agent,
             config: Mutex::new(options.config),
             prompts: Arc::new(PromptCache::new()),
             chat: chat::ChatRoom::new(options.llm, options.max_chat_bytes),
             closing: CancellationToken::new(),
         };
+        shared.doors.seen("console", std::process::id(), &shared.agent, Some("this page"));
         Console { shared: Arc::new(shared) }
     }
 
@@ -177,7 +187,33 @@ impl Console {
     /// `door` (`mcp`, `vcp`, …) from `caller`: the page shows both, the
     /// arguments, and the time left.
     pub fn approver(&self, door: &str, caller: &str) -> ConsoleApprover {
+        self.shared.doors.seen(door, std::process::id(), "", Some(caller));
         self.shared.desk.approver(door, caller)
+    }
+
+    /// Say that `door` of this process asks here for calls of `agent`: the
+    /// page lists it (doors of other processes say so themselves).
+    pub fn serves(&self, door: &str, agent: &str) {
+        self.shared.doors.seen(door, std::process::id(), agent, None);
+    }
+
+    /// Announce this console to this user's other processes (see
+    /// [`announcement_path`]), so a door they start with `--console` asks
+    /// here instead of opening a page of its own; the announcement is
+    /// withdrawn when the returned value is dropped.
+    ///
+    /// # Errors
+    ///
+    /// When no home for the file is known, or it cannot be written.
+    pub fn announce(&self) -> std::io::Result<Announcement> {
+        let path = announcement_path()
+            .ok_or_else(|| std::io::Error::other("neither XDG_RUNTIME_DIR, XDG_STATE_HOME nor HOME is set"))?;
+        let announced = announce::Announced {
+            base: format!("http://{}", self.shared.addr),
+            token: self.shared.access.token().to_owned(),
+            pid: std::process::id(),
+        };
+        Announcement::write(path, &announced)
     }
 
     /// The web application: the page, its API and its event stream, behind
@@ -194,6 +230,9 @@ impl Console {
             .route("/api/run", post(workbench::run))
             .route("/api/pending", get(workbench::pending))
             .route("/api/pending/{id}", post(workbench::decide))
+            .route("/api/desk", get(remote::desk_info))
+            .route("/api/desk/ask", post(remote::ask))
+            .route("/api/doors", get(remote::doors).post(remote::hello))
             .route("/api/chat", get(chat::history).post(chat::send))
             .route("/api/chat/stop", post(chat::stop))
             .route("/api/chat/reset", post(chat::reset))

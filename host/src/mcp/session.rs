@@ -176,7 +176,12 @@ impl ServerHandler for Session {
             let call = ToolCall::with_map(&id, request.name.as_ref(), request.arguments.unwrap_or_default());
             let approver: Arc<dyn Approver> = match &self.shared.approver_for {
                 Some(approver_for) => {
-                    let client = context.client_info().map(|info| info.name);
+                    // Name and version, as the client introduced itself:
+                    // two clients of one name are told apart by it.
+                    let client = context.client_info().map(|info| match info.version.trim() {
+                        "" => info.name,
+                        version => format!("{} {version}", info.name),
+                    });
                     approver_for(client.as_deref().unwrap_or("an MCP client"))
                 }
                 // A 2026-07-28 client cannot be sent a question: one that

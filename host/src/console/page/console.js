@@ -512,6 +512,18 @@ async function loadDesk() {
   renderDesk();
 }
 
+// The doors whose questions come here: this process's and other
+// processes' (a door started with --console while this page is open).
+async function loadDoors() {
+  const doors = await api("/api/doors");
+  const items = doors.map((d) => el("span", { class: "door", "data-door": d.door, "data-pid": d.pid },
+    `${d.door}${d.agent ? ` as ${d.agent}` : ""}${d.remote ? ` (process ${d.pid})` : ""}`,
+    d.callers.length ? ` for ${d.callers.join(", ")}` : ""));
+  const list = $("#doors");
+  list.replaceChildren("Asking here: ", ...items.flatMap((item, i) => (i ? [" · ", item] : [item])));
+}
+setInterval(() => loadDoors().catch(() => {}), 5000);
+
 // ---- approvals and audit ------------------------------------------------
 
 async function loadApprovals() {
@@ -568,4 +580,5 @@ function connect() {
 }
 
 loadTools().then(() => { document.body.dataset.ready = "true"; }).catch(report);
+loadDoors().catch(report);
 connect();
