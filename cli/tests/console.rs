@@ -620,6 +620,7 @@ async fn the_page_opens_from_the_link_runs_calculate_and_parses_a_vcp_reply() {
     let dir = workspace();
     let running = console(dir.path(), None);
     let link = running.link.clone();
+    let written = dir.path().join("ws/confirmed.txt");
     in_browser("run_and_parse", |browser| async move {
         open(&browser, &link).await?;
         let url = browser.current_url().await.map_err(failed)?;
@@ -631,6 +632,36 @@ async fn the_page_opens_from_the_link_runs_calculate_and_parses_a_vcp_reply() {
             t.contains("sensitive") && t.contains("read-write → ws")
         })
         .await?;
+        browser.find(Locator::Css("link[rel=icon]")).await.map_err(|e| format!("the page has no icon: {e}"))?;
+
+        // A sensitive tool is confirmed before the form runs it: dismissed,
+        // nothing is written; accepted, it runs.
+        click(&browser, "#tabs button[data-tab=run]").await?;
+        let tools = browser.find(Locator::Css("#run-tool")).await.map_err(failed)?;
+        tools.select_by_value("write_file").await.map_err(|e| format!("choosing write_file: {e}"))?;
+        type_into(&browser, "#run-form [name=path]", "confirmed.txt").await?;
+        type_into(&browser, "#run-form [name=content]", "yes").await?;
+        for accept in [false, true] {
+            click(&browser, "#run-go").await?;
+            let asked = browser.get_alert_text().await.map_err(|e| format!("no confirmation for a sensitive tool: {e}"))?;
+            if !asked.contains("write_file (sensitive)") || !asked.contains("confirmed.txt") {
+                return Err(format!("the confirmation names the tool and its arguments: {asked}"));
+            }
+            if accept {
+                browser.accept_alert().await.map_err(failed)?;
+                wait_text(&browser, "#run-result .status", |t| t == "success").await?;
+            } else {
+                browser.dismiss_alert().await.map_err(failed)?;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                if written.exists() {
+                    return Err("a dismissed confirmation still ran the tool".to_owned());
+                }
+            }
+        }
+        if !written.exists() {
+            return Err("an accepted confirmation did not run the tool".to_owned());
+        }
+        tools.select_by_value("calculate").await.map_err(|e| format!("choosing calculate: {e}"))?;
 
         click(&browser, "#tabs button[data-tab=run]").await?;
         type_into(&browser, "#run-form [name=expression]", "6*7").await?;
@@ -1029,6 +1060,28 @@ async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_
     let answer = read_until(&mut approved, "isError", Duration::from_secs(10));
     assert!(answer.contains("200 OK") && answer.contains("\"isError\":false"), "{answer}");
     assert_eq!(std::fs::read_to_string(dir.path().join("ws/approved.txt")).unwrap(), "x");
+
+    // Two calls of one client at once: one button approves both, in the
+    // page, across the processes.
+    let mut first = modern_write(&authority, "both-1.txt");
+    let mut second = modern_write(&authority, "both-2.txt");
+    let link = console.link.clone();
+    in_browser("approve_all_from_a_caller", |browser| async move {
+        open(&browser, &link).await?;
+        wait_text(&browser, "#desk-bulk .approve-caller", |t| t == "Approve all 2 from desk-test 1 (mcp)").await?;
+        click(&browser, "#desk-bulk .approve-caller").await?;
+        Ok(())
+    })
+    .await;
+    // Without a browser (the test skipped it), the API decides instead.
+    for waiting in api.get("/api/pending").await["pending"].as_array().unwrap() {
+        api.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
+    }
+    for (stream, file) in [(&mut first, "both-1.txt"), (&mut second, "both-2.txt")] {
+        let answer = read_until(stream, "isError", Duration::from_secs(10));
+        assert!(answer.contains("\"isError\":false"), "{file}: {answer}");
+        assert!(dir.path().join("ws").join(file).exists(), "{file} was not written");
+    }
 
     // A question whose client vanishes is withdrawn from the other
     // process's desk, as from its own.

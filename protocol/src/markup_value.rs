@@ -21,7 +21,7 @@ pub(crate) fn decode(text: &str) -> Value {
         "false" => return Value::Bool(false),
         _ => {}
     }
-    if let Some(number) = crate::auto::exact_number(text) {
+    if let Some(number) = exact_number(text) {
         return Value::Number(number);
     }
     if text.starts_with(['{', '['])
@@ -68,6 +68,14 @@ impl Formatter for SpacedFormatter {
     fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
         writer.write_all(b": ")
     }
+}
+
+/// `text` as a JSON number, when the number is written exactly so: text
+/// that a number would rewrite (`1.10`, `018956`, a 24-digit id) stays
+/// text, for the check step to type by the declaration.
+pub(crate) fn exact_number(text: &str) -> Option<serde_json::Number> {
+    let number = serde_json::from_str::<serde_json::Number>(text).ok()?;
+    (number.to_string() == text).then_some(number)
 }
 
 #[cfg(test)]

@@ -59,12 +59,20 @@ fn form(message: String, properties: Value, required: &str) -> ElicitRequestPara
     ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema }
 }
 
+/// What the model is told of a question the user declined.
+const DECLINED: &str = "the user declined it in the MCP client";
+/// And of one the user closed without answering.
+const DISMISSED: &str = "the user dismissed the question in the MCP client without answering";
+
 /// What became of a question.
 pub(super) enum Reply {
     /// The user filled in the form.
     Accepted(Value),
-    /// The user declined or dismissed it.
+    /// The user declined it.
     Declined,
+    /// The user closed it without answering: the model is told so, not
+    /// that the user said no.
+    Dismissed,
     /// Nobody answered, or the answer could not be read: why.
     Unanswered(String),
 }
@@ -74,6 +82,8 @@ impl Reply {
     pub(super) fn of(result: ElicitResult) -> Self {
         match result {
             ElicitResult { action: ElicitationAction::Accept, content, .. } => Reply::Accepted(content.unwrap_or(Value::Null)),
+            ElicitResult { action: ElicitationAction::Cancel, .. } => Reply::Dismissed,
+            // Declined, or an action of a later revision: not a yes.
             _ => Reply::Declined,
         }
     }
@@ -107,7 +117,8 @@ impl Reply {
                     None => "the user denied it".to_owned(),
                 }),
             },
-            Reply::Declined => CallDecision::Deny { reason: Some("the user declined it in the MCP client".to_owned()) },
+            Reply::Declined => CallDecision::Deny { reason: Some(DECLINED.to_owned()) },
+            Reply::Dismissed => CallDecision::Deny { reason: Some(DISMISSED.to_owned()) },
             Reply::Unanswered(why) => {
                 return Answer { decision: CallDecision::Deny { reason: Some(why) }, by: DecidedBy::NoAnswer };
             }
@@ -120,7 +131,8 @@ impl Reply {
         let decision = match self {
             Reply::Accepted(content) if content["pass"] == true => ResultDecision::Pass,
             Reply::Accepted(content) => ResultDecision::Reject { reason: reason(&content).map(str::to_owned) },
-            Reply::Declined => ResultDecision::Reject { reason: Some("the user declined it in the MCP client".to_owned()) },
+            Reply::Declined => ResultDecision::Reject { reason: Some(DECLINED.to_owned()) },
+            Reply::Dismissed => ResultDecision::Reject { reason: Some(DISMISSED.to_owned()) },
             Reply::Unanswered(why) => {
                 return ResultAnswer { decision: ResultDecision::Reject { reason: Some(why) }, by: DecidedBy::NoAnswer };
             }
@@ -132,4 +144,27 @@ impl Reply {
 /// The reason a user gave, if any words.
 fn reason(content: &Value) -> Option<&str> {
     content["reason"].as_str().map(str::trim).filter(|reason| !reason.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(action: ElicitationAction) -> Reply {
+        Reply::of(ElicitResult::new(action))
+    }
+
+    #[test]
+    fn a_dismissed_question_is_not_reported_as_declined() {
+        let reason = |reply: Reply| match reply.call_answer().decision {
+            CallDecision::Deny { reason } => reason.unwrap_or_default(),
+            decision => panic!("{decision:?}"),
+        };
+        assert_eq!(reason(reply(ElicitationAction::Decline)), DECLINED);
+        assert_eq!(reason(reply(ElicitationAction::Cancel)), DISMISSED);
+        assert!(matches!(
+            reply(ElicitationAction::Cancel).result_answer().decision,
+            ResultDecision::Reject { reason: Some(reason) } if reason == DISMISSED
+        ));
+    }
 }

@@ -45,13 +45,7 @@ mod attribute;
 pub(crate) mod cofl;
 pub(crate) mod command_r;
 
-/// `text` as a JSON number, when the number is written exactly so: text
-/// that a number would rewrite (`1.10`, `018956`, a 24-digit id) stays
-/// text, for the check step to type by the declaration.
-pub(super) fn exact_number(text: &str) -> Option<serde_json::Number> {
-    let number = serde_json::from_str::<serde_json::Number>(text).ok()?;
-    (number.to_string() == text).then_some(number)
-}
+use crate::markup_value::exact_number;
 
 #[cfg(test)]
 mod compatibility;

@@ -287,6 +287,11 @@ $("#run-go").addEventListener("click", async () => {
   const button = $("#run-go");
   try {
     const args = runArguments();
+    // The Run form is not asked at the desk (the person chose the call),
+    // so a sensitive tool is confirmed here, with what it will be given.
+    const tool = tools.find((t) => t.name === $("#run-tool").value);
+    if (tool && tool.level === "sensitive"
+      && !window.confirm(`Run ${shownText(tool.name)} (sensitive) with ${shownText(JSON.stringify(args))}?`)) return;
     button.disabled = true;
     button.textContent = "Running…";
     const ran = await api("/api/run", { tool: $("#run-tool").value, arguments: args });
@@ -485,8 +490,26 @@ function renderDesk() {
     card.dataset.version = String(item.version);
     if (shown) shown.replaceWith(card); else items.append(card);
   }
+  renderBulk();
   $("#desk").hidden = desk.size === 0;
   tick();
+}
+
+// Several requests from one caller of one door (an MCP client's calls at
+// once): one button approves every call they hold.
+function renderBulk() {
+  const groups = new Map();
+  for (const item of desk.values()) {
+    if (item.result || !item.calls.some((call) => !call.decided)) continue;
+    const key = JSON.stringify([item.door, item.caller]);
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(item);
+  }
+  const buttons = [...groups.values()].filter((items) => items.length > 1).map((items) =>
+    el("button", { class: "approve-caller", "data-door": items[0].door,
+      onclick: () => items.forEach((item) => decide(item.id, { verdict: "allow" })) },
+    `Approve all ${items.length} from ${items[0].caller} (${items[0].door})`));
+  $("#desk-bulk").replaceChildren(...buttons);
 }
 
 // Each update of a request is a new version of its card.
