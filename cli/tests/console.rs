@@ -714,6 +714,10 @@ async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_mod
         click(&browser, "#desk .pending button.approve").await?;
         wait_text(&browser, "#chat-log .msg.tool", |t| t.contains("write_file") && t.contains("success")).await?;
         wait_text(&browser, "#chat-log .msg.assistant", |t| t.starts_with("Result:")).await?;
+        let stale = browser.find_all(Locator::Css("#chat-log .msg.note[data-state]")).await.map_err(failed)?;
+        if !stale.is_empty() {
+            return Err(format!("{} lines still say a finished call waits or runs", stale.len()));
+        }
         if !written.exists() {
             return Err("approved, yet the file was not written".into());
         }

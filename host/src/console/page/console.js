@@ -365,13 +365,17 @@ function onChat(event) {
       break;
     case "awaiting-approval":
       setText($("#chat-state"), `waiting for your approval: ${event.calls.map((c) => c.tool).join(", ")}`);
-      for (const call of event.calls) chatAppend(el("div", { class: "msg note", "data-state": "pending" }, `⏸ ${call.tool} waits for approval (above)`));
+      for (const call of event.calls) chatAppend(el("div", { class: "msg note", "data-state": "pending", "data-call": call.id }, `⏸ ${call.tool} waits for approval (above)`));
       break;
     case "executing":
       setText($("#chat-state"), `running: ${event.calls.map((c) => c.tool).join(", ")}`);
-      for (const call of event.calls) chatAppend(el("div", { class: "msg note", "data-state": "executing" }, `▶ ${call.tool} running…`));
+      for (const call of event.calls) {
+        clearProgress(call.id);
+        chatAppend(el("div", { class: "msg note", "data-state": "executing", "data-call": call.id }, `▶ ${call.tool} running…`));
+      }
       break;
     case "outcome":
+      clearProgress(event.id);
       toolMessages.set(event.id, chatAppend(toolMessage(event)));
       streaming = null;
       break;
@@ -382,8 +386,18 @@ function onChat(event) {
       chatAppend(el("div", { class: "msg note error" }, `✗ ${event.message}`));
       break;
     case "finished":
+      // A call that never ran (the turn stopped first) leaves no line
+      // saying it waits or runs.
+      for (const stale of $$("#chat-log .msg.note[data-state]")) stale.remove();
       setText($("#chat-state"), describeStop(event.stop));
       break;
+  }
+}
+
+// The lines saying call `id` waits or runs: it has moved on.
+function clearProgress(id) {
+  for (const line of $$("#chat-log .msg.note[data-state]")) {
+    if (line.dataset.call === id) line.remove();
   }
 }
 
