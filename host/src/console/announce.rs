@@ -44,20 +44,36 @@ pub fn announcement_path() -> Option<PathBuf> {
 /// and well formed. Why it is not, for the log.
 pub(crate) fn read(path: &Path) -> Result<Announced, String> {
     let dir = path.parent().ok_or("the announcement has no directory")?;
-    for (what, at) in [("its directory", dir), ("the file", path)] {
-        let meta = std::fs::symlink_metadata(at).map_err(|error| format!("{}: {error}", at.display()))?;
-        if meta.uid() != rustix::process::getuid().as_raw() {
-            return Err(format!("{what} {} belongs to another user", at.display()));
-        }
-        if meta.mode() & 0o077 != 0 || meta.file_type().is_symlink() {
-            return Err(format!("{what} {} may be read or changed by others (mode {:o})", at.display(), meta.mode() & 0o777));
-        }
-    }
-    let file = std::fs::File::open(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    private("its directory", dir)?;
+    private("the file", path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .map_err(|error| format!("{}: {error}", path.display()))?;
     let mut text = String::new();
     std::io::Read::read_to_string(&mut std::io::Read::take(file, MAX_FILE_BYTES), &mut text)
         .map_err(|error| format!("{}: {error}", path.display()))?;
     serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
+}
+
+/// Why `at` is not this user's alone, if it is not: owned by another
+/// user, open to others, or a symbolic link.
+fn private(what: &str, at: &Path) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(at).map_err(|error| format!("{}: {error}", at.display()))?;
+    if meta.uid() != rustix::process::getuid().as_raw() {
+        return Err(format!("{what} {} belongs to another user", at.display()));
+    }
+    if meta.mode() & 0o077 != 0 || meta.file_type().is_symlink() {
+        return Err(format!("{what} {} may be read or changed by others (mode {:o})", at.display(), meta.mode() & 0o777));
+    }
+    Ok(())
+}
+
+/// Whether process `pid` runs, as this user: a console that died leaves
+/// its file and its port behind, and another user may take the port.
+pub(crate) fn is_ours_and_running(pid: u32) -> bool {
+    std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|meta| meta.uid() == rustix::process::getuid().as_raw())
 }
 
 /// The console's announcement, removed when dropped (if it still names
@@ -74,8 +90,16 @@ impl Announcement {
     pub(crate) fn write(path: PathBuf, announced: &Announced) -> std::io::Result<Self> {
         let dir = path.parent().ok_or_else(|| std::io::Error::other("the announcement has no directory"))?;
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        // A directory someone else made, or opened, is not written into.
+        private("its directory", dir).map_err(std::io::Error::other)?;
         let temp = dir.join(format!(".{FILE_NAME}.{}", announced.pid));
-        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
+        let _ = std::fs::remove_file(&temp);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&temp)?;
         file.write_all(&serde_json::to_vec(announced).map_err(std::io::Error::other)?)?;
         drop(file);
         std::fs::rename(&temp, &path)?;
@@ -120,6 +144,13 @@ mod tests {
         assert_eq!(read(&path).unwrap().token, "second");
         drop(second);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_console_is_trusted_only_while_its_process_runs_as_this_user() {
+        assert!(is_ours_and_running(std::process::id()));
+        // No such process (pids stay far below this).
+        assert!(!is_ours_and_running(u32::MAX - 1));
     }
 
     #[test]

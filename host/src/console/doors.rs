@@ -53,7 +53,16 @@ impl Doors {
     /// `door` in process `pid` is there, working as `agent` (empty: keep
     /// what it said before), asking for `caller` (if any).
     pub(super) fn seen(&self, door: &str, pid: u32, agent: &str, caller: Option<&str>) {
-        let remote = pid != std::process::id();
+        self.note(door, pid, agent, caller, false);
+    }
+
+    /// `seen`, for a door that says it is in another process: listed as
+    /// such whatever process it names, so it is forgotten when silent.
+    pub(super) fn seen_remote(&self, door: &str, pid: u32, agent: &str, caller: Option<&str>) {
+        self.note(door, pid, agent, caller, true);
+    }
+
+    fn note(&self, door: &str, pid: u32, agent: &str, caller: Option<&str>, remote: bool) {
         let mut doors = self.doors.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         forget_silent(&mut doors);
         let key = (cut(door), pid);
@@ -116,19 +125,19 @@ mod tests {
     fn doors_are_listed_with_their_agent_and_callers_and_bounded() {
         let doors = Doors::default();
         doors.seen("mcp", std::process::id(), "coder", None);
-        doors.seen("mcp", 4242, "", Some("claude-desktop 1.2"));
-        doors.seen("mcp", 4242, "writer", Some("inspector 0.9"));
+        doors.seen_remote("mcp", 4242, "", Some("claude-desktop 1.2"));
+        doors.seen_remote("mcp", 4242, "writer", Some("inspector 0.9"));
         let listed = doors.list();
         assert_eq!(listed.len(), 2);
         assert!(!listed[0].remote && listed[0].agent == "coder");
         assert_eq!((listed[1].pid, listed[1].agent.as_str()), (4242, "writer"));
         assert_eq!(listed[1].callers, ["claude-desktop 1.2", "inspector 0.9"]);
         for i in 0..(MAX_CALLERS + 5) {
-            doors.seen("mcp", 4242, "", Some(&format!("client {i}")));
+            doors.seen_remote("mcp", 4242, "", Some(&format!("client {i}")));
         }
         assert_eq!(doors.list()[1].callers.len(), MAX_CALLERS);
         for pid in 0..(MAX_DOORS as u32 + 10) {
-            doors.seen("vcp", 10_000 + pid, "", None);
+            doors.seen_remote("vcp", 10_000 + pid, "", None);
         }
         let listed = doors.list();
         assert_eq!(listed.len(), MAX_DOORS);

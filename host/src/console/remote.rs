@@ -27,6 +27,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The longest door name put on the desk.
+const MAX_DOOR_CHARS: usize = 80;
+/// The longest a console may say its questions wait: a day, as
+/// `[console] approval_timeout_ms` allows.
+const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// How long a door waits for a console to say it is there.
 const FIND_TIMEOUT: Duration = Duration::from_secs(2);
 /// Past the console's own timeout, how long a door waits for its answer
@@ -112,7 +117,7 @@ pub(super) async fn doors(State(shared): State<Arc<Shared>>) -> Json<Vec<DoorVie
 
 /// `POST /api/doors`: a door in another process is there.
 pub(super) async fn hello(State(shared): State<Arc<Shared>>, Json(hello): Json<Hello>) -> StatusCode {
-    shared.doors.seen(&hello.door, hello.pid, &hello.agent, None);
+    shared.doors.seen_remote(&hello.door, hello.pid, &hello.agent, None);
     StatusCode::NO_CONTENT
 }
 
@@ -120,8 +125,9 @@ pub(super) async fn hello(State(shared): State<Arc<Shared>>, Json(hello): Json<H
 /// when the person has (the request stays open meanwhile; closing it
 /// withdraws the question).
 pub(super) async fn ask(State(shared): State<Arc<Shared>>, Json(ask): Json<Ask>) -> Response {
-    shared.doors.seen(&ask.door, ask.pid, &ask.agent, Some(&ask.caller));
-    let approver = shared.desk.approver(&ask.door, &ask.caller);
+    shared.doors.seen_remote(&ask.door, ask.pid, &ask.agent, Some(&ask.caller));
+    let door: String = ask.door.chars().take(MAX_DOOR_CHARS).collect();
+    let approver = shared.desk.approver(&door, &ask.caller);
     match (ask.calls.is_empty(), ask.result) {
         (false, None) => {
             let answers = approver.ask_calls(ask.calls).await;
@@ -137,6 +143,10 @@ pub(super) async fn ask(State(shared): State<Arc<Shared>>, Json(ask): Json<Ask>)
 /// This user's console, in another process, as a door finds it.
 #[derive(Clone)]
 pub struct RemoteDesk {
+    /// Where it was announced: read again before each question, so a
+    /// console that is gone is not asked at an address someone else may
+    /// now hold.
+    path: Arc<std::path::PathBuf>,
     announced: Arc<Announced>,
     timeout: Duration,
     client: reqwest::Client,
@@ -157,7 +167,18 @@ impl RemoteDesk {
                 return None;
             }
         };
-        let client = reqwest::Client::builder().connect_timeout(FIND_TIMEOUT).build().ok()?;
+        if !announce::is_ours_and_running(announced.pid) {
+            tracing::debug!("the console announced in {} is no longer running", path.display());
+            return None;
+        }
+        // Loopback, directly: no proxy sees the token, no redirect takes it
+        // elsewhere.
+        let client = reqwest::Client::builder()
+            .connect_timeout(FIND_TIMEOUT)
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .ok()?;
         let asked = client.get(format!("{}/api/desk", announced.base)).bearer_auth(&announced.token).timeout(FIND_TIMEOUT);
         let info: DeskInfo = match asked.send().await.and_then(reqwest::Response::error_for_status) {
             Ok(answer) => answer.json().await.ok()?,
@@ -167,7 +188,12 @@ impl RemoteDesk {
                 return None;
             }
         };
-        Some(RemoteDesk { announced: Arc::new(announced), timeout: Duration::from_millis(info.timeout_ms), client })
+        if info.pid != announced.pid {
+            tracing::warn!("the console at {} is not the process announced in {}", announced.base, path.display());
+            return None;
+        }
+        let timeout = Duration::from_millis(info.timeout_ms.clamp(1, MAX_TIMEOUT_MS));
+        Some(RemoteDesk { path: Arc::new(path), announced: Arc::new(announced), timeout, client })
     }
 
     /// The console's address (without its token).
@@ -192,6 +218,9 @@ impl RemoteDesk {
         let hello = Hello { door: door.to_owned(), agent: agent.to_owned(), pid: std::process::id() };
         tokio::spawn(async move {
             loop {
+                if desk.gone().is_some() {
+                    return;
+                }
                 let said = desk.post("/api/doors").json(&hello).timeout(FIND_TIMEOUT).send().await;
                 if let Err(error) = said {
                     tracing::debug!("the console at {} did not hear the door: {error}", desk.base());
@@ -208,6 +237,16 @@ impl RemoteDesk {
     /// `door` of this process from `caller`, running as `agent`.
     pub fn approver(&self, door: &str, agent: &str, caller: &str) -> RemoteApprover {
         RemoteApprover { desk: self.clone(), door: door.to_owned(), agent: agent.to_owned(), caller: caller.to_owned() }
+    }
+
+    /// Why the console found is no longer the one announced, if it is not:
+    /// its file changed or went, or its process ended.
+    fn gone(&self) -> Option<String> {
+        match announce::read(&self.path) {
+            Ok(now) if now == *self.announced && announce::is_ours_and_running(now.pid) => None,
+            Ok(_) => Some("its announcement changed or its process ended".to_owned()),
+            Err(why) => Some(why),
+        }
     }
 
     fn post(&self, path: &str) -> reqwest::RequestBuilder {
@@ -239,6 +278,9 @@ impl RemoteApprover {
             calls,
             result,
         };
+        if let Some(why) = self.desk.gone() {
+            return Err(format!("the console at {} could not be asked ({why})", self.desk.base()));
+        }
         let sent = self.desk.post("/api/desk/ask").json(&ask).timeout(self.desk.timeout + ANSWER_GRACE).send().await;
         let unreachable = |error: reqwest::Error| format!("the console at {} could not be asked ({error})", self.desk.base());
         let answer = sent.and_then(reqwest::Response::error_for_status).map_err(unreachable)?;
