@@ -176,6 +176,18 @@ impl Api {
         }
     }
 
+    /// Wait until `waiting`, whose client vanished, leaves the desk (in
+    /// `case`), and check it cannot be approved after.
+    async fn withdrawn(&self, waiting: &Value, case: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.get("/api/pending").await["pending"].as_array().unwrap().is_empty() {
+            assert!(Instant::now() < deadline, "{case}: the question of a vanished client stayed at the desk");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (status, _) = self.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
+        assert_ne!(status, 200, "{case}: a withdrawn question cannot be approved");
+    }
+
     /// Wait until the chat's turn is over.
     async fn chat_done(&self) {
         let deadline = Instant::now() + PATIENCE;
@@ -857,13 +869,7 @@ async fn a_call_whose_http_client_vanishes_is_withdrawn_from_the_desk_in_both_er
         let waiting = api.pending().await;
         assert_eq!(waiting["calls"][0]["tool"], "write_file", "{era}: {waiting}");
         drop(call);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !api.get("/api/pending").await["pending"].as_array().unwrap().is_empty() {
-            assert!(Instant::now() < deadline, "{era}: the question of a vanished client stayed at the desk");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let (status, _) = api.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
-        assert_ne!(status, 200, "{era}: a withdrawn question cannot be approved");
+        api.withdrawn(&waiting, era).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!dir.path().join("ws/legacy.txt").exists() && !dir.path().join("ws/modern.txt").exists(), "nothing ran");
@@ -1092,13 +1098,7 @@ async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_
     let vanishing = modern_write(&authority, "vanished.txt");
     let waiting = api.pending().await;
     drop(vanishing);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !api.get("/api/pending").await["pending"].as_array().unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "the question of a vanished client stayed at the desk");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let (status, _) = api.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
-    assert_ne!(status, 200, "a withdrawn question cannot be approved");
+    api.withdrawn(&waiting, "across processes").await;
 
     // The console gone, the door says so rather than waiting.
     drop(console);
