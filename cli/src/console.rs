@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use toolhost::{
-    Approver, CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline, Policy,
+    Approver, CancellationToken, Console, DenyAll, LlmClient, OpenAiClient, Pipeline, Policy, ToolCallConfig,
+    agent::LiveSettings,
     console::{Announcement, ConsoleOptions, DEFAULT_CONSOLE_AGENT, RemoteDesk},
 };
 
@@ -146,6 +147,21 @@ impl DoorDesk {
         }
     }
 
+    /// Say that `door` asks there as `agent`, until `shutdown`; with the
+    /// `settings` it serves by, the page's toggles for the agent act on
+    /// them.
+    pub(super) fn attend(&self, door: &str, agent: &str, settings: Option<LiveSettings>, shutdown: &CancellationToken) {
+        match self {
+            DoorDesk::Own(console) => {
+                console.serves(door, agent);
+                if let Some(settings) = settings {
+                    console.controls(agent, settings);
+                }
+            }
+            DoorDesk::Remote(remote) => remote.attend(door, agent, settings, shutdown.clone()),
+        }
+    }
+
     /// How long a question waits there for a person.
     pub(super) fn approval_timeout(&self, policy: &Policy) -> Duration {
         match self {
@@ -160,11 +176,13 @@ impl DoorDesk {
 /// console this user already has open takes the questions (a desktop
 /// client starting its servers opens no page per server); with none open,
 /// or with an address named, the door opens one, and announces it to the
-/// doors started after it.
+/// doors started after it. A door whose agent's tools the page may toggle
+/// gives its `agent` and `settings`: a page it opens works as that agent.
+/// The door then says it is there with [`DoorDesk::attend`].
 pub(super) async fn for_door(
     asked: Option<Option<SocketAddr>>,
     door: &str,
-    agent: &str,
+    controlled: Option<(&str, &ToolCallConfig)>,
     policy: &Policy,
     pipeline: &Pipeline,
     shutdown: &CancellationToken,
@@ -183,10 +201,12 @@ pub(super) async fn for_door(
             remote.base(),
             remote.pid()
         ));
-        remote.attend(door, agent, shutdown.clone());
         return Ok(Some(DoorDesk::Remote(remote)));
     }
-    let (console_agent, config) = model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?;
+    let (console_agent, config) = match controlled {
+        Some((agent, settings)) => (agent.to_owned(), settings.clone()),
+        None => model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?,
+    };
     let options = ConsoleOptions {
         agent: console_agent,
         config,
@@ -196,7 +216,6 @@ pub(super) async fn for_door(
         max_chat_bytes: policy.console.max_chat_bytes,
     };
     let (console, served) = open(pipeline.clone(), options, listen, fallback, shutdown).await?;
-    console.serves(door, agent);
     let announcement = announce(&console);
     // Calls keep coming to its desk: say so if nobody can reach it any more.
     let stopping = shutdown.clone();

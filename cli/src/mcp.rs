@@ -97,14 +97,20 @@ impl McpCommand {
         let registry = pipeline.executor().registry().clone();
         let mut config = policy.mcp.clone();
         let shutdown = CancellationToken::new();
-        let desk = super::console::for_door(self.console, "mcp", &config.agent, &policy, &pipeline, &shutdown).await?;
+        let controlled = Some((config.agent.as_str(), &config.agent_settings));
+        let desk = super::console::for_door(self.console, "mcp", controlled, &policy, &pipeline, &shutdown).await?;
         let server = match desk {
             Some(desk) => {
+                let desk = Arc::new(desk);
                 // A question at the console waits as long as it says.
                 config.approval_timeout = desk.approval_timeout(&policy);
                 let agent = config.agent.clone();
-                let approver_for: ApproverFor = Arc::new(move |client: &str| desk.approver("mcp", &agent, client));
-                McpServer::asking(pipeline, config, approver_for)
+                let asking = desk.clone();
+                let approver_for: ApproverFor = Arc::new(move |client: &str| asking.approver("mcp", &agent, client));
+                let server = McpServer::asking(pipeline, config, approver_for);
+                // The page's toggles for the agent act on what clients are offered.
+                desk.attend("mcp", &server.config().agent, Some(server.settings().clone()), &shutdown);
+                server
             }
             None => McpServer::new(pipeline, config),
         };

@@ -107,7 +107,9 @@ impl NodeCommand {
         pipeline = pipeline.on_executor(Executor::with_concurrency(pipeline.executor().registry().clone(), concurrency));
         let shutdown = CancellationToken::new();
         let agent = config.agent();
-        if let Some(desk) = super::console::for_door(self.console, "vcp", &agent, &policy, &pipeline, &shutdown).await? {
+        if let Some(desk) = super::console::for_door(self.console, "vcp", None, &policy, &pipeline, &shutdown).await? {
+            // The node's tools are `[vcp] tools`: the page has no toggles for them.
+            desk.attend("vcp", &agent, None, &shutdown);
             pipeline = pipeline.with_approver(desk.approver("vcp", &agent, &config.server));
             // The server waits as long as a person at the console has.
             config.approval_window = desk.approval_timeout(&policy);

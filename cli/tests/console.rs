@@ -97,6 +97,17 @@ impl Running {
     }
 
     /// The line of stderr that contains `text`.
+    /// The MCP endpoint it printed it serves at.
+    fn mcp_url(&self) -> String {
+        let line = self.line_with("serving MCP at");
+        line[line.find("http://").unwrap()..].split_whitespace().next().unwrap().to_owned()
+    }
+
+    /// That endpoint's host and port.
+    fn mcp_authority(&self) -> String {
+        self.mcp_url().trim_start_matches("http://").split('/').next().unwrap().to_owned()
+    }
+
     fn line_with(&self, text: &str) -> String {
         self.stderr().lines().find(|line| line.contains(text)).unwrap_or_default().to_owned()
     }
@@ -757,8 +768,7 @@ async fn a_call_from_the_official_mcp_client_waits_for_approval_in_the_page() {
     let dir = workspace();
     let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
     let running = Running::start(dir.path(), &args, Some("serving MCP at"));
-    let line = running.line_with("serving MCP at");
-    let mcp_url = line[line.find("http://").unwrap()..].split_whitespace().next().unwrap().to_owned();
+    let mcp_url = running.mcp_url();
     // The client would answer an elicitation by declining: the console,
     // not the client, is asked.
     let client = std::thread::spawn({
@@ -800,6 +810,44 @@ async fn a_call_from_the_official_mcp_client_waits_for_approval_in_the_page() {
     assert_eq!(std::fs::read_to_string(dir.path().join("ws/note.txt")).unwrap(), "approved over MCP");
 }
 
+/// Wait until the MCP server at `mcp_url`, asked as a 2026-07-28 client,
+/// lists `tool` (or, with `listed` false, no longer does).
+async fn wait_listed(mcp_url: &str, tool: &str, listed: bool) -> Step {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"list-test","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let named = format!("\"name\":\"{tool}\"");
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let asked = http_client(false)
+            .post(mcp_url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/list")
+            .body(body)
+            .send()
+            .await
+            .map_err(failed)?;
+        let text = asked.text().await.map_err(failed)?;
+        if text.contains(&named) == listed {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the MCP server still {} `{tool}`: {text}", if listed { "does not list" } else { "lists" }));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The page shows the agent `agent`; untick (or tick) `tool` there.
+async fn toggle_in_page(browser: &Client, agent: &str, tool: &str) -> Step {
+    let picked = browser.find(Locator::Css("#agent-pick")).await.map_err(failed)?;
+    if picked.prop("value").await.map_err(failed)?.as_deref() != Some(agent) {
+        picked.select_by_value(agent).await.map_err(|e| format!("picking agent `{agent}`: {e}"))?;
+    }
+    wait_text(browser, "#agent-pick option:checked", |t| t == agent).await?;
+    click(browser, &format!("#tools-table tr[data-tool={tool}] input[type=checkbox]")).await
+}
+
 /// A raw POST of `body` to the MCP server at `authority` with `headers`,
 /// its response left unread: the connection stays open until the stream is
 /// dropped, as a client that vanishes leaves it.
@@ -837,8 +885,7 @@ async fn a_call_whose_http_client_vanishes_is_withdrawn_from_the_desk_in_both_er
     let dir = workspace();
     let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
     let running = Running::start(dir.path(), &args, Some("serving MCP at"));
-    let line = running.line_with("serving MCP at");
-    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+    let authority = running.mcp_authority();
     let api = Api::of(&running);
     let write = |path: &str, meta: &str| {
         format!(
@@ -882,8 +929,7 @@ async fn hidden_characters_show_as_marked_placeholders_on_every_card() {
     std::fs::write(dir.path().join("ws/report.txt"), "total: 100\u{202e}00.0$ refund\u{200b}").unwrap();
     let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
     let running = Running::start(dir.path(), &args, Some("serving MCP at"));
-    let line = running.line_with("serving MCP at");
-    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+    let authority = running.mcp_authority();
     let api = Api::of(&running);
     let call = |id: u32, tool: &str, arguments: &str| {
         format!(
@@ -946,8 +992,7 @@ async fn the_desk_the_feed_and_the_chat_are_bounded_in_bytes_naming_their_keys()
         .unwrap();
     let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
     let running = Running::start(dir.path(), &args, Some("serving MCP at"));
-    let line = running.line_with("serving MCP at");
-    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+    let authority = running.mcp_authority();
     let api = Api::of(&running);
     // A page's event stream, read raw.
     let mut events = std::net::TcpStream::connect(running.base().trim_start_matches("http://")).unwrap();
@@ -1019,6 +1064,52 @@ fn modern_write(authority: &str, path: &str) -> std::net::TcpStream {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_of_mcp_console_toggles_the_tools_its_mcp_clients_are_offered() {
+    let dir = workspace();
+    let args = ["mcp", "--http", "127.0.0.1:0", "--console", "127.0.0.1:0", "--no-watch"];
+    let running = Running::start(dir.path(), &args, Some("serving MCP at"));
+    let mcp_url = running.mcp_url();
+    let api = Api::of(&running);
+    let state = api.get("/api/state").await;
+    assert_eq!(state["agent"], "mcp", "the page works as the door's agent: {state}");
+
+    // The official client lists, the page turns `calculate` off, the
+    // client is told and lists again.
+    let body = json!({ "agent": "mcp", "tool": "calculate", "enabled": false }).to_string();
+    let toggles = format!("{}/api/toggles", running.base());
+    let output = Command::new(support::mcp_python())
+        .current_dir(dir.path())
+        .arg(support::mcp_client_script())
+        .args(["--http", &mcp_url, "list_changed", "--post", &toggles, "--body", &body, "--bearer", running.token()])
+        .output()
+        .expect("the Python client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "client.py: {}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(seen["before"].as_array().unwrap().contains(&json!("calculate")), "{seen}");
+    assert_eq!(seen["notified"], true, "notifications/tools/list_changed arrived: {seen}");
+    assert!(!seen["after"].as_array().unwrap().contains(&json!("calculate")), "{seen}");
+    // Nor may a client call it, listed or not.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"1+1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "calculate")];
+    let authority = running.mcp_authority();
+    let answer = read_until(&mut open_post(&authority, &headers, call), "\"id\":2", Duration::from_secs(10));
+    assert!(answer.contains("not offered") || answer.contains("no tool named `calculate`"), "{answer}");
+    let (status, refused) = api.post("/api/toggles", json!({ "agent": "nobody", "tool": "calculate", "enabled": true })).await;
+    assert_eq!(status, 404, "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("no agent `nobody`"), "{refused}");
+
+    // Ticked again in the page: offered again.
+    let (link, listed_at) = (running.link.clone(), mcp_url.clone());
+    in_browser("door_agent_toggles", |browser| async move {
+        open(&browser, &link).await?;
+        toggle_in_page(&browser, "mcp", "calculate").await?;
+        wait_listed(&listed_at, "calculate", true).await
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_no_page() {
     let dir = workspace();
     // One user's runtime directory, shared by the console and the door.
@@ -1031,8 +1122,7 @@ async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_
     let said = door.stderr();
     assert!(!said.contains("console: open"), "the door opened a page of its own:\n{said}");
     assert!(said.contains(&format!("asking at the console already open at {}", console.base())), "{said}");
-    let line = door.line_with("serving MCP at");
-    let authority = line[line.find("http://").unwrap() + "http://".len()..].split('/').next().unwrap().to_owned();
+    let authority = door.mcp_authority();
 
     // The console lists the door, with its agent and process.
     let door_pid = door.child.id();
@@ -1047,7 +1137,13 @@ async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_
     };
     assert_eq!((listed["door"].as_str(), listed["remote"].as_bool()), (Some("mcp"), Some(true)), "{listed}");
     assert!(listed["agent"].as_str().is_some_and(|agent| !agent.is_empty()), "{listed}");
-    // And its page says so.
+    // The page's toggles for the door's agent act on what its clients
+    // are offered, across the processes.
+    let mcp_url = door.mcp_url();
+    let (status, toggled) = api.post("/api/toggles", json!({ "agent": "mcp", "tool": "calculate", "enabled": false })).await;
+    assert_eq!((status, &toggled["agent"]), (200, &json!("mcp")), "{toggled}");
+    wait_listed(&mcp_url, "calculate", false).await.unwrap();
+    // And its page says so, and toggles it back.
     let link = console.link.clone();
     in_browser("remote_door_listed", |browser| async move {
         open(&browser, &link).await?;
@@ -1056,7 +1152,8 @@ async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_
         if !shown.contains(&format!("(process {door_pid})")) {
             return Err(format!("the page names the door's process: {shown}"));
         }
-        Ok(())
+        toggle_in_page(&browser, "mcp", "calculate").await?;
+        wait_listed(&mcp_url, "calculate", true).await
     })
     .await;
 

@@ -114,3 +114,60 @@ impl ToolCallConfig {
         self.tool_toggles.get(tool).copied().unwrap_or(self.default_tool_enabled)
     }
 }
+
+/// An agent's settings while it serves, which the console's page may
+/// change (its tool toggles): every door serving as the agent reads them
+/// at each call and each tool list. Clones share them.
+#[derive(Clone, Debug)]
+pub struct LiveSettings {
+    current: std::sync::Arc<tokio::sync::watch::Sender<ToolCallConfig>>,
+}
+
+/// Told when [`LiveSettings`] change.
+#[derive(Debug)]
+pub struct SettingsWatch {
+    changes: tokio::sync::watch::Receiver<ToolCallConfig>,
+}
+
+impl LiveSettings {
+    /// Settings starting as `config`.
+    pub fn new(config: ToolCallConfig) -> Self {
+        LiveSettings { current: std::sync::Arc::new(tokio::sync::watch::Sender::new(config)) }
+    }
+
+    /// A copy of the settings now.
+    pub fn get(&self) -> ToolCallConfig {
+        self.current.borrow().clone()
+    }
+
+    /// `read` of the settings now, without a copy.
+    pub fn with<R>(&self, read: impl FnOnce(&ToolCallConfig) -> R) -> R {
+        read(&self.current.borrow())
+    }
+
+    /// Change the settings; watchers are told when `change` says it
+    /// changed something (returns true).
+    pub fn update(&self, change: impl FnOnce(&mut ToolCallConfig) -> bool) {
+        self.current.send_if_modified(change);
+    }
+
+    /// A watch told of every change from now on.
+    pub fn watch(&self) -> SettingsWatch {
+        SettingsWatch { changes: self.current.subscribe() }
+    }
+
+    /// Whether both are the same settings (not merely equal ones).
+    pub fn same_as(&self, other: &LiveSettings) -> bool {
+        std::sync::Arc::ptr_eq(&self.current, &other.current)
+    }
+}
+
+impl SettingsWatch {
+    /// Wait for the next change (changes made meanwhile count once).
+    pub async fn changed(&mut self) {
+        if self.changes.changed().await.is_err() {
+            // Nobody holds the settings any more: they never change again.
+            std::future::pending::<()>().await;
+        }
+    }
+}

@@ -307,8 +307,20 @@ async def reload_while_asked(args):
         print(json.dumps({"result": result, "notified": waited.get("notified"), "after": after, "again": again}))
 
 
+async def change_tools(args):
+    """What changes the tools: a component dropped into the watched
+    directory (`--component`, `--into`), or a JSON POST (`--post URL
+    --body JSON --bearer TOKEN`: a console's page turning a tool off)."""
+    if args.post:
+        headers = {"Authorization": f"Bearer {args.bearer}", "Content-Type": "application/json"}
+        async with httpx2.AsyncClient(headers=headers) as http:
+            (await http.post(args.post, content=args.body)).raise_for_status()
+    else:
+        shutil.copy(args.component, args.into)
+
+
 async def list_changed(args):
-    """List, drop a component into the watched directory, wait for
+    """List, change the tools (see `change_tools`), wait for
     `notifications/tools/list_changed`, list again."""
     changed = asyncio.Event()
 
@@ -318,7 +330,7 @@ async def list_changed(args):
 
     async with connect(args, message_handler=on_message) as session:
         before = sorted(tool.name for tool in (await session.list_tools()).tools)
-        shutil.copy(args.component, args.into)
+        await change_tools(args)
         try:
             await asyncio.wait_for(changed.wait(), timeout=30)
             notified = True
@@ -421,8 +433,11 @@ def main():
     reloading = sub.add_parser("reload_while_asked")
     reloading.add_argument("--remove", required=True)
     changing = sub.add_parser("list_changed")
-    changing.add_argument("--component", required=True)
-    changing.add_argument("--into", required=True)
+    changing.add_argument("--component")
+    changing.add_argument("--into")
+    changing.add_argument("--post")
+    changing.add_argument("--body")
+    changing.add_argument("--bearer")
     sub.add_parser("cancel")
     many = sub.add_parser("concurrent")
     many.add_argument("--clients", type=int, default=50)

@@ -114,7 +114,7 @@ impl Drop for TurnOver {
 /// One turn, as the chain runs it; what the page is told at its end.
 async fn converse(shared: &Shared, llm: Arc<dyn LlmClient>, message: &str, cancel: &CancellationToken) -> Value {
     let pipeline = shared.pipeline.with_approver(Arc::new(shared.desk.approver("console", "chat")));
-    let chain = match Chain::new(llm, pipeline, shared.agent.clone(), shared.config()) {
+    let chain = match Chain::new(llm, pipeline, shared.agents.own_name().to_owned(), shared.agents.own().get()) {
         Ok(chain) => chain.with_prompt_cache(shared.prompts.clone()),
         Err(error) => return json!({ "error": error.to_string() }),
     };

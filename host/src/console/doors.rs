@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 /// A door in another process that has not been heard from for this long
 /// has gone (it says hello every [`DOOR_HELLO_EVERY`]).
-const DOOR_SILENCE: Duration = Duration::from_secs(60);
+pub(super) const DOOR_SILENCE: Duration = Duration::from_secs(60);
 /// How often a door in another process says it is still there.
 pub(super) const DOOR_HELLO_EVERY: Duration = Duration::from_secs(20);
 /// Callers remembered per door (an MCP door serves one client per

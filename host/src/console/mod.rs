@@ -29,6 +29,7 @@
 //! ```
 
 mod access;
+mod agents;
 mod announce;
 mod chat;
 mod config;
@@ -48,11 +49,12 @@ pub use config::{
 pub use desk::ConsoleApprover;
 pub use remote::{RemoteApprover, RemoteDesk};
 
-use crate::agent::ToolCallConfig;
+use crate::agent::{LiveSettings, ToolCallConfig};
 use crate::discovery::PromptCache;
 use crate::llm::LlmClient;
 use crate::pipeline::Pipeline;
 use access::Access;
+use agents::Agents;
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::Next;
@@ -61,7 +63,7 @@ use desk::Desk;
 use doors::Doors;
 use feed::Feed;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +75,8 @@ pub const DEFAULT_CONSOLE_AGENT: &str = "console";
 pub struct ConsoleOptions {
     /// The agent: its name (remembered approvals, audit records) and
     /// settings (tools, protocol, system prompt). The page edits a copy of
-    /// the settings; the policy file is not written.
+    /// the settings (the policy file is not written), and the settings of
+    /// each door's agent it is given ([`Console::controls`]).
     pub agent: String,
     /// Its settings.
     pub config: ToolCallConfig,
@@ -118,9 +121,8 @@ pub(crate) struct Shared {
     desk: Arc<Desk>,
     /// The doors whose questions come to the desk.
     doors: Doors,
-    agent: String,
-    /// The agent's settings as the page has edited them.
-    config: Mutex<ToolCallConfig>,
+    /// The agents the page works with: its own, and its doors'.
+    agents: Agents,
     prompts: Arc<PromptCache>,
     chat: chat::ChatRoom,
     /// Fired when the console shuts down: ends its own calls' waits.
@@ -128,14 +130,6 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn config(&self) -> ToolCallConfig {
-        self.config_mut().clone()
-    }
-
-    fn config_mut(&self) -> std::sync::MutexGuard<'_, ToolCallConfig> {
-        self.config.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// Shutting down: stop the chat's turn and the Run form's calls, end
     /// every event stream, and answer whatever waits at the desk as
     /// refused, so that nothing waits for a page that can no longer
@@ -163,13 +157,12 @@ impl Console {
             feed,
             desk,
             doors: Doors::default(),
-            agent: options.agent,
-            config: Mutex::new(options.config),
+            agents: Agents::new(&options.agent, LiveSettings::new(options.config)),
             prompts: Arc::new(PromptCache::new()),
             chat: chat::ChatRoom::new(options.llm, options.max_chat_bytes),
             closing: CancellationToken::new(),
         };
-        shared.doors.seen("console", std::process::id(), &shared.agent, Some("this page"));
+        shared.doors.seen("console", std::process::id(), shared.agents.own_name(), Some("this page"));
         Console { shared: Arc::new(shared) }
     }
 
@@ -195,6 +188,15 @@ impl Console {
     /// page lists it (doors of other processes say so themselves).
     pub fn serves(&self, door: &str, agent: &str) {
         self.shared.doors.seen(door, std::process::id(), agent, None);
+    }
+
+    /// Let the page's tool toggles act on `settings`, which a door of this
+    /// process serves `agent` by: the page offers the agent by name (its
+    /// own agent, when that has the name), and a tool turned off there is
+    /// off for the door's clients from their next list and call on.
+    pub fn controls(&self, agent: &str, settings: LiveSettings) {
+        self.shared.agents.control(agent, settings);
+        self.shared.feed.publish("toggles", &serde_json::json!({}));
     }
 
     /// Announce this console to this user's other processes (see

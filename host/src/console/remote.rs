@@ -11,10 +11,12 @@
 //! door's client.
 
 use super::Shared;
+use super::agents::Toggles;
 use super::announce::{self, Announced};
 use super::desk::{Verdict, WaitingCall, WaitingResult};
 use super::doors::{DOOR_HELLO_EVERY, DoorView};
 use super::workbench::refuse;
+use crate::agent::{LiveSettings, ToolCallConfig};
 use crate::approval::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
@@ -34,6 +36,9 @@ const MAX_DOOR_CHARS: usize = 80;
 const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// How long a door waits for a console to say it is there.
 const FIND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Between a hello the console held and the next: enough that a console
+/// answering at once cannot keep a door busy.
+const HELD_HELLO_PAUSE: Duration = Duration::from_millis(250);
 /// Past the console's own timeout, how long a door waits for its answer
 /// (the console answers a timed-out question itself).
 const ANSWER_GRACE: Duration = Duration::from_secs(10);
@@ -47,12 +52,15 @@ pub(super) struct DeskInfo {
     pid: u32,
 }
 
-/// A door saying it is there.
+/// A door saying it is there; with the settings it serves by, when the
+/// page may toggle its agent's tools.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Hello {
     door: String,
     agent: String,
     pid: u32,
+    #[serde(default)]
+    settings: Option<ToolCallConfig>,
 }
 
 /// A question from a door in another process: calls, or one result.
@@ -115,10 +123,23 @@ pub(super) async fn doors(State(shared): State<Arc<Shared>>) -> Json<Vec<DoorVie
     Json(shared.doors.list())
 }
 
-/// `POST /api/doors`: a door in another process is there.
-pub(super) async fn hello(State(shared): State<Arc<Shared>>, Json(hello): Json<Hello>) -> StatusCode {
+/// `POST /api/doors`: a door in another process is there. One that sends
+/// its settings is answered with its agent's toggles as the page has them:
+/// at once when they differ from its own, else when the page changes them
+/// or, at the latest, when the door is due to say hello again.
+pub(super) async fn hello(State(shared): State<Arc<Shared>>, Json(hello): Json<Hello>) -> Response {
     shared.doors.seen_remote(&hello.door, hello.pid, &hello.agent, None);
-    StatusCode::NO_CONTENT
+    let Some(reported) = hello.settings else { return StatusCode::NO_CONTENT.into_response() };
+    let settings = shared.agents.heard(&hello.agent, &reported);
+    let mut changes = settings.watch();
+    if settings.with(Toggles::of) == Toggles::of(&reported) {
+        tokio::select! {
+            () = changes.changed() => {}
+            () = tokio::time::sleep(DOOR_HELLO_EVERY) => {}
+            () = shared.closing.cancelled() => {}
+        }
+    }
+    Json(settings.with(Toggles::of)).into_response()
 }
 
 /// `POST /api/desk/ask`: put a door's question on the desk and answer it
@@ -213,21 +234,44 @@ impl RemoteDesk {
 
     /// Tell the console that `door` of this process serves `agent`, and
     /// keep telling it until `stop` fires, so its page lists the door.
-    pub fn attend(&self, door: &str, agent: &str, stop: CancellationToken) {
+    /// With the `settings` the door serves by, the page may toggle the
+    /// agent's tools: the door takes each change as the console tells it.
+    pub fn attend(&self, door: &str, agent: &str, settings: Option<LiveSettings>, stop: CancellationToken) {
         let desk = self.clone();
-        let hello = Hello { door: door.to_owned(), agent: agent.to_owned(), pid: std::process::id() };
+        let (door, agent) = (door.to_owned(), agent.to_owned());
         tokio::spawn(async move {
             loop {
                 if desk.gone().is_some() {
                     return;
                 }
-                let said = desk.post("/api/doors").json(&hello).timeout(FIND_TIMEOUT).send().await;
-                if let Err(error) = said {
-                    tracing::debug!("the console at {} did not hear the door: {error}", desk.base());
-                }
+                let hello = Hello {
+                    door: door.clone(),
+                    agent: agent.clone(),
+                    pid: std::process::id(),
+                    settings: settings.as_ref().map(LiveSettings::get),
+                };
+                // The console holds a hello with settings until they change.
+                let said = desk.post("/api/doors").json(&hello).timeout(DOOR_HELLO_EVERY + FIND_TIMEOUT).send();
+                let pause = tokio::select! {
+                    () = stop.cancelled() => return,
+                    said = said => match (said.and_then(reqwest::Response::error_for_status), &settings) {
+                        (Ok(answer), Some(settings)) => {
+                            match answer.json::<Toggles>().await {
+                                Ok(toggles) => settings.update(|config| toggles.apply(config)),
+                                Err(error) => tracing::debug!("the console at {} sent toggles not understood: {error}", desk.base()),
+                            }
+                            HELD_HELLO_PAUSE
+                        }
+                        (Ok(_), None) => DOOR_HELLO_EVERY,
+                        (Err(error), _) => {
+                            tracing::debug!("the console at {} did not hear the door: {error}", desk.base());
+                            DOOR_HELLO_EVERY
+                        }
+                    },
+                };
                 tokio::select! {
                     () = stop.cancelled() => return,
-                    () = tokio::time::sleep(DOOR_HELLO_EVERY) => {}
+                    () = tokio::time::sleep(pause) => {}
                 }
             }
         });

@@ -1,9 +1,10 @@
-//! The console's panels that work with the registry: the tools and the
-//! agent's toggles, the prompt preview, the parser, the Run form, and the
+//! The console's panels that work with the registry: the tools and an
+//! agent's toggles (the console's own, or a door's), the prompt preview, the parser, the Run form, and the
 //! approval desk's answers.
 
 use super::Shared;
 use super::desk::Verdict;
+use crate::agent::LiveSettings;
 use crate::call::ToolCall;
 use crate::manifest::ToolSpec;
 use crate::parse_report::ParseReport;
@@ -11,7 +12,7 @@ use crate::pipeline::Turn;
 use crate::protocol::ProtocolId;
 use crate::registry::LoadedPlugin;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -28,13 +29,34 @@ pub(super) async fn events(State(shared): State<Arc<Shared>>) -> impl IntoRespon
     shared.feed.stream()
 }
 
-/// Who the console works as, and what it serves.
-pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Json<Value> {
-    let config = shared.config();
+/// Which agent a panel shows: `?agent=NAME`, else the console's own.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Which {
+    agent: Option<String>,
+}
+
+impl Which {
+    /// The agent asked for, with its name; why not, naming the agents
+    /// there are, when it is not here.
+    fn settings(&self, shared: &Shared) -> Result<(String, LiveSettings), String> {
+        shared.agents.named(self.agent.as_deref())
+    }
+}
+
+/// Who the console works as (or the agent asked for), what it serves, and
+/// the agents the page can switch to.
+pub(super) async fn state(State(shared): State<Arc<Shared>>, Query(which): Query<Which>) -> Response {
+    let (agent, settings) = match which.settings(&shared) {
+        Ok(found) => found,
+        Err(why) => return refuse(StatusCode::NOT_FOUND, why),
+    };
+    let config = settings.get();
     let catalog = shared.pipeline.executor().registry().catalog();
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "agent": shared.agent,
+        "agent": agent,
+        "agents": shared.agents.names(),
         "enabled": config.enabled,
         "protocol": config.protocol,
         "default_tool_enabled": config.default_tool_enabled,
@@ -42,12 +64,16 @@ pub(super) async fn state(State(shared): State<Arc<Shared>>) -> Json<Value> {
         "plugins": catalog.plugins.iter().map(|p| p.label()).collect::<Vec<_>>(),
         "chat": shared.chat.describe(),
     }))
+    .into_response()
 }
 
 /// Every loaded tool, with what it asks for and what it was granted, and
 /// whether the agent is offered it.
-pub(super) async fn tools(State(shared): State<Arc<Shared>>) -> Json<Value> {
-    let config = shared.config();
+pub(super) async fn tools(State(shared): State<Arc<Shared>>, Query(which): Query<Which>) -> Response {
+    let config = match which.settings(&shared) {
+        Ok((_, settings)) => settings.get(),
+        Err(why) => return refuse(StatusCode::NOT_FOUND, why),
+    };
     let catalog = shared.pipeline.executor().registry().catalog();
     let tools: Vec<Value> = catalog
         .tools()
@@ -70,7 +96,7 @@ pub(super) async fn tools(State(shared): State<Arc<Shared>>) -> Json<Value> {
             })
         })
         .collect();
-    Json(json!({ "tools": tools }))
+    Json(json!({ "tools": tools })).into_response()
 }
 
 /// Each capability the plugin asks for, granted (and how) or withheld.
@@ -78,43 +104,47 @@ fn capabilities(plugin: &LoadedPlugin) -> Value {
     json!(plugin.grants.asked(&plugin.manifest.capabilities))
 }
 
-/// A change to the agent's toggles: one tool's, or the default.
+/// A change to an agent's toggles: one tool's, or the default.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Toggle {
+    /// The agent; absent: the console's own.
+    agent: Option<String>,
     /// The tool; absent: `default_tool_enabled`.
     tool: Option<String>,
     /// On or off; `null` for a tool: back to the default.
     enabled: Option<bool>,
 }
 
-/// Turn a tool (or the default) on or off for the agent, at once.
+/// Turn a tool (or the default) on or off for an agent, at once: for a
+/// door's agent, the door's next list and call follow it.
 pub(super) async fn toggle(State(shared): State<Arc<Shared>>, Json(toggle): Json<Toggle>) -> Response {
+    let which = Which { agent: toggle.agent };
+    let settings = match which.settings(&shared) {
+        Ok((_, settings)) => settings,
+        Err(why) => return refuse(StatusCode::NOT_FOUND, why),
+    };
     let catalog = shared.pipeline.executor().registry().catalog();
-    {
-        let mut config = shared.config_mut();
-        match (&toggle.tool, toggle.enabled) {
-            (Some(tool), _) if catalog.tool(tool).is_none() => {
-                let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
-                return refuse(StatusCode::NOT_FOUND, crate::suggest::unknown_tool(tool, &names));
-            }
-            (Some(tool), Some(on)) => {
-                config.tool_toggles.insert(tool.clone(), on);
-            }
-            (Some(tool), None) => {
-                config.tool_toggles.remove(tool);
-            }
-            (None, Some(on)) => config.default_tool_enabled = on,
-            (None, None) => return refuse(StatusCode::BAD_REQUEST, "`enabled` is required for the default"),
+    match (&toggle.tool, toggle.enabled) {
+        (Some(tool), _) if catalog.tool(tool).is_none() => {
+            let names: Vec<&str> = catalog.tools().map(|(_, t)| t.name.as_str()).collect();
+            return refuse(StatusCode::NOT_FOUND, crate::suggest::unknown_tool(tool, &names));
         }
+        (Some(tool), Some(on)) => settings.update(|config| config.tool_toggles.insert(tool.clone(), on) != Some(on)),
+        (Some(tool), None) => settings.update(|config| config.tool_toggles.remove(tool).is_some()),
+        (None, Some(on)) => settings.update(|config| std::mem::replace(&mut config.default_tool_enabled, on) != on),
+        (None, None) => return refuse(StatusCode::BAD_REQUEST, "`enabled` is required for the default"),
     }
     shared.feed.publish("toggles", &json!({}));
-    state(State(shared)).await.into_response()
+    state(State(shared), Query(which)).await
 }
 
 /// The agent's system prompt as each protocol renders it, with its size.
-pub(super) async fn prompt(State(shared): State<Arc<Shared>>) -> Response {
-    let config = shared.config();
+pub(super) async fn prompt(State(shared): State<Arc<Shared>>, Query(which): Query<Which>) -> Response {
+    let (agent, config) = match which.settings(&shared) {
+        Ok((agent, settings)) => (agent, settings.get()),
+        Err(why) => return refuse(StatusCode::NOT_FOUND, why),
+    };
     let template = match config.system_prompt_template() {
         Ok(template) => template,
         Err(error) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("the agent's system prompt file: {error}")),
@@ -125,7 +155,7 @@ pub(super) async fn prompt(State(shared): State<Arc<Shared>>) -> Response {
         .into_iter()
         .filter(|&protocol| protocol != ProtocolId::Auto)
         .map(|protocol| {
-            let rendered = shared.prompts.render(&catalog, &shared.agent, &config, protocol, &template);
+            let rendered = shared.prompts.render(&catalog, &agent, &config, protocol, &template);
             json!({
                 "protocol": protocol,
                 "agent_default": protocol == config.protocol,

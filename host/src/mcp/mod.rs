@@ -55,6 +55,7 @@ pub use config::{
 pub use http::HttpOptions;
 pub use sessions::DEFAULT_MAX_SESSIONS;
 
+use crate::agent::{LiveSettings, SettingsWatch};
 use crate::pipeline::{Pipeline, Turn};
 use rmcp::{Peer, RoleServer, ServiceExt};
 use session::Session;
@@ -74,9 +75,11 @@ pub struct McpServer {
 pub(crate) struct Shared {
     pipeline: Pipeline,
     config: McpConfig,
-    /// Every call's turn, but for its cancellation token: the `[mcp]`
-    /// agent's settings, narrowed by `[mcp]`'s filter.
+    /// Every call's turn, but for its cancellation token and settings:
+    /// the `[mcp]` agent, narrowed by `[mcp]`'s filter.
     turn: Turn,
+    /// The agent's settings, as the console's page may change them.
+    settings: LiveSettings,
     /// The clients connected with sessions, told when the tools change.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     /// Who approves a client's calls, given the client's name, instead of
@@ -93,13 +96,48 @@ impl Shared {
     /// Whether clients are offered `spec`: the agent has tool calling on,
     /// and may call it.
     fn offers(&self, spec: &crate::manifest::ToolSpec) -> bool {
-        self.turn.config.enabled && self.turn.offers(spec)
+        self.settings.with(|config| config.enabled && self.turn.offers_under(config, spec))
+    }
+
+    /// A call's turn: the agent's settings as they are now.
+    fn turn(&self) -> Turn {
+        Turn { config: self.settings.get(), ..self.turn.clone() }
+    }
+
+    /// Wait until the tools offered may have changed: the registry
+    /// reloaded with changes, or the agent's settings changed; `None` once
+    /// the registry is gone.
+    fn tool_changes(&self) -> ToolChanges {
+        ToolChanges { events: self.pipeline.executor().registry().subscribe(), settings: self.settings.watch() }
     }
 
     fn remember_peer(&self, peer: Peer<RoleServer>) {
         let mut peers = self.peers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         peers.retain(|peer| !peer.is_transport_closed());
         peers.push(peer);
+    }
+}
+
+/// What may change the tools a client is offered.
+struct ToolChanges {
+    events: tokio::sync::broadcast::Receiver<crate::registry::RegistryEvent>,
+    settings: SettingsWatch,
+}
+
+impl ToolChanges {
+    /// The next change: `None` once the registry is gone.
+    async fn next(&mut self) -> Option<()> {
+        loop {
+            let event = tokio::select! {
+                event = self.events.recv() => event,
+                () = self.settings.changed() => return Some(()),
+            };
+            match event {
+                Ok(event) if event.added.is_empty() && event.changed.is_empty() && event.removed.is_empty() => continue,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return Some(()),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
     }
 }
 
@@ -132,16 +170,24 @@ impl McpServer {
     }
 
     fn build(pipeline: Pipeline, config: McpConfig, approver_for: Option<ApproverFor>) -> Self {
+        let settings = LiveSettings::new(config.agent_settings.clone());
         let agent = config.agent_settings.clone();
         let turn = Turn { filter: Some(Arc::new(config.filter.clone())), ..Turn::for_agent(config.agent.clone(), agent) };
         let in_flight = Arc::new(bounds::InFlight::new(&config));
-        let shared = Shared { pipeline, config, turn, peers: Mutex::new(Vec::new()), approver_for, in_flight };
+        let shared = Shared { pipeline, config, turn, settings, peers: Mutex::new(Vec::new()), approver_for, in_flight };
         McpServer { shared: Arc::new(shared) }
     }
 
     /// The configuration it serves by.
     pub fn config(&self) -> &McpConfig {
         &self.shared.config
+    }
+
+    /// The agent's settings as it serves: a change (the console's page
+    /// turning a tool off, say) holds from the next list and call on, and
+    /// every client listening is told its tools changed.
+    pub fn settings(&self) -> &LiveSettings {
+        &self.shared.settings
     }
 
     /// The names of the tools a client is offered now.
@@ -169,21 +215,16 @@ impl McpServer {
         outcome
     }
 
-    /// Tell every connected client when the registry reloads with
-    /// changes, until `shutdown`.
+    /// Tell every connected client when the tools it is offered may have
+    /// changed, until `shutdown`.
     fn notify_tool_changes(&self, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
         let shared = self.shared.clone();
-        let mut events = shared.pipeline.executor().registry().subscribe();
+        let mut changes = shared.tool_changes();
         tokio::spawn(async move {
             loop {
-                let event = tokio::select! {
-                    event = events.recv() => event,
+                tokio::select! {
+                    changed = changes.next() => if changed.is_none() { return },
                     () = shutdown.cancelled() => return,
-                };
-                match event {
-                    Ok(event) if event.added.is_empty() && event.changed.is_empty() && event.removed.is_empty() => continue,
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
                 let peers: Vec<Peer<RoleServer>> = {
                     let mut peers = shared.peers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -74,8 +74,8 @@ impl ServerHandler for Session {
         self.can_ask.then(|| requested.supported_by(&self.get_info().capabilities))
     }
 
-    /// Tell the listener each time the registry reloads with changes,
-    /// until it stops listening or the server stops.
+    /// Tell the listener each time its tools may have changed (a reload,
+    /// the agent's settings), until it stops listening or the server stops.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // An open subscription holds a stream and a task: it takes a place
         // among the client's calls, so none opens them without end.
@@ -87,16 +87,11 @@ impl ServerHandler for Session {
             context.cancelled().await;
             return Ok(());
         }
-        let mut events = self.shared.pipeline.executor().registry().subscribe();
+        let mut changes = self.shared.tool_changes();
         loop {
-            let event = tokio::select! {
-                event = events.recv() => event,
+            tokio::select! {
+                changed = changes.next() => if changed.is_none() { return Ok(()) },
                 () = context.cancelled() => return Ok(()),
-            };
-            match event {
-                Ok(event) if event.added.is_empty() && event.changed.is_empty() && event.removed.is_empty() => continue,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
             }
             match tokio::time::timeout(super::NOTIFY_WITHIN, context.sink().notify_tool_list_changed()).await {
                 Ok(Ok(())) => {}
@@ -151,7 +146,7 @@ impl ServerHandler for Session {
             Err(Busy(why)) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into()),
         };
         let id = format!("mcp-{}", context.id);
-        let mut turn = self.shared.turn.clone();
+        let mut turn = self.shared.turn();
         // A `notifications/cancelled` for this request, or over HTTP its
         // connection closing, cancels the call, whether it waits for
         // approval (every approver's question is withdrawn) or runs.

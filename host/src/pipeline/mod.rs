@@ -134,9 +134,14 @@ impl Turn {
 
     /// Whether the turn's agent may call `spec`.
     pub fn offers(&self, spec: &ToolSpec) -> bool {
+        self.offers_under(&self.config, spec)
+    }
+
+    /// `offers`, were the agent's settings `config`.
+    pub(crate) fn offers_under(&self, config: &ToolCallConfig, spec: &ToolSpec) -> bool {
         let audience = match self.audience {
-            Audience::Model => self.config.offers(spec),
-            Audience::Distributed => self.config.exposes(spec),
+            Audience::Model => config.offers(spec),
+            Audience::Distributed => config.exposes(spec),
         };
         audience && self.filter.as_ref().is_none_or(|filter| filter.matches(spec))
     }

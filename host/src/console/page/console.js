@@ -125,12 +125,32 @@ for (const button of $$("#tabs button")) button.addEventListener("click", () => 
 
 let state = {};
 let tools = [];
+// The agent the Tools and Prompt tabs show and toggle: the console's own
+// (null) or a door's, picked in the header.
+let agent = null;
+const forAgent = (path) => (agent ? `${path}?agent=${encodeURIComponent(agent)}` : path);
 
 async function loadState() {
-  state = await api("/api/state");
-  setText($("#who"), `agent ${state.agent} · ${state.plugins.length} plugins · ${state.protocol} · v${state.version}`);
+  try {
+    state = await api(forAgent("/api/state"));
+  } catch (error) {
+    if (!agent) throw error;
+    agent = null; // its door has gone: back to the console's own
+    state = await api("/api/state");
+  }
+  setText($("#who"), `${state.plugins.length} plugins · ${state.protocol} · v${state.version}`);
+  const pick = $("#agent-pick");
+  pick.replaceChildren(...state.agents.map((name) => el("option", { value: name }, name)));
+  pick.value = state.agent;
+  pick.disabled = state.agents.length < 2;
   $("#default-enabled").checked = state.default_tool_enabled;
 }
+
+$("#agent-pick").addEventListener("change", (event) => {
+  agent = event.target.value;
+  loadTools().catch(report);
+  if (!$("#tab-prompt").hidden) loadPrompt().catch(report);
+});
 
 function capabilityCell(caps) {
   const rows = caps.map((cap) => el("div", {}, `${cap.kind} ${cap.item}${cap.access ? ` (${cap.access})` : ""} → `,
@@ -139,7 +159,8 @@ function capabilityCell(caps) {
 }
 
 async function loadTools() {
-  const [, list] = await Promise.all([loadState(), api("/api/tools")]);
+  await loadState();
+  const list = await api(forAgent("/api/tools"));
   tools = list.tools;
   const body = $("#tools-table tbody");
   body.replaceChildren();
@@ -147,7 +168,7 @@ async function loadTools() {
     const toggle = el("input", {
       type: "checkbox", checked: tool.offered, disabled: !tool.agent_callable,
       title: tool.agent_callable ? "offer it to the model" : "the plugin does not make it agent-callable",
-      onchange: (event) => api("/api/toggles", { tool: tool.name, enabled: event.target.checked }).then(loadTools).catch(report),
+      onchange: (event) => api("/api/toggles", { agent: state.agent, tool: tool.name, enabled: event.target.checked }).then(loadTools).catch(report),
     });
     const params = tool.params.map((p) => el("div", {}, el("code", {}, p.name), `: ${p.type}${p.required ? "" : "?"}`));
     body.append(el("tr", { "data-tool": tool.name },
@@ -163,13 +184,13 @@ async function loadTools() {
 loaders.tools = loadTools;
 
 $("#default-enabled").addEventListener("change", (event) =>
-  api("/api/toggles", { enabled: event.target.checked }).then(loadTools).catch(report));
+  api("/api/toggles", { agent: state.agent, enabled: event.target.checked }).then(loadTools).catch(report));
 
 // ---- prompt preview -----------------------------------------------------
 
 let promptProtocol = null;
 async function loadPrompt() {
-  const preview = await api("/api/prompt");
+  const preview = await api(forAgent("/api/prompt"));
   const chips = $("#prompt-protocols");
   chips.replaceChildren();
   const chosen = preview.prompts.find((p) => p.protocol === promptProtocol) || preview.prompts.find((p) => p.agent_default) || preview.prompts[0];
@@ -558,6 +579,9 @@ async function loadDoors() {
     d.callers.length ? ` for ${d.callers.join(", ")}` : ""));
   const list = $("#doors");
   list.replaceChildren("Asking here: ", ...items.flatMap((item, i) => (i ? [" · ", item] : [item])));
+  // A door that came or went may bring or take an agent to pick.
+  const known = new Set(state.agents || []);
+  if (doors.some((d) => d.agent && !known.has(d.agent)) || (agent && !doors.some((d) => d.agent === agent))) await loadState();
 }
 setInterval(() => loadDoors().catch(() => {}), 5000);
 
