@@ -730,6 +730,15 @@ async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_mod
         click(&browser, "#chat-send").await?;
         wait_text(&browser, "#desk .pending[data-door=console] .call[data-tool=write_file]", |t| t.contains("note.txt")).await?;
         wait_text(&browser, "#chat-state", |t| t.contains("waiting for your approval")).await?;
+        // The reply shows the call as read, not the block as written.
+        let call = wait_text(&browser, "#chat-log .msg.assistant .call", |t| t.contains("write_file")).await?;
+        if !call.contains("note.txt") {
+            return Err(format!("the call's arguments are shown: {call}"));
+        }
+        let reply = browser.find(Locator::Css("#chat-log .msg.assistant")).await.map_err(failed)?.text().await.map_err(failed)?;
+        if reply.contains("<<<[TOOL_REQUEST]>>>") {
+            return Err(format!("the raw call block shows: {reply}"));
+        }
         if std::env::var_os("TOOLHOST_UPDATE_SCREENSHOTS").is_some() {
             let png = browser.screenshot().await.map_err(failed)?;
             std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/console-chat.png"), png).map_err(failed)?;

@@ -341,6 +341,7 @@ $("#run-copy").addEventListener("click", () => navigator.clipboard.writeText(run
 // ---- chat ---------------------------------------------------------------
 
 let streaming = null;   // the assistant message the reply streams into
+let streamed = "";      // its text so far
 let thinking = null;    // its reasoning
 const toolMessages = new Map();
 
@@ -370,18 +371,23 @@ function toolMessage(event) {
 function onChat(event) {
   switch (event.event) {
     case "requesting":
-      streaming = null; thinking = null;
+      streaming = null; thinking = null; streamed = "";
       $("#chat-state").textContent = "the model is replying…";
       break;
     case "text-delta":
       if (!streaming) streaming = chatAppend(el("div", { class: "msg assistant" }));
       streaming.append(shown(event.text));
+      streamed += event.text;
       break;
     case "reasoning-delta":
       if (!thinking) thinking = chatAppend(el("div", { class: "msg reasoning" }));
       thinking.append(shown(event.text));
       break;
     case "calls-parsed":
+      if (event.calls.length) {
+        if (!streaming) streaming = chatAppend(el("div", { class: "msg assistant" }));
+        showCalls(streaming, streamed, event.calls);
+      }
       for (const warning of event.warnings) chatAppend(el("div", { class: "msg note" }, `⚠ ${warning}`));
       break;
     case "awaiting-approval":
@@ -415,6 +421,30 @@ function onChat(event) {
   }
 }
 
+// The reply `content` in `node`, each call's text replaced by the call as
+// it was read (tool and arguments; the text as written folded away); a
+// call the text does not hold (a native one) comes after it.
+function showCalls(node, content, calls) {
+  const parts = [];
+  let rest = content;
+  const after = [];
+  for (const call of calls) {
+    const at = call.raw ? rest.indexOf(call.raw) : -1;
+    if (at < 0) { after.push(callCard(call)); continue; }
+    parts.push(rest.slice(0, at), callCard(call));
+    rest = rest.slice(at + call.raw.length);
+  }
+  parts.push(rest, ...after);
+  node.replaceChildren(...parts.filter((part) => typeof part !== "string" || part.trim()).map((part) => (typeof part === "string" ? shown(part.trim()) : part)));
+}
+
+function callCard(call) {
+  return el("div", { class: "call", "data-call": call.id },
+    el("div", { class: "head" }, `🔧 ${call.tool}`),
+    Object.keys(call.arguments).length ? jsonView(call.arguments) : el("span", { class: "muted" }, "no arguments"),
+    call.raw ? el("details", {}, el("summary", {}, "as written"), el("pre", {}, call.raw)) : null);
+}
+
 // The lines saying call `id` waits or runs: it has moved on.
 function clearProgress(id) {
   for (const line of $$("#chat-log .msg.note[data-state]")) {
@@ -441,7 +471,11 @@ async function loadChat() {
   log.replaceChildren();
   for (const entry of history.entries) {
     if (entry.role === "user") log.append(el("div", { class: "msg user" }, entry.content));
-    else if (entry.role === "assistant" && entry.content) log.append(el("div", { class: "msg assistant" }, entry.content));
+    else if (entry.role === "assistant" && (entry.content || entry.calls)) {
+      const message = el("div", { class: "msg assistant" }, entry.content);
+      if (entry.calls) showCalls(message, entry.content, entry.calls);
+      log.append(message);
+    }
     else if (entry.role === "tool") {
       log.append(toolMessage({ id: entry.id, tool: entry.tool, status: entry.status, duration_ms: entry.duration_ms ?? 0, arguments: "", output: entry.content ?? entry.output ?? "" }));
     }
