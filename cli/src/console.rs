@@ -171,8 +171,8 @@ impl DoorDesk {
     }
 }
 
-/// Where a door (`node`, `mcp`) asks: `--console [ADDR]`, or `[console]
-/// approver = true`; `None` when neither asks. Without an address, the
+/// Where a door (`node`, `mcp`, `chat`) asks: `--console [ADDR]`, or
+/// `[console] approver = true` (not for `chat`); `None` when neither asks. Without an address, the
 /// console this user already has open takes the questions (a desktop
 /// client starting its servers opens no page per server); with none open,
 /// or with an address named, the door opens one, and announces it to the

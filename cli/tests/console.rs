@@ -96,7 +96,6 @@ impl Running {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// The line of stderr that contains `text`.
     /// The MCP endpoint it printed it serves at.
     fn mcp_url(&self) -> String {
         let line = self.line_with("serving MCP at");
@@ -108,6 +107,7 @@ impl Running {
         self.mcp_url().trim_start_matches("http://").split('/').next().unwrap().to_owned()
     }
 
+    /// The line of stderr that contains `text`.
     fn line_with(&self, text: &str) -> String {
         self.stderr().lines().find(|line| line.contains(text)).unwrap_or_default().to_owned()
     }
@@ -1212,4 +1212,40 @@ async fn a_door_started_with_console_asks_at_the_console_already_open_and_opens_
     let answer = read_until(&mut refused, "isError", Duration::from_secs(10));
     assert!(answer.contains("could not be asked"), "{answer}");
     assert!(!dir.path().join("ws/vanished.txt").exists() && !dir.path().join("ws/unasked.txt").exists(), "nothing else ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_started_with_console_asks_at_the_console_already_open() {
+    let dir = workspace();
+    let runtime = tempfile::tempdir().unwrap();
+    let console = Running::launch(
+        dir.path(),
+        &["console", "--listen", "127.0.0.1:0", "--no-watch"],
+        None,
+        &[("XDG_RUNTIME_DIR", runtime.path())],
+        true,
+    );
+    let api = Api::of(&console);
+    let model = StandIn::start([Response::text(VCP_WRITE), Response::text("Result: {{last_message}}")]).await.unwrap();
+    let url = model.base_url();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+    in_test_home(&mut command)
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .current_dir(dir.path())
+        .args(["chat", "--console", "--base-url", &url, "--message", "Save a note"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let chat = command.spawn().expect("toolhost chat starts");
+    let waiting = api.pending().await;
+    assert_eq!((waiting["door"].as_str(), waiting["calls"][0]["tool"].as_str()), (Some("chat"), Some("write_file")), "{waiting}");
+    assert!(waiting["caller"].as_str().unwrap().starts_with("terminal chat (process "), "{waiting}");
+    let (status, body) = api.post(&format!("/api/pending/{}", waiting["id"]), json!({ "verdict": "allow" })).await;
+    assert_eq!(status, 200, "{body}");
+    let output = tokio::task::spawn_blocking(move || chat.wait_with_output()).await.unwrap().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("console: open"), "the chat opened a page of its own:\n{stderr}");
+    assert!(stdout.contains("Result:"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("ws/note.txt")).unwrap(), "hello");
 }

@@ -11,13 +11,14 @@ use anyhow::{Context, bail};
 use display::Display;
 use std::future::Future;
 use std::io::{IsTerminal, Read};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use terminal::{Line, Terminal};
 use toolhost::{
     AllowAll, Approver, CancellationToken, Chain, ChainEvent, DenyAll, OpenAiClient, ProtocolId, Registry, Stop, Transcript,
-    agent::CallMode,
+    agent::{CallMode, LiveSettings},
     chain::ManualDecision,
     cli_support::{did_you_mean, to_json_pretty},
     prompt::visible_tools,
@@ -94,6 +95,15 @@ pub(super) struct ChatCommand {
     /// Print every event as a line of JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Ask a person at the console to approve calls that need it
+    ///
+    /// Ask a person at the console (a local web page) to approve the calls that
+    /// need it, instead of at this terminal: the console this user has open, or
+    /// one opened for this chat (optionally where it listens [default: `[console]
+    /// listen`]). The page's toggles for the chat's agent hold from the next
+    /// message on.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, conflicts_with = "yes")]
+    console: Option<Option<SocketAddr>>,
 }
 
 /// What a chat needs while it runs.
@@ -109,6 +119,9 @@ struct Session {
     yes: bool,
     /// A turn ended because the model failed.
     failed: bool,
+    /// The agent's settings as the console's page toggles them (with
+    /// `--console`).
+    settings: Option<LiveSettings>,
 }
 
 impl ChatCommand {
@@ -128,7 +141,24 @@ impl ChatCommand {
             Some(terminal) => Arc::new(terminal.approver()),
             None => Arc::new(DenyAll),
         };
-        let pipeline = global.pipeline_with(&policy, approver).await?;
+        let mut pipeline = global.pipeline_with(&policy, approver).await?;
+        // Stops the console (or its hellos) when the chat ends.
+        let shutdown = CancellationToken::new();
+        let _stop = shutdown.clone().drop_guard();
+        let mut settings = None;
+        if self.console.is_some() {
+            let controlled = Some((agent.as_str(), &config));
+            if let Some(desk) = super::console::for_door(self.console, "chat", controlled, &policy, &pipeline, &shutdown).await? {
+                let live = LiveSettings::new(config.clone());
+                pipeline = pipeline.with_approver(desk.approver(
+                    "chat",
+                    &agent,
+                    &format!("terminal chat (process {})", std::process::id()),
+                ));
+                desk.attend("chat", &agent, Some(live.clone()), &shutdown);
+                settings = Some(live);
+            }
+        }
         let registry = pipeline.executor().registry().clone();
         let offered = if config.enabled { visible_tools(&pipeline.executor().registry().catalog(), &config).len() } else { 0 };
         let (url, model) = (profile.base_url.clone(), profile.model.clone());
@@ -149,12 +179,12 @@ impl ChatCommand {
             chain = chain.handing_over(handover);
         }
         output::note(format_args!("chat: model `{model}` at {url}, {offered} tools offered in {protocol} (agent `{agent}`)"));
-        if terminal.is_none() && !self.yes && offered > 0 {
+        if terminal.is_none() && !self.yes && settings.is_none() && offered > 0 {
             output::note("note: no terminal to ask on: calls that need approval are denied (--yes allows them)");
         }
         let transcript = self.transcript()?;
         let display = Display::new(self.json);
-        let mut session = Session { chain, registry, transcript, display, terminal, yes: self.yes, failed: false };
+        let mut session = Session { chain, registry, transcript, display, terminal, yes: self.yes, failed: false, settings };
         let waiting = !session.transcript.unanswered().is_empty() && session.chain.config().mode == CallMode::Manual;
         if waiting {
             session.decide_waiting().await?;
@@ -271,6 +301,12 @@ impl Session {
     /// Send `message`, and in manual mode settle what the model asks for,
     /// until the model answers or the loop stops.
     async fn turn(&mut self, message: &str) -> anyhow::Result<()> {
+        if let Some(settings) = &self.settings {
+            let now = settings.get();
+            if now != *self.chain.config() {
+                self.chain.set_config(now)?;
+            }
+        }
         let cancel = self.new_turn();
         let display = &self.display;
         let events = |event: ChainEvent| display.show(&event);

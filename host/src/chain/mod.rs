@@ -109,6 +109,15 @@ impl Planned {
     }
 }
 
+/// The system prompt's template `config` gives, its file named when it
+/// cannot be read.
+fn template_of(config: &ToolCallConfig) -> std::io::Result<String> {
+    config.system_prompt_template().map_err(|error| {
+        let file = config.system_prompt_file.as_deref().unwrap_or("".as_ref()).display();
+        std::io::Error::new(error.kind(), format!("the system prompt file {file}: {error}"))
+    })
+}
+
 impl Chain {
     /// `agent`, configured by `config`, talking to `llm` and running calls
     /// on `pipeline`. Fails when the system prompt's file cannot be read.
@@ -123,10 +132,7 @@ impl Chain {
         agent: impl Into<String>,
         config: ToolCallConfig,
     ) -> std::io::Result<Self> {
-        let template = config.system_prompt_template().map_err(|error| {
-            let file = config.system_prompt_file.as_deref().unwrap_or("".as_ref()).display();
-            std::io::Error::new(error.kind(), format!("the system prompt file {file}: {error}"))
-        })?;
+        let template = template_of(&config)?;
         let prompts = Arc::new(PromptCache::new());
         Ok(Chain { llm, pipeline, prompts, agent: agent.into(), config, template, handover: None })
     }
@@ -149,6 +155,19 @@ impl Chain {
     /// The agent's settings.
     pub fn config(&self) -> &ToolCallConfig {
         &self.config
+    }
+
+    /// Go on with the agent's settings as `config` (the console's page
+    /// turned a tool off, say): from the next message on.
+    ///
+    /// # Errors
+    ///
+    /// As [`Chain::new`]'s, when the system prompt's file cannot be read;
+    /// the settings are then unchanged.
+    pub fn set_config(&mut self, config: ToolCallConfig) -> std::io::Result<()> {
+        self.template = template_of(&config)?;
+        self.config = config;
+        Ok(())
     }
 
     /// The system prompt as the model gets it now.
