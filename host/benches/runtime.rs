@@ -23,12 +23,14 @@
 //! Each figure is a median; the ratios are computed from the same run.
 
 mod common;
+mod summary;
 
 use common::{median, show};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use summary::summarize;
 use toolhost::{
     AllowAll, Approvals, Executor, Pipeline, Policy, ProtocolId, Registry, Status, ToolCall, Turn, executor::RunOptions,
 };
@@ -254,6 +256,8 @@ fn main() -> anyhow::Result<()> {
     let per_process = ratio(process, fresh);
     println!("(c)/(a)          {:>10.1}x  target >= 20: {}", per_process, check(per_process >= 20.0));
     let cache_gain = ratio(cold, warm);
+    summarize("fresh_over_floor", fresh_over_floor);
+    summarize("cold_over_warm", cache_gain);
     println!("cold/warm        {:>10.1}x  target >= 100: {}", cache_gain, check(cache_gain >= 100.0));
     let scaling = ratio(serial, parallel);
     println!("(e) serial/parallel {:>7.2}x  target >= 1.8 on 2 cores: {}", scaling, check(scaling >= 1.8));

@@ -32,6 +32,7 @@ mod browser;
 mod mcp_bench;
 mod mcp_clients;
 mod polyglot;
+mod summary;
 
 use anyhow::{Context, bail};
 use std::io::BufRead;
@@ -92,10 +93,13 @@ fn main() -> anyhow::Result<()> {
         "bench" => {
             build_plugins(&root, Workspace::Everything)?;
             polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
+            summary::clear(&root)?;
             run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
             host_memory_accounting_cost(&root)?;
             mcp_bench::run(&root)?;
-            run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))
+            run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))?;
+            summary::print(&root);
+            Ok(())
         }
         "api" => api::write(&root),
         "fuzz" => fuzz::run_targets(&root, &std::env::args().skip(2).collect::<Vec<_>>()),

@@ -76,6 +76,7 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
         .map(|ns| format!("{:.1} µs", ns / 1000.0))
         .unwrap_or_else(|| "not measured in this run".to_owned());
     println!("MCP tools/call round trip of calculate, official Python client, {CALLS} calls a round:");
+    let (mut worst_cost, mut worst_ratio) = (f64::MIN, f64::MIN);
     for (era, (name, _)) in eras.iter().enumerate() {
         let mut costs: Vec<f64> = bare[era]
             .iter()
@@ -84,6 +85,8 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
             .collect();
         costs.sort_by(f64::total_cmp);
         let cost = costs[costs.len() / 2];
+        worst_cost = worst_cost.max(cost);
+        worst_ratio = worst_ratio.max(median(&stdio[era], "median_us") / median(&bare[era], "median_us"));
         println!(
             "  {name}, stdio: bare JSON-RPC responder median {:.0} µs (p99 {:.0}); toolhost mcp median {:.0} µs (p99 {:.0}); \
              toolhost's own cost {cost:.0} µs (median of {ROUNDS} alternating rounds; target ≤ {TARGET_SERVER_US} µs)",
@@ -98,6 +101,8 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
         http["median_us"].as_f64().unwrap_or(f64::NAN),
         http["p99_us"].as_f64().unwrap_or(f64::NAN)
     );
+    super::summary::record(root, "mcp_server_side_us", worst_cost)?;
+    super::summary::record(root, "mcp_stdio_over_bare", worst_ratio)?;
     Ok(())
 }
 
