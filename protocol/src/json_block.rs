@@ -5,6 +5,7 @@
 
 use super::json_call::{self, Trust};
 use super::lenient_json;
+use super::marker_index::MarkerIndex;
 use super::scan::{Collector, FENCE, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, describe_tool, example_arguments, result_text};
 use crate::manifest::{Permission, Reach, ToolSpec};
@@ -45,7 +46,8 @@ impl Protocol for JsonBlock {
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
-        scan_fences(reply, &Reasoning::find(reply), declared, false, &mut out);
+        let markers = MarkerIndex::new(reply);
+        scan_fences(&markers, &Reasoning::find(&markers), declared, false, &mut out);
         out.finish()
     }
 
@@ -148,14 +150,21 @@ impl Care {
 /// Every ``` fence outside reasoning whose language is `json` (or, with
 /// `any_language`, empty too) is read as JSON calls; but a Python dict in
 /// a plain fence with prose after it is an example being explained.
-pub(crate) fn scan_fences(reply: &str, reasoning: &Reasoning, declared: &Declared, any_language: bool, out: &mut Collector<'_>) {
+pub(crate) fn scan_fences(
+    markers: &MarkerIndex<'_>,
+    reasoning: &Reasoning,
+    declared: &Declared,
+    any_language: bool,
+    out: &mut Collector<'_>,
+) {
+    let reply = markers.text();
     let mut at = 0;
-    while let Some(open) = find(reply, at, FENCE) {
+    while let Some(open) = markers.find(at, FENCE) {
         let info_start = open + FENCE.len();
         let line_end = find(reply, info_start, "\n").unwrap_or(reply.len());
         let language = reply[info_start..line_end].trim();
         let body = (line_end + 1).min(reply.len());
-        let close = find(reply, body, FENCE);
+        let close = markers.find(body, FENCE);
         let next = close.map_or(reply.len(), |c| c + FENCE.len());
         if reasoning.contains(open) {
             at = reasoning.skip(open).unwrap_or(next);

@@ -29,6 +29,7 @@ pub mod declaration;
 mod json_block;
 mod json_call;
 pub mod lenient_json;
+mod marker_index;
 mod markup_value;
 pub mod native;
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use super::json_call::{self, Trust};
 use super::lenient_json;
+use super::marker_index::MarkerIndex;
 use super::scan::{Collector, Reasoning, find_open_bracket};
 use super::{Declared, Parsed, Protocol, ProtocolId, result_text};
 use crate::manifest::{ParamSpec, ParamType, ToolSpec};
@@ -28,7 +29,7 @@ impl Protocol for Native {
     /// content.
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
-        let reasoning = Reasoning::find(reply);
+        let reasoning = Reasoning::find(&MarkerIndex::new(reply));
         let mut at = 0;
         while let Some(start) = find_open_bracket(reply, at) {
             if let Some(end) = reasoning.skip(start) {

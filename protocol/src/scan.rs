@@ -3,10 +3,12 @@
 //! asked, and the assembly of a [`Parsed`] from calls and warnings.
 
 use super::{MAX_WARNINGS, Parsed, ParsedCall, Warning};
+use crate::marker_index::MarkerIndex;
 use std::ops::Range;
 
-/// The first `needle` at or after byte `from` of `text` (SIMD-accelerated:
-/// parsing prose is mostly this search).
+/// The first `needle` at or after byte `from` of `text`, SIMD-accelerated.
+/// A marker searched for in a whole reply is found through its
+/// [`MarkerIndex`] instead, so that prose costs one pass for all of them.
 pub(crate) fn find(text: &str, from: usize, needle: &str) -> Option<usize> {
     let rest = text.as_bytes().get(from..)?;
     memchr::memmem::find(rest, needle.as_bytes()).map(|i| i + from)
@@ -109,24 +111,26 @@ pub(crate) struct Reasoning {
 }
 
 impl Reasoning {
-    pub(crate) fn find(reply: &str) -> Self {
+    /// The regions of the reply `markers` indexes.
+    pub(crate) fn find(markers: &MarkerIndex<'_>) -> Self {
+        let reply = markers.text();
         let mut regions = Vec::new();
         for (open_marker, close_marker) in REASONING {
             if open_marker == APERTUS_INNER_OPEN {
-                apertus_regions(reply, &mut regions);
+                apertus_regions(markers, &mut regions);
                 continue;
             }
             let mut at = 0;
-            while let Some(open) = find(reply, at, open_marker) {
+            while let Some(open) = markers.find(at, open_marker) {
                 let body = open + open_marker.len();
-                match find(reply, body, close_marker) {
+                match markers.find(body, close_marker) {
                     Some(close) => {
                         let end = close + close_marker.len();
                         regions.push(open..end);
                         at = end;
                     }
                     None => {
-                        let end = if open_marker == THINK_OPEN { unclosed_thinking_end(reply, body) } else { reply.len() };
+                        let end = if open_marker == THINK_OPEN { unclosed_thinking_end(markers, body) } else { reply.len() };
                         regions.push(open..end);
                         break;
                     }
@@ -134,10 +138,17 @@ impl Reasoning {
             }
         }
         for (open_marker, close_marker) in PROMPT_OPENED {
-            let first_open = regions.iter().filter(|r| reply[r.start..].starts_with(open_marker)).map(|r| r.start).min();
-            let before_open = &reply[..first_open.unwrap_or(reply.len())];
-            if let Some(close) = find(before_open, 0, close_marker) {
-                regions.push(0..close + close_marker.len());
+            let first_open = regions
+                .iter()
+                .filter(|r| reply[r.start..].starts_with(open_marker))
+                .map(|r| r.start)
+                .min()
+                .unwrap_or(reply.len());
+            // A close the prompt's opening explains ends before the reply opens one.
+            if let Some(end) =
+                markers.find(0, close_marker).map(|close| close + close_marker.len()).filter(|&end| end <= first_open)
+            {
+                regions.push(0..end);
             }
         }
         Reasoning { regions: merge(regions) }
@@ -155,14 +166,14 @@ impl Reasoning {
 }
 
 /// Apertus's `<|inner_prefix|>…<|inner_suffix|>` regions, both markers
-/// found in one pass over their common start (parsing prose is mostly
-/// these searches). A suffix that comes before any prefix closes reasoning
+/// found by one search for their common start. A suffix that comes before any prefix closes reasoning
 /// the prompt opened: llama.cpp ends the prompt with the prefix when
 /// thinking is on.
-fn apertus_regions(reply: &str, regions: &mut Vec<Range<usize>>) {
+fn apertus_regions(markers: &MarkerIndex<'_>, regions: &mut Vec<Range<usize>>) {
+    let reply = markers.text();
     let (mut open, mut marked) = (None, false);
     let mut at = 0;
-    while let Some(found) = find(reply, at, APERTUS_INNER) {
+    while let Some(found) = markers.find(at, APERTUS_INNER) {
         let rest = &reply[found..];
         at = if rest.starts_with(APERTUS_INNER_OPEN) {
             open = open.or(Some(found));
@@ -190,11 +201,12 @@ fn apertus_regions(reply: &str, regions: &mut Vec<Range<usize>>) {
 /// `body`: at the first section of calls (`section_tokens`), or the first
 /// `<tool_call>` of calls that end the reply, else at the reply's end. (Only a special token ends it: text that merely looks
 /// like a call stays reasoning.)
-fn unclosed_thinking_end(reply: &str, body: usize) -> usize {
+fn unclosed_thinking_end(markers: &MarkerIndex<'_>, body: usize) -> usize {
     use crate::section_tokens::{CALLS_END_THINKING, TOOL_CALL};
+    let reply = markers.text();
     let calls_end_reply = reply.trim_end().ends_with(TOOL_CALL.1);
-    let tool_call = calls_end_reply.then(|| find(reply, body, TOOL_CALL.0)).flatten();
-    CALLS_END_THINKING.iter().filter_map(|token| find(reply, body, token)).chain(tool_call).min().unwrap_or(reply.len())
+    let tool_call = calls_end_reply.then(|| markers.find(body, TOOL_CALL.0)).flatten();
+    CALLS_END_THINKING.iter().filter_map(|token| markers.find(body, token)).chain(tool_call).min().unwrap_or(reply.len())
 }
 
 /// Sorted, overlapping ranges joined into one.
@@ -299,6 +311,8 @@ fn inline_close(line: &[u8], run: usize) -> Option<usize> {
 /// the text in total.
 pub(crate) struct Forward<'a> {
     text: &'a str,
+    /// The text's index, when the needle is a marker searched in prose.
+    markers: Option<&'a MarkerIndex<'a>>,
     needle: &'a str,
     /// The last answer: the first occurrence at or after `asked`.
     cached: Option<(usize, Option<usize>)>,
@@ -306,7 +320,12 @@ pub(crate) struct Forward<'a> {
 
 impl<'a> Forward<'a> {
     pub(crate) fn new(text: &'a str, needle: &'a str) -> Self {
-        Forward { text, needle, cached: None }
+        Forward { text, markers: None, needle, cached: None }
+    }
+
+    /// Searches through `markers`, for a marker searched in a whole reply.
+    pub(crate) fn indexed(markers: &'a MarkerIndex<'a>, needle: &'a str) -> Self {
+        Forward { text: markers.text(), markers: Some(markers), needle, cached: None }
     }
 
     /// What it searches for.
@@ -321,7 +340,10 @@ impl<'a> Forward<'a> {
         {
             return found;
         }
-        let found = find(self.text, from, self.needle);
+        let found = match self.markers {
+            Some(markers) => markers.find(from, self.needle),
+            None => find(self.text, from, self.needle),
+        };
         self.cached = Some((from, found));
         found
     }
@@ -441,7 +463,7 @@ mod tests {
     #[test]
     fn reasoning_regions_include_an_unclosed_one() {
         let reply = "a<think>b</think>c<think>d";
-        let reasoning = Reasoning::find(reply);
+        let reasoning = Reasoning::find(&MarkerIndex::new(reply));
         assert!(!reasoning.contains(0));
         assert!(reasoning.contains(1) && reasoning.contains(9));
         assert!(!reasoning.contains(17));
@@ -452,14 +474,14 @@ mod tests {
     #[test]
     fn command_r_thinking_and_a_leading_close_are_reasoning() {
         let reply = "plan</think>a<|START_THINKING|>b<|END_THINKING|>c<think>d";
-        let reasoning = Reasoning::find(reply);
+        let reasoning = Reasoning::find(&MarkerIndex::new(reply));
         let at = |needle: &str| reasoning.contains(reply.find(needle).unwrap());
         assert!(at("plan") && at("</think>"), "before the </think> nothing opened");
         assert!(!at("a<|"));
         assert!(at("<|START") && at("b<|") && at("<|END"));
         assert!(!at("c<think>"));
         assert!(at("<think>") && at("d"));
-        let closed_later = Reasoning::find("a<think>b</think>c</think>d");
+        let closed_later = Reasoning::find(&MarkerIndex::new("a<think>b</think>c</think>d"));
         assert!(!closed_later.contains(0), "a close after an opening does not reach back");
         assert!(!closed_later.contains(19));
     }

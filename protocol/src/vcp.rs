@@ -2,6 +2,7 @@
 //! `key:「始」value「末」` fields, as `VCP-PROTOCOL.md` §1 describes it, and
 //! its result payload (§3).
 
+use super::marker_index::MarkerIndex;
 use super::scan::{Collector, Forward, Reasoning};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId, describe_params, describe_tool, example_arguments};
 use crate::manifest::ToolSpec;
@@ -67,7 +68,8 @@ impl Protocol for Vcp {
 
     fn parse(&self, reply: &str, _declared: &Declared) -> Parsed {
         let mut collector = Collector::new(reply);
-        self.scan(reply, &Reasoning::find(reply), &mut collector);
+        let markers = MarkerIndex::new(reply);
+        self.scan(&markers, &Reasoning::find(&markers), &mut collector);
         collector.finish()
     }
 
@@ -158,8 +160,8 @@ struct MarkerFinder<'a> {
 }
 
 impl<'a> MarkerFinder<'a> {
-    fn new(reply: &'a str, core: &'static str, lenient: bool) -> Self {
-        MarkerFinder { reply, core, search: Forward::new(reply, core), lenient }
+    fn new(markers: &'a MarkerIndex<'a>, core: &'static str, lenient: bool) -> Self {
+        MarkerFinder { reply: markers.text(), core, search: Forward::indexed(markers, core), lenient }
     }
 
     /// The first well-bracketed marker whose core starts at or after `from`.
@@ -181,9 +183,10 @@ impl<'a> MarkerFinder<'a> {
 }
 
 impl Vcp {
-    pub(crate) fn scan(&self, reply: &str, reasoning: &Reasoning, out: &mut Collector<'_>) {
-        let mut opens = MarkerFinder::new(reply, OPEN, self.lenient_markers);
-        let mut closes = MarkerFinder::new(reply, CLOSE, self.lenient_markers);
+    pub(crate) fn scan(&self, markers: &MarkerIndex<'_>, reasoning: &Reasoning, out: &mut Collector<'_>) {
+        let reply = markers.text();
+        let mut opens = MarkerFinder::new(markers, OPEN, self.lenient_markers);
+        let mut closes = MarkerFinder::new(markers, CLOSE, self.lenient_markers);
         let mut value_closes = Forward::new(reply, VALUE_CLOSE);
         let mut lenient_closes = Forward::new(reply, LENIENT_VALUE_CLOSE);
         let mut escape_closes = Forward::new(reply, ESCAPE_CLOSE);

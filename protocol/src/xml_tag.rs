@@ -4,7 +4,8 @@
 
 use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
-use super::scan::{Collector, Reasoning, find};
+use super::marker_index::MarkerIndex;
+use super::scan::{Collector, Reasoning};
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::message::Message;
@@ -50,7 +51,8 @@ impl Protocol for XmlTag {
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
-        scan_tags(reply, &Reasoning::find(reply), declared, &mut out);
+        let markers = MarkerIndex::new(reply);
+        scan_tags(&markers, &Reasoning::find(&markers), declared, &mut out);
         out.finish()
     }
 
@@ -60,15 +62,22 @@ impl Protocol for XmlTag {
 }
 
 /// Every `<tool_code>` / `<tool_call>` element outside reasoning.
-pub(crate) fn scan_tags(reply: &str, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
+pub(crate) fn scan_tags(markers: &MarkerIndex<'_>, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
     for &tag in TAGS {
-        scan_json_tag(reply, reasoning, declared, tag, out);
+        scan_json_tag(markers, reasoning, declared, tag, out);
     }
 }
 
 /// Every element of `tag` outside reasoning, its body read as JSON calls.
-pub(crate) fn scan_json_tag(reply: &str, reasoning: &Reasoning, declared: &Declared, tag: (&str, &str), out: &mut Collector<'_>) {
-    for element in elements(reply, reasoning, tag) {
+pub(crate) fn scan_json_tag(
+    markers: &MarkerIndex<'_>,
+    reasoning: &Reasoning,
+    declared: &Declared,
+    tag: (&str, &str),
+    out: &mut Collector<'_>,
+) {
+    let reply = markers.text();
+    for element in elements(markers, reasoning, tag) {
         match element.end {
             Some(end) => {
                 let body = element.body;
@@ -92,20 +101,21 @@ pub(crate) struct Element {
 /// The elements of `(open, close)` outside reasoning, in order; an unclosed
 /// one is the last.
 pub(crate) fn elements<'a>(
-    reply: &'a str,
+    markers: &'a MarkerIndex<'a>,
     reasoning: &'a Reasoning,
     (open_tag, close_tag): (&'a str, &'a str),
 ) -> impl Iterator<Item = Element> + 'a {
+    let reply = markers.text();
     let mut at = Some(0);
     std::iter::from_fn(move || {
         loop {
-            let open = find(reply, at?, open_tag)?;
+            let open = markers.find(at?, open_tag)?;
             if let Some(end) = reasoning.skip(open) {
                 at = Some(end);
                 continue;
             }
             let body = open + open_tag.len();
-            let Some(close) = find(reply, body, close_tag) else {
+            let Some(close) = markers.find(body, close_tag) else {
                 at = None;
                 return Some(Element { open, body: body..reply.len(), end: None });
             };

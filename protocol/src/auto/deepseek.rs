@@ -14,7 +14,7 @@
 
 use super::super::ParsedCall;
 use super::super::lenient_json;
-use super::super::scan::{Collector, FENCE, find};
+use super::super::scan::{Collector, FENCE};
 use super::section::{self, CallTokenSearch, CallTokens};
 use super::{Scope, markup_name};
 use super::{dsml, step3};
@@ -99,7 +99,7 @@ fn scan_tokens(scope: &Scope<'_>, anchor: &str, tokens: &'static Tokens, out: &m
     let mut step3 = step3::Reader::new(reply);
     let variants = if full_width { &SECTION_BEGIN_VARIANTS[..] } else { &[] };
     let mut at = 0;
-    while let Some(found) = find(reply, at, anchor) {
+    while let Some(found) = scope.markers.find(at, anchor) {
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;
             continue;

@@ -119,7 +119,7 @@ pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut closes = TAGS.map(|envelope| Forward::new(reply, envelope.close));
     let mut at = 0;
-    while let Some(found) = memchr::memchr(b'<', &reply.as_bytes()[at..]).map(|i| i + at) {
+    while let Some(found) = scope.markers.find(at, "<") {
         at = found + 1;
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;

@@ -101,7 +101,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
         cdata_end: Forward::new(reply, CDATA.1),
     };
     let mut at = 0;
-    while let Some(open) = find(reply, at, ANCHOR) {
+    while let Some(open) = scope.markers.find(at, ANCHOR) {
         at = open + ANCHOR.len();
         let Some((name, body)) = head(reply, open) else {
             if ends_inside_tag(&reply[open..]) {

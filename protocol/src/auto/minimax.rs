@@ -41,8 +41,8 @@ const SECTION_ENDS: [&str; 2] = [SECTION_END, FUNCTION_CALLS.1];
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut reader = InvokeSection::new(reply, &MINIMAX, &SECTION_ENDS);
-    let mut sections = Forward::new(reply, SECTION_BEGIN);
-    let mut invokes = Forward::new(reply, MINIMAX.invoke_open);
+    let mut sections = Forward::indexed(&scope.markers, SECTION_BEGIN);
+    let mut invokes = Forward::indexed(&scope.markers, MINIMAX.invoke_open);
     let mut at = 0;
     while let Some(found) = [sections.next(at), invokes.next(at)].into_iter().flatten().min() {
         if let Some(end) = scope.reasoning.skip(found) {

@@ -74,7 +74,8 @@ mod turn_end;
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, THINK_CLOSE, find, find_open_bracket, skip_ws};
+use super::marker_index::MarkerIndex;
+use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, THINK_CLOSE, find_open_bracket, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
@@ -102,9 +103,9 @@ impl Protocol for Auto {
         let scope = Scope::new(reply, declared);
         let reasoning = &scope.reasoning;
         let mut out = Collector::new(reply);
-        VCP.scan(reply, reasoning, &mut out);
-        scan_fences(reply, reasoning, declared, true, &mut out);
-        scan_json_tag(reply, reasoning, declared, TOOL_CODE, &mut out);
+        VCP.scan(&scope.markers, reasoning, &mut out);
+        scan_fences(&scope.markers, reasoning, declared, true, &mut out);
+        scan_json_tag(&scope.markers, reasoning, declared, TOOL_CODE, &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
         envelope::scan_tags(&scope, &mut out);
@@ -135,11 +136,13 @@ impl Protocol for Auto {
     }
 }
 
-/// A reply as the recognisers read it: the text, its reasoning, the
-/// declared tools, and where it quotes code (found on first use, as most
-/// replies never need it).
+/// A reply as the recognisers read it: the text, where markup may start in
+/// it, its reasoning, the declared tools, and where it quotes code (found
+/// on first use, as most replies never need it).
 pub(crate) struct Scope<'a> {
     pub(crate) reply: &'a str,
+    /// Where the recognisers search for the markers that open their calls.
+    pub(crate) markers: MarkerIndex<'a>,
     pub(crate) reasoning: Reasoning,
     pub(crate) declared: &'a Declared,
     code: OnceCell<Code>,
@@ -147,7 +150,9 @@ pub(crate) struct Scope<'a> {
 
 impl<'a> Scope<'a> {
     fn new(reply: &'a str, declared: &'a Declared) -> Self {
-        Scope { reply, reasoning: Reasoning::find(reply), declared, code: OnceCell::new() }
+        let markers = MarkerIndex::new(reply);
+        let reasoning = Reasoning::find(&markers);
+        Scope { reply, markers, reasoning, declared, code: OnceCell::new() }
     }
 
     /// How far markup at `offset` is trusted to be a call: not at all in
@@ -196,7 +201,7 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let mut envelopes = envelope::Reader::new(reply);
     let mut command_r = command_r::Reader::new(reply);
     let mut at = 0;
-    while let Some(found) = find(reply, at, CHAT_TOKEN_OPEN) {
+    while let Some(found) = scope.markers.find(at, CHAT_TOKEN_OPEN) {
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;
             continue;
@@ -228,7 +233,7 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
 /// MiniMax M3's `]<]minimax[>[<tool_call>` is read here by [`minimax_m3`].
 fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    for element in xml_tag::elements(reply, &scope.reasoning, TOOL_CALL) {
+    for element in xml_tag::elements(&scope.markers, &scope.reasoning, TOOL_CALL) {
         let body = &reply[element.body.clone()];
         let text = body.trim_start();
         let text_at = element.body.start + (body.len() - text.len());
@@ -468,6 +473,25 @@ mod tests {
     use super::inside_fence;
     use super::testing::{calls, one, parse, prose, warnings};
     use serde_json::json;
+
+    /// Every family's call is found after prose of any length: prose with
+    /// few `<`, `[` and backticks is searched through the marker index,
+    /// denser text directly, and lengths around the switch, multi-byte
+    /// characters and listed bytes before the call try both ways.
+    #[test]
+    fn every_familys_call_is_found_after_any_prose() {
+        const FILLERS: [&str; 6] = ["", "Fine. ", "é", "日本語。", "a `b` [c] ", "x<y "];
+        for family in super::compatibility::FAMILIES {
+            let expected = calls(family.sample);
+            assert!(!expected.is_empty(), "{}", family.name);
+            for filler in FILLERS {
+                for repeats in [1, 2, 15, 63, 64, 65, 127, 128, 129, 1000] {
+                    let reply = format!("{}\n\n{}", filler.repeat(repeats), family.sample);
+                    assert_eq!(calls(&reply), expected, "{}: after {repeats} × {filler:?}", family.name);
+                }
+            }
+        }
+    }
 
     #[test]
     fn hermes_and_qwen_tool_call_tags() {

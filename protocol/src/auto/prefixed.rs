@@ -8,7 +8,7 @@
 use super::super::ParsedCall;
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
-use super::super::scan::{Collector, find};
+use super::super::scan::Collector;
 use super::{Scope, pythonic};
 use serde_json::{Map, Value};
 
@@ -28,7 +28,7 @@ pub(crate) const MARKERS: [&str; 2] = [TOOL_CALLS, PYTHON_TAG];
 /// Every `[TOOL_CALLS]` outside reasoning.
 pub(super) fn scan_tool_calls(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let mut at = 0;
-    while let Some(found) = find(scope.reply, at, TOOL_CALLS) {
+    while let Some(found) = scope.markers.find(at, TOOL_CALLS) {
         at = if scope.reasoning.contains(found) { found + TOOL_CALLS.len() } else { read(scope, found, TOOL_CALLS, out) };
     }
 }

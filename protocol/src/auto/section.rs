@@ -26,7 +26,7 @@ pub(super) trait CallTokens {
 pub(super) fn scan(scope: &Scope<'_>, prefix: &str, begin: &str, tokens: &mut impl CallTokens, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut at = 0;
-    while let Some(found) = find(reply, at, prefix) {
+    while let Some(found) = scope.markers.find(at, prefix) {
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;
             continue;

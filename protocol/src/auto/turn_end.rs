@@ -65,14 +65,19 @@ pub(super) fn scan(reply: &str, out: &mut Collector<'_>) {
 /// there are none.
 pub(super) fn start(reply: &str) -> usize {
     let mut end = reply.len();
-    // Looked for once: a search per stripped token would be quadratic in a
-    // reply of many `</s>`.
-    let struck = STRIKETHROUGH.iter().any(|tag| find(reply, 0, tag).is_some());
+    // Looked for once, and only for a reply that ends with `</s>`: a search
+    // per stripped token would be quadratic in a reply of many `</s>`, and
+    // a search of every reply would cost prose a pass of its own.
+    let mut struck = None;
     loop {
         let rest = reply[..end].trim_end();
         let token = match TOKENS.iter().chain([&PYTHON_TAG]).find(|token| rest.ends_with(**token)) {
             Some(token) => token,
-            None if rest.ends_with(SENTENCE_END) && !struck => SENTENCE_END,
+            None if rest.ends_with(SENTENCE_END)
+                && !*struck.get_or_insert_with(|| STRIKETHROUGH.iter().any(|tag| find(reply, 0, tag).is_some())) =>
+            {
+                SENTENCE_END
+            }
             None => return end,
         };
         end = rest.len() - token.len();
