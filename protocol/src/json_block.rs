@@ -5,7 +5,7 @@
 
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::marker_index::MarkerIndex;
+use super::marker_index::{MARKUP, MarkerIndex};
 use super::scan::{Collector, FENCE, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, describe_tool, example_arguments, result_text};
 use crate::manifest::{Permission, Reach, ToolSpec};
@@ -46,7 +46,7 @@ impl Protocol for JsonBlock {
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
-        let markers = MarkerIndex::new(reply);
+        let markers = MarkerIndex::new(reply, &[MARKUP]);
         scan_fences(&markers, &Reasoning::find(&markers), declared, false, &mut out);
         out.finish()
     }

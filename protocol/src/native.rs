@@ -3,13 +3,18 @@
 
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::marker_index::MarkerIndex;
-use super::scan::{Collector, Reasoning, find_open_bracket};
+use super::marker_index::{Listed, MarkerIndex};
+use super::scan::{Collector, Reasoning};
 use super::{Declared, Parsed, Protocol, ProtocolId, result_text};
 use crate::manifest::{ParamSpec, ParamType, ToolSpec};
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value, json};
+
+/// What native looks for, listed in one pass: the markers of reasoning
+/// (`<think>`, `[THINK]`), where a call is not looked for, and the brackets
+/// that open JSON.
+pub(crate) const LISTED: Listed = [b'<', b'[', b'{'];
 
 /// The native protocol.
 #[derive(Debug, Clone, Copy)]
@@ -29,9 +34,10 @@ impl Protocol for Native {
     /// content.
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
-        let reasoning = Reasoning::find(&MarkerIndex::new(reply));
+        let markers = MarkerIndex::new(reply, &[LISTED]);
+        let reasoning = Reasoning::find(&markers);
         let mut at = 0;
-        while let Some(start) = find_open_bracket(reply, at) {
+        while let Some(start) = markers.find_open_bracket(at) {
             if let Some(end) = reasoning.skip(start) {
                 at = end;
                 continue;

@@ -459,11 +459,12 @@ fn shared_warnings_once(warnings: &mut Vec<Warning>, kept: &[(Range<usize>, Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::marker_index::MARKUP;
 
     #[test]
     fn reasoning_regions_include_an_unclosed_one() {
         let reply = "a<think>b</think>c<think>d";
-        let reasoning = Reasoning::find(&MarkerIndex::new(reply));
+        let reasoning = Reasoning::find(&MarkerIndex::new(reply, &[MARKUP]));
         assert!(!reasoning.contains(0));
         assert!(reasoning.contains(1) && reasoning.contains(9));
         assert!(!reasoning.contains(17));
@@ -474,14 +475,14 @@ mod tests {
     #[test]
     fn command_r_thinking_and_a_leading_close_are_reasoning() {
         let reply = "plan</think>a<|START_THINKING|>b<|END_THINKING|>c<think>d";
-        let reasoning = Reasoning::find(&MarkerIndex::new(reply));
+        let reasoning = Reasoning::find(&MarkerIndex::new(reply, &[MARKUP]));
         let at = |needle: &str| reasoning.contains(reply.find(needle).unwrap());
         assert!(at("plan") && at("</think>"), "before the </think> nothing opened");
         assert!(!at("a<|"));
         assert!(at("<|START") && at("b<|") && at("<|END"));
         assert!(!at("c<think>"));
         assert!(at("<think>") && at("d"));
-        let closed_later = Reasoning::find(&MarkerIndex::new("a<think>b</think>c</think>d"));
+        let closed_later = Reasoning::find(&MarkerIndex::new("a<think>b</think>c</think>d", &[MARKUP]));
         assert!(!closed_later.contains(0), "a close after an opening does not reach back");
         assert!(!closed_later.contains(19));
     }

@@ -2,7 +2,7 @@
 //! `key:「始」value「末」` fields, as `VCP-PROTOCOL.md` §1 describes it, and
 //! its result payload (§3).
 
-use super::marker_index::MarkerIndex;
+use super::marker_index::{MARKUP, MarkerIndex};
 use super::scan::{Collector, Forward, Reasoning};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId, describe_params, describe_tool, example_arguments};
 use crate::manifest::ToolSpec;
@@ -68,7 +68,7 @@ impl Protocol for Vcp {
 
     fn parse(&self, reply: &str, _declared: &Declared) -> Parsed {
         let mut collector = Collector::new(reply);
-        let markers = MarkerIndex::new(reply);
+        let markers = MarkerIndex::new(reply, &[MARKUP]);
         self.scan(&markers, &Reasoning::find(&markers), &mut collector);
         collector.finish()
     }

@@ -4,7 +4,7 @@
 
 use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
-use super::marker_index::MarkerIndex;
+use super::marker_index::{MARKUP, MarkerIndex};
 use super::scan::{Collector, Reasoning};
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
@@ -51,7 +51,7 @@ impl Protocol for XmlTag {
 
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
-        let markers = MarkerIndex::new(reply);
+        let markers = MarkerIndex::new(reply, &[MARKUP]);
         scan_tags(&markers, &Reasoning::find(&markers), declared, &mut out);
         out.finish()
     }

@@ -42,7 +42,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     } else {
         reader.in_form = header(reply, first).is_some();
     }
-    while let Some(found) = find(reply, at, SEGMENT_OPEN) {
+    while let Some(found) = scope.markers.find(at, SEGMENT_OPEN) {
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;
             continue;

@@ -74,8 +74,8 @@ mod turn_end;
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
 use super::lenient_json;
-use super::marker_index::MarkerIndex;
-use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, THINK_CLOSE, find_open_bracket, skip_ws};
+use super::marker_index::{Listed, MARKUP, MarkerIndex};
+use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, THINK_CLOSE, skip_ws};
 use super::vcp::VCP;
 use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
@@ -136,6 +136,12 @@ impl Protocol for Auto {
     }
 }
 
+/// What opens the calls written in plain text rather than markup: bare
+/// JSON's `{` (its `[` is listed with the markup), Functionary's `>>>` and
+/// ReAct's `Action:`. Listed in a second pass, so that prose costs two
+/// passes instead of one per marker.
+pub(crate) const PLAIN_CALLS: Listed = [b'{', b'>', b'A'];
+
 /// A reply as the recognisers read it: the text, where markup may start in
 /// it, its reasoning, the declared tools, and where it quotes code (found
 /// on first use, as most replies never need it).
@@ -150,7 +156,7 @@ pub(crate) struct Scope<'a> {
 
 impl<'a> Scope<'a> {
     fn new(reply: &'a str, declared: &'a Declared) -> Self {
-        let markers = MarkerIndex::new(reply);
+        let markers = MarkerIndex::new(reply, &[MARKUP, PLAIN_CALLS]);
         let reasoning = Reasoning::find(&markers);
         Scope { reply, markers, reasoning, declared, code: OnceCell::new() }
     }
@@ -329,7 +335,7 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
         while !reply.is_char_boundary(at) {
             at += 1;
         }
-        let Some(found) = find_open_bracket(reply, at) else { break };
+        let Some(found) = scope.markers.find_open_bracket(at) else { break };
         at = found + 1;
         if let Some(end) = reasoning.skip(found) {
             at = end;
@@ -474,20 +480,23 @@ mod tests {
     use super::testing::{calls, one, parse, prose, warnings};
     use serde_json::json;
 
-    /// Every family's call is found after prose of any length: prose with
-    /// few `<`, `[` and backticks is searched through the marker index,
-    /// denser text directly, and lengths around the switch, multi-byte
-    /// characters and listed bytes before the call try both ways.
+    /// Every family's call, and a bare JSON call, is found after prose of
+    /// any length: prose with few of the listed bytes (`<`, `[`, backticks;
+    /// `{`, `>`, `A`) is searched through the marker index, denser text
+    /// directly, and lengths around the switch, multi-byte characters and
+    /// listed bytes of either pass before the call try both ways.
     #[test]
     fn every_familys_call_is_found_after_any_prose() {
-        const FILLERS: [&str; 6] = ["", "Fine. ", "é", "日本語。", "a `b` [c] ", "x<y "];
-        for family in super::compatibility::FAMILIES {
-            let expected = calls(family.sample);
-            assert!(!expected.is_empty(), "{}", family.name);
+        const FILLERS: [&str; 8] = ["", "Fine. ", "é", "日本語。", "a `b` [c] ", "x<y ", "A > {b} ", "Also "];
+        const BARE_JSON: &str = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}";
+        let samples = super::compatibility::FAMILIES.iter().map(|family| (family.name, family.sample));
+        for (name, sample) in samples.chain([("bare JSON", BARE_JSON)]) {
+            let expected = calls(sample);
+            assert!(!expected.is_empty(), "{name}");
             for filler in FILLERS {
                 for repeats in [1, 2, 15, 63, 64, 65, 127, 128, 129, 1000] {
-                    let reply = format!("{}\n\n{}", filler.repeat(repeats), family.sample);
-                    assert_eq!(calls(&reply), expected, "{}: after {repeats} × {filler:?}", family.name);
+                    let reply = format!("{}\n\n{}", filler.repeat(repeats), sample);
+                    assert_eq!(calls(&reply), expected, "{name}: after {repeats} × {filler:?}");
                 }
             }
         }

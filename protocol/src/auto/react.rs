@@ -25,7 +25,7 @@ const THOUGHT: &str = "Thought:";
 /// Every `Action:` / `Action Input:` pair outside reasoning.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let mut actions = Forward::new(reply, ACTION);
+    let mut actions = Forward::indexed(&scope.markers, ACTION);
     let mut thoughts = Forward::new(reply, THOUGHT);
     let mut at = 0;
     while let Some(found) = actions.next(at) {
