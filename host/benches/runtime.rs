@@ -3,6 +3,11 @@
 //! - (a) a trivial tool (`calculate` on `1+1`) through the full path:
 //!   executor, registry lookup, fresh store and instance, call, outcome;
 //! - (b) the same call on one reused instance: the floor;
+//! - (i) latency: one call at a time on an otherwise idle host, the time
+//!   its caller waits, with instances made ahead and without (every
+//!   instance made on the call's path, as before they were);
+//! - (j) throughput: calls per second at full load on every core, with
+//!   instances made ahead and without, in alternating rounds;
 //! - (c) a native process spawned per call doing the same work (`expr 1 + 1`),
 //!   the process-per-call model of stdio tool servers;
 //! - (e) 20 000 trivial calls through the executor, serially and in
@@ -32,7 +37,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use summary::summarize;
 use toolhost::{
-    AllowAll, Approvals, Executor, Pipeline, Policy, ProtocolId, Registry, Status, ToolCall, Turn, executor::RunOptions,
+    AllowAll, Approvals, Executor, Pipeline, Policy, ProtocolId, Registry, Sandbox, Status, ToolCall, Turn, executor::RunOptions,
+    sandbox::SandboxSize,
 };
 
 // Host memory is counted, as in the toolhost command.
@@ -46,6 +52,13 @@ const COLD_LOADS: usize = 7;
 const WARM_LOADS: usize = 50;
 const SCALING_CALLS: usize = 20_000;
 const SCALING_ROUNDS: usize = 5;
+const LATENCY_CALLS: usize = 2_000;
+/// Instances made ahead in (i) and (j).
+const INSTANCES_AHEAD: u32 = 8;
+/// How long the host idles between the calls whose latency is measured.
+const IDLE_MICROS: u64 = 200;
+const THROUGHPUT_CALLS: usize = 10_000;
+const THROUGHPUT_ROUNDS: usize = 3;
 const PIPELINE_ROUNDS: usize = 2_000;
 const WAITING_CALLS: usize = 64;
 const WAIT_MS: u64 = 20;
@@ -74,7 +87,7 @@ fn main() -> anyhow::Result<()> {
         lock_file: cache_dir.path().join("none.lock"),
         ..Policy::default()
     };
-    let registry = Arc::new(runtime.block_on(Registry::load(policy))?);
+    let registry = Arc::new(runtime.block_on(Registry::load(policy.clone()))?);
     let executor = Executor::new(registry.clone());
     let args = serde_json::json!({ "expression": "1+1" }).as_object().cloned().unwrap_or_default();
     let call = ToolCall::new("bench", "calculate", args);
@@ -93,6 +106,30 @@ fn main() -> anyhow::Result<()> {
         }
         anyhow::Ok(median(samples))
     })?;
+
+    // (i) Latency, and (j) throughput, with instances made ahead and
+    // without: two registries of the same plugins, one over a sandbox that
+    // makes none.
+    let cores = toolhost::executor::default_concurrency();
+    let workers = tokio::runtime::Builder::new_multi_thread().worker_threads(cores).enable_all().build()?;
+    let sandbox_with = |ahead: u32| -> anyhow::Result<Arc<Registry>> {
+        let sandbox = Arc::new(Sandbox::with_size(SandboxSize::for_machine().with_instances_ahead(ahead))?);
+        Ok(Arc::new(workers.block_on(Registry::load_in(sandbox, policy.clone()))?))
+    };
+    let (ahead, today) = (sandbox_with(INSTANCES_AHEAD)?, sandbox_with(0)?);
+    let latency_ahead = workers.block_on(idle_latency(&ahead, &call, LATENCY_CALLS));
+    let latency_today = workers.block_on(idle_latency(&today, &call, LATENCY_CALLS));
+    let many: Vec<ToolCall> =
+        (0..THROUGHPUT_CALLS).map(|i| ToolCall::new(format!("t{i}"), "calculate", call.args.clone())).collect();
+    let (mut per_second_ahead, mut per_second_today) = (Vec::new(), Vec::new());
+    for _ in 0..THROUGHPUT_ROUNDS {
+        per_second_ahead.push(workers.block_on(throughput(&ahead, &many)));
+        per_second_today.push(workers.block_on(throughput(&today, &many)));
+    }
+    per_second_ahead.sort_by(f64::total_cmp);
+    per_second_today.sort_by(f64::total_cmp);
+    let (per_second_ahead, per_second_today) = (per_second_ahead[THROUGHPUT_ROUNDS / 2], per_second_today[THROUGHPUT_ROUNDS / 2]);
+    let kept = ahead.sandbox().instances_ahead();
 
     // (c) A native process per call.
     let mut samples = Vec::with_capacity(PROCESS_SPAWNS);
@@ -113,8 +150,6 @@ fn main() -> anyhow::Result<()> {
     // (e) N trivial calls through the executor: serially, then in parallel
     // under the default cap (the machine's cores), on a runtime with as
     // many worker threads.
-    let cores = toolhost::executor::default_concurrency();
-    let workers = tokio::runtime::Builder::new_multi_thread().worker_threads(cores).enable_all().build()?;
     let batch: Vec<ToolCall> =
         (0..SCALING_CALLS).map(|i| ToolCall::new(format!("c{i}"), "calculate", call.args.clone())).collect();
     let (serial, parallel) = workers.block_on(async {
@@ -217,6 +252,14 @@ fn main() -> anyhow::Result<()> {
     println!("toolhost runtime benchmark (medians; calc.wasm is {} KiB)", wasm.len() >> 10);
     println!("(a) fresh instance per call, full path   {:>12}", show(fresh));
     println!("(b) reused instance (floor)               {:>12}", show(reused));
+    println!("(i) latency, instances made ahead         {:>12}", show(latency_ahead));
+    println!("    latency, each made on the call's path {:>12}", show(latency_today));
+    println!("(j) throughput on {cores} cores, made ahead    {:>9.0} calls/s", per_second_ahead);
+    println!("    throughput, made on the call's path   {:>9.0} calls/s", per_second_today);
+    println!(
+        "    instances made ahead: {} made, {} taken, {} discarded, {} failed; at most {} kept",
+        kept.made, kept.taken, kept.discarded, kept.failed, kept.limit
+    );
     println!("(c) native process per call (expr)        {:>12}", show(process));
     println!("(d) plugin load, cold cache (compile)     {:>12}", show(cold));
     println!("    plugin load, warm cache (deserialize) {:>12}", show(warm));
@@ -256,6 +299,12 @@ fn main() -> anyhow::Result<()> {
     let per_process = ratio(process, fresh);
     println!("(c)/(a)          {:>10.1}x  target >= 20: {}", per_process, check(per_process >= 20.0));
     let cache_gain = ratio(cold, warm);
+    let latency_over_floor = ratio(latency_ahead, reused);
+    println!("(i)/(b)          {:>10.1}x  target <= 1.5: {}", latency_over_floor, check(latency_over_floor <= 1.5));
+    let throughput_gain = per_second_ahead / per_second_today;
+    println!("(j) ahead/today  {:>10.2}x  target >= 1.0: {}", throughput_gain, check(throughput_gain >= 1.0));
+    summarize("fresh_latency_over_floor", latency_over_floor);
+    summarize("fresh_throughput_over_today", throughput_gain);
     summarize("fresh_over_floor", fresh_over_floor);
     summarize("cold_over_warm", cache_gain);
     println!("cold/warm        {:>10.1}x  target >= 100: {}", cache_gain, check(cache_gain >= 100.0));
@@ -282,6 +331,41 @@ async fn fresh_call(executor: &Executor, call: &ToolCall, n: usize) -> (Duration
         fuel = outcome.fuel_used;
     }
     (median(samples), fuel)
+}
+
+/// The median time a caller waits for one call of `call` on an idle host:
+/// before each, whatever the last one left to do (dropping its instance,
+/// making the next ahead) is given the time to finish, as between a
+/// model's calls (the thread stays busy meanwhile, so that waking it is
+/// not what is measured).
+async fn idle_latency(registry: &Arc<Registry>, call: &ToolCall, n: usize) -> Duration {
+    let executor = Executor::new(registry.clone());
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n + n / 20 {
+        let idle = Instant::now() + Duration::from_micros(IDLE_MICROS);
+        while Instant::now() < idle {
+            tokio::task::yield_now().await;
+        }
+        let start = Instant::now();
+        let outcome = executor.call(call).await;
+        let took = start.elapsed();
+        assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
+        if i >= n / 20 {
+            samples.push(took); // after a warm-up
+        }
+    }
+    median(samples)
+}
+
+/// Calls of `calls` per second, all at once on every core.
+async fn throughput(registry: &Arc<Registry>, calls: &[ToolCall]) -> f64 {
+    let executor = Executor::new(registry.clone());
+    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    let start = Instant::now();
+    let outcomes = executor.run_all(calls, &options).await;
+    let took = start.elapsed();
+    assert!(outcomes.iter().all(|o| o.status == Status::Success), "{:?}", outcomes[0]);
+    calls.len() as f64 / took.as_secs_f64()
 }
 
 /// A policy with no plugins, the compiled cache in `cache`.

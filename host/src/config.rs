@@ -417,6 +417,33 @@ mod tests {
         assert_eq!((runtime.limits.fuel, runtime.sandbox.calls), (7, 3));
         assert_eq!(runtime.plugins["calc"].binding.file.as_deref(), Some("calc.wasm"));
         assert_eq!((&runtime.lock_file, &runtime.cache_dir), (&policy.lock_file, &policy.cache_dir));
+        let ahead = parse(
+            "[sandbox]
+calls = 16
+instances_ahead = 3
+",
+        )
+        .unwrap()
+        .runtime()
+        .sandbox;
+        assert_eq!((ahead.calls, ahead.ahead), (16, 3));
+        let off = parse(
+            "[sandbox]
+instances_ahead = 0
+",
+        )
+        .unwrap()
+        .runtime()
+        .sandbox;
+        assert_eq!(off.ahead, 0);
+        let bad = parse(
+            "[sandbox]
+instances_ahead = 65
+",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(bad.contains("sandbox.instances_ahead"), "{bad}");
     }
 
     #[test]

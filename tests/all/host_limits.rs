@@ -5,7 +5,7 @@
 //! after what really ended it.
 
 use crate::built::{CALC, HOARDER, MANIFEST_HOG};
-use crate::support::{TestHost, capture_logs, open_fds_under, serve_forever};
+use crate::support::{TestHost, capture_logs, fds_left_under, serve_forever};
 use serde_json::json;
 use std::time::Duration;
 use toolhost::Status;
@@ -206,7 +206,7 @@ async fn open_files_are_capped_per_call_and_all_closed_after_it() {
     let over = host.call("hold_files", json!({})).await;
     assert_eq!(over.status, Status::LimitExceeded, "{}", over.output);
     assert_eq!(over.output, "open files limit 8 exceeded");
-    assert_eq!(open_fds_under(dir.path()), 0, "every descriptor the calls opened is closed");
+    assert_eq!(fds_left_under(dir.path()).await, 0, "every descriptor the calls opened is closed");
     next_call_works(&host).await;
 }
 
@@ -216,7 +216,7 @@ async fn the_default_open_files_limit_is_far_below_the_process_limit() {
     let outcome = host.call("hold_files", json!({})).await;
     assert_eq!(outcome.status, Status::LimitExceeded, "{}", outcome.output);
     assert_eq!(outcome.output, format!("open files limit {} exceeded", toolhost::limits::DEFAULT_OPEN_FILES));
-    assert_eq!(open_fds_under(dir.path()), 0);
+    assert_eq!(fds_left_under(dir.path()).await, 0);
 }
 
 #[tokio::test]
@@ -227,7 +227,7 @@ async fn streams_keep_files_open_and_count_toward_the_open_files_limit() {
     let over = host.call("hold_streams", json!({})).await;
     assert_eq!(over.status, Status::LimitExceeded, "{}", over.output);
     assert_eq!(over.output, "open files limit 8 exceeded");
-    assert_eq!(open_fds_under(dir.path()), 0);
+    assert_eq!(fds_left_under(dir.path()).await, 0);
     next_call_works(&host).await;
 }
 

@@ -13,6 +13,7 @@ mod built {
     include!(concat!(env!("OUT_DIR"), "/plugins.rs"));
 }
 
+mod ahead;
 mod approval;
 mod approved;
 mod chat;

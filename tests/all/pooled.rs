@@ -85,7 +85,12 @@ async fn calls_holding_every_pooled_memory_make_another_plugins_call_wait_not_fa
         let hog = hog.await.unwrap();
         assert_eq!(hog.status, Status::Success, "{}", hog.output);
     }
-    assert_eq!(metrics.memories(), 0, "every memory went back to the pool");
+    // A finished call's instance goes back to the pool just after its
+    // caller has the result.
+    while metrics.memories() > 0 {
+        assert!(Instant::now() < deadline, "{} memories never went back to the pool", metrics.memories());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]

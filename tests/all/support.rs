@@ -175,7 +175,21 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for LogCapture {
 
 /// The descriptors this process holds open on `dir` or below it. (Tests
 /// run in parallel, so a count of all descriptors would race.)
-pub fn open_fds_under(dir: &Path) -> usize {
+/// Wait until no descriptor of this process points under `dir` (a call's
+/// store, and with it its descriptors, is dropped just after its caller
+/// has the result); how many are left after 5 s.
+pub async fn fds_left_under(dir: &Path) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let open = open_fds_under(dir);
+        if open == 0 || std::time::Instant::now() > deadline {
+            return open;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+fn open_fds_under(dir: &Path) -> usize {
     let Ok(fds) = std::fs::read_dir("/proc/self/fd") else { return 0 };
     fds.filter_map(Result::ok)
         .filter_map(|fd| std::fs::read_link(fd.path()).ok())

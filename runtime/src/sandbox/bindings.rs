@@ -139,6 +139,7 @@ type InvokeV0_1<'a> = wasmtime::component::TypedFunc<(&'a str, &'a str), (Result
 /// `PluginPre::instantiate_async` type-checks both on every
 /// instantiation, and the manifest's nested record type alone cost
 /// ~0.3 µs of a 13.7 µs fresh call (measured with `perf`, issue 17).
+#[derive(Clone)]
 pub(crate) struct ReadyPlugin {
     contract: Contract,
     pre: InstancePre<CallState>,

@@ -15,6 +15,7 @@ use crate::error_chain::error_chain;
 use crate::failure::{CallFailure, SharedError, ToolFailure, ToolOutput};
 use crate::printable::printable;
 use crate::units::human_bytes;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{ResourceTable, ResourceTableError};
@@ -23,7 +24,7 @@ use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Guest stdout and stderr kept per call; more is counted and dropped.
-const STDIO_CAPTURE_BYTES: usize = 64 << 10;
+pub(crate) const STDIO_CAPTURE_BYTES: usize = 64 << 10;
 /// Lines of each captured stream written to the host's debug log.
 const STDIO_LOG_LINES: usize = 64;
 /// The longest captured line written to the host's debug log.
@@ -139,7 +140,7 @@ impl Sandbox {
     /// it waits in the host.
     #[allow(clippy::too_many_arguments, reason = "one call's every input, each used once")]
     pub(crate) async fn run(
-        &self,
+        self: &Arc<Self>,
         prepared: &Prepared,
         shard: usize,
         plugin: &str,
@@ -149,27 +150,41 @@ impl Sandbox {
         cancel: &CancellationToken,
     ) -> (Result<Returned, CallFailure>, u64, Duration) {
         let start = Instant::now();
-        let Some(_slot) = self.call_slot(cancel).await else {
+        let Some(slot) = self.call_slot(cancel).await else {
             return (Err(CallFailure::Cancelled), 0, start.elapsed());
         };
-        let stderr = Capture::new(STDIO_CAPTURE_BYTES);
-        let stdout = Capture::new(STDIO_CAPTURE_BYTES);
+        let running = self.running();
         let (shard, pre) = self.ready_in(prepared, shard).await;
-        let _share = match self.pool_share(prepared, shard, limits, cancel).await {
-            Err(failure) => return (Err(failure), 0, start.elapsed()),
-            Ok(share) => share,
-        };
-        let store = self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone());
-        let mut store = match store {
-            Ok(store) => store,
-            Err(e) => return (Err(host_failure(e)), 0, start.elapsed()),
+        let invoking = matches!(export, Export::Invoke { .. });
+        let ready = if invoking { prepared.ahead.take(shard, limits, &self.ahead_counts) } else { None };
+        let (mut store, made, share, stdout, stderr) = match ready {
+            Some(mut ready) => {
+                if let Err(e) = ready.begin(cancel) {
+                    return (Err(host_failure(e)), 0, start.elapsed());
+                }
+                (ready.store, Some(ready.instance), ready.share, ready.stdout, ready.stderr)
+            }
+            None => {
+                let share = match self.pool_share(prepared, shard, limits, cancel).await {
+                    Err(failure) => return (Err(failure), 0, start.elapsed()),
+                    Ok(share) => share,
+                };
+                let (stdout, stderr) = (Capture::new(STDIO_CAPTURE_BYTES), Capture::new(STDIO_CAPTURE_BYTES));
+                match self.new_store(shard, plugin, grants, limits, stdout.clone(), stderr.clone(), cancel.clone()) {
+                    Ok(store) => (store, None, share, stdout, stderr),
+                    Err(e) => return (Err(host_failure(e)), 0, start.elapsed()),
+                }
+            }
         };
 
         let meter = store.data().work.memory.meter();
         let reading_manifest = matches!(export, Export::Manifest);
-        let mut instantiated = false;
+        let mut instantiated = made.is_some();
         let call = async {
-            let instance = pre.instantiate(&mut store).await?;
+            let instance = match made {
+                Some(instance) => instance,
+                None => pre.instantiate(&mut store).await?,
+            };
             instantiated = true;
             match export {
                 Export::Manifest => pre.call_manifest(&instance, &mut store).await.map(Returned::Manifest),
@@ -197,11 +212,30 @@ impl Sandbox {
         };
         let result = result.and_then(|returned| check_returned(returned, store.data()));
         emit_stdio(plugin, &stdout, &stderr);
-        (result, fuel_used, start.elapsed())
+        let elapsed = start.elapsed();
+        // With instances made ahead and the host otherwise idle, returning
+        // this instance to the pool and making the next one are work the
+        // caller need not wait for (its slot and memories are held until
+        // the instance is gone); with other calls running, it is done here,
+        // as it was, so that a loaded host does no more work per call.
+        drop(running);
+        if !invoking || self.size.ahead == 0 || self.calls_running() {
+            drop(store);
+            drop((share, slot));
+        } else {
+            if invoking {
+                self.make_ahead(prepared, shard, pre, plugin, grants, limits);
+            }
+            tokio::spawn(async move {
+                drop(store);
+                drop((share, slot));
+            });
+        }
+        (result, fuel_used, elapsed)
     }
 
     #[allow(clippy::too_many_arguments, reason = "one store's every input, each used once")]
-    fn new_store(
+    pub(crate) fn new_store(
         &self,
         shard: usize,
         plugin: &str,
@@ -227,7 +261,7 @@ impl Sandbox {
             log: LogBudget::new(),
             open_files: OpenFiles::new(limits.open_files),
             listings: Listings::default(),
-            cancel,
+            cancel: cancel.clone(),
             deadline: Instant::now() + limits.timeout,
             work,
         };
@@ -239,11 +273,10 @@ impl Sandbox {
             CallHook::ReturningFromHost => host_work::after_host_call(store),
             _ => Ok(()),
         });
-        store.set_fuel(limits.fuel)?;
         store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))?;
+        begin_call(&mut store, limits, cancel)?;
         // Every tick, guest code checks whether its call was cancelled or
         // its time is up.
-        store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|store| {
             let state = store.data();
             if state.cancel.is_cancelled() {
@@ -276,6 +309,18 @@ impl Sandbox {
         pre.call_invoke_repeatedly(&instance, &mut store, tool, args_json, times).await?;
         Ok(start.elapsed())
     }
+}
+
+/// Start a call in `store` under `limits`, cancelled by `cancel`: its fuel
+/// is full and its time runs from now (also for an instance made ahead,
+/// whose making had fuel and time of its own).
+pub(crate) fn begin_call(store: &mut Store<CallState>, limits: &Limits, cancel: CancellationToken) -> wasmtime::Result<()> {
+    let state = store.data_mut();
+    state.cancel = cancel;
+    state.deadline = Instant::now() + limits.timeout;
+    store.set_fuel(limits.fuel)?;
+    store.set_epoch_deadline(1);
+    Ok(())
 }
 
 /// A returned value can still break a limit: the output cap (which an

@@ -4,6 +4,7 @@
 //! executes every call in a fresh store and instance under [`Limits`],
 //! counting the host memory and host work it causes.
 
+mod ahead;
 mod bindings;
 
 use bindings::ReadyPlugin;
@@ -24,6 +25,7 @@ mod wasi_errno;
 mod wasmtime_words;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
+pub use ahead::InstancesAhead;
 pub(crate) use call::{Export, Returned};
 pub(crate) use capability::DirSection;
 pub use capability::{Allowance, AllowedDirs, AskedFor, DirGrant, EnvGrant, Grants, Unasked, Withheld};
@@ -39,18 +41,19 @@ pub use plugin_log::{LOG_BYTES_PER_CALL, LOG_RECORD_COST, LOG_RECORDS_PER_CALL};
 #[doc(hidden)]
 pub use section::{LimitOverrides, MAX_TIMEOUT_MS, SandboxSection};
 pub use size::{
-    ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_CONCURRENT_CALLS, MAX_MEMORIES_PER_CALL, MAX_SHARDS,
-    MEMORIES_PER_CALL, MEMORY_GUARD, MEMORY_RESERVATION, SandboxSize, TABLES_PER_CALL, address_space_limit,
+    ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_AHEAD, MAX_CONCURRENT_CALLS, MAX_MEMORIES_PER_CALL,
+    MAX_SHARDS, MEMORIES_PER_CALL, MEMORY_GUARD, MEMORY_RESERVATION, SandboxSize, TABLES_PER_CALL, address_space_limit,
 };
 pub(crate) use wasi_errno::explain as explain_guest_error;
 
 use crate::contract::Contract;
 use crate::error_chain::{caught, error_chain};
+use ahead::{AheadCounts, AheadSlots};
 use pool_share::{Needs, PoolShares, Share};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -94,7 +97,12 @@ pub struct Sandbox {
     size: SandboxSize,
     /// One permit per call that may run at once: a call past the pool's
     /// size waits for one instead of failing to instantiate.
-    slots: Semaphore,
+    slots: Arc<Semaphore>,
+    /// One permit per instance that may be kept ready (see `ahead`).
+    ahead_kept: Arc<Semaphore>,
+    ahead_counts: AheadCounts,
+    /// Calls running now (see [`Sandbox::running`]).
+    running: AtomicUsize,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -119,6 +127,8 @@ pub(crate) struct Prepared {
     replicas: Replicas,
     /// What each instance creates, where that is known before it is made.
     needs: Option<Needs>,
+    /// Its instances kept ready for calls, one per engine at most.
+    ahead: Arc<AheadSlots>,
 }
 
 /// A plugin's links in the shards after the first, each made when the
@@ -193,7 +203,15 @@ impl Sandbox {
         descriptors::share_for_plugins();
         warn_once_if_uncounted();
         let ticker = EpochTicker::start(shards.iter().map(|s| s.engine.clone()).collect());
-        Ok(Sandbox { shards, ticker, slots: Semaphore::new(tried.calls as usize), size: tried })
+        Ok(Sandbox {
+            shards,
+            ticker,
+            slots: Arc::new(Semaphore::new(tried.calls as usize)),
+            ahead_kept: Arc::new(Semaphore::new(tried.ahead as usize)),
+            ahead_counts: AheadCounts::default(),
+            running: AtomicUsize::new(0),
+            size: tried,
+        })
     }
 
     /// The engines and linkers for `size`.
@@ -209,10 +227,13 @@ impl Sandbox {
             let calls = size.calls;
             let mut pool = PoolingAllocationConfig::new();
             // Core instances are only counted, so there are enough for
-            // every call at the instances limit; memories and tables are
-            // reserved, and calls take them as shares (`pool_share`).
-            pool.total_component_instances(calls)
-                .total_core_instances(calls.saturating_mul(MAX_INSTANCES as u32))
+            // every call and instance kept ready at the instances limit;
+            // memories and tables are reserved, and each instance takes
+            // them as a share (`pool_share`). Stacks are used only while
+            // guest code runs, which takes a call slot.
+            let instances = size.instances_per_engine();
+            pool.total_component_instances(instances)
+                .total_core_instances(instances.saturating_mul(MAX_INSTANCES as u32))
                 .total_memories(size.memories_per_engine())
                 .total_tables(size.tables_per_engine())
                 .total_stacks(calls)
@@ -248,8 +269,36 @@ impl Sandbox {
 
     /// Wait for a call slot, or `None` when `cancel` fires first; the
     /// epoch ticks while any slot is held.
-    pub(crate) async fn call_slot(&self, cancel: &CancellationToken) -> Option<CallSlot<'_>> {
-        let permit = permit_unless_cancelled(&self.slots, cancel).await?;
+    pub(crate) async fn call_slot(&self, cancel: &CancellationToken) -> Option<CallSlot> {
+        if cancel.is_cancelled() {
+            return None;
+        }
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => tokio::select! {
+                biased;
+                () = cancel.cancelled() => return None,
+                permit = self.slots.clone().acquire_owned() => permit.expect("a call-slot semaphore is never closed"),
+            },
+        };
+        Some(CallSlot { _permit: permit, _ticking: self.ticker.enter() })
+    }
+
+    /// A call running, counted until dropped (a finished call whose
+    /// instance is still being returned to the pool does not count).
+    pub(crate) fn running(&self) -> Running<'_> {
+        self.running.fetch_add(1, Ordering::AcqRel);
+        Running(&self.running)
+    }
+
+    /// Whether any call is running now.
+    pub(crate) fn calls_running(&self) -> bool {
+        self.running.load(Ordering::Acquire) > 0
+    }
+
+    /// A call slot if one is free now.
+    pub(crate) fn call_slot_now(&self) -> Option<CallSlot> {
+        let permit = self.slots.clone().try_acquire_owned().ok()?;
         Some(CallSlot { _permit: permit, _ticking: self.ticker.enter() })
     }
 
@@ -266,7 +315,7 @@ impl Sandbox {
         shard: usize,
         limits: &Limits,
         cancel: &CancellationToken,
-    ) -> Result<Option<Share<'_>>, CallFailure> {
+    ) -> Result<Option<Share>, CallFailure> {
         if let Some(refused) = prepared.needs.and_then(|needs| needs.refused_by(limits)) {
             return Err(refused);
         }
@@ -293,7 +342,8 @@ impl Sandbox {
         let first = self.shards[0].link(component, contract, grants)?;
         let source = ReplicaSource { component: component.clone(), contract, grants: grants.clone(), code: Default::default() };
         let linked = (1..self.shards.len()).map(|_| tokio::sync::OnceCell::new()).collect();
-        Ok(Prepared { first, replicas: Replicas { linked, source: Arc::new(source) }, needs: Needs::of(component) })
+        let ahead = Arc::new(AheadSlots::new(self.shards.len()));
+        Ok(Prepared { first, replicas: Replicas { linked, source: Arc::new(source) }, needs: Needs::of(component), ahead })
     }
 
     /// `prepared` as linked in shard `shard` (wrapping around), and that
@@ -367,10 +417,19 @@ impl Drop for Sandbox {
     }
 }
 
+/// A call counted as running while this lives.
+pub(crate) struct Running<'s>(&'s AtomicUsize);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// A call's place in the sandbox: a slot of the pool, and the epoch
 /// ticking while it is held.
-pub(crate) struct CallSlot<'s> {
-    _permit: SemaphorePermit<'s>,
+pub(crate) struct CallSlot {
+    _permit: OwnedSemaphorePermit,
     _ticking: Ticking,
 }
 
@@ -532,7 +591,7 @@ mod tests {
     #[tokio::test]
     async fn a_plugin_is_loaded_into_another_engine_when_a_call_first_lands_there() {
         let wasm = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/plugins/examples/calc.wasm");
-        let sandbox = Sandbox::with_size(SandboxSize::pooled(2, 2)).unwrap();
+        let sandbox = Arc::new(Sandbox::with_size(SandboxSize::pooled(2, 2)).unwrap());
         let component = Component::from_file(sandbox.engine(), wasm).expect("the example plugins are built (`cargo xtask test`)");
         let prepared = sandbox.prepare(&component, Contract::V0_1, &Grants::none()).unwrap();
         assert!(!prepared.replicas.linked[0].initialized(), "linked into the second engine at load");

@@ -14,7 +14,8 @@
 
 use super::Limits;
 use crate::failure::CallFailure;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use std::sync::Arc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::Component;
 
@@ -26,6 +27,14 @@ pub(crate) struct Needs {
 }
 
 impl Needs {
+    pub(crate) fn new(memories: usize, tables: usize) -> Self {
+        Needs { memories, tables }
+    }
+
+    /// Whether these are no more than `other`, in both counts.
+    pub(crate) fn within(&self, other: &Needs) -> bool {
+        self.memories <= other.memories && self.tables <= other.tables
+    }
     /// `component`'s needs; `None` when they depend on a core module it
     /// imports, which no plugin's linker provides.
     pub(crate) fn of(component: &Component) -> Option<Self> {
@@ -53,24 +62,25 @@ impl Needs {
 
 /// One engine's pooled memories and tables, as permits.
 pub(crate) struct PoolShares {
-    memories: Semaphore,
-    tables: Semaphore,
+    memories: Arc<Semaphore>,
+    tables: Arc<Semaphore>,
     memories_total: usize,
     tables_total: usize,
 }
 
-/// The memories and tables one call holds until it ends.
-pub(crate) struct Share<'p> {
-    _memories: Option<SemaphorePermit<'p>>,
-    _tables: Option<SemaphorePermit<'p>>,
+/// The memories and tables one instance holds until its store is gone
+/// (the call's, or one kept ready for a call).
+pub(crate) struct Share {
+    _memories: Option<OwnedSemaphorePermit>,
+    _tables: Option<OwnedSemaphorePermit>,
 }
 
 impl PoolShares {
     /// A pool of `memories` linear memories and `tables` tables.
     pub(crate) fn new(memories: usize, tables: usize) -> Self {
         PoolShares {
-            memories: Semaphore::new(memories),
-            tables: Semaphore::new(tables),
+            memories: Arc::new(Semaphore::new(memories)),
+            tables: Arc::new(Semaphore::new(tables)),
             memories_total: memories,
             tables_total: tables,
         }
@@ -80,27 +90,39 @@ impl PoolShares {
     /// always taken before tables, so two waiting calls never hold what
     /// the other waits for. A need larger than the whole pool takes all
     /// of it; the instantiation then fails and says which pool ran out.
-    pub(crate) async fn take(&self, needs: Needs, cancel: &CancellationToken) -> Option<Share<'_>> {
+    pub(crate) async fn take(&self, needs: Needs, cancel: &CancellationToken) -> Option<Share> {
         let memories = take(&self.memories, needs.memories.min(self.memories_total), cancel).await?;
         let tables = take(&self.tables, needs.tables.min(self.tables_total), cancel).await?;
+        Some(Share { _memories: memories, _tables: tables })
+    }
+
+    /// `needs` if free now, without waiting: for an instance made ahead
+    /// of its call, which never makes a call wait.
+    pub(crate) fn take_now(&self, needs: Needs) -> Option<Share> {
+        let now = |pool: &Arc<Semaphore>, count: usize| match u32::try_from(count).ok()? {
+            0 => Some(None),
+            count => pool.clone().try_acquire_many_owned(count).ok().map(Some),
+        };
+        let memories = now(&self.memories, needs.memories)?;
+        let tables = now(&self.tables, needs.tables)?;
         Some(Share { _memories: memories, _tables: tables })
     }
 }
 
 /// `count` permits of `pool` (`Some(None)` for none), or `None` when
 /// `cancel` fires first.
-async fn take<'p>(pool: &'p Semaphore, count: usize, cancel: &CancellationToken) -> Option<Option<SemaphorePermit<'p>>> {
+async fn take(pool: &Arc<Semaphore>, count: usize, cancel: &CancellationToken) -> Option<Option<OwnedSemaphorePermit>> {
     if count == 0 {
         return Some(None);
     }
     let count = u32::try_from(count).unwrap_or(u32::MAX);
-    if let Ok(permit) = pool.try_acquire_many(count) {
+    if let Ok(permit) = pool.clone().try_acquire_many_owned(count) {
         return Some(Some(permit));
     }
     tokio::select! {
         biased;
         () = cancel.cancelled() => None,
-        permit = pool.acquire_many(count) => Some(Some(permit.expect("a pool's semaphore is never closed"))),
+        permit = pool.clone().acquire_many_owned(count) => Some(Some(permit.expect("a pool's semaphore is never closed"))),
     }
 }
 

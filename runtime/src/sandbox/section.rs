@@ -2,8 +2,8 @@
 //! policy file spells them, each value range-checked.
 
 use super::{
-    Limits, MAX_CONCURRENT_CALLS, MAX_INSTANCES, MAX_MEMORIES_PER_CALL, MAX_MEMORY_BYTES, MAX_SHARDS, MAX_TABLE_ELEMENTS,
-    MAX_TABLES, SandboxSize,
+    Limits, MAX_AHEAD, MAX_CONCURRENT_CALLS, MAX_INSTANCES, MAX_MEMORIES_PER_CALL, MAX_MEMORY_BYTES, MAX_SHARDS,
+    MAX_TABLE_ELEMENTS, MAX_TABLES, SandboxSize,
 };
 use crate::config_error::{ConfigError, in_range};
 use serde::Deserialize;
@@ -19,6 +19,7 @@ pub const MAX_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
 pub struct SandboxSection {
     calls: Option<u64>,
     engines: Option<u64>,
+    instances_ahead: Option<u64>,
 }
 
 impl SandboxSection {
@@ -37,7 +38,14 @@ impl SandboxSection {
             Some(engines) => in_range(path, "sandbox.engines", engines, 1..=MAX_SHARDS as u64)? as usize,
             None => default.engines,
         };
-        Ok(SandboxSize::pooled(calls, engines))
+        let sized = SandboxSize::pooled(calls, engines);
+        match self.instances_ahead {
+            Some(ahead) => {
+                Ok(sized.with_instances_ahead(in_range(path, "sandbox.instances_ahead", ahead, 0..=u64::from(MAX_AHEAD))? as u32))
+            }
+            None if self.calls.is_none() && self.engines.is_none() => Ok(sized.with_instances_ahead(default.ahead)),
+            None => Ok(sized),
+        }
     }
 }
 

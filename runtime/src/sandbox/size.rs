@@ -49,6 +49,8 @@ pub const MAX_SHARDS: usize = 4;
 /// address-space limit: 1 TiB, a 128th of the user address space of a
 /// 64-bit Linux process.
 pub const DEFAULT_ADDRESS_BUDGET: u64 = 1 << 40;
+/// The most instances a sandbox may be told to keep ready.
+pub const MAX_AHEAD: u32 = 64;
 /// The share of an address-space limit (`RLIMIT_AS`) the default pool may
 /// reserve, in percent; the rest is the process's own (heap, stacks,
 /// compiled code, the embedder's).
@@ -69,6 +71,13 @@ pub struct SandboxSize {
     /// instances) or are reserved one by one as they are made (a command
     /// that runs one call).
     pub pooled: bool,
+    /// Fresh instances kept ready ahead of their calls, in all: made off
+    /// the call's path while the host is otherwise idle, each used by one
+    /// call only, at most one per plugin and engine. Each holds its
+    /// memories (in the pool, slots reserved beside the calls') while it
+    /// waits. 0, the default, makes every instance on its call's path
+    /// ([`SandboxSize::with_instances_ahead`]).
+    pub ahead: u32,
 }
 
 impl SandboxSize {
@@ -92,13 +101,19 @@ impl SandboxSize {
     /// as it is made (slower to instantiate than a pool, but nothing is
     /// reserved before it is used).
     pub fn on_demand(calls: u32) -> Self {
-        SandboxSize { calls: calls.clamp(1, MAX_CONCURRENT_CALLS), engines: 1, pooled: false }
+        SandboxSize { calls: calls.clamp(1, MAX_CONCURRENT_CALLS), engines: 1, pooled: false, ahead: 0 }
     }
 
     /// A pool of `calls` calls at once in `engines` engines (each clamped
     /// to its range).
     pub fn pooled(calls: u32, engines: usize) -> Self {
-        SandboxSize { calls: calls.clamp(1, MAX_CONCURRENT_CALLS), engines: engines.clamp(1, MAX_SHARDS), pooled: true }
+        SandboxSize { calls: calls.clamp(1, MAX_CONCURRENT_CALLS), engines: engines.clamp(1, MAX_SHARDS), pooled: true, ahead: 0 }
+    }
+
+    /// The same, keeping `ahead` fresh instances ready (at most
+    /// [`MAX_AHEAD`]; 0 turns it off).
+    pub fn with_instances_ahead(self, ahead: u32) -> Self {
+        SandboxSize { ahead: ahead.min(MAX_AHEAD), ..self }
     }
 
     /// The default for `cores` cores under an address-space limit of
@@ -134,18 +149,25 @@ impl SandboxSize {
 
     /// Linear memories each engine's pool holds.
     pub(crate) fn memories_per_engine(&self) -> u32 {
-        self.calls.saturating_mul(MEMORIES_PER_CALL).max(MAX_MEMORIES_PER_CALL)
+        self.instances_per_engine().saturating_mul(MEMORIES_PER_CALL).max(MAX_MEMORIES_PER_CALL)
+    }
+
+    /// Instances each engine's pool holds: the calls', and those kept
+    /// ready (any engine may hold them all).
+    pub(crate) fn instances_per_engine(&self) -> u32 {
+        self.calls.saturating_add(self.ahead)
     }
 
     /// Tables each engine's pool holds: [`TABLES_PER_CALL`] per call,
     /// and at least what one call may create.
     pub(crate) fn tables_per_engine(&self) -> u32 {
-        self.calls.saturating_mul(TABLES_PER_CALL).max(MAX_TABLES as u32)
+        self.instances_per_engine().saturating_mul(TABLES_PER_CALL).max(MAX_TABLES as u32)
     }
 
-    /// The same with half the calls, or `None` at one call.
+    /// The same with half the calls and instances kept ready, or `None` at
+    /// one call.
     pub(crate) fn halved(&self) -> Option<Self> {
-        (self.calls > 1).then_some(SandboxSize { calls: self.calls / 2, ..*self })
+        (self.calls > 1).then_some(SandboxSize { calls: self.calls / 2, ahead: self.ahead / 2, ..*self })
     }
 }
 
@@ -162,15 +184,21 @@ impl std::fmt::Display for SandboxSize {
         if self.pooled {
             write!(
                 f,
-                "{} calls at once in {engines}, {} linear-memory slots of {} + {} guard each: {} of address space reserved",
+                "{} calls at once in {engines} ({} instances kept ready), {} linear-memory slots of {} + {} guard each: {} of \
+                 address space reserved",
                 self.calls,
+                self.ahead,
                 self.engines as u64 * u64::from(self.memories_per_engine()),
                 gib(MEMORY_RESERVATION),
                 mib(MEMORY_GUARD),
                 gib(self.reserved_bytes())
             )
         } else {
-            write!(f, "{} calls at once in {engines}, memory reserved per instance as it is made", self.calls)
+            write!(
+                f,
+                "{} calls at once in {engines} ({} instances kept ready), memory reserved per instance as it is made",
+                self.calls, self.ahead
+            )
         }
     }
 }
@@ -229,7 +257,7 @@ mod tests {
         // Half of 200 GiB holds 24 slots: two pools of 16 do not fit, one
         // pool for 12 calls does.
         let size = SandboxSize::fitting(2, Some(200 * GIB));
-        assert_eq!((size.engines, size.calls, size.pooled), (1, 12, true), "{size}");
+        assert_eq!((size.engines, size.calls, size.ahead, size.pooled), (1, 12, 0, true), "{size}");
     }
 
     #[test]
@@ -246,8 +274,10 @@ mod tests {
     #[test]
     fn the_size_says_what_it_reserves() {
         let text = SandboxSize::pooled(64, 2).to_string();
-        assert!(text.contains("64 calls at once in 2 engines"), "{text}");
+        assert!(text.contains("64 calls at once in 2 engines (0 instances kept ready)"), "{text}");
         assert!(text.contains("256 linear-memory slots of 4.0 GiB + 32 MiB guard"), "{text}");
+        let ahead = SandboxSize::pooled(64, 2).with_instances_ahead(8).to_string();
+        assert!(ahead.contains("(8 instances kept ready), 288 linear-memory slots"), "{ahead}");
         assert!(SandboxSize::one_call().to_string().contains("reserved per instance"));
     }
 }

@@ -1,0 +1,219 @@
+//! Fresh instances made ahead of their calls. Instantiating a component
+//! and returning its pool slot afterwards were most of a fresh call's
+//! time (8 of 12.5 µs), spent while the caller waited. Here, after a call
+//! of a plugin, one instance of it is made for its next call on a task of
+//! its own, and the store of a finished call is dropped on another: the
+//! next call takes an instance that is ready, which no call has used.
+//!
+//! What holds: each instance serves one call, then is dropped; one made
+//! for other limits than the call's is dropped unused, as are those of a
+//! plugin reloaded or unloaded (they live in its `Prepared`, linked for
+//! its grants); at most one waits per plugin and engine, and at most
+//! [`SandboxSize::ahead`](super::SandboxSize::ahead) in all, each holding
+//! memories and tables the pool reserved beside the calls' (so an
+//! instance waiting never makes a call wait); a plugin granted
+//! directories gets none (they are opened as its instance is made, and
+//! are opened at each call's start instead); an instance is made only
+//! while a call slot is free, under the plugin's own limits, and one that
+//! fails to be made is simply not there (its call makes one and reports
+//! what went wrong).
+
+use super::bindings::ReadyPlugin;
+use super::call::{CallState, STDIO_CAPTURE_BYTES, begin_call};
+use super::capture::Capture;
+use super::pool_share::{Needs, Share};
+use super::{EPOCH_TICK, Grants, Limits, MEMORIES_PER_CALL, Prepared, Sandbox, TABLES_PER_CALL};
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::sync::CancellationToken;
+use wasmtime::Store;
+use wasmtime::component::Instance;
+
+/// An instance made for a call under `limits`, never used.
+pub(crate) struct ReadyInstance {
+    pub(crate) store: Store<CallState>,
+    pub(crate) instance: Instance,
+    pub(crate) stdout: Capture,
+    pub(crate) stderr: Capture,
+    pub(crate) share: Option<Share>,
+    limits: Limits,
+    /// Its place among the sandbox's instances kept ready.
+    _kept: OwnedSemaphorePermit,
+}
+
+/// One plugin's instances kept ready: at most one per engine.
+pub(crate) struct AheadSlots {
+    slots: Vec<Mutex<Slot>>,
+}
+
+/// Where one engine's instance of a plugin stands.
+enum Slot {
+    Empty,
+    /// Being made: nobody else starts one.
+    Making,
+    Ready(Box<ReadyInstance>),
+}
+
+impl AheadSlots {
+    pub(crate) fn new(engines: usize) -> Self {
+        AheadSlots { slots: (0..engines).map(|_| Mutex::new(Slot::Empty)).collect() }
+    }
+
+    /// The instance ready in `shard` for a call under `limits`; one made
+    /// for other limits is dropped unused.
+    pub(crate) fn take(&self, shard: usize, limits: &Limits, counts: &AheadCounts) -> Option<ReadyInstance> {
+        let mut slot = self.slot(shard);
+        if !matches!(*slot, Slot::Ready(_)) {
+            return None; // empty, or still being made: leave it
+        }
+        let Slot::Ready(ready) = std::mem::replace(&mut *slot, Slot::Empty) else { return None };
+        drop(slot);
+        if ready.limits != *limits {
+            counts.discarded.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        counts.taken.fetch_add(1, Ordering::Relaxed);
+        Some(*ready)
+    }
+
+    /// Claim `shard`'s slot for an instance to be made; false when one is
+    /// there or being made.
+    fn claim(&self, shard: usize) -> bool {
+        let mut slot = self.slot(shard);
+        let empty = matches!(*slot, Slot::Empty);
+        if empty {
+            *slot = Slot::Making;
+        }
+        empty
+    }
+
+    /// What was being made in `shard`: `ready`, or nothing.
+    fn made(&self, shard: usize, ready: Option<ReadyInstance>) {
+        *self.slot(shard) = ready.map_or(Slot::Empty, |ready| Slot::Ready(Box::new(ready)));
+    }
+
+    fn slot(&self, shard: usize) -> std::sync::MutexGuard<'_, Slot> {
+        self.slots[shard].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// What the instances kept ready have done, since the sandbox began.
+#[derive(Default)]
+pub(crate) struct AheadCounts {
+    made: AtomicU64,
+    taken: AtomicU64,
+    discarded: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// The sandbox's instances kept ready, now and since it began
+/// ([`Sandbox::instances_ahead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct InstancesAhead {
+    /// Ready now or being made, each holding its memories.
+    pub held: u32,
+    /// The most that may be ready at once ([`SandboxSize::ahead`](super::SandboxSize::ahead)).
+    pub limit: u32,
+    /// Made ahead of a call.
+    pub made: u64,
+    /// Taken by a call.
+    pub taken: u64,
+    /// Dropped unused: made for other limits than the call's.
+    pub discarded: u64,
+    /// That could not be made (their call made its own).
+    pub failed: u64,
+}
+
+impl Sandbox {
+    /// The instances kept ready: how many now, and what they have done.
+    pub fn instances_ahead(&self) -> InstancesAhead {
+        let count = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let counts = &self.ahead_counts;
+        InstancesAhead {
+            held: self.size.ahead.saturating_sub(self.ahead_kept.available_permits() as u32),
+            limit: self.size.ahead,
+            made: count(&counts.made),
+            taken: count(&counts.taken),
+            discarded: count(&counts.discarded),
+            failed: count(&counts.failed),
+        }
+    }
+
+    /// Make an instance of `prepared` ready in `shard` for its next call
+    /// under `limits`, on a task of its own, unless one is there, none may
+    /// be kept, its grants open directories, or its memories and tables are
+    /// more than an average call's (see the module's notes).
+    #[allow(clippy::too_many_arguments, reason = "one instance's every input, each used once")]
+    pub(crate) fn make_ahead(
+        self: &Arc<Self>,
+        prepared: &Prepared,
+        shard: usize,
+        pre: &ReadyPlugin,
+        plugin: &str,
+        grants: &Grants,
+        limits: &Limits,
+    ) {
+        // A directory is opened when its instance is made: one made ahead
+        // would hold its descriptors between calls, and see the directory
+        // as it was then rather than at its call.
+        if !grants.dirs.is_empty() {
+            return;
+        }
+        let average = Needs::new(MEMORIES_PER_CALL as usize, TABLES_PER_CALL as usize);
+        let Some(needs) = prepared.needs.filter(|needs| needs.within(&average)) else { return };
+        let Ok(kept) = self.ahead_kept.clone().try_acquire_owned() else { return };
+        if !prepared.ahead.claim(shard) {
+            return;
+        }
+        let (sandbox, slots, pre) = (self.clone(), prepared.ahead.clone(), pre.clone());
+        let (plugin, grants, limits) = (plugin.to_owned(), grants.clone(), *limits);
+        tokio::spawn(async move {
+            // Only while a call could start now: instances kept ready never
+            // hold back a call, for a slot or for memories.
+            let share = match &sandbox.shards[shard].pool {
+                Some(pool) => pool.take_now(needs).map(Some),
+                None => Some(None),
+            };
+            let (Some(_slot), Some(share)) = (sandbox.call_slot_now(), share) else {
+                slots.made(shard, None);
+                return;
+            };
+            let (stdout, stderr) = (Capture::new(STDIO_CAPTURE_BYTES), Capture::new(STDIO_CAPTURE_BYTES));
+            let store =
+                sandbox.new_store(shard, &plugin, &grants, &limits, stdout.clone(), stderr.clone(), CancellationToken::new());
+            let made = match store {
+                Ok(mut store) => {
+                    let meter = store.data().work.memory.meter();
+                    let instantiated =
+                        tokio::time::timeout(limits.timeout + 2 * EPOCH_TICK, meter.around(pre.instantiate(&mut store))).await;
+                    match instantiated {
+                        Ok(Ok(instance)) => Some(ReadyInstance { store, instance, stdout, stderr, share, limits, _kept: kept }),
+                        Ok(Err(error)) => {
+                            tracing::debug!("an instance of {plugin} could not be made ahead: {error:#}");
+                            None
+                        }
+                        Err(_) => None,
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!("a store for {plugin} could not be made ahead: {error:#}");
+                    None
+                }
+            };
+            let counter = if made.is_some() { &sandbox.ahead_counts.made } else { &sandbox.ahead_counts.failed };
+            counter.fetch_add(1, Ordering::Relaxed);
+            slots.made(shard, made);
+        });
+    }
+}
+
+impl ReadyInstance {
+    /// Ready for a call that may be cancelled by `cancel`: its fuel and
+    /// time start now.
+    pub(crate) fn begin(&mut self, cancel: &CancellationToken) -> wasmtime::Result<()> {
+        begin_call(&mut self.store, &self.limits, cancel.clone())
+    }
+}
