@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 /// Every key, in the order printed, with what measures it.
 const KEYS: [(&str, &str); 7] = [
     ("fresh_over_floor", "the runtime benchmark: a fresh-instance call over the reused-instance floor"),
-    ("fresh_latency_over_floor", "a call's latency with instances prepared ahead, over the floor (not built yet)"),
-    ("fresh_throughput_over_today", "calls per second with instances prepared ahead, over today's fresh path (not built yet)"),
+    ("fresh_latency_over_floor", "the runtime benchmark: an idle host's call with instances made ahead, over the floor"),
+    ("fresh_throughput_over_today", "the runtime benchmark: calls per second at full load, made ahead over made on the path"),
     ("mcp_stdio_over_bare", "the MCP benchmark: toolhost's stdio round trip over a bare responder's, the worse era"),
     ("mcp_server_side_us", "the MCP benchmark: toolhost's own µs per call over stdio, the worse era"),
     ("cold_over_warm", "the runtime benchmark: a plugin's cold load over its warm load"),
