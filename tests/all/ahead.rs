@@ -122,3 +122,23 @@ async fn what_is_kept_stays_within_its_bounds_and_none_when_turned_off() {
     let kept = off.instances_ahead();
     assert_eq!((kept.held, kept.made, kept.taken), (0, 0, 0), "{kept:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_kept_ready_never_takes_what_a_running_call_needs() {
+    // Two call slots, one instance kept: calc's, made after its call. Two
+    // calls of another plugin then fill both slots, each needing a pool
+    // slot and a fiber stack of its own beside the kept instance's.
+    let sandbox = Arc::new(Sandbox::with_size(SandboxSize::pooled(2, 1).with_instances_ahead(1)).unwrap());
+    let (_dir, registry, executor) = host(sandbox.clone()).await;
+    let calculate = ToolCall::new("c", "calculate", json!({ "expression": "1 + 1" }));
+    assert_eq!(executor.call(&calculate).await.status, Status::Success);
+    until(&sandbox, "made calc's next instance", |kept| kept.made == 1 && kept.held == 1).await;
+    let both = Executor::with_concurrency(registry, 2);
+    let waits: Vec<ToolCall> = (0..2).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", json!({ "ms": 300 }))).collect();
+    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    for outcome in both.run_all(&waits, &options).await {
+        assert_eq!(outcome.status, Status::Success, "{}: {}", outcome.id, outcome.output);
+    }
+    assert_eq!(executor.call(&calculate).await.status, Status::Success, "and calc's call takes the kept instance");
+    assert_eq!(sandbox.instances_ahead().taken, 1);
+}

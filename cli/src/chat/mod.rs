@@ -303,8 +303,10 @@ impl Session {
     async fn turn(&mut self, message: &str) -> anyhow::Result<()> {
         if let Some(settings) = &self.settings {
             let now = settings.get();
-            if now != *self.chain.config() {
-                self.chain.set_config(now)?;
+            if now != *self.chain.config()
+                && let Err(error) = self.chain.set_config(now)
+            {
+                output::note(format_args!("warning: the console's toggles are not applied: {error}"));
             }
         }
         let cancel = self.new_turn();

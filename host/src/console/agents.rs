@@ -4,18 +4,23 @@
 //! keeps in step with, see `remote`). One agent name is one agent: two
 //! doors serving as `mcp` share its toggles.
 
-use super::doors::DOOR_SILENCE;
+use super::doors::{DOOR_SILENCE, cut};
 use crate::agent::{LiveSettings, ToolCallConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 /// Agents of other processes kept at once; past it the one heard from
 /// least recently makes room.
 const MAX_REMOTE_AGENTS: usize = 64;
-/// The longest agent name kept.
-const MAX_NAME_CHARS: usize = 80;
+/// Hellos held open at once, waiting for the page to change toggles.
+const MAX_HELD_HELLOS: usize = 64;
+/// The most toggles a door may report.
+const MAX_TOGGLES: usize = 4096;
+/// The longest tool name a toggle may name.
+const MAX_TOOL_NAME_BYTES: usize = 256;
 
 /// What the page changes of an agent's settings, as it travels between a
 /// console and a door of another process.
@@ -26,6 +31,18 @@ pub(super) struct Toggles {
 }
 
 impl Toggles {
+    /// Why a door's report is refused, if it is: too many toggles, or a
+    /// name no tool could have.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if self.tool_toggles.len() > MAX_TOGGLES {
+            return Err(format!("more than {MAX_TOGGLES} toggles"));
+        }
+        match self.tool_toggles.keys().find(|name| name.len() > MAX_TOOL_NAME_BYTES) {
+            Some(_) => Err(format!("a toggle names a tool of more than {MAX_TOOL_NAME_BYTES} bytes")),
+            None => Ok(()),
+        }
+    }
+
     pub(super) fn of(config: &ToolCallConfig) -> Self {
         Toggles { default_tool_enabled: config.default_tool_enabled, tool_toggles: config.tool_toggles.clone() }
     }
@@ -52,13 +69,19 @@ struct Controlled {
 pub(super) struct Agents {
     own: String,
     agents: Mutex<BTreeMap<String, Controlled>>,
+    held: Semaphore,
 }
 
 impl Agents {
     /// The console's own agent, `own`, with its settings.
     pub(super) fn new(own: &str, settings: LiveSettings) -> Self {
         let agents = BTreeMap::from([(own.to_owned(), Controlled { settings, heard: None })]);
-        Agents { own: own.to_owned(), agents: Mutex::new(agents) }
+        Agents { own: own.to_owned(), agents: Mutex::new(agents), held: Semaphore::new(MAX_HELD_HELLOS) }
+    }
+
+    /// A place for a hello held open, if one is free.
+    pub(super) fn hold(&self) -> Result<SemaphorePermit<'_>, tokio::sync::TryAcquireError> {
+        self.held.try_acquire()
     }
 
     /// The console's own agent's name.
@@ -100,11 +123,12 @@ impl Agents {
         self.lock().insert(name.to_owned(), Controlled { settings, heard: None });
     }
 
-    /// A door of another process serves as `name`, by settings it reports
-    /// as `reported`: the console's copy of them, made from the report
-    /// when the agent is new here.
-    pub(super) fn heard(&self, name: &str, reported: &ToolCallConfig) -> LiveSettings {
-        let name: String = name.chars().take(MAX_NAME_CHARS).collect();
+    /// A door of another process serves as `name`, toggled as `reported`:
+    /// the console's copy of its settings, made from the report when the
+    /// agent is new here (toggles only: the rest, its prompt among them,
+    /// the page shows as the console's defaults).
+    pub(super) fn heard(&self, name: &str, reported: &Toggles) -> LiveSettings {
+        let name = cut(name);
         let mut agents = self.lock();
         forget_silent(&mut agents);
         if let Some(agent) = agents.get_mut(&name) {
@@ -119,7 +143,9 @@ impl Agents {
         {
             agents.remove(&oldest);
         }
-        let settings = LiveSettings::new(reported.clone());
+        let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+        reported.clone().apply(&mut config);
+        let settings = LiveSettings::new(config);
         agents.insert(name, Controlled { settings: settings.clone(), heard: Some(Instant::now()) });
         settings
     }
@@ -152,16 +178,16 @@ mod tests {
         assert_eq!(name, "mcp");
         assert!(found.same_as(&door), "the page acts on the settings the door serves by");
 
-        let copy = agents.heard("writer", &config(&[("calculate", false)]));
+        let copy = agents.heard("writer", &Toggles::of(&config(&[("calculate", false)])));
         assert_eq!(copy.get().tool_toggles.get("calculate"), Some(&false), "seeded from the door's report");
-        let again = agents.heard("writer", &config(&[]));
+        let again = agents.heard("writer", &Toggles::of(&config(&[])));
         assert!(again.same_as(&copy), "a later report does not replace what the page set");
         assert_eq!(agents.names(), ["console", "mcp", "writer"]);
 
         let unknown = agents.named(Some("nobody")).unwrap_err();
         assert!(unknown.contains("no agent `nobody`") && unknown.contains("console, mcp, writer"), "{unknown}");
         for i in 0..(MAX_REMOTE_AGENTS + 3) {
-            agents.heard(&format!("agent {i}"), &config(&[]));
+            agents.heard(&format!("agent {i}"), &Toggles::of(&config(&[])));
         }
         let names = agents.names();
         assert_eq!(names.len(), 2 + MAX_REMOTE_AGENTS, "bounded, this process's agents kept");
@@ -176,5 +202,8 @@ mod tests {
         assert!(off.clone().apply(&mut settings));
         assert_eq!(Toggles::of(&settings), off);
         assert!(settings.enabled, "only the toggles travel");
+        let long = "t".repeat(MAX_TOOL_NAME_BYTES + 1);
+        assert!(Toggles::of(&config(&[(long.as_str(), true)])).check().is_err());
+        assert!(Toggles::of(&config(&[("calculate", true)])).check().is_ok());
     }
 }

@@ -113,7 +113,8 @@ fn forget_silent(doors: &mut BTreeMap<(String, u32), Door>) {
     doors.retain(|_, d| !d.remote || d.seen.elapsed() < DOOR_SILENCE);
 }
 
-fn cut(name: &str) -> String {
+/// `name`, cut to the longest name kept.
+pub(super) fn cut(name: &str) -> String {
     name.chars().take(MAX_NAME_CHARS).collect()
 }
 

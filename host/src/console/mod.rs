@@ -56,7 +56,7 @@ use crate::pipeline::Pipeline;
 use access::Access;
 use agents::Agents;
 use axum::Router;
-use axum::extract::Request;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::Next;
 use axum::routing::{get, post};
 use desk::Desk;
@@ -66,6 +66,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The most a door's hello may hold (its toggles): it may be held open.
+const HELLO_BYTES: usize = 256 << 10;
 
 /// The agent the console works as when none is named.
 pub const DEFAULT_CONSOLE_AGENT: &str = "console";
@@ -234,7 +237,7 @@ impl Console {
             .route("/api/pending/{id}", post(workbench::decide))
             .route("/api/desk", get(remote::desk_info))
             .route("/api/desk/ask", post(remote::ask))
-            .route("/api/doors", get(remote::doors).post(remote::hello))
+            .route("/api/doors", get(remote::doors).post(remote::hello).layer(DefaultBodyLimit::max(HELLO_BYTES)))
             .route("/api/chat", get(chat::history).post(chat::send))
             .route("/api/chat/stop", post(chat::stop))
             .route("/api/chat/reset", post(chat::reset))

@@ -16,7 +16,7 @@ use super::announce::{self, Announced};
 use super::desk::{Verdict, WaitingCall, WaitingResult};
 use super::doors::{DOOR_HELLO_EVERY, DoorView};
 use super::workbench::refuse;
-use crate::agent::{LiveSettings, ToolCallConfig};
+use crate::agent::LiveSettings;
 use crate::approval::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
@@ -52,15 +52,15 @@ pub(super) struct DeskInfo {
     pid: u32,
 }
 
-/// A door saying it is there; with the settings it serves by, when the
-/// page may toggle its agent's tools.
+/// A door saying it is there; with its agent's toggles, when the page may
+/// toggle them.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Hello {
     door: String,
     agent: String,
     pid: u32,
     #[serde(default)]
-    settings: Option<ToolCallConfig>,
+    toggles: Option<Toggles>,
 }
 
 /// A question from a door in another process: calls, or one result.
@@ -129,10 +129,19 @@ pub(super) async fn doors(State(shared): State<Arc<Shared>>) -> Json<Vec<DoorVie
 /// or, at the latest, when the door is due to say hello again.
 pub(super) async fn hello(State(shared): State<Arc<Shared>>, Json(hello): Json<Hello>) -> Response {
     shared.doors.seen_remote(&hello.door, hello.pid, &hello.agent, None);
-    let Some(reported) = hello.settings else { return StatusCode::NO_CONTENT.into_response() };
+    let Some(reported) = hello.toggles.filter(|_| !hello.agent.is_empty()) else {
+        return StatusCode::NO_CONTENT.into_response();
+    };
+    if let Err(why) = reported.check() {
+        return refuse(StatusCode::BAD_REQUEST, why);
+    }
     let settings = shared.agents.heard(&hello.agent, &reported);
     let mut changes = settings.watch();
-    if settings.with(Toggles::of) == Toggles::of(&reported) {
+    // At most so many hellos are held at once; past them, one is answered
+    // at once (its door asks again a moment later).
+    if let Ok(_held) = shared.agents.hold()
+        && settings.with(Toggles::of) == reported
+    {
         tokio::select! {
             () = changes.changed() => {}
             () = tokio::time::sleep(DOOR_HELLO_EVERY) => {}
@@ -248,20 +257,23 @@ impl RemoteDesk {
                     door: door.clone(),
                     agent: agent.clone(),
                     pid: std::process::id(),
-                    settings: settings.as_ref().map(LiveSettings::get),
+                    toggles: settings.as_ref().map(|settings| settings.with(Toggles::of)),
                 };
                 // The console holds a hello with settings until they change.
                 let said = desk.post("/api/doors").json(&hello).timeout(DOOR_HELLO_EVERY + FIND_TIMEOUT).send();
                 let pause = tokio::select! {
                     () = stop.cancelled() => return,
                     said = said => match (said.and_then(reqwest::Response::error_for_status), &settings) {
-                        (Ok(answer), Some(settings)) => {
-                            match answer.json::<Toggles>().await {
-                                Ok(toggles) => settings.update(|config| toggles.apply(config)),
-                                Err(error) => tracing::debug!("the console at {} sent toggles not understood: {error}", desk.base()),
+                        (Ok(answer), Some(settings)) => match answer.json::<Toggles>().await {
+                            Ok(toggles) => {
+                                settings.update(|config| toggles.apply(config));
+                                HELD_HELLO_PAUSE
                             }
-                            HELD_HELLO_PAUSE
-                        }
+                            Err(error) => {
+                                tracing::debug!("the console at {} sent toggles not understood: {error}", desk.base());
+                                DOOR_HELLO_EVERY
+                            }
+                        },
                         (Ok(_), None) => DOOR_HELLO_EVERY,
                         (Err(error), _) => {
                             tracing::debug!("the console at {} did not hear the door: {error}", desk.base());

@@ -75,8 +75,9 @@ pub struct McpServer {
 pub(crate) struct Shared {
     pipeline: Pipeline,
     config: McpConfig,
-    /// Every call's turn, but for its cancellation token and settings:
-    /// the `[mcp]` agent, narrowed by `[mcp]`'s filter.
+    /// Every call's turn, but for its cancellation token and its settings
+    /// (read from `settings` at each call, see [`Shared::turn`]): the
+    /// `[mcp]` agent, narrowed by `[mcp]`'s filter.
     turn: Turn,
     /// The agent's settings, as the console's page may change them.
     settings: LiveSettings,

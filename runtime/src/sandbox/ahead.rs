@@ -11,12 +11,13 @@
 //! its grants); at most one waits per plugin and engine, and at most
 //! [`SandboxSize::ahead`](super::SandboxSize::ahead) in all, each holding
 //! memories and tables the pool reserved beside the calls' (so an
-//! instance waiting never makes a call wait); a plugin granted
-//! directories gets none (they are opened as its instance is made, and
-//! are opened at each call's start instead); an instance is made only
-//! while a call slot is free, under the plugin's own limits, and one that
-//! fails to be made is simply not there (its call makes one and reports
-//! what went wrong).
+//! instance waiting never makes a call wait); making an instance runs the
+//! component's start functions outside any call, so a plugin granted
+//! anything (a directory, a variable, a host) gets none; an instance is
+//! made only while no call runs and a slot is free, within 200 ms, after a
+//! call that succeeded, under the plugin's own limits; one that fails to be
+//! made is simply not there (its call makes one and reports what went
+//! wrong).
 
 use super::bindings::ReadyPlugin;
 use super::call::{CallState, STDIO_CAPTURE_BYTES, begin_call};
@@ -30,6 +31,10 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use wasmtime::Store;
 use wasmtime::component::Instance;
+
+/// The longest an instance may take to be made ahead; one that takes
+/// longer is not kept (its call makes its own, under its own time).
+const MAKING_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// An instance made for a call under `limits`, never used.
 pub(crate) struct ReadyInstance {
@@ -156,10 +161,11 @@ impl Sandbox {
         grants: &Grants,
         limits: &Limits,
     ) {
-        // A directory is opened when its instance is made: one made ahead
-        // would hold its descriptors between calls, and see the directory
-        // as it was then rather than at its call.
-        if !grants.dirs.is_empty() {
+        // Making an instance runs the component's start functions with its
+        // grants, outside any call: only a plugin granted nothing (no
+        // directory, whose descriptors it would hold between calls; no
+        // variable; no host) gets instances made ahead.
+        if !grants.dirs.is_empty() || !grants.env.is_empty() || !grants.http_hosts.is_empty() {
             return;
         }
         let average = Needs::new(MEMORIES_PER_CALL as usize, TABLES_PER_CALL as usize);
@@ -171,8 +177,12 @@ impl Sandbox {
         let (sandbox, slots, pre) = (self.clone(), prepared.ahead.clone(), pre.clone());
         let (plugin, grants, limits) = (plugin.to_owned(), grants.clone(), *limits);
         tokio::spawn(async move {
-            // Only while a call could start now: instances kept ready never
-            // hold back a call, for a slot or for memories.
+            // Only while no call runs and a slot is free: instances kept
+            // ready never hold back a call, for a slot or for memories.
+            if sandbox.calls_running() {
+                slots.made(shard, None);
+                return;
+            }
             let share = match &sandbox.shards[shard].pool {
                 Some(pool) => pool.take_now(needs).map(Some),
                 None => Some(None),
@@ -187,8 +197,11 @@ impl Sandbox {
             let made = match store {
                 Ok(mut store) => {
                     let meter = store.data().work.memory.meter();
-                    let instantiated =
-                        tokio::time::timeout(limits.timeout + 2 * EPOCH_TICK, meter.around(pre.instantiate(&mut store))).await;
+                    // Its own deadline, short: making an instance is not what
+                    // a plugin's time is for.
+                    store.data_mut().set_deadline(MAKING_TIMEOUT.min(limits.timeout));
+                    let within = MAKING_TIMEOUT.min(limits.timeout) + 2 * EPOCH_TICK;
+                    let instantiated = tokio::time::timeout(within, meter.around(pre.instantiate(&mut store))).await;
                     match instantiated {
                         Ok(Ok(instance)) => Some(ReadyInstance { store, instance, stdout, stderr, share, limits, _kept: kept }),
                         Ok(Err(error)) => {

@@ -60,6 +60,11 @@ pub(crate) struct CallState {
 }
 
 impl CallState {
+    /// The call's time is up `after` from now.
+    pub(crate) fn set_deadline(&mut self, after: Duration) {
+        self.deadline = Instant::now() + after;
+    }
+
     /// Host memory held for the call: what the allocator counted, and the
     /// estimated directory listings it could not.
     pub(crate) fn host_memory_held(&self) -> usize {
@@ -223,7 +228,8 @@ impl Sandbox {
             drop(store);
             drop((share, slot));
         } else {
-            if invoking {
+            // After a failure the next call may well fail as this one did.
+            if result.is_ok() {
                 self.make_ahead(prepared, shard, pre, plugin, grants, limits);
             }
             tokio::spawn(async move {
@@ -317,7 +323,7 @@ impl Sandbox {
 pub(crate) fn begin_call(store: &mut Store<CallState>, limits: &Limits, cancel: CancellationToken) -> wasmtime::Result<()> {
     let state = store.data_mut();
     state.cancel = cancel;
-    state.deadline = Instant::now() + limits.timeout;
+    state.set_deadline(limits.timeout);
     store.set_fuel(limits.fuel)?;
     store.set_epoch_deadline(1);
     Ok(())

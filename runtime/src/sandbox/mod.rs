@@ -224,19 +224,19 @@ impl Sandbox {
             .memory_reservation(MEMORY_RESERVATION)
             .memory_guard_size(MEMORY_GUARD);
         if size.pooled {
-            let calls = size.calls;
             let mut pool = PoolingAllocationConfig::new();
             // Core instances are only counted, so there are enough for
             // every call and instance kept ready at the instances limit;
             // memories and tables are reserved, and each instance takes
-            // them as a share (`pool_share`). Stacks are used only while
-            // guest code runs, which takes a call slot.
+            // them as a share (`pool_share`). A store keeps the last fiber
+            // stack it ran on until it is dropped, so an instance kept
+            // ready holds one too.
             let instances = size.instances_per_engine();
             pool.total_component_instances(instances)
                 .total_core_instances(instances.saturating_mul(MAX_INSTANCES as u32))
                 .total_memories(size.memories_per_engine())
                 .total_tables(size.tables_per_engine())
-                .total_stacks(calls)
+                .total_stacks(instances)
                 .max_memory_size(MAX_MEMORY_BYTES)
                 .table_elements(MAX_TABLE_ELEMENTS)
                 .max_core_instances_per_component(MAX_INSTANCES as u32)
