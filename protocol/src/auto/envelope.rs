@@ -185,7 +185,9 @@ fn read_named_json(
     let brace = at + reply[at..body_end].find('{')?;
     let name = markup_name(&reply[at..brace])?;
     let (arguments, after) = object_at(reply, brace, out)?;
-    if !reply[after..body_end].trim().is_empty() {
+    // The object must end in the body: one whose string holds the closing
+    // tag runs past it (found by fuzzing).
+    if !reply.get(after..body_end).is_some_and(|rest| rest.trim().is_empty()) {
         return None;
     }
     if scope.markup_calls(open, name) {
@@ -456,6 +458,11 @@ mod tests {
             one("undeclared_tool", json!({})),
             "explicit markup"
         );
+        // An object whose string holds the closing tag runs past the body:
+        // no call of that shape, and no panic (fuzzing found the slice
+        // taken the wrong way round).
+        let past = "<longcat_tool_call>get_weather {\"city\": \"</longcat_tool_call>\"}";
+        assert!(parse(past).calls.iter().all(|call| call.name != "get_weather" || call.arguments.get("city").is_none()));
         no_calls(&[
             "<longcat_tool_call>get_weather {\"city\": \"Paris\"} and then more</longcat_tool_call>",
             "<longcat_tool_call>get the weather {\"city\": \"Paris\"}</longcat_tool_call>",
