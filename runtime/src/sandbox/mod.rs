@@ -184,6 +184,8 @@ impl Sandbox {
     /// pool (tried after the pool is halved down to one call, or at once
     /// for a size that asks for none).
     pub fn with_size(size: SandboxSize) -> Result<Self, SandboxError> {
+        // Its fields are public: a count set past its bound is brought back.
+        let size = size.with_instances_ahead(size.ahead);
         let mut tried = size;
         let shards = loop {
             match Self::shards(&tried) {
@@ -270,17 +272,7 @@ impl Sandbox {
     /// Wait for a call slot, or `None` when `cancel` fires first; the
     /// epoch ticks while any slot is held.
     pub(crate) async fn call_slot(&self, cancel: &CancellationToken) -> Option<CallSlot> {
-        if cancel.is_cancelled() {
-            return None;
-        }
-        let permit = match self.slots.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => tokio::select! {
-                biased;
-                () = cancel.cancelled() => return None,
-                permit = self.slots.clone().acquire_owned() => permit.expect("a call-slot semaphore is never closed"),
-            },
-        };
+        let permit = owned_permits_unless_cancelled(&self.slots, 1, cancel).await?;
         Some(CallSlot { _permit: permit, _ticking: self.ticker.enter() })
     }
 
@@ -447,6 +439,27 @@ pub(crate) async fn permit_unless_cancelled<'s>(slots: &'s Semaphore, cancel: &C
             biased;
             () = cancel.cancelled() => None,
             permit = slots.acquire() => Some(permit.expect("a call-slot semaphore is never closed")),
+        },
+    }
+}
+
+/// `count` permits of `pool`, held by value (a permit that outlives the
+/// call: a kept instance's, a store dropped after its call answered), or
+/// `None` when `cancel` fires first; free permits are taken at once.
+pub(crate) async fn owned_permits_unless_cancelled(
+    pool: &Arc<Semaphore>,
+    count: u32,
+    cancel: &CancellationToken,
+) -> Option<OwnedSemaphorePermit> {
+    if cancel.is_cancelled() {
+        return None;
+    }
+    match pool.clone().try_acquire_many_owned(count) {
+        Ok(permit) => Some(permit),
+        Err(_) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            permit = pool.clone().acquire_many_owned(count) => Some(permit.expect("the sandbox's semaphores are never closed")),
         },
     }
 }

@@ -12,7 +12,7 @@
 //! pool, not reserved, so the pool is sized for every call at the
 //! instances limit instead of weighing them.
 
-use super::Limits;
+use super::{Limits, owned_permits_unless_cancelled};
 use crate::failure::CallFailure;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -112,17 +112,9 @@ impl PoolShares {
 /// `count` permits of `pool` (`Some(None)` for none), or `None` when
 /// `cancel` fires first.
 async fn take(pool: &Arc<Semaphore>, count: usize, cancel: &CancellationToken) -> Option<Option<OwnedSemaphorePermit>> {
-    if count == 0 {
-        return Some(None);
-    }
-    let count = u32::try_from(count).unwrap_or(u32::MAX);
-    if let Ok(permit) = pool.clone().try_acquire_many_owned(count) {
-        return Some(Some(permit));
-    }
-    tokio::select! {
-        biased;
-        () = cancel.cancelled() => None,
-        permit = pool.clone().acquire_many_owned(count) => Some(Some(permit.expect("a pool's semaphore is never closed"))),
+    match u32::try_from(count).unwrap_or(u32::MAX) {
+        0 => Some(None),
+        count => owned_permits_unless_cancelled(pool, count, cancel).await.map(Some),
     }
 }
 
