@@ -8,8 +8,6 @@
 //! `>>>` and `Action:`, native's `{`) lists them too, three per pass, as
 //! `memchr3` finds them.
 
-use crate::scan;
-
 /// Bytes listed together, in one pass over the reply.
 pub(crate) type Listed = [u8; 3];
 
@@ -21,6 +19,20 @@ pub(crate) const MARKUP: Listed = [b'<', b'[', b'`'];
 /// them: a walk over a list that long costs more than a SIMD search of the
 /// text.
 const BYTES_PER_LISTED: usize = 64;
+
+/// The first `needle` at or after byte `from` of `text`, SIMD-accelerated.
+/// A marker searched for in a whole reply is found through its
+/// [`MarkerIndex`] instead, so that prose costs one pass for all of them.
+pub(crate) fn find(text: &str, from: usize, needle: &str) -> Option<usize> {
+    let rest = text.as_bytes().get(from..)?;
+    memchr::memmem::find(rest, needle.as_bytes()).map(|i| i + from)
+}
+
+/// The first `{` or `[` at or after byte `from`.
+pub(crate) fn find_open_bracket(text: &str, from: usize) -> Option<usize> {
+    let rest = text.as_bytes().get(from..)?;
+    memchr::memchr2(b'{', b'[', rest).map(|i| i + from)
+}
 
 /// A reply and where markup may start in it.
 pub(crate) struct MarkerIndex<'a> {
@@ -47,22 +59,22 @@ impl<'a> MarkerIndex<'a> {
         self.text
     }
 
-    /// The first `needle` at or after byte `from`, as [`scan::find`]
+    /// The first `needle` at or after byte `from`, as [`find`]
     /// answers.
     pub(crate) fn find(&self, from: usize, needle: &str) -> Option<usize> {
         let Some(list) = needle.bytes().next().and_then(|first| self.list(first)) else {
-            return scan::find(self.text, from, needle);
+            return find(self.text, from, needle);
         };
         let bytes = self.text.as_bytes();
         list[list.partition_point(|&p| p < from)..].iter().copied().find(|&p| bytes[p..].starts_with(needle.as_bytes()))
     }
 
     /// The first `{` or `[` at or after byte `from`, as
-    /// [`scan::find_open_bracket`] answers.
+    /// [`find_open_bracket`] answers.
     pub(crate) fn find_open_bracket(&self, from: usize) -> Option<usize> {
         match (self.list(b'{'), self.list(b'[')) {
             (Some(braces), Some(brackets)) => [braces, brackets].iter().filter_map(|list| first_from(list, from)).min(),
-            _ => scan::find_open_bracket(self.text, from),
+            _ => find_open_bracket(self.text, from),
         }
     }
 
@@ -166,9 +178,9 @@ mod tests {
                 let index = MarkerIndex::new(&text, passes);
                 for &from in &froms {
                     for needle in needles() {
-                        prop_assert_eq!(index.find(from, needle), scan::find(&text, from, needle), "{:?} from {} in {:?}", needle, from, passes);
+                        prop_assert_eq!(index.find(from, needle), super::find(&text, from, needle), "{:?} from {} in {:?}", needle, from, passes);
                     }
-                    prop_assert_eq!(index.find_open_bracket(from), scan::find_open_bracket(&text, from), "from {} in {:?}", from, passes);
+                    prop_assert_eq!(index.find_open_bracket(from), super::find_open_bracket(&text, from), "from {} in {:?}", from, passes);
                 }
             }
         }

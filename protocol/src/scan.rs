@@ -6,19 +6,8 @@ use super::{MAX_WARNINGS, Parsed, ParsedCall, Warning};
 use crate::marker_index::MarkerIndex;
 use std::ops::Range;
 
-/// The first `needle` at or after byte `from` of `text`, SIMD-accelerated.
-/// A marker searched for in a whole reply is found through its
-/// [`MarkerIndex`] instead, so that prose costs one pass for all of them.
-pub(crate) fn find(text: &str, from: usize, needle: &str) -> Option<usize> {
-    let rest = text.as_bytes().get(from..)?;
-    memchr::memmem::find(rest, needle.as_bytes()).map(|i| i + from)
-}
-
-/// The first `{` or `[` at or after byte `from`.
-pub(crate) fn find_open_bracket(text: &str, from: usize) -> Option<usize> {
-    let rest = text.as_bytes().get(from..)?;
-    memchr::memchr2(b'{', b'[', rest).map(|i| i + from)
-}
+// The plain searches live beside the index that stands in for them.
+pub(crate) use crate::marker_index::{find, find_open_bracket};
 
 /// The first byte at or after `p` that is not ASCII white space.
 pub(crate) fn skip_ws(bytes: &[u8], mut p: usize) -> usize {
