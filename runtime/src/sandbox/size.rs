@@ -181,24 +181,21 @@ impl Default for SandboxSize {
 impl std::fmt::Display for SandboxSize {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let engines = if self.engines == 1 { "1 engine".to_owned() } else { format!("{} engines", self.engines) };
+        // Instances made ahead are opt-in: named only when asked for.
+        let ahead = if self.ahead == 0 { String::new() } else { format!(" ({} instances kept ready)", self.ahead) };
         if self.pooled {
             write!(
                 f,
-                "{} calls at once in {engines} ({} instances kept ready), {} linear-memory slots of {} + {} guard each: {} of \
-                 address space reserved",
+                "{} calls at once in {engines}{ahead}, {} linear-memory slots of {} + {} guard each: {} of address space \
+                 reserved",
                 self.calls,
-                self.ahead,
                 self.engines as u64 * u64::from(self.memories_per_engine()),
                 gib(MEMORY_RESERVATION),
                 mib(MEMORY_GUARD),
                 gib(self.reserved_bytes())
             )
         } else {
-            write!(
-                f,
-                "{} calls at once in {engines} ({} instances kept ready), memory reserved per instance as it is made",
-                self.calls, self.ahead
-            )
+            write!(f, "{} calls at once in {engines}{ahead}, memory reserved per instance as it is made", self.calls)
         }
     }
 }
@@ -274,7 +271,7 @@ mod tests {
     #[test]
     fn the_size_says_what_it_reserves() {
         let text = SandboxSize::pooled(64, 2).to_string();
-        assert!(text.contains("64 calls at once in 2 engines (0 instances kept ready)"), "{text}");
+        assert!(text.contains("64 calls at once in 2 engines, 256 linear-memory"), "{text}");
         assert!(text.contains("256 linear-memory slots of 4.0 GiB + 32 MiB guard"), "{text}");
         let ahead = SandboxSize::pooled(64, 2).with_instances_ahead(8).to_string();
         assert!(ahead.contains("(8 instances kept ready), 288 linear-memory slots"), "{ahead}");
