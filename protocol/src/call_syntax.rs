@@ -9,8 +9,10 @@
 //! behind what the parsers read.
 
 use super::auto::{self, BareOpening};
-use super::scan::{self, find, find_open_bracket};
+use super::scan::{self, find_open_bracket};
 use super::{vcp, xml_tag};
+use aho_corasick::{AhoCorasick, MatchKind};
+use std::sync::LazyLock;
 
 /// How a bare JSON call is reported: an object whose first key is `name`.
 const BARE_JSON_CALL: &str = "{\"name\"";
@@ -58,15 +60,27 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain([auto::CHAT_TOKEN_OPEN, auto::deepseek::TOKEN_OPEN])
 }
 
+/// [`markers`], in their order.
+static MARKERS: LazyLock<Vec<&'static str>> = LazyLock::new(|| markers().collect());
+
+/// Every marker in one pass, in any ASCII case: the leftmost, and of those
+/// starting there the first in [`markers`]. A manifest's every shown text
+/// is checked, so the automaton is built once rather than a search per
+/// marker and text (a twentieth of a warm plugin load).
+static MARKER_SEARCH: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(MARKERS.iter())
+        .expect("the markers are few and short")
+});
+
 /// The first call syntax in `text`: a marker, in any ASCII case (a model
 /// reads `<TOOL_CALL>` as `<tool_call>`), or the start of a bare JSON or
 /// pythonic call, whatever tool it names: a declaration cannot know which
 /// tools the other plugins declare.
 pub(crate) fn first(text: &str) -> Option<CallSyntax> {
-    let lower = text.to_ascii_lowercase();
-    let marker = markers()
-        .filter_map(|syntax| Some(CallSyntax { offset: find(&lower, 0, &syntax.to_ascii_lowercase())?, syntax }))
-        .min_by_key(|found| found.offset);
+    let marker = MARKER_SEARCH.find(text).map(|found| CallSyntax { offset: found.start(), syntax: MARKERS[found.pattern()] });
     let mut at = 0;
     let bare = loop {
         let Some(open) = find_open_bracket(text, at) else { break None };
@@ -85,6 +99,36 @@ pub(crate) fn first(text: &str) -> Option<CallSyntax> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The first marker as a search per marker finds it: the leftmost, and
+    /// of those starting there the first listed.
+    fn first_marker_searched_one_by_one(text: &str) -> Option<CallSyntax> {
+        let lower = text.to_ascii_lowercase();
+        markers()
+            .filter_map(|syntax| Some(CallSyntax { offset: scan::find(&lower, 0, &syntax.to_ascii_lowercase())?, syntax }))
+            .min_by_key(|found| found.offset)
+    }
+
+    proptest! {
+        /// Texts of markers, whole or cut short, in any case, between
+        /// filler: markers that overlap and share prefixes.
+        #[test]
+        fn one_pass_finds_the_marker_a_search_per_marker_finds(
+            pieces in prop::collection::vec((0..MARKERS.len(), 1..40usize, any::<bool>(), "[ a-z<|>]{0,3}"), 0..6)
+        ) {
+            let mut text = String::new();
+            for (index, keep, upper, filler) in pieces {
+                let marker = MARKERS[index];
+                let cut = marker.char_indices().map(|(at, _)| at).chain([marker.len()]).rfind(|&at| at <= keep);
+                let piece = &marker[..cut.unwrap_or(marker.len())];
+                text.push_str(&if upper { piece.to_ascii_uppercase() } else { piece.to_owned() });
+                text.push_str(&filler);
+            }
+            let found = MARKER_SEARCH.find(&text).map(|found| CallSyntax { offset: found.start(), syntax: MARKERS[found.pattern()] });
+            prop_assert_eq!(found, first_marker_searched_one_by_one(&text), "{:?}", text);
+        }
+    }
 
     fn syntax(text: &str) -> Option<&'static str> {
         first(text).map(|found| found.syntax)
