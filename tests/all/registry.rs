@@ -356,8 +356,9 @@ async fn the_compiled_cache_is_reused_and_recovers_from_bad_files() {
     let warm = Registry::load(policy.clone()).await.unwrap();
     assert_eq!(uses(&warm), [CacheUse::Hit, CacheUse::Hit]);
 
-    let files = files_in(cache.path());
-    assert_eq!(files.len(), 2, "one artifact per component, no temporary files left");
+    let files = artifacts_in(cache.path());
+    assert_eq!(files.len(), 2, "one artifact per component");
+    assert_eq!(files_in(cache.path()).len(), 4, "and one manifest, no temporary files left");
     let truncated = std::fs::read(&files[0]).unwrap();
     std::fs::write(&files[0], &truncated[..truncated.len() / 2]).unwrap();
     std::fs::write(&files[1], b"not a cache file at all").unwrap();
@@ -387,7 +388,7 @@ async fn a_cache_file_that_cannot_be_read_or_written_costs_only_its_component_th
     let mut policy = host.policy("");
     policy.cache_dir = Some(cache.path().to_owned());
     Registry::load(policy.clone()).await.unwrap();
-    let files = files_in(cache.path());
+    let files = artifacts_in(cache.path());
     // A directory where one artifact was: neither read nor replaced.
     std::fs::remove_file(&files[0]).unwrap();
     std::fs::create_dir(&files[0]).unwrap();
@@ -430,7 +431,7 @@ fn loading_reads_and_compiles_off_the_runtime_thread() {
     let cache = dir.path().join("cache");
     policy.cache_dir = Some(cache.clone());
     runtime.block_on(Registry::load(policy.clone())).unwrap();
-    let entry = only_file(&cache);
+    let entry = only_artifact(&cache);
     std::fs::remove_file(&entry).unwrap();
     assert!(std::process::Command::new("mkfifo").arg(&entry).status().unwrap().success());
 
@@ -481,10 +482,15 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The one file in `dir`.
-fn only_file(dir: &Path) -> PathBuf {
-    let files = files_in(dir);
-    let [file] = &files[..] else { panic!("one file expected in {}: {files:?}", dir.display()) };
+/// The compiled artifacts in `dir`, sorted.
+fn artifacts_in(dir: &Path) -> Vec<PathBuf> {
+    files_in(dir).into_iter().filter(|file| file.extension().is_some_and(|e| e == "cwasm")).collect()
+}
+
+/// The one compiled artifact in `dir`.
+fn only_artifact(dir: &Path) -> PathBuf {
+    let files = artifacts_in(dir);
+    let [file] = &files[..] else { panic!("one artifact expected in {}: {files:?}", dir.display()) };
     file.clone()
 }
 
@@ -496,7 +502,7 @@ async fn cached_alone(plugin: Plugin) -> (TestHost, Policy, PathBuf) {
     policy.cache_dir = Some(host.dir.path().join("cache"));
     policy.cache_key = Some(host.dir.path().join("state/cache.key"));
     Registry::load(policy.clone()).await.unwrap();
-    let entry = only_file(&host.dir.path().join("cache"));
+    let entry = only_artifact(&host.dir.path().join("cache"));
     (host, policy, entry)
 }
 
@@ -522,6 +528,51 @@ async fn a_forged_cache_entry_with_a_valid_plain_sha256_is_recompiled_not_loaded
     assert_eq!(again.catalog().plugins[0].cache, CacheUse::Hit, "the recompiled artifact replaced the forgery");
 }
 
+/// The first bytes of a manifest file, before its MAC.
+const MANIFEST_MAGIC: &[u8] = b"toolhost-mfst1\n\n";
+
+/// A manifest file for the cache entry `artifact`, holding `json`, with the
+/// MAC the host makes under `key`: the entry's id is its file name.
+fn manifest_file(artifact: &Path, key: &[u8; 32], json: &[u8]) -> Vec<u8> {
+    let id = hex_bytes(artifact.file_stem().unwrap().to_str().unwrap());
+    let mac = blake3::Hasher::new_keyed(key).update(MANIFEST_MAGIC).update(&id).update(json).finalize();
+    [MANIFEST_MAGIC, mac.as_bytes(), json].concat()
+}
+
+#[tokio::test]
+async fn a_warm_load_takes_the_kept_manifest_and_refuses_one_not_made_under_the_key() {
+    let (_host, policy, artifact) = cached_alone(CALC).await;
+    let manifest = artifact.with_extension("manifest");
+    let kept = std::fs::read(&manifest).expect("the cold load kept the guest's manifest");
+    let json = &kept[MANIFEST_MAGIC.len() + 32..];
+    let description = |registry: &Registry| registry.catalog().tool("calculate").unwrap().1.description.clone();
+    let original = description(&Registry::load(policy.clone()).await.unwrap());
+    let changed = String::from_utf8(json.to_vec()).unwrap().replace(&original, "kept beside the artifact");
+    assert_ne!(changed.as_bytes(), json, "the manifest file holds the tool's description");
+
+    // Made under the user's key, as the host makes them: a warm load reads
+    // it and does not ask the guest.
+    let key: [u8; 32] = std::fs::read(policy.cache_key.as_ref().unwrap()).unwrap().try_into().unwrap();
+    std::fs::write(&manifest, manifest_file(&artifact, &key, changed.as_bytes())).unwrap();
+    let warm = Registry::load(policy.clone()).await.unwrap();
+    assert_eq!(warm.catalog().plugins[0].cache, CacheUse::Hit);
+    assert_eq!(description(&warm), "kept beside the artifact");
+
+    // The same change under a plain hash, or under another key, or another
+    // component's manifest: the guest is asked again, and its answer kept.
+    let forgeries = [
+        [MANIFEST_MAGIC, blake3::hash(changed.as_bytes()).as_bytes(), changed.as_bytes()].concat(),
+        manifest_file(&artifact, &[7; 32], changed.as_bytes()),
+        manifest_file(&artifact.with_file_name("00".repeat(32) + ".cwasm"), &key, changed.as_bytes()),
+        b"toolhost-mfst1\n\nshort".to_vec(),
+    ];
+    for forged in forgeries {
+        std::fs::write(&manifest, forged).unwrap();
+        assert_eq!(description(&Registry::load(policy.clone()).await.unwrap()), original);
+        assert_eq!(std::fs::read(&manifest).unwrap(), kept, "the guest's own manifest replaced the forgery");
+    }
+}
+
 #[tokio::test]
 async fn a_cache_written_under_another_key_is_recompiled() {
     let (_host, policy, _) = cached_alone(CALC).await;
@@ -537,7 +588,7 @@ async fn cache_files_swapped_between_components_are_recompiled() {
     let mut policy = host.policy("");
     policy.cache_dir = Some(host.dir.path().join("cache"));
     Registry::load(policy.clone()).await.unwrap();
-    let files = files_in(&host.dir.path().join("cache"));
+    let files = artifacts_in(&host.dir.path().join("cache"));
     let [a, b] = &files[..] else { panic!("two cache files expected: {files:?}") };
     let (a_bytes, b_bytes) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
     std::fs::write(a, b_bytes).unwrap();

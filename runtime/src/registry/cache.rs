@@ -28,6 +28,8 @@
 //! a call touched that code.
 #![allow(unsafe_code, reason = "deserializing a compiled artifact is unsafe in wasmtime; see `load`")]
 
+use crate::regular_file::read_regular_file;
+use crate::sandbox::GuestManifest;
 use sha2::{Digest, Sha256};
 use std::fs::{DirBuilder, File, Metadata, OpenOptions};
 use std::hash::{Hash, Hasher};
@@ -41,6 +43,12 @@ use wasmtime::component::Component;
 /// changes. It is part of each file's name too, so files of another layout
 /// are never read.
 const MAGIC: &[u8; 16] = b"toolhost-cwasm3\n";
+/// The first bytes of every manifest file: a component's manifest, kept
+/// beside its artifact under a MAC of its own.
+const MANIFEST_MAGIC: &[u8; 16] = b"toolhost-mfst1\n\n";
+/// A manifest file larger than this is not read: JSON of a manifest at the
+/// guest's output limit, with room for escaping.
+const MAX_MANIFEST_FILE_BYTES: u64 = 8 * crate::manifest::MAX_PLUGIN_MANIFEST_BYTES as u64;
 /// Bytes of the secret key, as BLAKE3's keyed mode takes it.
 const KEY_BYTES: usize = blake3::KEY_LEN;
 /// Bytes of the MAC in a cache file.
@@ -225,7 +233,8 @@ impl ArtifactCache {
             tracing::warn!("{why}; recompiling");
         }
         let component = Component::new(engine, wasm)?;
-        if let Err(e) = self.store(&path, &id, &component.serialize()?) {
+        let artifact = component.serialize()?;
+        if let Err(e) = self.store(&path, &[MAGIC, self.mac(MAGIC, &id, &artifact).as_bytes(), &artifact]) {
             let why = format!("cannot write cache file {}: {e}", path.display());
             tracing::warn!("{why}");
             let why = match recovered {
@@ -237,6 +246,49 @@ impl ArtifactCache {
         Ok((component, recovered.map_or(CacheUse::Compiled, CacheUse::Recovered)))
     }
 
+    /// The manifest kept for the component with digest `sha256`, if an
+    /// authentic one is there. One that is not is logged and ignored: the
+    /// guest is asked again, and `store_manifest` replaces it.
+    pub(crate) fn manifest(&self, sha256: &str) -> Option<GuestManifest> {
+        let (path, id) = (self.manifest_path_for(sha256), self.entry_id(sha256));
+        let file = match read_regular_file(&path, MAX_MANIFEST_FILE_BYTES) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => Err(format!("could not be read: {e}")),
+            Ok(file) => self.authentic_manifest(&id, &file),
+        };
+        file.inspect_err(|why| tracing::warn!("manifest file {} {why}; asking the plugin again", path.display())).ok()
+    }
+
+    /// Keep `manifest` for the component with digest `sha256`. Failing to
+    /// is logged: the next load asks the guest again.
+    pub(crate) fn store_manifest(&self, sha256: &str, manifest: &GuestManifest) {
+        let (path, id) = (self.manifest_path_for(sha256), self.entry_id(sha256));
+        let stored = serde_json::to_vec(manifest).map_err(std::io::Error::other).and_then(|json| {
+            let mac = self.mac(MANIFEST_MAGIC, &id, &json);
+            self.store(&path, &[MANIFEST_MAGIC, mac.as_bytes(), &json])
+        });
+        if let Err(e) = stored {
+            tracing::warn!("cannot write manifest file {}: {e}", path.display());
+        }
+    }
+
+    fn manifest_path_for(&self, sha256: &str) -> PathBuf {
+        self.path_for(sha256).with_extension("manifest")
+    }
+
+    fn authentic_manifest(&self, id: &[u8; 32], file: &[u8]) -> Result<GuestManifest, String> {
+        let json = file
+            .strip_prefix(MANIFEST_MAGIC.as_slice())
+            .and_then(|rest| rest.split_at_checked(TAG_BYTES))
+            .and_then(|(tag, json)| Some((blake3::Hash::from_bytes(tag.try_into().ok()?), json)))
+            .ok_or("is not a toolhost manifest file")
+            .and_then(|(tag, json)| {
+                // `Hash`'s equality compares in constant time.
+                if self.mac(MANIFEST_MAGIC, id, json) == tag { Ok(json) } else { Err("failed authentication") }
+            })?;
+        serde_json::from_slice(json).map_err(|e| format!("is not a manifest this version reads: {e}"))
+    }
+
     /// What a cache file is for: the layout, the component and the engine.
     /// Its name, and part of what its MAC covers, so that a file moved to
     /// another component's name fails.
@@ -244,24 +296,29 @@ impl ArtifactCache {
         Sha256::new().chain_update(MAGIC).chain_update(sha256).chain_update(&self.engine_key).finalize().into()
     }
 
-    /// The MAC of the cache file `id` holding `artifact`: BLAKE3 keyed
-    /// with this user's key, a PRF by design, so no HMAC construction is
+    /// The MAC of the file of entry `id` whose layout `magic` names, holding
+    /// `body`: BLAKE3 keyed with this user's key, a PRF by design, so no HMAC construction is
     /// needed around it. Profiled on this project's 2-core machine, it
     /// reads a 700 KiB artifact in 0.09 ms where HMAC-SHA256 took 0.3 ms
     /// (with the SHA extensions), a sixth of a warm plugin load (issue 17).
-    fn mac(&self, id: &[u8; 32], artifact: &[u8]) -> blake3::Hash {
+    ///
+    /// An artifact has one, and so has a manifest file: what the guest
+    /// declares (names, levels, capabilities) is as much the host's
+    /// trust as its code.
+    fn mac(&self, magic: &[u8], id: &[u8; 32], body: &[u8]) -> blake3::Hash {
         let mut mac = blake3::Hasher::new_keyed(&self.key.0);
-        mac.update(MAGIC);
+        mac.update(magic);
         mac.update(id);
-        mac.update(artifact);
+        mac.update(body);
         mac.finalize()
     }
 
-    fn store(&self, path: &Path, id: &[u8; 32], artifact: &[u8]) -> std::io::Result<()> {
+    /// Write `parts` to a temporary file, then rename it to `path`.
+    fn store(&self, path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
         let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
-        file.write_all(MAGIC)?;
-        file.write_all(self.mac(id, artifact).as_bytes())?;
-        file.write_all(artifact)?;
+        for part in parts {
+            file.write_all(part)?;
+        }
         file.as_file().sync_all()?;
         file.persist(path).map_err(|e| e.error)?;
         Ok(())
@@ -275,7 +332,7 @@ impl ArtifactCache {
         let (tag, artifact) = file[MAGIC.len()..].split_at(TAG_BYTES);
         let tag: [u8; TAG_BYTES] = tag.try_into().expect("the header holds the tag");
         // `Hash`'s equality compares in constant time.
-        if self.mac(id, artifact) != blake3::Hash::from_bytes(tag) {
+        if self.mac(MAGIC, id, artifact) != blake3::Hash::from_bytes(tag) {
             return Err("failed authentication: its MAC does not match this user's cache key (it is truncated, \
                         corrupted, forged, or was written under another key)"
                 .into());

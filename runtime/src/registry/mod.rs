@@ -52,7 +52,7 @@ pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 pub(crate) use files::component_files;
 
 use crate::contract::{Contract, ContractError};
-use crate::declaration::ManifestError;
+use crate::declaration::{ManifestError, RawManifest};
 use crate::digest::sha256_hex;
 use crate::error_chain::caught;
 use crate::manifest::{PluginManifest, ToolSpec};
@@ -680,11 +680,17 @@ impl Registry {
             |e: wasmtime::Error| LoadError::Compile { file: file.clone(), reason: format!("{e:#}"), source: Some(e.into()) };
         let panicked = |stage, message| LoadError::Panicked { file: file.clone(), stage, message };
         let (sandbox, cache, digest) = (self.sandbox.clone(), self.cache.clone(), sha256.clone());
-        let (component, cache) = blocking_caught(move || {
+        // A component from the compiled cache has its manifest kept beside
+        // it, read here too.
+        let (component, cache, kept) = blocking_caught(move || {
             let engine = sandbox.engine();
             wasmtime::Result::Ok(match &cache {
-                Some(cache) => cache.load_or_compile(engine, &digest, &wasm)?,
-                None => (Component::new(engine, &wasm)?, CacheUse::Compiled),
+                Some(cache) => {
+                    let (component, used) = cache.load_or_compile(engine, &digest, &wasm)?;
+                    let kept = if used == CacheUse::Hit { cache.manifest(&digest) } else { None };
+                    (component, used, kept)
+                }
+                None => (Component::new(engine, &wasm)?, CacheUse::Compiled, None),
             })
         })
         .await
@@ -696,18 +702,29 @@ impl Registry {
                 .map_err(|message| panicked("preparing", message))?
                 .map_err(compile_error)
         };
-        // The manifest is read with no grants; calls run with the plugin's.
-        let bare = prepare(&Grants::none())?;
-        let (returned, _, _) = self
-            .sandbox
-            .run(&bare, 0, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())
-            .await;
-        let raw = match returned {
-            Ok(Returned::Manifest(raw)) => raw,
-            Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
-            Err(failure) => return Err(LoadError::Manifest { file, failure }),
+        // Without a kept manifest the guest is asked, with no grants (calls
+        // run with the plugin's), and its answer kept.
+        let (guest, bare) = match kept.filter(|kept| kept.contract() == contract) {
+            Some(kept) => (kept, None),
+            None => {
+                let bare = prepare(&Grants::none())?;
+                let (returned, _, _) = self
+                    .sandbox
+                    .run(&bare, 0, &file, &Grants::none(), &Limits::for_manifest(), Export::Manifest, &CancellationToken::new())
+                    .await;
+                let guest = match returned {
+                    Ok(Returned::Manifest(guest)) => guest,
+                    Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
+                    Err(failure) => return Err(LoadError::Manifest { file, failure }),
+                };
+                if let Some(artifacts) = self.cache.clone().filter(|_| !matches!(cache, CacheUse::NotStored(_))) {
+                    let (digest, guest) = (sha256.clone(), guest.clone());
+                    blocking(move || artifacts.store_manifest(&digest, &guest)).await;
+                }
+                (guest, Some(bare))
+            }
         };
-        let mut manifest = raw
+        let mut manifest = RawManifest::from(guest)
             .validate_for(&contract.version(), Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
         let section = self.policy.plugins.get(&manifest.name);
@@ -720,7 +737,12 @@ impl Registry {
             tool.reach = reach;
             tool.permission = tool.declared_permission.max(floor);
         }
-        let prepared = if grants.http() { prepare(&grants)? } else { bare };
+        // Linking looks only at the HTTP grant: without one, the plugin
+        // prepared to read its manifest is the plugin prepared for calls.
+        let prepared = match bare {
+            Some(bare) if !grants.http() => bare,
+            _ => prepare(&grants)?,
+        };
         Ok(LoadedPlugin {
             path: path.to_owned(),
             grants,

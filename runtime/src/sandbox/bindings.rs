@@ -17,6 +17,8 @@ mod v0_1 {
         path: "wit/released/0.1.0",
         world: "plugin",
         exports: { default: async },
+        // A manifest is kept beside the compiled artifact (`GuestManifest`).
+        additional_derives: [serde::Serialize, serde::Deserialize],
     });
     pub(super) use self::toolhost::plugin::{host, types};
 }
@@ -40,6 +42,32 @@ impl v0_1::host::Host for CallState {
             LogLevel::Error => Level::ERROR,
         };
         self.plugin_log(level, &message);
+    }
+}
+
+/// A manifest as the guest returned it, in its contract version's own
+/// types. The compiled cache keeps it beside the component's artifact, so a
+/// warm load does not run the guest again; turned into the host's types
+/// (and validated) on every load.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) enum GuestManifest {
+    V0_1(v0_1::types::Manifest),
+}
+
+impl GuestManifest {
+    /// The contract version it was returned under.
+    pub(crate) fn contract(&self) -> Contract {
+        match self {
+            GuestManifest::V0_1(_) => Contract::V0_1,
+        }
+    }
+}
+
+impl From<GuestManifest> for RawManifest {
+    fn from(manifest: GuestManifest) -> Self {
+        match manifest {
+            GuestManifest::V0_1(m) => m.into(),
+        }
     }
 }
 
@@ -165,11 +193,15 @@ impl ReadyPlugin {
     }
 
     /// Call `manifest` on `instance`.
-    pub(crate) async fn call_manifest(&self, instance: &Instance, store: &mut Store<CallState>) -> wasmtime::Result<RawManifest> {
+    pub(crate) async fn call_manifest(
+        &self,
+        instance: &Instance,
+        store: &mut Store<CallState>,
+    ) -> wasmtime::Result<GuestManifest> {
         match self.contract {
             Contract::V0_1 => {
                 let manifest = instance.get_typed_func::<(), (v0_1::types::Manifest,)>(&mut *store, self.manifest)?;
-                Ok(manifest.call_async(store, ()).await?.0.into())
+                Ok(GuestManifest::V0_1(manifest.call_async(store, ()).await?.0))
             }
         }
     }

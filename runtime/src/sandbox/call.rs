@@ -1,6 +1,7 @@
 //! One call: a fresh store and instance, the limits armed, the export
 //! called, and whatever happened turned into an [`Invocation`].
 
+use super::bindings::GuestManifest;
 use super::capability::{Grants, HttpGate};
 use super::capture::Capture;
 use super::filesystem::{Listings, OpenFiles};
@@ -10,7 +11,6 @@ use super::linking::NotGranted;
 use super::plugin_log::LogBudget;
 use super::wasmtime_words::{self, LimitInWords};
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
-use crate::declaration::RawManifest;
 use crate::error_chain::error_chain;
 use crate::failure::{CallFailure, SharedError, ToolFailure, ToolOutput};
 use crate::printable::printable;
@@ -114,7 +114,7 @@ pub(crate) enum Export<'a> {
 
 /// What an export returned.
 pub(crate) enum Returned {
-    Manifest(RawManifest),
+    Manifest(GuestManifest),
     Invoke(Result<ToolOutput, ToolFailure>),
 }
 

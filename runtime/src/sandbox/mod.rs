@@ -26,6 +26,7 @@ mod wasmtime_words;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};
 pub use ahead::InstancesAhead;
+pub(crate) use bindings::GuestManifest;
 pub(crate) use call::{Export, Returned};
 pub(crate) use capability::DirSection;
 pub use capability::{Allowance, AllowedDirs, AskedFor, DirGrant, EnvGrant, Grants, Unasked, Withheld};
