@@ -42,7 +42,8 @@ impl RenderedPrompt {
     }
 
     /// Its length in tokens of OpenAI's `o200k_base` encoding
-    /// (`count_tokens`), counted on the first call.
+    /// (`count_tokens`), counted on the first call; estimated at four bytes
+    /// a token when the library is built without the `tokens` feature.
     pub fn tokens(&self) -> usize {
         *self.tokens.get_or_init(|| count_tokens(&self.text))
     }
@@ -177,16 +178,20 @@ fn placeholders(template: &str) -> impl Iterator<Item = (std::ops::Range<usize>,
 
 /// Tokens of `text` in OpenAI's `o200k_base` encoding (GPT-4o and later),
 /// by the tiktoken-rs tokenizer: an estimate for other models' tokenizers.
+/// Without the `tokens` feature, the usual rule of thumb for English: four
+/// bytes a token.
 fn count_tokens(text: &str) -> usize {
     #[cfg(test)]
     tests::COUNTED.with(|counted| counted.set(counted.get() + 1));
-    static BPE: OnceLock<Option<tiktoken_rs::CoreBPE>> = OnceLock::new();
-    match BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()) {
-        Some(bpe) => bpe.encode_ordinary(text).len(),
-        // Unreachable with the vocabulary compiled in; four bytes a token
-        // is the usual rule of thumb for English.
-        None => text.len().div_ceil(4),
+    #[cfg(feature = "tokens")]
+    {
+        static BPE: OnceLock<Option<tiktoken_rs::CoreBPE>> = OnceLock::new();
+        if let Some(bpe) = BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()) {
+            return bpe.encode_ordinary(text).len();
+        }
     }
+    // Unreachable with the vocabulary compiled in.
+    text.len().div_ceil(4)
 }
 
 #[cfg(test)]

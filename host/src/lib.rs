@@ -112,10 +112,14 @@ pub use approval::{AllowAll, Approvals, Approver, CallDecision, DenyAll, Pending
 pub use chain::{Chain, ChainEvent, Stop};
 pub use checked_call::CheckedCall;
 pub use config::Policy;
+#[cfg(feature = "console")]
 pub use console::Console;
 pub use discovery::PromptCache;
 pub use executor::Executor;
-pub use llm::{LlmClient, OpenAiClient};
+pub use llm::LlmClient;
+#[cfg(feature = "chat")]
+pub use llm::OpenAiClient;
+#[cfg(feature = "mcp")]
 pub use mcp::McpServer;
 pub use parse_report::{FoundCall, ParseReport};
 pub use pipeline::{Pipeline, Turn, TurnResult};
@@ -126,6 +130,7 @@ pub use tokio_util::sync::CancellationToken;
 pub use tool_filter::ToolFilter;
 pub use transcript::Transcript;
 pub use types::{Message, ParamSpec, ParamType, Permission, PluginManifest, Role, Status, ToolCall, ToolOutcome, ToolSpec};
+#[cfg(feature = "vcp")]
 pub use vcp_node::VcpNode;
 
 /// Telling a model about its tools: which tools an agent sees, the
@@ -140,10 +145,9 @@ pub mod prompt {
 /// status, the handover of a chat to the server, and its unattended
 /// approver. Its defaults and fixed limits are in [`limits::vcp_node`].
 pub mod vcp {
-    pub use crate::vcp_node::{
-        Handover, InvalidServerUrl, NODE_CONCURRENCY, NodeError, NodeState, NodeStatus, Reconnect, STATUS_FILE_POLL, Unattended,
-        UnattendedAction, UnattendedApprover, VcpConfig, VcpNode,
-    };
+    #[cfg(feature = "vcp")]
+    pub use crate::vcp_node::{Handover, NODE_CONCURRENCY, NodeError, NodeState, NodeStatus, STATUS_FILE_POLL, VcpNode};
+    pub use crate::vcp_node::{InvalidServerUrl, Reconnect, Unattended, UnattendedAction, UnattendedApprover, VcpConfig};
 }
 
 /// Plugin and model text made safe to show a person: control sequences,

@@ -163,7 +163,11 @@ fn lint(root: &Path) -> anyhow::Result<()> {
     // `--lib`: the CLI's binary is named `toolhost` too, and its page
     // would overwrite the library's (cargo#6313).
     run(cargo(root).args(["doc", "--release", "--no-deps", "--workspace", "--lib"]).env("RUSTDOCFLAGS", "-D warnings"))?;
-    run(cargo(root).args(["check", "--release", "--workspace", "--no-default-features"]))
+    run(cargo(root).args(["check", "--release", "--workspace", "--no-default-features"]))?;
+    // The CLI asks for every door, so the workspace check above builds the
+    // library with them all: the core alone, as an embedder takes it, with
+    // the README's embedding quickstart (`one_turn`).
+    run(cargo(root).args(["check", "--release", "-p", "toolhost", "--no-default-features", "--lib", "--example", "one_turn"]))
 }
 
 fn cargo(dir: &Path) -> Command {

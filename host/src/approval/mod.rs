@@ -76,10 +76,12 @@ mod resume;
 mod rules;
 mod section;
 mod terminal;
+mod unattended;
 
 pub use adapters::{AllowAll, DenyAll};
 pub use approvals::{Approvals, Assessment};
 pub use audit::AuditRecord;
+#[cfg(feature = "mcp")]
 pub(crate) use audit::args_sha256;
 pub use channel::{ApprovalRequest, ApprovalRequests, ChannelApprover, Reply};
 pub use memory::{ApprovalMemory, MEMORY_FORMAT_VERSION, MEMORY_RECHECK, MemoryError, RememberedApproval};
@@ -89,6 +91,7 @@ pub use resume::{LEDGER_GRACE, MAX_RESUME_LIFETIME, MAX_SPENT_TOKENS, MAX_TOKEN_
 pub use rules::{ApprovalConfig, DEFAULT_MEMORY_FILE, Rule, RuleAction, RuleError};
 pub(crate) use section::ApprovalSection;
 pub use terminal::TerminalApprover;
+pub use unattended::{Unattended, UnattendedAction, UnattendedApprover};
 
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::ToolOutcome;

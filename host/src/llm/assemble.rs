@@ -13,7 +13,7 @@
 //! `max_calls_per_reply` (the one after the limit is kept to be answered;
 //! further ones are only counted).
 
-use super::openai::{DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY};
+use super::profile::{DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY};
 use super::{LlmError, Reply, ReplyLimit, StreamEvent, Usage};
 use crate::message::NativeCall;
 use serde_json::Value;

@@ -11,13 +11,18 @@
 //! Failures are [`LlmError`]s that say what happened and keep whatever of
 //! the reply had arrived, so a transcript loses nothing.
 
+#[cfg(feature = "chat")]
 mod assemble;
+#[cfg(feature = "chat")]
 mod openai;
+mod profile;
 mod section;
 
-pub use openai::{
-    ClientError, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY,
-    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmProfile, OpenAiClient, RetryPolicy,
+#[cfg(feature = "chat")]
+pub use openai::{ClientError, OpenAiClient};
+pub use profile::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPLY,
+    DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, LlmProfile, RetryPolicy,
 };
 pub(crate) use section::LlmSection;
 
@@ -89,7 +94,7 @@ pub enum LlmError {
         /// The HTTP client's error, the endpoint left out of it (it is in
         /// `url`).
         #[source]
-        source: Arc<reqwest::Error>,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// The server answered with an error status, after any retries.
     #[error("the model server answered {status}: {body}")]

@@ -3,11 +3,11 @@
 //! where it does not.
 
 use super::questions::{Reply, call_form, result_form};
+use crate::approval::UnattendedApprover;
 use crate::approval::{Answer, Approver, CallDecision, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::printable;
-use crate::vcp_node::UnattendedApprover;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, RequestId,
     ServerNotification, ServerRequest,

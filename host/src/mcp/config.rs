@@ -18,15 +18,19 @@
 //! max_request_kib = 1024             # the largest HTTP request body; past it, 413
 //! ```
 
-use super::sessions::DEFAULT_MAX_SESSIONS;
 use crate::agent::ToolCallConfig;
+use crate::approval::UnattendedAction;
 use crate::config_error::{ConfigError, in_range};
 use crate::manifest::Permission;
 use crate::tool_filter::ToolFilter;
-use crate::vcp_node::UnattendedAction;
 use serde::Deserialize;
 use std::path::Path;
 use std::time::Duration;
+
+/// Sessions kept at once by default; a session idle for five minutes (or
+/// longer than `[mcp] approval_timeout_ms` or the agent's `timeout_ms`,
+/// where one of them is longer) is closed, freeing its place.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
 
 /// The agent MCP calls are approved and audited as, by default.
 pub const DEFAULT_MCP_AGENT: &str = "mcp";

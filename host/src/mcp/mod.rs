@@ -36,213 +36,39 @@
 //! # }
 //! ```
 
+// The `[mcp]` section is plain data, in every build; the server is the
+// `mcp` feature.
+#[cfg(feature = "mcp")]
 mod approver;
+#[cfg(feature = "mcp")]
 mod bounds;
 mod config;
+#[cfg(feature = "mcp")]
 mod http;
+#[cfg(feature = "mcp")]
 mod questions;
+#[cfg(feature = "mcp")]
 mod resumable;
+#[cfg(feature = "mcp")]
+mod server;
+#[cfg(feature = "mcp")]
 mod session;
+#[cfg(feature = "mcp")]
 mod sessions;
+#[cfg(feature = "mcp")]
 mod tools;
 
+#[cfg(feature = "mcp")]
 pub use bounds::{MAX_INITIALIZE_BYTES, MAX_REQUEST_VALUES};
 pub(crate) use config::McpSection;
 pub use config::{
-    DEFAULT_MAX_CALLS, DEFAULT_MAX_CALLS_PER_CLIENT, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MCP_AGENT, DEFAULT_MCP_APPROVAL_TIMEOUT,
-    LOOPBACK_HOSTS, McpConfig,
+    DEFAULT_MAX_CALLS, DEFAULT_MAX_CALLS_PER_CLIENT, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_MCP_AGENT,
+    DEFAULT_MCP_APPROVAL_TIMEOUT, LOOPBACK_HOSTS, McpConfig,
 };
+#[cfg(feature = "mcp")]
 pub use http::HttpOptions;
-pub use sessions::DEFAULT_MAX_SESSIONS;
-
-use crate::agent::{LiveSettings, SettingsWatch};
-use crate::pipeline::{Pipeline, Turn};
-use rmcp::{Peer, RoleServer, ServiceExt};
-use session::Session;
-use std::sync::{Arc, Mutex};
-use tokio_util::sync::CancellationToken;
-
-/// How long telling one client that the tools changed may take.
-const NOTIFY_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Serves the registry's tools to MCP clients; clones share the server.
-#[derive(Clone)]
-pub struct McpServer {
-    shared: Arc<Shared>,
-}
-
-/// What every client's session shares.
-pub(crate) struct Shared {
-    pipeline: Pipeline,
-    config: McpConfig,
-    /// Every call's turn, but for its cancellation token and its settings
-    /// (read from `settings` at each call, see [`Shared::turn`]): the
-    /// `[mcp]` agent, narrowed by `[mcp]`'s filter.
-    turn: Turn,
-    /// The agent's settings, as the console's page may change them.
-    settings: LiveSettings,
-    /// The clients connected with sessions, told when the tools change.
-    peers: Mutex<Vec<Peer<RoleServer>>>,
-    /// Who approves a client's calls, given the client's name, instead of
-    /// its user through elicitation (a console, say).
-    approver_for: Option<ApproverFor>,
-    /// The calls in flight, bounded in all and per client.
-    in_flight: Arc<bounds::InFlight>,
-}
-
-/// An approver for the calls of one MCP client, given the client's name.
-pub type ApproverFor = Arc<dyn Fn(&str) -> Arc<dyn crate::approval::Approver> + Send + Sync>;
-
-impl Shared {
-    /// Whether clients are offered `spec`: the agent has tool calling on,
-    /// and may call it.
-    fn offers(&self, spec: &crate::manifest::ToolSpec) -> bool {
-        self.settings.with(|config| config.enabled && self.turn.offers_under(config, spec))
-    }
-
-    /// A call's turn: the agent's settings as they are now.
-    fn turn(&self) -> Turn {
-        Turn { config: self.settings.get(), ..self.turn.clone() }
-    }
-
-    /// Wait until the tools offered may have changed: the registry
-    /// reloaded with changes, or the agent's settings changed; `None` once
-    /// the registry is gone.
-    fn tool_changes(&self) -> ToolChanges {
-        ToolChanges { events: self.pipeline.executor().registry().subscribe(), settings: self.settings.watch() }
-    }
-
-    fn remember_peer(&self, peer: Peer<RoleServer>) {
-        let mut peers = self.peers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        peers.retain(|peer| !peer.is_transport_closed());
-        peers.push(peer);
-    }
-}
-
-/// What may change the tools a client is offered.
-struct ToolChanges {
-    events: tokio::sync::broadcast::Receiver<crate::registry::RegistryEvent>,
-    settings: SettingsWatch,
-}
-
-impl ToolChanges {
-    /// The next change: `None` once the registry is gone.
-    async fn next(&mut self) -> Option<()> {
-        loop {
-            let event = tokio::select! {
-                event = self.events.recv() => event,
-                () = self.settings.changed() => return Some(()),
-            };
-            match event {
-                Ok(event) if event.added.is_empty() && event.changed.is_empty() && event.removed.is_empty() => continue,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return Some(()),
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-            }
-        }
-    }
-}
-
-/// Why serving stopped.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpError {
-    /// The client never completed the `initialize` handshake.
-    #[error("the MCP client did not initialize: {0}")]
-    Initialize(String),
-    /// Reading from or writing to the transport failed.
-    #[error("the MCP transport failed: {0}")]
-    Transport(#[from] std::io::Error),
-}
-
-impl McpServer {
-    /// A server running calls through `pipeline` (whose approver it
-    /// replaces, per call, by the client's user or `config.unattended`), as
-    /// `config` says.
-    pub fn new(pipeline: Pipeline, config: McpConfig) -> Self {
-        Self::build(pipeline, config, None)
-    }
-
-    /// A server whose calls that need approval are asked of the approver
-    /// `approver_for` gives for the calling client (named as it introduced
-    /// itself), whether or not the client supports elicitation: the
-    /// console's desk, say.
-    pub fn asking(pipeline: Pipeline, config: McpConfig, approver_for: ApproverFor) -> Self {
-        Self::build(pipeline, config, Some(approver_for))
-    }
-
-    fn build(pipeline: Pipeline, config: McpConfig, approver_for: Option<ApproverFor>) -> Self {
-        let settings = LiveSettings::new(config.agent_settings.clone());
-        let agent = config.agent_settings.clone();
-        let turn = Turn { filter: Some(Arc::new(config.filter.clone())), ..Turn::for_agent(config.agent.clone(), agent) };
-        let in_flight = Arc::new(bounds::InFlight::new(&config));
-        let shared = Shared { pipeline, config, turn, settings, peers: Mutex::new(Vec::new()), approver_for, in_flight };
-        McpServer { shared: Arc::new(shared) }
-    }
-
-    /// The configuration it serves by.
-    pub fn config(&self) -> &McpConfig {
-        &self.shared.config
-    }
-
-    /// The agent's settings as it serves: a change (the console's page
-    /// turning a tool off, say) holds from the next list and call on, and
-    /// every client listening is told its tools changed.
-    pub fn settings(&self) -> &LiveSettings {
-        &self.shared.settings
-    }
-
-    /// The names of the tools a client is offered now.
-    pub fn offered_tools(&self) -> Vec<String> {
-        let catalog = self.shared.pipeline.executor().registry().catalog();
-        catalog.tools().filter(|(_, spec)| self.shared.offers(spec)).map(|(_, spec)| spec.name.clone()).collect()
-    }
-
-    /// Serve one client on standard input and output until it closes them
-    /// or `shutdown` fires. Nothing else may write to stdout meanwhile.
-    ///
-    /// # Errors
-    ///
-    /// [`McpError::Initialize`] when the client never completes the handshake;
-    /// [`McpError::Transport`] when reading or writing the pipes fails.
-    pub async fn serve_stdio(&self, shutdown: CancellationToken) -> Result<(), McpError> {
-        let notifier = self.notify_tool_changes(shutdown.clone());
-        let session = Session::new(self.shared.clone(), true);
-        let served = session.serve_with_ct(rmcp::transport::stdio_pipes(), shutdown.clone()).await;
-        let outcome = match served {
-            Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
-            Err(error) => Err(McpError::Initialize(error.to_string())),
-        };
-        notifier.abort();
-        outcome
-    }
-
-    /// Tell every connected client when the tools it is offered may have
-    /// changed, until `shutdown`.
-    fn notify_tool_changes(&self, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
-        let shared = self.shared.clone();
-        let mut changes = shared.tool_changes();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    changed = changes.next() => if changed.is_none() { return },
-                    () = shutdown.cancelled() => return,
-                }
-                let peers: Vec<Peer<RoleServer>> = {
-                    let mut peers = shared.peers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    peers.retain(|peer| !peer.is_transport_closed());
-                    peers.clone()
-                };
-                // All at once, each bounded: a client that does not read its
-                // stream cannot hold back the others' notices.
-                let told = peers.iter().map(|peer| tokio::time::timeout(NOTIFY_WITHIN, peer.notify_tool_list_changed()));
-                for result in futures::future::join_all(told).await {
-                    match result {
-                        Ok(Ok(())) => {}
-                        Ok(Err(error)) => tracing::debug!("telling an MCP client its tools changed failed: {error}"),
-                        Err(_) => tracing::debug!("an MCP client took no notice of its tools changing within {NOTIFY_WITHIN:?}"),
-                    }
-                }
-            }
-        })
-    }
-}
+#[cfg(feature = "mcp")]
+pub use server::{ApproverFor, McpError, McpServer};
+// What the children of this module share with the door itself.
+#[cfg(feature = "mcp")]
+use server::*;

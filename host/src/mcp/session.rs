@@ -8,9 +8,9 @@ use super::http::ClientGone;
 use super::resumable::{self, Round};
 use super::tools::{call_result, mcp_tool};
 use crate::approval::Approver;
+use crate::approval::UnattendedApprover;
 use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
-use crate::vcp_node::UnattendedApprover;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, SubscriptionFilter, ToolsCapability,

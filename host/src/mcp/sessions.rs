@@ -9,11 +9,6 @@ use rmcp::transport::streamable_http_server::session::SessionId;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
 use std::time::Duration;
 
-/// Sessions kept at once by default; a session idle for five minutes (or
-/// longer than `[mcp] approval_timeout_ms` or the agent's `timeout_ms`,
-/// where one of them is longer) is closed, freeing its place.
-pub const DEFAULT_MAX_SESSIONS: usize = 256;
-
 /// How long a session may go without a message before it is closed.
 const IDLE_LIMIT: Duration = Duration::from_secs(300);
 

@@ -209,14 +209,15 @@ impl Pipeline {
         &self.executor
     }
 
-    /// The approval policy and audit log calls go through; for a door
-    /// that serves a request of its own (the VCP node's files).
-    pub(crate) fn approvals(&self) -> &Approvals {
+    /// The approval policy, remembered decisions and audit log calls go
+    /// through: for a door that shows them (the console's records) or
+    /// serves a request of its own (the VCP node's files).
+    pub fn approvals(&self) -> &Approvals {
         &self.approvals
     }
 
     /// Who decides the calls a person must decide.
-    pub(crate) fn approver(&self) -> &dyn Approver {
+    pub fn approver(&self) -> &dyn Approver {
         self.approver.as_ref()
     }
 

@@ -25,6 +25,7 @@
 //! max_ms = 5_000
 //! ```
 
+use crate::approval::{Unattended, UnattendedAction};
 use crate::config_error::{ConfigError, in_range};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -131,39 +132,6 @@ pub struct VcpConfig {
     pub max_file_bytes: u64,
     /// Where the running node writes its [`NodeStatus`](super::NodeStatus).
     pub status_file: PathBuf,
-}
-
-/// What becomes of a call that needs approval when no person is attached,
-/// by the tool's level. Calls asked for by an `ask` rule or an agent's
-/// `require_confirmation` want a person and are always denied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Unattended {
-    /// Moderate tools. Default deny.
-    pub moderate: UnattendedAction,
-    /// Sensitive tools. Default deny.
-    pub sensitive: UnattendedAction,
-}
-
-/// Run or refuse, for [`Unattended`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum UnattendedAction {
-    /// Refuse, saying approval is needed.
-    #[default]
-    Deny,
-    /// Run.
-    Allow,
-}
-
-impl UnattendedAction {
-    /// `deny` or `allow`, as in `toolhost.toml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UnattendedAction::Deny => "deny",
-            UnattendedAction::Allow => "allow",
-        }
-    }
 }
 
 /// Exponential backoff between connection attempts: the wait starts at

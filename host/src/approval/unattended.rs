@@ -2,11 +2,44 @@
 //! nobody watches, by `[vcp.unattended]`; an MCP client that cannot ask its
 //! user, by `[mcp] unattended`.
 
-use super::config::{Unattended, UnattendedAction};
-use crate::approval::{Answer, Approver, AskReason, CallDecision, DecidedBy, DenyAll, PendingCall, ResultAnswer, ResultDecision};
+use super::{Answer, Approver, AskReason, CallDecision, DecidedBy, DenyAll, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::printable;
+use serde::Deserialize;
+
+/// What becomes of a call that needs approval when no person is attached,
+/// by the tool's level. Calls asked for by an `ask` rule or an agent's
+/// `require_confirmation` want a person and are always denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Unattended {
+    /// Moderate tools. Default deny.
+    pub moderate: UnattendedAction,
+    /// Sensitive tools. Default deny.
+    pub sensitive: UnattendedAction,
+}
+
+/// Run or refuse, for [`Unattended`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum UnattendedAction {
+    /// Refuse, saying approval is needed.
+    #[default]
+    Deny,
+    /// Run.
+    Allow,
+}
+
+impl UnattendedAction {
+    /// `deny` or `allow`, as in `toolhost.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnattendedAction::Deny => "deny",
+            UnattendedAction::Allow => "allow",
+        }
+    }
+}
 
 /// Decides the calls that need approval when no person is attached to the
 /// node, by the tool's level as `[vcp.unattended]` says (deny by default).
