@@ -169,8 +169,9 @@ pub mod cli_support {
     pub use toolhost_protocol::suggest::did_you_mean;
 }
 
-/// Every limit's default, and the fixed limits, as `docs/SECURITY.md`
-/// lists them.
+/// Every limit's default, and the fixed limits, of the library, as
+/// `docs/SECURITY.md` lists them. (The limits of what `toolhost add`
+/// downloads are the command's own.)
 pub mod limits {
     pub use crate::sandbox::{
         DEFAULT_FUEL, DEFAULT_HOST_MEMORY_BYTES, DEFAULT_HTTP_REQUESTS, DEFAULT_INSTANCES, DEFAULT_MEMORIES,
@@ -186,6 +187,24 @@ pub mod limits {
             ADDRESS_BUDGET_PERCENT, CALLS_PER_CORE, DEFAULT_ADDRESS_BUDGET, MAX_MEMORIES_PER_CALL, MEMORIES_PER_CALL,
             MEMORY_GUARD, MEMORY_RESERVATION,
         };
+    }
+
+    /// Approval's fixed limits: how far a path argument is followed, and
+    /// the resume tokens a paused turn is sealed into.
+    pub mod approval {
+        pub use crate::approval::{
+            LEDGER_GRACE, MAX_LINKS, MAX_PATH_BYTES, MAX_RESUME_LIFETIME, MAX_SPENT_TOKENS, MAX_TOKEN_BYTES,
+        };
+    }
+
+    /// The MCP server's defaults and fixed limits.
+    pub mod mcp {
+        pub use crate::mcp::{
+            DEFAULT_MAX_CALLS, DEFAULT_MAX_CALLS_PER_CLIENT, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS,
+            DEFAULT_MCP_APPROVAL_TIMEOUT,
+        };
+        #[cfg(feature = "mcp")]
+        pub use crate::mcp::{MAX_INITIALIZE_BYTES, MAX_REQUEST_VALUES};
     }
 
     /// The VCP node's defaults and fixed limits.

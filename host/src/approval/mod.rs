@@ -186,7 +186,9 @@ pub struct PendingCall {
     pub plugin: String,
     /// The tool.
     pub tool: String,
-    /// Its declared permission level.
+    /// The level the host holds the tool to: the level its plugin
+    /// declares, raised where its grants raise it
+    /// ([`ToolSpec::permission`]), as approval judges it.
     pub permission: Permission,
     /// The checked arguments.
     pub args: Map<String, Value>,

@@ -4,7 +4,7 @@
 //! - `tools/list` gives the tools the `[mcp]` agent may call, narrowed by
 //!   `[mcp]` ([`McpConfig`]): each with its params as a JSON Schema, a
 //!   title, and what its permission level means as annotations;
-//! - `tools/call` is a one-call turn through the same [`Pipeline`] as every
+//! - `tools/call` is a one-call turn through the same [`Pipeline`](crate::Pipeline) as every
 //!   other door: checked (a bad argument is a result the model can read),
 //!   approved — asking the client's user through elicitation where the
 //!   client supports it, else by `[mcp] unattended` — and run in a fresh
