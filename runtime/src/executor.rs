@@ -21,9 +21,10 @@
 use crate::call::ToolCall;
 pub use crate::checked_call::CheckedCall;
 use crate::outcome::{Status, ToolOutcome};
-use crate::registry::{Catalog, LoadedPlugin, Registry};
+#[cfg(feature = "unchecked")]
+use crate::registry::Catalog;
+use crate::registry::{LoadedPlugin, Registry};
 use crate::sandbox::{CallFailure, explain_guest_error, permit_unless_cancelled};
-use crate::suggest::unknown_tool;
 use futures::FutureExt;
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
@@ -32,6 +33,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Semaphore, SemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
+#[cfg(feature = "unchecked")]
+use toolhost_protocol::suggest::unknown_tool;
 
 /// Calls a parallel worker takes at a time from the batch.
 const CALLS_PER_TAKE: usize = 8;
@@ -112,7 +115,10 @@ impl Executor {
         self.running.peak.load(Ordering::Relaxed)
     }
 
-    /// Run one call with default options.
+    /// Run one call with default options, by its tool's name, with no
+    /// argument check and no approval: for tests and benchmarks only
+    /// (feature `unchecked`). Programs run calls through the pipeline.
+    #[cfg(feature = "unchecked")]
     pub async fn call(&self, call: &ToolCall) -> ToolOutcome {
         self.run(call, &RunOptions::default()).await
     }
@@ -120,7 +126,9 @@ impl Executor {
     /// Run one call by its tool's name: looked up once in the current
     /// catalog, then run as [`run_checked`](Self::run_checked) runs it,
     /// with its arguments as they are. An unknown tool gives a not-found
-    /// outcome that names the closest loaded tools.
+    /// outcome that names the closest loaded tools. For tests and
+    /// benchmarks only (feature `unchecked`).
+    #[cfg(feature = "unchecked")]
     pub async fn run(&self, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
         // The plugin is borrowed from the snapshot rather than bound into a
         // `CheckedCall`, whose copy of the call cost ~8 of a fresh call's
@@ -147,7 +155,9 @@ impl Executor {
     }
 
     /// Run `calls` by their tools' names, looked up in one catalog snapshot,
-    /// as `options` say; outcomes keep the calls' order.
+    /// as `options` say; outcomes keep the calls' order. For tests and
+    /// benchmarks only (feature `unchecked`).
+    #[cfg(feature = "unchecked")]
     #[expect(clippy::result_large_err, reason = "its closure returns `bind`'s result")]
     pub async fn run_all(&self, calls: &[ToolCall], options: &RunOptions) -> Vec<ToolOutcome> {
         let catalog = self.registry.catalog();
@@ -315,6 +325,7 @@ impl Queued for CheckedCall {
     }
 }
 
+#[cfg(feature = "unchecked")]
 impl Queued for Result<CheckedCall, ToolOutcome> {
     fn ready(&self) -> Result<&CheckedCall, &ToolOutcome> {
         self.as_ref()
@@ -324,6 +335,7 @@ impl Queued for Result<CheckedCall, ToolOutcome> {
 /// `call` bound to its tool's plugin in `catalog`, or the outcome of a call
 /// that cannot run: an unknown tool (naming the closest), arguments that
 /// are not an object.
+#[cfg(feature = "unchecked")]
 #[expect(
     clippy::result_large_err,
     reason = "the outcome is what a call that cannot run ends as, made once, never propagated far"
@@ -335,6 +347,7 @@ fn bind(catalog: &Catalog, call: &ToolCall) -> Result<CheckedCall, ToolOutcome> 
 
 /// The plugin of `call`'s tool in `catalog`, or the outcome of a call that
 /// cannot run, as [`bind`] says.
+#[cfg(feature = "unchecked")]
 #[expect(clippy::result_large_err, reason = "as in `bind`")]
 fn plugin_for<'c>(catalog: &'c Catalog, call: &ToolCall) -> Result<&'c Arc<LoadedPlugin>, ToolOutcome> {
     let Some((plugin, _)) = catalog.tool(&call.tool) else {

@@ -17,7 +17,7 @@
 
 // The crates below, at the paths their modules had when they were part of
 // this one.
-use toolhost_protocol::{arguments, declaration, suggest};
+use toolhost_protocol::{arguments, declaration};
 use toolhost_types::{call, failure, manifest, outcome, units};
 
 pub mod checked_call;

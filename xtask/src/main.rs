@@ -96,7 +96,9 @@ fn main() -> anyhow::Result<()> {
             build_plugins(&root, Workspace::Everything)?;
             polyglot::build_samples(&root, &root.join("target/release/toolhost"))?;
             summary::clear(&root)?;
-            run(cargo(&root).args(["bench", "-p", "toolhost", "--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
+            run(cargo(&root)
+                .args(["bench", "-p", "toolhost", "--features", "unchecked"])
+                .args(["--bench", "runtime", "--bench", "protocol", "--bench", "chain"]))?;
             host_memory_accounting_cost(&root)?;
             mcp_bench::run(&root)?;
             run(cargo(&root).args(["bench", "-p", "toolhost-tests", "--bench", "vcp_node"]))?;
@@ -126,9 +128,9 @@ fn host_memory_accounting_cost(root: &Path) -> anyhow::Result<()> {
     };
     let mut rounds = Vec::new();
     for _ in 0..ACCOUNTING_ROUNDS {
-        run(cargo(root).args(["bench", "-p", "toolhost", "--bench", "fresh_call_uncounted"]))?;
+        run(cargo(root).args(["bench", "-p", "toolhost", "--features", "unchecked", "--bench", "fresh_call_uncounted"]))?;
         let uncounted = read("uncounted")?;
-        run(cargo(root).args(["bench", "-p", "toolhost", "--bench", "fresh_call_counted"]))?;
+        run(cargo(root).args(["bench", "-p", "toolhost", "--features", "unchecked", "--bench", "fresh_call_counted"]))?;
         let counted = read("counted")?;
         rounds.push((counted / uncounted, counted, uncounted));
     }
