@@ -190,7 +190,7 @@ fn count_tokens(text: &str) -> usize {
             return bpe.encode_ordinary(text).len();
         }
     }
-    // Unreachable with the vocabulary compiled in.
+    // With the tokenizer, unreachable: its vocabulary is compiled in.
     text.len().div_ceil(4)
 }
 

@@ -532,10 +532,13 @@ async fn a_forged_cache_entry_with_a_valid_plain_sha256_is_recompiled_not_loaded
 const MANIFEST_MAGIC: &[u8] = b"toolhost-mfst1\n\n";
 
 /// A manifest file for the cache entry `artifact`, holding `json`, with the
-/// MAC the host makes under `key`: the entry's id is its file name.
+/// MAC the host makes under `key`: over the layout, the version that read
+/// it (the workspace's, as this crate's) and the entry's id, its file name.
 fn manifest_file(artifact: &Path, key: &[u8; 32], json: &[u8]) -> Vec<u8> {
     let id = hex_bytes(artifact.file_stem().unwrap().to_str().unwrap());
-    let mac = blake3::Hasher::new_keyed(key).update(MANIFEST_MAGIC).update(&id).update(json).finalize();
+    let mut mac = blake3::Hasher::new_keyed(key);
+    mac.update(MANIFEST_MAGIC).update(env!("CARGO_PKG_VERSION").as_bytes()).update(&id).update(json);
+    let mac = mac.finalize();
     [MANIFEST_MAGIC, mac.as_bytes(), json].concat()
 }
 
@@ -564,6 +567,13 @@ async fn a_warm_load_takes_the_kept_manifest_and_refuses_one_not_made_under_the_
         [MANIFEST_MAGIC, blake3::hash(changed.as_bytes()).as_bytes(), changed.as_bytes()].concat(),
         manifest_file(&artifact, &[7; 32], changed.as_bytes()),
         manifest_file(&artifact.with_file_name("00".repeat(32) + ".cwasm"), &key, changed.as_bytes()),
+        {
+            // Under the key, but as another version would have kept it.
+            let id = hex_bytes(artifact.file_stem().unwrap().to_str().unwrap());
+            let mut mac = blake3::Hasher::new_keyed(&key);
+            mac.update(MANIFEST_MAGIC).update(b"0.0.0").update(&id).update(changed.as_bytes());
+            [MANIFEST_MAGIC, mac.finalize().as_bytes(), changed.as_bytes()].concat()
+        },
         b"toolhost-mfst1\n\nshort".to_vec(),
     ];
     for forged in forgeries {

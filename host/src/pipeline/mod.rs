@@ -212,12 +212,14 @@ impl Pipeline {
     /// The approval policy, remembered decisions and audit log calls go
     /// through: for a door that shows them (the console's records) or
     /// serves a request of its own (the VCP node's files).
-    pub fn approvals(&self) -> &Approvals {
+    #[cfg_attr(not(any(feature = "console", feature = "vcp")), expect(dead_code, reason = "only doors use it"))]
+    pub(crate) fn approvals(&self) -> &Approvals {
         &self.approvals
     }
 
     /// Who decides the calls a person must decide.
-    pub fn approver(&self) -> &dyn Approver {
+    #[cfg_attr(not(feature = "vcp"), expect(dead_code, reason = "only the VCP node's files use it"))]
+    pub(crate) fn approver(&self) -> &dyn Approver {
         self.approver.as_ref()
     }
 

@@ -44,8 +44,13 @@ use wasmtime::component::Component;
 /// are never read.
 const MAGIC: &[u8; 16] = b"toolhost-cwasm3\n";
 /// The first bytes of every manifest file: a component's manifest, kept
-/// beside its artifact under a MAC of its own.
+/// beside its artifact under a MAC of its own. Bump the digit when how a
+/// manifest is read changes (its limits, its conversion), so that every
+/// guest is asked again.
 const MANIFEST_MAGIC: &[u8; 16] = b"toolhost-mfst1\n\n";
+/// What else a manifest file's MAC covers: the toolhost version that read
+/// the manifest, so a new release asks every guest again.
+const MANIFEST_READER: &str = env!("CARGO_PKG_VERSION");
 /// A manifest file larger than this is not read: JSON of a manifest at the
 /// guest's output limit, with room for escaping.
 const MAX_MANIFEST_FILE_BYTES: u64 = 8 * crate::manifest::MAX_PLUGIN_MANIFEST_BYTES as u64;
@@ -264,7 +269,10 @@ impl ArtifactCache {
     pub(crate) fn store_manifest(&self, sha256: &str, manifest: &GuestManifest) {
         let (path, id) = (self.manifest_path_for(sha256), self.entry_id(sha256));
         let stored = serde_json::to_vec(manifest).map_err(std::io::Error::other).and_then(|json| {
-            let mac = self.mac(MANIFEST_MAGIC, &id, &json);
+            if json.len() as u64 > MAX_MANIFEST_FILE_BYTES {
+                return Err(std::io::Error::other(format!("it would be larger than {MAX_MANIFEST_FILE_BYTES} bytes")));
+            }
+            let mac = self.mac(&manifest_domain(), &id, &json);
             self.store(&path, &[MANIFEST_MAGIC, mac.as_bytes(), &json])
         });
         if let Err(e) = stored {
@@ -284,7 +292,7 @@ impl ArtifactCache {
             .ok_or("is not a toolhost manifest file")
             .and_then(|(tag, json)| {
                 // `Hash`'s equality compares in constant time.
-                if self.mac(MANIFEST_MAGIC, id, json) == tag { Ok(json) } else { Err("failed authentication") }
+                if self.mac(&manifest_domain(), id, json) == tag { Ok(json) } else { Err("failed authentication") }
             })?;
         serde_json::from_slice(json).map_err(|e| format!("is not a manifest this version reads: {e}"))
     }
@@ -345,6 +353,12 @@ impl ArtifactCache {
         // header), and that they are intact.
         unsafe { Component::deserialize(engine, artifact) }.map_err(|e| format!("was refused by wasmtime: {e}"))
     }
+}
+
+/// What a manifest file's MAC covers before its entry's id: its layout
+/// and the version that read it.
+fn manifest_domain() -> Vec<u8> {
+    [MANIFEST_MAGIC.as_slice(), MANIFEST_READER.as_bytes()].concat()
 }
 
 /// The host's secret (the file `cache_key` names): it authenticates the

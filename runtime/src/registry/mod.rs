@@ -703,7 +703,7 @@ impl Registry {
                 .map_err(compile_error)
         };
         // Without a kept manifest the guest is asked, with no grants (calls
-        // run with the plugin's), and its answer kept.
+        // run with the plugin's).
         let (guest, bare) = match kept.filter(|kept| kept.contract() == contract) {
             Some(kept) => (kept, None),
             None => {
@@ -717,16 +717,20 @@ impl Registry {
                     Ok(Returned::Invoke(_)) => unreachable!("manifest returns a manifest"),
                     Err(failure) => return Err(LoadError::Manifest { file, failure }),
                 };
-                if let Some(artifacts) = self.cache.clone().filter(|_| !matches!(cache, CacheUse::NotStored(_))) {
-                    let (digest, guest) = (sha256.clone(), guest.clone());
-                    blocking(move || artifacts.store_manifest(&digest, &guest)).await;
-                }
                 (guest, Some(bare))
             }
         };
+        // A manifest the guest just returned is kept once it passed
+        // validation: one that fails is never written, whatever its size.
+        let to_keep = bare.is_some().then(|| guest.clone());
         let mut manifest = RawManifest::from(guest)
             .validate_for(&contract.version(), Limits::for_manifest().output_bytes)
             .map_err(|error| LoadError::Invalid { file: file.clone(), error: Box::new(error) })?;
+        if let (Some(guest), Some(artifacts)) = (to_keep, self.cache.clone().filter(|_| !matches!(cache, CacheUse::NotStored(_))))
+        {
+            let digest = sha256.clone();
+            blocking(move || artifacts.store_manifest(&digest, &guest)).await;
+        }
         let section = self.policy.plugins.get(&manifest.name);
         let renamed = names::rename_tools(&mut manifest, section, &key)?;
         let identity = ComponentId { file: &file, sha256: &sha256, pinned: pin.is_pinned() };
