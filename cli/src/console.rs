@@ -63,14 +63,8 @@ impl ConsoleCommand {
         if !self.no_watch {
             super::watch_plugins(pipeline.executor().registry(), &shutdown);
         }
-        let options = ConsoleOptions {
-            agent,
-            config,
-            approval_timeout: policy.console.approval_timeout,
-            llm: Some(llm),
-            max_waiting_bytes: policy.console.max_waiting_bytes,
-            max_chat_bytes: policy.console.max_chat_bytes,
-        };
+        let mut options = ConsoleOptions::from_section(&policy.console, agent, config);
+        options.llm = Some(llm);
         let listen = self.listen.unwrap_or(policy.console.listen);
         let (console, served) = open(pipeline, options, listen, false, &shutdown).await?;
         // Doors started with --console from now on ask here.
@@ -207,14 +201,7 @@ pub(super) async fn for_door(
         Some((agent, settings)) => (agent.to_owned(), settings.clone()),
         None => model::agent(policy, policy.console.agent.as_deref(), DEFAULT_CONSOLE_AGENT)?,
     };
-    let options = ConsoleOptions {
-        agent: console_agent,
-        config,
-        approval_timeout: policy.console.approval_timeout,
-        llm: None,
-        max_waiting_bytes: policy.console.max_waiting_bytes,
-        max_chat_bytes: policy.console.max_chat_bytes,
-    };
+    let options = ConsoleOptions::from_section(&policy.console, console_agent, config);
     let (console, served) = open(pipeline.clone(), options, listen, fallback, shutdown).await?;
     let announcement = announce(&console);
     // Calls keep coming to its desk: say so if nobody can reach it any more.

@@ -174,7 +174,11 @@ impl McpCommand {
                 Err(_) => anyhow::bail!("--token-env {var}: ${var} is not set (or not UTF-8)"),
             },
         };
-        Ok(HttpOptions { stateless: self.stateless, token, allowed_hosts: self.allow_host.clone() })
+        let mut options = HttpOptions::default();
+        options.stateless = self.stateless;
+        options.token = token;
+        options.allowed_hosts = self.allow_host.clone();
+        Ok(options)
     }
 }
 

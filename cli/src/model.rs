@@ -15,7 +15,7 @@ const DEFAULT_MODEL: &str = "default";
 pub(super) fn agent(policy: &Policy, name: Option<&str>, fallback: &str) -> anyhow::Result<(String, ToolCallConfig)> {
     match name {
         Some(name) => Ok((name.to_owned(), named_agent(policy, name)?)),
-        None => Ok((fallback.to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() })),
+        None => Ok((fallback.to_owned(), ToolCallConfig::on())),
     }
 }
 

@@ -48,7 +48,7 @@ impl PromptCommand {
         let registry = global.registry_over(&policy).await?;
         let (agent, config) = match &self.agent {
             Some(name) => (name.clone(), super::model::named_agent(&policy, name)?),
-            None => ("default".to_owned(), ToolCallConfig { enabled: true, ..ToolCallConfig::default() }),
+            None => ("default".to_owned(), ToolCallConfig::on()),
         };
         let protocol = self.protocol.unwrap_or(config.protocol);
         if protocol == ProtocolId::Auto {

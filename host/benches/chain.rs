@@ -48,6 +48,13 @@ fn script() -> Vec<Response> {
     replies().into_iter().map(Response::text).collect()
 }
 
+/// Approvals remembered in `dir`, with no rules.
+fn remembering_in(dir: &std::path::Path) -> Arc<Approvals> {
+    let mut config = ApprovalConfig::default();
+    config.memory_file = dir.join("approvals.json");
+    Arc::new(Approvals::new(&config))
+}
+
 /// The same replies from memory, at once: the loop with no network at all.
 struct InProcess {
     replies: Vec<String>,
@@ -73,14 +80,14 @@ fn main() -> anyhow::Result<()> {
     anyhow::ensure!(examples.exists(), "{} is missing; run `cargo xtask bench`", examples.display());
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let dir = tempfile::tempdir()?;
-    let policy = Policy {
-        plugin_dirs: vec![examples],
-        cache_dir: Some(dir.path().join("cache")),
-        lock_file: dir.path().join("none.lock"),
-        ..Policy::default()
-    };
+    let mut policy = Policy::default();
+    policy.plugin_dirs = vec![examples];
+    policy.cache_dir = Some(dir.path().join("cache"));
+    policy.lock_file = dir.path().join("none.lock");
     let registry = Arc::new(runtime.block_on(Registry::load(policy))?);
-    let config = ToolCallConfig { enabled: true, protocol: ProtocolId::Vcp, max_iterations: 100, ..ToolCallConfig::default() };
+    let mut config = ToolCallConfig::on();
+    config.protocol = ProtocolId::Vcp;
+    config.max_iterations = 100;
 
     let prompts = Arc::new(PromptCache::new());
     let [mut looped, mut bare, mut client, mut alone] = [(); 4].map(|()| Vec::with_capacity(TURNS));
@@ -88,9 +95,7 @@ fn main() -> anyhow::Result<()> {
         runtime.block_on(async {
             // The loop: one user message to the final answer.
             let model = StandIn::start(script()).await?;
-            let approvals = ApprovalConfig { memory_file: dir.path().join("approvals.json"), ..Default::default() };
-            let pipeline =
-                Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
+            let pipeline = Pipeline::new(Executor::new(registry.clone()), remembering_in(dir.path()), Arc::new(AllowAll));
             let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "bench"))?);
             // A host keeps one prompt cache: the prompt is rendered (and
             // its tokens counted) once, not once per turn.
@@ -135,9 +140,7 @@ fn main() -> anyhow::Result<()> {
             client.push(start.elapsed());
 
             // The loop alone: the replies from memory.
-            let approvals = ApprovalConfig { memory_file: dir.path().join("approvals.json"), ..Default::default() };
-            let pipeline =
-                Pipeline::new(Executor::new(registry.clone()), Arc::new(Approvals::new(&approvals)), Arc::new(AllowAll));
+            let pipeline = Pipeline::new(Executor::new(registry.clone()), remembering_in(dir.path()), Arc::new(AllowAll));
             let llm = Arc::new(InProcess { replies: replies(), next: AtomicUsize::new(0) });
             let chain = Chain::new(llm, pipeline, "bench", config.clone())?.with_prompt_cache(prompts.clone());
             let mut transcript = Transcript::create(&dir.path().join(format!("alone-{turn}.jsonl")))?;

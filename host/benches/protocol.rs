@@ -54,7 +54,7 @@ fn main() {
     }
 
     let tools: Vec<ToolSpec> = (0..100).map(tool).collect();
-    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let config = ToolCallConfig::on();
     let mut generation = 0;
     let cache = PromptCache::new();
     let cold = median(21, || {

@@ -81,12 +81,8 @@ fn main() -> anyhow::Result<()> {
     anyhow::ensure!(examples.exists(), "{} is missing; run `cargo xtask bench`", examples.display());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let cache_dir = tempfile::tempdir()?;
-    let policy = Policy {
-        plugin_dirs: vec![examples.clone()],
-        cache_dir: Some(cache_dir.path().to_owned()),
-        lock_file: cache_dir.path().join("none.lock"),
-        ..Policy::default()
-    };
+    let mut policy = policy_with_cache(cache_dir.path());
+    policy.plugin_dirs = vec![examples.clone()];
     let registry = Arc::new(runtime.block_on(Registry::load(policy.clone()))?);
     let executor = Executor::new(registry.clone());
     let args = serde_json::json!({ "expression": "1+1" }).as_object().cloned().unwrap_or_default();
@@ -157,7 +153,8 @@ fn main() -> anyhow::Result<()> {
         let time = |parallel: bool| {
             let (executor, batch) = (executor.clone(), batch.clone());
             async move {
-                let options = RunOptions { parallel, ..RunOptions::default() };
+                let mut options = RunOptions::default();
+                options.parallel = parallel;
                 let start = Instant::now();
                 let outcomes = executor.run_all(&batch, &options).await;
                 assert!(outcomes.iter().all(|o| o.status == Status::Success));
@@ -176,19 +173,17 @@ fn main() -> anyhow::Result<()> {
     // HTTP tool does) at several caps, against CPU-bound calls at the
     // same caps: what the default cap trades.
     let hostile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/hostile");
-    let waiting_registry = Arc::new(workers.block_on(Registry::load(Policy {
-        plugin_dirs: vec![examples.clone(), hostile],
-        cache_dir: Some(cache_dir.path().to_owned()),
-        lock_file: cache_dir.path().join("none.lock"),
-        ..Policy::default()
-    }))?);
+    let mut waiting_policy = policy_with_cache(cache_dir.path());
+    waiting_policy.plugin_dirs = vec![examples.clone(), hostile];
+    let waiting_registry = Arc::new(workers.block_on(Registry::load(waiting_policy))?);
     let wait_args = serde_json::json!({ "ms": WAIT_MS }).as_object().cloned().unwrap_or_default();
     let waiting: Vec<ToolCall> =
         (0..WAITING_CALLS).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", wait_args.clone())).collect();
     let mut sweep = Vec::new();
     for cap in CAPS {
         let executor = Executor::with_concurrency(waiting_registry.clone(), cap);
-        let options = RunOptions { parallel: true, ..RunOptions::default() };
+        let mut options = RunOptions::default();
+        options.parallel = true;
         let (wait, cpu) = workers.block_on(async {
             let (mut wait, mut cpu) = (Vec::new(), Vec::new());
             for _ in 0..SWEEP_ROUNDS {
@@ -210,10 +205,9 @@ fn main() -> anyhow::Result<()> {
     // bare executor.
     let ten: Vec<ToolCall> = batch[..10].to_vec();
     let (bare, piped) = runtime.block_on(async {
-        let approvals = Approvals::new(&toolhost::approval::ApprovalConfig {
-            memory_file: cache_dir.path().join("approvals.json"),
-            ..Default::default()
-        });
+        let mut approval = toolhost::approval::ApprovalConfig::default();
+        approval.memory_file = cache_dir.path().join("approvals.json");
+        let approvals = Approvals::new(&approval);
         let pipeline = Pipeline::new(executor.clone(), Arc::new(approvals), Arc::new(AllowAll));
         let turn = Turn::direct(ProtocolId::JsonBlock);
         let options = RunOptions::default();
@@ -241,7 +235,8 @@ fn main() -> anyhow::Result<()> {
         }
         let size = std::fs::metadata(&file)?.len();
         let (cold, warm) = load_times(&runtime, &file, loads.0, loads.1)?;
-        let policy = Policy { plugin_dirs: vec![samples_dir.join(label)], ..policy_with_cache(cache_dir.path()) };
+        let mut policy = policy_with_cache(cache_dir.path());
+        policy.plugin_dirs = vec![samples_dir.join(label)];
         let executor = Executor::new(Arc::new(runtime.block_on(Registry::load(policy))?));
         let args = serde_json::json!({ "text": "one two three" }).as_object().cloned().unwrap_or_default();
         let call = ToolCall::new("bench", format!("words_{}", label.replace('-', "_")), args);
@@ -360,7 +355,8 @@ async fn idle_latency(registry: &Arc<Registry>, call: &ToolCall, n: usize) -> Du
 /// Calls of `calls` per second, all at once on every core.
 async fn throughput(registry: &Arc<Registry>, calls: &[ToolCall]) -> f64 {
     let executor = Executor::new(registry.clone());
-    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    let mut options = RunOptions::default();
+    options.parallel = true;
     let start = Instant::now();
     let outcomes = executor.run_all(calls, &options).await;
     let took = start.elapsed();
@@ -370,7 +366,10 @@ async fn throughput(registry: &Arc<Registry>, calls: &[ToolCall]) -> f64 {
 
 /// A policy with no plugins, the compiled cache in `cache`.
 fn policy_with_cache(cache: &Path) -> Policy {
-    Policy { cache_dir: Some(cache.to_owned()), lock_file: cache.join("none.lock"), ..Policy::default() }
+    let mut policy = Policy::default();
+    policy.cache_dir = Some(cache.to_owned());
+    policy.lock_file = cache.join("none.lock");
+    policy
 }
 
 /// The median time to load `file` (read, digest, compile or cached

@@ -47,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
     let approvals = Arc::new(Approvals::new(&policy.approval));
     let pipeline = Pipeline::new(Executor::new(registry), approvals, Arc::new(PublicOnly));
     let llm = Arc::new(OpenAiClient::new(LlmProfile::new(base_url, model))?);
-    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let config = ToolCallConfig::on();
     let chain = Chain::new(llm, pipeline, "assistant", config)?;
 
     let mut transcript = Transcript::in_memory();

@@ -29,7 +29,7 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // Tell the model about the tools: this is its system prompt.
-    let agent = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let agent = ToolCallConfig::on();
     let catalog = registry.catalog();
     let prompt = PromptCache::new().render(&catalog, "assistant", &agent, agent.protocol, "Tools:\n{{tools}}");
     eprintln!("system prompt: {} tokens", prompt.tokens());

@@ -28,6 +28,7 @@ pub enum CallMode {
 /// How one agent uses tools, as `[agents.NAME]` in `toolhost.toml` says.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ToolCallConfig {
     /// Whether the agent calls tools at all. Default false.
     pub enabled: bool,
@@ -84,6 +85,12 @@ impl Default for ToolCallConfig {
 }
 
 impl ToolCallConfig {
+    /// Tool calling on, every other setting at its default: what a door
+    /// works with when it names no agent.
+    pub fn on() -> Self {
+        ToolCallConfig { enabled: true, ..ToolCallConfig::default() }
+    }
+
     /// The system prompt's template: the file, the inline text, or the
     /// default.
     ///

@@ -84,6 +84,7 @@ pub use crate::registry::{Binding, DEFAULT_LOCK_FILE, PluginPolicy, RuntimePolic
 /// The resolved host policy: the part the registry runs by (its fields are
 /// those of [`RuntimePolicy`], into which it converts) and the doors' sections.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Policy {
     // The runtime part, as in [`RuntimePolicy`] (which documents each).
     /// `plugin_dirs`: where components are found.
@@ -121,7 +122,10 @@ impl Default for Policy {
     /// user cache directory, `toolhost.lock` and `toolhost.approvals.json`
     /// in the working directory, no approval rules, no audit log.
     fn default() -> Self {
-        let RuntimePolicy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox } = RuntimePolicy::default();
+        // `..`: the runtime crate may add a field, which `From<Policy>`
+        // then leaves at its default until the policy file reads it.
+        let RuntimePolicy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox, .. } =
+            RuntimePolicy::default();
         Policy {
             plugin_dirs,
             cache_dir,
@@ -160,7 +164,15 @@ impl From<Policy> for RuntimePolicy {
             console: _,
             llm: _,
         } = policy;
-        RuntimePolicy { plugin_dirs, cache_dir, cache_key, lock_file, limits, plugins, sandbox }
+        let mut runtime = RuntimePolicy::default();
+        runtime.plugin_dirs = plugin_dirs;
+        runtime.cache_dir = cache_dir;
+        runtime.cache_key = cache_key;
+        runtime.lock_file = lock_file;
+        runtime.limits = limits;
+        runtime.plugins = plugins;
+        runtime.sandbox = sandbox;
+        runtime
     }
 }
 
@@ -512,10 +524,10 @@ instances_ahead = 65
         assert_eq!(files.allowance.dirs["/workspace"], (PathBuf::from("/etc/toolhost/ws"), DirAccess::ReadWrite));
         assert_eq!(
             files.binding,
-            Binding {
-                file: Some("files.wasm".into()),
-                sha256: Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789".into()),
-            }
+            Binding::new(
+                Some("files.wasm".into()),
+                Some("abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789".into())
+            )
         );
         assert_eq!(policy.runtime().for_plugin("other").allowance, Allowance::default());
         assert_eq!(policy.runtime().for_plugin("other").binding, Binding::default());

@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn toggles_and_defaults_select_agent_callable_tools() {
-        let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+        let mut config = ToolCallConfig::on();
         assert!(config.offers(&tool("a", true)));
         assert!(!config.offers(&tool("hidden", false)), "not agent-callable");
         config.tool_toggles.insert("a".into(), false);
@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn rendering_counts_no_tokens_until_they_are_asked_for() {
-        let (a, config) = (tool("alpha", true), ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+        let (a, config) = (tool("alpha", true), ToolCallConfig::on());
         let before = COUNTED.get();
         let prompt = PromptCache::new().render_tools(1, || vec![&a], "agent", &config, ProtocolId::Vcp, "{{tools}}");
         assert_eq!(COUNTED.get(), before, "render leaves the tokenizer alone");

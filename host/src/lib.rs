@@ -32,7 +32,7 @@
 //! // Load the plugins the policy names.
 //! let policy = Policy::load("toolhost.toml".as_ref())?;
 //! let registry = Arc::new(Registry::load(policy.runtime()).await?);
-//! let agent = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+//! let agent = ToolCallConfig::on();
 //!
 //! // Tell the model about the tools: this is its system prompt.
 //! let catalog = registry.catalog();

@@ -39,6 +39,7 @@ pub(crate) const TOOL_NAME_KEY: &str = "tool_name";
 /// `<<<<[TOOL_REQUEST]>>>>` and `{始}`/`{末}` are accepted too, as the VCP
 /// server does when its switch is on.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Vcp {
     /// Accept 2 to 4 angle brackets and `{始}`/`{末}`.
     pub lenient_markers: bool,

@@ -41,6 +41,7 @@ const CALLS_PER_TAKE: usize = 8;
 
 /// How a batch of calls runs.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct RunOptions {
     /// Run the calls at once (up to the executor's cap) rather than one
     /// after another.

@@ -62,7 +62,8 @@ async fn every_call_runs_in_an_instance_no_call_used_though_it_was_made_ahead() 
 
     // Calls at once each take their own.
     let calls: Vec<ToolCall> = (100..108).map(count_calls).collect();
-    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    let mut options = RunOptions::default();
+    options.parallel = true;
     for outcome in executor.run_all(&calls, &options).await {
         assert_eq!(outcome.output, r#"{"calls":1}"#, "{}", outcome.id);
     }
@@ -78,7 +79,8 @@ async fn an_instance_made_for_other_limits_or_a_plugin_changed_since_is_dropped_
 
     // An agent's shorter deadline makes other limits: the instance made
     // under the plugin's own is not used.
-    let shorter = RunOptions { timeout: Some(Duration::from_millis(900)), ..RunOptions::default() };
+    let mut shorter = RunOptions::default();
+    shorter.timeout = Some(Duration::from_millis(900));
     let outcome = executor.run(&calculate, &shorter).await;
     assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
     let kept = until(&sandbox, "made one for the shorter deadline", |kept| kept.made == 2).await;
@@ -135,7 +137,8 @@ async fn an_instance_kept_ready_never_takes_what_a_running_call_needs() {
     until(&sandbox, "made calc's next instance", |kept| kept.made == 1 && kept.held == 1).await;
     let both = Executor::with_concurrency(registry, 2);
     let waits: Vec<ToolCall> = (0..2).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", json!({ "ms": 300 }))).collect();
-    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    let mut options = RunOptions::default();
+    options.parallel = true;
     for outcome in both.run_all(&waits, &options).await {
         assert_eq!(outcome.status, Status::Success, "{}: {}", outcome.id, outcome.output);
     }

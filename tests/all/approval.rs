@@ -69,7 +69,8 @@ fn call(tool: &str, args: serde_json::Value) -> ToolCall {
 }
 
 fn agent(require_confirmation: bool) -> Turn {
-    let config = ToolCallConfig { enabled: true, require_confirmation, default_tool_enabled: true, ..ToolCallConfig::default() };
+    let mut config = ToolCallConfig::on();
+    config.require_confirmation = require_confirmation;
     let mut turn = Turn::for_agent("coder", config);
     turn.protocol = ProtocolId::JsonBlock;
     turn

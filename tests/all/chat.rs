@@ -13,7 +13,7 @@ use toolhost::{
     Pipeline, ProtocolId, ResultDecision, Status, Stop, ToolCallConfig, ToolOutcome, ToolSpec, Transcript,
     agent::CallMode,
     chain::ManualDecision,
-    llm::{LlmProfile, RetryPolicy},
+    llm::LlmProfile,
     transcript::{CallStatus, Entry},
 };
 use toolhost_standin::{CallStyle, Reply, Response, StandIn};
@@ -28,13 +28,17 @@ struct Chat {
 }
 
 fn agent(protocol: ProtocolId) -> ToolCallConfig {
-    ToolCallConfig { enabled: true, protocol, ..ToolCallConfig::default() }
+    let mut config = ToolCallConfig::on();
+    config.protocol = protocol;
+    config
 }
 
 /// Quick retries, so the fault tests do not wait long.
 fn profile(model: &StandIn) -> LlmProfile {
     let mut profile = LlmProfile::new(model.base_url(), "scripted");
-    profile.retry = RetryPolicy { retries: 2, base: Duration::from_millis(20), cap: Duration::from_millis(50) };
+    profile.retry.retries = 2;
+    profile.retry.base = Duration::from_millis(20);
+    profile.retry.cap = Duration::from_millis(50);
     profile.idle_timeout = Duration::from_secs(2);
     profile
 }
@@ -332,7 +336,8 @@ async fn calls_past_the_per_reply_limit_are_not_run_and_the_model_reads_why() {
 async fn the_iteration_limit_stops_the_loop_without_a_further_model_turn() {
     let script: Vec<Response> =
         (1..=5).map(|n| Response::text(vcp_call("calculate", &[("expression", &format!("{n} + {n}"))]))).collect();
-    let config = ToolCallConfig { max_iterations: 2, ..agent(ProtocolId::Vcp) };
+    let mut config = agent(ProtocolId::Vcp);
+    config.max_iterations = 2;
     let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Keep adding").await;
     assert_eq!(stop, Stop::IterationLimit { limit: 2 });
@@ -348,7 +353,8 @@ async fn the_iteration_limit_stops_the_loop_without_a_further_model_turn() {
 async fn the_same_call_a_third_round_in_a_row_is_not_run_and_a_fourth_stops_the_loop() {
     let same = vcp_call("calculate", &[("expression", "1 + 1")]);
     let script: Vec<Response> = (0..6).map(|_| Response::text(same.clone())).collect();
-    let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
+    let mut config = agent(ProtocolId::Vcp);
+    config.max_iterations = 10;
     let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Add").await;
     assert_eq!(stop, Stop::Repeated { tool: "calculate".into() });
@@ -363,7 +369,8 @@ async fn the_same_call_a_third_round_in_a_row_is_not_run_and_a_fourth_stops_the_
     // A different call in between starts the count again.
     let other = vcp_call("calculate", &[("expression", "2 + 2")]);
     let script = [same.clone(), same.clone(), other, same.clone(), same.clone(), "Done.".into()].map(Response::text);
-    let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
+    let mut config = agent(ProtocolId::Vcp);
+    config.max_iterations = 10;
     drop(chat);
     let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Add").await;
@@ -375,7 +382,8 @@ async fn the_same_call_a_third_round_in_a_row_is_not_run_and_a_fourth_stops_the_
 async fn parallel_agents_run_a_rounds_calls_at_once_and_serial_ones_one_by_one() {
     let reply = [vcp_call("wait_ms", &[("ms", "300")]), vcp_call("wait_ms", &[("ms", "300")])].join("\n");
     for parallel in [false, true] {
-        let config = ToolCallConfig { parallel_execution: parallel, ..agent(ProtocolId::Vcp) };
+        let mut config = agent(ProtocolId::Vcp);
+        config.parallel_execution = parallel;
         let script = [Response::text(reply.clone()), Response::text("waited")];
         let chat = Chat::new(&[HOSTILE], "", config, Arc::new(DenyAll), script).await;
         let (stop, transcript) = chat.send("Wait twice").await;
@@ -423,7 +431,8 @@ async fn cancelling_mid_tool_stops_the_spinning_plugin_and_answers_every_call() 
     let reply =
         [vcp_call("calculate", &[("expression", "1 + 2")]), vcp_call("spin", &[]), vcp_call("calculate", &[("expression", "3")])]
             .join("\n");
-    let config = ToolCallConfig { timeout_ms: 60_000, ..agent(ProtocolId::Vcp) };
+    let mut config = agent(ProtocolId::Vcp);
+    config.timeout_ms = 60_000;
     let chat = Chat::new(&[CALC, HOSTILE], policy, config, Arc::new(DenyAll), [Response::text(reply)]).await;
     let cancel = CancellationToken::new();
     let events = chat.events.clone();
@@ -548,7 +557,8 @@ async fn manual_mode_hands_back_the_calls_and_resumes_with_an_edited_one() {
         vcp_call("calculate", &[("expression", "3 + 3")]),
     ]
     .join("\n");
-    let config = ToolCallConfig { mode: CallMode::Manual, ..agent(ProtocolId::Vcp) };
+    let mut config = agent(ProtocolId::Vcp);
+    config.mode = CallMode::Manual;
     let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), [Response::text(reply), Response::text("ok")]).await;
     let (stop, mut transcript) = chat.send("Add three times").await;
     let Stop::AwaitingDecisions { calls } = stop else { panic!("{stop:?}") };
@@ -665,7 +675,8 @@ async fn calls_answered_without_running_are_recorded_with_the_arguments_they_wer
     // A call repeated too often.
     let same = vcp_call("calculate", &[("expression", "1 + 1")]);
     let script: Vec<Response> = (0..4).map(|_| Response::text(same.clone())).collect();
-    let config = ToolCallConfig { max_iterations: 10, ..agent(ProtocolId::Vcp) };
+    let mut config = agent(ProtocolId::Vcp);
+    config.max_iterations = 10;
     let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Add").await;
     assert_eq!(stop, Stop::Repeated { tool: "calculate".into() });
@@ -676,7 +687,8 @@ async fn calls_answered_without_running_are_recorded_with_the_arguments_they_wer
 
     // Manual mode: answered and skipped by a person.
     let reply = [vcp_call("calculate", &[("expression", "2 + 2")]), vcp_call("calculate", &[("expression", "3 + 3")])];
-    let config = ToolCallConfig { mode: CallMode::Manual, ..agent(ProtocolId::Vcp) };
+    let mut config = agent(ProtocolId::Vcp);
+    config.mode = CallMode::Manual;
     let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), [Response::text(reply.join("\n")), Response::text("ok")]).await;
     let (stop, mut transcript) = chat.send("Add twice").await;
     let Stop::AwaitingDecisions { calls } = stop else { panic!("{stop:?}") };
@@ -711,7 +723,8 @@ async fn native_call_ids_are_unique_across_the_conversation_and_results_answer_t
         )),
         Response::text("Done."),
     ];
-    let config = ToolCallConfig { max_iterations: 5, ..agent(ProtocolId::Native) };
+    let mut config = agent(ProtocolId::Native);
+    config.max_iterations = 5;
     let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), script).await;
     let (stop, transcript) = chat.send("Sums").await;
     assert_eq!(stop, Stop::Answered);

@@ -45,7 +45,7 @@ async fn an_injecting_plugin_is_refused_naming_the_field() {
 async fn no_prompt_holds_a_call_but_the_examples() {
     let host = TestHost::new(&[CALC, FILES, INJECTOR], "").await;
     let catalog = host.registry.catalog();
-    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let config = ToolCallConfig::on();
     let tools = visible_tools(&catalog, &config);
     let declared = Declared::new(tools.iter().map(|t| t.name.clone()));
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -74,7 +74,7 @@ async fn a_manifest_over_the_cap_is_refused_naming_its_size_the_limit_and_the_la
         ["bloated.wasm: plugin `bloated`: manifest of 4.0 MiB exceeds the limit of 256 KiB; \
           its largest field is the description of tool `flood`: 4.0 MiB (limit 16 KiB)"]
     );
-    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let config = ToolCallConfig::on();
     let prompt = PromptCache::new().render(&host.registry.catalog(), "test", &config, ProtocolId::Vcp, "{{tools}}");
     assert!(prompt.tokens() < 1_000, "only calc is in the prompt: {} tokens", prompt.tokens());
 }

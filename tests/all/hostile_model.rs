@@ -11,7 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use toolhost::{
     CancellationToken, LlmClient, Message, OpenAiClient,
-    llm::{ChatRequest, LlmError, LlmProfile, Reply, ReplyLimit, RetryPolicy},
+    llm::{ChatRequest, LlmError, LlmProfile, Reply, ReplyLimit},
 };
 
 /// The most a hostile server may make this process grow.
@@ -49,7 +49,7 @@ fn chunk(delta: serde_json::Value) -> Vec<u8> {
 
 fn profile(base_url: String) -> LlmProfile {
     let mut profile = LlmProfile::new(base_url, "hostile");
-    profile.retry = RetryPolicy { retries: 0, ..RetryPolicy::default() };
+    profile.retry.retries = 0;
     profile
 }
 

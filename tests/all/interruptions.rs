@@ -49,7 +49,8 @@ async fn a_host_panic_serially_as_in_parallel_is_that_calls_error_and_the_next_c
         // workers they spawn, run on it.
         let layer = PanicsOnFirstCall(AtomicUsize::new(0));
         let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
-        let options = RunOptions { parallel, ..RunOptions::default() };
+        let mut options = RunOptions::default();
+        options.parallel = parallel;
         let outcomes = host.executor.run_all(&calls, &options).await;
         let (panicked, other): (Vec<_>, Vec<_>) = outcomes.iter().partition(|o| o.status == Status::Error);
         assert_eq!((panicked.len(), other.len()), (1, 1), "parallel {parallel}: {outcomes:?}");
@@ -63,7 +64,8 @@ async fn parallel_calls_cancelled_before_they_start_are_cancelled() {
     let host = TestHost::new(&[CALC], "").await;
     let calls: Vec<ToolCall> =
         (0..5).map(|i| ToolCall::new(format!("c{i}"), "calculate", json!({ "expression": "1" }))).collect();
-    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    let mut options = RunOptions::default();
+    options.parallel = true;
     options.cancel.cancel();
     let outcomes = host.executor.run_all(&calls, &options).await;
     for outcome in &outcomes {
@@ -120,7 +122,8 @@ async fn a_turn_dropped_by_its_caller_stops_its_parallel_calls() {
     // Two slots: while the dropped turn's calls held them, nothing else could run.
     let executor = toolhost::Executor::with_concurrency(host.registry.clone(), 2);
     let pipeline = Pipeline::new(executor.clone(), Arc::new(Approvals::new(&host.config.approval)), Arc::new(toolhost::DenyAll));
-    let config = toolhost::ToolCallConfig { enabled: true, parallel_execution: true, ..toolhost::ToolCallConfig::default() };
+    let mut config = toolhost::ToolCallConfig::on();
+    config.parallel_execution = true;
     let waits: Vec<ToolCall> = (0..2).map(|i| ToolCall::new(format!("w{i}"), "wait_ms", json!({ "ms": 5000 }))).collect();
     let turn = Turn::for_agent("embedder", config);
     // An embedder's timeout around the turn drops it.

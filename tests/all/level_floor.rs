@@ -27,7 +27,7 @@ async fn understated(extra: &str) -> (TestHost, tempfile::TempDir) {
 async fn save_note(host: &TestHost, path: &str) -> (Status, String) {
     let (registry, approvals) = (&host.registry, Approvals::new(&host.config.approval));
     let pipeline = Pipeline::new(Executor::new(registry.clone()), Arc::new(approvals), Arc::new(DenyAll));
-    let mut turn = Turn::for_agent("coder", ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+    let mut turn = Turn::for_agent("coder", ToolCallConfig::on());
     turn.protocol = ProtocolId::JsonBlock;
     let args = json!({ "path": path, "content": "x" }).as_object().unwrap().clone();
     let result = pipeline.run(&turn, vec![ToolCall::new("c1", "save_note", args)]).await;

@@ -5,13 +5,13 @@ use std::error::Error;
 use std::time::Duration;
 use toolhost::{
     CancellationToken, LlmClient, Message, OpenAiClient,
-    llm::{ChatRequest, LlmError, LlmProfile, Reply, RetryPolicy},
+    llm::{ChatRequest, LlmError, LlmProfile, Reply},
 };
 use toolhost_standin::{Frame, Response, StandIn};
 
 fn no_retries(base_url: String) -> LlmProfile {
     let mut profile = LlmProfile::new(base_url, "scripted");
-    profile.retry = RetryPolicy { retries: 0, ..RetryPolicy::default() };
+    profile.retry.retries = 0;
     profile.idle_timeout = Duration::from_secs(5);
     profile
 }

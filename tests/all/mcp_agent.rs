@@ -25,8 +25,8 @@ async fn an_agent_chosen_by_the_program_brings_its_own_section() {
     let host = TestHost::new(&[CALC], "[agents.desk]\nenabled = false\n").await;
     let config = McpConfig::default().with_agent("desk", host.config.agents.get("desk").cloned());
     assert_eq!(offered(&host, config), Vec::<String>::new());
-    let toggled =
-        ToolCallConfig { enabled: true, tool_toggles: [("calculate".to_owned(), false)].into(), ..ToolCallConfig::default() };
+    let mut toggled = ToolCallConfig::on();
+    toggled.tool_toggles = [("calculate".to_owned(), false)].into();
     let config = McpConfig::default().with_agent("desk", Some(toggled));
     assert_eq!(offered(&host, config), Vec::<String>::new(), "a toggle is obeyed");
     assert_eq!(offered(&host, McpConfig::default().with_agent("desk", None)), ["calculate"]);

@@ -32,7 +32,7 @@ async fn files(rules: &str) -> (TestHost, tempfile::TempDir) {
 async fn run(host: &TestHost, approver: Arc<dyn Approver>, tool: &str, args: serde_json::Value) -> (Status, String) {
     let approvals = Approvals::new(&host.config.approval);
     let pipeline = Pipeline::new(Executor::new(host.registry.clone()), Arc::new(approvals), approver);
-    let mut turn = Turn::for_agent("coder", ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+    let mut turn = Turn::for_agent("coder", ToolCallConfig::on());
     turn.protocol = ProtocolId::JsonBlock;
     let result = pipeline.run(&turn, vec![ToolCall::new("c1", tool, args.as_object().unwrap().clone())]).await;
     (result.outcomes[0].status, result.outcomes[0].output.clone())

@@ -83,7 +83,7 @@ async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
 #[tokio::test]
 async fn an_agent_only_calls_the_tools_it_is_offered() {
     let host = TestHost::new(&[CALC, FILES], "").await;
-    let mut config = toolhost::ToolCallConfig { enabled: true, ..Default::default() };
+    let mut config = toolhost::ToolCallConfig::on();
     config.tool_toggles.insert("calculate".into(), false);
     let turn = Turn::for_agent("coder", config.clone());
     let result = pipeline(&host, Arc::new(AllowAll)).run(&turn, vec![call("1", "calculate", json!({ "expression": "1" }))]).await;
@@ -153,7 +153,8 @@ async fn the_error_and_invalid_args_text_of_a_tool_with_result_approval_are_held
 
     // Nobody to approve (a node nobody watches, moderate calls allowed):
     // nothing of them reaches the model, and it says why.
-    let unattended = toolhost::vcp::Unattended { moderate: toolhost::vcp::UnattendedAction::Allow, ..Default::default() };
+    let mut unattended = toolhost::vcp::Unattended::default();
+    unattended.moderate = toolhost::vcp::UnattendedAction::Allow;
     let nobody = Arc::new(toolhost::vcp::UnattendedApprover::new(unattended));
     let result = pipeline(&host, nobody).run(&Turn::direct(ProtocolId::Native), calls()).await;
     for outcome in &result.outcomes {
@@ -170,7 +171,8 @@ async fn a_thousand_parallel_calls_under_a_cap_of_eight_each_return_their_own_re
     let executor = Executor::with_concurrency(host.registry.clone(), 8);
     let calls: Vec<ToolCall> =
         (0..1_000).map(|i| call(&format!("c{i}"), "calculate", json!({ "expression": format!("{i} * 3") }))).collect();
-    let options = RunOptions { parallel: true, ..RunOptions::default() };
+    let mut options = RunOptions::default();
+    options.parallel = true;
     let outcomes = executor.run_all(&calls, &options).await;
     assert_eq!(outcomes.len(), 1_000);
     for (i, outcome) in outcomes.iter().enumerate() {
@@ -194,7 +196,8 @@ async fn cancelling_a_batch_stops_a_spinning_plugin_and_keeps_finished_results()
         call("later", "calculate", json!({ "expression": "2+2" })),
     ];
     let (report, mut finished) = tokio::sync::mpsc::unbounded_channel();
-    let options = RunOptions { parallel: false, report: Some(report), ..RunOptions::default() };
+    let mut options = RunOptions::default();
+    options.report = Some(report);
     let cancel = options.cancel.clone();
     let executor = host.executor.clone();
     let batch = tokio::spawn(async move { executor.run_all(&calls, &options).await });

@@ -25,7 +25,7 @@ fn golden(name: &str, actual: &str) {
 async fn every_protocol_renders_the_bundled_plugins_as_its_golden_file() {
     let host = TestHost::new(EXAMPLES, "").await;
     let catalog = host.registry.catalog();
-    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let config = ToolCallConfig::on();
     for (protocol, file) in [
         (ProtocolId::Vcp, "vcp.txt"),
         (ProtocolId::JsonBlock, "json-block.txt"),
@@ -42,7 +42,7 @@ async fn every_protocol_renders_the_bundled_plugins_as_its_golden_file() {
 async fn the_prompt_cache_hits_and_a_reload_invalidates_it() {
     let host = TestHost::new(&[CALC], "").await;
     let cache = PromptCache::new();
-    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let config = ToolCallConfig::on();
     let first = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::Vcp, "{{tools}}");
     let again = cache.render(&host.registry.catalog(), "a", &config, ProtocolId::Vcp, "{{tools}}");
     assert!(Arc::ptr_eq(&first, &again), "the second render is the cached one");
@@ -61,7 +61,7 @@ async fn the_prompt_cache_hits_and_a_reload_invalidates_it() {
 #[tokio::test]
 async fn an_agent_sees_only_its_agent_callable_toggled_tools_in_plugin_order() {
     let host = TestHost::new(&[FILES, CALC, HOSTILE], "").await;
-    let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let mut config = ToolCallConfig::on();
     config.tool_toggles.insert("write_file".into(), false);
     let catalog = host.registry.catalog();
     let names: Vec<&str> = toolhost::prompt::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
@@ -78,7 +78,7 @@ fn guidance_line_of(prompt: &str, tool: &str) -> String {
 #[tokio::test]
 async fn the_guidance_sorts_tools_by_what_their_grants_let_them_do() {
     let data = tempfile::tempdir().unwrap();
-    let config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+    let config = ToolCallConfig::on();
     let render = |host: &TestHost| {
         PromptCache::new().render(&host.registry.catalog(), "t", &config, ProtocolId::JsonBlock, "{{tools}}").text.clone()
     };

@@ -30,7 +30,7 @@ async fn replica(workspace: &Path, shared: &Path, extra: &str) -> (TestHost, Pip
 }
 
 fn turn() -> Turn {
-    Turn::for_agent("assistant", ToolCallConfig { enabled: true, ..ToolCallConfig::default() })
+    Turn::for_agent("assistant", ToolCallConfig::on())
 }
 
 fn write(path: &str) -> ToolCall {
@@ -71,7 +71,7 @@ async fn a_paused_turn_is_finished_by_another_host_with_the_same_key_and_compone
 
     let refused = second.unseal(&turn(), &token, b"request 2").await.unwrap_err();
     assert!(matches!(refused, ResumeError::Mismatched(_)), "another request's retry: {refused}");
-    let other_agent = Turn::for_agent("other", ToolCallConfig { enabled: true, ..ToolCallConfig::default() });
+    let other_agent = Turn::for_agent("other", ToolCallConfig::on());
     let refused = second.unseal(&other_agent, &token, b"request 1").await.unwrap_err();
     assert!(matches!(refused, ResumeError::Mismatched(_)), "another agent's turn: {refused}");
 

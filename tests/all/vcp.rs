@@ -658,8 +658,8 @@ async fn a_chat_through_the_vcp_server_runs_nothing_here_and_reports_the_servers
     node.until("connected", |s| s.state == NodeState::Connected).await;
     let model = toolhost_standin::StandIn::start([toolhost_standin::Response::text(SERVER_REPLY)]).await.unwrap();
     let llm = Arc::new(OpenAiClient::new(LlmProfile::new(model.base_url(), "vcp-agent")).unwrap());
-    let config =
-        ToolCallConfig { enabled: true, system_prompt: Some("Tools here:\n{{tools}}\nEnd.".into()), ..ToolCallConfig::default() };
+    let mut config = ToolCallConfig::on();
+    config.system_prompt = Some("Tools here:\n{{tools}}\nEnd.".into());
     let approvals = Arc::new(Approvals::new(&node.host.config.approval));
     let pipeline = Pipeline::new(node.host.executor.clone(), approvals, Arc::new(UnattendedApprover::default()));
     let chain = Chain::new(llm, pipeline, "hub", config).unwrap().handing_over(Handover::to_node(&node.node));

@@ -40,6 +40,12 @@ pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
          file and the source disagree. The root holds the items most programs\n\
          use; each module holds one concept, the root's items among them.\n\
          `cli_support` serves the `toolhost` command and is not a stable API.\n\n\
+         What is stable: every name below but `cli_support`'s, in the default\n\
+         build (the `unchecked` feature, which runs a tool by name without the\n\
+         pipeline, is for the project's own tests and is not). Adding a variant\n\
+         to a non-exhaustive enum, a field to a non-exhaustive struct, a policy\n\
+         key or a name is not a breaking change; any other change to a listed\n\
+         name is, and comes with a new minor version while toolhost is 0.x.\n\n\
          Public enums are `#[non_exhaustive]`, so that a new variant is not a\n\
          breaking change, except those a program must match in full: the ones\n\
          mirroring the WIT contract (`ParamType`, `Permission`, `DirAccess`,\n\
@@ -48,12 +54,129 @@ pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
          new contract adds), and `approval::Assessment`, `CallDecision` and\n\
          `ResultDecision` (a wildcard arm there could run a call or pass a\n\
          withheld result). So are the structs the library\n\
-         hands out (outcomes, reports, events, errors); those a program builds\n\
-         (configurations, calls, declarations) are not.\n",
+         hands out (outcomes, reports, events, errors) and the configurations\n\
+         a program builds: see the last section.\n",
     );
     let crate_root = Module::read(&root.join("host/src/lib.rs"))?;
     crate_root.render(root, "toolhost", &mut out)?;
+    let listed = out.clone();
+    render_open_structs(root, &listed, &mut out)?;
     Ok(out)
+}
+
+/// The structs with only public fields that stay exhaustive, each with
+/// why: a program builds them with every field and matches on them, and
+/// they change only with what they mirror.
+const EXHAUSTIVE: &[(&str, &str)] = &[
+    ("ParamSpec", "the WIT contract"),
+    ("ToolSpec", "the WIT contract"),
+    ("DirRequest", "the WIT contract"),
+    ("Capabilities", "the WIT contract"),
+    ("PluginManifest", "the WIT contract"),
+    ("ToolFailure", "the WIT contract"),
+    ("Invocation", "the WIT contract"),
+    ("RawManifest", "the WIT contract, as a guest declares it"),
+    ("RawTool", "the WIT contract, as a guest declares it"),
+    ("Message", "a chat message on the wire"),
+    ("NativeCall", "a chat message on the wire"),
+    ("ParsedCall", "a call as a reply spells it"),
+    ("Warning", "a parse warning, which is where and what"),
+    ("ServerRound", "a VCP server's reply, as observed"),
+    ("Reported", "a VCP server's reply, as observed"),
+    ("ChatRequest", "the `LlmClient` trait, which implementors build against"),
+    ("Reply", "the `LlmClient` trait, which implementors build against"),
+    ("Usage", "the `LlmClient` trait, which implementors build against"),
+    ("PendingCall", "the `Approver` trait, which implementors build against"),
+    ("Answer", "the `Approver` trait, which implementors build against"),
+    ("ResultAnswer", "the `Approver` trait, which implementors build against"),
+];
+
+/// The last section: which structs with only public fields are
+/// `#[non_exhaustive]` and which stay exhaustive, and why. Fails when a
+/// struct listed above is exhaustive without a reason in [`EXHAUSTIVE`],
+/// or a reason there names no such struct.
+fn render_open_structs(root: &Path, listed: &str, out: &mut String) -> anyhow::Result<()> {
+    let mut open = Vec::new();
+    for (_, path) in CRATES.iter().chain(&[("toolhost", "host/src/lib.rs")]) {
+        let dir = root.join(path).parent().context("a crate root has a folder")?.to_owned();
+        collect_open_structs(&dir, &mut open)?;
+    }
+    open.retain(|(name, _)| listed.contains(&format!("`{name}`")));
+    open.sort();
+    open.dedup();
+    let mut grown = Vec::new();
+    let mut fixed: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, exhaustive) in &open {
+        let reason = EXHAUSTIVE.iter().find(|(n, _)| n == name).map(|(_, reason)| *reason);
+        match (exhaustive, reason) {
+            (false, _) => grown.push(format!("`{name}`")),
+            (true, Some(reason)) => match fixed.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, names)) => names.push(name),
+                None => fixed.push((reason, vec![name])),
+            },
+            (true, None) => bail!(
+                "`{name}` has only public fields and is exhaustive, so a new field breaks every program that builds it: \
+                 mark it #[non_exhaustive] (with `Default` or a constructor), or say in xtask/src/api.rs EXHAUSTIVE why not"
+            ),
+        }
+    }
+    for (name, _) in EXHAUSTIVE {
+        if !open.iter().any(|(n, exhaustive)| n == name && *exhaustive) {
+            bail!("xtask/src/api.rs EXHAUSTIVE names `{name}`, which is no exhaustive public struct: take it out");
+        }
+    }
+    out.push_str(
+        "\n## Structs with public fields\n\n\
+         These are `#[non_exhaustive]`, so that a new field (a new policy key, a\n\
+         new option, a new detail in a report) breaks nobody: the library hands\n\
+         them out, or a program builds one from `default()` or a constructor\n\
+         (`ToolCallConfig::on`, `Turn::for_agent`) and sets the fields it needs.\n\n",
+    );
+    let _ = writeln!(out, "{}", wrap(&grown.join(", "), 100));
+    out.push_str(
+        "\nThese stay exhaustive: a program builds them whole or matches on them,\n\
+         and each changes only with what it stands for:\n\n",
+    );
+    for (reason, names) in fixed {
+        let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+        let _ = writeln!(out, "- {reason}: {}", names.join(", "));
+    }
+    Ok(())
+}
+
+/// Every struct under `dir` whose fields are all public (at least one),
+/// with whether it is exhaustive. Hidden and test-only ones are left out.
+fn collect_open_structs(dir: &Path, open: &mut Vec<(String, bool)>) -> anyhow::Result<()> {
+    fn walk(items: &[Item], open: &mut Vec<(String, bool)>) {
+        for item in items {
+            match item {
+                Item::Mod(module) if !module.attrs.iter().any(hides) => {
+                    if let Some((_, items)) = &module.content {
+                        walk(items, open);
+                    }
+                }
+                Item::Struct(def) if shown(item) => {
+                    let fields: Vec<_> = def.fields.iter().collect();
+                    if !fields.is_empty() && fields.iter().all(|field| matches!(field.vis, Visibility::Public(_))) {
+                        let exhaustive = !def.attrs.iter().any(|attr| attr.path().is_ident("non_exhaustive"));
+                        open.push((def.ident.to_string(), exhaustive));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_open_structs(&path, open)?;
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            let parsed = syn::parse_file(&text).with_context(|| format!("parsing {}", path.display()))?;
+            walk(&parsed.items, open);
+        }
+    }
+    Ok(())
 }
 
 /// One module's public names and submodules, from its source.

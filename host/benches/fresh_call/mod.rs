@@ -21,13 +21,11 @@ pub fn run(label: &str) -> anyhow::Result<()> {
     anyhow::ensure!(examples.exists(), "{} is missing; run `cargo xtask bench`", examples.display());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let cache = tempfile::tempdir()?;
-    let policy = Policy {
-        plugin_dirs: vec![examples],
-        cache_dir: Some(cache.path().to_owned()),
-        lock_file: cache.path().join("none.lock"),
-        sandbox: SandboxSize::pooled(4, 1),
-        ..Policy::default()
-    };
+    let mut policy = Policy::default();
+    policy.plugin_dirs = vec![examples];
+    policy.cache_dir = Some(cache.path().to_owned());
+    policy.lock_file = cache.path().join("none.lock");
+    policy.sandbox = SandboxSize::pooled(4, 1);
     let registry = Arc::new(runtime.block_on(Registry::load(policy))?);
     let executor = Executor::new(registry);
     let call = ToolCall::new("bench", "calculate", serde_json::json!({ "expression": "1+1" }));

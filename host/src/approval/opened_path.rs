@@ -202,7 +202,7 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     fn grant(root: &Path) -> Vec<DirGrant> {
-        vec![DirGrant { guest_path: "/workspace".into(), host_path: root.to_owned(), access: DirAccess::ReadWrite }]
+        vec![DirGrant::new("/workspace", root, DirAccess::ReadWrite)]
     }
 
     fn workspace() -> tempfile::TempDir {

@@ -16,6 +16,7 @@ pub const DEFAULT_MEMORY_FILE: &str = "toolhost.approvals.json";
 /// The `[approval]` table: where decisions are remembered, where they are
 /// audited, and the rules.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ApprovalConfig {
     /// The file of remembered "allow always" decisions. Default:
     /// [`DEFAULT_MEMORY_FILE`](crate::config::DEFAULT_MEMORY_FILE) beside the lock

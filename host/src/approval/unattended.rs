@@ -12,6 +12,7 @@ use serde::Deserialize;
 /// by the tool's level. Calls asked for by an `ask` rule or an agent's
 /// `require_confirmation` want a person and are always denied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Unattended {
     /// Moderate tools. Default deny.
     pub moderate: UnattendedAction,

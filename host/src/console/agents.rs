@@ -143,7 +143,7 @@ impl Agents {
         {
             agents.remove(&oldest);
         }
-        let mut config = ToolCallConfig { enabled: true, ..ToolCallConfig::default() };
+        let mut config = ToolCallConfig::on();
         reported.clone().apply(&mut config);
         let settings = LiveSettings::new(config);
         agents.insert(name, Controlled { settings: settings.clone(), heard: Some(Instant::now()) });

@@ -27,6 +27,7 @@ pub const DEFAULT_CONSOLE_AGENT: &str = "console";
 
 /// What a console works with besides its pipeline.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ConsoleOptions {
     /// The agent: its name (remembered approvals, audit records) and
     /// settings (tools, protocol, system prompt). The page edits a copy of
@@ -51,11 +52,26 @@ impl Default for ConsoleOptions {
     fn default() -> Self {
         ConsoleOptions {
             agent: DEFAULT_CONSOLE_AGENT.to_owned(),
-            config: ToolCallConfig { enabled: true, ..ToolCallConfig::default() },
+            config: ToolCallConfig::on(),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             llm: None,
             max_waiting_bytes: config::DEFAULT_MAX_WAITING_BYTES,
             max_chat_bytes: config::DEFAULT_MAX_CHAT_BYTES,
+        }
+    }
+}
+
+impl ConsoleOptions {
+    /// Options for `agent` with `config`, with the limits a `[console]`
+    /// section sets and no model.
+    pub fn from_section(section: &ConsoleConfig, agent: impl Into<String>, config: ToolCallConfig) -> Self {
+        ConsoleOptions {
+            agent: agent.into(),
+            config,
+            approval_timeout: section.approval_timeout,
+            llm: None,
+            max_waiting_bytes: section.max_waiting_bytes,
+            max_chat_bytes: section.max_chat_bytes,
         }
     }
 }

@@ -29,6 +29,7 @@ pub const DEFAULT_MAX_CALLS_PER_REPLY: usize = 64;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 /// Retries of a request that failed before any reply arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Retries after the first attempt. Default 3.
     pub retries: u32,

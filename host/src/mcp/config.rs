@@ -56,6 +56,7 @@ pub const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
 
 /// How the MCP server offers the tools: `[mcp]`, or the defaults.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct McpConfig {
     /// The agent its calls are approved and audited as. Change it with
     /// [`with_agent`](Self::with_agent), which sets its settings too.
@@ -127,7 +128,7 @@ impl McpConfig {
 
 /// The settings of an agent the policy does not configure.
 fn unconfigured_agent() -> ToolCallConfig {
-    ToolCallConfig { enabled: true, ..ToolCallConfig::default() }
+    ToolCallConfig::on()
 }
 
 /// `[mcp]` as written.

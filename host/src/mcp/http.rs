@@ -26,6 +26,7 @@ pub(crate) const MCP_PATH: &str = "/mcp";
 
 /// How the HTTP server runs, beyond `[mcp]`.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct HttpOptions {
     /// No server-side sessions: every request stands alone, so replicas
     /// behind a load balancer can serve one URL. A handshake-era client

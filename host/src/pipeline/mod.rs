@@ -58,6 +58,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Who calls, and how: the agent's configuration and protocol.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Turn {
     /// The agent the reply came from; `None` for a direct call (the CLI's
     /// `call`), which may call any loaded tool.
@@ -496,12 +497,11 @@ impl Pipeline {
         // result a person must see first: they are reported once passed.
         let needs_result_approval: Vec<bool> = calls.iter().map(|call| call.spec().result_approval).collect();
         let (report, mut reports) = tokio::sync::mpsc::unbounded_channel();
-        let options = RunOptions {
-            parallel: turn.config.parallel_execution,
-            timeout: turn.timeout(),
-            cancel: turn.cancel.clone(),
-            report: Some(report),
-        };
+        let mut options = RunOptions::default();
+        options.parallel = turn.config.parallel_execution;
+        options.timeout = turn.timeout();
+        options.cancel = turn.cancel.clone();
+        options.report = Some(report);
         let report_one = |(index, outcome): (usize, ToolOutcome)| {
             if !(needs_result_approval[index] && holds_tool_text(&outcome)) {
                 observer.finished(&outcome);

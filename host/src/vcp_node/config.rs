@@ -94,6 +94,7 @@ pub const CANCEL_FLUSH: Duration = Duration::from_secs(1);
 /// How the node joins a VCP server: `[vcp]`, or [`VcpConfig::new`] and the
 /// defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct VcpConfig {
     /// The server, `ws://host:port` or `wss://…`, without the key path.
     pub server: String,
@@ -139,6 +140,7 @@ pub struct VcpConfig {
 /// drawn between half of it and all of it (jitter, so that nodes that lost
 /// one server do not come back at the same instant).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Reconnect {
     /// The first wait. Default [`DEFAULT_RECONNECT_INITIAL`].
     pub initial: Duration,

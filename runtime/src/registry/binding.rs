@@ -83,6 +83,11 @@ impl fmt::Display for UnboundSection {
 }
 
 impl Binding {
+    /// A binding by file name, SHA-256 (lowercase hex), both or neither.
+    pub fn new(file: Option<String>, sha256: Option<String>) -> Self {
+        Binding { file, sha256 }
+    }
+
     /// Whether the section's grants are for `component`: every key given
     /// matches, or none is given and the component is pinned.
     pub fn admits(&self, component: &ComponentId<'_>) -> bool {

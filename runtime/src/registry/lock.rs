@@ -25,6 +25,7 @@ const PIN_PREFIX: &str = "sha256:";
 /// The parsed lock file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct LockFile {
     /// The format version, currently 2.
     pub version: u32,

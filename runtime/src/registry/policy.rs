@@ -17,6 +17,7 @@ pub const DEFAULT_LOCK_FILE: &str = "toolhost.lock";
 
 /// What the registry is loaded with; a `config::Policy` converts into it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RuntimePolicy {
     /// Directories scanned for `*.wasm` components.
     pub plugin_dirs: Vec<PathBuf>,
@@ -72,6 +73,7 @@ impl RuntimePolicy {
 
 /// The policy for one plugin.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PluginPolicy {
     /// Its limits: the defaults with its overrides applied.
     pub limits: Limits,
@@ -94,6 +96,7 @@ pub struct PluginPolicy {
 /// names the component by `file`, `sha256` or both (all given must match),
 /// or, naming neither, applies only to a component pinned in the lock file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Binding {
     /// `file = "files.wasm"`: the component's file name in a plugin directory.
     pub file: Option<String>,

@@ -55,6 +55,7 @@ pub const MAX_MEMORY_BYTES: usize = 1 << 30;
 /// ([`Limits::default`]); `toolhost.toml` overrides them globally and per
 /// plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Limits {
     /// Fuel units (roughly, WebAssembly instructions). Default
     /// [`DEFAULT_FUEL`].

@@ -20,6 +20,7 @@ pub type AllowedDirs = BTreeMap<String, (PathBuf, DirAccess)>;
 
 /// A directory a call sees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct DirGrant {
     /// The path inside the sandbox.
     pub guest_path: String,
@@ -27,6 +28,14 @@ pub struct DirGrant {
     pub host_path: PathBuf,
     /// The effective access: the lesser of what was asked and allowed.
     pub access: DirAccess,
+}
+
+impl DirGrant {
+    /// `host_path` seen at `guest_path` with `access`, as the sandbox
+    /// grants it (for code that checks paths against a call's grants).
+    pub fn new(guest_path: impl Into<String>, host_path: impl Into<PathBuf>, access: DirAccess) -> Self {
+        DirGrant { guest_path: guest_path.into(), host_path: host_path.into(), access }
+    }
 }
 
 /// One `dirs` entry of a `[plugins.NAME]` section as the file spells it.

@@ -119,6 +119,7 @@ pub struct Unasked {
 
 /// What the host's policy allows one plugin, as `toolhost.toml` says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Allowance {
     /// Guest path → the host directory behind it and the most access allowed.
     pub dirs: AllowedDirs,
@@ -167,6 +168,7 @@ impl std::fmt::Display for Withheld {
 
 /// The effective grants of one plugin.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Grants {
     /// Directories it sees.
     pub dirs: Vec<DirGrant>,
