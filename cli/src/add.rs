@@ -7,7 +7,8 @@ use super::source::Source;
 use anyhow::{Context, anyhow, bail};
 use std::path::Path;
 use std::process::ExitCode;
-use toolhost::{Catalog, LoadedPlugin, Registry, cli_support::sha256_hex, registry::LockFile, text::printable};
+use toolhost::{Catalog, LoadedPlugin, Registry, registry::LockFile, text::printable};
+use toolhost_support::digest::sha256_hex;
 
 /// Install a component into the plugin directory and pin it.
 ///

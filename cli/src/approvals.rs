@@ -2,7 +2,7 @@ use super::GlobalOptions;
 use super::output;
 use std::collections::BTreeSet;
 use std::process::ExitCode;
-use toolhost::{approval::ApprovalMemory, cli_support::did_you_mean};
+use toolhost::{approval::ApprovalMemory, protocol::suggest::did_you_mean};
 
 /// How many hex digits of a plugin's SHA-256 the list shows.
 const SHORT_SHA256: usize = 12;

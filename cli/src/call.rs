@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 use std::io::Read;
 use std::process::ExitCode;
 use std::time::Duration;
-use toolhost::{Limits, Policy, ProtocolId, Status, ToolCall, Turn, cli_support::did_you_mean};
+use toolhost::{Limits, Policy, ProtocolId, Status, ToolCall, Turn, protocol::suggest::did_you_mean};
 
 /// Call a tool once and print its output.
 ///

@@ -5,9 +5,9 @@ use anyhow::{Context, bail};
 use std::process::ExitCode;
 use toolhost::{
     Registry,
-    cli_support::{component_files, sha256_hex},
-    registry::{LoadError, LockFile},
+    registry::{LoadError, LockFile, component_files},
 };
+use toolhost_support::digest::sha256_hex;
 
 /// Pin every component's SHA-256 in the lock file.
 ///
@@ -36,7 +36,7 @@ impl LockCommand {
         let old = LockFile::read(&policy.lock_file)?;
         let mut pins = Vec::new();
         for path in component_files(&policy.plugin_dirs)? {
-            let bytes = toolhost::cli_support::read_regular_file(&path, toolhost::registry::MAX_COMPONENT_BYTES)
+            let bytes = toolhost_support::regular_file::read_regular_file(&path, toolhost::registry::MAX_COMPONENT_BYTES)
                 .with_context(|| format!("reading {}", path.display()))?;
             pins.push((LockFile::key(&policy.lock_file, &path), sha256_hex(&bytes)));
         }

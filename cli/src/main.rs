@@ -39,11 +39,11 @@ use std::sync::Arc;
 use toolhost::{AllowAll, Approvals, Approver, DenyAll, Executor, Pipeline, Registry, approval::TerminalApprover};
 use toolhost::{
     Policy,
-    cli_support::error_chain,
     config::{DEFAULT_CONFIG_FILE, DEFAULT_LOCK_FILE, find_config_file},
     policy_check::check_policy,
     sandbox::SandboxSize,
 };
+use toolhost_support::error_chain::error_chain;
 
 /// Run sandboxed WebAssembly tools for LLMs.
 #[derive(Debug, Parser)]
@@ -210,7 +210,7 @@ impl GlobalOptions {
         if let Some(file) = config_file.as_ref().filter(|_| self.config.is_none()) {
             // A file found, not named: another user's, or one others may
             // write, would hand out this user's grants (git's safe.directory).
-            toolhost::cli_support::check_trusted(file).map_err(|untrusted| {
+            toolhost_support::trust::check_trusted(file).map_err(|untrusted| {
                 anyhow::anyhow!(
                     "refusing the policy file found at {untrusted}; if you trust it, name it with --config {}, \
                      or fix its owner or mode (chown, chmod o-w)",

@@ -191,7 +191,7 @@ const EXPLAIN_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 /// desktop client shows the reason rather than "connection closed". The
 /// reason goes to stderr too, as every error does.
 fn explain_to_client(error: &anyhow::Error) {
-    let reason = format!("toolhost mcp could not start: {}", toolhost::cli_support::error_chain(error.as_ref()));
+    let reason = format!("toolhost mcp could not start: {}", toolhost_support::error_chain::error_chain(error.as_ref()));
     let (sent, received) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();

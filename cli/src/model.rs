@@ -2,7 +2,7 @@
 //! endpoint they talk to.
 
 use anyhow::{Context, bail};
-use toolhost::{Policy, ToolCallConfig, cli_support::did_you_mean, llm::LlmProfile, text::printable};
+use toolhost::{Policy, ToolCallConfig, llm::LlmProfile, protocol::suggest::did_you_mean, text::printable};
 
 /// Where the model is when nothing says: a local OpenAI-compatible server
 /// (llama.cpp's `llama-server`, vLLM, Ollama's `/v1`, …).

@@ -19,8 +19,8 @@ use serde::Serialize;
 use std::fmt::Display;
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
-use toolhost::cli_support::{to_json_line, to_json_pretty};
 use toolhost::text::{printable, printable_lines};
+use toolhost_support::printable::{to_json_line, to_json_pretty};
 
 /// When to colour what a person reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use toolhost::ProtocolId;
 use toolhost::{
     PromptCache, ToolCallConfig,
-    cli_support::did_you_mean,
     prompt::{unknown_template_tools, visible_tools},
+    protocol::suggest::did_you_mean,
 };
 
 /// Print the system prompt that tells a model about the tools.

@@ -19,7 +19,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use oci_wasm::{WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
 use std::path::PathBuf;
-use toolhost::cli_support::sha256_hex;
+use toolhost_support::digest::sha256_hex;
 
 /// The largest component `toolhost add` downloads: the largest the
 /// registry reads from a plugin directory.
@@ -62,7 +62,7 @@ impl Source {
     /// OCI pull checks every digest the registry names (manifest, layer).
     pub(super) async fn fetch(&self, expected: Option<&str>) -> anyhow::Result<Vec<u8>> {
         let bytes = match self {
-            Source::File(path) => toolhost::cli_support::read_regular_file(path, MAX_DOWNLOAD_BYTES as u64)
+            Source::File(path) => toolhost_support::regular_file::read_regular_file(path, MAX_DOWNLOAD_BYTES as u64)
                 .with_context(|| format!("reading {}; it was not installed", path.display()))?,
             Source::Https(url) => {
                 ensure!(

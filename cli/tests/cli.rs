@@ -151,7 +151,7 @@ fn plugin_dir(components: &[(&str, PathBuf)]) -> tempfile::TempDir {
 }
 
 fn sha256_of(path: &Path) -> String {
-    toolhost::cli_support::sha256_hex(&std::fs::read(path).unwrap())
+    toolhost_support::digest::sha256_hex(&std::fs::read(path).unwrap())
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 use support::{in_test_home, plugins, text};
-use toolhost::cli_support::sha256_hex;
+use toolhost_support::digest::sha256_hex;
 
 /// A user with a data directory of their own, in a working directory with
 /// no policy file.

@@ -63,9 +63,7 @@
 //! plain data and the parsers are the crates below this one, public whole
 //! as [`types`] and [`protocol`]; the [`sandbox`], [`registry`],
 //! [`contract`] and [`executor`] modules are those of the runtime crate
-//! below, `toolhost-runtime`. [`cli_support`] holds helpers the
-//! `toolhost` command shares, not a stable API. `docs/API.md` lists every
-//! public name.
+//! below, `toolhost-runtime`. `docs/API.md` lists every public name.
 //!
 //! The crate's own layout is described in `docs/ARCHITECTURE.md`; what the
 //! sandbox promises, in `docs/SECURITY.md`.
@@ -84,8 +82,9 @@
 // needs only this crate.
 pub use toolhost_protocol as protocol;
 use toolhost_protocol::{arguments, suggest};
-use toolhost_runtime::{checked_call, config_error, digest, error_chain, home_paths, printable, regular_file, trust};
+use toolhost_runtime::checked_call;
 pub use toolhost_runtime::{contract, executor, registry, sandbox};
+use toolhost_support::{config_error, digest, error_chain, home_paths, printable, regular_file};
 pub use toolhost_types as types;
 use toolhost_types::{call, manifest, message, outcome};
 
@@ -154,19 +153,6 @@ pub mod vcp {
 /// bidirectional overrides and invisible characters escaped, never obeyed.
 pub mod text {
     pub use crate::printable::{printable, printable_lines};
-}
-
-/// Helpers the `toolhost` command shares with the library: showing plugin
-/// text and errors to a person, JSON output, "did you mean", file checks.
-/// They serve the CLI; this is not a stable API.
-pub mod cli_support {
-    pub use crate::digest::sha256_hex;
-    pub use crate::error_chain::error_chain;
-    pub use crate::printable::{to_json_line, to_json_pretty};
-    pub use crate::registry::files::component_files;
-    pub use crate::regular_file::read_regular_file;
-    pub use crate::trust::{UntrustedFile, check_trusted};
-    pub use toolhost_protocol::suggest::did_you_mean;
 }
 
 /// Every limit's default, and the fixed limits, of the library, as

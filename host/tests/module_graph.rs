@@ -1,19 +1,22 @@
 //! The modules of each crate form layers: no import cycle between the
-//! top-level modules of a crate, read from the source (`crate::module`
-//! paths, and `super::module` ones that reach the crate's root, outside
-//! unit tests).
+//! top-level modules of a crate, nor between the modules inside any module
+//! (`sandbox::call` and `sandbox::linking`), read from the source
+//! (`crate::…` paths, and `super::…` ones that reach the module holding
+//! them, outside unit tests).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Each top-level module of the crate whose sources are in `src` and the
-/// other top-level modules its code names.
-fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+/// Each module inside the one whose sources are in `src` (the crate's
+/// root, or a module's folder), and the other modules beside it that its
+/// code names; `prefix` is the holder's path from the crate's root
+/// (`crate::` or `crate::sandbox::`).
+fn imports(src: &Path, prefix: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut files: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     for entry in std::fs::read_dir(src).unwrap().map(Result::unwrap) {
         let path = entry.path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        if name == "lib" || name == "main" {
+        if ["lib", "main", "mod"].contains(&name.as_str()) {
             continue;
         }
         files.entry(name).or_default().extend(rust_files(&path));
@@ -24,7 +27,9 @@ fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         .map(|(module, paths)| {
             let named = paths
                 .iter()
-                .flat_map(|path| named_modules(&without_unit_tests(&std::fs::read_to_string(path).unwrap()), depth(src, path)))
+                .flat_map(|path| {
+                    named_modules(&without_unit_tests(&std::fs::read_to_string(path).unwrap()), depth(src, path), prefix)
+                })
                 .filter(|name| name != module && modules.contains(name))
                 .collect();
             (module.clone(), named)
@@ -56,14 +61,15 @@ fn without_unit_tests(text: &str) -> String {
     code.lines().map(|line| line.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n")
 }
 
-/// The first segment of every path in `code` that starts at the crate's
-/// root: `crate::…`, or `super::…` with as many `super`s as the module is
-/// `depth` deep; braced groups (`use crate::{a::X, b::{Y, Z}}`) included.
-fn named_modules(code: &str, depth: usize) -> BTreeSet<String> {
+/// The first segment of every path in `code` that starts at the holding
+/// module: `root` (`crate::` for the crate's root), or `super::…` with as
+/// many `super`s as the module is `depth` deep below it; braced groups
+/// (`use crate::{a::X, b::{Y, Z}}`) included.
+fn named_modules(code: &str, depth: usize, root: &str) -> BTreeSet<String> {
     let ident = |text: &str| text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
     let to_root = "super::".repeat(depth);
     let mut named = BTreeSet::new();
-    for prefix in ["crate::", to_root.as_str()] {
+    for prefix in [root, to_root.as_str()] {
         for (at, _) in code.match_indices(prefix) {
             // Part of a longer path, `a::super::…` or `super::super::…`.
             if code[..at].ends_with("::") || code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
@@ -113,17 +119,64 @@ fn crate_src(dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir).join("src")
 }
 
+/// The crate's root and every module folder below `src`, each with its
+/// path from the root (`crate::`, `crate::sandbox::`).
+fn holders(src: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = vec![(src.to_owned(), "crate::".to_owned())];
+    let mut next = 0;
+    while next < found.len() {
+        let (dir, prefix) = found[next].clone();
+        for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+            if entry.path().is_dir() {
+                found.push((entry.path(), format!("{prefix}{}::", entry.file_name().to_string_lossy())));
+            }
+        }
+        next += 1;
+    }
+    found
+}
+
+/// Every holder of `src` whose modules import each other in a circle, with
+/// the modules on it.
+fn cycles_in(src: &Path) -> Vec<(String, BTreeSet<String>)> {
+    holders(src)
+        .into_iter()
+        .map(|(dir, prefix)| (prefix.clone(), in_cycles(&imports(&dir, &prefix))))
+        .filter(|(_, cycle)| !cycle.is_empty())
+        .collect()
+}
+
 #[test]
-fn no_crate_has_an_import_cycle_between_its_modules() {
-    for dir in ["types", "protocol", "runtime", "host", "cli", "sdk", "standin"] {
-        let cycles = in_cycles(&imports(&crate_src(dir)));
+fn no_module_has_an_import_cycle_between_the_modules_inside_it() {
+    for dir in ["types", "protocol", "support", "runtime", "host", "cli", "sdk", "standin"] {
+        let cycles = cycles_in(&crate_src(dir));
         assert!(cycles.is_empty(), "{dir}: modules in an import cycle: {cycles:?}");
     }
 }
 
 #[test]
+fn a_cycle_inside_a_module_is_found() {
+    let src = tempfile::tempdir().unwrap();
+    let write = |path: &str, code: &str| {
+        let path = src.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, code).unwrap();
+    };
+    write("lib.rs", "mod outer;\nmod other;\n");
+    write("other.rs", "use crate::outer::Thing;\n");
+    write("outer/mod.rs", "mod a;\nmod b;\nmod c;\n");
+    write("outer/a.rs", "use super::b::B;\n");
+    write("outer/b.rs", "use crate::outer::c::C;\n");
+    write("outer/c.rs", "use super::{a::A, super::other};\n#[cfg(test)]\nmod tests { use super::super::b; }\n");
+    let cycles = cycles_in(src.path());
+    assert_eq!(cycles, [("crate::outer::".to_owned(), ["a", "b", "c"].map(String::from).into())]);
+    write("outer/c.rs", "pub struct C;\n");
+    assert!(cycles_in(src.path()).is_empty());
+}
+
+#[test]
 fn the_layers_of_this_crate_hold() {
-    let graph = imports(&crate_src("host"));
+    let graph = imports(&crate_src("host"), "crate::");
     let below = |module: &str, above: &[&str]| {
         for other in above {
             assert!(!graph[module].contains(*other), "{module} reaches up to {other}");
@@ -145,12 +198,12 @@ fn the_layers_of_this_crate_hold() {
 fn the_reader_finds_braced_and_plain_paths_and_skips_comments_and_unit_tests() {
     let code =
         "use crate::{a::X, b::{Y, Z}, c};\nfn f() { crate::d::g(); } // crate::e\n#[cfg(test)]\nmod tests { use crate::f; }";
-    let named = named_modules(&without_unit_tests(code), 1);
+    let named = named_modules(&without_unit_tests(code), 1, "crate::");
     assert_eq!(named, ["a", "b", "c", "d"].map(String::from).into());
     // From `src/x/y.rs`: `super::super::` is the root, `super::` is `x`.
     let nested = "use super::super::a::X;\nuse super::sibling;\nfn f() { super::super::{b, c::D}; }";
-    assert_eq!(named_modules(nested, 2), ["a", "b", "c"].map(String::from).into());
-    assert_eq!(named_modules(nested, 1), ["sibling", "super"].map(String::from).into());
+    assert_eq!(named_modules(nested, 2, "crate::"), ["a", "b", "c"].map(String::from).into());
+    assert_eq!(named_modules(nested, 1, "crate::x::"), ["sibling", "super"].map(String::from).into());
     let graph: BTreeMap<String, BTreeSet<String>> = [("a", vec!["b"]), ("b", vec!["a"]), ("c", vec!["a"])]
         .map(|(m, to)| (m.to_owned(), to.into_iter().map(String::from).collect()))
         .into();

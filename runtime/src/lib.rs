@@ -7,8 +7,7 @@
 //!
 //! It knows no door, no approval and no model: the `toolhost` crate builds
 //! those on it and re-exports what an embedder uses, so a program needs
-//! only that one. The modules marked hidden serve the `toolhost` crate and
-//! are not a stable API.
+//! only that one.
 
 // A `pub` item that no path from the root reaches is `pub(crate)`, so
 // that `pub` alone marks the public API.
@@ -18,6 +17,7 @@
 // The crates below, at the paths their modules had when they were part of
 // this one.
 use toolhost_protocol::{arguments, declaration};
+use toolhost_support::{config_error, digest, error_chain, home_paths, printable, regular_file, trust};
 use toolhost_types::{call, failure, manifest, outcome, units};
 
 pub mod checked_call;
@@ -25,21 +25,6 @@ pub mod contract;
 pub mod executor;
 pub mod registry;
 pub mod sandbox;
-
-#[doc(hidden)]
-pub mod config_error;
-#[doc(hidden)]
-pub mod digest;
-#[doc(hidden)]
-pub mod error_chain;
-#[doc(hidden)]
-pub mod home_paths;
-#[doc(hidden)]
-pub mod printable;
-#[doc(hidden)]
-pub mod regular_file;
-#[doc(hidden)]
-pub mod trust;
 
 /// Install toolhost's counting allocator as the program's global
 /// allocator, so that each call's host memory is counted and the per-call

@@ -4,9 +4,9 @@
 use crate::built::{FILES, HOSTILE, SQUATTER};
 use crate::support::TestHost;
 use serde_json::json;
-use toolhost::cli_support::sha256_hex;
 use toolhost::sandbox::Withheld;
 use toolhost::{Registry, Status};
+use toolhost_support::digest::sha256_hex;
 
 /// A host with the hostile plugin, `/data` mapped to a fresh directory
 /// holding `inside.txt`, next to `outside.txt` that must stay unreachable.

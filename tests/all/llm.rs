@@ -28,7 +28,7 @@ async fn a_refused_connection_says_so_names_the_url_once_and_keeps_its_source() 
     drop(closed);
     let error = ask(no_retries(base_url.clone())).await.unwrap_err();
     assert!(matches!(error, LlmError::Connect { .. }), "{error:?}");
-    let said = toolhost::cli_support::error_chain(&error);
+    let said = toolhost_support::error_chain::error_chain(&error);
     assert!(said.to_lowercase().contains("connection refused"), "{said}");
     assert_eq!(said.matches(&base_url).count(), 1, "{said}");
     assert!(error.source().is_some(), "the HTTP client's error is kept as the source");

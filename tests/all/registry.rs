@@ -8,14 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost::Policy;
 use toolhost::Registry;
+use toolhost::registry::component_files;
 use toolhost::{
     CheckedCall, Executor, Status, ToolCall, ToolSpec,
-    cli_support::{component_files, sha256_hex},
     contract::Contract,
     policy_check::check_policy,
     prompt::visible_tools,
     registry::{CacheUse, LoadError, LockFile, PinState},
 };
+use toolhost_support::digest::sha256_hex;
 
 fn refusals(registry: &Registry) -> Vec<String> {
     registry.catalog().refused.iter().map(|r| r.error.to_string()).collect()
@@ -46,7 +47,7 @@ async fn a_component_that_does_not_compile_is_refused_alone_keeping_wasmtimes_er
     let [refusal] = &catalog.refused[..] else { panic!("{:?}", refusals(&host.registry)) };
     assert!(matches!(refusal.error, LoadError::Compile { .. }), "{:?}", refusal.error);
     let source = std::error::Error::source(&refusal.error).expect("wasmtime's error is kept");
-    let said = toolhost::cli_support::error_chain(&refusal.error);
+    let said = toolhost_support::error_chain::error_chain(&refusal.error);
     assert!(said.starts_with("broken.wasm is not a loadable component: ") && said.contains(&source.to_string()), "{said}");
 }
 

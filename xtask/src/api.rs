@@ -38,11 +38,11 @@ pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
         "# The public API of `toolhost`\n\n\
          Generated from the source by `cargo xtask api`; a test fails when this\n\
          file and the source disagree. The root holds the items most programs\n\
-         use; each module holds one concept, the root's items among them.\n\
-         `cli_support` serves the `toolhost` command and is not a stable API.\n\n\
-         What is stable: every name below but `cli_support`'s, in the default\n\
-         build (the `unchecked` feature, which runs a tool by name without the\n\
-         pipeline, is for the project's own tests and is not). Adding a variant\n\
+         use; each module holds one concept, the root's items among them.\n\n\
+         What is stable: every name below, in the default build (the\n\
+         `unchecked` feature, which runs a tool by name without the pipeline,\n\
+         is for the project's own tests and is not; nor is the internal\n\
+         `toolhost-support` crate the command shares). Adding a variant\n\
          to a non-exhaustive enum, a field to a non-exhaustive struct, a policy\n\
          key or a name is not a breaking change; any other change to a listed\n\
          name is, and comes with a new minor version while toolhost is 0.x.\n\n\

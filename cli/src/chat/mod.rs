@@ -20,13 +20,14 @@ use toolhost::{
     AllowAll, Approver, CancellationToken, Chain, ChainEvent, DenyAll, OpenAiClient, ProtocolId, Registry, Stop, Transcript,
     agent::{CallMode, LiveSettings},
     chain::ManualDecision,
-    cli_support::{did_you_mean, to_json_pretty},
     prompt::visible_tools,
+    protocol::suggest::did_you_mean,
     registry::DEFAULT_WATCH_INTERVAL,
     text::printable,
     transcript::{Entry, RequestedCall},
     vcp::Handover,
 };
+use toolhost_support::printable::to_json_pretty;
 
 /// The agent name a chat without `--agent` runs as (approvals remembered
 /// for it, audit records).

@@ -4,7 +4,7 @@
 //! bearer token.
 
 use super::bounds;
-use super::session::Session;
+use super::session::{ClientGone, Session};
 use super::sessions::{BoundedSessions, session_idle_limit};
 use super::{LOOPBACK_HOSTS, McpError, McpServer};
 use axum::extract::Request;
@@ -127,12 +127,6 @@ impl McpServer {
         Ok(served?)
     }
 }
-
-/// Cancelled when the response to the request that carries it is dropped
-/// unfinished: the client closed the connection (or, its call done, the
-/// response was sent, when it no longer matters).
-#[derive(Clone)]
-pub(super) struct ClientGone(pub(super) CancellationToken);
 
 /// Give each request a [`ClientGone`], cancelled when its response body
 /// is dropped: a call whose client vanished without a cancel is then

@@ -4,7 +4,6 @@
 use super::Shared;
 use super::approver::ClientApprover;
 use super::bounds::Busy;
-use super::http::ClientGone;
 use super::resumable::{self, Round};
 use super::tools::{call_result, mcp_tool};
 use crate::approval::Approver;
@@ -210,6 +209,11 @@ fn client_key(context: &RequestContext<RoleServer>, came_through_session: bool) 
         None => "http".to_owned(),
     }
 }
+/// Cancelled when the response to the request that carries it is dropped
+/// unfinished: the client closed the connection (or, its call done, the
+/// response was sent, when it no longer matters).
+#[derive(Clone)]
+pub(super) struct ClientGone(pub(super) CancellationToken);
 
 /// Cancelled when the HTTP connection that carried the call closes.
 fn client_gone(context: &RequestContext<RoleServer>) -> Option<CancellationToken> {

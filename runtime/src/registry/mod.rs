@@ -25,8 +25,7 @@
 
 pub(crate) mod binding;
 mod cache;
-#[doc(hidden)]
-pub mod files;
+mod files;
 mod lock;
 mod magic;
 pub(crate) mod names;
@@ -49,7 +48,7 @@ pub use watch::DEFAULT_WATCH_INTERVAL;
 /// as is one `toolhost add` would download.
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 // Public through `cli_support`, which the CLI uses.
-pub(crate) use files::component_files;
+pub use files::component_files;
 
 use crate::contract::{Contract, ContractError};
 use crate::declaration::{ManifestError, RawManifest};

@@ -20,7 +20,8 @@
 //! wrong).
 
 use super::bindings::ReadyPlugin;
-use super::call::{CallState, STDIO_CAPTURE_BYTES, begin_call};
+use super::call::{STDIO_CAPTURE_BYTES, begin_call};
+use super::call_state::CallState;
 use super::capture::Capture;
 use super::pool_share::{Needs, Share};
 use super::{EPOCH_TICK, Grants, Limits, MEMORIES_PER_CALL, Prepared, Sandbox, TABLES_PER_CALL};

@@ -2,7 +2,7 @@
 //! world (see [`Contract`]), and what a guest returns turned into the
 //! host-side types: the one place each version's records are mirrored.
 
-use super::call::CallState;
+use super::call_state::CallState;
 use crate::contract::Contract;
 use crate::declaration::{RawManifest, RawTool};
 use crate::failure::{ToolFailure, ToolFailureKind, ToolOutput};

@@ -2,12 +2,14 @@
 //! called, and whatever happened turned into an [`Invocation`].
 
 use super::bindings::GuestManifest;
+use super::call_state::CallState;
 use super::capability::{Grants, HttpGate};
 use super::capture::Capture;
-use super::filesystem::{Listings, OpenFiles};
-use super::host_work::{self, HostLimit, HostWork};
+use super::host_account::{HostLimit, HostWork};
+use super::host_work;
 use super::limits::{CallLimiter, Limits, Refusal};
 use super::linking::NotGranted;
+use super::open_files::{Listings, OpenFiles};
 use super::plugin_log::LogBudget;
 use super::wasmtime_words::{self, LimitInWords};
 use super::{EPOCH_TICK, FUEL_YIELD_INTERVAL, Prepared, STACK_LIMIT_BYTES, Sandbox};
@@ -20,8 +22,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{CallHook, Store, Trap, UpdateDeadline};
-use wasmtime_wasi::{I32Exit, WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi::I32Exit;
+use wasmtime_wasi_http::WasiHttpCtx;
 
 /// Guest stdout and stderr kept per call; more is counted and dropped.
 pub(crate) const STDIO_CAPTURE_BYTES: usize = 64 << 10;
@@ -38,73 +40,6 @@ const MAX_COMPONENT_HANDLES: usize = 10_000;
 /// Random bytes one `get-random-bytes` call may ask the host for (WASI's
 /// default is 64 MiB, allocated on the host).
 const MAX_RANDOM_BYTES: u64 = 1 << 20;
-
-/// The data of one call's store.
-pub(crate) struct CallState {
-    wasi: WasiCtx,
-    http: WasiHttpCtx,
-    pub(crate) table: ResourceTable,
-    http_gate: HttpGate,
-    limiter: CallLimiter,
-    pub(crate) limits: Limits,
-    pub(crate) plugin: String,
-    log: LogBudget,
-    pub(crate) open_files: OpenFiles,
-    pub(crate) listings: Listings,
-    /// Cancels the call; checked every epoch tick.
-    cancel: CancellationToken,
-    /// When the call's time is up; checked every epoch tick.
-    deadline: Instant,
-    /// Last, so that everything above is freed while the account is open.
-    pub(crate) work: HostWork,
-}
-
-impl CallState {
-    /// The call's time is up `after` from now.
-    pub(crate) fn set_deadline(&mut self, after: Duration) {
-        self.deadline = Instant::now() + after;
-    }
-
-    /// Host memory held for the call: what the allocator counted, and the
-    /// estimated directory listings it could not.
-    pub(crate) fn host_memory_held(&self) -> usize {
-        self.work.memory.held() + self.listings.bytes()
-    }
-
-    /// A line the host logs because of the plugin (a refused open), paid
-    /// from the plugin's own log budget like its records.
-    pub(crate) fn notice(&mut self, message: &str) {
-        if let Some(message) = self.log.admit(&self.plugin, message) {
-            let plugin = self.plugin.as_str();
-            tracing::warn!(plugin, "{message}");
-        }
-    }
-
-    /// A record the plugin writes into the host's log, within its budget.
-    pub(crate) fn plugin_log(&mut self, level: tracing::Level, message: &str) {
-        let plugin = self.plugin.as_str();
-        let Some(message) = self.log.admit(plugin, message) else { return };
-        match level {
-            tracing::Level::TRACE => tracing::trace!(plugin, "{message}"),
-            tracing::Level::DEBUG => tracing::debug!(plugin, "{message}"),
-            tracing::Level::INFO => tracing::info!(plugin, "{message}"),
-            tracing::Level::WARN => tracing::warn!(plugin, "{message}"),
-            _ => tracing::error!(plugin, "{message}"),
-        }
-    }
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
-    }
-}
-
-impl WasiHttpView for CallState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_gate }
-    }
-}
 
 /// Which export a call runs.
 pub(crate) enum Export<'a> {

@@ -14,8 +14,9 @@
 //! for it. An import toolhost does not offer at all makes the component
 //! fail to load.
 
-use super::call::CallState;
+use super::call_state::CallState;
 use super::capability::Grants;
+use super::wasi_versions::WASI_LINKED_VERSION;
 use super::{bindings, filesystem, host_work};
 use crate::failure::GrantKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -23,16 +24,6 @@ use std::sync::{Arc, Mutex};
 use wasmtime::Engine;
 use wasmtime::component::types::ComponentItem;
 use wasmtime::component::{Component, Linker};
-
-/// The WASI interfaces toolhost answers some functions of itself, at the
-/// versions `wasmtime-wasi` links (a plugin built against an older 0.2.x
-/// links to them by semver).
-pub(crate) const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
-pub(crate) const WASI_IO_STREAMS: &str = "wasi:io/streams@0.2.12";
-pub(crate) const WASI_IO_POLL: &str = "wasi:io/poll@0.2.12";
-
-/// The WASI 0.2 version `wasmtime-wasi` 48 links.
-const WASI_LINKED_VERSION: &str = "0.2.12";
 
 /// `wasi:http/types@0.2.0` as the linker names it: `wasi:http/types@0.2.12`.
 /// Other versions are left as they are.

@@ -9,19 +9,23 @@ mod bindings;
 
 use bindings::ReadyPlugin;
 mod call;
+mod call_state;
 mod capability;
 mod capture;
 mod descriptors;
 mod filesystem;
+mod host_account;
 mod host_memory;
 mod host_work;
 mod limits;
 mod linking;
+mod open_files;
 mod plugin_log;
 mod pool_share;
 mod section;
 mod size;
 mod wasi_errno;
+mod wasi_versions;
 mod wasmtime_words;
 
 pub use crate::failure::{CallFailure, GrantKind, Invocation, ToolFailure, ToolFailureKind, ToolOutput};

@@ -11,13 +11,13 @@
 //! (`127.0.0.1:8080`, `[::1]:*`) is reached whatever it is.
 
 use super::super::descriptors::Descriptors;
-use super::outbound::{self, Destination, Sent};
+use super::outbound::{self, DENIED_HOSTS_KEPT, Destination, Refusals, Sent};
 use super::{AskedFor, Capability, Unasked, Withheld};
 use crate::manifest::{Capabilities, Reach};
 use crate::printable::printable;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
 /// HTTP hosts as a `[plugins.NAME]` section allows them.
@@ -144,29 +144,6 @@ impl std::fmt::Display for Entry {
     }
 }
 
-/// What the gate refused and why, beyond the host: addresses a granted
-/// name resolved to, noted as the request is sent, off the gate.
-#[derive(Default)]
-pub(crate) struct Refusals {
-    why: Mutex<Vec<String>>,
-}
-
-impl Refusals {
-    pub(super) fn note(&self, why: String) {
-        let mut noted = self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if noted.len() < DENIED_HOSTS_KEPT && !noted.contains(&why) {
-            noted.push(why);
-        }
-    }
-
-    fn taken(&self) -> Vec<String> {
-        self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
-    }
-}
-
-/// Refused hosts one call remembers by name; more are only counted, so a
-/// plugin cannot grow the list (or the outcome) without bound.
-const DENIED_HOSTS_KEPT: usize = 4;
 /// The longest host name kept for a refusal message.
 const DENIED_HOST_BYTES: usize = 255;
 

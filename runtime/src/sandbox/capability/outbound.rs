@@ -9,16 +9,39 @@
 //! the name again (which a rebinding name could answer differently). TLS
 //! still verifies the certificate against the name.
 
-use super::http::Refusals;
 use http::uri::Scheme;
 use http_body_util::BodyExt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
 /// How long resolving and connecting may take when the request does not say.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Refused hosts one call remembers by name; more are only counted, so a
+/// plugin cannot grow the list (or the outcome) without bound.
+pub(super) const DENIED_HOSTS_KEPT: usize = 4;
+
+/// What the gate refused and why, beyond the host: addresses a granted
+/// name resolved to, noted as the request is sent, off the gate.
+#[derive(Default)]
+pub(super) struct Refusals {
+    why: Mutex<Vec<String>>,
+}
+
+impl Refusals {
+    pub(super) fn note(&self, why: String) {
+        let mut noted = self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if noted.len() < DENIED_HOSTS_KEPT && !noted.contains(&why) {
+            noted.push(why);
+        }
+    }
+
+    pub(super) fn taken(&self) -> Vec<String> {
+        self.why.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
 
 /// Where a request may go: the name (or address) and port its URI names,
 /// and whether its grant names that address itself.

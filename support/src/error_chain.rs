@@ -24,12 +24,12 @@ pub fn error_chain(error: &(dyn Error + 'static)) -> String {
 
 /// The message a panic was raised with, or `None` for a payload that is
 /// not text.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> Option<&str> {
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> Option<&str> {
     panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str))
 }
 
 /// `work`'s value, or the message of its panic.
-pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+pub fn caught<T>(work: impl FnOnce() -> T) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
         .map_err(|panic| panic_message(&*panic).unwrap_or("a panic without a message").to_owned())
 }

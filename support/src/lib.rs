@@ -1,0 +1,17 @@
+//! Helpers the toolhost crates and the `toolhost` command share: the
+//! user's directories ([`home_paths`]), SHA-256 in hex ([`digest`]), an
+//! error with its causes on one line ([`error_chain`]), plugin and model
+//! text made safe to show ([`printable`]), reading a file that must be a
+//! regular one ([`regular_file`]), refusing a file others may write
+//! ([`trust`]) and the policy file's error ([`config_error`]).
+//!
+//! Internal to toolhost and not a stable API: an embedder takes the
+//! `toolhost` crate, which re-exports what it needs of these.
+
+pub mod config_error;
+pub mod digest;
+pub mod error_chain;
+pub mod home_paths;
+pub mod printable;
+pub mod regular_file;
+pub mod trust;
