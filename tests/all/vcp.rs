@@ -628,6 +628,77 @@ async fn a_file_request_is_approved_and_audited_like_a_call_of_a_moderate_tool()
     assert_eq!(file_requests_audited(&node)[0]["reason"], "no files today");
 }
 
+/// How the audit log's last record of request `tool` says it was decided
+/// and how it ended: what a call and a file request must share.
+fn last_decided(node: &Node, tool: &str) -> Value {
+    let audit = std::fs::read_to_string(node.host.dir.path().join("audit.jsonl")).unwrap();
+    let records: Vec<Value> = audit.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let last = records.iter().rev().find(|r| r["tool"] == tool && r.get("status").is_some());
+    let last = last.unwrap_or_else(|| panic!("{tool} is audited: {records:?}"));
+    json!({ "decision": last["decision"], "by": last["by"], "reason": last.get("reason"), "status": last["status"] })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_request_waits_for_a_person_and_is_cancelled_denied_and_remembered_as_a_call_is() {
+    let standin = StandIn::start(KEY).await;
+    let (mut person, approver) = Person::at_terminal();
+    let serve = "serve_dirs = [\"shared\"]\n";
+    let audited = "[approval]\naudit_log = \"audit.jsonl\"\n";
+    let node = Node::join_approved_by(&standin.url(), KEY, &[EXPOSED], serve, audited, |_| approver).await;
+    let shared = node.host.dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::write(shared.join("note.txt"), "hello").unwrap();
+    let note = json!({"fileUrl": format!("file://{}", shared.join("note.txt").display())});
+    standin.registration(1).await;
+    let mut asked = 0;
+
+    // Cancelled by the server while the person thinks: withdrawn, and
+    // audited as cancelled with no decision.
+    for (id, tool, args) in [("c-call", "moderate_echo", json!({"text": "x"})), ("c-file", "internal_request_file", note.clone())]
+    {
+        standin.execute(id, tool, args);
+        asked += 1;
+        person.sees(&format!("{tool}: run it? [y/a/n/all/none]"), 1).await;
+        standin.cancel(id);
+        let result = standin.result(id).await;
+        assert!(error_of(&result).contains("cancelled while waiting for approval"), "{id}: {result}");
+        person.sees("withdrawn: the call was cancelled while it waited for an answer", asked).await;
+        person.types("y");
+        person.sees("the answer was not used", asked).await;
+    }
+    let cancelled = json!({"decision": null, "by": null, "reason": null, "status": "cancelled"});
+    assert_eq!(last_decided(&node, "moderate_echo"), cancelled);
+    assert_eq!(last_decided(&node, "internal_request_file"), cancelled);
+
+    // Denied by the person, with their words for the caller.
+    for (id, tool, args) in [("n-call", "moderate_echo", json!({"text": "x"})), ("n-file", "internal_request_file", note.clone())]
+    {
+        standin.execute(id, tool, args);
+        asked += 1;
+        person.sees("run it?", asked).await;
+        person.types("n not today");
+        assert!(error_of(&standin.result(id).await).contains("not today"), "{id}");
+    }
+    let denied = json!({"decision": "deny", "by": "person", "reason": "not today", "status": "denied"});
+    assert_eq!(last_decided(&node, "moderate_echo"), denied);
+    assert_eq!(last_decided(&node, "internal_request_file"), denied);
+
+    // "Always": the next request runs unasked, by the remembered answer.
+    standin.execute("a-file", "internal_request_file", note.clone());
+    asked += 1;
+    person.sees("run it?", asked).await;
+    person.types("a");
+    assert_eq!(standin.result("a-file").await["result"]["fileData"], "aGVsbG8=");
+    assert_eq!(last_decided(&node, "internal_request_file")["by"], "person");
+    standin.execute("a-file-again", "internal_request_file", note);
+    assert_eq!(standin.result("a-file-again").await["result"]["fileData"], "aGVsbG8=");
+    assert_eq!(
+        last_decided(&node, "internal_request_file"),
+        json!({"decision": "run", "by": "remembered", "reason": null, "status": "success"})
+    );
+    assert_eq!(person.screen().matches("run it?").count(), asked, "the remembered request asked nobody");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_running_calls_finish_within_the_grace_period_then_closes() {
     let standin = StandIn::start(KEY).await;

@@ -51,9 +51,9 @@ pub(crate) fn render(root: &Path) -> anyhow::Result<String> {
          mirroring the WIT contract (`ParamType`, `Permission`, `DirAccess`,\n\
          `ToolOutput`, `ToolFailureKind`), which change only with a new contract\n\
          version, `sandbox::Withheld` (one variant per capability, which only a\n\
-         new contract adds), and `approval::Assessment`, `CallDecision` and\n\
-         `ResultDecision` (a wildcard arm there could run a call or pass a\n\
-         withheld result). So are the structs the library\n\
+         new contract adds), and `approval::Assessment`, `Settled`,\n\
+         `CallDecision` and `ResultDecision` (a wildcard arm there could run a\n\
+         call or pass a withheld result). So are the structs the library\n\
          hands out (outcomes, reports, events, errors) and the configurations\n\
          a program builds: see the last section.\n",
     );

@@ -36,6 +36,39 @@ pub enum Assessment {
     },
 }
 
+/// How approval of an asked call ends once it is answered: what
+/// [`Approvals::settle`] makes of an answer. Only the two outcomes an
+/// answer can have: nobody matches an "ask" that cannot come. Where a
+/// record holds an [`Assessment`] (the audit log's, a paused turn's), it
+/// converts into one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+// Exhaustive, as `Assessment` is: a new outcome must not fall into a
+// wildcard that runs the call.
+pub enum Settled {
+    /// It runs.
+    Run {
+        /// Who or what let it.
+        by: DecidedBy,
+    },
+    /// It does not run; `reason` reaches the model.
+    Deny {
+        /// Who or what refused it.
+        by: DecidedBy,
+        /// Why, in words for the model.
+        reason: String,
+    },
+}
+
+/// A settled call is assessed as it ended: run or deny, by the same.
+impl From<Settled> for Assessment {
+    fn from(settled: Settled) -> Self {
+        match settled {
+            Settled::Run { by } => Assessment::Run { by },
+            Settled::Deny { by, reason } => Assessment::Deny { by, reason },
+        }
+    }
+}
+
 /// The approval policy at work: `[approval]` rules, the remembered
 /// decisions and the audit log. Shared by every turn (`&self` throughout).
 #[derive(Debug)]
@@ -167,30 +200,30 @@ impl Approvals {
     }
 
     /// What `answer` makes of `call`, whose plugin's component has
-    /// `plugin_sha256`: run or deny. "Allow always" where the question
-    /// offered it ([`PendingCall::offers_always`]) is remembered (a failure
-    /// to write it is logged; the call still runs); where it did not, the
-    /// answer chose what nobody was asked and the call is denied, nothing
-    /// remembered. An adapter's "always" (`--yes`) counts as once. A
-    /// denial without words gets some.
-    pub async fn settle(&self, call: &PendingCall, plugin_sha256: &str, answer: Answer) -> Assessment {
+    /// `plugin_sha256`: run or deny ([`Settled`]). "Allow always" where the
+    /// question offered it ([`PendingCall::offers_always`]) is remembered
+    /// (a failure to write it is logged; the call still runs); where it did
+    /// not, the answer chose what nobody was asked and the call is denied,
+    /// nothing remembered. An adapter's "always" (`--yes`) counts as once.
+    /// A denial without words gets some.
+    pub async fn settle(&self, call: &PendingCall, plugin_sha256: &str, answer: Answer) -> Settled {
         match answer.decision {
             CallDecision::AllowAlways if call.offers_always() => {
                 if let Err(e) = self.remember(&call.agent, &call.plugin, &call.tool, plugin_sha256).await {
                     tracing::warn!("{e}");
                 }
-                Assessment::Run { by: answer.by }
+                Settled::Run { by: answer.by }
             }
-            CallDecision::AllowAlways if answer.by == DecidedBy::Person => Assessment::Deny {
+            CallDecision::AllowAlways if answer.by == DecidedBy::Person => Settled::Deny {
                 by: answer.by,
                 reason: format!(
                     "the answer chose \"allow always\", which the question did not offer ({} is asked every call: {})",
                     call.tool, call.reason
                 ),
             },
-            CallDecision::AllowOnce | CallDecision::AllowAlways => Assessment::Run { by: answer.by },
+            CallDecision::AllowOnce | CallDecision::AllowAlways => Settled::Run { by: answer.by },
             CallDecision::Deny { reason } => {
-                Assessment::Deny { reason: reason.unwrap_or_else(|| DENIED_WITHOUT_REASON.to_owned()), by: answer.by }
+                Settled::Deny { reason: reason.unwrap_or_else(|| DENIED_WITHOUT_REASON.to_owned()), by: answer.by }
             }
         }
     }
@@ -395,7 +428,7 @@ mod tests {
         let Assessment::Ask(reason) = assess(&setup, &read, &Map::new()) else { panic!("moderate asks") };
         let call = pending(&read, reason);
         let always = Answer { decision: CallDecision::AllowAlways, by: DecidedBy::Person };
-        assert_eq!(setup.approvals.settle(&call, SHA, always.clone()).await, Assessment::Run { by: DecidedBy::Person });
+        assert_eq!(setup.approvals.settle(&call, SHA, always.clone()).await, Settled::Run { by: DecidedBy::Person });
         assert_eq!(assess(&setup, &read, &Map::new()), Assessment::Run { by: DecidedBy::Remembered });
         assert_eq!(
             setup.approvals.assess("coder", false, "2222", &read, &Map::new(), &[]),
@@ -417,13 +450,13 @@ mod tests {
 
         let write = tool("write_file", Permission::Sensitive);
         let call = pending(&write, AskReason::Sensitive);
-        let Assessment::Deny { by: DecidedBy::Person, reason } = setup.approvals.settle(&call, SHA, always.clone()).await else {
+        let Settled::Deny { by: DecidedBy::Person, reason } = setup.approvals.settle(&call, SHA, always.clone()).await else {
             panic!("\"always\" was not offered for a sensitive tool")
         };
         assert!(reason.contains("did not offer"), "{reason}");
         assert_eq!(assess(&setup, &write, &Map::new()), Assessment::Ask(AskReason::Sensitive), "nothing remembered");
         let by_adapter = Answer { decision: CallDecision::AllowAlways, by: DecidedBy::AllowAll };
-        assert_eq!(setup.approvals.settle(&call, SHA, by_adapter).await, Assessment::Run { by: DecidedBy::AllowAll });
+        assert_eq!(setup.approvals.settle(&call, SHA, by_adapter).await, Settled::Run { by: DecidedBy::AllowAll });
     }
 
     #[tokio::test]
@@ -439,7 +472,7 @@ mod tests {
         let call = pending(&read, reason);
         assert!(!call.offers_always());
         let always = Answer { decision: CallDecision::AllowAlways, by: DecidedBy::Person };
-        assert!(matches!(setup.approvals.settle(&call, SHA, always).await, Assessment::Deny { .. }));
+        assert!(matches!(setup.approvals.settle(&call, SHA, always).await, Settled::Deny { .. }));
         assert_eq!(
             assess(&setup, &read, &args(json!({ "path": "notes/a" }))),
             Assessment::Ask(AskReason::Moderate),
@@ -480,7 +513,7 @@ mod tests {
         assert_eq!(answers[1].by, DecidedBy::NoAnswer);
         assert_eq!(
             setup.approvals.settle(&calls[0], SHA, answers[0].clone()).await,
-            Assessment::Deny { by: DecidedBy::Person, reason: DENIED_WITHOUT_REASON.into() }
+            Settled::Deny { by: DecidedBy::Person, reason: DENIED_WITHOUT_REASON.into() }
         );
         let allowed = setup.approvals.ask(&AllowAll, &calls).await;
         assert!(allowed.iter().all(|a| a.by == DecidedBy::AllowAll && a.decision == CallDecision::AllowOnce));

@@ -19,7 +19,8 @@
 //! The most interesting items:
 //! - [`Approvals`]: [`assess`](Approvals::assess) a call, [`ask`](Approvals::ask)
 //!   an approver about a batch, [`settle`](Approvals::settle) each answer
-//!   (remembering "allow always"), [`audit`](Approvals::audit) the outcome;
+//!   (run or deny, a [`Settled`]; remembering "allow always"),
+//!   [`audit`](Approvals::audit) the outcome;
 //! - the adapters: [`DenyAll`] (nobody attached), [`AllowAll`] (`--yes`),
 //!   [`TerminalApprover`] (a person at a terminal, or any reader and
 //!   writer), [`ChannelApprover`] (a UI or an embedding program, with a
@@ -31,7 +32,7 @@
 //! corrupt memory file, say). One turn's approval step then runs like this:
 //!
 //! ```no_run
-//! use toolhost::{Approvals, DenyAll, PendingCall, ToolOutcome, ToolSpec, approval::{Assessment, AuditRecord}};
+//! use toolhost::{Approvals, DenyAll, PendingCall, ToolOutcome, ToolSpec, approval::{Assessment, AuditRecord, Settled}};
 //! # async fn turn(approvals: &Approvals, tool: &ToolSpec, sha256: &str, args: serde_json::Map<String, serde_json::Value>) {
 //! let approver = DenyAll; // or AllowAll, a TerminalApprover, a ChannelApprover
 //! let mut pending = Vec::new();
@@ -50,13 +51,12 @@
 //! // All of a turn's asked calls go to the approver as one batch.
 //! for (call, answer) in pending.iter().zip(approvals.ask(&approver, &pending).await) {
 //!     match approvals.settle(call, sha256, answer).await {
-//!         Assessment::Run { by } => { /* execute; audit with `by` */ }
-//!         Assessment::Deny { by, reason } => {
+//!         Settled::Run { by } => { /* execute; audit with `by` */ }
+//!         Settled::Deny { by, reason } => {
 //!             let outcome = ToolOutcome::without_running(&call.id, &call.tool, toolhost::Status::Denied, reason.clone());
-//!             let decided = Assessment::Deny { by, reason };
+//!             let decided = Assessment::from(Settled::Deny { by, reason });
 //!             approvals.audit(&AuditRecord::new(&call.agent, Some(&call.plugin), &call.args, Some(&decided), &outcome));
 //!         }
-//!         Assessment::Ask(_) => unreachable!("settled calls run or are denied"),
 //!     }
 //! }
 //! # }
@@ -79,7 +79,7 @@ mod terminal;
 mod unattended;
 
 pub use adapters::{AllowAll, DenyAll};
-pub use approvals::{Approvals, Assessment};
+pub use approvals::{Approvals, Assessment, Settled};
 pub use audit::AuditRecord;
 #[cfg(feature = "mcp")]
 pub(crate) use audit::args_sha256;

@@ -30,17 +30,25 @@
 //! reaching another replica, say). [`Pipeline::run`] drives the same
 //! steps with the pipeline's [`Approver`]: the terminal, the console, MCP
 //! elicitation and the VCP node ask through it.
+//!
+//! What the host does itself at a caller's request, not a plugin's tool
+//! (the VCP node serving a file to its server), is decided by the same
+//! steps as one call: assessed under the same rules, asked of the same
+//! approver, settled and audited by the same code (`host_action`).
 
+mod host_action;
 mod paused;
 mod token;
 
+#[cfg_attr(not(feature = "vcp"), expect(unused_imports, reason = "only the VCP node's file requests are host actions"))]
+pub(crate) use host_action::HostAction;
 pub use paused::{Decisions, PausedTurn, PendingResult, TurnStep, Waiting};
 pub use token::ResumeError;
 
 use crate::agent::ToolCallConfig;
 use crate::approval::{
     Answer, Approvals, Approver, AskReason, Assessment, AuditRecord, CallDecision, DecidedBy, PendingCall, ResultAnswer,
-    ResultDecision,
+    ResultDecision, Settled,
 };
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
@@ -50,8 +58,10 @@ use crate::message::Message;
 use crate::outcome::{Status, ToolOutcome};
 use crate::protocol::ProtocolId;
 use crate::registry::Catalog;
+use crate::sandbox::DirGrant;
 use crate::tool_filter::ToolFilter;
 use paused::{Question, Slot};
+use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -212,16 +222,11 @@ impl Pipeline {
 
     /// The approval policy, remembered decisions and audit log calls go
     /// through: for a door that shows them (the console's records) or
-    /// serves a request of its own (the VCP node's files).
+    /// tells its caller which calls may wait for a person (the VCP node's
+    /// registration).
     #[cfg_attr(not(any(feature = "console", feature = "vcp")), expect(dead_code, reason = "only doors use it"))]
     pub(crate) fn approvals(&self) -> &Approvals {
         &self.approvals
-    }
-
-    /// Who decides the calls a person must decide.
-    #[cfg_attr(not(feature = "vcp"), expect(dead_code, reason = "only the VCP node's files use it"))]
-    pub(crate) fn approver(&self) -> &dyn Approver {
-        self.approver.as_ref()
     }
 
     /// The same pipeline, asking `approver` instead: for a door whose
@@ -262,22 +267,25 @@ impl Pipeline {
     /// What the approver decides about what `paused` waits for; a cancel of
     /// the turn ends the wait.
     async fn ask_approver(&self, turn: &Turn, paused: &PausedTurn) -> Decisions {
-        let asking = async {
-            match paused.waiting() {
-                Waiting::Calls(calls) => Decisions::Calls(self.approvals.ask(self.approver.as_ref(), calls).await),
-                Waiting::Results(results) => {
+        match paused.waiting() {
+            Waiting::Calls(calls) => self.ask(turn, calls).await.map_or(Decisions::Cancelled, Decisions::Calls),
+            Waiting::Results(results) => {
+                let asking = async {
                     let mut decisions = Vec::with_capacity(results.len());
                     for result in results {
                         decisions.push(self.approver.answer_result(&result.outcome, &result.spec).await);
                     }
-                    Decisions::Results(decisions)
-                }
+                    decisions
+                };
+                unless_cancelled(turn, asking).await.map_or(Decisions::Cancelled, Decisions::Results)
             }
-        };
-        tokio::select! {
-            decisions = asking => decisions,
-            () = turn.cancel.cancelled() => Decisions::Cancelled,
         }
+    }
+
+    /// The approver's answers on `calls` (one batch), one per call; `None`
+    /// when `turn` is cancelled first, which ends the wait.
+    async fn ask(&self, turn: &Turn, calls: &[PendingCall]) -> Option<Vec<Answer>> {
+        unless_cancelled(turn, self.approvals.ask(self.approver.as_ref(), calls)).await
     }
 
     /// Check `calls`, decide what the rules decide, and run the turn as far
@@ -302,10 +310,9 @@ impl Pipeline {
         let mut asked = Vec::new();
         for (index, slot) in slots.iter_mut().enumerate() {
             let Slot::Pending { call, decided } = slot else { continue };
-            match self.assess(turn, call) {
-                Assessment::Ask(_) if turn.chosen_by_person => *decided = Some(Assessment::Run { by: DecidedBy::Person }),
-                Assessment::Ask(reason) => asked.push((index, pending(agent, call, reason))),
-                assessment => *decided = Some(assessment),
+            match self.first_look(turn, &Judged::call(call)) {
+                FirstLook::Decided(settled) => *decided = Some(settled.into()),
+                FirstLook::Asks(question) => asked.push((index, question)),
             }
         }
         if !asked.is_empty() {
@@ -318,17 +325,52 @@ impl Pipeline {
 
     /// What the rules, levels and remembered decisions make of `call` in
     /// `turn`.
-    fn assess(&self, turn: &Turn, call: &CheckedCall) -> Assessment {
-        let (plugin, spec) = (call.plugin(), call.spec());
+    fn assess(&self, turn: &Turn, call: &Judged<'_>) -> Assessment {
         let require_confirmation = turn.config.require_confirmation;
-        self.approvals.assess(
-            turn.agent_name(),
-            require_confirmation,
-            &plugin.sha256,
-            spec,
-            &call.call().args,
-            &plugin.grants.dirs,
-        )
+        self.approvals.assess(turn.agent_name(), require_confirmation, call.sha256, call.spec, call.args, call.dirs)
+    }
+
+    /// What becomes of `call` before any person sees it: decided by the
+    /// policy, or the question a person must answer. A turn whose calls a
+    /// person chose asks nothing the policy would ask.
+    fn first_look(&self, turn: &Turn, call: &Judged<'_>) -> FirstLook {
+        match self.assess(turn, call) {
+            Assessment::Run { by } => FirstLook::Decided(Settled::Run { by }),
+            Assessment::Deny { by, reason } => FirstLook::Decided(Settled::Deny { by, reason }),
+            Assessment::Ask(_) if turn.chosen_by_person => FirstLook::Decided(Settled::Run { by: DecidedBy::Person }),
+            Assessment::Ask(reason) => FirstLook::Asks(call.question(turn.agent_name(), reason)),
+        }
+    }
+
+    /// How `call`, asked as `asked`, ends with `answer`, under the policy
+    /// as it is now (another process's, or remembered decisions changed
+    /// while the person thought): a deny rule wins over any answer, and
+    /// "always" holds only where the question offered it and the policy
+    /// still asks that question.
+    async fn settle(&self, turn: &Turn, call: &Judged<'_>, asked: &PendingCall, answer: Answer) -> Settled {
+        let now = (!turn.chosen_by_person).then(|| self.assess(turn, call));
+        match now {
+            Some(Assessment::Deny { by, reason }) => Settled::Deny { by, reason },
+            Some(Assessment::Ask(reason)) if reason != asked.reason && asked.offers_always() => {
+                let asked_now = PendingCall { reason, ..asked.clone() };
+                self.approvals.settle(&asked_now, call.sha256, answer).await
+            }
+            None | Some(Assessment::Run { .. } | Assessment::Ask(_)) => self.approvals.settle(asked, call.sha256, answer).await,
+        }
+    }
+
+    /// The audit record of `outcome`, a call in `turn` of a tool of
+    /// `plugin` (`None`: no tool has its name) with `args`, decided as
+    /// `decided` says; `None` without an audit log.
+    fn audit_record(
+        &self,
+        turn: &Turn,
+        plugin: Option<&str>,
+        args: &Map<String, Value>,
+        decided: Option<&Assessment>,
+        outcome: &ToolOutcome,
+    ) -> Option<AuditRecord> {
+        self.approvals.audits().then(|| AuditRecord::new(turn.agent_name(), plugin, args, decided, outcome))
     }
 
     /// Continue `paused` with `decisions` on what it waits for: one per
@@ -348,7 +390,6 @@ impl Pipeline {
         decisions: Decisions,
         observer: &dyn TurnObserver,
     ) -> TurnStep {
-        let agent = turn.agent_name();
         let PausedTurn { mut slots, question, .. } = paused;
         match question {
             Question::Calls { indices, calls } => {
@@ -358,16 +399,9 @@ impl Pipeline {
                     for index in indices {
                         let Slot::Pending { call, .. } = &slots[index] else { continue };
                         let (plugin, call) = (call.plugin(), call.call());
-                        let outcome = ToolOutcome::without_running(
-                            &call.id,
-                            &call.tool,
-                            Status::Cancelled,
-                            "cancelled while waiting for approval".into(),
-                        );
-                        let audit = self
-                            .approvals
-                            .audits()
-                            .then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, None, &outcome));
+                        let outcome =
+                            ToolOutcome::without_running(&call.id, &call.tool, Status::Cancelled, CANCELLED_WAITING.into());
+                        let audit = self.audit_record(turn, Some(plugin.name()), &call.args, None, &outcome);
                         observer.finished(&outcome);
                         slots[index] = Slot::Done { outcome, audit };
                     }
@@ -375,20 +409,7 @@ impl Pipeline {
                     let answers = call_answers(decisions, calls.len());
                     for ((&index, asked), answer) in indices.iter().zip(&calls).zip(answers) {
                         let Slot::Pending { call, decided } = &mut slots[index] else { continue };
-                        // The policy as it is now (another process's, or
-                        // remembered decisions changed while the turn
-                        // waited): a deny rule wins over any answer, and
-                        // "always" holds only where the question offered it
-                        // and the policy still asks that question.
-                        let now = (!turn.chosen_by_person).then(|| self.assess(turn, call));
-                        *decided = Some(match now {
-                            Some(deny @ Assessment::Deny { .. }) => deny,
-                            Some(Assessment::Ask(reason)) if reason != asked.reason && asked.offers_always() => {
-                                let asked_now = PendingCall { reason, ..asked.clone() };
-                                self.approvals.settle(&asked_now, &call.plugin().sha256, answer).await
-                            }
-                            _ => self.approvals.settle(asked, &call.plugin().sha256, answer).await,
-                        });
+                        *decided = Some(self.settle(turn, &Judged::call(call), asked, answer).await.into());
                     }
                     self.assess_again(turn, &mut slots, &indices);
                 }
@@ -402,9 +423,8 @@ impl Pipeline {
                     };
                     settle_result(&mut outcome, decision);
                     observer.finished(&outcome);
-                    let audit = self.approvals.audits().then(|| {
-                        AuditRecord::new(agent, Some(call.plugin().name()), &call.call().args, decided.as_ref(), &outcome)
-                    });
+                    let audit =
+                        self.audit_record(turn, Some(call.plugin().name()), &call.call().args, decided.as_ref(), &outcome);
                     slots[index] = Slot::Done { outcome, audit };
                 }
                 self.finish(turn, slots).await
@@ -423,7 +443,7 @@ impl Pipeline {
             if asked.contains(&index) || matches!(decided, Some(Assessment::Deny { .. })) {
                 continue;
             }
-            match self.assess(turn, call) {
+            match self.assess(turn, &Judged::call(call)) {
                 deny @ Assessment::Deny { .. } => *decided = Some(deny),
                 Assessment::Ask(reason) if !turn.chosen_by_person => {
                     *decided = Some(Assessment::Deny {
@@ -443,17 +463,13 @@ impl Pipeline {
     async fn after_approval(&self, turn: &Turn, mut slots: Vec<Slot>, observer: &dyn TurnObserver) -> TurnStep {
         let agent = turn.agent_name();
         for slot in &mut slots {
-            if let Slot::Pending { call, decided: Some(decided @ Assessment::Deny { .. }) } = slot {
-                let Assessment::Deny { reason, .. } = &decided else { unreachable!("matched above") };
-                let (plugin, call) = (call.plugin(), call.call());
-                let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason.clone());
-                let audit = self
-                    .approvals
-                    .audits()
-                    .then(|| AuditRecord::new(agent, Some(plugin.name()), &call.args, Some(decided), &outcome));
-                observer.finished(&outcome);
-                *slot = Slot::Done { outcome, audit };
-            }
+            let Slot::Pending { call, decided: Some(decided) } = slot else { continue };
+            let Assessment::Deny { reason, .. } = &*decided else { continue };
+            let (plugin, call) = (call.plugin(), call.call());
+            let outcome = ToolOutcome::without_running(&call.id, &call.tool, Status::Denied, reason.clone());
+            let audit = self.audit_record(turn, Some(plugin.name()), &call.args, Some(decided), &outcome);
+            observer.finished(&outcome);
+            *slot = Slot::Done { outcome, audit };
         }
         self.execute(turn, &mut slots, observer).await;
         let (indices, results): (Vec<usize>, Vec<PendingResult>) = slots
@@ -528,9 +544,7 @@ impl Pipeline {
                 slots[index] = Slot::Held { call, decided, outcome };
                 continue;
             }
-            let audit = self.approvals.audits().then(|| {
-                AuditRecord::new(turn.agent_name(), Some(call.plugin().name()), &call.call().args, decided.as_ref(), &outcome)
-            });
+            let audit = self.audit_record(turn, Some(call.plugin().name()), &call.call().args, decided.as_ref(), &outcome);
             slots[index] = Slot::Done { outcome, audit };
         }
     }
@@ -654,18 +668,65 @@ fn check(catalog: &Catalog, offered: &[&ToolSpec], turn: &Turn, audits: bool, ca
     }
 }
 
-fn pending(agent: &str, call: &CheckedCall, reason: AskReason) -> PendingCall {
-    let (spec, call) = (call.spec(), call.call());
-    PendingCall {
-        id: call.id.clone(),
-        agent: agent.to_owned(),
-        plugin: spec.plugin.clone(),
-        tool: call.tool.clone(),
-        permission: spec.permission,
-        args: call.args.clone(),
-        reason,
+/// A call as approval judges it: a checked call of a plugin's tool, or a
+/// host action ([`HostAction`]).
+struct Judged<'a> {
+    /// The call's id, as its caller gave it.
+    id: &'a str,
+    /// What it is a call of: the name, plugin and level approval judges.
+    spec: &'a ToolSpec,
+    /// What a remembered "allow always" holds for: the SHA-256 of the
+    /// plugin's component, so other bytes are asked about again.
+    sha256: &'a str,
+    /// The checked arguments.
+    args: &'a Map<String, Value>,
+    /// Where path arguments lead, for the rules that judge them: the
+    /// plugin's granted directories.
+    dirs: &'a [DirGrant],
+}
+
+impl<'a> Judged<'a> {
+    /// `call`, judged by its plugin's bytes and grants.
+    fn call(call: &'a CheckedCall) -> Self {
+        let plugin = call.plugin();
+        let (id, args) = (&call.call().id, &call.call().args);
+        Judged { id, spec: call.spec(), sha256: &plugin.sha256, args, dirs: &plugin.grants.dirs }
+    }
+
+    /// The question a person answers about it for `agent`, asked for
+    /// `reason`.
+    fn question(&self, agent: &str, reason: AskReason) -> PendingCall {
+        PendingCall {
+            id: self.id.to_owned(),
+            agent: agent.to_owned(),
+            plugin: self.spec.plugin.clone(),
+            tool: self.spec.name.clone(),
+            permission: self.spec.permission,
+            args: self.args.clone(),
+            reason,
+        }
     }
 }
+
+/// What becomes of a call before any person sees it.
+enum FirstLook {
+    /// The policy decided it.
+    Decided(Settled),
+    /// A person must: this is the question.
+    Asks(PendingCall),
+}
+
+/// `asking`, unless `turn` is cancelled first (`None`): a question's wait
+/// ends with its turn, and the approver withdraws what it was asking.
+async fn unless_cancelled<T>(turn: &Turn, asking: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        done = asking => Some(done),
+        () = turn.cancel.cancelled() => None,
+    }
+}
+
+/// What a call cancelled while it waited for a person says.
+const CANCELLED_WAITING: &str = "cancelled while waiting for approval";
 
 /// `calculate: success (0.05 ms)`, one line per outcome.
 fn summary(outcomes: &[ToolOutcome]) -> String {

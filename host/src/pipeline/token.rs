@@ -5,7 +5,7 @@
 //! the components of the process that resumes it.
 
 use super::paused::{PausedTurn, PendingResult, Question, Slot};
-use super::{Pipeline, Turn, pending};
+use super::{Judged, Pipeline, Turn};
 use crate::approval::{AskReason, Assessment, AuditRecord, PendingCall, ResumeSeal};
 use crate::call::ToolCall;
 use crate::checked_call::CheckedCall;
@@ -232,7 +232,7 @@ impl Pipeline {
                     .iter()
                     .zip(reasons)
                     .map(|(&index, reason)| match slots.get(index) {
-                        Some(Slot::Pending { call, decided: None }) => Ok(pending(agent, call, reason)),
+                        Some(Slot::Pending { call, decided: None }) => Ok(Judged::call(call).question(agent, reason)),
                         _ => Err(ResumeError::Malformed("its question does not fit its calls")),
                     })
                     .collect::<Result<Vec<PendingCall>, ResumeError>>()?;
