@@ -10,8 +10,14 @@
 //! Both sides stream from a real local HTTP server; the difference per
 //! round is what the loop adds. Each figure is a median over `TURNS` turns,
 //! the two measured alternately in one run.
+//!
+//! Then a long chat: `LONG_ROUNDS` rounds in one turn, replies from
+//! memory, the transcript in a file. A round's cost must not grow with the
+//! conversation before it: the late rounds' median against the early
+//! ones'.
 
 mod common;
+mod summary;
 
 use common::{median, show};
 use serde_json::Value;
@@ -19,9 +25,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+use summary::summarize;
 use toolhost::{
-    AllowAll, Approvals, CancellationToken, Chain, ChainEvent, Executor, LlmClient, OpenAiClient, Pipeline, Policy, PromptCache,
-    ProtocolId, Registry, Stop, ToolCallConfig, Transcript,
+    AllowAll, Approvals, CancellationToken, Chain, ChainEvent, Executor, LlmClient, Message, OpenAiClient, Pipeline, Policy,
+    PromptCache, ProtocolId, Registry, Stop, ToolCallConfig, Transcript,
     approval::ApprovalConfig,
     llm::{ChatRequest, LlmError, LlmProfile, Reply, StreamEvent},
 };
@@ -32,20 +39,25 @@ toolhost::count_host_memory!();
 
 const ITERATIONS: usize = 10;
 const TURNS: usize = 40;
+/// Rounds of the long chat, and how many long chats are timed.
+const LONG_ROUNDS: usize = 200;
+const LONG_CHATS: usize = 5;
+/// Rounds at each end of the long chat whose medians are compared.
+const LONG_WINDOW: usize = 20;
 
-/// The model's replies: `ITERATIONS` with a call each (different
-/// arguments, so no repeat stops the loop), then an answer.
-fn replies() -> Vec<String> {
+/// The model's replies: `rounds` with a call each (different arguments,
+/// so no repeat stops the loop), then an answer.
+fn replies(rounds: usize) -> Vec<String> {
     let call = |n: usize| {
         format!(
             "Next step.\n<<<[TOOL_REQUEST]>>>\ntool_name:「始」calculate「末」,\nexpression:「始」{n} * 7「末」\n<<<[END_TOOL_REQUEST]>>>"
         )
     };
-    (0..ITERATIONS).map(call).chain(["All done.".to_owned()]).collect()
+    (0..rounds).map(call).chain(["All done.".to_owned()]).collect()
 }
 
 fn script() -> Vec<Response> {
-    replies().into_iter().map(Response::text).collect()
+    replies(ITERATIONS).into_iter().map(Response::text).collect()
 }
 
 /// Approvals remembered in `dir`, with no rules.
@@ -126,13 +138,9 @@ fn main() -> anyhow::Result<()> {
             // The same exchanges through the streaming client alone.
             let replay = StandIn::start(script()).await?;
             let llm = OpenAiClient::new(LlmProfile::new(replay.base_url(), "bench"))?;
-            let requests: Vec<ChatRequest> = bodies
-                .iter()
-                .map(|body| ChatRequest {
-                    messages: serde_json::from_value(body["messages"].clone()).expect("messages"),
-                    tools: None,
-                })
-                .collect();
+            let conversations: Vec<Vec<Message>> =
+                bodies.iter().map(|body| serde_json::from_value(body["messages"].clone()).expect("messages")).collect();
+            let requests: Vec<ChatRequest> = conversations.iter().map(|messages| ChatRequest { messages, tools: None }).collect();
             let start = Instant::now();
             for request in &requests {
                 std::hint::black_box(llm.complete(request, &mut |_| {}, &CancellationToken::new()).await?);
@@ -141,7 +149,7 @@ fn main() -> anyhow::Result<()> {
 
             // The loop alone: the replies from memory.
             let pipeline = Pipeline::new(Executor::new(registry.clone()), remembering_in(dir.path()), Arc::new(AllowAll));
-            let llm = Arc::new(InProcess { replies: replies(), next: AtomicUsize::new(0) });
+            let llm = Arc::new(InProcess { replies: replies(ITERATIONS), next: AtomicUsize::new(0) });
             let chain = Chain::new(llm, pipeline, "bench", config.clone())?.with_prompt_cache(prompts.clone());
             let mut transcript = Transcript::create(&dir.path().join(format!("alone-{turn}.jsonl")))?;
             let start = Instant::now();
@@ -166,5 +174,43 @@ fn main() -> anyhow::Result<()> {
     println!("    from memory, the loop's cost per round {:>11}", show(own));
     let check = if share <= 0.10 { "meets target" } else { "MISSES target" };
     println!("(h) loop/round trip {:>9.1}%  target <= 10%: {check}", share * 100.0);
+
+    let mut long_config = config.clone();
+    long_config.max_iterations = LONG_ROUNDS as u32 + 1;
+    let (mut early, mut late, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for chat in 0..LONG_CHATS {
+        let rounds = runtime.block_on(async {
+            let pipeline = Pipeline::new(Executor::new(registry.clone()), remembering_in(dir.path()), Arc::new(AllowAll));
+            let llm = Arc::new(InProcess { replies: replies(LONG_ROUNDS), next: AtomicUsize::new(0) });
+            let chain = Chain::new(llm, pipeline, "bench", long_config.clone())?.with_prompt_cache(prompts.clone());
+            let mut transcript = Transcript::create(&dir.path().join(format!("long-{chat}.jsonl")))?;
+            let asked = std::sync::Mutex::new(Vec::with_capacity(LONG_ROUNDS + 1));
+            let events = |event: ChainEvent| {
+                if matches!(event, ChainEvent::Requesting { .. }) {
+                    asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Instant::now());
+                }
+            };
+            let stop = chain.send(&mut transcript, "Go", &events, &CancellationToken::new()).await?;
+            anyhow::ensure!(stop == Stop::Answered, "the long chat ended with {stop:?}");
+            let asked = asked.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+            anyhow::ensure!(asked.len() == LONG_ROUNDS + 1, "{} requests", asked.len());
+            anyhow::Ok(asked.windows(2).map(|pair| pair[1] - pair[0]).collect::<Vec<_>>())
+        })?;
+        // The first round of a chat pays for the first call into the plugin.
+        let first = median(rounds[1..=LONG_WINDOW].to_vec());
+        let last = median(rounds[rounds.len() - LONG_WINDOW..].to_vec());
+        ratios.push(last.as_secs_f64() / first.as_secs_f64());
+        early.push(first);
+        late.push(last);
+    }
+    let (early, late) = (median(early), median(late));
+    ratios.sort_by(f64::total_cmp);
+    let growth = ratios[ratios.len() / 2];
+    println!("toolhost long-chat benchmark (medians of {LONG_CHATS} chats of {LONG_ROUNDS} rounds, replies from memory)");
+    println!("    a round among rounds 2-{}            {:>12}", LONG_WINDOW + 1, show(early));
+    println!("    a round among the last {LONG_WINDOW}             {:>12}", show(late));
+    let check = if growth <= 1.25 { "meets target" } else { "MISSES target" };
+    println!("(h) last rounds/early rounds {growth:>6.2}x  target <= 1.25x (flat): {check}");
+    summarize("chat_late_round_over_early", growth);
     Ok(())
 }

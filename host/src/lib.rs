@@ -84,7 +84,9 @@ pub use toolhost_protocol as protocol;
 use toolhost_protocol::{arguments, suggest};
 use toolhost_runtime::checked_call;
 pub use toolhost_runtime::{contract, executor, registry, sandbox};
-use toolhost_support::{config_error, digest, error_chain, home_paths, printable, regular_file};
+#[cfg(feature = "chat")]
+use toolhost_support::error_chain;
+use toolhost_support::{config_error, digest, home_paths, printable, regular_file};
 pub use toolhost_types as types;
 use toolhost_types::{call, manifest, message, outcome};
 

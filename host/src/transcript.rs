@@ -215,6 +215,24 @@ pub enum TranscriptError {
 pub struct Transcript {
     entries: Vec<Entry>,
     file: Option<(PathBuf, Appender)>,
+    formatted: Formatted,
+    /// The ids its calls and results have taken, kept as entries come.
+    ids: CallIds,
+}
+
+/// The conversation as messages in one protocol, kept from one round to
+/// the next so that a round formats only the entries added since the last:
+/// a long chat is not formatted again from its start every round.
+#[derive(Debug, Default)]
+struct Formatted {
+    protocol: Option<ProtocolId>,
+    /// The system prompt, then the entries' messages.
+    messages: Vec<Message>,
+    /// The entries before this one are formatted for good: a run of results
+    /// at the end is formatted again, as more results may join it.
+    settled: usize,
+    /// The messages that stand for the settled entries, system prompt included.
+    settled_messages: usize,
 }
 
 /// The thread that appends to `file`, at `path`: after a failed write it
@@ -246,7 +264,7 @@ impl Transcript {
             std::io::ErrorKind::AlreadyExists => TranscriptError::Exists { path: path.to_owned() },
             _ => io(e),
         })?;
-        Ok(Transcript { entries: Vec::new(), file: Some(appender(path, file)) })
+        Ok(Transcript { file: Some(appender(path, file)), ..Transcript::default() })
     }
 
     /// The transcript saved in `path`, to continue, and the warnings met
@@ -294,7 +312,11 @@ impl Transcript {
         }
         file.set_len(good_bytes).map_err(io)?;
         file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
-        let mut transcript = Transcript { entries, file: Some(appender(path, file)) };
+        let mut transcript = Transcript { file: Some(appender(path, file)), ..Transcript::default() };
+        for entry in &entries {
+            transcript.take_ids(entry);
+        }
+        transcript.entries = entries;
         transcript.settle_statuses();
         Ok((transcript, warnings))
     }
@@ -336,8 +358,17 @@ impl Transcript {
             let line = serde_json::to_string(&entry).expect("an entry serializes");
             appender.append(&line).map_err(|source| TranscriptError::Io { path: path.clone(), source })?;
         }
+        self.take_ids(&entry);
         self.entries.push(entry);
         Ok(())
+    }
+
+    fn take_ids(&mut self, entry: &Entry) {
+        match entry {
+            Entry::Assistant { calls, .. } => calls.iter().for_each(|call| self.ids.take(&call.id)),
+            Entry::Tool { call_id, .. } => self.ids.take(call_id),
+            _ => {}
+        }
     }
 
     /// Wait until every entry pushed so far is in the file. Dropping the
@@ -392,19 +423,25 @@ impl Transcript {
 
     /// The ids of the calls so far, to give new calls ids none of them
     /// has.
-    pub fn call_ids(&self) -> CallIds {
-        CallIds::after(self.entries.iter().flat_map(|entry| match entry {
-            Entry::Assistant { calls, .. } => calls.iter().map(|c| c.id.as_str()).collect(),
-            Entry::Tool { call_id, .. } => vec![call_id.as_str()],
-            _ => Vec::new(),
-        }))
+    pub fn call_ids(&mut self) -> &mut CallIds {
+        &mut self.ids
     }
 
     /// The conversation as messages for the model in `protocol`, after
     /// `system`: system entries and notes are not sent; results are
     /// formatted as the protocol formats them, a run of them at a time.
-    pub fn messages(&self, system: &str, protocol: ProtocolId) -> Vec<Message> {
-        let mut messages = vec![Message::system(system)];
+    /// Only what was added since the last call in the same protocol is
+    /// formatted.
+    pub fn messages(&mut self, system: &str, protocol: ProtocolId) -> &[Message] {
+        let formatted = &mut self.formatted;
+        if formatted.protocol != Some(protocol) {
+            *formatted =
+                Formatted { protocol: Some(protocol), messages: vec![Message::system(system)], settled: 0, settled_messages: 1 };
+        }
+        formatted.messages.truncate(formatted.settled_messages);
+        if formatted.messages[0].content != system {
+            formatted.messages[0] = Message::system(system);
+        }
         let mut results: Vec<ToolOutcome> = Vec::new();
         let flush = |results: &mut Vec<ToolOutcome>, messages: &mut Vec<Message>| {
             if !results.is_empty() {
@@ -412,35 +449,32 @@ impl Transcript {
                 results.clear();
             }
         };
-        for entry in &self.entries {
-            match entry.outcome() {
-                Some(outcome) => results.push(outcome),
-                None => {
-                    flush(&mut results, &mut messages);
-                    match entry {
-                        Entry::User { content } => messages.push(Message::user(content.clone())),
-                        Entry::Assistant { content, calls, .. } => {
-                            let native = if protocol == ProtocolId::Native {
-                                calls
-                                    .iter()
-                                    .map(|c| NativeCall {
-                                        id: c.id.clone(),
-                                        name: c.tool.clone(),
-                                        arguments: native_arguments(c),
-                                    })
-                                    .collect()
-                            } else {
-                                Vec::new()
-                            };
-                            messages.push(Message::assistant(content.clone(), native));
-                        }
-                        Entry::System { .. } | Entry::Note { .. } | Entry::Tool { .. } => {}
-                    }
-                }
+        for (at, entry) in self.entries.iter().enumerate().skip(formatted.settled) {
+            if let Some(outcome) = entry.outcome() {
+                results.push(outcome);
+                continue;
             }
+            flush(&mut results, &mut formatted.messages);
+            match entry {
+                Entry::User { content } => formatted.messages.push(Message::user(content.clone())),
+                Entry::Assistant { content, calls, .. } => {
+                    let native = if protocol == ProtocolId::Native {
+                        calls
+                            .iter()
+                            .map(|c| NativeCall { id: c.id.clone(), name: c.tool.clone(), arguments: native_arguments(c) })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    formatted.messages.push(Message::assistant(content.clone(), native));
+                }
+                Entry::System { .. } | Entry::Note { .. } | Entry::Tool { .. } => {}
+            }
+            formatted.settled = at + 1;
+            formatted.settled_messages = formatted.messages.len();
         }
-        flush(&mut results, &mut messages);
-        messages
+        flush(&mut results, &mut formatted.messages);
+        &formatted.messages
     }
 }
 
@@ -550,18 +584,80 @@ mod tests {
         assert_eq!(again.entries().len(), 2);
     }
 
+    /// The messages of `entries`, formatted from the start.
+    fn afresh(entries: &[Entry], system: &str, protocol: ProtocolId) -> Vec<Message> {
+        let mut fresh = Transcript::in_memory();
+        for entry in entries {
+            fresh.push(entry.clone()).unwrap();
+        }
+        fresh.messages(system, protocol).to_vec()
+    }
+
+    #[test]
+    fn messages_kept_from_round_to_round_are_those_formatted_afresh() {
+        let mut kept = Transcript::in_memory();
+        let check = |kept: &mut Transcript, system: &str, protocol: ProtocolId| {
+            let expected = afresh(kept.entries(), system, protocol);
+            let entries = kept.entries().len();
+            assert_eq!(kept.messages(system, protocol), expected, "{protocol:?} after {entries} entries");
+        };
+        kept.push(Entry::User { content: "add twice".into() }).unwrap();
+        check(&mut kept, "sys", ProtocolId::Vcp);
+        let calls = [call("c1"), call("c2")];
+        let requested = calls.iter().map(RequestedCall::from_call).collect();
+        kept.push(Entry::Assistant { content: "two calls".into(), reasoning: String::new(), calls: requested }).unwrap();
+        let first = ToolOutcome::without_running("c1", "calculate", Status::Success, "2".into());
+        kept.push(Entry::tool(&calls[0], &first)).unwrap();
+        check(&mut kept, "sys", ProtocolId::Vcp);
+        // A result joins the run formatted last time: the run is formatted again, whole.
+        let second = ToolOutcome::without_running("c2", "calculate", Status::Success, "4".into());
+        kept.push(Entry::tool(&calls[1], &second)).unwrap();
+        check(&mut kept, "sys", ProtocolId::Vcp);
+        kept.push(Entry::Note { content: "noted".into() }).unwrap();
+        kept.push(Entry::Assistant { content: "2 and 4".into(), reasoning: String::new(), calls: vec![] }).unwrap();
+        check(&mut kept, "sys", ProtocolId::Vcp);
+        // Another system prompt (the tools changed), then another protocol.
+        check(&mut kept, "other sys", ProtocolId::Vcp);
+        check(&mut kept, "other sys", ProtocolId::Native);
+        kept.push(Entry::User { content: "thanks".into() }).unwrap();
+        check(&mut kept, "other sys", ProtocolId::Native);
+        check(&mut kept, "sys", ProtocolId::JsonBlock);
+    }
+
+    #[test]
+    fn call_ids_stay_unique_across_rounds_and_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut transcript = Transcript::create(&path).unwrap();
+        let mut given = Vec::new();
+        for _ in 0..3 {
+            let id = transcript.call_ids().assign(None);
+            let requested = RequestedCall::from_call(&call(&id));
+            transcript
+                .push(Entry::Assistant { content: String::new(), reasoning: String::new(), calls: vec![requested] })
+                .unwrap();
+            given.push(id);
+        }
+        // An id the model chose that the conversation already has is not given again.
+        assert_ne!(transcript.call_ids().assign(Some(&given[0])), given[0]);
+        drop(transcript);
+        let (mut resumed, _) = Transcript::resume(&path).unwrap();
+        let next = resumed.call_ids().assign(None);
+        assert!(!given.contains(&next), "{next} was given before the resume: {given:?}");
+    }
+
     #[test]
     fn messages_follow_the_protocol_and_skip_notes() {
         let mut transcript = Transcript::in_memory();
         sample(&mut transcript);
         transcript.push(Entry::Note { content: "for the record".into() }).unwrap();
-        let native = transcript.messages("sys", ProtocolId::Native);
+        let native = transcript.messages("sys", ProtocolId::Native).to_vec();
         let roles: Vec<_> = native.iter().map(|m| m.role).collect();
         use crate::message::Role::*;
         assert_eq!(roles, [System, User, Assistant, Tool, Assistant]);
         assert_eq!(native[2].tool_calls[0].arguments, r#"{"expression":"1+1"}"#);
         assert_eq!(native[3].tool_call_id.as_deref(), Some("c1"));
-        let vcp = transcript.messages("sys", ProtocolId::Vcp);
+        let vcp = transcript.messages("sys", ProtocolId::Vcp).to_vec();
         assert!(vcp[3].content.starts_with("<!-- VCP_TOOL_PAYLOAD -->"));
         assert!(vcp.iter().all(|m| m.tool_calls.is_empty()));
         assert_eq!(transcript.unanswered(), vec![]);

@@ -56,7 +56,7 @@ fn profile(base_url: String) -> LlmProfile {
 /// Ask once; the outcome, how long it took, and how much this process grew.
 async fn ask(profile: LlmProfile) -> (Result<Reply, LlmError>, Duration, usize) {
     let client = OpenAiClient::new(profile).unwrap();
-    let request = ChatRequest { messages: vec![Message::user("hello")], tools: None };
+    let request = ChatRequest { messages: &[Message::user("hello")], tools: None };
     let started = Instant::now();
     let (cancel, mut on_delta) = (CancellationToken::new(), |_| {});
     let asked = tokio::time::timeout(Duration::from_secs(30), client.complete(&request, &mut on_delta, &cancel));

@@ -17,7 +17,7 @@ fn no_retries(base_url: String) -> LlmProfile {
 }
 
 async fn ask(profile: LlmProfile) -> Result<Reply, LlmError> {
-    let request = ChatRequest { messages: vec![Message::user("hello")], tools: None };
+    let request = ChatRequest { messages: &[Message::user("hello")], tools: None };
     OpenAiClient::new(profile).unwrap().complete(&request, &mut |_| {}, &CancellationToken::new()).await
 }
 

@@ -144,6 +144,13 @@ impl CallIds {
         CallIds { taken: taken.into_iter().map(Into::into).collect(), next: 0 }
     }
 
+    /// Mark `id` taken: a call the conversation already has.
+    pub fn take(&mut self, id: &str) {
+        if !self.taken.contains(id) {
+            self.taken.insert(id.to_owned());
+        }
+    }
+
     /// The id of the next call, which the model gave as `given`.
     pub fn assign(&mut self, given: Option<&str>) -> String {
         if let Some(given) = given.filter(|id| !id.is_empty())

@@ -55,18 +55,19 @@ impl Chain {
         }
         events(ChainEvent::Requesting { iteration: 0 });
         let catalog = self.pipeline.executor().registry().catalog();
-        let request = ChatRequest { messages: transcript.messages(&self.prompt(&catalog).text, ProtocolId::Vcp), tools: None };
+        let system = self.prompt(&catalog);
+        let request = ChatRequest { messages: transcript.messages(&system.text, ProtocolId::Vcp), tools: None };
         let reply = match self.ask(&request, events, cancel).await {
             Ok(reply) => reply,
             Err(error) => return self.model_failed(transcript, error, events),
         };
         let Reply { content, reasoning, finish_reason, .. } = reply;
-        let mut ids = transcript.call_ids();
+        let ids = transcript.call_ids();
         let mut statuses = Vec::new();
         let mut iteration = 0;
         for round in server_rounds(&content) {
             let text = Reply { content: round.text.to_owned(), ..Reply::default() };
-            let (calls, warnings) = incoming::calls_in(&text, ProtocolId::Vcp, &Declared::default(), &mut ids);
+            let (calls, warnings) = incoming::calls_in(&text, ProtocolId::Vcp, &Declared::default(), ids);
             let calls: Vec<_> = calls.iter().map(|incoming| incoming.call().clone()).collect();
             if calls.is_empty() && round.reported.as_ref().is_none_or(Vec::is_empty) {
                 continue;

@@ -295,8 +295,9 @@ impl Chain {
             let catalog = self.pipeline.executor().registry().catalog();
             let offered = visible_tools(&catalog, &self.config);
             let native = self.config.protocol == ProtocolId::Native && self.config.enabled && !offered.is_empty();
+            let system = self.prompt(&catalog);
             let request = ChatRequest {
-                messages: transcript.messages(&self.prompt(&catalog).text, self.config.protocol),
+                messages: transcript.messages(&system.text, self.config.protocol),
                 tools: native.then(|| tools_schema(&offered)),
             };
             let reply = match self.ask(&request, events, cancel).await {
@@ -304,7 +305,7 @@ impl Chain {
                 Err(error) => return self.model_failed(transcript, error, events),
             };
             let declared = Declared::new(offered.iter().map(|t| t.name.clone()));
-            let (incoming, warnings) = incoming::calls_in(&reply, self.config.protocol, &declared, &mut transcript.call_ids());
+            let (incoming, warnings) = incoming::calls_in(&reply, self.config.protocol, &declared, transcript.call_ids());
             let incoming = incoming::within_limit(incoming, reply.calls_not_kept, self.llm.max_calls_per_reply());
             let calls: Vec<RequestedCall> = incoming.iter().map(|i| RequestedCall::from_call(i.call())).collect();
             transcript.push(Entry::Assistant { content: reply.content, reasoning: reply.reasoning, calls: calls.clone() })?;
@@ -329,7 +330,7 @@ impl Chain {
 
     /// Send `request`, passing the reply's text and reasoning on as they
     /// stream in.
-    async fn ask(&self, request: &ChatRequest, events: Events<'_>, cancel: &CancellationToken) -> Result<Reply, LlmError> {
+    async fn ask(&self, request: &ChatRequest<'_>, events: Events<'_>, cancel: &CancellationToken) -> Result<Reply, LlmError> {
         let mut on_delta = |delta| {
             events(match delta {
                 StreamEvent::Text(text) => ChainEvent::TextDelta { text },

@@ -30,11 +30,12 @@ use crate::message::{Message, NativeCall};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// What is sent to the model.
+/// What is sent to the model. It borrows the conversation, which the
+/// transcript keeps formatted from one round to the next.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChatRequest {
+pub struct ChatRequest<'a> {
     /// The conversation, system prompt first.
-    pub messages: Vec<Message>,
+    pub messages: &'a [Message],
     /// The native `tools` schema, for the native protocol; `None` for the
     /// text protocols, which describe the tools in the system prompt.
     pub tools: Option<serde_json::Value>,

@@ -385,7 +385,7 @@ mod tests {
         profile.extra_body.insert("temperature".into(), json!(0.2));
         let client = OpenAiClient::new(profile).unwrap();
         assert_eq!(client.url, "http://x/v1/chat/completions");
-        let body = client.body(&ChatRequest { messages: vec![], tools: Some(json!([])) });
+        let body = client.body(&ChatRequest { messages: &[], tools: Some(json!([])) });
         assert_eq!(body["temperature"], json!(0.2));
         assert_eq!(body["tools"], json!([]));
         assert_eq!(body["stream"], json!(true));
