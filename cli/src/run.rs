@@ -86,14 +86,15 @@ impl RunCommand {
         }
         let result = pipeline.run(&turn, ToolCall::from_reply(&reply, &parsed.calls)).await;
         if self.json {
-            output::json(&json!({ "outcomes": result.outcomes, "messages": result.messages }))?;
+            output::json(&json!({ "outcomes": result.outcomes, "messages": result.messages() }))?;
         } else {
-            for message in &result.messages {
+            for message in &result.messages() {
                 output::data(&message.content)?;
             }
         }
-        if !result.summary.is_empty() {
-            output::note_lines(&result.summary);
+        let summary = result.summary();
+        if !summary.is_empty() {
+            output::note_lines(&summary);
         }
         Ok(ExitCode::SUCCESS)
     }

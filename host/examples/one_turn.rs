@@ -44,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
     let pipeline = Pipeline::new(Executor::new(registry.clone()), approvals, Arc::new(AllowAll));
     let turn = Turn::for_agent("assistant", agent);
     let result = pipeline.run(&turn, ToolCall::from_reply(reply, &parsed.calls)).await;
-    for message in &result.messages {
+    for message in &result.messages() {
         println!("{:?}: {}", message.role, message.content); // what the model sees next
     }
 

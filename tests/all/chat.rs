@@ -3,7 +3,7 @@
 //! protocol end to end, approval through the loop, the loop's limits,
 //! cancelling, the model failing, transcripts, manual mode.
 
-use crate::built::{CALC, FILES, HOSTILE};
+use crate::built::{CALC, CLOCK, FILES, HOSTILE};
 use crate::support::{Plugin, TestHost};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -641,7 +641,7 @@ async fn the_model_is_sent_the_pipelines_result_messages_fresh_and_after_a_resum
     let call = toolhost::ToolCall::new("call_a", "calculate", json!({ "expression": "6 * 7" }));
     let turn = toolhost::Turn::for_agent("tester", agent(ProtocolId::Native));
     let result = pipeline.run(&turn, vec![call]).await;
-    let from_pipeline = serde_json::to_value(&result.messages).unwrap();
+    let from_pipeline = serde_json::to_value(result.messages()).unwrap();
     assert_eq!(fresh[3..], from_pipeline.as_array().unwrap()[..], "the result messages are the pipeline's");
 
     // Everything the model is shown of an outcome is recorded, fuel included.
@@ -795,4 +795,26 @@ async fn when_a_turn_returns_every_audit_record_and_transcript_entry_is_written(
     let calls = (0..20).map(|n| toolhost::ToolCall::new(format!("d{n}"), "calculate", expression(n))).collect();
     pipeline.run(&toolhost::Turn::for_agent("tester", agent(ProtocolId::Native)), calls).await;
     assert_eq!(ended(&audit), 28, "every record is in the audit log when the pipeline returns");
+}
+
+#[tokio::test]
+async fn tools_loaded_between_turns_are_offered_in_the_next_request() {
+    let script = [Response::text("Hello."), Response::text("Hello again.")];
+    let chat = Chat::new(&[CALC], "", agent(ProtocolId::Native), Arc::new(DenyAll), script).await;
+    let mut transcript = Transcript::in_memory();
+    assert_eq!(chat.send_in(&mut transcript, "hi", &CancellationToken::new()).await, Stop::Answered);
+    std::fs::copy(CLOCK.path(), chat.host.dir.path().join("plugins").join("clock.wasm")).unwrap();
+    chat.host.registry.reload().await.unwrap();
+    assert_eq!(chat.send_in(&mut transcript, "and now?", &CancellationToken::new()).await, Stop::Answered);
+    let offered = |request: usize| -> Vec<String> {
+        let tools = chat.model.requests()[request].body["tools"].as_array().expect("the native schema is sent").clone();
+        tools.iter().map(|tool| tool["function"]["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(offered(0), ["calculate"]);
+    let mut loaded: Vec<String> =
+        chat.host.registry.catalog().plugins.iter().flat_map(|p| p.manifest.tools.iter().map(|t| t.name.clone())).collect();
+    let mut after = offered(1);
+    (loaded.sort(), after.sort());
+    assert!(loaded.len() > 1, "{loaded:?}");
+    assert_eq!(after, loaded, "the reload's tools are offered from the next request on");
 }

@@ -49,9 +49,9 @@ async fn native_call_ids_come_back_unchanged_in_the_tool_messages() {
     let calls = ToolCall::from_reply(reply, &parsed.calls);
     let result = pipeline(&host, Arc::new(AllowAll)).run(&Turn::direct(ProtocolId::Native), calls).await;
     assert_eq!(result.outcomes.iter().map(|o| o.status).collect::<Vec<_>>(), [Status::Success, Status::Success]);
-    let ids: Vec<_> = result.messages.iter().map(|m| (m.role, m.tool_call_id.clone().unwrap())).collect();
+    let ids: Vec<_> = result.messages().iter().map(|m| (m.role, m.tool_call_id.clone().unwrap())).collect();
     assert_eq!(ids, [(Role::Tool, "call_Xk2p9".to_string()), (Role::Tool, "toolu_01A".to_string())]);
-    assert!(result.messages[1].content.contains("\"value\":9.0"), "{}", result.messages[1].content);
+    assert!(result.messages()[1].content.contains("\"value\":9.0"), "{}", result.messages()[1].content);
 }
 
 #[tokio::test]
@@ -75,8 +75,8 @@ async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
         "{}",
         result.outcomes[2].output
     );
-    assert_eq!(result.messages.len(), 1, "json-block results are one user message");
-    let content = &result.messages[0].content;
+    assert_eq!(result.messages().len(), 1, "json-block results are one user message");
+    let content = &result.messages()[0].content;
     assert!(content.contains(r#""toolCallId":"b""#) && content.contains("not-found: no tool named"), "{content}");
 }
 
@@ -110,12 +110,12 @@ async fn a_rejected_result_never_appears_in_any_message() {
         let result = pipeline(&host, approver.clone()).run(&Turn::direct(protocol), calls).await;
         assert_eq!(result.outcomes[0].status, Status::ResultRejected, "{protocol}");
         assert_eq!(result.outcomes[0].output, "a person withheld the result: it holds a secret");
-        let everything: Vec<&Message> = result.messages.iter().collect();
+        let everything: Vec<Message> = result.messages();
         assert!(!everything.is_empty());
-        for message in everything {
+        for message in &everything {
             assert!(!message.content.contains("launch code"), "{protocol}: {}", message.content);
         }
-        assert!(!result.summary.contains("launch code"));
+        assert!(!result.summary().contains("launch code"));
     }
     assert_eq!(approver.results_seen.load(Ordering::SeqCst), 4, "read_file declares result approval");
 }
@@ -149,7 +149,7 @@ async fn the_error_and_invalid_args_text_of_a_tool_with_result_approval_are_held
         assert_eq!(outcome.status, Status::ResultRejected);
         assert_eq!(outcome.output, "a person withheld the result: it holds a secret");
     }
-    assert!(result.messages.iter().all(|m| !m.content.contains("launch-code")), "{:?}", result.messages);
+    assert!(result.messages().iter().all(|m| !m.content.contains("launch-code")), "{:?}", result.messages());
 
     // Nobody to approve (a node nobody watches, moderate calls allowed):
     // nothing of them reaches the model, and it says why.
@@ -161,7 +161,7 @@ async fn the_error_and_invalid_args_text_of_a_tool_with_result_approval_are_held
         assert_eq!(outcome.status, Status::ResultRejected);
         assert!(outcome.output.contains("nobody could give it"), "{}", outcome.output);
     }
-    assert!(result.messages.iter().all(|m| !m.content.contains("launch-code")), "{:?}", result.messages);
+    assert!(result.messages().iter().all(|m| !m.content.contains("launch-code")), "{:?}", result.messages());
 }
 
 /// More worker threads than the cap, so that a broken cap would show.

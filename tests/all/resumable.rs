@@ -196,7 +196,7 @@ async fn a_held_result_travels_sealed_and_is_passed_or_withheld_where_it_is_deci
         let answer = toolhost::approval::ResultAnswer::by_person(decision.clone());
         let result = done(second.resume(&turn(), paused, Decisions::Results(vec![answer])).await);
         assert_eq!(result.outcomes[0].status, status);
-        let said: String = result.messages.iter().map(|message| message.content.as_str()).collect();
+        let said: String = result.messages().iter().map(|message| message.content.as_str()).collect();
         assert_eq!(said.contains("launch code"), status == Status::Success, "{said}");
     }
 }

@@ -89,6 +89,20 @@ pub struct Chain {
     template: String,
     /// The VCP server that runs the calls, when the model endpoint is one.
     handover: Option<Arc<dyn HandoverTarget>>,
+    /// What the last round offered the model, kept while the registry does
+    /// not change.
+    offer: std::sync::Mutex<Option<Arc<Offer>>>,
+}
+
+/// What a round offers the model: worked out once per registry generation
+/// (a load or reload changes it), not once per round.
+struct Offer {
+    generation: u64,
+    prompt: Arc<RenderedPrompt>,
+    /// The offered tools' names, which a reply's calls are read against.
+    declared: Declared,
+    /// The native `tools` schema, for the native protocol.
+    schema: Option<serde_json::Value>,
 }
 
 /// What to do with one call of a round.
@@ -134,7 +148,16 @@ impl Chain {
     ) -> std::io::Result<Self> {
         let template = template_of(&config)?;
         let prompts = Arc::new(PromptCache::new());
-        Ok(Chain { llm, pipeline, prompts, agent: agent.into(), config, template, handover: None })
+        Ok(Chain {
+            llm,
+            pipeline,
+            prompts,
+            agent: agent.into(),
+            config,
+            template,
+            handover: None,
+            offer: std::sync::Mutex::default(),
+        })
     }
 
     /// The model endpoint is the VCP server `handover` names: it runs the
@@ -176,6 +199,26 @@ impl Chain {
     }
 
     /// The native protocol sends the tools as a schema, not in the prompt.
+    /// What this round offers the model: the last round's, unless the
+    /// registry changed since.
+    fn offer(&self) -> Arc<Offer> {
+        let catalog = self.pipeline.executor().registry().catalog();
+        let mut kept = self.offer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(offer) = kept.as_ref().filter(|offer| offer.generation == catalog.generation) {
+            return offer.clone();
+        }
+        let offered = visible_tools(&catalog, &self.config);
+        let native = self.config.protocol == ProtocolId::Native && self.config.enabled && !offered.is_empty();
+        let offer = Arc::new(Offer {
+            generation: catalog.generation,
+            prompt: self.prompt(&catalog),
+            declared: Declared::new(offered.iter().map(|t| t.name.clone())),
+            schema: native.then(|| tools_schema(&offered)),
+        });
+        *kept = Some(offer.clone());
+        offer
+    }
+
     fn prompt(&self, catalog: &Catalog) -> Arc<RenderedPrompt> {
         if let Some(handover) = &self.handover {
             return handover::prompt(handover.as_ref(), catalog, &self.template);
@@ -292,20 +335,16 @@ impl Chain {
                 return self.finish(transcript, Stop::Cancelled, events);
             }
             events(ChainEvent::Requesting { iteration: rounds_this_turn(transcript.entries()) });
-            let catalog = self.pipeline.executor().registry().catalog();
-            let offered = visible_tools(&catalog, &self.config);
-            let native = self.config.protocol == ProtocolId::Native && self.config.enabled && !offered.is_empty();
-            let system = self.prompt(&catalog);
+            let offer = self.offer();
             let request = ChatRequest {
-                messages: transcript.messages(&system.text, self.config.protocol),
-                tools: native.then(|| tools_schema(&offered)),
+                messages: transcript.messages(&offer.prompt.text, self.config.protocol),
+                tools: offer.schema.as_ref(),
             };
             let reply = match self.ask(&request, events, cancel).await {
                 Ok(reply) => reply,
                 Err(error) => return self.model_failed(transcript, error, events),
             };
-            let declared = Declared::new(offered.iter().map(|t| t.name.clone()));
-            let (incoming, warnings) = incoming::calls_in(&reply, self.config.protocol, &declared, transcript.call_ids());
+            let (incoming, warnings) = incoming::calls_in(&reply, self.config.protocol, &offer.declared, transcript.call_ids());
             let incoming = incoming::within_limit(incoming, reply.calls_not_kept, self.llm.max_calls_per_reply());
             let calls: Vec<RequestedCall> = incoming.iter().map(|i| RequestedCall::from_call(i.call())).collect();
             transcript.push(Entry::Assistant { content: reply.content, reasoning: reply.reasoning, calls: calls.clone() })?;

@@ -210,7 +210,7 @@ pub(super) async fn run(State(shared): State<Arc<Shared>>, Json(request): Json<R
     let result = shared.pipeline.run(&turn, vec![call]).await;
     let outcome = &result.outcomes[0];
     let output_json = serde_json::from_str::<Value>(&outcome.output).ok().filter(|v| v.is_object() || v.is_array());
-    Json(json!({ "outcome": outcome, "output_json": output_json, "summary": result.summary }))
+    Json(json!({ "outcome": outcome, "output_json": output_json, "summary": result.summary() }))
 }
 
 /// What waits at the desk now.

@@ -38,7 +38,7 @@ pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     /// The native `tools` schema, for the native protocol; `None` for the
     /// text protocols, which describe the tools in the system prompt.
-    pub tools: Option<serde_json::Value>,
+    pub tools: Option<&'a serde_json::Value>,
 }
 
 /// A piece of a reply as it streams in.

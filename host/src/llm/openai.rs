@@ -112,7 +112,7 @@ impl OpenAiClient {
             "stream_options": { "include_usage": true },
         });
         let object = body.as_object_mut().expect("an object");
-        if let Some(tools) = &request.tools {
+        if let Some(tools) = request.tools {
             object.insert("tools".into(), tools.clone());
         }
         for (key, value) in &self.profile.extra_body {
@@ -385,7 +385,7 @@ mod tests {
         profile.extra_body.insert("temperature".into(), json!(0.2));
         let client = OpenAiClient::new(profile).unwrap();
         assert_eq!(client.url, "http://x/v1/chat/completions");
-        let body = client.body(&ChatRequest { messages: &[], tools: Some(json!([])) });
+        let body = client.body(&ChatRequest { messages: &[], tools: Some(&json!([])) });
         assert_eq!(body["temperature"], json!(0.2));
         assert_eq!(body["tools"], json!([]));
         assert_eq!(body["stream"], json!(true));

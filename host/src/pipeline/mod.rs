@@ -194,10 +194,27 @@ pub const DIRECT_AGENT: &str = "direct";
 pub struct TurnResult {
     /// One outcome per call, in the calls' order.
     pub outcomes: Vec<ToolOutcome>,
-    /// What the model sees next, in the turn's protocol.
-    pub messages: Vec<Message>,
-    /// One line per call for people: tool, status, time.
-    pub summary: String,
+    /// The turn's protocol, in which [`messages`](Self::messages) are.
+    protocol: ProtocolId,
+}
+
+impl TurnResult {
+    /// What the model sees next, in the turn's protocol. Formatted when
+    /// asked for: a door that shows the outcomes its own way (the chat's
+    /// transcript, MCP's results) never pays for it.
+    pub fn messages(&self) -> Vec<Message> {
+        if self.outcomes.is_empty() { Vec::new() } else { self.protocol.protocol().format_results(&self.outcomes) }
+    }
+
+    /// One line per call for people: tool, status, time
+    /// (`calculate: success (0.05 ms)`).
+    pub fn summary(&self) -> String {
+        self.outcomes
+            .iter()
+            .map(|o| format!("{}: {} ({:.2} ms)", o.tool, o.status, o.duration.as_secs_f64() * 1000.0))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 /// The one path from parsed calls to results.
@@ -555,8 +572,7 @@ impl Pipeline {
         // The audit log is written on its own thread: every record is on
         // disk before the turn reports its result.
         self.approvals.flush_audit().await;
-        let messages = if outcomes.is_empty() { Vec::new() } else { turn.protocol.protocol().format_results(&outcomes) };
-        TurnStep::Done(TurnResult { summary: summary(&outcomes), outcomes, messages })
+        TurnStep::Done(TurnResult { outcomes, protocol: turn.protocol })
     }
 }
 
@@ -727,12 +743,3 @@ async fn unless_cancelled<T>(turn: &Turn, asking: impl Future<Output = T>) -> Op
 
 /// What a call cancelled while it waited for a person says.
 const CANCELLED_WAITING: &str = "cancelled while waiting for approval";
-
-/// `calculate: success (0.05 ms)`, one line per outcome.
-fn summary(outcomes: &[ToolOutcome]) -> String {
-    outcomes
-        .iter()
-        .map(|o| format!("{}: {} ({:.2} ms)", o.tool, o.status, o.duration.as_secs_f64() * 1000.0))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
