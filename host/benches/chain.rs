@@ -88,6 +88,9 @@ impl LlmClient for InProcess {
 }
 
 fn main() -> anyhow::Result<()> {
+    // The bare client below is reqwest's own, which takes the process's
+    // TLS provider (the library's clients bring theirs).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/examples");
     anyhow::ensure!(examples.exists(), "{} is missing; run `cargo xtask bench`", examples.display());
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

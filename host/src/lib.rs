@@ -97,6 +97,8 @@ pub mod chain;
 pub mod config;
 pub mod console;
 mod discovery;
+#[cfg(any(feature = "chat", feature = "console"))]
+mod http_client;
 pub mod llm;
 pub mod mcp;
 mod parse_report;

@@ -814,7 +814,8 @@ async fn tools_loaded_between_turns_are_offered_in_the_next_request() {
     let mut loaded: Vec<String> =
         chat.host.registry.catalog().plugins.iter().flat_map(|p| p.manifest.tools.iter().map(|t| t.name.clone())).collect();
     let mut after = offered(1);
-    (loaded.sort(), after.sort());
+    loaded.sort();
+    after.sort();
     assert!(loaded.len() > 1, "{loaded:?}");
     assert_eq!(after, loaded, "the reload's tools are offered from the next request on");
 }

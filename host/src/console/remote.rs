@@ -203,7 +203,7 @@ impl RemoteDesk {
         }
         // Loopback, directly: no proxy sees the token, no redirect takes it
         // elsewhere.
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .connect_timeout(FIND_TIMEOUT)
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())

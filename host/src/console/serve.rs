@@ -191,7 +191,7 @@ impl Console {
 
     /// The web application: the page, its API and its event stream, behind
     /// the token and origin checks.
-    pub fn router(&self) -> Router {
+    pub(crate) fn router(&self) -> Router {
         let shared = self.shared.clone();
         let api = Router::new()
             .route("/api/events", get(workbench::events))

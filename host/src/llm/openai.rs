@@ -94,7 +94,7 @@ impl OpenAiClient {
             let name = reqwest::header::HeaderName::try_from(name.as_str()).map_err(|e| ClientError::http(what(), e))?;
             headers.insert(name, value);
         }
-        let http = reqwest::Client::builder()
+        let http = crate::http_client::builder()
             .connect_timeout(profile.connect_timeout)
             .default_headers(headers)
             .build()
