@@ -422,7 +422,8 @@ impl Transcript {
     }
 
     /// The ids of the calls so far, to give new calls ids none of them
-    /// has.
+    /// has. An id it hands out stays taken, whether or not a call with it
+    /// is pushed, so no two calls of the conversation ever share one.
     pub fn call_ids(&mut self) -> &mut CallIds {
         &mut self.ids
     }

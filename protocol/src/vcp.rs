@@ -48,6 +48,13 @@ pub struct Vcp {
 /// The VCP protocol as toolhost uses it: lenient markers on.
 pub static VCP: Vcp = Vcp { lenient_markers: true };
 
+impl Default for Vcp {
+    /// As toolhost uses it ([`VCP`]): lenient markers on.
+    fn default() -> Self {
+        VCP
+    }
+}
+
 impl Protocol for Vcp {
     fn id(&self) -> ProtocolId {
         ProtocolId::Vcp

@@ -819,3 +819,22 @@ async fn tools_loaded_between_turns_are_offered_in_the_next_request() {
     assert!(loaded.len() > 1, "{loaded:?}");
     assert_eq!(after, loaded, "the reload's tools are offered from the next request on");
 }
+
+#[tokio::test]
+async fn settings_changed_between_turns_change_what_the_next_request_offers() {
+    let script = [Response::text("Hello."), Response::text("Hello again.")];
+    let mut chat = Chat::new(&[CALC, CLOCK], "", agent(ProtocolId::Native), Arc::new(DenyAll), script).await;
+    let mut transcript = Transcript::in_memory();
+    assert_eq!(chat.send_in(&mut transcript, "hi", &CancellationToken::new()).await, Stop::Answered);
+    let mut toggled = agent(ProtocolId::Native);
+    toggled.tool_toggles = [("calculate".to_owned(), false)].into();
+    chat.chain.set_config(toggled).unwrap();
+    assert_eq!(chat.send_in(&mut transcript, "and now?", &CancellationToken::new()).await, Stop::Answered);
+    let offered = |request: usize| -> Vec<String> {
+        let tools = chat.model.requests()[request].body["tools"].as_array().expect("the native schema is sent").clone();
+        tools.iter().map(|tool| tool["function"]["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert!(offered(0).contains(&"calculate".to_owned()), "{:?}", offered(0));
+    let after = offered(1);
+    assert!(!after.is_empty() && !after.contains(&"calculate".to_owned()), "a tool switched off is not offered: {after:?}");
+}

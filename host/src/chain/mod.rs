@@ -190,6 +190,8 @@ impl Chain {
     pub fn set_config(&mut self, config: ToolCallConfig) -> std::io::Result<()> {
         self.template = template_of(&config)?;
         self.config = config;
+        // What the next round offers follows the new settings.
+        *self.offer.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         Ok(())
     }
 
@@ -198,9 +200,8 @@ impl Chain {
         self.prompt(&self.pipeline.executor().registry().catalog())
     }
 
-    /// The native protocol sends the tools as a schema, not in the prompt.
     /// What this round offers the model: the last round's, unless the
-    /// registry changed since.
+    /// registry or the settings changed since.
     fn offer(&self) -> Arc<Offer> {
         let catalog = self.pipeline.executor().registry().catalog();
         let mut kept = self.offer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -219,6 +220,8 @@ impl Chain {
         offer
     }
 
+    /// The system prompt for `catalog`. The native protocol sends the tools
+    /// as a schema, not in the prompt.
     fn prompt(&self, catalog: &Catalog) -> Arc<RenderedPrompt> {
         if let Some(handover) = &self.handover {
             return handover::prompt(handover.as_ref(), catalog, &self.template);

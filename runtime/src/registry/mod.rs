@@ -33,6 +33,9 @@ mod policy;
 mod report;
 mod watch;
 
+/// Why a lock or policy file was refused as not the user's own
+/// ([`LockError::Untrusted`]).
+pub use crate::trust::UntrustedFile;
 pub(crate) use binding::ComponentId;
 pub use binding::UnboundSection;
 pub(crate) use cache::ArtifactCache;

@@ -71,8 +71,9 @@ impl RuntimePolicy {
     }
 }
 
-/// The policy for one plugin.
-#[derive(Debug, Clone, PartialEq)]
+/// The policy for one plugin; by default, the default limits and nothing
+/// allowed, bound to a pinned component.
+#[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct PluginPolicy {
     /// Its limits: the defaults with its overrides applied.
