@@ -22,6 +22,7 @@ fn imports(src: &Path, prefix: &str) -> BTreeMap<String, BTreeSet<String>> {
         files.entry(name).or_default().extend(rust_files(&path));
     }
     let modules: BTreeSet<String> = files.keys().cloned().collect();
+    let reexported = reexports(src, &modules);
     files
         .iter()
         .map(|(module, paths)| {
@@ -30,11 +31,41 @@ fn imports(src: &Path, prefix: &str) -> BTreeMap<String, BTreeSet<String>> {
                 .flat_map(|path| {
                     named_modules(&without_unit_tests(&std::fs::read_to_string(path).unwrap()), depth(src, path), prefix)
                 })
+                .map(|name| reexported.get(&name).cloned().unwrap_or(name))
                 .filter(|name| name != module && modules.contains(name))
                 .collect();
             (module.clone(), named)
         })
         .collect()
+}
+
+/// The names the holder in `src` takes from its own modules with `use`
+/// (`pub use limits::{Limits, MAX}`), each with the module it comes from:
+/// a module that names `super::Limits` depends on `limits`.
+fn reexports(src: &Path, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let holder = ["lib.rs", "main.rs", "mod.rs"].iter().map(|file| src.join(file)).find(|file| file.is_file());
+    let Some(holder) = holder else { return BTreeMap::new() };
+    let code = without_unit_tests(&std::fs::read_to_string(holder).unwrap());
+    let ident = |text: &str| text.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+    let mut names = BTreeMap::new();
+    for (at, _) in code.match_indices("use ") {
+        if code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let statement = &code[at + 4..];
+        let statement = &statement[..statement.find(';').unwrap_or(statement.len())];
+        let path = statement.trim().trim_start_matches("self::");
+        let module = ident(path);
+        if !modules.contains(&module) {
+            continue;
+        }
+        let rest = &path[module.len()..];
+        let words = rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|word| !word.is_empty());
+        for word in words.filter(|word| !["self", "as", "super", "crate"].contains(word) && !modules.contains(*word)) {
+            names.insert(word.to_owned(), module.clone());
+        }
+    }
+    names
 }
 
 /// How deep in the crate the module in `file` is: 1 for `src/x.rs` and
@@ -164,7 +195,7 @@ fn a_cycle_inside_a_module_is_found() {
     };
     write("lib.rs", "mod outer;\nmod other;\n");
     write("other.rs", "use crate::outer::Thing;\n");
-    write("outer/mod.rs", "mod a;\nmod b;\nmod c;\n");
+    write("outer/mod.rs", "mod a;\nmod b;\nmod c;\npub(crate) use a::{A, Other as Renamed};\n");
     write("outer/a.rs", "use super::b::B;\n");
     write("outer/b.rs", "use crate::outer::c::C;\n");
     write("outer/c.rs", "use super::{a::A, super::other};\n#[cfg(test)]\nmod tests { use super::super::b; }\n");
@@ -172,6 +203,9 @@ fn a_cycle_inside_a_module_is_found() {
     assert_eq!(cycles, [("crate::outer::".to_owned(), ["a", "b", "c"].map(String::from).into())]);
     write("outer/c.rs", "pub struct C;\n");
     assert!(cycles_in(src.path()).is_empty());
+    // Through a name `outer` takes from `a`: `c` depends on `a` again.
+    write("outer/c.rs", "use super::Renamed;\n");
+    assert_eq!(cycles_in(src.path()), [("crate::outer::".to_owned(), ["a", "b", "c"].map(String::from).into())]);
 }
 
 #[test]

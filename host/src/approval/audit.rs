@@ -18,7 +18,8 @@
 //! ([`Approvals::flush_audit`](super::Approvals::flush_audit)). A failed
 //! write is logged through `tracing` and never fails the call.
 
-use super::{Assessment, DecidedBy};
+use super::DecidedBy;
+use super::assessment::Assessment;
 use crate::appender::Appender;
 use crate::outcome::{Status, ToolOutcome};
 use serde::Serialize;

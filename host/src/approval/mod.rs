@@ -68,6 +68,7 @@
 
 mod adapters;
 mod approvals;
+mod assessment;
 mod audit;
 mod channel;
 mod memory;
@@ -79,7 +80,8 @@ mod terminal;
 mod unattended;
 
 pub use adapters::{AllowAll, DenyAll};
-pub use approvals::{Approvals, Assessment, Settled};
+pub use approvals::Approvals;
+pub use assessment::{Assessment, Settled};
 pub use audit::AuditRecord;
 #[cfg(feature = "mcp")]
 pub(crate) use audit::args_sha256;
