@@ -26,7 +26,7 @@ pub enum Assessment {
 }
 
 /// How approval of an asked call ends once it is answered: what
-/// [`Approvals::settle`] makes of an answer. Only the two outcomes an
+/// [`Approvals::settle`](super::Approvals::settle) makes of an answer. Only the two outcomes an
 /// answer can have: nobody matches an "ask" that cannot come. Where a
 /// record holds an [`Assessment`] (the audit log's, a paused turn's), it
 /// converts into one.
