@@ -75,6 +75,15 @@ pub struct Executor {
 }
 
 /// Calls running now, and the most that ever ran at once.
+/// Where a call runs: its engine shard, and whether more calls of a
+/// parallel batch follow it in its task, at once (the sandbox then does
+/// the call's cleanup on its path rather than hand it to another task).
+#[derive(Clone, Copy)]
+struct Placement {
+    shard: usize,
+    in_batch: bool,
+}
+
 #[derive(Default)]
 struct Running {
     now: AtomicUsize,
@@ -152,7 +161,7 @@ impl Executor {
     async fn run_bound(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
         let shard = self.next_shard.fetch_add(1, Ordering::Relaxed);
         let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call) };
-        self.run_isolated(plugin, call, options, shard).await
+        self.run_isolated(plugin, call, options, Placement { shard, in_batch: false }).await
     }
 
     /// Run `calls` by their tools' names, looked up in one catalog snapshot,
@@ -180,13 +189,13 @@ impl Executor {
 
     /// [`run_in`](Self::run_in), where a panic in the host while the call
     /// runs becomes the call's error outcome rather than the caller's.
-    async fn run_isolated(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions, shard: usize) -> ToolOutcome {
-        let running = AssertUnwindSafe(self.run_in(plugin, call, options, shard)).catch_unwind().await;
+    async fn run_isolated(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions, placed: Placement) -> ToolOutcome {
+        let running = AssertUnwindSafe(self.run_in(plugin, call, options, placed)).catch_unwind().await;
         running.unwrap_or_else(|panic| host_panicked(plugin, call, panic.as_ref()))
     }
 
-    /// Run `call` in `plugin` in engine shard `shard`, holding a slot.
-    async fn run_in(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions, shard: usize) -> ToolOutcome {
+    /// Run `call` in `plugin` where `placed` says, holding a slot.
+    async fn run_in(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions, placed: Placement) -> ToolOutcome {
         if options.cancel.is_cancelled() {
             return cancelled(call);
         }
@@ -197,7 +206,9 @@ impl Executor {
         // No `plugin` field: that field marks what a plugin itself logged.
         tracing::debug!("calling `{}` of plugin `{}` with {limits}", call.tool, plugin.name());
         let args_json = serde_json::to_string(&call.args).expect("a JSON map serializes");
-        let mut invocation = self.registry.invoke(plugin, shard, &call.tool, &args_json, &limits, &options.cancel).await;
+        let (shard, in_batch) = (placed.shard, placed.in_batch);
+        let mut invocation =
+            self.registry.invoke(plugin, shard, &call.tool, &args_json, in_batch, &limits, &options.cancel).await;
         if let Err(CallFailure::Tool(failure)) = &mut invocation.result
             && let Some(explained) = explain_guest_error(&failure.message, plugin.name(), &plugin.grants)
         {
@@ -257,7 +268,11 @@ impl Executor {
                         let Some(taken) = calls.get(start..(start + per_take).min(calls.len())) else { break done };
                         for (offset, queued) in taken.iter().enumerate() {
                             let outcome = match queued.ready() {
-                                Ok(call) => executor.run_isolated(call.plugin(), call.call(), &options, shard).await,
+                                Ok(call) => {
+                                    executor
+                                        .run_isolated(call.plugin(), call.call(), &options, Placement { shard, in_batch: true })
+                                        .await
+                                }
                                 Err(answered) => answered.clone(),
                             };
                             report(&options, start + offset, &outcome);

@@ -67,6 +67,11 @@ async fn every_call_runs_in_an_instance_no_call_used_though_it_was_made_ahead() 
     for outcome in executor.run_all(&calls, &options).await {
         assert_eq!(outcome.output, r#"{"calls":1}"#, "{}", outcome.id);
     }
+    // A batch goes on to its next call at once: its calls make none ahead
+    // (that would be work on a busy host, for an instance its next call
+    // could not wait for).
+    let kept = sandbox.instances_ahead();
+    assert_eq!(kept.made, 20, "a batch's calls made instances ahead: {kept:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

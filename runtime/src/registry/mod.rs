@@ -547,17 +547,20 @@ impl Registry {
     /// Run `tool` of `plugin` (the name the host knows it by; the plugin is
     /// called with its own) with `args_json` in a fresh instance under the
     /// plugin's limits and grants, in shard `shard` (see `Sandbox`):
-    /// callers running at once pass different shards.
+    /// callers running at once pass different shards; `in_batch` when more
+    /// calls of a parallel batch follow in the caller's task.
+    #[allow(clippy::too_many_arguments, reason = "one call's every input, each used once")]
     pub(crate) async fn invoke(
         &self,
         plugin: &LoadedPlugin,
         shard: usize,
         tool: &str,
         args_json: &str,
+        in_batch: bool,
         limits: &Limits,
         cancel: &CancellationToken,
     ) -> Invocation {
-        let export = Export::Invoke { tool: plugin.declared_name(tool), args_json };
+        let export = Export::Invoke { tool: plugin.declared_name(tool), args_json, in_batch };
         let (result, fuel_used, duration) =
             self.sandbox.run(&plugin.prepared, shard, plugin.name(), &plugin.grants, limits, export, cancel).await;
         let result = result.and_then(|returned| match returned {

@@ -161,23 +161,23 @@ impl Sandbox {
         plugin: &str,
         grants: &Grants,
         limits: &Limits,
-    ) {
+    ) -> Option<impl Future<Output = ()> + Send + 'static> {
         // Making an instance runs the component's start functions with its
         // grants, outside any call: only a plugin granted nothing (no
         // directory, whose descriptors it would hold between calls; no
         // variable; no host) gets instances made ahead.
         if !grants.dirs.is_empty() || !grants.env.is_empty() || !grants.http_hosts.is_empty() {
-            return;
+            return None;
         }
         let average = Needs::new(MEMORIES_PER_CALL as usize, TABLES_PER_CALL as usize);
-        let Some(needs) = prepared.needs.filter(|needs| needs.within(&average)) else { return };
-        let Ok(kept) = self.ahead_kept.clone().try_acquire_owned() else { return };
+        let needs = prepared.needs.filter(|needs| needs.within(&average))?;
+        let kept = self.ahead_kept.clone().try_acquire_owned().ok()?;
         if !prepared.ahead.claim(shard) {
-            return;
+            return None;
         }
         let (sandbox, slots, pre) = (self.clone(), prepared.ahead.clone(), pre.clone());
         let (plugin, grants, limits) = (plugin.to_owned(), grants.clone(), *limits);
-        tokio::spawn(async move {
+        Some(async move {
             // Only while no call runs and a slot is free: instances kept
             // ready never hold back a call, for a slot or for memories.
             if sandbox.calls_running() {
@@ -220,7 +220,7 @@ impl Sandbox {
             let counter = if made.is_some() { &sandbox.ahead_counts.made } else { &sandbox.ahead_counts.failed };
             counter.fetch_add(1, Ordering::Relaxed);
             slots.made(shard, made);
-        });
+        })
     }
 }
 

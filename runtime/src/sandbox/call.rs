@@ -44,7 +44,13 @@ const MAX_RANDOM_BYTES: u64 = 1 << 20;
 /// Which export a call runs.
 pub(crate) enum Export<'a> {
     Manifest,
-    Invoke { tool: &'a str, args_json: &'a str },
+    /// `in_batch`: more calls of a parallel batch may follow in the
+    /// caller's task, which goes on with them at once rather than waiting.
+    Invoke {
+        tool: &'a str,
+        args_json: &'a str,
+        in_batch: bool,
+    },
 }
 
 /// What an export returned.
@@ -96,6 +102,7 @@ impl Sandbox {
         let running = self.running();
         let (shard, pre) = self.ready_in(prepared, shard).await;
         let invoking = matches!(export, Export::Invoke { .. });
+        let in_batch = matches!(export, Export::Invoke { in_batch: true, .. });
         let ready = if invoking { prepared.ahead.take(shard, limits, &self.ahead_counts) } else { None };
         let (mut store, made, share, stdout, stderr) = match ready {
             Some(mut ready) => {
@@ -128,7 +135,7 @@ impl Sandbox {
             instantiated = true;
             match export {
                 Export::Manifest => pre.call_manifest(&instance, &mut store).await.map(Returned::Manifest),
-                Export::Invoke { tool, args_json } => {
+                Export::Invoke { tool, args_json, .. } => {
                     pre.call_invoke(&instance, &mut store, tool, args_json).await.map(Returned::Invoke)
                 }
             }
@@ -156,20 +163,25 @@ impl Sandbox {
         // With instances made ahead and the host otherwise idle, returning
         // this instance to the pool and making the next one are work the
         // caller need not wait for (its slot and memories are held until
-        // the instance is gone); with other calls running, it is done here,
-        // as it was, so that a loaded host does no more work per call.
-        drop(running);
-        if !invoking || self.size.ahead == 0 || self.calls_running() {
+        // the instance is gone). On a host where other calls ran meanwhile,
+        // or in a batch whose next call follows at once, it is done here,
+        // as it was: a loaded host does no more work per call, and no
+        // finished call's slot waits for a busy thread to drop it.
+        let alone = running.ends_alone();
+        if !invoking || self.size.ahead == 0 || in_batch || !alone {
             drop(store);
             drop((share, slot));
         } else {
             // After a failure the next call may well fail as this one did.
-            if result.is_ok() {
-                self.make_ahead(prepared, shard, pre, plugin, grants, limits);
-            }
+            // One task for both: a worker runs the task it spawned last
+            // before any other, without waking another thread for it.
+            let next = if result.is_ok() { self.make_ahead(prepared, shard, pre, plugin, grants, limits) } else { None };
             tokio::spawn(async move {
                 drop(store);
                 drop((share, slot));
+                if let Some(next) = next {
+                    next.await;
+                }
             });
         }
         (result, fuel_used, elapsed)

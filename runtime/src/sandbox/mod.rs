@@ -56,7 +56,7 @@ use crate::error_chain::{caught, error_chain};
 use ahead::{AheadCounts, AheadSlots};
 use pool_share::{Needs, PoolShares, Share};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
@@ -108,6 +108,8 @@ pub struct Sandbox {
     ahead_counts: AheadCounts,
     /// Calls running now (see [`Sandbox::running`]).
     running: AtomicUsize,
+    /// Calls started since the sandbox began.
+    started: AtomicU64,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -217,6 +219,7 @@ impl Sandbox {
             ahead_kept: Arc::new(Semaphore::new(tried.ahead as usize)),
             ahead_counts: AheadCounts::default(),
             running: AtomicUsize::new(0),
+            started: AtomicU64::new(0),
             size: tried,
         })
     }
@@ -285,7 +288,8 @@ impl Sandbox {
     /// instance is still being returned to the pool does not count).
     pub(crate) fn running(&self) -> Running<'_> {
         self.running.fetch_add(1, Ordering::AcqRel);
-        Running(&self.running)
+        let started = self.started.fetch_add(1, Ordering::AcqRel) + 1;
+        Running { sandbox: self, started }
     }
 
     /// Whether any call is running now.
@@ -415,11 +419,26 @@ impl Drop for Sandbox {
 }
 
 /// A call counted as running while this lives.
-pub(crate) struct Running<'s>(&'s AtomicUsize);
+pub(crate) struct Running<'s> {
+    sandbox: &'s Sandbox,
+    /// The sandbox's count of calls started, this one included.
+    started: u64,
+}
+
+impl Running<'_> {
+    /// The call ends alone: no other call started since it did, and none
+    /// runs now. On a loaded host another call nearly always has.
+    pub(crate) fn ends_alone(self) -> bool {
+        let sandbox = self.sandbox;
+        let started = self.started;
+        drop(self);
+        sandbox.started.load(Ordering::Acquire) == started && !sandbox.calls_running()
+    }
+}
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.sandbox.running.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -480,10 +499,18 @@ fn warn_once_if_uncounted() {
     }
 }
 
+/// Ticks the ticker goes on making after the last call in flight ends,
+/// before it sleeps: waking a sleeping thread is a system call on the
+/// path of the call that wakes it (on a 2-core VM, about a quarter of a
+/// context switch per MCP call when it slept between calls), and calls
+/// tend to come in runs. 40 ticks are 200 ms, 200 wake-ups a second at
+/// most, once calls stop.
+const IDLE_TICKS_BEFORE_SLEEPING: u32 = 40;
+
 /// Advances the engines' epoch every [`EPOCH_TICK`] on its own thread
 /// while any call runs, so that deadlines fire even while every executor
-/// thread runs guest code; with no call in flight it sleeps until one
-/// starts.
+/// thread runs guest code; once no call has been in flight for
+/// [`IDLE_TICKS_BEFORE_SLEEPING`] ticks it sleeps until one starts.
 struct EpochTicker {
     shared: Arc<TickerShared>,
     thread: std::thread::Thread,
@@ -510,12 +537,18 @@ impl EpochTicker {
         let thread = std::thread::Builder::new()
             .name("toolhost-epoch".into())
             .spawn(move || {
+                let mut idle_ticks = 0;
                 while !state.stop.load(Ordering::Acquire) {
-                    if state.in_flight.load(Ordering::Acquire) == 0 {
+                    if state.in_flight.load(Ordering::Acquire) != 0 {
+                        idle_ticks = 0;
+                    } else if idle_ticks < IDLE_TICKS_BEFORE_SLEEPING {
+                        idle_ticks += 1;
+                    } else {
                         // `enter` unparks after counting a call, so a call
                         // that starts between the check and here is not
                         // missed: the token makes this park return.
                         std::thread::park();
+                        idle_ticks = 0;
                         continue;
                     }
                     std::thread::sleep(EPOCH_TICK);
@@ -577,7 +610,8 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         let [tid] = mine.as_slice() else { panic!("expected one new epoch thread, found {mine:?}") };
-        std::thread::sleep(Duration::from_millis(20));
+        // No call has run yet: past its idle ticks, it sleeps.
+        std::thread::sleep(EPOCH_TICK * (IDLE_TICKS_BEFORE_SLEEPING + 4));
         let idle_start = wakeups(tid);
         std::thread::sleep(Duration::from_millis(200));
         let idle = wakeups(tid) - idle_start;
@@ -589,6 +623,17 @@ mod tests {
         let busy = wakeups(tid) - busy_start;
         assert!(busy >= 10, "ticked only {busy} times in 200 ms with a call in flight (one tick is {EPOCH_TICK:?})");
         drop(slot);
+        // Ticking on a while, so that a call soon after finds it awake,
+        // then asleep again.
+        let lingering_start = wakeups(tid);
+        std::thread::sleep(EPOCH_TICK * (IDLE_TICKS_BEFORE_SLEEPING / 2));
+        let lingering = wakeups(tid) - lingering_start;
+        assert!(lingering >= 5, "ticked only {lingering} times just after the last call");
+        std::thread::sleep(EPOCH_TICK * (IDLE_TICKS_BEFORE_SLEEPING / 2 + 4));
+        let asleep_start = wakeups(tid);
+        std::thread::sleep(Duration::from_millis(200));
+        let asleep = wakeups(tid) - asleep_start;
+        assert!(asleep <= 2, "woke {asleep} times in 200 ms after its idle ticks");
         drop(sandbox);
     }
 
