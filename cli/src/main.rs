@@ -135,7 +135,7 @@ fn main() -> ExitCode {
     if let Err(error) = toolhost::sandbox::raise_open_file_limit() {
         tracing::debug!("could not raise the open-file limit: {error}");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match cli.runtime().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             output::alert(format_args!("error: cannot start the async runtime: {e}"));
@@ -158,6 +158,15 @@ fn main() -> ExitCode {
 }
 
 impl Cli {
+    /// The runtime the command runs on: threads for every core, but where
+    /// the command says otherwise (`mcp` on stdio).
+    fn runtime(&self) -> tokio::runtime::Builder {
+        match &self.command {
+            Command::Mcp(mcp) => mcp.runtime(),
+            _ => tokio::runtime::Builder::new_multi_thread(),
+        }
+    }
+
     async fn execute(mut self) -> anyhow::Result<ExitCode> {
         self.global.sandbox = match &self.command {
             // Long-running: the pool the policy sizes.

@@ -682,6 +682,31 @@ fn calls_past_the_in_flight_caps_are_refused_naming_the_key() {
     }
 }
 
+#[test]
+fn calls_at_once_overlap_on_one_thread_and_on_several() {
+    let dir = workspace();
+    // On stdio one thread serves by default: a call waiting in the host
+    // does not hold up the others, nor with `--threads 2`. Four waits of
+    // 2 s one after another would take 6 s longer than one; the client's
+    // and the server's start-up are in both.
+    for args in [&[][..], &["--threads", "2"][..]] {
+        let waits = |calls: &str| {
+            let start = std::time::Instant::now();
+            let seen = client(dir.path(), &["at_once", "--calls", calls, "--ms", "2000"], &over_stdio(args));
+            let results = seen["results"].as_array().unwrap().clone();
+            assert!(results.iter().all(|r| r["is_error"] == false), "{args:?}: {seen}");
+            (results.len(), start.elapsed())
+        };
+        let ((one, alone), (four, together)) = (waits("1"), waits("4"));
+        assert_eq!((one, four), (1, 4));
+        let longer = together.saturating_sub(alone);
+        assert!(longer < Duration::from_secs(3), "{args:?}: four waits took {together:?}, one {alone:?}: not at once");
+    }
+    let refused = support::toolhost(dir.path(), &["mcp", "--threads", "0"]);
+    assert!(!refused.status.success());
+    assert!(text(&refused.stderr).contains("--threads"), "{}", text(&refused.stderr));
+}
+
 /// The resident memory of process `pid`, in bytes.
 fn resident(pid: u32) -> usize {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
