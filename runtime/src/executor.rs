@@ -74,7 +74,6 @@ pub struct Executor {
     next_shard: Arc<AtomicUsize>,
 }
 
-/// Calls running now, and the most that ever ran at once.
 /// Where a call runs: its engine shard, and whether more calls of a
 /// parallel batch follow it in its task, at once (the sandbox then does
 /// the call's cleanup on its path rather than hand it to another task).
@@ -84,6 +83,7 @@ struct Placement {
     in_batch: bool,
 }
 
+/// Calls running now, and the most that ever ran at once.
 #[derive(Default)]
 struct Running {
     now: AtomicUsize,

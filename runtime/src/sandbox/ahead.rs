@@ -1,9 +1,9 @@
 //! Fresh instances made ahead of their calls. Instantiating a component
 //! and returning its pool slot afterwards were most of a fresh call's
 //! time (8 of 12.5 µs), spent while the caller waited. Here, after a call
-//! of a plugin, one instance of it is made for its next call on a task of
-//! its own, and the store of a finished call is dropped on another: the
-//! next call takes an instance that is ready, which no call has used.
+//! of a plugin that ran alone, one task drops its store and then makes an
+//! instance of the plugin for its next call: the next call takes an
+//! instance that is ready, which no call has used.
 //!
 //! What holds: each instance serves one call, then is dropped; one made
 //! for other limits than the call's is dropped unused, as are those of a
@@ -148,10 +148,11 @@ impl Sandbox {
         }
     }
 
-    /// Make an instance of `prepared` ready in `shard` for its next call
-    /// under `limits`, on a task of its own, unless one is there, none may
-    /// be kept, its grants open directories, or its memories and tables are
-    /// more than an average call's (see the module's notes).
+    /// The work of making an instance of `prepared` ready in `shard` for
+    /// its next call under `limits`, for the caller to run off the call's
+    /// path; none when one is there, none may be kept, the plugin is
+    /// granted anything, or its memories and tables are more than an
+    /// average call's (see the module's notes).
     #[allow(clippy::too_many_arguments, reason = "one instance's every input, each used once")]
     pub(crate) fn make_ahead(
         self: &Arc<Self>,
