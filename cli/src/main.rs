@@ -159,7 +159,7 @@ fn main() -> ExitCode {
 
 impl Cli {
     /// The runtime the command runs on: threads for every core, but where
-    /// the command says otherwise (`mcp` on stdio).
+    /// the command says otherwise (`mcp --threads`).
     fn runtime(&self) -> tokio::runtime::Builder {
         match &self.command {
             Command::Mcp(mcp) => mcp.runtime(),

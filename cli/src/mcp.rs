@@ -73,22 +73,21 @@ pub(super) struct McpCommand {
     /// does the same.
     #[arg(long, value_name = "ADDR", num_args = 0..=1)]
     console: Option<Option<SocketAddr>>,
-    /// Threads that run the calls [default: 1 on stdio, one per core with --http]
+    /// Threads that run the calls [default: one per core]
     ///
-    /// Threads that run the calls [default: 1 on stdio, one per core with
-    /// --http]. On stdio, one thread reads each request, runs its call and
-    /// writes the answer, never waking another thread on the way; more
-    /// threads run one client's parallel calls on more cores, each request
-    /// then passing between threads.
+    /// Threads that run the calls [default: one per core]. With 1, one
+    /// thread reads each request, runs its call and writes the answer,
+    /// never waking another thread on the way (a third of the context
+    /// switches per call over stdio); with more, one client's parallel
+    /// calls run on more cores.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
 }
 
 impl McpCommand {
-    /// The runtime to serve on: one thread, or `--threads` of them.
+    /// The runtime to serve on: `--threads` threads, or one per core.
     pub(super) fn runtime(&self) -> tokio::runtime::Builder {
-        let threads = self.threads.map(usize::from).or(self.http.is_none().then_some(1));
-        match threads {
+        match self.threads.map(usize::from) {
             Some(1) => tokio::runtime::Builder::new_current_thread(),
             Some(threads) => {
                 let mut builder = tokio::runtime::Builder::new_multi_thread();
