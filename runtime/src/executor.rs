@@ -214,8 +214,7 @@ impl Executor {
         {
             failure.message = explained;
         }
-        ToolOutcome::from_invocation(&call.id, &call.tool, invocation)
-            .of_plugin(plugin.name(), &plugin.manifest.version.to_string())
+        ToolOutcome::from_invocation(&call.id, &call.tool, invocation).of_plugin(plugin.name(), &plugin.manifest.version)
     }
 
     /// Run a batch as `options` say; outcomes keep the calls' order.

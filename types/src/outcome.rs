@@ -113,12 +113,12 @@ impl ToolOutcome {
     }
 
     /// The same outcome, its failure (if any) naming the plugin that ran
-    /// the call and its version.
+    /// the call and its version (written out only for a failure).
     #[must_use]
-    pub fn of_plugin(mut self, name: &str, version: &str) -> Self {
+    pub fn of_plugin(mut self, name: &str, version: &(impl std::fmt::Display + ?Sized)) -> Self {
         if let Some(failure) = &mut self.failure {
             failure.plugin = Some(name.to_owned());
-            failure.plugin_version = Some(version.to_owned());
+            failure.plugin_version = Some(version.to_string());
         }
         self
     }
