@@ -24,7 +24,8 @@
 //! - (h) the same tool, the `toolhost new` sample, in Rust, C, Go,
 //!   JavaScript (componentize-qjs, and componentize-js as `js-sm`) and
 //!   Python: load time with a cold and a warm cache, and a fresh-instance
-//!   call, each against Rust's.
+//!   call, each against Rust's; and the time a caller waits for a call
+//!   with instances made ahead, as (i), against that language's fresh call.
 //!
 //! Each figure is a median; the ratios are computed from the same run.
 
@@ -116,11 +117,11 @@ fn main() -> anyhow::Result<()> {
     let (ahead, today) = (sandbox_with(INSTANCES_AHEAD)?, sandbox_with(0)?);
     // In a task, as every door runs its calls: from `block_on`, outside the
     // workers, each task a call spawns would wake a worker.
-    let latency = |registry: &Arc<Registry>| {
+    let latency = |registry: &Arc<Registry>, call: &ToolCall, n: usize| {
         let (registry, call) = (registry.clone(), call.clone());
-        workers.block_on(workers.spawn(async move { idle_latency(&registry, &call, LATENCY_CALLS).await }))
+        workers.block_on(workers.spawn(async move { idle_latency(&registry, &call, n).await }))
     };
-    let (latency_ahead, latency_today) = (latency(&ahead)?, latency(&today)?);
+    let (latency_ahead, latency_today) = (latency(&ahead, &call, LATENCY_CALLS)?, latency(&today, &call, LATENCY_CALLS)?);
     let many: Vec<ToolCall> =
         (0..THROUGHPUT_CALLS).map(|i| ToolCall::new(format!("t{i}"), "calculate", call.args.clone())).collect();
     let (mut per_second_ahead, mut per_second_today) = (Vec::new(), Vec::new());
@@ -243,11 +244,14 @@ fn main() -> anyhow::Result<()> {
         let (cold, warm) = load_times(&runtime, &file, loads.0, loads.1)?;
         let mut policy = policy_with_cache(cache_dir.path());
         policy.plugin_dirs = vec![samples_dir.join(label)];
-        let executor = Executor::new(Arc::new(runtime.block_on(Registry::load(policy))?));
+        let executor = Executor::new(Arc::new(runtime.block_on(Registry::load(policy.clone()))?));
         let args = serde_json::json!({ "text": "one two three" }).as_object().cloned().unwrap_or_default();
         let call = ToolCall::new("bench", format!("words_{}", label.replace('-', "_")), args);
-        let (call, fuel) = runtime.block_on(fresh_call(&executor, &call, loads.2));
-        languages.push((label, size, cold, warm, call, fuel));
+        let (fresh, fuel) = runtime.block_on(fresh_call(&executor, &call, loads.2));
+        // The latency (i) measures, in the sandbox with instances made ahead.
+        let made_ahead = Arc::new(workers.block_on(Registry::load_in(ahead.sandbox().clone(), policy))?);
+        let waited = latency(&made_ahead, &call, loads.2)?;
+        languages.push((label, size, cold, warm, fresh, waited, fuel));
     }
 
     println!("toolhost runtime benchmark (medians; calc.wasm is {} KiB)", wasm.len() >> 10);
@@ -276,12 +280,13 @@ fn main() -> anyhow::Result<()> {
     println!("(f) 10 calls on the bare executor          {:>12}", show(bare));
     println!("    10 calls through the turn pipeline     {:>12}", show(piped));
     println!("(h) the `toolhost new` sample in each language (one tool counting the words of `text`), ratios to Rust's:");
-    println!("    language   size        load cold          load warm          fresh call          fuel");
+    println!("    (fresh call: made on its path, as (a); made ahead: waited for, as (i), and its ratio to the fresh call)");
+    println!("    language   size        load cold          load warm          fresh call          made ahead          fuel");
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
-    if let Some(&(_, _, rust_cold, rust_warm, rust_call, _)) = languages.first().filter(|l| l.0 == "rust") {
-        for (label, size, cold, warm, call, fuel) in &languages {
+    if let Some(&(_, _, rust_cold, rust_warm, rust_call, _, _)) = languages.first().filter(|l| l.0 == "rust") {
+        for (label, size, cold, warm, call, waited, fuel) in &languages {
             println!(
-                "    {label:<9} {:>6} KiB {:>9} {:>6.1}x {:>9} {:>6.1}x {:>9} {:>6.1}x {fuel:>9}",
+                "    {label:<9} {:>6} KiB {:>9} {:>6.1}x {:>9} {:>6.1}x {:>9} {:>6.1}x {:>9} {:>6.2}x {fuel:>9}",
                 size >> 10,
                 show(*cold),
                 ratio(*cold, rust_cold),
@@ -289,6 +294,8 @@ fn main() -> anyhow::Result<()> {
                 ratio(*warm, rust_warm),
                 show(*call),
                 ratio(*call, rust_call),
+                show(*waited),
+                ratio(*waited, *call),
             );
         }
     }
@@ -370,9 +377,13 @@ async fn throughput(registry: &Arc<Registry>, calls: &[ToolCall]) -> f64 {
     calls.len() as f64 / took.as_secs_f64()
 }
 
-/// A policy with no plugins, the compiled cache in `cache`.
+/// A policy with no plugins, the compiled cache in `cache`, making no
+/// instance ahead.
 fn policy_with_cache(cache: &Path) -> Policy {
     let mut policy = Policy::default();
+    // Every instance made on its call's path, as (a) has always measured;
+    // (i) and (j) set the sandbox they compare.
+    policy.sandbox = SandboxSize::for_machine().with_instances_ahead(0);
     policy.cache_dir = Some(cache.to_owned());
     policy.lock_file = cache.join("none.lock");
     policy
