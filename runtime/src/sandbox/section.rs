@@ -2,8 +2,8 @@
 //! policy file spells them, each value range-checked.
 
 use super::{
-    AHEAD_PER_ENGINE, Limits, MAX_AHEAD, MAX_CONCURRENT_CALLS, MAX_INSTANCES, MAX_MEMORIES_PER_CALL, MAX_MEMORY_BYTES,
-    MAX_SHARDS, MAX_TABLE_ELEMENTS, MAX_TABLES, SandboxSize,
+    Limits, MAX_AHEAD, MAX_CONCURRENT_CALLS, MAX_INSTANCES, MAX_MEMORIES_PER_CALL, MAX_MEMORY_BYTES, MAX_SHARDS,
+    MAX_TABLE_ELEMENTS, MAX_TABLES, SandboxSize,
 };
 use crate::config_error::{ConfigError, in_range};
 use serde::Deserialize;
@@ -43,8 +43,8 @@ impl SandboxSection {
             Some(ahead) => {
                 Ok(sized.with_instances_ahead(in_range(path, "sandbox.instances_ahead", ahead, 0..=u64::from(MAX_AHEAD))? as u32))
             }
-            // The machine's default, for the engines asked for.
-            None => Ok(sized.with_instances_ahead(default.ahead.min(engines as u32 * AHEAD_PER_ENGINE))),
+            None if self.calls.is_none() && self.engines.is_none() => Ok(sized.with_instances_ahead(default.ahead)),
+            None => Ok(sized),
         }
     }
 }

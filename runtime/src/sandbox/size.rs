@@ -51,12 +51,6 @@ pub const MAX_SHARDS: usize = 4;
 pub const DEFAULT_ADDRESS_BUDGET: u64 = 1 << 40;
 /// The most instances a sandbox may be told to keep ready.
 pub const MAX_AHEAD: u32 = 64;
-/// Instances kept ready per engine by default: one for each of four
-/// plugins in use (at most one waits per plugin and engine).
-pub const AHEAD_PER_ENGINE: u32 = 4;
-/// At most this share of a pool cut to its budget goes to instances kept
-/// ready, as a fraction's denominator: calls come first.
-const AHEAD_SHARE_OF_TIGHT_POOL: u32 = 4;
 /// The share of an address-space limit (`RLIMIT_AS`) the default pool may
 /// reserve, in percent; the rest is the process's own (heap, stacks,
 /// compiled code, the embedder's).
@@ -81,20 +75,17 @@ pub struct SandboxSize {
     /// the call's path while the host is otherwise idle, each used by one
     /// call only, at most one per plugin and engine. Each holds its
     /// memories (in the pool, slots reserved beside the calls') while it
-    /// waits. A pool has [`AHEAD_PER_ENGINE`] per engine by default
-    /// (fewer when the pool is cut to its budget); 0 makes every instance
-    /// on its call's path ([`SandboxSize::with_instances_ahead`]).
+    /// waits. 0, the default, makes every instance on its call's path
+    /// ([`SandboxSize::with_instances_ahead`]).
     pub ahead: u32,
 }
 
 impl SandboxSize {
     /// The default for this machine: an engine per core (up to
-    /// [`MAX_SHARDS`]), [`CALLS_PER_CORE`] calls per core and
-    /// [`AHEAD_PER_ENGINE`] instances kept ready per engine, cut to what
-    /// fits half the address-space limit (or [`DEFAULT_ADDRESS_BUDGET`]),
-    /// calls first. Fewer calls than engines are served by one engine;
-    /// when not even one call's pool fits, instances are reserved one by
-    /// one and none is kept ready.
+    /// [`MAX_SHARDS`]) and [`CALLS_PER_CORE`] calls per core, cut to what
+    /// fits half the address-space limit (or [`DEFAULT_ADDRESS_BUDGET`]).
+    /// Fewer calls than engines are served by one engine; when not even
+    /// one call's pool fits, instances are reserved one by one.
     pub fn for_machine() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Self::fitting(cores, address_space_limit())
@@ -120,7 +111,7 @@ impl SandboxSize {
     }
 
     /// The same, keeping `ahead` fresh instances ready (at most
-    /// [`MAX_AHEAD`]; 0 turns it off). The pool grows by their memories.
+    /// [`MAX_AHEAD`]; 0 turns it off).
     pub fn with_instances_ahead(self, ahead: u32) -> Self {
         SandboxSize { ahead: ahead.min(MAX_AHEAD), ..self }
     }
@@ -129,25 +120,21 @@ impl SandboxSize {
     /// `limit` bytes (`None`: unlimited).
     fn fitting(cores: usize, limit: Option<u64>) -> Self {
         let budget = limit.map_or(DEFAULT_ADDRESS_BUDGET, |limit| limit / 100 * ADDRESS_BUDGET_PERCENT);
-        let wanted_calls = u32::try_from(cores).unwrap_or(u32::MAX).saturating_mul(CALLS_PER_CORE);
+        let wanted = u32::try_from(cores).unwrap_or(u32::MAX).saturating_mul(CALLS_PER_CORE);
         let engines = cores.clamp(1, MAX_SHARDS);
-        // The most instances (calls and those kept ready) whose memories
-        // fit the budget in `engines` pools, each holding at least
-        // MAX_MEMORIES_PER_CALL, and how they are shared.
-        let fitting = |engines: usize| {
-            let wanted_ahead = engines as u32 * AHEAD_PER_ENGINE;
+        // The most calls whose memories fit the budget in `engines` pools,
+        // each holding at least MAX_MEMORIES_PER_CALL.
+        let fitting_calls = |engines: usize| {
             let memories = budget / (engines as u64 * slot_bytes());
-            (memories >= u64::from(MAX_MEMORIES_PER_CALL)).then(|| {
-                let instances = u32::try_from(memories / u64::from(MEMORIES_PER_CALL))
-                    .unwrap_or(u32::MAX)
-                    .min(wanted_calls.saturating_add(wanted_ahead));
-                let ahead = wanted_ahead.min(instances / AHEAD_SHARE_OF_TIGHT_POOL);
-                Self::pooled(instances - ahead, engines).with_instances_ahead(ahead)
-            })
+            (memories >= u64::from(MAX_MEMORIES_PER_CALL))
+                .then(|| u32::try_from(memories / u64::from(MEMORIES_PER_CALL)).unwrap_or(u32::MAX).min(wanted))
         };
-        match fitting(engines) {
-            Some(size) if size.calls as usize >= engines => size,
-            _ => fitting(1).unwrap_or_else(|| Self::on_demand(u32::try_from(cores).unwrap_or(1))),
+        match fitting_calls(engines) {
+            Some(calls) if calls as usize >= engines => Self::pooled(calls, engines),
+            _ => match fitting_calls(1) {
+                Some(calls) => Self::pooled(calls, 1),
+                None => Self::on_demand(u32::try_from(cores).unwrap_or(1)),
+            },
         }
     }
 
@@ -194,11 +181,8 @@ impl Default for SandboxSize {
 impl std::fmt::Display for SandboxSize {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let engines = if self.engines == 1 { "1 engine".to_owned() } else { format!("{} engines", self.engines) };
-        let ahead = match self.ahead {
-            0 if self.pooled => " (none kept ready)".to_owned(),
-            0 => String::new(),
-            ahead => format!(" ({ahead} instances kept ready)"),
-        };
+        // Instances made ahead are opt-in: named only when asked for.
+        let ahead = if self.ahead == 0 { String::new() } else { format!(" ({} instances kept ready)", self.ahead) };
         if self.pooled {
             write!(
                 f,
@@ -244,7 +228,7 @@ mod tests {
     #[test]
     fn an_unlimited_machine_gets_a_pool_within_the_default_budget() {
         let size = SandboxSize::fitting(2, None);
-        assert_eq!((size.engines, size.pooled, size.ahead), (2, true, 2 * AHEAD_PER_ENGINE));
+        assert_eq!((size.engines, size.pooled), (2, true));
         assert!((32..=64).contains(&size.calls), "{size}");
         assert!(size.reserved_bytes() <= DEFAULT_ADDRESS_BUDGET, "{size}");
         let big = SandboxSize::fitting(64, None);
@@ -268,9 +252,9 @@ mod tests {
     #[test]
     fn fewer_calls_than_engines_run_in_one_engine() {
         // Half of 200 GiB holds 24 slots: two pools of 16 do not fit, one
-        // pool of 12 instances does: 9 calls and 3 kept ready.
+        // pool for 12 calls does.
         let size = SandboxSize::fitting(2, Some(200 * GIB));
-        assert_eq!((size.engines, size.calls, size.ahead, size.pooled), (1, 9, 3, true), "{size}");
+        assert_eq!((size.engines, size.calls, size.ahead, size.pooled), (1, 12, 0, true), "{size}");
     }
 
     #[test]
@@ -287,7 +271,7 @@ mod tests {
     #[test]
     fn the_size_says_what_it_reserves() {
         let text = SandboxSize::pooled(64, 2).to_string();
-        assert!(text.contains("64 calls at once in 2 engines (none kept ready), 256 linear-memory"), "{text}");
+        assert!(text.contains("64 calls at once in 2 engines, 256 linear-memory"), "{text}");
         assert!(text.contains("256 linear-memory slots of 4.0 GiB + 32 MiB guard"), "{text}");
         let ahead = SandboxSize::pooled(64, 2).with_instances_ahead(8).to_string();
         assert!(ahead.contains("(8 instances kept ready), 288 linear-memory slots"), "{ahead}");
