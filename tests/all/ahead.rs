@@ -1,6 +1,7 @@
 //! Fresh instances kept ready ahead of their calls: each serves one call;
 //! one made for other limits, or for a plugin since changed on disk, is
-//! dropped unused; and what is kept stays within its bounds.
+//! dropped unused; what is kept stays within its bounds; and on one thread
+//! the answer is handed on before the next instance is made.
 
 use crate::built::{CALC, HOSTILE};
 use crate::support::policy_in;
@@ -149,4 +150,30 @@ async fn an_instance_kept_ready_never_takes_what_a_running_call_needs() {
     }
     assert_eq!(executor.call(&calculate).await.status, Status::Success, "and calc's call takes the kept instance");
     assert_eq!(sandbox.instances_ahead().taken, 1);
+}
+
+/// On one thread, the tasks a call's answer wakes (a door writing it out)
+/// run before the instance for the next call is made, not after.
+#[tokio::test(flavor = "current_thread")]
+async fn on_one_thread_the_answer_is_handed_on_before_the_next_instance_is_made() {
+    let sandbox = sandbox(2);
+    let (_dir, _registry, executor) = host(sandbox.clone()).await;
+    assert_eq!(executor.call(&count_calls(0)).await.status, Status::Success);
+    until(&sandbox, "made an instance ready for the second call", |kept| kept.made == 1).await;
+
+    let (answer, answered) = tokio::sync::oneshot::channel::<()>();
+    let writer = tokio::spawn({
+        let sandbox = sandbox.clone();
+        async move {
+            answered.await.expect("an answer");
+            sandbox.instances_ahead().made
+        }
+    });
+    tokio::task::yield_now().await; // the writer waits for the answer
+    let outcome = executor.call(&count_calls(1)).await;
+    assert_eq!(outcome.status, Status::Success, "{}", outcome.output);
+    answer.send(()).expect("the writer waits");
+    let made_when_written = writer.await.expect("the writer ran");
+    assert_eq!(made_when_written, 1, "the next instance was made before the answer was handed on");
+    until(&sandbox, "made the instance for the third call", |kept| kept.made == 2).await;
 }
