@@ -75,11 +75,11 @@ pub(super) struct McpCommand {
     console: Option<Option<SocketAddr>>,
     /// Threads that run the calls [default: one per core]
     ///
-    /// Threads that run the calls [default: one per core]. With 1, one
-    /// thread reads each request, runs its call and writes the answer,
-    /// never waking another thread on the way (a third of the context
-    /// switches per call over stdio); with more, one client's parallel
-    /// calls run on more cores.
+    /// Threads that run the calls [default: one per core]. Over stdio, one
+    /// more thread reads each request, runs its call when no other runs
+    /// there and writes the answer, never waking another thread for a call
+    /// alone; calls made at once run on these threads. With 1, that one
+    /// thread does everything: one client's parallel calls share one core.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Option<u16>,
 }

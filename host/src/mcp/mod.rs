@@ -44,6 +44,8 @@ mod approver;
 mod bounds;
 mod config;
 #[cfg(feature = "mcp")]
+mod front;
+#[cfg(feature = "mcp")]
 mod http;
 #[cfg(feature = "mcp")]
 mod questions;

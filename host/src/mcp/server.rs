@@ -1,5 +1,6 @@
 //! [`McpServer`]: the registry's tools served to MCP clients.
 
+use super::front::Front;
 use super::session::Session;
 use super::*;
 use crate::agent::{LiveSettings, SettingsWatch};
@@ -88,6 +89,14 @@ impl ToolChanges {
     }
 }
 
+/// Serve one client as `session` on stdin and stdout, on this thread.
+async fn serve_stdio_on(session: Session, shutdown: CancellationToken) -> Result<(), McpError> {
+    match session.serve_with_ct(rmcp::transport::stdio_pipes(), shutdown).await {
+        Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
+        Err(error) => Err(McpError::Initialize(error.to_string())),
+    }
+}
+
 /// Why serving stopped.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -150,16 +159,42 @@ impl McpServer {
     ///
     /// [`McpError::Initialize`] when the client never completes the handshake;
     /// [`McpError::Transport`] when reading or writing the pipes fails.
+    ///
+    /// On a runtime of several threads, the client is served on a thread
+    /// of its own, which runs a call itself while it is the only one and
+    /// hands calls made at once to the runtime's threads: a call alone
+    /// wakes no other thread on its way.
     pub async fn serve_stdio(&self, shutdown: CancellationToken) -> Result<(), McpError> {
         let notifier = self.notify_tool_changes(shutdown.clone());
-        let session = Session::new(self.shared.clone(), true);
-        let served = session.serve_with_ct(rmcp::transport::stdio_pipes(), shutdown.clone()).await;
-        let outcome = match served {
-            Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
-            Err(error) => Err(McpError::Initialize(error.to_string())),
+        let pool = tokio::runtime::Handle::current();
+        let outcome = match pool.runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::CurrentThread => {
+                serve_stdio_on(Session::new(self.shared.clone(), true), shutdown.clone()).await
+            }
+            _ => self.serve_stdio_on_a_thread(pool, &shutdown).await,
         };
         notifier.abort();
         outcome
+    }
+
+    /// Serve stdio on a thread of its own, until `shutdown` fires or this
+    /// future is dropped.
+    async fn serve_stdio_on_a_thread(&self, pool: tokio::runtime::Handle, shutdown: &CancellationToken) -> Result<(), McpError> {
+        let stop = shutdown.child_token();
+        let _stop_when_dropped = stop.clone().drop_guard();
+        let session = Session::on(Front::new(pool), self.shared.clone());
+        let (done, outcome) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new().name("toolhost-mcp-stdio".into()).spawn(move || {
+            let served = tokio::runtime::Builder::new_current_thread().enable_all().build().map(|runtime| {
+                let outcome = runtime.block_on(serve_stdio_on(session, stop));
+                // Not waiting for a read of stdin that may never end (a
+                // terminal's, off the pipe driver), nor for calls' leftovers.
+                runtime.shutdown_background();
+                outcome
+            });
+            let _ = done.send(served.map_err(McpError::Transport).and_then(|outcome| outcome));
+        })?;
+        outcome.await.unwrap_or_else(|_| Err(McpError::Transport(std::io::Error::other("the stdio thread panicked"))))
     }
 
     /// Tell every connected client when the tools it is offered may have

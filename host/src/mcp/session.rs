@@ -4,6 +4,7 @@
 use super::Shared;
 use super::approver::ClientApprover;
 use super::bounds::Busy;
+use super::front::{AbortOnDrop, Front};
 use super::resumable::{self, Round};
 use super::tools::{call_result, mcp_tool};
 use crate::approval::Approver;
@@ -37,11 +38,19 @@ pub(super) struct Session {
     /// Whether the client can be asked anything back: false on a
     /// stateless HTTP server, where nothing carries an answer back.
     can_ask: bool,
+    /// The thread a stdio client is served on, where its calls run but
+    /// those made at once; `None` where rmcp's task runs each call.
+    front: Option<Front>,
 }
 
 impl Session {
     pub(super) fn new(shared: Arc<Shared>, can_ask: bool) -> Self {
-        Session { shared, can_ask }
+        Session { shared, can_ask, front: None }
+    }
+
+    /// The session of a client served on `front`'s thread.
+    pub(super) fn on(front: Front, shared: Arc<Shared>) -> Self {
+        Session { front: Some(front), ..Session::new(shared, true) }
     }
 }
 
@@ -136,6 +145,22 @@ impl ServerHandler for Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let Some(front) = &self.front else { return self.call(request, context).await };
+        let session = self.clone();
+        match front.run(async move { session.call(request, context).await }).await {
+            Some(answer) => answer,
+            None => Err(ErrorData::internal_error("the server is shutting down: the call was stopped", None)),
+        }
+    }
+}
+
+impl Session {
+    /// `tools/call`, wherever it runs.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let modern = context.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         // Only a handshake-era request on a server that keeps sessions came
         // through one that rmcp checked; elsewhere the header is the
@@ -219,15 +244,6 @@ pub(super) struct ClientGone(pub(super) CancellationToken);
 fn client_gone(context: &RequestContext<RoleServer>) -> Option<CancellationToken> {
     let parts = context.extensions.get::<axum::http::request::Parts>()?;
     parts.extensions.get::<ClientGone>().map(|gone| gone.0.clone())
-}
-
-/// A task stopped when this is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Whether the server refused the call for naming a tool it does not
