@@ -707,6 +707,28 @@ fn calls_at_once_overlap_on_one_thread_and_on_several() {
     assert!(text(&refused.stderr).contains("--threads"), "{}", text(&refused.stderr));
 }
 
+#[test]
+fn a_call_made_beside_a_busy_one_is_answered_while_it_runs() {
+    let dir = workspace();
+    // `thrash_memory` burns little fuel for much time: fuel's own yields to
+    // the runtime come seconds apart, so only the epoch's keep a thread
+    // that runs it looking at stdin and at the other calls' answers.
+    let policy = dir.path().join("toolhost.toml");
+    let mut text = std::fs::read_to_string(&policy).unwrap();
+    text.push_str("[limits]\nfuel = 1_000_000_000_000_000\ntimeout_ms = 3000\n");
+    std::fs::write(&policy, text).unwrap();
+    for args in [&[][..], &["--threads", "1"][..]] {
+        let seen = client(dir.path(), &["beside_a_busy_call", "--busy", "thrash_memory"], &over_stdio(args));
+        assert_eq!(seen["quick"]["is_error"], false, "{args:?}: {seen}");
+        assert!(seen["quick"]["text"].as_str().is_some_and(|text| text.contains("42")), "{args:?}: {seen}");
+        assert_eq!(seen["busy_meanwhile"], true, "{args:?}: answered while the busy call ran: {seen}");
+        let quick_ms = seen["quick_ms"].as_f64().unwrap();
+        eprintln!("{args:?}: the call beside a busy one took {quick_ms:.1} ms");
+        assert!(quick_ms < 150.0, "{args:?}: the call beside a busy one took {quick_ms} ms: {seen}");
+        assert_eq!(seen["busy"]["is_error"], true, "{args:?}: the busy call ends at its time limit: {seen}");
+    }
+}
+
 /// The resident memory of process `pid`, in bytes.
 fn resident(pid: u32) -> usize {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

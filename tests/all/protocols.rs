@@ -65,7 +65,7 @@ async fn an_agent_sees_only_its_agent_callable_toggled_tools_in_plugin_order() {
     config.tool_toggles.insert("write_file".into(), false);
     let catalog = host.registry.catalog();
     let names: Vec<&str> = toolhost::prompt::visible_tools(&catalog, &config).iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["calculate", "list_files", "read_file", "spin", "wait_ms"], "only agent-callable tools");
+    assert_eq!(names, ["calculate", "list_files", "read_file", "spin", "thrash_memory", "wait_ms"], "only agent-callable tools");
 }
 
 /// The guidance line that names `tool` in a json-block prompt.

@@ -186,6 +186,20 @@ async def at_once(args):
         print(json.dumps({"results": list(results)}))
 
 
+async def beside_a_busy_call(args):
+    """Start `--busy` and, `--after-ms` later while it runs, time a call
+    of `calculate`: how long that took, and whether the busy call was
+    still running when it was answered."""
+    async with connect(args) as session:
+        busy = asyncio.create_task(call(session, args.busy, {}))
+        await asyncio.sleep(args.after_ms / 1000)
+        start = time.monotonic()
+        quick = await call(session, "calculate", {"expression": "6*7"})
+        quick_ms = (time.monotonic() - start) * 1000
+        busy_meanwhile = not busy.done()
+        print(json.dumps({"quick": quick, "quick_ms": quick_ms, "busy_meanwhile": busy_meanwhile, "busy": await busy}))
+
+
 async def listen(args):
     """Listen for the tools changing (2026-07-28 `subscriptions/listen`),
     drop a component into the watched directory, and list again."""
@@ -415,6 +429,9 @@ def main():
     together = sub.add_parser("at_once")
     together.add_argument("--calls", type=int, required=True)
     together.add_argument("--ms", type=int, required=True)
+    beside = sub.add_parser("beside_a_busy_call")
+    beside.add_argument("--busy", required=True)
+    beside.add_argument("--after-ms", type=int, default=300)
     listening = sub.add_parser("listen")
     listening.add_argument("--component", required=True)
     listening.add_argument("--into", required=True)

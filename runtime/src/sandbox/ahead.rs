@@ -173,16 +173,13 @@ impl Sandbox {
         let average = Needs::new(MEMORIES_PER_CALL as usize, TABLES_PER_CALL as usize);
         let needs = prepared.needs.filter(|needs| needs.within(&average))?;
         let kept = self.ahead_kept.clone().try_acquire_owned().ok()?;
-        if !prepared.ahead.claim(shard) {
-            return None;
-        }
-        let (sandbox, slots, pre) = (self.clone(), prepared.ahead.clone(), pre.clone());
+        let making = Making::claim(&prepared.ahead, shard)?;
+        let (sandbox, pre) = (self.clone(), pre.clone());
         let (plugin, grants, limits) = (plugin.to_owned(), grants.clone(), *limits);
         Some(async move {
             // Only while no call runs and a slot is free: instances kept
             // ready never hold back a call, for a slot or for memories.
             if sandbox.calls_running() {
-                slots.made(shard, None);
                 return;
             }
             let share = match &sandbox.shards[shard].pool {
@@ -190,7 +187,6 @@ impl Sandbox {
                 None => Some(None),
             };
             let (Some(_slot), Some(share)) = (sandbox.call_slot_now(), share) else {
-                slots.made(shard, None);
                 return;
             };
             let (stdout, stderr) = (Capture::new(STDIO_CAPTURE_BYTES), Capture::new(STDIO_CAPTURE_BYTES));
@@ -220,8 +216,38 @@ impl Sandbox {
             };
             let counter = if made.is_some() { &sandbox.ahead_counts.made } else { &sandbox.ahead_counts.failed };
             counter.fetch_add(1, Ordering::Relaxed);
-            slots.made(shard, made);
+            making.done(made);
         })
+    }
+}
+
+/// A plugin's slot in one engine, claimed for an instance being made. One
+/// whose making ends unfinished, as when its task is dropped with the
+/// runtime it was spawned on, is left empty for the next call to fill.
+struct Making {
+    slots: Option<Arc<AheadSlots>>,
+    shard: usize,
+}
+
+impl Making {
+    /// `shard`'s slot in `slots`, unless an instance is there or being made.
+    fn claim(slots: &Arc<AheadSlots>, shard: usize) -> Option<Self> {
+        slots.claim(shard).then(|| Making { slots: Some(slots.clone()), shard })
+    }
+
+    /// What was made: `ready`, or nothing.
+    fn done(mut self, ready: Option<ReadyInstance>) {
+        if let Some(slots) = self.slots.take() {
+            slots.made(self.shard, ready);
+        }
+    }
+}
+
+impl Drop for Making {
+    fn drop(&mut self) {
+        if let Some(slots) = self.slots.take() {
+            slots.made(self.shard, None);
+        }
     }
 }
 
@@ -230,5 +256,23 @@ impl ReadyInstance {
     /// time start now.
     pub(crate) fn begin(&mut self, cancel: &CancellationToken) -> wasmtime::Result<()> {
         begin_call(&mut self.store, &self.limits, cancel.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_making_dropped_unfinished_leaves_its_slot_for_the_next() {
+        let slots = Arc::new(AheadSlots::new(2));
+        let making = Making::claim(&slots, 1).expect("an empty slot");
+        assert!(Making::claim(&slots, 1).is_none(), "one instance at a time per engine");
+        drop(Making::claim(&slots, 0).expect("each engine's slot is its own"));
+        // As when the runtime its task was spawned on shuts down.
+        drop(making);
+        let again = Making::claim(&slots, 1).expect("an unfinished making gives its slot back");
+        again.done(None);
+        assert!(Making::claim(&slots, 1).is_some(), "nothing made: empty again");
     }
 }

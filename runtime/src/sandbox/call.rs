@@ -233,13 +233,22 @@ impl Sandbox {
         store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))?;
         begin_call(&mut store, limits, cancel)?;
         // Every tick, guest code checks whether its call was cancelled or
-        // its time is up.
+        // its time is up, and gives its thread back through tokio's yield,
+        // which waits for the runtime to look at its I/O and its other
+        // threads' wake-ups. Wasmtime's own yield (the fuel interval's)
+        // puts the call straight back in line: a one-thread runtime (`mcp`
+        // over stdio, where a lone call runs on the thread that reads the
+        // requests) would look at stdin only every 61 slices.
         store.epoch_deadline_callback(|store| {
             let state = store.data();
             if state.cancel.is_cancelled() {
                 return Err(CancelledByToken.into());
             }
-            Ok(if Instant::now() >= state.deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Continue(1) })
+            Ok(if Instant::now() >= state.deadline {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
+            })
         });
         Ok(store)
     }

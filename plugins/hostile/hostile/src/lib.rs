@@ -1,6 +1,7 @@
 //! `hostile`: tools that misbehave on purpose, so tests can show the sandbox
-//! holds. Only `spin` and `wait_ms` are agent-callable, so that tests of
-//! the conversation loop can have a model call a slow tool.
+//! holds. Only `spin`, `thrash_memory` and `wait_ms` are agent-callable, so
+//! that tests of the conversation loop and the doors can have a model or a
+//! client call a slow tool.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use toolhost_sdk::prelude::*;
@@ -21,6 +22,7 @@ impl Plugin for Hostile {
             // reach the host's own network.
             .http_host("localhost")
             .tool(Tool::new("spin", "Loop forever.").agent_callable(true))
+            .tool(Tool::new("thrash_memory", "Read memory at random, forever: much time for little fuel.").agent_callable(true))
             .tool(Tool::new("exhaust_memory", "Allocate until memory runs out."))
             .tool(Tool::new("recurse", "Recurse without end."))
             .tool(path(Tool::new("read_path", "Read any path it is given.")))
@@ -50,6 +52,18 @@ impl Plugin for Hostile {
                 let mut n: u64 = 0;
                 loop {
                     n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "thrash_memory" => {
+                // Reads at random across 48 MiB, more than a cache holds:
+                // each read a miss, a few units of fuel for tens of
+                // nanoseconds, so fuel's yields to the host's runtime come
+                // a hundred milliseconds or more apart.
+                let buffer = vec![1u8; 48 << 20];
+                let (mut at, mut sum) = (0u32, 0u8);
+                loop {
+                    at = at.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    sum = std::hint::black_box(sum.wrapping_add(buffer[at as usize % buffer.len()]));
                 }
             }
             "exhaust_memory" => {
