@@ -12,7 +12,10 @@ const KEYS: [(&str, &str); 8] = [
     ("fresh_latency_over_floor", "the runtime benchmark: an idle host's call with instances made ahead, over the floor"),
     ("fresh_throughput_over_today", "the runtime benchmark: calls per second at full load, made ahead over made on the path"),
     ("mcp_stdio_over_bare", "the MCP benchmark: toolhost's stdio round trip over a bare responder's, the worse era"),
-    ("mcp_server_side_us", "the MCP benchmark: toolhost's own µs per call over stdio, the worse era"),
+    (
+        "mcp_server_side_us",
+        "the MCP benchmark: toolhost's processor time per call over stdio less a bare responder's, µs, the worse era",
+    ),
     ("cold_over_warm", "the runtime benchmark: a plugin's cold load over its warm load"),
     ("auto_parse_gbps", "the protocol benchmark: `auto` reading 1 MiB of prose, GB/s"),
     ("chat_late_round_over_early", "the chain benchmark: a 200-round chat's last rounds over its first"),
