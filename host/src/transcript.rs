@@ -218,6 +218,10 @@ pub struct Transcript {
     formatted: Formatted,
     /// The ids its calls and results have taken, kept as entries come.
     ids: CallIds,
+    /// The replies with calls since the person last wrote, counted as
+    /// entries come: counting back every round made a round's cost grow
+    /// with the turn before it.
+    rounds: u32,
 }
 
 /// The conversation as messages in one protocol, kept from one round to
@@ -314,7 +318,7 @@ impl Transcript {
         file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
         let mut transcript = Transcript { file: Some(appender(path, file)), ..Transcript::default() };
         for entry in &entries {
-            transcript.take_ids(entry);
+            transcript.take_in(entry);
         }
         transcript.entries = entries;
         transcript.settle_statuses();
@@ -358,17 +362,31 @@ impl Transcript {
             let line = serde_json::to_string(&entry).expect("an entry serializes");
             appender.append(&line).map_err(|source| TranscriptError::Io { path: path.clone(), source })?;
         }
-        self.take_ids(&entry);
+        self.take_in(&entry);
         self.entries.push(entry);
         Ok(())
     }
 
-    fn take_ids(&mut self, entry: &Entry) {
+    /// What `entry` adds to what is kept of the entries: the ids it takes,
+    /// and the rounds of this turn.
+    fn take_in(&mut self, entry: &Entry) {
         match entry {
-            Entry::Assistant { calls, .. } => calls.iter().for_each(|call| self.ids.take(&call.id)),
+            Entry::User { .. } => self.rounds = 0,
+            Entry::Assistant { calls, .. } => {
+                calls.iter().for_each(|call| self.ids.take(&call.id));
+                if !calls.is_empty() {
+                    self.rounds = self.rounds.saturating_add(1);
+                }
+            }
             Entry::Tool { call_id, .. } => self.ids.take(call_id),
             _ => {}
         }
+    }
+
+    /// Rounds of calls (replies that asked for any) since the person last
+    /// wrote.
+    pub fn rounds_this_turn(&self) -> u32 {
+        self.rounds
     }
 
     /// Wait until every entry pushed so far is in the file. Dropping the
@@ -645,6 +663,29 @@ mod tests {
         let (mut resumed, _) = Transcript::resume(&path).unwrap();
         let next = resumed.call_ids().assign(None);
         assert!(!given.contains(&next), "{next} was given before the resume: {given:?}");
+    }
+
+    #[test]
+    fn rounds_this_turn_count_replies_with_calls_since_the_user_also_after_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut transcript = Transcript::create(&path).unwrap();
+        assert_eq!(transcript.rounds_this_turn(), 0);
+        sample(&mut transcript);
+        assert_eq!(transcript.rounds_this_turn(), 1, "the answer without calls is no round");
+        transcript.push(Entry::User { content: "and 2+2?".into() }).unwrap();
+        assert_eq!(transcript.rounds_this_turn(), 0, "the person wrote");
+        for id in ["c2", "c3"] {
+            let requested = RequestedCall::from_call(&call(id));
+            transcript
+                .push(Entry::Assistant { content: String::new(), reasoning: String::new(), calls: vec![requested] })
+                .unwrap();
+            transcript.push(Entry::Note { content: "a note is no round".into() }).unwrap();
+        }
+        assert_eq!(transcript.rounds_this_turn(), 2);
+        drop(transcript);
+        let (resumed, _) = Transcript::resume(&path).unwrap();
+        assert_eq!(resumed.rounds_this_turn(), 2, "counted again from the file");
     }
 
     #[test]

@@ -337,7 +337,7 @@ impl Chain {
             if cancel.is_cancelled() {
                 return self.finish(transcript, Stop::Cancelled, events);
             }
-            events(ChainEvent::Requesting { iteration: rounds_this_turn(transcript.entries()) });
+            events(ChainEvent::Requesting { iteration: transcript.rounds_this_turn() });
             let offer = self.offer();
             let request = ChatRequest {
                 messages: transcript.messages(&offer.prompt.text, self.config.protocol),
@@ -430,7 +430,7 @@ impl Chain {
             );
             record(transcript, call, &outcome)?;
         }
-        let iteration = rounds_this_turn(transcript.entries());
+        let iteration = transcript.rounds_this_turn();
         events(ChainEvent::IterationDone { iteration });
         Ok(if cancel.is_cancelled() {
             Some(Stop::Cancelled)
@@ -555,17 +555,6 @@ async fn flushed(transcript: &Transcript, stopped: Result<Stop, ChainError>) -> 
 /// Record `outcome` of `call` as a tool entry.
 fn record(transcript: &mut Transcript, call: &ToolCall, outcome: &ToolOutcome) -> Result<(), TranscriptError> {
     transcript.push(Entry::tool(call, outcome))
-}
-
-/// Rounds of calls since the person last wrote.
-fn rounds_this_turn(entries: &[Entry]) -> u32 {
-    let rounds = entries
-        .iter()
-        .rev()
-        .take_while(|e| !matches!(e, Entry::User { .. }))
-        .filter(|e| matches!(e, Entry::Assistant { calls, .. } if !calls.is_empty()))
-        .count();
-    u32::try_from(rounds).unwrap_or(u32::MAX)
 }
 
 /// Passes the pipeline's steps on as events, each outcome with the call
