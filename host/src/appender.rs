@@ -29,7 +29,7 @@ pub(crate) type Open = Box<dyn FnMut() -> std::io::Result<File> + Send>;
 pub(crate) struct Appender {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    /// The first write that failed since the last flush.
+    /// The first write that failed since the last append or flush.
     failed: Arc<Mutex<Option<std::io::Error>>>,
 }
 
@@ -46,7 +46,8 @@ struct Queue {
     jobs: Vec<Job>,
     /// The writer sleeps until it is rung (not while it gathers).
     asleep: bool,
-    /// The appender is gone: write what is left and end.
+    /// The appender is gone (write what is left and end), or the writer
+    /// ended (it panicked: nothing more is written).
     closed: bool,
 }
 
@@ -79,12 +80,16 @@ impl Appender {
 
     /// Hand `line` (without its line break) over to be written. Returns
     /// the error of an earlier write that failed, if one did since the last
-    /// flush; the line is handed over all the same.
+    /// append or flush; the line is handed over all the same, unless the
+    /// writer has ended.
     pub(crate) fn append(&self, line: &str) -> std::io::Result<()> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
         let mut queue = self.shared.lock();
+        if queue.closed {
+            return Err(writer_ended());
+        }
         queue.jobs.push(Job::Line(bytes));
         if std::mem::take(&mut queue.asleep) {
             self.shared.ring.notify_one();
@@ -94,13 +99,19 @@ impl Appender {
     }
 
     /// Wait until every line handed over so far is written; the error of a
-    /// write that failed since the last flush, if any.
+    /// write that failed since the last append or flush, if any.
     pub(crate) async fn flush(&self) -> std::io::Result<()> {
         let (done, written) = oneshot::channel();
-        self.shared.lock().jobs.push(Job::Flush(done));
+        {
+            let mut queue = self.shared.lock();
+            if queue.closed {
+                return Err(writer_ended());
+            }
+            queue.jobs.push(Job::Flush(done));
+        }
         self.shared.ring.notify_one();
-        // The thread only goes away with the appender.
-        let _ = written.await;
+        // Dropped unanswered only when the writer ended.
+        written.await.map_err(|_| writer_ended())?;
         self.take_error()
     }
 
@@ -129,8 +140,26 @@ impl Drop for Appender {
     }
 }
 
+/// Why a line or a flush was refused: the writer's thread is gone.
+fn writer_ended() -> std::io::Error {
+    std::io::Error::other("the thread writing this file ended (it panicked); nothing more is written to it")
+}
+
+/// Closes the queue when the writer ends, however it ends: after a panic
+/// (in `open`, say) no flush waits for it and no line piles up for it.
+struct Ended<'a>(&'a Shared);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.lock();
+        queue.closed = true;
+        queue.jobs.clear();
+    }
+}
+
 /// The writer's thread: each batch as it comes, until the appender is gone.
 fn write_lines(shared: &Shared, mut open: Open, failed: &Mutex<Option<std::io::Error>>) {
+    let _ended = Ended(shared);
     let mut file: Option<File> = None;
     while let Some(batch) = next_batch(shared) {
         let mut lines = Vec::new();
@@ -170,9 +199,10 @@ fn next_batch(shared: &Shared) -> Option<Vec<Job>> {
     }
 }
 
-/// Write `lines` to the file, opening it first if it is not open; a
-/// failure is kept for the next flush or append to report, and the file
-/// opened again next time.
+/// Write `lines` to the file in one go, opening it first if it is not
+/// open; a failure (the batch is lost: at most what came within
+/// [`GATHER`], or up to a flush) is kept for the next append or flush to
+/// report, and the file opened again next time.
 fn write(file: &mut Option<File>, open: &mut Open, lines: &[u8], failed: &Mutex<Option<std::io::Error>>) {
     if lines.is_empty() {
         return;
@@ -219,8 +249,17 @@ mod tests {
         assert!(nowhere.flush().await.is_ok(), "each failure is reported once");
     }
 
+    #[tokio::test]
+    async fn a_writer_that_panicked_leaves_no_flush_waiting_and_refuses_lines() {
+        let panicking = Appender::new("test-appender", Box::new(|| panic!("open panicked")));
+        panicking.append("lost").unwrap();
+        let flushed = tokio::time::timeout(Duration::from_secs(5), panicking.flush()).await.expect("the flush returned");
+        assert!(flushed.unwrap_err().to_string().contains("ended"));
+        assert!(panicking.append("refused").unwrap_err().to_string().contains("ended"));
+    }
+
     #[test]
-    fn lines_are_written_without_a_flush_once_gathered_and_all_of_them_on_drop() {
+    fn lines_are_written_without_a_flush_and_all_of_them_on_drop() {
         let dir = tempfile::tempdir().unwrap();
         let (appender, path) = appending_in(dir.path());
         for n in 0..3 {

@@ -197,8 +197,8 @@ impl AuditLog {
 
     pub(super) fn new(path: PathBuf) -> Self {
         let to = path.clone();
-        // One write per line, in append mode: lines from several processes
-        // do not interleave.
+        // Whole lines in one write at a time, in append mode: lines from
+        // several processes do not interleave.
         let open = Box::new(move || OpenOptions::new().create(true).append(true).mode(0o600).open(&to));
         AuditLog { appender: Appender::new("toolhost-audit", open), path }
     }
