@@ -147,7 +147,7 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, ErrorData> {
         // Boxed: the call's future is some 5 KiB, and rmcp's task for the
         // request and tokio's spawning and finishing of it each copied it
-        // whole (6% of `toolhost mcp`'s processor time over stdio).
+        // whole.
         let Some(front) = &self.front else { return Box::pin(self.call(request, context)).await };
         let session = self.clone();
         match front.run(Box::pin(async move { session.call(request, context).await })).await {
