@@ -561,8 +561,12 @@ impl Registry {
         cancel: &CancellationToken,
     ) -> Invocation {
         let export = Export::Invoke { tool: plugin.declared_name(tool), args_json, in_batch };
+        // Boxed once here: each async fn that awaits it in place holds it
+        // twice over, so the call's future grew at every level to 1 688
+        // bytes, copied whole as it went (784 now; memcpy went from 13% to
+        // 10% of an idle call's path, measured with `perf`).
         let (result, fuel_used, duration) =
-            self.sandbox.run(&plugin.prepared, shard, plugin.name(), &plugin.grants, limits, export, cancel).await;
+            Box::pin(self.sandbox.run(&plugin.prepared, shard, plugin.name(), &plugin.grants, limits, export, cancel)).await;
         let result = result.and_then(|returned| match returned {
             Returned::Invoke(r) => r.map_err(CallFailure::Tool),
             Returned::Manifest(_) => unreachable!("invoke returns an invoke result"),
