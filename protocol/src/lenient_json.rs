@@ -249,12 +249,14 @@ impl Reader<'_> {
             b't' => out.push('\t'),
             b'u' => {
                 let first = self.hex4()?;
-                let c = if (0xD800..0xDC00).contains(&first) && self.text[self.at..].starts_with("\\u") {
-                    self.at += 2;
-                    let second = self.hex4()?;
-                    char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second.wrapping_sub(0xDC00) & 0x3FF))
-                } else {
-                    char::from_u32(first)
+                // A high surrogate joins only a low one that follows; alone
+                // it is U+FFFD, and the escape after it is read as itself.
+                let c = match self.low_surrogate_next() {
+                    Some(second) if (0xD800..0xDC00).contains(&first) => {
+                        self.at += 6;
+                        char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
+                    }
+                    _ => char::from_u32(first),
                 };
                 out.push(c.unwrap_or('\u{FFFD}'));
             }
@@ -269,6 +271,14 @@ impl Reader<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The low surrogate a `\uXXXX` escape at the position writes, if it
+    /// writes one.
+    fn low_surrogate_next(&self) -> Option<u32> {
+        let digits = self.text.get(self.at..self.at + 6)?.strip_prefix("\\u")?;
+        let value = u32::from_str_radix(digits, 16).ok().filter(|_| digits.bytes().all(|b| b.is_ascii_hexdigit()))?;
+        (0xDC00..0xE000).contains(&value).then_some(value)
     }
 
     fn hex4(&mut self) -> Result<u32, JsonError> {
@@ -357,6 +367,12 @@ mod tests {
             assert_eq!(repaired(text).0, serde_json::from_str::<Value>(text).unwrap(), "{text}");
         }
         assert!(repaired("-0").0.as_f64().is_some_and(|z| z == 0.0 && z.is_sign_negative()));
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_a_replacement_character_and_the_escape_after_it_stays() {
+        let (value, _) = repaired(r#"["\ud800\u0041", "\ud83d\u00e9", "\ud83d\ude00", "\udc00x", "\ud800"]"#);
+        assert_eq!(value, json!(["\u{FFFD}A", "\u{FFFD}é", "😀", "\u{FFFD}x", "\u{FFFD}"]));
     }
 
     #[test]

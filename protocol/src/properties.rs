@@ -439,15 +439,19 @@ fn adversarial_input_parses_in_linear_time() {
         "<|tool_call>call:calc(x:<|\"|>",
         "<|tool▁calls▁begin|><|tool▁call▁begin|>calc<|tool▁sep|>",
     ];
-    for pattern in patterns {
-        let small = pattern.repeat(100_000 / pattern.len());
-        let large = pattern.repeat(1_000_000 / pattern.len());
+    // A pattern repeated after markup that makes the rest worth reading:
+    // a long run of backticks was counted again at each fence in it.
+    let after_markup = [("<tool_calls>", "`"), ("<invoke name=\"calc\">", "`"), ("[TOOL_CALLS]", "`")];
+    let inputs = patterns.iter().map(|&pattern| ("", pattern)).chain(after_markup);
+    for (markup, pattern) in inputs {
+        let small = format!("{markup}{}", pattern.repeat(100_000 / pattern.len()));
+        let large = format!("{markup}{}", pattern.repeat(1_000_000 / pattern.len()));
         for protocol in ALL {
             let (t_small, t_large) = (time(protocol, &small), time(protocol, &large));
             let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-6);
             assert!(
                 ratio < 30.0 || t_large < Duration::from_millis(100),
-                "{protocol:?} on {pattern:?}: 100 KB took {t_small:?}, 1 MB took {t_large:?} ({ratio:.0}x)"
+                "{protocol:?} on {markup:?} then {pattern:?}: 100 KB took {t_small:?}, 1 MB took {t_large:?} ({ratio:.0}x)"
             );
         }
     }

@@ -251,12 +251,18 @@ impl Code {
             let run = bytes[tick..].iter().take_while(|&&b| b == b'`').count();
             at = tick + run;
             if run >= FENCE.len() {
-                // A longer run is a fence and the backticks after it.
-                match fence_open.take() {
-                    Some(open) => regions.push((open..tick + FENCE.len(), Quoted::Fenced)),
-                    None => fence_open = Some(tick),
+                // A longer run is fences, one after another, and the
+                // backticks after them. All in one pass: counting the rest
+                // of the run again after each fence made a long run cost
+                // the square of its length.
+                let fences = run / FENCE.len();
+                for fence in (0..fences).map(|n| tick + n * FENCE.len()) {
+                    match fence_open.take() {
+                        Some(open) => regions.push((open..fence + FENCE.len(), Quoted::Fenced)),
+                        None => fence_open = Some(fence),
+                    }
                 }
-                at = tick + FENCE.len();
+                at = tick + fences * FENCE.len();
                 continue;
             }
             if fence_open.is_some() || run > MAX_INLINE_TICKS {
