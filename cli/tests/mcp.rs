@@ -729,6 +729,94 @@ fn a_call_made_beside_a_busy_one_is_answered_while_it_runs() {
     }
 }
 
+/// `toolhost mcp` over stdio in `cwd`, after the handshake: its stdin,
+/// its answers line by line, and the process.
+fn raw_stdio_session(cwd: &Path) -> (std::process::ChildStdin, std::io::Lines<BufReader<std::process::ChildStdout>>, Child) {
+    let mut server = toolhost_mcp(cwd, &["--no-watch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("toolhost mcp starts");
+    let mut stdin = server.stdin.take().unwrap();
+    let mut answers = BufReader::new(server.stdout.take().unwrap()).lines();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    let initialized: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert_eq!(initialized["id"], 0, "{initialized}");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    (stdin, answers, server)
+}
+
+/// The id of each answer, read until `count` have come.
+fn answer_ids(answers: &mut impl Iterator<Item = std::io::Result<String>>, count: usize) -> Vec<u64> {
+    (0..count)
+        .map(|_| {
+            let answer: Value = serde_json::from_str(&answers.next().expect("an answer").unwrap()).unwrap();
+            answer["id"].as_u64().unwrap_or_else(|| panic!("an answer with a numeric id: {answer}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_client_that_does_not_read_its_answers_is_read_no_further_and_loses_none() {
+    const REQUESTS: u64 = 50_000;
+    let dir = workspace();
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path());
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let writer = std::thread::spawn({
+        let sent = sent.clone();
+        move || {
+            for id in 1..=REQUESTS {
+                writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#).unwrap();
+                sent.store(id, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    });
+    // Unread, every answer had been kept: 200 000 took 6.5 GB.
+    std::thread::sleep(Duration::from_secs(3));
+    let held = resident(server.id());
+    let written = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(held < 150 << 20, "{} MiB held for a client that reads nothing", held >> 20);
+    assert!(written < REQUESTS, "all {written} requests were read though no answer was");
+    let mut ids = answer_ids(&mut answers, REQUESTS as usize);
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=REQUESTS).collect::<Vec<_>>(), "every request answered once");
+    writer.join().unwrap();
+    server.kill().unwrap();
+}
+
+#[test]
+fn answers_a_client_cancels_are_not_owed_to_it() {
+    let dir = workspace();
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path());
+    // rmcp drops the answer of a call its client cancels: were it still
+    // counted as owed, 256 of them would stop the server reading for good.
+    for id in 1..=300 {
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"wait_ms","arguments":{{"ms":5000}}}}}}"#
+        )
+        .unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#).unwrap();
+    }
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1000,"method":"ping"}}"#).unwrap();
+    let (done, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let ping = answers.find_map(|line| {
+            let answer: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            (answer["id"] == 1000).then_some(answer)
+        });
+        let _ = done.send(ping);
+    });
+    let ping = answered.recv_timeout(Duration::from_secs(30)).expect("the ping after 300 cancelled calls is answered");
+    assert!(ping.is_some_and(|ping| ping.get("result").is_some()), "the ping is answered");
+    server.kill().unwrap();
+}
+
 /// The resident memory of process `pid`, in bytes.
 fn resident(pid: u32) -> usize {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

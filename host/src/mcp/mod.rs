@@ -48,6 +48,8 @@ mod front;
 #[cfg(feature = "mcp")]
 mod http;
 #[cfg(feature = "mcp")]
+mod owed;
+#[cfg(feature = "mcp")]
 mod questions;
 #[cfg(feature = "mcp")]
 mod resumable;

@@ -1,10 +1,12 @@
 //! [`McpServer`]: the registry's tools served to MCP clients.
 
 use super::front::Front;
+use super::owed::Owed;
 use super::session::Session;
 use super::*;
 use crate::agent::{LiveSettings, SettingsWatch};
 use crate::pipeline::{Pipeline, Turn};
+use rmcp::transport::IntoTransport;
 use rmcp::{Peer, RoleServer, ServiceExt};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -89,9 +91,12 @@ impl ToolChanges {
     }
 }
 
-/// Serve one client as `session` on stdin and stdout, on this thread.
-async fn serve_stdio_on(session: Session, shutdown: CancellationToken) -> Result<(), McpError> {
-    match session.serve_with_ct(rmcp::transport::stdio_pipes(), shutdown).await {
+/// Serve one client as `session` on stdin and stdout, on this thread,
+/// reading no further while it is owed the answers of twice
+/// `calls_per_client` requests (see [`Owed`]).
+async fn serve_stdio_on(session: Session, calls_per_client: usize, shutdown: CancellationToken) -> Result<(), McpError> {
+    let stdio = Owed::new(rmcp::transport::stdio_pipes().into_transport(), calls_per_client);
+    match session.serve_with_ct(stdio, shutdown).await {
         Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
         Err(error) => Err(McpError::Initialize(error.to_string())),
     }
@@ -169,7 +174,8 @@ impl McpServer {
         let pool = tokio::runtime::Handle::current();
         let outcome = match pool.runtime_flavor() {
             tokio::runtime::RuntimeFlavor::CurrentThread => {
-                serve_stdio_on(Session::new(self.shared.clone(), true), shutdown.clone()).await
+                let calls_per_client = self.shared.config.max_calls_per_client;
+                serve_stdio_on(Session::new(self.shared.clone(), true), calls_per_client, shutdown.clone()).await
             }
             _ => self.serve_stdio_on_a_thread(pool, &shutdown).await,
         };
@@ -183,10 +189,11 @@ impl McpServer {
         let stop = shutdown.child_token();
         let _stop_when_dropped = stop.clone().drop_guard();
         let session = Session::on(Front::new(pool), self.shared.clone());
+        let calls_per_client = self.shared.config.max_calls_per_client;
         let (done, outcome) = tokio::sync::oneshot::channel();
         std::thread::Builder::new().name("toolhost-mcp-stdio".into()).spawn(move || {
             let served = tokio::runtime::Builder::new_current_thread().enable_all().build().map(|runtime| {
-                let outcome = runtime.block_on(serve_stdio_on(session, stop));
+                let outcome = runtime.block_on(serve_stdio_on(session, calls_per_client, stop));
                 // Not waiting for a read of stdin that may never end (a
                 // terminal's, off the pipe driver), nor for calls' leftovers.
                 runtime.shutdown_background();

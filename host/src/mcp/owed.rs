@@ -1,0 +1,107 @@
+//! [`Owed`]: a stdio client's transport that stops reading its requests
+//! while too many answers are owed to it. rmcp writes each answer from
+//! a task of its own and reads on meanwhile, so a client that sends and
+//! never reads had the server hold every answer it could not write: 200 000
+//! `tools/list` requests took 6.5 GB. Stopping the reading leaves the rest
+//! in the pipe, where the client's own writes then wait.
+//!
+//! An answer is owed from the moment its request is read until it is
+//! written, or until the client cancels the request (rmcp then drops the
+//! answer unwritten). The most owed is twice the calls a client may run at
+//! once, and at least [`MIN_OWED`], so that a client reading its answers
+//! never waits on this.
+
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::service::RoleServer;
+use rmcp::transport::Transport;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::Notify;
+
+/// The fewest answers a client may be owed before its requests are read
+/// no further.
+const MIN_OWED: usize = 256;
+
+/// `inner`, reading no request while its most answers are owed.
+pub(super) struct Owed<T> {
+    inner: T,
+    ledger: Arc<Ledger>,
+}
+
+/// The ids of the requests whose answers are owed.
+struct Ledger {
+    ids: Mutex<HashSet<RequestId>>,
+    most: usize,
+    /// Rung when an answer is settled; one reader waits on it.
+    settled: Notify,
+}
+
+impl<T> Owed<T> {
+    /// `inner`, for a client that may run `calls_per_client` calls at once.
+    pub(super) fn new(inner: T, calls_per_client: usize) -> Self {
+        let most = calls_per_client.saturating_mul(2).max(MIN_OWED);
+        Owed { inner, ledger: Arc::new(Ledger { ids: Mutex::default(), most, settled: Notify::new() }) }
+    }
+}
+
+impl Ledger {
+    fn owe(&self, id: RequestId) {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
+    }
+
+    fn settle(&self, id: &RequestId) {
+        if self.ids.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
+            self.settled.notify_one();
+        }
+    }
+
+    /// Until fewer than the most answers are owed. A settling between the
+    /// count and the wait leaves its permit, so none is missed.
+    async fn room(&self) {
+        while self.ids.lock().unwrap_or_else(PoisonError::into_inner).len() >= self.most {
+            self.settled.notified().await;
+        }
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Owed<T> {
+    type Error = T::Error;
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answers = match &item {
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+        };
+        let (sending, ledger) = (self.inner.send(item), self.ledger.clone());
+        async move {
+            let sent = sending.await;
+            // Written or failed, it is no longer held.
+            if let Some(id) = answers {
+                ledger.settle(&id);
+            }
+            sent
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        self.ledger.room().await;
+        let message = self.inner.receive().await?;
+        match &message {
+            JsonRpcMessage::Request(request) => self.ledger.owe(request.id.clone()),
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.ledger.settle(id);
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
