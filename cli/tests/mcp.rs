@@ -729,9 +729,13 @@ fn a_call_made_beside_a_busy_one_is_answered_while_it_runs() {
     }
 }
 
-/// `toolhost mcp` over stdio in `cwd`, after the handshake: its stdin,
-/// its answers line by line, and the process.
-fn raw_stdio_session(cwd: &Path) -> (std::process::ChildStdin, std::io::Lines<BufReader<std::process::ChildStdout>>, Child) {
+/// `toolhost mcp` over stdio in `cwd`, after the handshake, with the lines
+/// `before` sent ahead of it: its stdin, its answers line by line, and the
+/// process.
+fn raw_stdio_session(
+    cwd: &Path,
+    before: &[&str],
+) -> (std::process::ChildStdin, std::io::Lines<BufReader<std::process::ChildStdout>>, Child) {
     let mut server = toolhost_mcp(cwd, &["--no-watch"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -740,6 +744,9 @@ fn raw_stdio_session(cwd: &Path) -> (std::process::ChildStdin, std::io::Lines<Bu
         .expect("toolhost mcp starts");
     let mut stdin = server.stdin.take().unwrap();
     let mut answers = BufReader::new(server.stdout.take().unwrap()).lines();
+    for line in before {
+        writeln!(stdin, "{line}").unwrap();
+    }
     writeln!(
         stdin,
         r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
@@ -765,7 +772,7 @@ fn answer_ids(answers: &mut impl Iterator<Item = std::io::Result<String>>, count
 fn a_client_that_does_not_read_its_answers_is_read_no_further_and_loses_none() {
     const REQUESTS: u64 = 50_000;
     let dir = workspace();
-    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path());
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let writer = std::thread::spawn({
         let sent = sent.clone();
@@ -790,9 +797,28 @@ fn a_client_that_does_not_read_its_answers_is_read_no_further_and_loses_none() {
 }
 
 #[test]
+fn what_a_client_sends_before_its_first_request_is_read_past() {
+    let dir = workspace();
+    // Each had made rmcp fail its handshake, and the server end.
+    let stray = [
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#,
+        r#"{"jsonrpc":"2.0","id":99,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":98,"error":{"code":-1,"message":"no"}}"#,
+    ];
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &stray);
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list"}}"#).unwrap();
+    let listed: Value = serde_json::from_str(&answers.next().expect("an answer").unwrap()).unwrap();
+    assert_eq!(listed["id"], 1, "{listed}");
+    assert!(listed["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
+    server.kill().unwrap();
+}
+
+#[test]
 fn answers_a_client_cancels_are_not_owed_to_it() {
     let dir = workspace();
-    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path());
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);
     // rmcp drops the answer of a call its client cancels: were it still
     // counted as owed, 256 of them would stop the server reading for good.
     for id in 1..=300 {

@@ -48,8 +48,6 @@ mod front;
 #[cfg(feature = "mcp")]
 mod http;
 #[cfg(feature = "mcp")]
-mod owed;
-#[cfg(feature = "mcp")]
 mod questions;
 #[cfg(feature = "mcp")]
 mod resumable;
@@ -59,6 +57,8 @@ mod server;
 mod session;
 #[cfg(feature = "mcp")]
 mod sessions;
+#[cfg(feature = "mcp")]
+mod stdio_guard;
 #[cfg(feature = "mcp")]
 mod tools;
 

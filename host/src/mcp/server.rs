@@ -1,8 +1,8 @@
 //! [`McpServer`]: the registry's tools served to MCP clients.
 
 use super::front::Front;
-use super::owed::Owed;
 use super::session::Session;
+use super::stdio_guard::StdioGuard;
 use super::*;
 use crate::agent::{LiveSettings, SettingsWatch};
 use crate::pipeline::{Pipeline, Turn};
@@ -93,9 +93,9 @@ impl ToolChanges {
 
 /// Serve one client as `session` on stdin and stdout, on this thread,
 /// reading no further while it is owed the answers of twice
-/// `calls_per_client` requests (see [`Owed`]).
+/// `calls_per_client` requests (see [`StdioGuard`]).
 async fn serve_stdio_on(session: Session, calls_per_client: usize, shutdown: CancellationToken) -> Result<(), McpError> {
-    let stdio = Owed::new(rmcp::transport::stdio_pipes().into_transport(), calls_per_client);
+    let stdio = StdioGuard::new(rmcp::transport::stdio_pipes().into_transport(), calls_per_client);
     match session.serve_with_ct(stdio, shutdown).await {
         Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
         Err(error) => Err(McpError::Initialize(error.to_string())),

@@ -1,9 +1,13 @@
-//! [`Owed`]: a stdio client's transport that stops reading its requests
-//! while too many answers are owed to it. rmcp writes each answer from
+//! [`StdioGuard`]: a stdio client's transport that stops reading its
+//! requests while too many answers are owed to it. rmcp writes each answer from
 //! a task of its own and reads on meanwhile, so a client that sends and
 //! never reads had the server hold every answer it could not write: 200 000
 //! `tools/list` requests took 6.5 GB. Stopping the reading leaves the rest
 //! in the pipe, where the client's own writes then wait.
+//!
+//! It also reads past what a client sends before its first request: a
+//! notification or an answer there had made rmcp fail its handshake, and
+//! the server end.
 //!
 //! An answer is owed from the moment its request is read until it is
 //! written, or until the client cancels the request (rmcp then drops the
@@ -23,9 +27,11 @@ use tokio::sync::Notify;
 const MIN_OWED: usize = 256;
 
 /// `inner`, reading no request while its most answers are owed.
-pub(super) struct Owed<T> {
+pub(super) struct StdioGuard<T> {
     inner: T,
     ledger: Arc<Ledger>,
+    /// Whether the client has sent a request yet (see `receive`).
+    asked: bool,
 }
 
 /// The ids of the requests whose answers are owed.
@@ -36,11 +42,11 @@ struct Ledger {
     settled: Notify,
 }
 
-impl<T> Owed<T> {
+impl<T> StdioGuard<T> {
     /// `inner`, for a client that may run `calls_per_client` calls at once.
     pub(super) fn new(inner: T, calls_per_client: usize) -> Self {
         let most = calls_per_client.saturating_mul(2).max(MIN_OWED);
-        Owed { inner, ledger: Arc::new(Ledger { ids: Mutex::default(), most, settled: Notify::new() }) }
+        StdioGuard { inner, ledger: Arc::new(Ledger { ids: Mutex::default(), most, settled: Notify::new() }), asked: false }
     }
 }
 
@@ -64,7 +70,7 @@ impl Ledger {
     }
 }
 
-impl<T: Transport<RoleServer>> Transport<RoleServer> for Owed<T> {
+impl<T: Transport<RoleServer>> Transport<RoleServer> for StdioGuard<T> {
     type Error = T::Error;
 
     fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
@@ -86,7 +92,15 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Owed<T> {
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         self.ledger.room().await;
-        let message = self.inner.receive().await?;
+        let mut message = self.inner.receive().await?;
+        // Before its first request a client has nothing to notify or
+        // answer: rmcp failed its handshake on such a message, and the
+        // server ended (found by a hostile client). Read past it.
+        while !self.asked && !matches!(message, JsonRpcMessage::Request(_)) {
+            tracing::debug!("a message before the client's first request is ignored");
+            message = self.inner.receive().await?;
+        }
+        self.asked = true;
         match &message {
             JsonRpcMessage::Request(request) => self.ledger.owe(request.id.clone()),
             JsonRpcMessage::Notification(notification) => {
