@@ -816,6 +816,31 @@ fn what_a_client_sends_before_its_first_request_is_read_past() {
 }
 
 #[test]
+fn a_request_reusing_the_id_of_one_in_flight_is_refused_and_the_first_is_answered() {
+    let dir = workspace();
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"wait_ms","arguments":{{"ms":1000}}}}}}"#
+    )
+    .unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":5,"method":"tools/list"}}"#).unwrap();
+    let (done, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in answers.by_ref().take(2) {
+            let _ = done.send(serde_json::from_str::<Value>(&line.unwrap()).unwrap());
+        }
+    });
+    let wait = || answered.recv_timeout(Duration::from_secs(20)).expect("an answer");
+    let (refused, first) = (wait(), wait());
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (5.into(), (-32600).into()), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("already in use"), "{refused}");
+    assert_eq!(first["id"], 5, "{first}");
+    assert!(first["result"]["content"][0]["text"].is_string(), "the first call's own answer: {first}");
+    server.kill().unwrap();
+}
+
+#[test]
 fn answers_a_client_cancels_are_not_owed_to_it() {
     let dir = workspace();
     let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);

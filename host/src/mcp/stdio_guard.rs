@@ -5,9 +5,10 @@
 //! `tools/list` requests took 6.5 GB. Stopping the reading leaves the rest
 //! in the pipe, where the client's own writes then wait.
 //!
-//! It also reads past what a client sends before its first request: a
+//! It also reads past what a client sends before its first request (a
 //! notification or an answer there had made rmcp fail its handshake, and
-//! the server end.
+//! the server end), and refuses a request whose id one in flight has (rmcp
+//! dropped the first one's answer).
 //!
 //! An answer is owed from the moment its request is read until it is
 //! written, or until the client cancels the request (rmcp then drops the
@@ -15,7 +16,7 @@
 //! once, and at least [`MIN_OWED`], so that a client reading its answers
 //! never waits on this.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use std::collections::HashSet;
@@ -51,8 +52,9 @@ impl<T> StdioGuard<T> {
 }
 
 impl Ledger {
-    fn owe(&self, id: RequestId) {
-        self.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
+    /// Owe the answer to `id`; false when it is owed already.
+    fn owe(&self, id: RequestId) -> bool {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).insert(id)
     }
 
     fn settle(&self, id: &RequestId) {
@@ -91,28 +93,41 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for StdioGuard<T> {
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
-        self.ledger.room().await;
-        let mut message = self.inner.receive().await?;
-        // Before its first request a client has nothing to notify or
-        // answer: rmcp failed its handshake on such a message, and the
-        // server ended (found by a hostile client). Read past it.
-        while !self.asked && !matches!(message, JsonRpcMessage::Request(_)) {
-            tracing::debug!("a message before the client's first request is ignored");
-            message = self.inner.receive().await?;
-        }
-        self.asked = true;
-        match &message {
-            JsonRpcMessage::Request(request) => self.ledger.owe(request.id.clone()),
-            JsonRpcMessage::Notification(notification) => {
-                if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
-                    && let Some(id) = &cancelled.params.request_id
-                {
-                    self.ledger.settle(id);
-                }
+        loop {
+            self.ledger.room().await;
+            let message = self.inner.receive().await?;
+            // Before its first request a client has nothing to notify or
+            // answer: rmcp failed its handshake on such a message, and the
+            // server ended (found by a hostile client). Read past it.
+            if !self.asked && !matches!(message, JsonRpcMessage::Request(_)) {
+                tracing::debug!("a message before the client's first request is ignored");
+                continue;
             }
-            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+            self.asked = true;
+            match &message {
+                JsonRpcMessage::Request(request) if !self.ledger.owe(request.id.clone()) => {
+                    // rmcp keys a request's answer by its id: the second of
+                    // two in flight took the first's place, whose call ran
+                    // and whose answer was dropped. Refused, it never runs.
+                    let id = request.id.clone();
+                    let refusal =
+                        ErrorData::invalid_request(format!("the id {id} is already in use by a request in flight"), None);
+                    if let Err(error) = self.inner.send(JsonRpcMessage::error(refusal, Some(id))).await {
+                        tracing::debug!("a refusal could not be written: {error}");
+                    }
+                    continue;
+                }
+                JsonRpcMessage::Notification(notification) => {
+                    if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                        && let Some(id) = &cancelled.params.request_id
+                    {
+                        self.ledger.settle(id);
+                    }
+                }
+                JsonRpcMessage::Request(_) | JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+            }
+            return Some(message);
         }
-        Some(message)
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
