@@ -164,13 +164,17 @@ pub(crate) fn scan_fences(
         let line_end = find(reply, info_start, "\n").unwrap_or(reply.len());
         let language = reply[info_start..line_end].trim();
         let body = (line_end + 1).min(reply.len());
-        let close = markers.find(body, FENCE);
+        let wanted = language.eq_ignore_ascii_case("json") || (any_language && language.is_empty());
+        // A string in a JSON body may hold a fence (a Markdown file's
+        // content): the block closes after the value.
+        let close = markers
+            .find(body, FENCE)
+            .map(|first| if wanted { json_call::close_after_value(reply, body, FENCE).unwrap_or(first) } else { first });
         let next = close.map_or(reply.len(), |c| c + FENCE.len());
         if reasoning.contains(open) {
             at = reasoning.skip(open).unwrap_or(next);
             continue;
         }
-        let wanted = language.eq_ignore_ascii_case("json") || (any_language && language.is_empty());
         match close {
             None if wanted => out.warn(open, "a ```json block is not closed; it is not a call"),
             None => {}
@@ -216,6 +220,26 @@ mod tests {
         let reply = "The config looks like:\n```json\n{\"name\": \"rm_rf\", \"arguments\": {}}\n```";
         assert!(JsonBlock.parse(reply, &Declared::new(["calculate"])).calls.is_empty());
         assert_eq!(JsonBlock.parse(reply, &Declared::new(["rm_rf"])).calls.len(), 1, "declared names count");
+    }
+
+    #[test]
+    fn a_string_holding_a_fence_does_not_close_the_block() {
+        let declared = Declared::new(["write_file"]);
+        let markdown = "Run:\n```sh\nmake\n```\n";
+        for json_text in [
+            json!({"name": "write_file", "arguments": {"path": "a.md", "content": markdown}}).to_string(),
+            // The line breaks written raw, as models do.
+            format!("{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"a.md\", \"content\": \"{markdown}\"}}}}"),
+        ] {
+            let reply = format!("Writing it.\n```json\n{json_text}\n```\nDone.");
+            let parsed = JsonBlock.parse(&reply, &declared);
+            assert_eq!(parsed.calls.len(), 1, "{reply}: {:?}", parsed.warnings);
+            assert_eq!(parsed.calls[0].arguments["content"], markdown, "{reply}");
+            assert_eq!(parsed.content, "Writing it.\n\nDone.", "{reply}");
+        }
+        // Prose between the value and a fence: the first fence closes it.
+        let two = "```json\n{\"name\": \"write_file\", \"arguments\": {}}\n```\nThen:\n```json\n{\"name\": \"write_file\", \"arguments\": {}}\n```";
+        assert_eq!(JsonBlock.parse(two, &declared).calls.len(), 2);
     }
 
     #[test]

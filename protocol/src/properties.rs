@@ -441,17 +441,28 @@ fn adversarial_input_parses_in_linear_time() {
     ];
     // A pattern repeated after markup that makes the rest worth reading:
     // a long run of backticks was counted again at each fence in it.
-    let after_markup = [("<tool_calls>", "`"), ("<invoke name=\"calc\">", "`"), ("[TOOL_CALLS]", "`")];
-    let inputs = patterns.iter().map(|&pattern| ("", pattern)).chain(after_markup);
-    for (markup, pattern) in inputs {
-        let small = format!("{markup}{}", pattern.repeat(100_000 / pattern.len()));
-        let large = format!("{markup}{}", pattern.repeat(1_000_000 / pattern.len()));
+    let after_markup = [("<tool_calls>", "`", ""), ("<invoke name=\"calc\">", "`", ""), ("[TOOL_CALLS]", "`", "")];
+    // Openers nested before one close: each opener's body was read on to
+    // that close.
+    let closed = [
+        ("", "<|python_start|>f(", "<|python_end|>"),
+        ("", "<|tool_call_start|>[calc(", "<|tool_call_end|>"),
+        ("", "<function_calls>\ncalc(", "</function_calls>"),
+        ("", "<longcat_tool_call>", "</longcat_tool_call>"),
+        ("", "<longcat_tool_call>calc\n<longcat_arg_key>x</longcat_arg_key><longcat_arg_value>", "</longcat_tool_call>"),
+        ("", "<tool_calls:opensource>", "</tool_calls:opensource>"),
+        ("", "<tool_calls:opensource><tool_call:opensource>calc", "</tool_calls:opensource>"),
+    ];
+    let inputs = patterns.iter().map(|&pattern| ("", pattern, "")).chain(after_markup).chain(closed);
+    for (markup, pattern, close) in inputs {
+        let small = format!("{markup}{}{close}", pattern.repeat(100_000 / pattern.len()));
+        let large = format!("{markup}{}{close}", pattern.repeat(1_000_000 / pattern.len()));
         for protocol in ALL {
             let (t_small, t_large) = (time(protocol, &small), time(protocol, &large));
             let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-6);
             assert!(
                 ratio < 30.0 || t_large < Duration::from_millis(100),
-                "{protocol:?} on {markup:?} then {pattern:?}: 100 KB took {t_small:?}, 1 MB took {t_large:?} ({ratio:.0}x)"
+                "{protocol:?} on {markup:?} then {pattern:?} then {close:?}: 100 KB took {t_small:?}, 1 MB took {t_large:?} ({ratio:.0}x)"
             );
         }
     }

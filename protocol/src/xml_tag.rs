@@ -64,24 +64,27 @@ impl Protocol for XmlTag {
 /// Every `<tool_code>` / `<tool_call>` element outside reasoning.
 pub(crate) fn scan_tags(markers: &MarkerIndex<'_>, reasoning: &Reasoning, declared: &Declared, out: &mut Collector<'_>) {
     for &tag in TAGS {
-        scan_json_tag(markers, reasoning, declared, tag, out);
+        scan_json_tag(markers, reasoning, declared, tag, |_| Some(Trust::Explicit), out);
     }
 }
 
-/// Every element of `tag` outside reasoning, its body read as JSON calls.
+/// Every element of `tag` outside reasoning, its body read as JSON calls
+/// trusted as `trust(open)` says (`None`: the element is no call).
 pub(crate) fn scan_json_tag(
     markers: &MarkerIndex<'_>,
     reasoning: &Reasoning,
     declared: &Declared,
     tag: (&str, &str),
+    trust: impl Fn(usize) -> Option<Trust>,
     out: &mut Collector<'_>,
 ) {
     let reply = markers.text();
     for element in elements(markers, reasoning, tag) {
+        let Some(trust) = trust(element.open) else { continue };
         match element.end {
             Some(end) => {
                 let body = element.body;
-                json_call::collect_text(&reply[body.clone()], body.start, element.open..end, Trust::Explicit, declared, out);
+                json_call::collect_text(&reply[body.clone()], body.start, element.open..end, trust, declared, out);
             }
             None => out.warn(element.open, format!("{} is not closed; it is not a call", tag.0)),
         }
@@ -99,7 +102,8 @@ pub(crate) struct Element {
 }
 
 /// The elements of `(open, close)` outside reasoning, in order; an unclosed
-/// one is the last.
+/// one is the last. An element whose body is a JSON value closes at the
+/// first `close` after the value.
 pub(crate) fn elements<'a>(
     markers: &'a MarkerIndex<'a>,
     reasoning: &'a Reasoning,
@@ -115,7 +119,10 @@ pub(crate) fn elements<'a>(
                 continue;
             }
             let body = open + open_tag.len();
-            let Some(close) = markers.find(body, close_tag) else {
+            // A string in a JSON body may hold the closing tag.
+            let close =
+                markers.find(body, close_tag).map(|first| json_call::close_after_value(reply, body, close_tag).unwrap_or(first));
+            let Some(close) = close else {
                 at = None;
                 return Some(Element { open, body: body..reply.len(), end: None });
             };
@@ -141,6 +148,19 @@ mod tests {
             json!({"content": "fn main() {\n    println!(\"</b>\");\n}"})
         );
         assert_eq!(parsed.calls[1].name, "calculate");
+    }
+
+    #[test]
+    fn a_string_holding_the_closing_tag_does_not_close_the_element() {
+        for tag in TAGS {
+            let content = format!("Wrap calls as {}…{}.", tag.0, tag.1);
+            let call = json!({"name": "write_file", "arguments": {"content": content}});
+            let reply = format!("Writing.\n{}{call}{}\nDone.", tag.0, tag.1);
+            let parsed = XmlTag.parse(&reply, &Declared::default());
+            assert_eq!(parsed.calls.len(), 1, "{reply}: {:?}", parsed.warnings);
+            assert_eq!(parsed.calls[0].arguments["content"], content.as_str(), "{reply}");
+            assert_eq!((parsed.content.as_str(), parsed.warnings.len()), ("Writing.\n\nDone.", 0), "{reply}");
+        }
     }
 
     #[test]

@@ -211,24 +211,36 @@ fn read(
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };
     let close = if envelope.close.is_empty() { None } else { closes.next(body) };
-    let (body_end, end) = close.map_or((reply.len(), reply.len()), |c| (c, c + envelope.close.len()));
+    // A model that retries a cut-off call opens the envelope again before
+    // any close. Where reading a body may run on to its close, the body
+    // ends at that retry: else each opener nested in it would be read to
+    // the same close, in quadratic time (found by fuzzing).
+    let retry =
+        close.filter(|_| ends_at_retry(envelope)).and_then(|close| reply[body..close].find(envelope.open)).map(|at| body + at);
+    let (body_end, end) = match (retry, close) {
+        (Some(retry), _) => (retry, retry),
+        (None, Some(close)) => (close, close + envelope.close.len()),
+        (None, None) => (reply.len(), reply.len()),
+    };
+    let closed = retry.is_none() && close.is_some();
     let text = reply[body..body_end].trim_start();
     if envelope.open == LONGCAT_TOOL_CALL && glm::opens_call(text, &glm::LONGCAT) {
-        if close.is_none() {
+        if !closed {
             out.warn(open, format!("the call after {LONGCAT_TOOL_CALL} is cut off; it is not a call"));
-            return reply.len();
+            return past_a_retry(open, retry, out).unwrap_or(end);
         }
         glm::read(scope, body_end - text.len(), body_end, open..end, &glm::LONGCAT, out);
         return end;
     }
     if envelope.open == LONGCAT_TOOL_CALL
-        && close.is_some()
+        && closed
         && let Some(end) = read_named_json(scope, open, body_end - text.len(), body_end, end, out)
     {
         return end;
     }
     if envelope.open == HY3_TOOL_CALLS {
-        return read_hy3(scope, open, body, body_end, end, out);
+        let stopped = read_hy3(scope, open, body, body_end, end, out);
+        return if stopped == body { past_a_retry(open, retry, out).unwrap_or(body) } else { stopped };
     }
     let opens = match envelope.body {
         Body::Pythonic => pythonic::opens_call(text),
@@ -238,7 +250,7 @@ fn read(
         // Hunyuan V3's `<tool_call>` elements, read by the `<tool_call>`
         // scan: the envelope around them is no content. Else the
         // envelope's token quoted in prose.
-        if text.starts_with(TOOL_CALL.0) && close.is_some() && trust == Trust::Explicit {
+        if text.starts_with(TOOL_CALL.0) && closed && trust == Trust::Explicit {
             out.markup(open..body);
             out.markup(body_end..end);
         }
@@ -259,7 +271,7 @@ fn read(
                 json_call::report(&repairs, body, out);
                 Some(json_calls(value, envelope.body, open..end, trust, scope, out))
             }
-            Ok((value, used, repairs)) if close.is_none() => {
+            Ok((value, used, repairs)) if !closed => {
                 // The closing token left out, and prose after the calls.
                 json_call::report(&repairs, body, out);
                 let calls = json_calls(value, envelope.body, open..body + used, trust, scope, out);
@@ -273,7 +285,7 @@ fn read(
                 out.warn(body, format!("text follows the calls after {}; it is not a call", envelope.open));
                 None
             }
-            Err(_) if close.is_none() => {
+            Err(_) if !closed => {
                 out.warn(open, format!("the calls after {} are cut off; they are not calls", envelope.open));
                 None
             }
@@ -288,9 +300,26 @@ fn read(
             out.calls(open..end, calls);
             end
         }
-        _ if close.is_none() => reply.len(),
+        _ if !closed => past_a_retry(open, retry, out).unwrap_or(end),
         _ => body,
     }
+}
+
+/// Past an attempt cut off by the envelope's `retry`, which is markup, not
+/// prose: else a reader of bare calls could read the attempt and the retry
+/// together as one call.
+fn past_a_retry(open: usize, retry: Option<usize>, out: &mut Collector<'_>) -> Option<usize> {
+    let retry = retry?;
+    out.markup(open..retry);
+    Some(retry)
+}
+
+/// Whether an envelope's body ends where the envelope opens again: bodies
+/// of pythonic calls and of GLM-like tags, whose reading may run on to the
+/// close. A JSON body's reading stops at the nested opener's `<`, and a
+/// JSON string may quote the opener.
+fn ends_at_retry(envelope: &Envelope) -> bool {
+    envelope.body == Body::Pythonic || envelope.open == LONGCAT_TOOL_CALL || envelope.open == HY3_TOOL_CALLS
 }
 
 /// Hunyuan V3's suffixed calls in the envelope opened at `open`, whose body
@@ -525,6 +554,32 @@ mod tests {
         let olmo = "<function_calls>\nnow()\nget_weather(city=\"Par";
         assert_eq!(calls(olmo), one("now", json!({})), "only the complete call");
         assert_eq!(warnings(olmo), ["`get_weather(…)` is cut off or not keyword arguments; it is not a call"]);
+    }
+
+    #[test]
+    fn a_call_retried_after_a_cut_off_one_is_the_only_call() {
+        let paris = one("get_weather", json!({"city": "Paris"}));
+        for (cut, call) in [
+            ("<|python_start|>[get_weather(city='Par", "<|python_start|>[get_weather(city='Paris')]<|python_end|>"),
+            ("<|tool_call_start|>[get_weather(city=\"Par", "<|tool_call_start|>[get_weather(city=\"Paris\")]<|tool_call_end|>"),
+            ("<function_calls>\nget_weather(city=\"Par", "<function_calls>\nget_weather(city=\"Paris\")\n</function_calls>"),
+            (
+                "<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Par",
+                "<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Paris</longcat_arg_value>\n</longcat_tool_call>",
+            ),
+            (
+                "<tool_calls:opensource><tool_call:opensource>get_weather\n<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Par",
+                "<tool_calls:opensource><tool_call:opensource>get_weather\n<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource></tool_call:opensource></tool_calls:opensource>",
+            ),
+        ] {
+            for reply in [format!("{cut}{call}"), format!("{cut}\n{call}"), format!("{cut}{call}{cut}{call}")] {
+                let expected =
+                    if reply.matches(call).count() == 2 { [paris.clone(), paris.clone()].concat() } else { paris.clone() };
+                assert_eq!(calls(&reply), expected, "{reply}");
+                assert_eq!(parse(&reply).content, "", "{reply}");
+                assert!(!warnings(&reply).is_empty(), "the cut-off call is warned of: {reply}");
+            }
+        }
     }
 
     #[test]

@@ -105,7 +105,7 @@ impl Protocol for Auto {
         let mut out = Collector::new(reply);
         VCP.scan(&scope.markers, reasoning, &mut out);
         scan_fences(&scope.markers, reasoning, declared, true, &mut out);
-        scan_json_tag(&scope.markers, reasoning, declared, TOOL_CODE, &mut out);
+        scan_json_tag(&scope.markers, reasoning, declared, TOOL_CODE, |open| scope.markup_trust(open), &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
         envelope::scan_tags(&scope, &mut out);
@@ -250,6 +250,7 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         if function_tag::opens_call(text) || harmony::in_tool_call(body) {
             continue;
         }
+        let Some(trust) = scope.markup_trust(element.open) else { continue };
         // Unclosed, the element is a call when complete JSON runs to the
         // reply's end, as vLLM's and SGLang's Hermes parsers read it.
         let Some((body_end, end)) =
@@ -274,15 +275,15 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
                 out.calls(span, calls);
             }
         } else if text.starts_with(['{', '[']) {
-            json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
+            json_call::collect_text(body, element.body.start, span, trust, scope.declared, out);
         } else if text.starts_with(function_tag::FUNCTION_NAME_OPEN) {
             function_tag::hermes_named(scope, text_at, element.body.end, span, out);
         } else if glm::opens_call(text, &glm::GLM) {
             glm::read(scope, text_at, element.body.end, span, &glm::GLM, out);
         } else if let Some((inner, inner_at)) = inside_fence(body, element.body.start) {
-            json_call::collect_text(inner, inner_at, span, Trust::Explicit, scope.declared, out);
+            json_call::collect_text(inner, inner_at, span, trust, scope.declared, out);
         } else {
-            json_call::collect_text(body, element.body.start, span, Trust::Explicit, scope.declared, out);
+            json_call::collect_text(body, element.body.start, span, trust, scope.declared, out);
         }
     }
 }
@@ -583,6 +584,42 @@ mod tests {
         assert!(calls(cut).is_empty());
         assert!(calls("<think><tool_call>[now()]</tool_call></think>").is_empty());
         assert!(calls("`<tool_call>[delete_all()]</tool_call>`").is_empty());
+    }
+
+    #[test]
+    fn no_family_calls_from_inline_code() {
+        let families = [
+            "<tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>",
+            "<tool_code>{\"name\": \"delete_all\", \"arguments\": {}}</tool_code>",
+            "<tool_call>delete_all<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+            "<tool_call><function>delete_all</function>{}</tool_call>",
+            "<function=delete_all><parameter=a>1</parameter></function>",
+            "<function=delete_all>{}</function>",
+            "<minimax:tool_call><invoke name=\"delete_all\"><parameter name=\"a\">1</parameter></invoke></minimax:tool_call>",
+            "<tool_calls>[{\"name\": \"delete_all\", \"arguments\": {}}]</tool_calls>",
+            "<TOOLCALL>[{\"name\": \"delete_all\", \"arguments\": {}}]</TOOLCALL>",
+            "<longcat_tool_call>delete_all {}</longcat_tool_call>",
+            "<function_calls>delete_all()</function_calls>",
+            "<|tool_call_start|>[delete_all()]<|tool_call_end|>",
+            "<|python_start|>[delete_all()]<|python_end|>",
+            "<|python_tag|>{\"name\": \"delete_all\", \"parameters\": {}}",
+            "[TOOL_CALLS]delete_all{}",
+            "[TOOL_CALLS][{\"name\": \"delete_all\", \"arguments\": {}}]",
+            "<|tool_call>call:delete_all{}<tool_call|>",
+            "<start_function_call>call:delete_all{}<end_function_call>",
+            "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"delete_all\", \"parameters\": {}}]<|END_ACTION|>",
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.delete_all:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+            "<|start|>assistant<|channel|>commentary to=functions.delete_all <|constrain|>json<|message|>{}<|call|>",
+        ];
+        for markup in families {
+            assert!(!calls(markup).is_empty(), "the markup alone is a call: {markup}");
+        }
+        let called: Vec<String> = families
+            .iter()
+            .map(|markup| format!("Models write `{markup}` for a call."))
+            .filter(|quoted| !calls(quoted).is_empty())
+            .collect();
+        assert_eq!(called, Vec::<String>::new());
     }
 
     #[test]
