@@ -225,8 +225,29 @@ fn sessions_past_the_limit_are_refused_saying_why() {
     assert_eq!(post_status(&server, &[]), 200);
     assert_eq!(post_status(&server, &[]), 200);
     let (status, said) = post(&server, &[]);
-    assert_eq!(status, 500, "{said}");
+    assert_eq!(status, 503, "{said}");
     assert!(said.contains("at most 2 MCP sessions at once ([mcp] max_sessions)"), "{said}");
+    assert!(said.to_ascii_lowercase().contains("retry-after: 5"), "{said}");
+}
+
+#[test]
+fn a_body_that_is_no_json_rpc_message_is_a_bad_request_with_its_error() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &["--stateless"], &[]);
+    for (body, code) in [("not json", -32700), ("{\"jsonrpc\":\"2.0\",\"id\":1}", -32600), ("[1, 2]", -32600)] {
+        let (status, said) = post_body(&server, body.as_bytes());
+        assert_eq!(status, 400, "{body}: {said}");
+        let error = said.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let error: serde_json::Value = serde_json::from_str(error).unwrap_or_else(|e| panic!("{body}: {e}: {said}"));
+        assert_eq!(
+            (error["id"].clone(), error["error"]["code"].as_i64()),
+            (serde_json::Value::Null, Some(code)),
+            "{body}: {said}"
+        );
+    }
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let (status, said) = post_body_with(&server, "MCP-Protocol-Version: 2025-11-25\r\n", ping.as_bytes());
+    assert_eq!(status, 200, "a message still passes: {said}");
 }
 
 #[test]

@@ -99,6 +99,8 @@ pub mod console;
 mod discovery;
 #[cfg(any(feature = "chat", feature = "console"))]
 mod http_client;
+#[cfg(any(feature = "mcp", feature = "console"))]
+mod http_server;
 pub mod llm;
 pub mod mcp;
 mod parse_report;

@@ -232,7 +232,7 @@ impl Console {
             stopping.cancelled().await;
             shared.close();
         });
-        let served = axum::serve(listener, self.router()).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+        let served = crate::http_server::serve(listener, self.router(), shutdown).await;
         // However serving ended, nobody can reach the desk any more.
         self.shared.close();
         served

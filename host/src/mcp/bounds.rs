@@ -99,6 +99,9 @@ pub(super) async fn bound_request(max_bytes: usize, request: Request, next: Next
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, max_bytes).await {
         Ok(bytes) => bytes,
+        Err(error) if crate::http_server::is_read_timeout(&error) => {
+            return (StatusCode::REQUEST_TIMEOUT, "the request's body was not sent in time\n").into_response();
+        }
         Err(_) => {
             return too_large(format!("the request is larger than {} KiB ([mcp] max_request_kib)", max_bytes >> 10));
         }

@@ -79,15 +79,17 @@ impl McpServer {
             let idle_limit = session_idle_limit(config.approval_timeout, call_timeout);
             let sessions = Arc::new(BoundedSessions::new(config.max_sessions, idle_limit));
             let router = axum::Router::new().nest_service(MCP_PATH, StreamableHttpService::new(factory, sessions.clone(), http));
-            // rmcp closes any id it is given; closing one it does not have is 404.
             router.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
                 let sessions = sessions.clone();
-                async move { unknown_session_not_found(&sessions, request, next).await }
+                async move { session_statuses(&sessions, request, next).await }
             }))
         };
         // rmcp answers a session's DELETE with 202; clients (the official
         // Python one among them) take only 200 or 204 for "closed".
-        let router = router.layer(axum::middleware::from_fn(closed_is_no_content)).layer(axum::middleware::from_fn(watch_client));
+        let router = router
+            .layer(axum::middleware::from_fn(closed_is_no_content))
+            .layer(axum::middleware::from_fn(watch_client))
+            .layer(axum::middleware::from_fn(malformed_is_bad_request));
         // Inside the token check: a client without it is not read at all.
         let max_bytes = config.max_request_bytes;
         let router = router.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
@@ -119,10 +121,9 @@ impl McpServer {
     ) -> Result<(), McpError> {
         let notifier = self.notify_tool_changes(shutdown.clone());
         let router = self.http_router(options, &shutdown);
-        // With each connection's address: stateless requests count against
-        // `[mcp] max_calls_per_client` by it.
-        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
-        let served = axum::serve(listener, service).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+        // Each request has its connection's address: stateless requests
+        // count against `[mcp] max_calls_per_client` by it.
+        let served = crate::http_server::serve(listener, router, shutdown).await;
         notifier.abort();
         Ok(served?)
     }
@@ -145,6 +146,60 @@ async fn watch_client(mut request: Request, next: Next) -> Response {
     })
 }
 
+/// A POST whose JSON body is no JSON, or no JSON-RPC message, is `400 Bad
+/// Request` with the JSON-RPC error for it (`-32700`, `-32600`) and a
+/// null id, as JSON-RPC and MCP ask (rmcp answered `415` and text). Its
+/// body is already read and bounded ([`bounds::bound_request`]).
+async fn malformed_is_bad_request(request: Request, next: Next) -> Response {
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json")));
+    if request.method() != axum::http::Method::POST || !json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    if let Some((code, message)) = malformed(&bytes) {
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+        return (StatusCode::BAD_REQUEST, axum::Json(error)).into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await
+}
+
+/// The JSON-RPC error for a body that is no JSON-RPC message: not JSON
+/// (`-32700`), or not an object with `"jsonrpc": "2.0"` and a `method`, or
+/// an `id` with a `result` or an `error` (`-32600`).
+fn malformed(body: &[u8]) -> Option<(i32, String)> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        jsonrpc: Option<serde_json::Value>,
+        method: Option<serde::de::IgnoredAny>,
+        id: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+        return Some((-32700, format!("Parse error: {error}")));
+    }
+    let shaped = serde_json::from_slice::<Message>(body).ok().filter(|m| {
+        m.jsonrpc.as_ref().is_some_and(|v| v == "2.0")
+            && (m.method.is_some() || (m.id.is_some() && (m.result.is_some() || m.error.is_some())))
+    });
+    match shaped {
+        Some(_) => None,
+        None => Some((
+            -32600,
+            "Invalid Request: one JSON-RPC 2.0 message is expected, an object with \"jsonrpc\": \"2.0\" and a \"method\" \
+             (or an \"id\" and a \"result\" or \"error\")"
+                .to_owned(),
+        )),
+    }
+}
+
 /// A session closed by `DELETE` is `204 No Content`.
 async fn closed_is_no_content(request: Request, next: Next) -> Response {
     let closing = request.method() == axum::http::Method::DELETE;
@@ -155,19 +210,32 @@ async fn closed_is_no_content(request: Request, next: Next) -> Response {
     response
 }
 
-/// A `DELETE` of a session the server does not have is `404 Not Found`,
-/// as for any other request naming it; rmcp's own checks (Host, Origin)
-/// answer first.
-async fn unknown_session_not_found(sessions: &BoundedSessions, request: Request, next: Next) -> Response {
-    let unknown = match request.headers().get(SESSION_ID_HEADER).and_then(|value| value.to_str().ok()) {
+/// Statuses that say what happened to a session, where rmcp's do not (its
+/// own checks, Host and Origin, answer first):
+/// - a `DELETE` of a session the server does not have is `404 Not Found`,
+///   as any other request naming it (rmcp closes any id it is given);
+/// - a new session refused because `[mcp] max_sessions` are open is `503
+///   Service Unavailable`, saying so (rmcp answered `500`).
+async fn session_statuses(sessions: &BoundedSessions, request: Request, next: Next) -> Response {
+    let named = request.headers().get(SESSION_ID_HEADER).and_then(|value| value.to_str().ok()).map(str::to_owned);
+    let unknown = match &named {
         Some(id) if request.method() == axum::http::Method::DELETE => {
-            !sessions.has_session(&id.to_owned().into()).await.unwrap_or(false)
+            !sessions.has_session(&id.clone().into()).await.unwrap_or(false)
         }
         _ => false,
     };
+    let opening = named.is_none() && request.method() == axum::http::Method::POST;
     let response = next.run(request).await;
     if unknown && response.status().is_success() {
         return (StatusCode::NOT_FOUND, "no such MCP session\n").into_response();
+    }
+    if opening
+        && response.status() == StatusCode::INTERNAL_SERVER_ERROR
+        && let Some(full) = sessions.full().await
+    {
+        let mut refused = (StatusCode::SERVICE_UNAVAILABLE, format!("{full}\n")).into_response();
+        refused.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return refused;
     }
     response
 }
@@ -200,6 +268,25 @@ async fn require_token(expected: &[u8], request: Request, next: Next) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn malformed_bodies_get_their_json_rpc_error() {
+        for (body, code) in [
+            ("not json", Some(-32700)),
+            ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"", Some(-32700)),
+            ("{\"jsonrpc\": \"2.0\", \"id\": 1}", Some(-32600)),
+            ("{\"id\": 1, \"method\": \"ping\"}", Some(-32600)),
+            ("{\"jsonrpc\": \"1.0\", \"id\": 1, \"method\": \"ping\"}", Some(-32600)),
+            ("[{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}]", Some(-32600)),
+            ("3", Some(-32600)),
+            ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"}", None),
+            ("{\"jsonrpc\": \"2.0\", \"method\": \"notifications/initialized\"}", None),
+            ("{\"jsonrpc\": \"2.0\", \"id\": 7, \"result\": {}}", None),
+            ("{\"jsonrpc\": \"2.0\", \"id\": 7, \"error\": {\"code\": 1, \"message\": \"no\"}}", None),
+        ] {
+            assert_eq!(malformed(body.as_bytes()).map(|(code, _)| code), code, "{body}");
+        }
+    }
 
     #[test]
     fn the_token_never_shows_in_debug_output() {

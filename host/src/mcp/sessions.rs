@@ -36,6 +36,11 @@ impl BoundedSessions {
         inner.session_config.keep_alive = Some(idle_limit);
         BoundedSessions { inner, max, creating: tokio::sync::Mutex::new(()) }
     }
+
+    /// Whether every place is taken: a new session would be refused.
+    pub(super) async fn full(&self) -> Option<SessionError> {
+        (self.inner.sessions.read().await.len() >= self.max).then_some(SessionError::Full(self.max))
+    }
 }
 
 /// Why a session request failed.
@@ -55,9 +60,9 @@ impl SessionManager for BoundedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _creating = self.creating.lock().await;
-        if self.inner.sessions.read().await.len() >= self.max {
+        if let Some(full) = self.full().await {
             tracing::warn!("refused an MCP session: {} are open", self.max);
-            return Err(SessionError::Full(self.max));
+            return Err(full);
         }
         Ok(self.inner.create_session().await?)
     }
