@@ -891,10 +891,40 @@ fn answers_a_client_cancels_are_not_owed_to_it() {
 
 /// The resident memory of process `pid`, in bytes.
 fn resident(pid: u32) -> usize {
+    memory_status(pid, "VmRSS:")
+}
+
+/// The most resident memory process `pid` has had, in bytes.
+fn peak_resident(pid: u32) -> usize {
+    memory_status(pid, "VmHWM:")
+}
+
+/// The figure `field` of process `pid`'s status, in bytes.
+fn memory_status(pid: u32, field: &str) -> usize {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kib: usize =
-        status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap();
+        status.lines().find_map(|l| l.strip_prefix(field)).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap();
     kib << 10
+}
+
+#[test]
+fn a_stdio_line_of_too_many_json_values_is_dropped_before_it_is_parsed() {
+    let dir = workspace();
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"ping"}}"#).unwrap();
+    assert_eq!(answer_ids(&mut answers, 1), [1]);
+    let before = peak_resident(server.id());
+    // 8 MiB of empty objects in one call's arguments: parsed, some 450 MB.
+    let objects = "{},".repeat((8 << 20) / 3);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"calculate","arguments":{{"expression":[{objects}{{}}]}}}}}}"#
+    );
+    writeln!(stdin, "{huge}").unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"ping"}}"#).unwrap();
+    assert_eq!(answer_ids(&mut answers, 1), [3], "the line is dropped, the next one answered");
+    let grew = peak_resident(server.id()).saturating_sub(before);
+    assert!(grew < 100 << 20, "the peak grew by {} MiB", grew >> 20);
+    server.kill().unwrap();
 }
 
 /// A raw POST of `body` to `server`: the status and what came back.

@@ -133,31 +133,44 @@ fn check_shape(body: &Bytes) -> Result<(), String> {
     Ok(())
 }
 
-/// How many JSON values `body` holds, counted without parsing it: each
-/// object, array and string, and each scalar after a `:` or `,` or `[`.
-/// An overestimate for odd input is fine: it only ever refuses.
+/// How many JSON values `body` holds, counted without parsing it
+/// ([`ValueCount`]).
 fn count_values(body: &[u8]) -> usize {
-    let (mut count, mut in_string, mut escaped) = (0usize, false, false);
-    for &byte in body {
-        if in_string {
+    let mut count = ValueCount::default();
+    body.iter().for_each(|&byte| count.feed(byte));
+    count.values
+}
+
+/// JSON values counted byte by byte, without parsing: each object, array
+/// and string, and each `,` (another value follows). An overestimate for
+/// odd input is fine: it only ever refuses.
+#[derive(Debug, Default, Clone)]
+pub(super) struct ValueCount {
+    pub(super) values: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl ValueCount {
+    pub(super) fn feed(&mut self, byte: u8) {
+        if self.in_string {
             match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
+                _ if self.escaped => self.escaped = false,
+                b'\\' => self.escaped = true,
+                b'"' => self.in_string = false,
                 _ => {}
             }
-            continue;
+            return;
         }
         match byte {
             b'"' => {
-                in_string = true;
-                count += 1;
+                self.in_string = true;
+                self.values += 1;
             }
-            b'{' | b'[' | b',' => count += 1,
+            b'{' | b'[' | b',' => self.values += 1,
             _ => {}
         }
     }
-    count
 }
 
 fn too_large(why: String) -> Response {

@@ -41,6 +41,8 @@
 #[cfg(feature = "mcp")]
 mod approver;
 #[cfg(feature = "mcp")]
+mod bounded_lines;
+#[cfg(feature = "mcp")]
 mod bounds;
 mod config;
 #[cfg(feature = "mcp")]

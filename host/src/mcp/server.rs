@@ -1,5 +1,6 @@
 //! [`McpServer`]: the registry's tools served to MCP clients.
 
+use super::bounded_lines::BoundedLines;
 use super::front::Front;
 use super::session::Session;
 use super::stdio_guard::StdioGuard;
@@ -95,7 +96,8 @@ impl ToolChanges {
 /// reading no further while it is owed the answers of twice
 /// `calls_per_client` requests (see [`StdioGuard`]).
 async fn serve_stdio_on(session: Session, calls_per_client: usize, shutdown: CancellationToken) -> Result<(), McpError> {
-    let stdio = StdioGuard::new(rmcp::transport::stdio_pipes().into_transport(), calls_per_client);
+    let (input, output) = rmcp::transport::stdio_pipes();
+    let stdio = StdioGuard::new((BoundedLines::new(input), output).into_transport(), calls_per_client);
     match session.serve_with_ct(stdio, shutdown).await {
         Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
         Err(error) => Err(McpError::Initialize(error.to_string())),
