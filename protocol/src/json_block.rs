@@ -180,7 +180,7 @@ pub(crate) fn scan_fences(
             None => {}
             Some(close) if wanted => {
                 let text = &reply[body..close];
-                let explained = language.is_empty() && !reply[close + FENCE.len()..].trim().is_empty();
+                let explained = language.is_empty() && !reply[close + FENCE.len()..].trim_start().is_empty();
                 if explained && is_python_dict(text) {
                     // An example shown in prose, not a call.
                 } else if text.trim_start().starts_with(['{', '[']) {

@@ -180,7 +180,7 @@ fn decode_string_arguments(text: &str, offset: usize, out: &mut Collector<'_>) -
     let mut current = Value::String(text.to_owned());
     for _ in 0..3 {
         match current {
-            Value::String(s) if s.trim().is_empty() => return Some(Map::new()),
+            Value::String(s) if s.trim_start().is_empty() => return Some(Map::new()),
             Value::String(s) => match lenient_json::parse(&s) {
                 Ok((value, _)) => {
                     out.warn(offset, "repaired: arguments given as a JSON string");

@@ -52,7 +52,7 @@ pub fn parse_prefix(text: &str) -> Result<(Value, usize, Vec<Repair>), JsonError
 /// even after the repairs, or nests deeper than [`MAX_DEPTH`].
 pub fn parse(text: &str) -> Result<(Value, Vec<Repair>), JsonError> {
     let (value, used, repairs) = parse_prefix(text)?;
-    if text[used..].trim().is_empty() {
+    if text[used..].trim_start().is_empty() {
         Ok((value, repairs))
     } else {
         Err(JsonError { offset: used, message: "text follows the value".into() })

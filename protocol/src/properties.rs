@@ -380,6 +380,41 @@ fn time(protocol: ProtocolId, reply: &str) -> Duration {
 /// not fail it; under 100 ms for 1 MB passes whatever the ratio, since
 /// preemption on a loaded machine can stretch one size and not the other.
 #[test]
+fn calls_around_a_long_run_of_white_space_parse_in_linear_time() {
+    // Each call trimmed the text before it, or after it, whole.
+    let calls = [
+        "[{\"name\": 1}]",
+        "<|tool_call|>[{\"name\":\"calc\",\"arguments\":{}}]",
+        "function call<|role_sep|>{\"name\":\"calc\",\"arguments\":{}}",
+        "[TOOL_CALLS][{\"name\":\"calc\",\"arguments\":{}}]",
+        "Action: calc\n",
+        "```json\n{\"name\": \"calc\", \"arguments\": {}}\n```\n",
+    ];
+    for call in calls {
+        for white_first in [false, true] {
+            let reply = |size: usize| {
+                let (calls, white) = (call.repeat(size / 2 / call.len()), " ".repeat(size / 2));
+                if white_first { white + &calls } else { calls + &white }
+            };
+            assert_linear(&reply(100_000), &reply(1_000_000), &format!("{call:?}, white space first: {white_first}"));
+        }
+    }
+}
+
+/// Asserts that every protocol parses `large`, ten times `small`, in at
+/// most 30 times the time (or in under 100 ms).
+fn assert_linear(small: &str, large: &str, what: &str) {
+    for protocol in ALL {
+        let (t_small, t_large) = (time(protocol, small), time(protocol, large));
+        let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-6);
+        assert!(
+            ratio < 30.0 || t_large < Duration::from_millis(100),
+            "{protocol:?} on {what}: 100 KB took {t_small:?}, 1 MB took {t_large:?} ({ratio:.0}x)"
+        );
+    }
+}
+
+#[test]
 fn adversarial_input_parses_in_linear_time() {
     let patterns = [
         "<<<[TOOL_REQUEST]>>>",
@@ -452,18 +487,15 @@ fn adversarial_input_parses_in_linear_time() {
         ("", "<longcat_tool_call>calc\n<longcat_arg_key>x</longcat_arg_key><longcat_arg_value>", "</longcat_tool_call>"),
         ("", "<tool_calls:opensource>", "</tool_calls:opensource>"),
         ("", "<tool_calls:opensource><tool_call:opensource>calc", "</tool_calls:opensource>"),
+        ("", "<tool_calls:opensource>", ""),
+        // Inline spans looked for on one long line, when markup asks.
+        ("", "`a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),
+        ("", "``a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),
     ];
     let inputs = patterns.iter().map(|&pattern| ("", pattern, "")).chain(after_markup).chain(closed);
     for (markup, pattern, close) in inputs {
         let small = format!("{markup}{}{close}", pattern.repeat(100_000 / pattern.len()));
         let large = format!("{markup}{}{close}", pattern.repeat(1_000_000 / pattern.len()));
-        for protocol in ALL {
-            let (t_small, t_large) = (time(protocol, &small), time(protocol, &large));
-            let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-6);
-            assert!(
-                ratio < 30.0 || t_large < Duration::from_millis(100),
-                "{protocol:?} on {markup:?} then {pattern:?} then {close:?}: 100 KB took {t_small:?}, 1 MB took {t_large:?} ({ratio:.0}x)"
-            );
-        }
+        assert_linear(&small, &large, &format!("{markup:?} then {pattern:?} then {close:?}"));
     }
 }

@@ -246,6 +246,12 @@ impl Code {
         let bytes = reply.as_bytes();
         let mut regions = Vec::new();
         let mut fence_open: Option<usize> = None;
+        // The end of the line `at` is on, once looked for; and, by a run's
+        // length, the end of a line on which no run of that length follows
+        // the last one that looked: each looked for again per backtick made
+        // a long line of them cost the square of its length.
+        let mut line_end = 0;
+        let mut no_close_before = [0usize; MAX_INLINE_TICKS + 1];
         let mut at = 0;
         while let Some(tick) = memchr::memchr(b'`', &bytes[at..]).map(|i| i + at) {
             let run = bytes[tick..].iter().take_while(|&&b| b == b'`').count();
@@ -268,11 +274,19 @@ impl Code {
             if fence_open.is_some() || run > MAX_INLINE_TICKS {
                 continue;
             }
-            let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| i + at);
-            if let Some(close) = inline_close(&bytes[at..line_end], run) {
-                let end = at + close + run;
-                regions.push((tick..end, Quoted::Inline));
-                at = end;
+            if line_end < at {
+                line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| i + at);
+            }
+            if no_close_before[run] == line_end {
+                continue;
+            }
+            match inline_close(&bytes[at..line_end], run) {
+                Some(close) => {
+                    let end = at + close + run;
+                    regions.push((tick..end, Quoted::Inline));
+                    at = end;
+                }
+                None => no_close_before[run] = line_end,
             }
         }
         if let Some(open) = fence_open {
@@ -283,8 +297,13 @@ impl Code {
 
     /// How the text at `offset` is quoted, if it is.
     pub(crate) fn at(&self, offset: usize) -> Option<Quoted> {
+        self.region(offset).map(|(_, how)| how)
+    }
+
+    /// The quoted region `offset` is in, and how it is quoted.
+    pub(crate) fn region(&self, offset: usize) -> Option<(Range<usize>, Quoted)> {
         let i = self.regions.partition_point(|(r, _)| r.end <= offset);
-        self.regions.get(i).filter(|(r, _)| r.contains(&offset)).map(|&(_, how)| how)
+        self.regions.get(i).filter(|(r, _)| r.contains(&offset)).cloned()
     }
 }
 
@@ -395,13 +414,7 @@ impl<'a> Collector<'a> {
     /// Calls in reply order, overlapping ones dropped (the earlier, then
     /// longer, wins); the content is the reply without them, trimmed.
     pub(crate) fn finish(mut self) -> Parsed {
-        self.groups.sort_by_key(|(span, _)| (span.start, std::cmp::Reverse(span.end)));
-        let mut kept: Vec<(Range<usize>, Vec<ParsedCall>)> = Vec::with_capacity(self.groups.len());
-        for group in self.groups {
-            if kept.last().is_none_or(|(last, _)| group.0.start >= last.end) {
-                kept.push(group);
-            }
-        }
+        let kept = self.kept();
         // The pieces of prose between the kept spans, trimmed at both ends of
         // the whole, copied once into a buffer of the right size: the copy is
         // most of the time a reply without calls takes.
@@ -417,7 +430,7 @@ impl<'a> Collector<'a> {
             after_calls = !calls.is_empty();
         }
         pieces.push(&self.reply[at..]);
-        let blank = |piece: &&str| piece.trim().is_empty();
+        let blank = |piece: &&str| piece.trim_start().is_empty();
         let first = pieces.iter().position(|p| !blank(p)).unwrap_or(pieces.len());
         let last = pieces.iter().rposition(|p| !blank(p)).map_or(first, |i| i + 1);
         let pieces = &mut pieces[first..last];
@@ -429,13 +442,39 @@ impl<'a> Collector<'a> {
         }
         let mut content = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
         pieces.iter().for_each(|p| content.push_str(p));
+        let (calls, warnings) = self.calls_of(kept);
+        Parsed { calls, content, warnings }
+    }
+
+    /// The calls and warnings [`Self::finish`] gives, without the content:
+    /// for a reader that collects apart and passes the calls on (assembling
+    /// the content, a copy of the reply, per envelope was quadratic).
+    pub(crate) fn calls_and_warnings(mut self) -> (Vec<ParsedCall>, Vec<Warning>) {
+        let kept = self.kept();
+        self.calls_of(kept)
+    }
+
+    /// The groups in reply order, overlapping ones dropped.
+    fn kept(&mut self) -> Vec<(Range<usize>, Vec<ParsedCall>)> {
+        let mut groups = std::mem::take(&mut self.groups);
+        groups.sort_by_key(|(span, _)| (span.start, std::cmp::Reverse(span.end)));
+        let mut kept: Vec<(Range<usize>, Vec<ParsedCall>)> = Vec::with_capacity(groups.len());
+        for group in groups {
+            if kept.last().is_none_or(|(last, _)| group.0.start >= last.end) {
+                kept.push(group);
+            }
+        }
+        kept
+    }
+
+    /// The calls of the `kept` groups, and the warnings.
+    fn calls_of(self, kept: Vec<(Range<usize>, Vec<ParsedCall>)>) -> (Vec<ParsedCall>, Vec<Warning>) {
         let mut warnings = self.warnings;
         shared_warnings_once(&mut warnings, &kept);
-        let calls = kept.into_iter().flat_map(|(_, calls)| calls).collect();
         if self.dropped > 0 {
             warnings.push(Warning { offset: self.reply.len(), message: format!("{} more warnings not listed", self.dropped) });
         }
-        Parsed { calls, content, warnings }
+        (kept.into_iter().flat_map(|(_, calls)| calls).collect(), warnings)
     }
 }
 

@@ -48,7 +48,7 @@ pub fn server_rounds(reply: &str) -> Vec<ServerRound<'_>> {
         rounds.push(ServerRound { text: &rest[..start], reported: Some(body.lines().filter_map(reported).collect()) });
         rest = after;
     }
-    if !rest.trim().is_empty() {
+    if !rest.trim_start().is_empty() {
         rounds.push(ServerRound { text: rest, reported: None });
     }
     rounds

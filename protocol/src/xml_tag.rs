@@ -69,18 +69,18 @@ pub(crate) fn scan_tags(markers: &MarkerIndex<'_>, reasoning: &Reasoning, declar
 }
 
 /// Every element of `tag` outside reasoning, its body read as JSON calls
-/// trusted as `trust(open)` says (`None`: the element is no call).
+/// trusted as `trust(span)` says (`None`: the element is no call).
 pub(crate) fn scan_json_tag(
     markers: &MarkerIndex<'_>,
     reasoning: &Reasoning,
     declared: &Declared,
     tag: (&str, &str),
-    trust: impl Fn(usize) -> Option<Trust>,
+    trust: impl Fn(Range<usize>) -> Option<Trust>,
     out: &mut Collector<'_>,
 ) {
     let reply = markers.text();
     for element in elements(markers, reasoning, tag) {
-        let Some(trust) = trust(element.open) else { continue };
+        let Some(trust) = trust(element.open..element.end.unwrap_or(element.body.end)) else { continue };
         match element.end {
             Some(end) => {
                 let body = element.body;
@@ -101,9 +101,11 @@ pub(crate) struct Element {
     pub(crate) end: Option<usize>,
 }
 
-/// The elements of `(open, close)` outside reasoning, in order; an unclosed
-/// one is the last. An element whose body is a JSON value closes at the
-/// first `close` after the value.
+/// The elements of `(open, close)` outside reasoning, in order. An element
+/// whose body is a JSON value closes at the first `close` after the value;
+/// one whose JSON body does not read and in which the tag opens again
+/// before its close is cut off there (a model's retry follows); any other
+/// unclosed one is the last.
 pub(crate) fn elements<'a>(
     markers: &'a MarkerIndex<'a>,
     reasoning: &'a Reasoning,
@@ -120,9 +122,21 @@ pub(crate) fn elements<'a>(
             }
             let body = open + open_tag.len();
             // A string in a JSON body may hold the closing tag.
-            let close =
-                markers.find(body, close_tag).map(|first| json_call::close_after_value(reply, body, close_tag).unwrap_or(first));
-            let Some(close) = close else {
+            let first = markers.find(body, close_tag);
+            let after_value = first.and_then(|_| json_call::close_after_value(reply, body, close_tag));
+            // A JSON body that is cut off and retried: the tag opens again
+            // before it closes.
+            let retry = match (after_value, first) {
+                (None, Some(first)) if reply[body..first].trim_start().starts_with(['{', '[']) => {
+                    markers.find(body, open_tag).filter(|&retry| retry < first)
+                }
+                _ => None,
+            };
+            if let Some(retry) = retry {
+                at = Some(retry);
+                return Some(Element { open, body: body..retry, end: None });
+            }
+            let Some(close) = after_value.or(first) else {
                 at = None;
                 return Some(Element { open, body: body..reply.len(), end: None });
             };

@@ -117,7 +117,7 @@ pub(crate) const MARKERS: [&str; 24] = [
 /// pass over the `<`s.
 pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let mut closes = TAGS.map(|envelope| Forward::new(reply, envelope.close));
+    let mut ends = TAGS.map(|envelope| Ends::new(reply, &envelope));
     let mut at = 0;
     while let Some(found) = scope.markers.find(at, "<") {
         at = found + 1;
@@ -126,7 +126,7 @@ pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             continue;
         }
         if let Some(i) = TAGS.iter().position(|e| reply[found..].starts_with(e.open)) {
-            at = read(scope, found, found + TAGS[i].open.len(), &TAGS[i], &mut closes[i], out);
+            at = read(scope, found, found + TAGS[i].open.len(), &TAGS[i], &mut ends[i], out);
         } else if reply[found..].starts_with(gemma::FUNCTION_GEMMA.open) {
             // Read in this pass, so that prose costs no search of its own.
             at = gemma::read(scope, found, &gemma::FUNCTION_GEMMA, out);
@@ -136,16 +136,13 @@ pub(super) fn scan_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
 
 /// Reads the token envelopes where the chat-token scan finds them.
 pub(super) struct Reader<'a> {
-    closes: [Forward<'a>; 6],
-    gigachat_close: Forward<'a>,
+    ends: [Ends<'a>; 6],
+    gigachat: Ends<'a>,
 }
 
 impl<'a> Reader<'a> {
     pub(super) fn new(reply: &'a str) -> Self {
-        Reader {
-            closes: TOKENS.map(|envelope| Forward::new(reply, envelope.close)),
-            gigachat_close: Forward::new(reply, GIGACHAT.close),
-        }
+        Reader { ends: TOKENS.map(|envelope| Ends::new(reply, &envelope)), gigachat: Ends::new(reply, &GIGACHAT) }
     }
 
     /// The token envelope at `found`, where the chat-token scan stands on
@@ -153,7 +150,7 @@ impl<'a> Reader<'a> {
     pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
         let rest = &scope.reply[found..];
         if let Some(i) = TOKENS.iter().position(|e| rest.starts_with(e.open)) {
-            return Some(read(scope, found, found + TOKENS[i].open.len(), &TOKENS[i], &mut self.closes[i], out));
+            return Some(read(scope, found, found + TOKENS[i].open.len(), &TOKENS[i], &mut self.ends[i], out));
         }
         let role = found.checked_sub(GIGACHAT_ROLE.len()).filter(|&r| scope.reply.is_char_boundary(r))?;
         (rest.starts_with(GIGACHAT.open) && scope.reply[role..found] == *GIGACHAT_ROLE).then_some(())?;
@@ -165,7 +162,7 @@ impl<'a> Reader<'a> {
         if start < role {
             out.markup(start..role);
         }
-        Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat_close, out))
+        Some(read(scope, role, found + GIGACHAT.open.len(), &GIGACHAT, &mut self.gigachat, out))
     }
 }
 
@@ -187,7 +184,7 @@ fn read_named_json(
     let (arguments, after) = object_at(reply, brace, out)?;
     // The object must end in the body: one whose string holds the closing
     // tag runs past it (found by fuzzing).
-    if !reply.get(after..body_end).is_some_and(|rest| rest.trim().is_empty()) {
+    if !reply.get(after..body_end).is_some_and(|rest| rest.trim_start().is_empty()) {
         return None;
     }
     if scope.markup_calls(open, name) {
@@ -196,27 +193,52 @@ fn read_named_json(
     Some(end)
 }
 
+/// Where one family's envelopes end, in one reply.
+struct Ends<'a> {
+    /// Finds the closing token.
+    close: Forward<'a>,
+    /// The close to which a body was last read whole, past a retry (see
+    /// [`read`]): each close is read to so once.
+    read_whole_to: Option<usize>,
+}
+
+impl<'a> Ends<'a> {
+    fn new(reply: &'a str, envelope: &Envelope) -> Self {
+        Ends { close: Forward::new(reply, envelope.close), read_whole_to: None }
+    }
+}
+
 /// The envelope opened at `open` whose body starts at `body`: its calls
-/// collected, and where reading stopped. `closes` finds its closing token;
+/// collected, and where reading stopped. `ends` finds its closing token;
 /// when there is none, reading ends with the reply whether or not the body
 /// holds calls, so that no unclosed envelope is read twice.
-fn read(
-    scope: &Scope<'_>,
-    open: usize,
-    body: usize,
-    envelope: &Envelope,
-    closes: &mut Forward<'_>,
-    out: &mut Collector<'_>,
-) -> usize {
+fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: &mut Ends<'_>, out: &mut Collector<'_>) -> usize {
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };
-    let close = if envelope.close.is_empty() { None } else { closes.next(body) };
+    let close = if envelope.close.is_empty() { None } else { ends.close.next(body) };
     // A model that retries a cut-off call opens the envelope again before
     // any close. Where reading a body may run on to its close, the body
     // ends at that retry: else each opener nested in it would be read to
     // the same close, in quadratic time (found by fuzzing).
-    let retry =
-        close.filter(|_| ends_at_retry(envelope)).and_then(|close| reply[body..close].find(envelope.open)).map(|at| body + at);
+    let limit = close.unwrap_or(reply.len());
+    let retry = ends_at_retry(envelope, &reply[body..limit])
+        .then(|| reply[body..limit].find(envelope.open))
+        .flatten()
+        .map(|at| body + at);
+    // Unless the whole body, to the close, is calls with strings as Python
+    // writes them: then the opener is quoted in a string. Tried once per
+    // close, by the outermost opener, so that the time stays linear.
+    if let (Some(_), Some(close)) = (retry, close)
+        && envelope.body == Body::Pythonic
+        && ends.read_whole_to != Some(close)
+    {
+        ends.read_whole_to = Some(close);
+        let end = close + envelope.close.len();
+        if let Some(calls) = strict_pythonic(scope, open, body, close, end, trust, out) {
+            out.calls(open..end, calls);
+            return end;
+        }
+    }
     let (body_end, end) = match (retry, close) {
         (Some(retry), _) => (retry, retry),
         (None, Some(close)) => (close, close + envelope.close.len()),
@@ -232,15 +254,21 @@ fn read(
         glm::read(scope, body_end - text.len(), body_end, open..end, &glm::LONGCAT, out);
         return end;
     }
-    if envelope.open == LONGCAT_TOOL_CALL
-        && closed
-        && let Some(end) = read_named_json(scope, open, body_end - text.len(), body_end, end, out)
-    {
-        return end;
+    if envelope.open == LONGCAT_TOOL_CALL && (closed || retry.is_some()) {
+        if let Some(end) = read_named_json(scope, open, body_end - text.len(), body_end, end, out) {
+            return end;
+        }
+        if retry.is_some() && text.find('{').is_some_and(|brace| markup_name(&text[..brace]).is_some()) {
+            out.warn(open, format!("the call after {LONGCAT_TOOL_CALL} is cut off; it is not a call"));
+            return past_a_retry(open, retry, out).unwrap_or(end);
+        }
     }
     if envelope.open == HY3_TOOL_CALLS {
         let stopped = read_hy3(scope, open, body, body_end, end, out);
-        return if stopped == body { past_a_retry(open, retry, out).unwrap_or(body) } else { stopped };
+        return match retry {
+            Some(_) if stopped == body && text.starts_with(HY3_TOOL_CALL.0) => past_a_retry(open, retry, out).unwrap_or(end),
+            _ => stopped,
+        };
     }
     let opens = match envelope.body {
         Body::Pythonic => pythonic::opens_call(text),
@@ -259,7 +287,7 @@ fn read(
     let calls = match envelope.body {
         Body::Pythonic => {
             let callable = |name: &str| trust == Trust::Explicit || scope.declared.contains(name);
-            pythonic::sequence(reply, body, body_end, callable, out).map(|calls| {
+            pythonic::sequence(reply, body, body_end, callable, pythonic::Strings::Loose, out).map(|calls| {
                 calls
                     .into_iter()
                     .map(|(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: open..end })
@@ -267,7 +295,7 @@ fn read(
             })
         }
         Body::Json | Body::NameKeyed => match lenient_json::parse_prefix(&reply[body..body_end]) {
-            Ok((value, used, repairs)) if reply[body + used..body_end].trim().is_empty() => {
+            Ok((value, used, repairs)) if reply[body + used..body_end].trim_start().is_empty() => {
                 json_call::report(&repairs, body, out);
                 Some(json_calls(value, envelope.body, open..end, trust, scope, out))
             }
@@ -300,9 +328,35 @@ fn read(
             out.calls(open..end, calls);
             end
         }
+        // Only an attempt cut off is the retry's: prose that names the
+        // opener ("OLMo writes <function_calls> then f(x)…") stays prose.
+        _ if retry.is_some() && envelope.body == Body::Pythonic && !pythonic::cut_off(reply, body, body_end) => body,
         _ if !closed => past_a_retry(open, retry, out).unwrap_or(end),
         _ => body,
     }
+}
+
+/// The pythonic calls of the whole body `body..close` of the envelope
+/// `open..end`, read with strict strings: `None` unless it is all calls.
+fn strict_pythonic(
+    scope: &Scope<'_>,
+    open: usize,
+    body: usize,
+    close: usize,
+    end: usize,
+    trust: Trust,
+    out: &mut Collector<'_>,
+) -> Option<Vec<ParsedCall>> {
+    let callable = |name: &str| trust == Trust::Explicit || scope.declared.contains(name);
+    // Warned of only if it is calls: else the retry is read, and warned of.
+    let mut tried = Collector::new(scope.reply);
+    let calls = pythonic::sequence(scope.reply, body, close, callable, pythonic::Strings::Strict, &mut tried)
+        .filter(|calls| !calls.is_empty())?;
+    for warning in tried.calls_and_warnings().1 {
+        out.warn(warning.offset, warning.message);
+    }
+    let call = |(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: open..end };
+    Some(calls.into_iter().map(call).collect())
 }
 
 /// Past an attempt cut off by the envelope's `retry`, which is markup, not
@@ -314,12 +368,17 @@ fn past_a_retry(open: usize, retry: Option<usize>, out: &mut Collector<'_>) -> O
     Some(retry)
 }
 
-/// Whether an envelope's body ends where the envelope opens again: bodies
-/// of pythonic calls and of GLM-like tags, whose reading may run on to the
-/// close. A JSON body's reading stops at the nested opener's `<`, and a
-/// JSON string may quote the opener.
-fn ends_at_retry(envelope: &Envelope) -> bool {
-    envelope.body == Body::Pythonic || envelope.open == LONGCAT_TOOL_CALL || envelope.open == HY3_TOOL_CALLS
+/// Whether the envelope whose body (to its close, or the reply's end) is
+/// `body` ends where it opens again: a body of pythonic calls or of
+/// GLM-like tags, whose reading may run on to the close. A JSON body's
+/// reading stops at the nested opener's `<`, and a JSON string may quote
+/// the opener.
+fn ends_at_retry(envelope: &Envelope, body: &str) -> bool {
+    match envelope.body {
+        Body::Pythonic => true,
+        Body::Json if envelope.open == LONGCAT_TOOL_CALL => !body.trim_start().starts_with(['{', '[']),
+        _ => envelope.open == HY3_TOOL_CALLS,
+    }
 }
 
 /// Hunyuan V3's suffixed calls in the envelope opened at `open`, whose body
@@ -367,11 +426,11 @@ fn json_calls(
     }
     let mut inner = Collector::new(scope.reply);
     json_call::collect_value(value, span, trust, scope.declared, &mut inner);
-    let parsed = inner.finish();
-    for warning in parsed.warnings {
+    let (calls, warnings) = inner.calls_and_warnings();
+    for warning in warnings {
         out.warn(warning.offset, warning.message);
     }
-    parsed.calls
+    calls
 }
 
 /// Apertus's calls, `[{"NAME": {arguments}}, …]`: every item an object
@@ -554,6 +613,53 @@ mod tests {
         let olmo = "<function_calls>\nnow()\nget_weather(city=\"Par";
         assert_eq!(calls(olmo), one("now", json!({})), "only the complete call");
         assert_eq!(warnings(olmo), ["`get_weather(…)` is cut off or not keyword arguments; it is not a call"]);
+    }
+
+    #[test]
+    fn an_opener_quoted_in_a_string_is_no_retry() {
+        for (reply, content) in [
+            (
+                "<|python_start|>[get_weather(city='Llama 4 opens calls with <|python_start|>')]<|python_end|>",
+                "Llama 4 opens calls with <|python_start|>",
+            ),
+            (
+                "<function_calls>\nget_weather(city=\"OLMo wraps calls in <function_calls>\")\n</function_calls>",
+                "OLMo wraps calls in <function_calls>",
+            ),
+            (
+                "<longcat_tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"LongCat uses <longcat_tool_call>\"}}</longcat_tool_call>",
+                "LongCat uses <longcat_tool_call>",
+            ),
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": content})), "{reply}");
+            assert_eq!(parse(reply).content, "", "{reply}");
+        }
+    }
+
+    #[test]
+    fn prose_that_names_an_opener_before_a_call_stays_prose() {
+        for (prose, call) in [
+            (
+                "OLMo writes <function_calls>\nf(x) for each call, one per line. Here is mine:",
+                "<function_calls>\nnow()\n</function_calls>",
+            ),
+            ("LFM2 uses <|tool_call_start|>[fn(a=1)] syntax; let me call it.", "<|tool_call_start|>[now()]<|tool_call_end|>"),
+        ] {
+            let reply = format!("{prose}\n{call}");
+            assert_eq!(calls(&reply), one("now", json!({})), "{reply}");
+            assert_eq!(parse(&reply).content, prose, "{reply}");
+        }
+    }
+
+    #[test]
+    fn a_longcat_name_and_object_cut_off_and_retried() {
+        let retry = "<longcat_tool_call>get_weather {\"city\": \"Paris\"}</longcat_tool_call>";
+        let cut = format!("<longcat_tool_call>get_weather {{\"city\": \"Par{retry}");
+        assert_eq!(calls(&cut), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(&cut).content, "", "{cut}");
+        assert!(warnings(&cut).contains(&"the call after <longcat_tool_call> is cut off; it is not a call".to_owned()), "{cut}");
+        let complete = format!("<longcat_tool_call>now {{}}{retry}");
+        assert_eq!(calls(&complete), [one("now", json!({})), one("get_weather", json!({"city": "Paris"}))].concat());
     }
 
     #[test]

@@ -151,7 +151,7 @@ pub(super) fn quoted_name(reply: &str, start: usize) -> Option<(&str, usize)> {
     let name_start = start + 1;
     let name_end = name_start + reply[name_start..].bytes().take(MAX_HEAD).position(|b| b == quote)?;
     let close = tag_end(reply, name_end + 1)?;
-    reply[name_end + 1..close].trim().is_empty().then_some(())?;
+    reply[name_end + 1..close].trim_start().is_empty().then_some(())?;
     Some((&reply[name_start..name_end], close + 1))
 }
 

@@ -109,7 +109,10 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
         match lenient_json::parse_prefix(&reply[json_at..body_end]) {
             Ok((Value::Object(arguments), used, _)) => {
                 let after = json_at + used;
-                (arguments, if reply.get(after..body_end).is_some_and(|rest| rest.trim().is_empty()) { token_end } else { after })
+                (
+                    arguments,
+                    if reply.get(after..body_end).is_some_and(|rest| rest.trim_start().is_empty()) { token_end } else { after },
+                )
             }
             Err(_) if token_end == reply.len() && body_end == reply.len() => {
                 out.warn(header.start, format!("the call to `{name}` is cut off before its {CALL}; it is not a call"));

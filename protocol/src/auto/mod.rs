@@ -84,6 +84,7 @@ use crate::message::Message;
 use crate::outcome::ToolOutcome;
 use serde_json::{Map, Value};
 use std::cell::OnceCell;
+use std::ops::Range;
 
 /// The auto protocol: parses anything, renders nothing of its own (it
 /// renders as json-block when asked).
@@ -105,7 +106,7 @@ impl Protocol for Auto {
         let mut out = Collector::new(reply);
         VCP.scan(&scope.markers, reasoning, &mut out);
         scan_fences(&scope.markers, reasoning, declared, true, &mut out);
-        scan_json_tag(&scope.markers, reasoning, declared, TOOL_CODE, |open| scope.markup_trust(open), &mut out);
+        scan_json_tag(&scope.markers, reasoning, declared, TOOL_CODE, |span| scope.element_trust(span), &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
         envelope::scan_tags(&scope, &mut out);
@@ -152,13 +153,15 @@ pub(crate) struct Scope<'a> {
     pub(crate) reasoning: Reasoning,
     pub(crate) declared: &'a Declared,
     code: OnceCell<Code>,
+    /// Where the tokens that end the turn start ([`turn_end::start`]).
+    turn_end: OnceCell<usize>,
 }
 
 impl<'a> Scope<'a> {
     fn new(reply: &'a str, declared: &'a Declared) -> Self {
         let markers = MarkerIndex::new(reply, &[MARKUP, PLAIN_CALLS]);
         let reasoning = Reasoning::find(&markers);
-        Scope { reply, markers, reasoning, declared, code: OnceCell::new() }
+        Scope { reply, markers, reasoning, declared, code: OnceCell::new(), turn_end: OnceCell::new() }
     }
 
     /// How far markup at `offset` is trusted to be a call: not at all in
@@ -173,6 +176,25 @@ impl<'a> Scope<'a> {
             None => Some(Trust::Explicit),
             Some(Quoted::Fenced) => Some(Trust::Declared),
             Some(Quoted::Inline) => None,
+        }
+    }
+
+    /// Where the tokens that end the turn start: the reply's length if none
+    /// end it. Found once: it reads the reply's end back.
+    fn turn_end(&self) -> usize {
+        *self.turn_end.get_or_init(|| turn_end::start(self.reply))
+    }
+
+    /// [`Self::markup_trust`] for an element spanning `span`, which inline
+    /// code quotes only whole: a backtick in one call's string and one in
+    /// the next's, on one line, pair as a span that holds the second's
+    /// opening tag and not its end.
+    pub(crate) fn element_trust(&self, span: Range<usize>) -> Option<Trust> {
+        match self.code.get_or_init(|| Code::find(self.reply)).region(span.start) {
+            Some((region, Quoted::Inline)) if region.end < span.end && !self.reasoning.contains(span.start) => {
+                Some(Trust::Explicit)
+            }
+            _ => self.markup_trust(span.start),
         }
     }
 
@@ -250,7 +272,7 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         if function_tag::opens_call(text) || harmony::in_tool_call(body) {
             continue;
         }
-        let Some(trust) = scope.markup_trust(element.open) else { continue };
+        let Some(trust) = scope.element_trust(element.open..element.end.unwrap_or(element.body.end)) else { continue };
         // Unclosed, the element is a call when complete JSON runs to the
         // reply's end, as vLLM's and SGLang's Hermes parsers read it.
         let Some((body_end, end)) =
@@ -263,7 +285,7 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         let span = element.open..end;
         if pythonic::opens_call(text) {
             let callable = |name: &str| scope.markup_calls(element.open, name);
-            if let Some(calls) = pythonic::sequence(reply, text_at, element.body.end, callable, out) {
+            if let Some(calls) = pythonic::sequence(reply, text_at, element.body.end, callable, pythonic::Strings::Loose, out) {
                 let calls = calls.into_iter().map(|(name, arguments)| ParsedCall {
                     id: None,
                     name,
@@ -307,7 +329,7 @@ fn json_to_the_end(reply: &str, at: usize) -> Option<usize> {
     }
     let (_, used, _) = lenient_json::parse_prefix(&reply[at..]).ok()?;
     let end = at + used;
-    reply[end..turn_end::start(reply).max(end)].trim().is_empty().then_some(end)
+    reply[end..turn_end::start(reply).max(end)].trim_start().is_empty().then_some(end)
 }
 
 /// A whole reply that is an OpenAI message with `tool_calls`.
@@ -342,17 +364,22 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
             at = end;
             continue;
         }
-        match bare_opening(reply, found) {
+        // Shown in inline code, it is being quoted; fenced, the fence
+        // scanner reads JSON by the fence's language.
+        let opening = bare_opening(reply, found);
+        let quoted = if opening == BareOpening::Neither { None } else { scope.quoted(found) };
+        match opening {
+            _ if quoted == Some(Quoted::Inline) => continue,
             BareOpening::Pythonic => {
                 at = pythonic::list(reply, found, declared, out);
                 continue;
             }
-            BareOpening::Json if scope.quoted(found) == Some(Quoted::Fenced) => continue,
+            BareOpening::Json if quoted == Some(Quoted::Fenced) => continue,
             BareOpening::Json => {}
             BareOpening::Neither => continue,
         }
         match lenient_json::parse_prefix(&reply[found..]) {
-            Ok((Value::Array(_), used, _)) if quoted_list(reply, found, found + used) => at = found + used,
+            Ok((Value::Array(_), used, _)) if quoted_list(scope, found, found + used) => at = found + used,
             Ok((value, used, repairs)) => {
                 // Repairs are reported only for JSON that turned out to be a call.
                 let before = out.len();
@@ -373,9 +400,11 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
 /// Whether the bare JSON list at `start..end` stands inside prose, which
 /// goes on after it: an example in an answer (Hunyuan's `<answer>`, LFM2's
 /// prose), not calls, which a model writes last.
-fn quoted_list(reply: &str, start: usize, end: usize) -> bool {
-    let before = reply[..start].trim();
-    let after = reply[end..turn_end::start(reply).max(end)].trim();
+fn quoted_list(scope: &Scope<'_>, start: usize, end: usize) -> bool {
+    // Trimmed on the near side only: a trim of the far end, per list, read
+    // a long run of white space there again each time.
+    let before = scope.reply[..start].trim_end();
+    let after = scope.reply[end..scope.turn_end().max(end)].trim_start();
     !before.is_empty() && !before.ends_with(FUNCTOOLS) && !after.is_empty()
 }
 
@@ -587,6 +616,31 @@ mod tests {
     }
 
     #[test]
+    fn backticks_in_two_calls_on_one_line_quote_neither() {
+        let reply = "<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"a`\"}}</tool_call> <tool_call>{\"arguments\": {\"expression\": \"`b\"}, \"name\": \"calculate\"}</tool_call>";
+        assert_eq!(
+            calls(reply),
+            [one("calculate", json!({"expression": "a`"})), one("calculate", json!({"expression": "`b"}))].concat()
+        );
+        assert_eq!(parse(reply).content, "");
+    }
+
+    #[test]
+    fn a_json_tool_call_cut_off_and_retried_is_the_retry() {
+        let paris = one("get_weather", json!({"city": "Paris"}));
+        let retry = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>";
+        for cut in ["<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", "<tool_call>{\"name\": \"get_we"] {
+            for reply in [format!("{cut}{retry}"), format!("{cut}\n{retry}")] {
+                assert_eq!(calls(&reply), paris, "{reply}");
+                assert!(!warnings(&reply).is_empty(), "the cut-off call is warned of: {reply}");
+            }
+        }
+        // The tag quoted in a string is no retry.
+        let quoting = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"<tool_call>\"}}</tool_call>";
+        assert_eq!(calls(quoting), one("get_weather", json!({"city": "<tool_call>"})));
+    }
+
+    #[test]
     fn no_family_calls_from_inline_code() {
         let families = [
             "<tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>",
@@ -611,7 +665,16 @@ mod tests {
             "<|tool_calls_section_begin|><|tool_call_begin|>functions.delete_all:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
             "<|start|>assistant<|channel|>commentary to=functions.delete_all <|constrain|>json<|message|>{}<|call|>",
         ];
-        for markup in families {
+        // Nor the calls of declared tools, tagged or bare.
+        let declared = [
+            "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>",
+            "<tool_code>{\"name\": \"now\", \"arguments\": {}}</tool_code>",
+            "{\"name\": \"now\", \"arguments\": {}}",
+            "[now()]",
+            "[get_weather(city='Paris')]",
+        ];
+        let families: Vec<&str> = families.into_iter().chain(declared).collect();
+        for markup in &families {
             assert!(!calls(markup).is_empty(), "the markup alone is a call: {markup}");
         }
         let called: Vec<String> = families

@@ -61,7 +61,7 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
         if !trusted {
             return after;
         }
-        return match pythonic::keyword_arguments(reply, name_end + BUILT_IN_CALL.len(), name, out) {
+        return match pythonic::keyword_arguments(reply, name_end + BUILT_IN_CALL.len(), name, pythonic::Strings::Loose, out) {
             Ok((arguments, end)) => {
                 out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..end });
                 end

@@ -47,7 +47,7 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
         if name.is_empty() || !declared.contains(name) || bytes.get(p) != Some(&b'(') {
             return p.max(open + 1);
         }
-        match keyword_arguments(reply, p + 1, name, out) {
+        match keyword_arguments(reply, p + 1, name, Strings::Loose, out) {
             Ok((arguments, end)) => {
                 calls.push((name.to_owned(), arguments));
                 p = end;
@@ -84,6 +84,7 @@ pub(super) fn sequence(
     start: usize,
     end: usize,
     calls: impl Fn(&str) -> bool,
+    strings: Strings,
     out: &mut Collector<'_>,
 ) -> Option<Vec<(String, Map<String, Value>)>> {
     let bytes = &reply.as_bytes()[..end];
@@ -96,7 +97,7 @@ pub(super) fn sequence(
         while bytes.get(p).is_some_and(|b| b.is_ascii_whitespace() || *b == b',' || *b == b';') {
             p += 1;
         }
-        if p >= end || (bracketed && bytes[p] == b']' && reply[p + 1..end].trim().is_empty()) {
+        if p >= end || (bracketed && bytes[p] == b']' && reply[p + 1..end].trim_start().is_empty()) {
             return (!skipped || !found.is_empty()).then_some(found);
         }
         let name_start = p;
@@ -109,7 +110,7 @@ pub(super) fn sequence(
         if !calls(name) {
             return None;
         }
-        match keyword_arguments(&reply[..end], p + 1, name, out) {
+        match keyword_arguments(&reply[..end], p + 1, name, strings, out) {
             Ok((arguments, after)) => {
                 found.push((name.to_owned(), arguments));
                 p = after;
@@ -127,6 +128,20 @@ pub(super) fn sequence(
             }
         }
     }
+}
+
+/// How strings are read: as Python writes them, or also [`loose_string`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Strings {
+    Strict,
+    Loose,
+}
+
+/// Whether the call opened at `start` (`[name(` or `name(`) is still open
+/// at `end`: cut off there, rather than followed by text that is no call.
+pub(super) fn cut_off(reply: &str, start: usize, end: usize) -> bool {
+    let bytes = &reply.as_bytes()[..end];
+    reply[start..end].find('(').is_some_and(|paren| call_end(bytes, start + paren, end).is_none())
 }
 
 /// How far a string quoting its own quote is looked through for its end.
@@ -248,6 +263,7 @@ pub(super) fn keyword_arguments(
     reply: &str,
     mut p: usize,
     name: &str,
+    strings: Strings,
     out: &mut Collector<'_>,
 ) -> Result<(Map<String, Value>, usize), usize> {
     let bytes = reply.as_bytes();
@@ -272,7 +288,7 @@ pub(super) fn keyword_arguments(
         let (value, after) = match read {
             Ok((value, after)) if matches!(bytes.get(skip_ws(bytes, after)), Some(b',' | b')')) => (value, after),
             // A string quoting its own quote unescaped, as shell commands do.
-            other => match loose_string(reply, p) {
+            other => match loose_string(reply, p).filter(|_| strings == Strings::Loose) {
                 Some((text, after)) => (Value::String(text), after),
                 None => return Err(other.map_or_else(|e| p + e.offset.max(1), |(_, after)| after)),
             },

@@ -27,6 +27,8 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut actions = Forward::indexed(&scope.markers, ACTION);
     let mut thoughts = Forward::new(reply, THOUGHT);
+    // Where the reply's text starts: a pair there is in the form.
+    let first_text = reply.len() - reply.trim_start().len();
     let mut at = 0;
     while let Some(found) = actions.next(at) {
         at = found + ACTION.len();
@@ -37,8 +39,8 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
         if !starts_line(reply, found) {
             continue;
         }
-        let in_form = reply[..found].trim().is_empty()
-            || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
+        let in_form =
+            found == first_text || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
         if let Some((call, end)) = read(scope, found, in_form, out) {
             out.call(call);
             at = end;

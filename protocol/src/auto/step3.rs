@@ -103,7 +103,7 @@ impl CallTokens for Reader<'_> {
             return (None, after);
         };
         let (call, stopped) = self.invoke.call(scope, invoke_at, out);
-        if stopped > end || !reply[stopped..end].trim().is_empty() {
+        if stopped > end || !reply[stopped..end].trim_start().is_empty() {
             if call.is_some() {
                 out.warn(stopped, "text after the invoke tag of a call; it is not a call");
             }
