@@ -2,6 +2,7 @@
 //! searched, forward searches that stay linear however often they are
 //! asked, and the assembly of a [`Parsed`] from calls and warnings.
 
+use super::json_call;
 use super::{MAX_WARNINGS, Parsed, ParsedCall, Warning};
 use crate::marker_index::MarkerIndex;
 use std::ops::Range;
@@ -256,6 +257,14 @@ impl Code {
         while let Some(tick) = memchr::memchr(b'`', &bytes[at..]).map(|i| i + at) {
             let run = bytes[tick..].iter().take_while(|&&b| b == b'`').count();
             at = tick + run;
+            if run == FENCE.len()
+                && fence_open.is_none()
+                && let Some(close) = json_block_close(reply, tick)
+            {
+                regions.push((tick..close + FENCE.len(), Quoted::Fenced));
+                at = close + FENCE.len();
+                continue;
+            }
             if run >= FENCE.len() {
                 // A longer run is fences, one after another, and the
                 // backticks after them. All in one pass: counting the rest
@@ -305,6 +314,21 @@ impl Code {
         let i = self.regions.partition_point(|(r, _)| r.end <= offset);
         self.regions.get(i).filter(|(r, _)| r.contains(&offset)).cloned()
     }
+}
+
+/// The fence that closes the block opened by the fence at `open`, when
+/// the block is JSON (its language `json` or none) and its value reads:
+/// the fence after the value, as the fence scanner closes it, though a
+/// string in the value may hold fences.
+fn json_block_close(reply: &str, open: usize) -> Option<usize> {
+    // The language is a word: looked for in a few bytes, so that a line of
+    // fences costs no search to its end per fence.
+    let info_start = open + FENCE.len();
+    let info = &reply.as_bytes()[info_start..reply.len().min(info_start + 32)];
+    let line_end = memchr::memchr(b'\n', info)? + info_start;
+    let language = reply[info_start..line_end].trim();
+    (language.is_empty() || language.eq_ignore_ascii_case("json")).then_some(())?;
+    json_call::close_after_value(reply, line_end + 1, FENCE)
 }
 
 /// Where, in `line`, a run of exactly `run` backticks stands.

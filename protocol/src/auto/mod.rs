@@ -616,6 +616,20 @@ mod tests {
     }
 
     #[test]
+    fn a_fence_in_a_json_blocks_string_does_not_turn_what_follows_into_code() {
+        let edit = "```json\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"```python\\nimport os\"}}\n```";
+        let example = "The syntax:\n```xml\n<tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>\n```";
+        let reply = format!("{edit}\n{example}");
+        assert_eq!(calls(&reply), one("calculate", json!({"expression": "```python\nimport os"})), "{reply}");
+        let call = "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>";
+        let reply = format!("{edit}\nAlso:\n{call}");
+        assert_eq!(
+            calls(&reply),
+            [one("calculate", json!({"expression": "```python\nimport os"})), one("now", json!({}))].concat()
+        );
+    }
+
+    #[test]
     fn backticks_in_two_calls_on_one_line_quote_neither() {
         let reply = "<tool_call>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"a`\"}}</tool_call> <tool_call>{\"arguments\": {\"expression\": \"`b\"}, \"name\": \"calculate\"}</tool_call>";
         assert_eq!(
