@@ -908,6 +908,22 @@ fn memory_status(pid: u32, field: &str) -> usize {
 }
 
 #[test]
+fn a_call_with_params_of_the_wrong_shape_is_invalid_params_saying_why() {
+    let dir = workspace();
+    let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);
+    for (id, params) in [(1, r#"{"name":5}"#), (2, r#"{"name":"calculate","arguments":"1+1"}"#), (3, "null")] {
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#).unwrap();
+        let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+        assert_eq!((answer["id"].as_u64(), answer["error"]["code"].as_i64()), (Some(id), Some(-32602)), "{params}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().starts_with("invalid params for tools/call: "), "{answer}");
+    }
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":9,"method":"no/such","params":{{}}}}"#).unwrap();
+    let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert_eq!(answer["error"]["code"], -32601, "an unknown method is still not found: {answer}");
+    server.kill().unwrap();
+}
+
+#[test]
 fn a_stdio_line_of_too_many_json_values_is_dropped_before_it_is_parsed() {
     let dir = workspace();
     let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);

@@ -12,8 +12,9 @@ use crate::approval::UnattendedApprover;
 use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, SubscriptionFilter, ToolsCapability,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    SubscriptionFilter, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -138,6 +139,29 @@ impl ServerHandler for Session {
         // Private: the list is this server's policy for its clients; fresh
         // for a while only, since a reload may change it (a listener is told).
         Ok(ListToolsResult::with_all_items(tools).with_ttl_ms(TOOLS_LIST_TTL_MS).with_cache_scope(CacheScope::Private))
+    }
+
+    /// A request rmcp could not read as the method it names. For a method
+    /// this server serves, its params are wrong: `-32602`, saying how
+    /// (rmcp answered "method not found").
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let why = match request.method.as_str() {
+            "tools/call" => match request.params_as::<CallToolRequestParams>() {
+                Ok(Some(_)) => None,
+                Ok(None) => Some("params with a `name` are required".to_owned()),
+                Err(error) => Some(error.to_string()),
+            },
+            "tools/list" => request.params_as::<PaginatedRequestParams>().err().map(|error| error.to_string()),
+            _ => None,
+        };
+        match why {
+            Some(why) => Err(ErrorData::invalid_params(format!("invalid params for {}: {why}", request.method), None)),
+            None => Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None)),
+        }
     }
 
     async fn call_tool(
