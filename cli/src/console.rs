@@ -4,6 +4,7 @@
 use super::GlobalOptions;
 use super::model::{self, ModelOptions};
 use super::output;
+use crate::stops::Stops;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -71,14 +72,20 @@ impl ConsoleCommand {
         let _announcement = announce(&console);
         output::note(format_args!("the chat talks to the {model}; Ctrl-C stops the console"));
         tokio::pin!(served);
-        tokio::select! {
-            result = &mut served => result.context("the console stopped")?.context("the console stopped")?,
-            _ = tokio::signal::ctrl_c() => {
-                shutdown.cancel();
-                served.await.context("the console stopped")?.context("the console stopped")?;
+        let mut stops = Stops::new()?;
+        loop {
+            tokio::select! {
+                result = &mut served => {
+                    result.context("the console stopped")?.context("the console stopped")?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                stopped = stops.asked(&shutdown) => {
+                    if let Some(at_once) = stopped {
+                        return Ok(at_once);
+                    }
+                }
             }
         }
-        Ok(ExitCode::SUCCESS)
     }
 }
 

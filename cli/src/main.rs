@@ -25,6 +25,7 @@ mod prompt;
 mod remove;
 mod run;
 mod source;
+mod stops;
 mod wit;
 
 // Each call's host memory is counted, so its host-memory limit holds.

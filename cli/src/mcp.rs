@@ -1,5 +1,6 @@
 use super::GlobalOptions;
 use super::output;
+use crate::stops::Stops;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -169,14 +170,17 @@ impl McpCommand {
             }
         };
         tokio::pin!(served);
+        let mut stops = Stops::new()?;
         loop {
             tokio::select! {
                 result = &mut served => {
                     result.context("the MCP server stopped")??;
                     return Ok(ExitCode::SUCCESS);
                 }
-                _ = tokio::signal::ctrl_c() => {
-                    shutdown.cancel();
+                stopped = stops.asked(&shutdown) => {
+                    if let Some(at_once) = stopped {
+                        return Ok(at_once);
+                    }
                 }
                 _ = hangup.recv() => super::rescan_plugins(&registry).await,
             }

@@ -1,5 +1,6 @@
 use super::GlobalOptions;
 use super::output;
+use crate::stops::Stops;
 use anyhow::{Context, bail};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -132,14 +133,14 @@ impl NodeCommand {
             let (node, shutdown) = (node.clone(), shutdown.clone());
             async move { node.run(shutdown).await }
         });
-        let mut interrupt = signal(SignalKind::interrupt()).context("listening for Ctrl-C")?;
+        let mut stops = Stops::new()?;
         let mut hangup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
         let mut changes = node.watch();
         let mut shown = changes.borrow_and_update().clone();
         loop {
             tokio::select! {
                 _ = &mut running => break,
-                _ = interrupt.recv() => {
+                () = stops.next() => {
                     if shutdown.is_cancelled() {
                         output::note("stopping now");
                         running.abort();

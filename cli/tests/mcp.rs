@@ -231,6 +231,116 @@ fn sessions_past_the_limit_are_refused_saying_why() {
 }
 
 #[test]
+fn a_session_holds_two_event_streams_at_most() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let (status, said) = post(&server, &[]);
+    assert_eq!(status, 200, "{said}");
+    let session = said
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|id| id.trim().to_owned()))
+        .unwrap_or_else(|| panic!("a session id: {said}"));
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let (status, said) = post_body_with(&server, &format!("Mcp-Session-Id: {session}\r\n"), initialized.as_bytes());
+    assert_eq!(status, 202, "{said}");
+    // The status line of a GET of the session's event stream; the stream
+    // is held open with its connection.
+    let open_stream = || {
+        let mut stream = TcpStream::connect(server.authority()).unwrap();
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\r\n",
+            server.authority()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut status = [0u8; 12];
+        stream.read_exact(&mut status).unwrap();
+        (text(&status[9..12]), stream)
+    };
+    let first = open_stream();
+    let second = open_stream();
+    assert_eq!((first.0.as_str(), second.0.as_str()), ("200", "200"));
+    assert_eq!(open_stream().0, "429", "a third stream of one session");
+    drop(first);
+    let reopened = (0..50).map(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        open_stream().0
+    });
+    assert!(reopened.into_iter().any(|status| status == "200"), "a closed stream's place is given back");
+}
+
+/// Sends `signal` (`TERM`, `INT`) to process `pid`.
+fn send_signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill").args([format!("-{signal}"), pid.to_string()]).status().unwrap();
+    assert!(sent.success());
+}
+
+/// How `child` exited within `within`, and after how long.
+fn exit_within(child: &mut Child, within: Duration) -> Option<(std::process::ExitStatus, Duration)> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < within {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some((status, started.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn sigterm_stops_the_http_server_gracefully_and_a_held_connection_does_not_hold_it() {
+    let dir = workspace();
+    let mut server = HttpServer::start(dir.path(), &[], &[]);
+    // Half a request: serving would wait for the rest up to its read timeout.
+    let mut half = TcpStream::connect(server.authority()).unwrap();
+    half.write_all(b"POST /mcp HTTP/1.1\r\nHost: loc").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    send_signal(server.child.id(), "TERM");
+    let (status, took) = exit_within(&mut server.child, Duration::from_secs(15)).expect("the server exits");
+    assert!(status.success(), "a graceful stop: {status:?}");
+    assert!(took < Duration::from_secs(10), "the held connection is closed after the grace: {took:?}");
+    // A second request to stop ends it at once.
+    let mut server = HttpServer::start(dir.path(), &[], &[]);
+    let _half = {
+        let mut half = TcpStream::connect(server.authority()).unwrap();
+        half.write_all(b"POST /mcp HTTP/1.1\r\nHost: loc").unwrap();
+        half
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    send_signal(server.child.id(), "INT");
+    std::thread::sleep(Duration::from_millis(200));
+    send_signal(server.child.id(), "TERM");
+    let (status, took) = exit_within(&mut server.child, Duration::from_secs(15)).expect("the server exits");
+    assert_eq!(status.code(), Some(130), "stopped at once: {status:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn a_body_that_cannot_be_read_is_a_bad_request_and_one_announced_too_large_is_refused_at_once() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &["--stateless"], &[]);
+    let send = |head: &str, body: &str| {
+        let mut stream = TcpStream::connect(server.authority()).unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Connection: close\r\n{head}\r\n{body}",
+            server.authority()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        text(&answer)
+    };
+    let answer = send("Transfer-Encoding: chunked\r\n", "zz\r\n{}\r\n0\r\n\r\n");
+    assert!(answer.starts_with("HTTP/1.1 400"), "a bad chunk size: {answer}");
+    let started = std::time::Instant::now();
+    let answer = send("Content-Length: 2147483648\r\n", "{");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(4), "refused before the body was waited for: {:?}", started.elapsed());
+}
+
+#[test]
 fn a_body_that_is_no_json_rpc_message_is_a_bad_request_with_its_error() {
     let dir = workspace();
     let server = HttpServer::start(dir.path(), &["--stateless"], &[]);

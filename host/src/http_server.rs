@@ -12,8 +12,11 @@ use axum::extract::ConnectInfo;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -28,25 +31,45 @@ pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// process's last ones.
 pub(crate) const MAX_CONNECTIONS: usize = 512;
 
-/// Serve `router` on `listener` until `shutdown` fires, then wait for the
-/// connections open to finish their requests. Each request carries its
-/// peer's [`ConnectInfo`].
+/// How long a reply may wait to be written, its client reading none of it:
+/// past it the connection is closed (a client that sends requests and
+/// never reads the answers would else hold its connection for ever).
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long connections are given to finish once serving stops; then the
+/// rest are closed.
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Serve `router` on `listener` until `shutdown` fires, then give the
+/// connections open [`SHUTDOWN_GRACE`] to finish their requests. Each
+/// request carries its peer's [`ConnectInfo`].
 pub(crate) async fn serve(listener: TcpListener, router: axum::Router, shutdown: CancellationToken) -> std::io::Result<()> {
-    serve_with(listener, router, shutdown, READ_TIMEOUT, MAX_CONNECTIONS).await
+    let limits = Limits { read: READ_TIMEOUT, write: WRITE_TIMEOUT, connections: MAX_CONNECTIONS, grace: SHUTDOWN_GRACE };
+    serve_with(listener, router, shutdown, limits).await
+}
+
+/// What [`serve`] holds a connection to.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    read: Duration,
+    write: Duration,
+    connections: usize,
+    grace: Duration,
 }
 
 async fn serve_with(
     listener: TcpListener,
     router: axum::Router,
     shutdown: CancellationToken,
-    read_timeout: Duration,
-    max_connections: usize,
+    limits: Limits,
 ) -> std::io::Result<()> {
+    let router = router.layer(axum::middleware::from_fn(one_host));
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new()).header_read_timeout(read_timeout);
-    let open = Arc::new(Semaphore::new(max_connections));
+    http.timer(TokioTimer::new()).header_read_timeout(limits.read);
+    let open = Arc::new(Semaphore::new(limits.connections));
     let graceful = GracefulShutdown::new();
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         let place = tokio::select! {
             () = shutdown.cancelled() => break,
             place = open.clone().acquire_owned() => place.expect("the semaphore is never closed"),
@@ -66,10 +89,11 @@ async fn serve_with(
         let service = router.clone().map_request(move |request: axum::extract::Request<hyper::body::Incoming>| {
             let (mut parts, body) = request.into_parts();
             parts.extensions.insert(ConnectInfo(peer));
-            axum::extract::Request::from_parts(parts, with_deadline(axum::body::Body::new(body), read_timeout))
+            axum::extract::Request::from_parts(parts, with_deadline(axum::body::Body::new(body), limits.read))
         });
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)));
-        tokio::spawn(async move {
+        let stream = TokioIo::new(StalledWrites::new(stream, limits.write));
+        let connection = graceful.watch(http.serve_connection(stream, TowerToHyperService::new(service)));
+        connections.spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%peer, %error, "HTTP connection ended");
             }
@@ -77,8 +101,95 @@ async fn serve_with(
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    // A connection that does not finish in time (its client reads no
+    // answer, or sends half a request) is closed: else it held the end of
+    // serving, and the process, for as long as its client liked.
+    if tokio::time::timeout(limits.grace, graceful.shutdown()).await.is_err() {
+        tracing::debug!("closing {} HTTP connections that did not finish", connections.len());
+    }
+    connections.shutdown().await;
     Ok(())
+}
+
+/// A connection whose writes fail with [`std::io::ErrorKind::TimedOut`]
+/// once one has waited `timeout` without a byte taken.
+struct StalledWrites<S> {
+    inner: S,
+    timeout: Duration,
+    /// Running while a write waits.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> StalledWrites<S> {
+    fn new(inner: S, timeout: Duration) -> Self {
+        StalledWrites { inner, timeout, stalled: None }
+    }
+
+    /// `written` as it is, unless it waits and has waited too long.
+    fn watch<T>(&mut self, cx: &mut Context<'_>, written: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        if written.is_ready() {
+            self.stalled = None;
+            return written;
+        }
+        let timeout = self.timeout;
+        let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client read no answer in time")))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for StalledWrites<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for StalledWrites<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch(cx, written)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch(cx, written)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let flushed = Pin::new(&mut self.inner).poll_flush(cx);
+        self.watch(cx, flushed)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// A request that names its host twice (two `Host` headers, or a target
+/// whose authority is not its `Host`) is `400 Bad Request`, as HTTP/1.1
+/// asks: the doors' checks of the host name read the `Host` header alone.
+async fn one_host(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut hosts = request.headers().get_all(axum::http::header::HOST).iter();
+    let (host, another) = (hosts.next(), hosts.next());
+    let other_target =
+        request.uri().authority().is_some_and(|target| host.is_none_or(|host| host.as_bytes() != target.as_str().as_bytes()));
+    if another.is_some() || other_target {
+        return (axum::http::StatusCode::BAD_REQUEST, "the request names more than one host\n").into_response();
+    }
+    next.run(request).await
 }
 
 /// After a failed accept: none for an error of that one connection; a
@@ -110,18 +221,33 @@ fn with_deadline(body: axum::body::Body, read_timeout: Duration) -> axum::body::
     axum::body::Body::from_stream(chunks)
 }
 
-/// Whether reading a body failed because it was not sent in time. (The
-/// console's extractors answer such a body as any unreadable one.)
+/// Why reading a body (through `axum::body::to_bytes`) failed.
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-pub(crate) fn is_read_timeout(error: &axum::Error) -> bool {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unread {
+    /// Longer than the limit.
+    TooLarge,
+    /// Not all sent within [`READ_TIMEOUT`].
+    TooSlow,
+    /// Not HTTP's (a bad chunk), or the connection failed.
+    Malformed,
+}
+
+/// Why `error`, of reading a body, happened. (The console's extractors
+/// answer every unread body alike.)
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+pub(crate) fn why_unread(error: &axum::Error) -> Unread {
     let mut source = std::error::Error::source(error);
     while let Some(error) = source {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return Unread::TooLarge;
+        }
         if error.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut) {
-            return true;
+            return Unread::TooSlow;
         }
         source = error.source();
     }
-    false
+    Unread::Malformed
 }
 
 #[cfg(test)]
@@ -132,13 +258,69 @@ mod tests {
     use tokio::net::TcpStream;
 
     async fn start(read_timeout: Duration, max_connections: usize) -> (SocketAddr, CancellationToken) {
+        let limits = Limits {
+            read: read_timeout,
+            write: Duration::from_secs(30),
+            connections: max_connections,
+            grace: Duration::from_secs(1),
+        };
+        let (address, shutdown, _) = start_with(limits).await;
+        (address, shutdown)
+    }
+
+    /// A server of `/` (the peer's address) and `/big` (1 MiB) under
+    /// `limits`: its address, its shutdown, and its end.
+    async fn start_with(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<std::io::Result<()>>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let router = axum::Router::new()
-            .route("/", axum::routing::get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.ip().to_string() }));
+            .route("/", axum::routing::get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.ip().to_string() }))
+            .route("/big", axum::routing::get(|| async { "x".repeat(1 << 20) }));
         let shutdown = CancellationToken::new();
-        tokio::spawn(serve_with(listener, router, shutdown.clone(), read_timeout, max_connections));
-        (address, shutdown)
+        let served = tokio::spawn(serve_with(listener, router, shutdown.clone(), limits));
+        (address, shutdown, served)
+    }
+
+    /// A client that asks for 64 MiB of answers and reads none.
+    async fn never_reading(address: SocketAddr) -> TcpStream {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        let requests = "GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n".repeat(64);
+        stream.write_all(requests.as_bytes()).await.unwrap();
+        stream
+    }
+
+    #[tokio::test]
+    async fn a_client_that_reads_no_answer_loses_its_connection_to_the_next() {
+        let limits = Limits {
+            read: Duration::from_secs(30),
+            write: Duration::from_millis(500),
+            connections: 1,
+            grace: Duration::from_secs(1),
+        };
+        let (address, _shutdown, _) = start_with(limits).await;
+        let _stalled = never_reading(address).await;
+        let mut next = TcpStream::connect(address).await.unwrap();
+        next.write_all(REQUEST).await.unwrap();
+        let answer = read_to_close(&mut next).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+
+    #[tokio::test]
+    async fn shutdown_closes_what_does_not_finish_after_the_grace() {
+        let limits = Limits {
+            read: Duration::from_secs(30),
+            write: Duration::from_secs(30),
+            connections: 8,
+            grace: Duration::from_millis(500),
+        };
+        let (address, shutdown, served) = start_with(limits).await;
+        let _stalled = never_reading(address).await;
+        let mut half = TcpStream::connect(address).await.unwrap();
+        half.write_all(b"GET / HTTP/1.1\r\nHost: loc").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        shutdown.cancel();
+        let ended = tokio::time::timeout(Duration::from_secs(5), served).await;
+        assert!(matches!(ended, Ok(Ok(Ok(())))), "serving did not end: {ended:?}");
     }
 
     /// What the server sends on `stream` until it closes it, within 10 s.
@@ -152,6 +334,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_request_that_names_two_hosts_is_refused() {
+        let (address, _shutdown) = start(Duration::from_secs(30), 8).await;
+        for (request, status) in [
+            ("GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nConnection: close\r\n\r\n", "400"),
+            ("GET http://evil.example/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "400"),
+            ("GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "200"),
+            ("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "200"),
+        ] {
+            let mut stream = TcpStream::connect(address).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let answer = read_to_close(&mut stream).await;
+            assert_eq!(answer.get(9..12), Some(status), "{request:?}: {answer}");
+        }
+    }
+
+    #[tokio::test]
     async fn a_body_sent_too_slowly_fails_as_timed_out() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -160,12 +358,18 @@ mod tests {
             axum::routing::post(|body: axum::body::Body| async move {
                 match axum::body::to_bytes(body, 1 << 20).await {
                     Ok(bytes) => format!("read {}", bytes.len()),
-                    Err(error) => format!("timed out: {}", is_read_timeout(&error)),
+                    Err(error) => format!("unread: {:?}", why_unread(&error)),
                 }
             }),
         );
-        tokio::spawn(serve_with(listener, router, CancellationToken::new(), Duration::from_millis(300), 64));
-        for (sent, expected) in [("0123456789", "read 10"), ("01234", "timed out: true")] {
+        let limits = Limits {
+            read: Duration::from_millis(300),
+            write: Duration::from_secs(30),
+            connections: 64,
+            grace: Duration::from_secs(1),
+        };
+        tokio::spawn(serve_with(listener, router, CancellationToken::new(), limits));
+        for (sent, expected) in [("0123456789", "read 10"), ("01234", "unread: TooSlow")] {
             let mut stream = TcpStream::connect(address).await.unwrap();
             let head = "POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: 10\r\n\r\n";
             stream.write_all(format!("{head}{sent}").as_bytes()).await.unwrap();

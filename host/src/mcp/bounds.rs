@@ -5,6 +5,7 @@
 //! their bytes, or with sessions that keep a huge `initialize`.
 
 use super::config::McpConfig;
+use crate::http_server::Unread;
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::StatusCode;
@@ -23,17 +24,70 @@ pub const MAX_INITIALIZE_BYTES: usize = 16 << 10;
 /// The most JSON values an `initialize` request may hold.
 const MAX_INITIALIZE_VALUES: usize = 2_000;
 
-/// Calls running or waiting for a person now, in all and by client.
-pub(super) struct InFlight {
+/// Places held now, in all and by key (a client, a session), each cap
+/// refusing one more.
+pub(super) struct Places {
     counts: Mutex<Counts>,
-    max: usize,
-    per_client: usize,
+    most: usize,
+    per_key: usize,
 }
 
 #[derive(Default)]
 struct Counts {
     all: usize,
-    by_client: HashMap<String, usize>,
+    by_key: HashMap<String, usize>,
+}
+
+/// Which cap [`Places::take`] met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Full {
+    All,
+    Key,
+}
+
+impl Places {
+    pub(super) fn new(most: usize, per_key: usize) -> Self {
+        Places { counts: Mutex::new(Counts::default()), most, per_key }
+    }
+
+    /// One more place for `key`, held until the [`Place`] is dropped.
+    pub(super) fn take(self: &Arc<Self>, key: &str) -> Result<Place, Full> {
+        let mut counts = self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if counts.all >= self.most {
+            return Err(Full::All);
+        }
+        let mine = counts.by_key.get(key).copied().unwrap_or(0);
+        if mine >= self.per_key {
+            return Err(Full::Key);
+        }
+        counts.all += 1;
+        counts.by_key.insert(key.to_owned(), mine + 1);
+        Ok(Place { places: self.clone(), key: key.to_owned() })
+    }
+}
+
+/// One place in [`Places`].
+pub(super) struct Place {
+    places: Arc<Places>,
+    key: String,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut counts = self.places.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        counts.all -= 1;
+        if let Some(mine) = counts.by_key.get_mut(&self.key) {
+            *mine -= 1;
+            if *mine == 0 {
+                counts.by_key.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// Calls running or waiting for a person now, in all and by client.
+pub(super) struct InFlight {
+    places: Arc<Places>,
 }
 
 /// Why a call was refused by [`InFlight::enter`]: words for the client,
@@ -42,51 +96,74 @@ pub(super) struct Busy(pub(super) String);
 
 impl InFlight {
     pub(super) fn new(config: &McpConfig) -> Self {
-        InFlight { counts: Mutex::new(Counts::default()), max: config.max_calls, per_client: config.max_calls_per_client }
+        InFlight { places: Arc::new(Places::new(config.max_calls, config.max_calls_per_client)) }
     }
 
-    /// A place for one more call of `client`, held until the guard is
-    /// dropped; refused past either cap.
-    pub(super) fn enter(self: &Arc<Self>, client: &str) -> Result<InFlightGuard, Busy> {
-        let mut counts = self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if counts.all >= self.max {
-            return Err(Busy(format!(
-                "refused: this server runs at most {} MCP calls at once ([mcp] max_calls); try again when one finishes",
-                self.max
-            )));
-        }
-        let mine = counts.by_client.get(client).copied().unwrap_or(0);
-        if mine >= self.per_client {
-            return Err(Busy(format!(
-                "refused: a client may have at most {} calls at once on this server ([mcp] max_calls_per_client); \
-                 try again when one finishes",
-                self.per_client
-            )));
-        }
-        counts.all += 1;
-        counts.by_client.insert(client.to_owned(), mine + 1);
-        Ok(InFlightGuard { in_flight: self.clone(), client: client.to_owned() })
+    /// A place for one more call of `client`, held until it is dropped;
+    /// refused past either cap.
+    pub(super) fn enter(&self, client: &str) -> Result<Place, Busy> {
+        self.places.take(client).map_err(|full| {
+            Busy(match full {
+                Full::All => format!(
+                    "refused: this server runs at most {} MCP calls at once ([mcp] max_calls); try again when one finishes",
+                    self.places.most
+                ),
+                Full::Key => format!(
+                    "refused: a client may have at most {} calls at once on this server ([mcp] max_calls_per_client); \
+                     try again when one finishes",
+                    self.places.per_key
+                ),
+            })
+        })
     }
 }
 
-/// One call's place in [`InFlight`].
-pub(super) struct InFlightGuard {
-    in_flight: Arc<InFlight>,
-    client: String,
+/// The event streams (`GET /mcp`) a session may hold open at once: rmcp
+/// keeps up to 33 a session, each sent a keep-alive for ever, so that a
+/// few sessions' streams took every connection the server serves.
+pub(super) const MAX_STREAMS_PER_SESSION: usize = 2;
+/// The event streams held open at once, in all: half the connections
+/// served, so that requests always find one.
+pub(super) const MAX_STREAMS: usize = crate::http_server::MAX_CONNECTIONS / 2;
+
+/// Refuse, with `429`, an event stream past [`MAX_STREAMS_PER_SESSION`]
+/// for its session or [`MAX_STREAMS`] in all; hold a place in `streams`
+/// for each one opened until it closes.
+pub(super) async fn bound_streams(streams: &Arc<Places>, request: Request, next: Next) -> Response {
+    let session = request.headers().get(SESSION_ID_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let (true, Some(session)) = (request.method() == axum::http::Method::GET, session) else { return next.run(request).await };
+    let place = match streams.take(&session) {
+        Ok(place) => place,
+        Err(full) => {
+            let why = match full {
+                Full::All => format!("the server holds at most {MAX_STREAMS} event streams open at once; try again later"),
+                Full::Key => format!("a session may hold at most {MAX_STREAMS_PER_SESSION} event streams open at once"),
+            };
+            tracing::debug!("refused an MCP event stream: {why}");
+            return (StatusCode::TOO_MANY_REQUESTS, format!("{why}\n")).into_response();
+        }
+    };
+    let response = next.run(request).await;
+    if !response.status().is_success() {
+        return response;
+    }
+    holding(response, place)
 }
 
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        let mut counts = self.in_flight.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        counts.all -= 1;
-        if let Some(mine) = counts.by_client.get_mut(&self.client) {
-            *mine -= 1;
-            if *mine == 0 {
-                counts.by_client.remove(&self.client);
-            }
-        }
-    }
+/// `response`, holding `held` until its body is dropped (finished, or its
+/// client gone).
+pub(super) fn holding<T: Send + Sync + 'static>(response: Response, held: T) -> Response {
+    response.map(|body| {
+        let stream = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+            let _held = &held;
+            chunk
+        });
+        Body::from_stream(stream)
+    })
 }
+
+/// The header that names a session.
+pub(super) const SESSION_ID_HEADER: &str = "mcp-session-id";
 
 /// Refuse, with `413` and the limit's name, a request body larger than
 /// `max_bytes` (`[mcp] max_request_kib`), one of more than
@@ -96,14 +173,21 @@ pub(super) async fn bound_request(max_bytes: usize, request: Request, next: Next
     if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }
+    let too_large_by_far = || too_large(format!("the request is larger than {} KiB ([mcp] max_request_kib)", max_bytes >> 10));
+    // Refused before its body is waited for.
+    let announced = request.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > max_bytes as u64) {
+        return too_large_by_far();
+    }
     let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, max_bytes).await {
         Ok(bytes) => bytes,
-        Err(error) if crate::http_server::is_read_timeout(&error) => {
-            return (StatusCode::REQUEST_TIMEOUT, "the request's body was not sent in time\n").into_response();
-        }
-        Err(_) => {
-            return too_large(format!("the request is larger than {} KiB ([mcp] max_request_kib)", max_bytes >> 10));
+        Err(error) => {
+            return match crate::http_server::why_unread(&error) {
+                Unread::TooLarge => too_large_by_far(),
+                Unread::TooSlow => (StatusCode::REQUEST_TIMEOUT, "the request's body was not sent in time\n").into_response(),
+                Unread::Malformed => (StatusCode::BAD_REQUEST, "the request's body could not be read\n").into_response(),
+            };
         }
     };
     if let Err(why) = check_shape(&bytes) {

@@ -3,7 +3,7 @@
 //! only unless more are allowed (DNS-rebinding protection); an optional
 //! bearer token.
 
-use super::bounds;
+use super::bounds::{self, MAX_STREAMS, MAX_STREAMS_PER_SESSION, Places, SESSION_ID_HEADER};
 use super::session::{ClientGone, Session};
 use super::sessions::{BoundedSessions, session_idle_limit};
 use super::{LOOPBACK_HOSTS, McpError, McpServer};
@@ -79,10 +79,16 @@ impl McpServer {
             let idle_limit = session_idle_limit(config.approval_timeout, call_timeout);
             let sessions = Arc::new(BoundedSessions::new(config.max_sessions, idle_limit));
             let router = axum::Router::new().nest_service(MCP_PATH, StreamableHttpService::new(factory, sessions.clone(), http));
-            router.layer(axum::middleware::from_fn(move |request: Request, next: Next| {
-                let sessions = sessions.clone();
-                async move { session_statuses(&sessions, request, next).await }
-            }))
+            let streams = Arc::new(Places::new(MAX_STREAMS, MAX_STREAMS_PER_SESSION));
+            router
+                .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                    let sessions = sessions.clone();
+                    async move { session_statuses(&sessions, request, next).await }
+                }))
+                .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                    let streams = streams.clone();
+                    async move { bounds::bound_streams(&streams, request, next).await }
+                }))
         };
         // rmcp answers a session's DELETE with 202; clients (the official
         // Python one among them) take only 200 or 204 for "closed".
@@ -136,14 +142,7 @@ async fn watch_client(mut request: Request, next: Next) -> Response {
     let gone = CancellationToken::new();
     request.extensions_mut().insert(ClientGone(gone.clone()));
     let response = next.run(request).await;
-    let guard = gone.drop_guard();
-    response.map(|body| {
-        let stream = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
-            let _held = &guard;
-            chunk
-        });
-        axum::body::Body::from_stream(stream)
-    })
+    bounds::holding(response, gone.drop_guard())
 }
 
 /// A POST whose JSON body is no JSON, or no JSON-RPC message, is `400 Bad
@@ -239,9 +238,6 @@ async fn session_statuses(sessions: &BoundedSessions, request: Request, next: Ne
     }
     response
 }
-
-/// The header that names a session.
-const SESSION_ID_HEADER: &str = "mcp-session-id";
 
 /// Pass the request on only with `Authorization: Bearer TOKEN` (the
 /// scheme in any case, as HTTP has it); the token compared by digest, so
