@@ -169,7 +169,7 @@ pub(crate) fn scan_fences(
         // content): the block closes after the value.
         let close = markers
             .find(body, FENCE)
-            .map(|first| if wanted { json_call::close_after_value(reply, body, FENCE).unwrap_or(first) } else { first });
+            .map(|first| if wanted { lenient_json::close_after_value(reply, body, FENCE).unwrap_or(first) } else { first });
         let next = close.map_or(reply.len(), |c| c + FENCE.len());
         if reasoning.contains(open) {
             at = reasoning.skip(open).unwrap_or(next);

@@ -52,21 +52,6 @@ pub(crate) fn collect_text(
     }
 }
 
-/// Where `close` stands after the JSON value that starts the text at
-/// `body` (after white space), with only white space between: the end of
-/// an element or block whose first `close` may stand inside a string of
-/// the value. `None` when no value reads there or `close` does not follow.
-pub(crate) fn close_after_value(reply: &str, body: usize, close: &str) -> Option<usize> {
-    let start = body + (reply[body..].len() - reply[body..].trim_start().len());
-    if !reply[start..].starts_with(['{', '[']) {
-        return None;
-    }
-    let (_, used, _) = lenient_json::parse_prefix(&reply[start..]).ok()?;
-    let after = start + used;
-    let at = after + (reply[after..].len() - reply[after..].trim_start().len());
-    reply[at..].starts_with(close).then_some(at)
-}
-
 /// Collect the calls in an already parsed value found at `span`.
 pub(crate) fn collect_value(value: Value, span: Range<usize>, trust: Trust, declared: &Declared, out: &mut Collector<'_>) {
     let mut calls = Vec::new();

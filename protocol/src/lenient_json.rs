@@ -343,6 +343,21 @@ impl Reader<'_> {
     }
 }
 
+/// Where `close` stands after the JSON value that starts the text at
+/// `body` (after white space), with only white space between: the end of
+/// an element or block whose first `close` may stand inside a string of
+/// the value. `None` when no value reads there or `close` does not follow.
+pub(crate) fn close_after_value(reply: &str, body: usize, close: &str) -> Option<usize> {
+    let start = body + (reply[body..].len() - reply[body..].trim_start().len());
+    if !reply[start..].starts_with(['{', '[']) {
+        return None;
+    }
+    let (_, used, _) = parse_prefix(&reply[start..]).ok()?;
+    let after = start + used;
+    let at = after + (reply[after..].len() - reply[after..].trim_start().len());
+    reply[at..].starts_with(close).then_some(at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

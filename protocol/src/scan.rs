@@ -2,7 +2,7 @@
 //! searched, forward searches that stay linear however often they are
 //! asked, and the assembly of a [`Parsed`] from calls and warnings.
 
-use super::json_call;
+use super::lenient_json;
 use super::{MAX_WARNINGS, Parsed, ParsedCall, Warning};
 use crate::marker_index::MarkerIndex;
 use std::ops::Range;
@@ -328,7 +328,7 @@ fn json_block_close(reply: &str, open: usize) -> Option<usize> {
     let line_end = memchr::memchr(b'\n', info)? + info_start;
     let language = reply[info_start..line_end].trim();
     (language.is_empty() || language.eq_ignore_ascii_case("json")).then_some(())?;
-    json_call::close_after_value(reply, line_end + 1, FENCE)
+    lenient_json::close_after_value(reply, line_end + 1, FENCE)
 }
 
 /// Where, in `line`, a run of exactly `run` backticks stands.

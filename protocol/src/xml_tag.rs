@@ -4,6 +4,7 @@
 
 use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
+use super::lenient_json;
 use super::marker_index::{MARKUP, MarkerIndex};
 use super::scan::{Collector, Reasoning};
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
@@ -123,7 +124,7 @@ pub(crate) fn elements<'a>(
             let body = open + open_tag.len();
             // A string in a JSON body may hold the closing tag.
             let first = markers.find(body, close_tag);
-            let after_value = first.and_then(|_| json_call::close_after_value(reply, body, close_tag));
+            let after_value = first.and_then(|_| lenient_json::close_after_value(reply, body, close_tag));
             // A JSON body that is cut off and retried: the tag opens again
             // before it closes.
             let retry = match (after_value, first) {
