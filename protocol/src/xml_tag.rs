@@ -87,8 +87,20 @@ pub(crate) fn scan_json_tag(
                 let body = element.body;
                 json_call::collect_text(&reply[body.clone()], body.start, element.open..end, trust, declared, out);
             }
-            None => out.warn(element.open, format!("{} is not closed; it is not a call", tag.0)),
+            None => unclosed(reply, &element, tag.0, out),
         }
+    }
+}
+
+/// Warns of the unclosed `element` of the tag `open`, which is no call.
+/// One cut off where the tag opens again is a model's attempt before its
+/// retry: no prose either.
+pub(crate) fn unclosed(reply: &str, element: &Element, open: &str, out: &mut Collector<'_>) {
+    if element.body.end < reply.len() {
+        out.warn(element.open, format!("{open} is cut off and opened again; it is not a call"));
+        out.markup(element.open..element.body.end);
+    } else {
+        out.warn(element.open, format!("{open} is not closed; it is not a call"));
     }
 }
 

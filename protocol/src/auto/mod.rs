@@ -278,7 +278,7 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         let Some((body_end, end)) =
             element.end.map(|end| (element.body.end, end)).or_else(|| json_to_the_end(reply, text_at).map(|end| (end, end)))
         else {
-            out.warn(element.open, format!("{} is not closed; it is not a call", TOOL_CALL.0));
+            xml_tag::unclosed(reply, &element, TOOL_CALL.0, out);
             continue;
         };
         let body = &reply[element.body.start..body_end];
@@ -646,7 +646,8 @@ mod tests {
         for cut in ["<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", "<tool_call>{\"name\": \"get_we"] {
             for reply in [format!("{cut}{retry}"), format!("{cut}\n{retry}")] {
                 assert_eq!(calls(&reply), paris, "{reply}");
-                assert!(!warnings(&reply).is_empty(), "the cut-off call is warned of: {reply}");
+                assert_eq!(warnings(&reply), ["<tool_call> is cut off and opened again; it is not a call"], "{reply}");
+                assert_eq!(parse(&reply).content, "", "the attempt is no prose: {reply}");
             }
         }
         // The tag quoted in a string is no retry.
