@@ -249,6 +249,28 @@ async fn without_the_token_nothing_is_served_and_the_printed_link_sets_a_cookie(
 }
 
 #[test]
+fn a_body_announced_larger_than_any_the_console_reads_is_refused_at_once() {
+    use std::io::{Read, Write};
+    let dir = workspace();
+    let running = console(dir.path(), None);
+    let authority = running.base().trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    let request = format!(
+        "POST /api/parse HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
+         Content-Length: 2147483648\r\nConnection: close\r\n\r\n{{",
+        running.token()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(5), "refused before the body was waited for: {:?}", started.elapsed());
+}
+
+#[test]
 fn an_unspecified_address_is_refused_for_the_host_check_it_would_defeat() {
     let dir = workspace();
     let out = support::toolhost(dir.path(), &["console", "--listen", "0.0.0.0:0", "--no-watch"]);

@@ -89,7 +89,7 @@ async fn serve_with(
         let service = router.clone().map_request(move |request: axum::extract::Request<hyper::body::Incoming>| {
             let (mut parts, body) = request.into_parts();
             parts.extensions.insert(ConnectInfo(peer));
-            axum::extract::Request::from_parts(parts, with_deadline(axum::body::Body::new(body), limits.read))
+            axum::extract::Request::from_parts(parts, axum::body::Body::new(WithDeadline::new(body, limits.read)))
         });
         let stream = TokioIo::new(StalledWrites::new(stream, limits.write));
         let connection = graceful.watch(http.serve_connection(stream, TowerToHyperService::new(service)));
@@ -204,21 +204,60 @@ async fn pause_after(error: &std::io::Error) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-/// `body`, failing with [`std::io::ErrorKind::TimedOut`] if it is not all
-/// read within [`READ_TIMEOUT`] (a client that sends a body byte by byte
-/// would else hold its connection for as long as it likes).
-fn with_deadline(body: axum::body::Body, read_timeout: Duration) -> axum::body::Body {
-    let deadline = tokio::time::Instant::now() + read_timeout;
-    let chunks = futures::stream::unfold(Some(body.into_data_stream()), move |chunks| async move {
-        let mut chunks = chunks?;
-        match tokio::time::timeout_at(deadline, futures::StreamExt::next(&mut chunks)).await {
-            Ok(next) => next.map(|chunk| (chunk.map_err(std::io::Error::other), Some(chunks))),
-            Err(_) => {
-                Some((Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the request's body was not sent in time")), None))
-            }
+/// A request's body, failing with [`std::io::ErrorKind::TimedOut`] if it
+/// is not all read within its deadline (a client that sends a body byte by
+/// byte would else hold its connection for as long as it likes). Its size
+/// is told as the request's, so that a body announced too large is refused
+/// before it is waited for.
+struct WithDeadline<B> {
+    inner: B,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> WithDeadline<B> {
+    fn new(inner: B, read_timeout: Duration) -> Self {
+        WithDeadline { inner, deadline: Box::pin(tokio::time::sleep(read_timeout)) }
+    }
+}
+
+impl<B> hyper::body::Body for WithDeadline<B>
+where
+    B: hyper::body::Body<Data = axum::body::Bytes> + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = axum::body::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
         }
-    });
-    axum::body::Body::from_stream(chunks)
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the request's body was not sent in time",
+            ))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Whether `request` announces a body larger than `max` bytes: refused
+/// at once, rather than read up to the limit or waited for.
+pub(crate) fn announced_past(request: &axum::extract::Request, max: usize) -> bool {
+    let length = request.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    length.is_some_and(|length| length > max as u64)
 }
 
 /// Why reading a body (through `axum::body::to_bytes`) failed.
@@ -275,7 +314,15 @@ mod tests {
         let address = listener.local_addr().unwrap();
         let router = axum::Router::new()
             .route("/", axum::routing::get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.ip().to_string() }))
-            .route("/big", axum::routing::get(|| async { "x".repeat(1 << 20) }));
+            .route("/big", axum::routing::get(|| async { "x".repeat(1 << 20) }))
+            .route("/limited", axum::routing::post(|body: axum::body::Bytes| async move { body.len().to_string() }))
+            .layer(axum::middleware::from_fn(|request: axum::extract::Request, next: axum::middleware::Next| async move {
+                use axum::response::IntoResponse;
+                if announced_past(&request, 1 << 20) {
+                    return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response();
+                }
+                next.run(request).await
+            }));
         let shutdown = CancellationToken::new();
         let served = tokio::spawn(serve_with(listener, router, shutdown.clone(), limits));
         (address, shutdown, served)
@@ -376,6 +423,24 @@ mod tests {
             let answer = read_to_close(&mut stream).await;
             assert!(answer.ends_with(expected), "{answer}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_body_announced_past_a_limit_is_refused_before_it_is_waited_for() {
+        let (address, _shutdown, _) = start_with(Limits {
+            read: Duration::from_secs(30),
+            write: Duration::from_secs(30),
+            connections: 8,
+            grace: Duration::from_secs(1),
+        })
+        .await;
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        let head = "POST /limited HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: 2147483648\r\n\r\nab";
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let started = std::time::Instant::now();
+        let answer = read_to_close(&mut stream).await;
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     }
 
     const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";

@@ -13,6 +13,7 @@ use crate::pipeline::Pipeline;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::Next;
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,19 @@ use tokio_util::sync::CancellationToken;
 
 /// The most a door's hello may hold (its toggles): it may be held open.
 pub(super) const HELLO_BYTES: usize = 256 << 10;
+/// The largest body of any other request (axum's default, said here so
+/// that the check before reading agrees with the extractors).
+const MAX_BODY_BYTES: usize = 2 << 20;
+
+/// A request announcing a body larger than any the console reads is `413`
+/// at once (its extractors would else wait for it, up to the read timeout).
+async fn refuse_announced_too_large(request: Request, next: Next) -> axum::response::Response {
+    if crate::http_server::announced_past(&request, MAX_BODY_BYTES) {
+        let why = format!("a request's body may be at most {} KiB\n", MAX_BODY_BYTES >> 10);
+        return (axum::http::StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+    }
+    next.run(request).await
+}
 
 /// The agent the console works as when none is named.
 pub const DEFAULT_CONSOLE_AGENT: &str = "console";
@@ -212,10 +226,14 @@ impl Console {
             .route("/api/approvals", get(records::remembered).delete(records::revoke))
             .route("/api/audit", get(records::audit))
             .with_state(shared.clone());
-        page::routes().merge(api).layer(axum::middleware::from_fn(move |request: Request, next: Next| {
-            let shared = shared.clone();
-            async move { shared.access.guard(request, next).await }
-        }))
+        page::routes()
+            .merge(api)
+            .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .layer(axum::middleware::from_fn(refuse_announced_too_large))
+            .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                let shared = shared.clone();
+                async move { shared.access.guard(request, next).await }
+            }))
     }
 
     /// Serve on `listener` until `shutdown` fires; then the chat's turn and

@@ -174,9 +174,7 @@ pub(super) async fn bound_request(max_bytes: usize, request: Request, next: Next
         return next.run(request).await;
     }
     let too_large_by_far = || too_large(format!("the request is larger than {} KiB ([mcp] max_request_kib)", max_bytes >> 10));
-    // Refused before its body is waited for.
-    let announced = request.headers().get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if announced.is_some_and(|length| length > max_bytes as u64) {
+    if crate::http_server::announced_past(&request, max_bytes) {
         return too_large_by_far();
     }
     let (parts, body) = request.into_parts();
