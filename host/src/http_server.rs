@@ -184,8 +184,10 @@ async fn one_host(request: axum::extract::Request, next: axum::middleware::Next)
     use axum::response::IntoResponse;
     let mut hosts = request.headers().get_all(axum::http::header::HOST).iter();
     let (host, another) = (hosts.next(), hosts.next());
-    let other_target =
-        request.uri().authority().is_some_and(|target| host.is_none_or(|host| host.as_bytes() != target.as_str().as_bytes()));
+    let other_target = request
+        .uri()
+        .authority()
+        .is_some_and(|target| host.is_none_or(|host| !host.as_bytes().eq_ignore_ascii_case(target.as_str().as_bytes())));
     if another.is_some() || other_target {
         return (axum::http::StatusCode::BAD_REQUEST, "the request names more than one host\n").into_response();
     }
@@ -387,6 +389,7 @@ mod tests {
             ("GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\nConnection: close\r\n\r\n", "400"),
             ("GET http://evil.example/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "400"),
             ("GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "200"),
+            ("GET http://LOCALHOST/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "200"),
             ("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "200"),
         ] {
             let mut stream = TcpStream::connect(address).await.unwrap();

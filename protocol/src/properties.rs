@@ -488,6 +488,9 @@ fn adversarial_input_parses_in_linear_time() {
         ("", "<tool_calls:opensource>", "</tool_calls:opensource>"),
         ("", "<tool_calls:opensource><tool_call:opensource>calc", "</tool_calls:opensource>"),
         ("", "<tool_calls:opensource>", ""),
+        // Cut-off elements, each opened again, before one close.
+        ("", "<tool_call>{", "</tool_call>"),
+        ("", "<tool_call>{}", "</tool_call>"),
         // Inline spans looked for on one long line, when markup asks.
         ("", "`a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),
         ("", "``a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),

@@ -6,7 +6,7 @@ use super::json_block::{format_json_results, render_layers};
 use super::json_call::{self, Trust};
 use super::lenient_json;
 use super::marker_index::{MARKUP, MarkerIndex};
-use super::scan::{Collector, Reasoning};
+use super::scan::{Collector, Forward, Reasoning};
 use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::message::Message;
@@ -115,10 +115,10 @@ pub(crate) struct Element {
 }
 
 /// The elements of `(open, close)` outside reasoning, in order. An element
-/// whose body is a JSON value closes at the first `close` after the value;
-/// one whose JSON body does not read and in which the tag opens again
-/// before its close is cut off there (a model's retry follows); any other
-/// unclosed one is the last.
+/// whose body is a JSON value followed by white space and a `close` closes
+/// there; else at the first `close`, unless its body opens like JSON and
+/// the tag opens again before that close: then it is cut off there (a
+/// model's retry follows). An element with no close is the last.
 pub(crate) fn elements<'a>(
     markers: &'a MarkerIndex<'a>,
     reasoning: &'a Reasoning,
@@ -126,6 +126,8 @@ pub(crate) fn elements<'a>(
 ) -> impl Iterator<Item = Element> + 'a {
     let reply = markers.text();
     let mut at = Some(0);
+    // Remembered: the elements of one model's retries share a close.
+    let mut closes = Forward::indexed(markers, close_tag);
     std::iter::from_fn(move || {
         loop {
             let open = markers.find(at?, open_tag)?;
@@ -135,7 +137,7 @@ pub(crate) fn elements<'a>(
             }
             let body = open + open_tag.len();
             // A string in a JSON body may hold the closing tag.
-            let first = markers.find(body, close_tag);
+            let first = closes.next(body);
             let after_value = first.and_then(|_| lenient_json::close_after_value(reply, body, close_tag));
             // A JSON body that is cut off and retried: the tag opens again
             // before it closes.

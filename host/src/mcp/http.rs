@@ -173,20 +173,25 @@ async fn malformed_is_bad_request(request: Request, next: Next) -> Response {
 /// (`-32700`), or not an object with `"jsonrpc": "2.0"` and a `method`, or
 /// an `id` with a `result` or an `error` (`-32600`).
 fn malformed(body: &[u8]) -> Option<(i32, String)> {
+    /// Whether a member is there at all: `"id": null` is an id.
+    fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
+        serde::Deserialize::deserialize(member).map(|_: serde::de::IgnoredAny| true)
+    }
     #[derive(serde::Deserialize)]
     struct Message {
         jsonrpc: Option<serde_json::Value>,
         method: Option<serde::de::IgnoredAny>,
-        id: Option<serde::de::IgnoredAny>,
-        result: Option<serde::de::IgnoredAny>,
+        #[serde(default, deserialize_with = "present")]
+        id: bool,
+        #[serde(default, deserialize_with = "present")]
+        result: bool,
         error: Option<serde::de::IgnoredAny>,
     }
     if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
         return Some((-32700, format!("Parse error: {error}")));
     }
     let shaped = serde_json::from_slice::<Message>(body).ok().filter(|m| {
-        m.jsonrpc.as_ref().is_some_and(|v| v == "2.0")
-            && (m.method.is_some() || (m.id.is_some() && (m.result.is_some() || m.error.is_some())))
+        m.jsonrpc.as_ref().is_some_and(|v| v == "2.0") && (m.method.is_some() || (m.id && (m.result || m.error.is_some())))
     });
     match shaped {
         Some(_) => None,
@@ -279,6 +284,8 @@ mod tests {
             ("{\"jsonrpc\": \"2.0\", \"method\": \"notifications/initialized\"}", None),
             ("{\"jsonrpc\": \"2.0\", \"id\": 7, \"result\": {}}", None),
             ("{\"jsonrpc\": \"2.0\", \"id\": 7, \"error\": {\"code\": 1, \"message\": \"no\"}}", None),
+            ("{\"jsonrpc\": \"2.0\", \"id\": null, \"error\": {\"code\": 1, \"message\": \"no\"}}", None),
+            ("{\"jsonrpc\": \"2.0\", \"id\": 7, \"result\": null}", None),
         ] {
             assert_eq!(malformed(body.as_bytes()).map(|(code, _)| code), code, "{body}");
         }

@@ -210,8 +210,9 @@ impl<'a> Ends<'a> {
 
 /// The envelope opened at `open` whose body starts at `body`: its calls
 /// collected, and where reading stopped. `ends` finds its closing token;
-/// when there is none, reading ends with the reply whether or not the body
-/// holds calls, so that no unclosed envelope is read twice.
+/// when there is none, reading ends with the reply (or where the envelope
+/// opens again, see `retry`) whether or not the body holds calls, so that
+/// no unclosed envelope is read twice.
 fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: &mut Ends<'_>, out: &mut Collector<'_>) -> usize {
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };

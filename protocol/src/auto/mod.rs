@@ -276,7 +276,7 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
         // Unclosed, the element is a call when complete JSON runs to the
         // reply's end, as vLLM's and SGLang's Hermes parsers read it.
         let Some((body_end, end)) =
-            element.end.map(|end| (element.body.end, end)).or_else(|| json_to_the_end(reply, text_at).map(|end| (end, end)))
+            element.end.map(|end| (element.body.end, end)).or_else(|| json_to_the_end(scope, text_at).map(|end| (end, end)))
         else {
             xml_tag::unclosed(reply, &element, TOOL_CALL.0, out);
             continue;
@@ -323,13 +323,14 @@ fn inside_fence(body: &str, at: usize) -> Option<(&str, usize)> {
 
 /// The end of the JSON value at `at`, if nothing but white space and the
 /// turn's end tokens follows it.
-fn json_to_the_end(reply: &str, at: usize) -> Option<usize> {
+fn json_to_the_end(scope: &Scope<'_>, at: usize) -> Option<usize> {
+    let reply = scope.reply;
     if !reply[at..].starts_with(['{', '[']) {
         return None;
     }
     let (_, used, _) = lenient_json::parse_prefix(&reply[at..]).ok()?;
     let end = at + used;
-    reply[end..turn_end::start(reply).max(end)].trim_start().is_empty().then_some(end)
+    reply[end..scope.turn_end().max(end)].trim_start().is_empty().then_some(end)
 }
 
 /// A whole reply that is an OpenAI message with `tool_calls`.
