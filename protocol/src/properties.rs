@@ -491,6 +491,15 @@ fn adversarial_input_parses_in_linear_time() {
         // Cut-off elements, each opened again, before one close.
         ("", "<tool_call>{", "</tool_call>"),
         ("", "<tool_call>{}", "</tool_call>"),
+        // Closes quoted in strings, each looked past for one outside them.
+        ("", "<|python_start|>[f(a='<|python_end|>", "<|python_end|>"),
+        ("<|python_start|>[f(a='", "<|python_end|>", ""),
+        ("", "<|tool_call_start|>[calc(x=\\\"<|tool_call_end|>", "\")]<|tool_call_end|>"),
+        ("", "<tool_calls>[{\"a\": \"</tool_calls>", "\"}]</tool_calls>"),
+        ("<tool_calls>[\"", "</tool_calls>", "\"]</tool_calls>"),
+        // Reasoning's close quoted in calls' arguments.
+        ("<tool_call>{\"a\": \"", "</think>", "\"}</tool_call>"),
+        ("", "<tool_call>{\"a\": \"</think>\"}</tool_call>", ""),
         // Inline spans looked for on one long line, when markup asks.
         ("", "`a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),
         ("", "``a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),

@@ -134,9 +134,10 @@ impl Reasoning {
                 .map(|r| r.start)
                 .min()
                 .unwrap_or(reply.len());
-            // A close the prompt's opening explains ends before the reply opens one.
+            // A close the prompt's opening explains ends before the reply
+            // opens one.
             if let Some(end) =
-                markers.find(0, close_marker).map(|close| close + close_marker.len()).filter(|&end| end <= first_open)
+                first_unquoted(markers, close_marker).map(|close| close + close_marker.len()).filter(|&end| end <= first_open)
             {
                 regions.push(0..end);
             }
@@ -153,6 +154,29 @@ impl Reasoning {
     pub(crate) fn skip(&self, offset: usize) -> Option<usize> {
         region_at(&self.regions, offset).map(|r| r.end)
     }
+}
+
+/// The first `marker` that does not stand inside the JSON of a
+/// `<tool_call>` element opened before it and closed after it: a call's
+/// argument may quote it (`{"text": "… </think> …"}`), and reasoning does
+/// not end there. Each element is read at most twice.
+fn first_unquoted(markers: &MarkerIndex<'_>, marker: &str) -> Option<usize> {
+    use crate::section_tokens::TOOL_CALL;
+    let (mut at, mut calls_from, mut last_call) = (0, 0, None);
+    while let Some(found) = markers.find(at, marker) {
+        while let Some(open) = markers.find(calls_from, TOOL_CALL.0).filter(|&open| open < found) {
+            last_call = Some(open);
+            calls_from = open + TOOL_CALL.0.len();
+        }
+        let quoted_by = last_call
+            .and_then(|open| lenient_json::close_after_value(markers.text(), open + TOOL_CALL.0.len(), TOOL_CALL.1))
+            .filter(|&close| close > found);
+        match quoted_by {
+            Some(close) => at = close,
+            None => return Some(found),
+        }
+    }
+    None
 }
 
 /// Apertus's `<|inner_prefix|>…<|inner_suffix|>` regions, both markers
@@ -528,6 +552,22 @@ mod tests {
         assert!(!reasoning.contains(17));
         assert!(reasoning.contains(19) && reasoning.contains(25));
         assert_eq!(reasoning.skip(3), Some(17));
+    }
+
+    #[test]
+    fn a_close_quoted_in_a_tool_calls_argument_ends_no_reasoning() {
+        let quoted = r#"<tool_call>{"name": "note", "arguments": {"text": "models end reasoning with </think>"}}</tool_call>"#;
+        let reasoning = Reasoning::find(&MarkerIndex::new(quoted, &[MARKUP]));
+        assert!(!reasoning.contains(0), "the close is the argument's");
+        // A call drafted in reasoning the prompt opened stays reasoning,
+        // whether or not an argument of it quotes the close too.
+        for drafted in [
+            r#"draft <tool_call>{"name": "note", "arguments": {}}</tool_call></think>answer"#,
+            r#"draft <tool_call>{"name": "note", "arguments": {"text": "a </think> b"}}</tool_call> then </think>answer"#,
+        ] {
+            let reasoning = Reasoning::find(&MarkerIndex::new(drafted, &[MARKUP]));
+            assert!(reasoning.contains(0) && !reasoning.contains(drafted.find("answer").unwrap()), "{drafted}");
+        }
     }
 
     #[test]

@@ -197,14 +197,17 @@ fn read_named_json(
 struct Ends<'a> {
     /// Finds the closing token.
     close: Forward<'a>,
-    /// The close to which a body was last read whole, past a retry (see
-    /// [`read`]): each close is read to so once.
+    /// The close to which a body was last read whole, past a retry or a
+    /// quoted close (see [`read`]): each close is read to so once.
     read_whole_to: Option<usize>,
+    /// Where the last search for a close past a quoted one stopped
+    /// without one ([`pythonic::quoted_close`]).
+    searched: usize,
 }
 
 impl<'a> Ends<'a> {
     fn new(reply: &'a str, envelope: &Envelope) -> Self {
-        Ends { close: Forward::new(reply, envelope.close), read_whole_to: None }
+        Ends { close: Forward::new(reply, envelope.close), read_whole_to: None, searched: 0 }
     }
 }
 
@@ -217,6 +220,14 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };
     let close = if envelope.close.is_empty() { None } else { ends.close.next(body) };
+    // A JSON body's close may stand in one of its strings: the close is
+    // the one after the value.
+    let close = match close {
+        Some(first) if matches!(envelope.body, Body::Json | Body::NameKeyed) && envelope.open != HY3_TOOL_CALLS => {
+            Some(lenient_json::close_after_value(reply, body, envelope.close).map_or(first, |after| after.max(first)))
+        }
+        close => close,
+    };
     // A model that retries a cut-off call opens the envelope again before
     // any close. Where reading a body may run on to its close, the body
     // ends at that retry: else each opener nested in it would be read to
@@ -227,17 +238,22 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         .flatten()
         .map(|at| body + at);
     // Unless the whole body, to the close, is calls with strings as Python
-    // writes them: then the opener is quoted in a string. Tried once per
-    // close, by the outermost opener, so that the time stays linear.
-    if let (Some(_), Some(close)) = (retry, close)
+    // writes them: then the opener is quoted in a string. So is a close
+    // that a string holds, when a close outside strings follows. Tried once
+    // per close, by the outermost opener, so that the time stays linear.
+    if let Some(first) = close
         && envelope.body == Body::Pythonic
-        && ends.read_whole_to != Some(close)
+        && ends.read_whole_to != Some(first)
     {
-        ends.read_whole_to = Some(close);
-        let end = close + envelope.close.len();
-        if let Some(calls) = strict_pythonic(scope, open, body, close, end, trust, out) {
-            out.calls(open..end, calls);
-            return end;
+        ends.read_whole_to = Some(first);
+        let quoted = pythonic::quoted_close(reply, body, first, (envelope.open, envelope.close), &mut ends.searched);
+        let whole = quoted.or(retry.map(|_| first));
+        if let Some(whole) = whole {
+            let end = whole + envelope.close.len();
+            if let Some(calls) = strict_pythonic(scope, open, body, whole, end, trust, out) {
+                out.calls(open..end, calls);
+                return end;
+            }
         }
     }
     let (body_end, end) = match (retry, close) {
@@ -635,6 +651,44 @@ mod tests {
             assert_eq!(calls(reply), one("get_weather", json!({"city": content})), "{reply}");
             assert_eq!(parse(reply).content, "", "{reply}");
         }
+    }
+
+    #[test]
+    fn a_close_quoted_in_a_string_ends_no_envelope() {
+        // An argument that quotes a whole envelope: its close, and the call
+        // inside it, are the argument's text (the inner call had been read
+        // as a call of its own, and the outer one lost).
+        for (reply, city) in [
+            (
+                "<|tool_call_start|>[get_weather(city='LFM2 writes <|tool_call_start|>[now()]<|tool_call_end|> to call')]<|tool_call_end|>",
+                "LFM2 writes <|tool_call_start|>[now()]<|tool_call_end|> to call",
+            ),
+            ("<|python_start|>[get_weather(city=\"ends with <|python_end|>\")]<|python_end|>", "ends with <|python_end|>"),
+            (
+                "<function_calls>\nget_weather(city='see <function_calls>\\nnow()\\n</function_calls>')\n</function_calls>",
+                "see <function_calls>\nnow()\n</function_calls>",
+            ),
+            (
+                "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a </tool_calls> b\"}}]</tool_calls>",
+                "a </tool_calls> b",
+            ),
+            (
+                "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"<TOOLCALL>[{\\\"name\\\": \\\"now\\\"}]</TOOLCALL>\"}}]</TOOLCALL>",
+                "<TOOLCALL>[{\"name\": \"now\"}]</TOOLCALL>",
+            ),
+            ("<|tools_prefix|>[{\"get_weather\": {\"city\": \"x<|tools_suffix|>y\"}}]<|tools_suffix|>", "x<|tools_suffix|>y"),
+            (
+                "<|action_start|><|plugin|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"<|action_end|>\"}}<|action_end|>",
+                "<|action_end|>",
+            ),
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
+            assert_eq!(parse(reply).content, "", "{reply}");
+            assert_eq!(warnings(reply), Vec::<String>::new(), "{reply}");
+        }
+        // A stray quote in a loose string leaves the first close the close.
+        let loose = "<|tool_call_start|>[get_weather(city='it's')]<|tool_call_end|> Bob's and Al's <|tool_call_end|>";
+        assert_eq!(calls(loose), one("get_weather", json!({"city": "it's"})), "{loose}");
     }
 
     #[test]

@@ -227,20 +227,16 @@ fn python_unescape(text: &str) -> String {
 }
 
 /// Where the call whose `(` stands at `open` ends, past its `)`: brackets
-/// counted, quoted text (`'…'`, `"…"`, with backslash escapes) skipped;
-/// `None` when nothing before `end` closes it.
+/// counted, quoted text skipped ([`Quotes`]); `None` when nothing before
+/// `end` closes it.
 fn call_end(bytes: &[u8], open: usize, end: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut quote = None;
+    let mut quotes = Quotes::default();
     let mut p = open;
     while p < end {
         let b = bytes[p];
-        match quote {
-            Some(_) if b == b'\\' => p += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None => match b {
-                b'\'' | b'"' => quote = Some(b),
+        if !quotes.inside() {
+            match b {
                 b'(' | b'[' | b'{' => depth += 1,
                 b')' | b']' | b'}' => {
                     depth = depth.checked_sub(1)?;
@@ -249,11 +245,80 @@ fn call_end(bytes: &[u8], open: usize, end: usize) -> Option<usize> {
                     }
                 }
                 _ => {}
-            },
+            }
         }
-        p += 1;
+        p = quotes.step(bytes, p);
     }
     None
+}
+
+/// Quoted text as a call's arguments quote it, `'…'` or `"…"` with
+/// backslash escapes, followed byte by byte.
+#[derive(Default)]
+struct Quotes(Option<u8>);
+
+impl Quotes {
+    fn inside(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Past the byte at `p` (and the one it escapes): where to read next.
+    fn step(&mut self, bytes: &[u8], p: usize) -> usize {
+        match (self.0, bytes[p]) {
+            (Some(_), b'\\') => p + 2,
+            (Some(quote), b) if b == quote => {
+                self.0 = None;
+                p + 1
+            }
+            (None, b @ (b'\'' | b'"')) => {
+                self.0 = Some(b);
+                p + 1
+            }
+            _ => p + 1,
+        }
+    }
+}
+
+/// Where an envelope of calls whose text starts at `body` closes, when
+/// its first `close`, at `first`, stands inside quoted text (a call's
+/// argument quoting the envelope: `[note(text='… <|tool_call_end|> …')]`):
+/// the first `close` after it outside quotes. `None` when `first` is not
+/// quoted, or when the envelope's `open` comes first outside quotes (a
+/// retry), or nothing closes it. A search leaves in `searched` where it
+/// stopped, and none starts before that again (the body to a close found
+/// may still be no calls), so that reading stays linear.
+pub(super) fn quoted_close(
+    reply: &str,
+    body: usize,
+    first: usize,
+    (open, close): (&str, &str),
+    searched: &mut usize,
+) -> Option<usize> {
+    let bytes = reply.as_bytes();
+    let mut quotes = Quotes::default();
+    let mut p = body;
+    while p < first {
+        p = quotes.step(bytes, p);
+    }
+    if !quotes.inside() || first < *searched {
+        return None;
+    }
+    let mut found = None;
+    while p < bytes.len() {
+        if !quotes.inside() {
+            let rest = &bytes[p..];
+            if rest.starts_with(close.as_bytes()) {
+                found = Some(p);
+                break;
+            }
+            if rest.starts_with(open.as_bytes()) {
+                break;
+            }
+        }
+        p = quotes.step(bytes, p);
+    }
+    *searched = p;
+    found
 }
 
 /// `k=v, …)` from `p`, just after the `(` of `name(`: the arguments and
