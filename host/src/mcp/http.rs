@@ -173,25 +173,12 @@ async fn malformed_is_bad_request(request: Request, next: Next) -> Response {
 /// (`-32700`), or not an object with `"jsonrpc": "2.0"` and a `method`, or
 /// an `id` with a `result` or an `error` (`-32600`).
 fn malformed(body: &[u8]) -> Option<(i32, String)> {
-    /// Whether a member is there at all: `"id": null` is an id.
-    fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
-        serde::Deserialize::deserialize(member).map(|_: serde::de::IgnoredAny| true)
-    }
-    #[derive(serde::Deserialize)]
-    struct Message {
-        jsonrpc: Option<serde_json::Value>,
-        method: Option<serde::de::IgnoredAny>,
-        #[serde(default, deserialize_with = "present")]
-        id: bool,
-        #[serde(default, deserialize_with = "present")]
-        result: bool,
-        error: Option<serde::de::IgnoredAny>,
-    }
     if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
         return Some((-32700, format!("Parse error: {error}")));
     }
-    let shaped = serde_json::from_slice::<Message>(body).ok().filter(|m| {
-        m.jsonrpc.as_ref().is_some_and(|v| v == "2.0") && (m.method.is_some() || (m.id && (m.result || m.error.is_some())))
+    let shaped = super::shape::Shape::of(body).filter(|m| {
+        let answers = m.result || m.error.as_ref().is_some_and(Option::is_some);
+        m.jsonrpc.as_ref().is_some_and(|v| v == "2.0") && (m.method.is_some() || (m.id && answers))
     });
     match shaped {
         Some(_) => None,

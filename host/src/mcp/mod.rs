@@ -50,6 +50,8 @@ mod front;
 #[cfg(feature = "mcp")]
 mod http;
 #[cfg(feature = "mcp")]
+mod line_transport;
+#[cfg(feature = "mcp")]
 mod questions;
 #[cfg(feature = "mcp")]
 mod resumable;
@@ -59,6 +61,8 @@ mod server;
 mod session;
 #[cfg(feature = "mcp")]
 mod sessions;
+#[cfg(feature = "mcp")]
+mod shape;
 #[cfg(feature = "mcp")]
 mod stdio_guard;
 #[cfg(feature = "mcp")]

@@ -2,12 +2,12 @@
 
 use super::bounded_lines::BoundedLines;
 use super::front::Front;
+use super::line_transport::LineTransport;
 use super::session::Session;
 use super::stdio_guard::StdioGuard;
 use super::*;
 use crate::agent::{LiveSettings, SettingsWatch};
 use crate::pipeline::{Pipeline, Turn};
-use rmcp::transport::IntoTransport;
 use rmcp::{Peer, RoleServer, ServiceExt};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
@@ -97,7 +97,7 @@ impl ToolChanges {
 /// `calls_per_client` requests (see [`StdioGuard`]).
 async fn serve_stdio_on(session: Session, calls_per_client: usize, shutdown: CancellationToken) -> Result<(), McpError> {
     let (input, output) = rmcp::transport::stdio_pipes();
-    let stdio = StdioGuard::new((BoundedLines::new(input), output).into_transport(), calls_per_client);
+    let stdio = StdioGuard::new(LineTransport::new(BoundedLines::new(input), output), calls_per_client);
     match session.serve_with_ct(stdio, shutdown).await {
         Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
         Err(error) => Err(McpError::Initialize(error.to_string())),

@@ -1,0 +1,282 @@
+//! [`LineTransport`]: a stdio client's JSON-RPC messages, one a line, read
+//! as rmcp's own line transport reads them, but a `tools/call` request is
+//! parsed straight as one.
+//!
+//! rmcp's `ClientRequest` is an untagged enum: serde buffers the message,
+//! then tries its 22 kinds in turn and builds an error, with its message,
+//! for each that fails; `tools/call` is the fourteenth. That parse was 11%
+//! of the stdio thread's time a call (`perf`, docs/PERFORMANCE.md). Here
+//! the message's shape and method are read first, and a `tools/call`
+//! request is parsed as that kind alone. Any other message, and a
+//! `tools/call` that does not parse so (bad params), goes through rmcp's
+//! parse, so that what each message means stays rmcp's. Answers are
+//! written by rmcp's transport. (Dispatching on the method is a change
+//! rmcp itself could make: its requests are tagged by it.)
+
+use super::shape::Shape;
+use rmcp::model::{
+    CallToolRequest, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest, ServerJsonRpcMessage,
+};
+use rmcp::service::RoleServer;
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
+use std::future::Future;
+use std::pin::Pin;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+
+/// What a line may start with before its JSON.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// An answer being written, resumed if reading is dropped meanwhile.
+type Sending = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
+
+/// Messages read from `R` a line each, answers written to `W`.
+pub(super) struct LineTransport<R, W: AsyncWrite + Send + Unpin + 'static> {
+    read: BufReader<R>,
+    /// The line being read; kept when reading it is dropped half-way (rmcp
+    /// polls `receive` in a `select!`).
+    line: Vec<u8>,
+    /// In a line that ran past [`DEFAULT_MAX_LINE_LENGTH`]: its rest is
+    /// dropped, to its line break.
+    discarding: bool,
+    write: AsyncRwTransport<RoleServer, tokio::io::Empty, W>,
+    /// The answer to a message of the wrong shape, owed before reading on.
+    refusing: Option<Sending>,
+}
+
+impl<R: AsyncRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> LineTransport<R, W> {
+    pub(super) fn new(read: R, write: W) -> Self {
+        LineTransport {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            discarding: false,
+            write: AsyncRwTransport::new_server(tokio::io::empty(), write),
+            refusing: None,
+        }
+    }
+
+    /// Until a whole line is in `self.line`; false at the input's end, or
+    /// when it cannot be read (what is left of an unended line is no
+    /// message).
+    async fn read_line(&mut self) -> bool {
+        loop {
+            let (taken, ended) = {
+                let available = match self.read.fill_buf().await {
+                    Ok(available) => available,
+                    Err(error) => {
+                        tracing::error!("reading the MCP client's input failed: {error}");
+                        return false;
+                    }
+                };
+                if available.is_empty() {
+                    return false;
+                }
+                let newline = available.iter().position(|&byte| byte == b'\n');
+                let taken = newline.map_or(available.len(), |at| at + 1);
+                let ended = newline.is_some();
+                if self.discarding {
+                    self.discarding = !ended;
+                } else if self.line.len().saturating_add(taken) > DEFAULT_MAX_LINE_LENGTH {
+                    tracing::error!("an MCP message passed {DEFAULT_MAX_LINE_LENGTH} bytes; it is dropped");
+                    self.line.clear();
+                    self.discarding = !ended;
+                } else {
+                    self.line.extend_from_slice(&available[..taken]);
+                }
+                // A line dropped is empty: reading goes on to the next.
+                (taken, ended && !self.line.is_empty())
+            };
+            self.read.consume(taken);
+            if ended {
+                return true;
+            }
+        }
+    }
+}
+
+/// A line of JSON of the wrong shape: an invalid request.
+#[derive(Debug)]
+struct WrongShape;
+
+/// The message `line` holds; `None` when there is nothing to answer: not
+/// JSON (answering could start an error storm with a peer that echoes it,
+/// so the official SDKs do not), a notification, or an empty line.
+fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape> {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(UTF8_BOM).unwrap_or(line);
+    if line.is_empty() {
+        return Ok(None);
+    }
+    if let Some(call) = tools_call(line) {
+        return Ok(Some(call));
+    }
+    match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        Ok(message) => Ok(Some(message)),
+        Err(error) => {
+            let notification = Shape::of(line).is_some_and(|shape| shape.method.is_some() && !shape.id);
+            match error.classify() {
+                serde_json::error::Category::Data | serde_json::error::Category::Io if !notification => {
+                    tracing::debug!("an MCP message of the wrong shape: {error}");
+                    Err(WrongShape)
+                }
+                _ => {
+                    tracing::debug!("an MCP message that cannot be read is ignored: {error}");
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+/// A `tools/call` request, parsed as that alone; `None` for any other
+/// message, or one that does not parse so.
+fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+    let shape = Shape::of(line)?;
+    if shape.method.as_deref() != Some("tools/call") || !shape.id || shape.result || shape.error.is_some() {
+        return None;
+    }
+    let JsonRpcRequest { id, request, .. } = serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(line).ok()?;
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(id, ClientRequest::CallToolRequest(request))))
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.write.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            if let Some(refusing) = self.refusing.as_mut() {
+                let sent = refusing.await;
+                self.refusing = None;
+                sent.ok()?;
+            }
+            if !self.read_line().await {
+                return None;
+            }
+            let read = read_message(&self.line);
+            self.line.clear();
+            match read {
+                Ok(Some(message)) => return Some(message),
+                Ok(None) => {}
+                Err(WrongShape) => {
+                    let refusal = ErrorData::invalid_request("Invalid request", None);
+                    self.refusing = Some(Box::pin(self.write.send(JsonRpcMessage::error(refusal, None))));
+                }
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.write.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// rmcp's own reading of `line`.
+    fn rmcp_reads(line: &str) -> Option<ClientJsonRpcMessage> {
+        serde_json::from_str(line).ok()
+    }
+
+    fn message(read: Result<Option<ClientJsonRpcMessage>, WrongShape>) -> ClientJsonRpcMessage {
+        read.expect("read as the wrong shape").expect("read as nothing")
+    }
+
+    #[test]
+    fn a_tools_call_reads_as_rmcp_reads_it_without_trying_every_kind() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"6*7"}}}"#,
+            r#"{"method":"tools/call","params":{"name":"calculate","arguments":{},"_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"id":"s-1","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools\/call","params":{"name":"\u00e9t\u00e9"}}"#,
+        ] {
+            let fast = tools_call(line.as_bytes()).unwrap_or_else(|| panic!("not read as a tools/call: {line}"));
+            assert!(matches!(&fast, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_))));
+            assert_eq!(format!("{fast:?}"), format!("{:?}", rmcp_reads(line).unwrap()), "{line}");
+            assert_eq!(format!("{:?}", message(read_message(line.as_bytes()))), format!("{fast:?}"));
+        }
+    }
+
+    #[test]
+    fn anything_else_is_read_by_rmcp() {
+        for line in [
+            // Not a tools/call, or one whose params are not a call's.
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        ] {
+            assert!(tools_call(line.as_bytes()).is_none(), "{line}");
+            let expected = rmcp_reads(line).unwrap();
+            assert_eq!(format!("{:?}", message(read_message(line.as_bytes()))), format!("{expected:?}"), "{line}");
+        }
+        // A tools/call that is also an answer, or has no id, is no request.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"error":null}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a"}}"#,
+        ] {
+            assert!(tools_call(line.as_bytes()).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn lines_that_hold_no_message() {
+        for (line, invalid) in [
+            ("not json", false),
+            ("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ", false),
+            ("", false),
+            ("\r\n", false),
+            ("{\"jsonrpc\":\"2.0\",\"id\":1}", true),
+            ("[1, 2]", true),
+            ("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", true),
+            // A notification is never answered.
+            ("{\"jsonrpc\":\"1.0\",\"method\":\"notifications/initialized\"}", false),
+        ] {
+            match read_message(line.as_bytes()) {
+                Ok(None) => assert!(!invalid, "{line:?} is an invalid request"),
+                Err(WrongShape) => assert!(invalid, "{line:?} is to be ignored"),
+                Ok(Some(message)) => panic!("{line:?} read as {message:?}"),
+            }
+        }
+        let marked = "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n";
+        assert!(matches!(read_message(marked.as_bytes()), Ok(Some(_))), "a byte-order mark and CR LF are read past");
+    }
+
+    #[tokio::test]
+    async fn an_overlong_line_is_dropped_a_wrong_one_refused_and_the_next_read() {
+        let (mut client, server_input) = tokio::io::duplex(1 << 16);
+        let (server_output, mut answers) = tokio::io::duplex(1 << 16);
+        let mut transport = LineTransport::new(server_input, server_output);
+        let writing = tokio::spawn(async move {
+            let long = vec![b' '; DEFAULT_MAX_LINE_LENGTH + 10];
+            client.write_all(&long).await.unwrap();
+            client.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":1}\n").await.unwrap();
+            client
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":3,")
+                .await
+                .unwrap();
+        });
+        let next = transport.receive().await.expect("the ping after the long line");
+        assert!(matches!(&next, JsonRpcMessage::Request(r) if r.id == rmcp::model::RequestId::Number(2)), "{next:?}");
+        writing.await.unwrap();
+        // The line the input ends inside is no message.
+        assert!(transport.receive().await.is_none());
+        drop(transport);
+        let mut written = String::new();
+        answers.read_to_string(&mut written).await.unwrap();
+        let refusal: serde_json::Value = serde_json::from_str(written.trim()).unwrap();
+        assert_eq!((refusal["id"].clone(), refusal["error"]["code"].clone()), (serde_json::Value::Null, (-32600).into()));
+    }
+}
