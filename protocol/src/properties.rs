@@ -461,6 +461,9 @@ fn adversarial_input_parses_in_linear_time() {
         "<|channel>thought<|tool_call>",
         "<|eot_id|> ",
         "[calc(x='1'y), ",
+        "[calc(x='''",
+        "[calc(x=\"\"\"a\"\"\", ",
+        "<|python_start|>[calc(x='''",
         "<function_calls>calc(x='a'b)\n",
         "{'a', ",
         "]<]minimax[>[<tool_call>]<]minimax[>[<invoke name=\"calc\">]<]minimax[>[<x>",
@@ -500,6 +503,9 @@ fn adversarial_input_parses_in_linear_time() {
         // Reasoning's close quoted in calls' arguments.
         ("<tool_call>{\"a\": \"", "</think>", "\"}</tool_call>"),
         ("", "<tool_call>{\"a\": \"</think>\"}</tool_call>", ""),
+        ("<tool_call>calc<arg_key>x</arg_key><arg_value>", "</think>", "</arg_value></tool_call>"),
+        ("", "<tool_call><function=calc><parameter=x></think>", "</tool_call>"),
+        ("", "<tool_call>calc<arg_key>x</arg_key><arg_value></think></arg_value></tool_call>", ""),
         // Inline spans looked for on one long line, when markup asks.
         ("", "`a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),
         ("", "``a` ", "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call>"),

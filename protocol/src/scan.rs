@@ -156,28 +156,63 @@ impl Reasoning {
     }
 }
 
-/// The first `marker` that does not stand inside the JSON of a
-/// `<tool_call>` element opened before it and closed after it: a call's
-/// argument may quote it (`{"text": "… </think> …"}`), and reasoning does
-/// not end there. Each element is read at most twice.
+/// The first `marker` that does not stand inside a `<tool_call>` element
+/// of a call opened before it and closed after it: a call's argument may
+/// quote it (`{"text": "… </think> …"}`), and reasoning does not end there.
+/// Each element is read at most twice.
 fn first_unquoted(markers: &MarkerIndex<'_>, marker: &str) -> Option<usize> {
     use crate::section_tokens::TOOL_CALL;
+    let mut elements =
+        Elements { markers, opens: Forward::indexed(markers, TOOL_CALL.0), closes: Forward::indexed(markers, TOOL_CALL.1) };
     let (mut at, mut calls_from, mut last_call) = (0, 0, None);
     while let Some(found) = markers.find(at, marker) {
-        while let Some(open) = markers.find(calls_from, TOOL_CALL.0).filter(|&open| open < found) {
+        while let Some(open) = elements.opens.next(calls_from).filter(|&open| open < found) {
             last_call = Some(open);
             calls_from = open + TOOL_CALL.0.len();
         }
-        let quoted_by = last_call
-            .and_then(|open| lenient_json::close_after_value(markers.text(), open + TOOL_CALL.0.len(), TOOL_CALL.1))
-            .filter(|&close| close > found);
-        match quoted_by {
+        match last_call.and_then(|open| elements.call_close(open)).filter(|&close| close > found) {
             Some(close) => at = close,
             None => return Some(found),
         }
     }
     None
 }
+
+/// The `<tool_call>` elements of a reply, asked about in order.
+struct Elements<'a> {
+    markers: &'a MarkerIndex<'a>,
+    opens: Forward<'a>,
+    closes: Forward<'a>,
+}
+
+impl Elements<'_> {
+    /// Where the element opened at `open` closes, if it holds a call: JSON
+    /// (closed after its value, so a string may hold the close), or a
+    /// Qwen3-Coder `<function=…>` or GLM `NAME<arg_key>` call (closed at
+    /// the first close, with no element opened again before it). Prose
+    /// that names the tag ("I will write a <tool_call> …") holds none.
+    fn call_close(&mut self, open: usize) -> Option<usize> {
+        use crate::section_tokens::TOOL_CALL;
+        let reply = self.markers.text();
+        let body = open + TOOL_CALL.0.len();
+        let text = reply[body..].trim_start();
+        if text.starts_with(['{', '[']) {
+            return lenient_json::close_after_value(reply, body, TOOL_CALL.1);
+        }
+        let name_end = text.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(text.len());
+        let glm = name_end > 0 && text[name_end..].trim_start().starts_with(GLM_ARG_KEY);
+        if !(glm || text.starts_with(QWEN_FUNCTION)) {
+            return None;
+        }
+        let close = self.closes.next(body)?;
+        self.opens.next(body).is_none_or(|again| again > close).then_some(close)
+    }
+}
+
+/// What opens a GLM call's first argument, after its name.
+const GLM_ARG_KEY: &str = "<arg_key>";
+/// What opens a Qwen3-Coder call in a `<tool_call>` element.
+const QWEN_FUNCTION: &str = "<function=";
 
 /// Apertus's `<|inner_prefix|>…<|inner_suffix|>` regions, both markers
 /// found by one search for their common start. A suffix that comes before any prefix closes reasoning
@@ -567,6 +602,22 @@ mod tests {
         ] {
             let reasoning = Reasoning::find(&MarkerIndex::new(drafted, &[MARKUP]));
             assert!(reasoning.contains(0) && !reasoning.contains(drafted.find("answer").unwrap()), "{drafted}");
+        }
+        // The same in GLM's and Qwen3-Coder's calls, whose values are text.
+        for quoted in [
+            "<tool_call>note\n<arg_key>text</arg_key>\n<arg_value>a </think> b</arg_value>\n</tool_call>",
+            "<tool_call>\n<function=note>\n<parameter=text>\na </think> b\n</parameter>\n</function>\n</tool_call>",
+        ] {
+            assert!(!Reasoning::find(&MarkerIndex::new(quoted, &[MARKUP])).contains(0), "{quoted}");
+        }
+        // Prose in reasoning that names the tag, and a draft cut off before
+        // the real call, are reasoning still.
+        for drafted in [
+            "I will write a <tool_call> with the name.</think><tool_call>note\n<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+            "<tool_call>\n<function=note>\n<parameter=text>\na</think>\n<tool_call>\n<function=note>\n</function>\n</tool_call>",
+        ] {
+            let reasoning = Reasoning::find(&MarkerIndex::new(drafted, &[MARKUP]));
+            assert!(reasoning.contains(0) && !reasoning.contains(drafted.rfind("<tool_call>").unwrap()), "{drafted}");
         }
     }
 

@@ -193,6 +193,10 @@ fn read_named_json(
     Some(end)
 }
 
+/// How many times its length a reply is looked through, at most, for
+/// closes past quoted ones, by one family's envelopes.
+const QUOTED_CLOSE_BUDGET: usize = 4;
+
 /// Where one family's envelopes end, in one reply.
 struct Ends<'a> {
     /// Finds the closing token.
@@ -200,14 +204,18 @@ struct Ends<'a> {
     /// The close to which a body was last read whole, past a retry or a
     /// quoted close (see [`read`]): each close is read to so once.
     read_whole_to: Option<usize>,
-    /// Where the last search for a close past a quoted one stopped
-    /// without one ([`pythonic::quoted_close`]).
-    searched: usize,
+    /// What is left to spend looking for closes past quoted ones
+    /// ([`pythonic::quoted_close`]).
+    quoted_close_budget: usize,
 }
 
 impl<'a> Ends<'a> {
     fn new(reply: &'a str, envelope: &Envelope) -> Self {
-        Ends { close: Forward::new(reply, envelope.close), read_whole_to: None, searched: 0 }
+        Ends {
+            close: Forward::new(reply, envelope.close),
+            read_whole_to: None,
+            quoted_close_budget: QUOTED_CLOSE_BUDGET * reply.len(),
+        }
     }
 }
 
@@ -246,7 +254,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         && ends.read_whole_to != Some(first)
     {
         ends.read_whole_to = Some(first);
-        let quoted = pythonic::quoted_close(reply, body, first, (envelope.open, envelope.close), &mut ends.searched);
+        let quoted = pythonic::quoted_close(reply, body, first, (envelope.open, envelope.close), &mut ends.quoted_close_budget);
         let whole = quoted.or(retry.map(|_| first));
         if let Some(whole) = whole {
             let end = whole + envelope.close.len();
@@ -686,9 +694,41 @@ mod tests {
             assert_eq!(parse(reply).content, "", "{reply}");
             assert_eq!(warnings(reply), Vec::<String>::new(), "{reply}");
         }
+        // Python's triple-quoted strings, which may hold their quote.
+        for (reply, city) in [
+            (
+                "<|tool_call_start|>[get_weather(city='''x <|tool_call_start|>[now()]<|tool_call_end|>''')]<|tool_call_end|>",
+                "x <|tool_call_start|>[now()]<|tool_call_end|>",
+            ),
+            (
+                "<|python_start|>[get_weather(city=\"\"\"a \"quoted\" <|python_end|> b\"\"\")]<|python_end|>",
+                "a \"quoted\" <|python_end|> b",
+            ),
+            ("<function_calls>\nget_weather(city='''it's\\n''')\n</function_calls>", "it's\n"),
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
+            assert_eq!(warnings(reply), Vec::<String>::new(), "{reply}");
+        }
+        // A backslash that ends a string, before its quote (a Windows
+        // path): the call ends there, and the next is a call of its own.
+        let path =
+            r"<|tool_call_start|>[get_weather(city='C:\Paris\')]<|tool_call_end|> <|tool_call_start|>[now()]<|tool_call_end|>";
+        assert_eq!(calls(path), vec![("get_weather".into(), json!({"city": r"C:\Paris\"})), ("now".into(), json!({}))], "{path}");
         // A stray quote in a loose string leaves the first close the close.
         let loose = "<|tool_call_start|>[get_weather(city='it's')]<|tool_call_end|> Bob's and Al's <|tool_call_end|>";
         assert_eq!(calls(loose), one("get_weather", json!({"city": "it's"})), "{loose}");
+        // Nor does it keep a later envelope from looking past its quoted
+        // close (found by a probe: the first one's look ran to the end).
+        let quoted = "x <|tool_call_start|>[now()]<|tool_call_end|> y";
+        for before in [
+            "<|tool_call_start|>[get_weather(city='it's')]<|tool_call_end|> ",
+            "<|tool_call_start|>[get_weather(city='abc<|tool_call_end|> Let me retry. ",
+        ] {
+            let reply = format!("{before}<|tool_call_start|>[get_weather(city=\"{quoted}\")]<|tool_call_end|>");
+            let found = calls(&reply);
+            assert_eq!(found.last(), Some(&("get_weather".to_owned(), json!({"city": quoted}))), "{reply}");
+            assert!(found.iter().all(|(name, _)| name == "get_weather"), "{reply}: {found:?}");
+        }
     }
 
     #[test]

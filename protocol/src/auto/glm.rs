@@ -193,6 +193,20 @@ mod tests {
     use super::super::testing::{calls, checked, no_calls, one, parse, warnings};
     use serde_json::json;
 
+    #[test]
+    fn a_close_of_reasoning_in_a_value_is_the_values() {
+        // No reasoning opened: the `</think>` is text the call sends (it
+        // had been read as the end of reasoning the prompt opened, and the
+        // call lost in it).
+        for reply in [
+            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>a </think> b</arg_value>\n</tool_call>",
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\na </think> b\n</parameter>\n</function>\n</tool_call>",
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a </think> b\"}}</tool_call>",
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": "a </think> b"})), "{reply}");
+        }
+    }
+
     /// A call as GLM-4.5's template writes it.
     const GLM_CALL: &str = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n<arg_key>date</arg_key>\n<arg_value>2025-08-01</arg_value>\n</tool_call>";
 

@@ -163,6 +163,11 @@ fn loose_string(reply: &str, start: usize) -> Option<(String, usize)> {
     let mut p = start + 1;
     while p < limit {
         match bytes[p] {
+            // A backslash that ends the text (`path='C:\temp\'`), where Python
+            // would read an escaped quote.
+            b'\\' if bytes.get(p + 1) == Some(&quote) && ends_string(bytes, p + 2) => {
+                return Some((python_unescape(&reply[start + 1..p + 1]), p + 2));
+            }
             b'\\' => p += 2,
             b if b == quote && ends_string(bytes, p + 1) => return Some((python_unescape(&reply[start + 1..p]), p + 1)),
             _ => p += 1,
@@ -252,31 +257,59 @@ fn call_end(bytes: &[u8], open: usize, end: usize) -> Option<usize> {
     None
 }
 
-/// Quoted text as a call's arguments quote it, `'…'` or `"…"` with
-/// backslash escapes, followed byte by byte.
+/// Quoted text as a call's arguments quote it, `'…'`, `"…"`, `'''…'''` or
+/// `"""…"""` with backslash escapes, followed byte by byte.
 #[derive(Default)]
-struct Quotes(Option<u8>);
+struct Quotes(Option<Quote>);
+
+/// An open string: its quote, and whether three of it close it.
+#[derive(Clone, Copy)]
+struct Quote {
+    byte: u8,
+    triple: bool,
+}
 
 impl Quotes {
     fn inside(&self) -> bool {
         self.0.is_some()
     }
 
-    /// Past the byte at `p` (and the one it escapes): where to read next.
+    /// Past the byte at `p` (and the one it escapes, or the rest of a
+    /// triple quote): where to read next.
     fn step(&mut self, bytes: &[u8], p: usize) -> usize {
+        let tripled = |quote: u8| bytes.get(p..p + 3).is_some_and(|three| three == [quote; 3]);
         match (self.0, bytes[p]) {
             (Some(_), b'\\') => p + 2,
-            (Some(quote), b) if b == quote => {
+            (Some(quote), b) if b == quote.byte && (!quote.triple || tripled(b)) => {
                 self.0 = None;
-                p + 1
+                p + if quote.triple { 3 } else { 1 }
             }
             (None, b @ (b'\'' | b'"')) => {
-                self.0 = Some(b);
-                p + 1
+                let triple = tripled(b);
+                self.0 = Some(Quote { byte: b, triple });
+                p + if triple { 3 } else { 1 }
             }
             _ => p + 1,
         }
     }
+}
+
+/// A triple-quoted string at `start` (`'''…'''` or `"""…"""`, escapes read
+/// as Python reads them): its text and where it ends.
+fn triple_quoted(reply: &str, start: usize) -> Option<(String, usize)> {
+    let bytes = reply.as_bytes();
+    let quote = *bytes.get(start).filter(|b| matches!(b, b'\'' | b'"'))?;
+    bytes.get(start..start + 3).is_some_and(|three| three == [quote; 3]).then_some(())?;
+    let mut quotes = Quotes::default();
+    let mut p = quotes.step(bytes, start);
+    while p < bytes.len() {
+        let next = quotes.step(bytes, p);
+        if !quotes.inside() {
+            return Some((python_unescape(&reply[start + 3..p]), next));
+        }
+        p = next;
+    }
+    None
 }
 
 /// Where an envelope of calls whose text starts at `body` closes, when
@@ -284,15 +317,15 @@ impl Quotes {
 /// argument quoting the envelope: `[note(text='… <|tool_call_end|> …')]`):
 /// the first `close` after it outside quotes. `None` when `first` is not
 /// quoted, or when the envelope's `open` comes first outside quotes (a
-/// retry), or nothing closes it. A search leaves in `searched` where it
-/// stopped, and none starts before that again (the body to a close found
-/// may still be no calls), so that reading stays linear.
+/// retry), or nothing closes it. Looking past `first` spends `budget`, a
+/// byte a byte looked at, and stops when it is spent, so that a reply's
+/// envelopes all together look at a bounded multiple of its length.
 pub(super) fn quoted_close(
     reply: &str,
     body: usize,
     first: usize,
     (open, close): (&str, &str),
-    searched: &mut usize,
+    budget: &mut usize,
 ) -> Option<usize> {
     let bytes = reply.as_bytes();
     let mut quotes = Quotes::default();
@@ -300,11 +333,13 @@ pub(super) fn quoted_close(
     while p < first {
         p = quotes.step(bytes, p);
     }
-    if !quotes.inside() || first < *searched {
+    if !quotes.inside() {
         return None;
     }
+    let limit = bytes.len().min(p.saturating_add(*budget));
+    let from = p;
     let mut found = None;
-    while p < bytes.len() {
+    while p < limit {
         if !quotes.inside() {
             let rest = &bytes[p..];
             if rest.starts_with(close.as_bytes()) {
@@ -317,7 +352,7 @@ pub(super) fn quoted_close(
         }
         p = quotes.step(bytes, p);
     }
-    *searched = p;
+    *budget = budget.saturating_sub(p - from);
     found
 }
 
@@ -349,7 +384,10 @@ pub(super) fn keyword_arguments(
             return Err(p);
         }
         p = skip_ws(bytes, p + 1);
-        let read = lenient_json::parse_prefix(&reply[p..]).map(|(value, used, _)| (value, p + used));
+        let read = match triple_quoted(reply, p) {
+            Some((text, after)) => Ok((Value::String(text), after)),
+            None => lenient_json::parse_prefix(&reply[p..]).map(|(value, used, _)| (value, p + used)),
+        };
         let (value, after) = match read {
             Ok((value, after)) if matches!(bytes.get(skip_ws(bytes, after)), Some(b',' | b')')) => (value, after),
             // A string quoting its own quote unescaped, as shell commands do.
