@@ -170,7 +170,7 @@ fn first_unquoted(markers: &MarkerIndex<'_>, marker: &str) -> Option<usize> {
             last_call = Some(open);
             calls_from = open + TOOL_CALL.0.len();
         }
-        match last_call.and_then(|open| elements.call_close(open)).filter(|&close| close > found) {
+        match last_call.and_then(|open| elements.call_close(open, found)).filter(|&close| close > found) {
             Some(close) => at = close,
             None => return Some(found),
         }
@@ -186,12 +186,15 @@ struct Elements<'a> {
 }
 
 impl Elements<'_> {
-    /// Where the element opened at `open` closes, if it holds a call: JSON
-    /// (closed after its value, so a string may hold the close), or a
-    /// Qwen3-Coder `<function=…>` or GLM `NAME<arg_key>` call (closed at
-    /// the first close, with no element opened again before it). Prose
-    /// that names the tag ("I will write a <tool_call> …") holds none.
-    fn call_close(&mut self, open: usize) -> Option<usize> {
+    /// Where the element opened at `open` closes, if it holds a call whose
+    /// value quotes `at`: JSON (closed after its value, so a string may
+    /// hold the close), or a Qwen3-Coder `<function=…>` or GLM
+    /// `NAME<arg_key>` call with `at` inside one argument's value, closed
+    /// before another opens, and the element closed after it with none
+    /// opened again. Prose that names the tag ("I will write a <tool_call>
+    /// …"), and a draft whose reasoning ends after its values, quote
+    /// nothing.
+    fn call_close(&mut self, open: usize, at: usize) -> Option<usize> {
         use crate::section_tokens::TOOL_CALL;
         let reply = self.markers.text();
         let body = open + TOOL_CALL.0.len();
@@ -200,17 +203,32 @@ impl Elements<'_> {
             return lenient_json::close_after_value(reply, body, TOOL_CALL.1);
         }
         let name_end = text.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(text.len());
-        let glm = name_end > 0 && text[name_end..].trim_start().starts_with(GLM_ARG_KEY);
-        if !(glm || text.starts_with(QWEN_FUNCTION)) {
+        let (value_open, value_close) = if name_end > 0 && text[name_end..].trim_start().starts_with(GLM_ARG_KEY) {
+            GLM_VALUE
+        } else if text.starts_with(QWEN_FUNCTION) {
+            QWEN_VALUE
+        } else {
+            return None;
+        };
+        let value = body + reply[body..at].rfind(value_open)?;
+        if reply[value..at].contains(value_close) {
             return None;
         }
-        let close = self.closes.next(body)?;
+        let value_end = at + reply[at..].find(value_close)?;
+        if reply[at..value_end].contains(value_open) {
+            return None;
+        }
+        let close = self.closes.next(value_end)?;
         self.opens.next(body).is_none_or(|again| again > close).then_some(close)
     }
 }
 
 /// What opens a GLM call's first argument, after its name.
 const GLM_ARG_KEY: &str = "<arg_key>";
+/// Around one argument's value in a GLM call.
+const GLM_VALUE: (&str, &str) = ("<arg_value>", "</arg_value>");
+/// Around one argument's value in a Qwen3-Coder call.
+const QWEN_VALUE: (&str, &str) = ("<parameter=", "</parameter>");
 /// What opens a Qwen3-Coder call in a `<tool_call>` element.
 const QWEN_FUNCTION: &str = "<function=";
 
@@ -618,6 +636,18 @@ mod tests {
         ] {
             let reasoning = Reasoning::find(&MarkerIndex::new(drafted, &[MARKUP]));
             assert!(reasoning.contains(0) && !reasoning.contains(drafted.rfind("<tool_call>").unwrap()), "{drafted}");
+        }
+        // Drafts in reasoning the prompt opened, whose `</think>` is no
+        // value's (found by a probe: each was read as a call).
+        for drafted in [
+            "Plan <tool_call>\n<function=note>\n<parameter=path>\na\n</parameter>\n</function>\nno.</think>Done </tool_call>",
+            "Plan: <tool_call>\n<function=note>\n<parameter=text>\n1+1\n</think>```json\n{\"name\":\"now\",\"arguments\":{}}\n```\n</tool_call>",
+            "draft <tool_call>\n<function=note>\n<parameter=text>\n1+1\n</think>Calls end with </tool_call>.",
+            "Plan: <tool_call>note\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\nno need.</think>Calls end with </tool_call>.",
+        ] {
+            let reasoning = Reasoning::find(&MarkerIndex::new(drafted, &[MARKUP]));
+            let close = drafted.find("</think>").unwrap();
+            assert!(reasoning.contains(0) && !reasoning.contains(close + "</think>".len()), "{drafted}");
         }
     }
 

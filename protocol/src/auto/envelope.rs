@@ -714,6 +714,14 @@ mod tests {
         let path =
             r"<|tool_call_start|>[get_weather(city='C:\Paris\')]<|tool_call_end|> <|tool_call_start|>[now()]<|tool_call_end|>";
         assert_eq!(calls(path), vec![("get_weather".into(), json!({"city": r"C:\Paris\"})), ("now".into(), json!({}))], "{path}");
+        // An escaped quote before the end is read as one (found by a probe:
+        // the backslash's end had been taken first).
+        for (reply, city) in [
+            (r"<|tool_call_start|>[get_weather(city='it\'s f(x=\'a\', y=\'b\')')]<|tool_call_end|>", "it's f(x='a', y='b')"),
+            (r"<|tool_call_start|>[get_weather(city='don\'t \')] ok')]<|tool_call_end|>", "don't ')] ok"),
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
+        }
         // A stray quote in a loose string leaves the first close the close.
         let loose = "<|tool_call_start|>[get_weather(city='it's')]<|tool_call_end|> Bob's and Al's <|tool_call_end|>";
         assert_eq!(calls(loose), one("get_weather", json!({"city": "it's"})), "{loose}");

@@ -160,20 +160,23 @@ fn loose_string(reply: &str, start: usize) -> Option<(String, usize)> {
     let bytes = reply.as_bytes();
     let quote = *bytes.get(start).filter(|b| matches!(b, b'\'' | b'"'))?;
     let limit = reply.len().min(start + LOOSE_STRING_MAX);
+    // A backslash that ends the text (`path='C:\temp\'`), where Python
+    // reads an escaped quote: the end only when no other follows.
+    let mut backslash_end = None;
     let mut p = start + 1;
     while p < limit {
         match bytes[p] {
-            // A backslash that ends the text (`path='C:\temp\'`), where Python
-            // would read an escaped quote.
-            b'\\' if bytes.get(p + 1) == Some(&quote) && ends_string(bytes, p + 2) => {
-                return Some((python_unescape(&reply[start + 1..p + 1]), p + 2));
+            b'\\' => {
+                if backslash_end.is_none() && bytes.get(p + 1) == Some(&quote) && ends_string(bytes, p + 2) {
+                    backslash_end = Some(p + 1);
+                }
+                p += 2;
             }
-            b'\\' => p += 2,
             b if b == quote && ends_string(bytes, p + 1) => return Some((python_unescape(&reply[start + 1..p]), p + 1)),
             _ => p += 1,
         }
     }
-    None
+    backslash_end.map(|end| (python_unescape(&reply[start + 1..end]), end + 1))
 }
 
 /// Whether what follows a quote at `p` shows it ends the string: `, key=`,
