@@ -20,6 +20,8 @@ use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ErrorData, JsonRpcMe
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::Notify;
 
@@ -28,12 +30,20 @@ use tokio::sync::Notify;
 const MIN_OWED: usize = 256;
 
 /// `inner`, reading no request while its most answers are owed.
-pub(super) struct StdioGuard<T> {
+pub(super) struct StdioGuard<T: Transport<RoleServer>> {
     inner: T,
     ledger: Arc<Ledger>,
     /// Whether the client has sent a request yet (see `receive`).
     asked: bool,
+    /// A refusal being written, finished before reading on: rmcp polls
+    /// `receive` in a `select!` and may drop it half-way, and the refusal
+    /// with it (a probe's 2 000 requests of one id got 12-22 answers too
+    /// few).
+    refusing: Option<Sending<T::Error>>,
 }
+
+/// A message being written.
+type Sending<E> = Pin<Box<dyn Future<Output = Result<(), E>> + Send>>;
 
 /// The ids of the requests whose answers are owed.
 struct Ledger {
@@ -43,11 +53,12 @@ struct Ledger {
     settled: Notify,
 }
 
-impl<T> StdioGuard<T> {
+impl<T: Transport<RoleServer>> StdioGuard<T> {
     /// `inner`, for a client that may run `calls_per_client` calls at once.
     pub(super) fn new(inner: T, calls_per_client: usize) -> Self {
         let most = calls_per_client.saturating_mul(2).max(MIN_OWED);
-        StdioGuard { inner, ledger: Arc::new(Ledger { ids: Mutex::default(), most, settled: Notify::new() }), asked: false }
+        let ledger = Arc::new(Ledger { ids: Mutex::default(), most, settled: Notify::new() });
+        StdioGuard { inner, ledger, asked: false, refusing: None }
     }
 }
 
@@ -94,6 +105,12 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for StdioGuard<T> {
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            if let Some(refusing) = self.refusing.as_mut() {
+                if let Err(error) = refusing.await {
+                    tracing::debug!("a refusal could not be written: {error}");
+                }
+                self.refusing = None;
+            }
             self.ledger.room().await;
             let message = self.inner.receive().await?;
             // Before its first request a client has nothing to notify or
@@ -112,9 +129,7 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for StdioGuard<T> {
                     let id = request.id.clone();
                     let refusal =
                         ErrorData::invalid_request(format!("the id {id} is already in use by a request in flight"), None);
-                    if let Err(error) = self.inner.send(JsonRpcMessage::error(refusal, Some(id))).await {
-                        tracing::debug!("a refusal could not be written: {error}");
-                    }
+                    self.refusing = Some(Box::pin(self.inner.send(JsonRpcMessage::error(refusal, Some(id)))));
                     continue;
                 }
                 JsonRpcMessage::Notification(notification) => {
@@ -132,5 +147,66 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for StdioGuard<T> {
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ServerJsonRpcMessage;
+    use tokio::sync::{Semaphore, mpsc};
+
+    /// A transport whose messages come from a channel, and whose writes
+    /// wait for a permit of `gate` before they are kept in `written`.
+    struct Scripted {
+        incoming: mpsc::UnboundedReceiver<ClientJsonRpcMessage>,
+        gate: Arc<Semaphore>,
+        written: Arc<Mutex<Vec<ServerJsonRpcMessage>>>,
+    }
+
+    impl Transport<RoleServer> for Scripted {
+        type Error = std::io::Error;
+
+        fn send(&mut self, item: ServerJsonRpcMessage) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            let (gate, written) = (self.gate.clone(), self.written.clone());
+            async move {
+                gate.acquire().await.expect("open").forget();
+                written.lock().unwrap().push(item);
+                Ok(())
+            }
+        }
+
+        async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+            self.incoming.recv().await
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    fn ping(id: i64) -> ClientJsonRpcMessage {
+        serde_json::from_value(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "ping"})).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_refusal_dropped_half_way_is_still_written() {
+        let (client, incoming) = mpsc::unbounded_channel();
+        let (gate, written) = (Arc::new(Semaphore::new(0)), Arc::new(Mutex::new(Vec::new())));
+        let mut guard = StdioGuard::new(Scripted { incoming, gate: gate.clone(), written: written.clone() }, 4);
+        for id in [1, 1, 2] {
+            client.send(ping(id)).unwrap();
+        }
+        assert!(guard.receive().await.is_some(), "the first request");
+        // The refusal of the second waits to be written; rmcp's `select!`
+        // drops the reading meanwhile.
+        let dropped = tokio::time::timeout(std::time::Duration::from_millis(50), guard.receive()).await;
+        assert!(dropped.is_err(), "the refusal's write is held");
+        gate.add_permits(1);
+        let third = guard.receive().await.expect("the third request");
+        assert!(matches!(third, JsonRpcMessage::Request(r) if r.id == RequestId::Number(2)));
+        let written = written.lock().unwrap();
+        assert_eq!(written.len(), 1, "the refusal was written: {written:?}");
+        assert!(matches!(&written[0], JsonRpcMessage::Error(e) if e.id == Some(RequestId::Number(1))), "{:?}", written[0]);
     }
 }

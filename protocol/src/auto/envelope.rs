@@ -357,6 +357,10 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         // opener ("OLMo writes <function_calls> then f(x)…") stays prose.
         _ if retry.is_some() && envelope.body == Body::Pythonic && !pythonic::cut_off(reply, body, body_end) => body,
         _ if !closed => past_a_retry(open, retry, out).unwrap_or(end),
+        // Closed pythonic calls that cannot be read are read no further:
+        // a bare list read from inside them ran on across the envelopes
+        // after, and made one call of their texts (found by a probe).
+        _ if envelope.body == Body::Pythonic => end,
         _ => body,
     }
 }
@@ -722,6 +726,17 @@ mod tests {
         ] {
             assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
         }
+        // A call that cannot be read, in a closed envelope, takes nothing
+        // from the envelopes after it.
+        let bad = "<|tool_call_start|>[get_weather(city='x'\")]<|tool_call_end|> ";
+        let reply = format!(
+            "{bad}{bad}<|tool_call_start|>[get_weather(city=\"x <|tool_call_start|>[now()]<|tool_call_end|> y\")]<|tool_call_end|>"
+        );
+        assert_eq!(
+            calls(&reply),
+            one("get_weather", json!({"city": "x <|tool_call_start|>[now()]<|tool_call_end|> y"})),
+            "{reply}"
+        );
         // A stray quote in a loose string leaves the first close the close.
         let loose = "<|tool_call_start|>[get_weather(city='it's')]<|tool_call_end|> Bob's and Al's <|tool_call_end|>";
         assert_eq!(calls(loose), one("get_weather", json!({"city": "it's"})), "{loose}");
