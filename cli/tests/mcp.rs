@@ -1021,7 +1021,8 @@ fn memory_status(pid: u32, field: &str) -> usize {
 fn a_call_with_params_of_the_wrong_shape_is_invalid_params_saying_why() {
     let dir = workspace();
     let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);
-    for (id, params) in [(1, r#"{"name":5}"#), (2, r#"{"name":"calculate","arguments":"1+1"}"#), (3, "null")] {
+    let twice = r#"{"name":"nope","name":"calculate","arguments":{"expression":"1"}}"#;
+    for (id, params) in [(1, r#"{"name":5}"#), (2, r#"{"name":"calculate","arguments":"1+1"}"#), (3, "null"), (4, twice)] {
         writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#).unwrap();
         let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
         assert_eq!((answer["id"].as_u64(), answer["error"]["code"].as_i64()), (Some(id), Some(-32602)), "{params}: {answer}");

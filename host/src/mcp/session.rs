@@ -149,13 +149,18 @@ impl ServerHandler for Session {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        // Params that read here once the message is a map (a member given
+        // twice is then given once) were not read so by rmcp.
+        const UNREAD: &str = "they could not be read (a member given twice?)";
         let why = match request.method.as_str() {
             "tools/call" => match request.params_as::<CallToolRequestParams>() {
-                Ok(Some(_)) => None,
+                Ok(Some(_)) => Some(UNREAD.to_owned()),
                 Ok(None) => Some("params with a `name` are required".to_owned()),
                 Err(error) => Some(error.to_string()),
             },
-            "tools/list" => request.params_as::<PaginatedRequestParams>().err().map(|error| error.to_string()),
+            "tools/list" => {
+                Some(request.params_as::<PaginatedRequestParams>().err().map_or(UNREAD.to_owned(), |e| e.to_string()))
+            }
             _ => None,
         };
         match why {
