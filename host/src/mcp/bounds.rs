@@ -223,14 +223,16 @@ fn count_values(body: &[u8]) -> usize {
     count.values
 }
 
-/// JSON values counted byte by byte, without parsing: each object, array
-/// and string, and each `,` (another value follows). An overestimate for
-/// odd input is fine: it only ever refuses.
+/// JSON values counted byte by byte, without parsing: each object, array,
+/// string (keys too) and scalar where it starts. An overestimate for odd
+/// input is fine: it only ever refuses.
 #[derive(Debug, Default, Clone)]
 pub(super) struct ValueCount {
     pub(super) values: usize,
     in_string: bool,
     escaped: bool,
+    /// Inside a scalar, or after a value: a byte here starts none.
+    after_value: bool,
 }
 
 impl ValueCount {
@@ -239,7 +241,10 @@ impl ValueCount {
             match byte {
                 _ if self.escaped => self.escaped = false,
                 b'\\' => self.escaped = true,
-                b'"' => self.in_string = false,
+                b'"' => {
+                    self.in_string = false;
+                    self.after_value = true;
+                }
                 _ => {}
             }
             return;
@@ -249,7 +254,17 @@ impl ValueCount {
                 self.in_string = true;
                 self.values += 1;
             }
-            b'{' | b'[' | b',' => self.values += 1,
+            b'{' | b'[' => {
+                self.values += 1;
+                self.after_value = false;
+            }
+            b',' | b':' => self.after_value = false,
+            b']' | b'}' => self.after_value = true,
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ if !self.after_value => {
+                self.values += 1;
+                self.after_value = true;
+            }
             _ => {}
         }
     }
@@ -268,6 +283,8 @@ mod tests {
     fn values_are_counted_outside_strings_only() {
         assert_eq!(count_values(br#"{"a":[1,2,{}]}"#), 6);
         assert_eq!(count_values(br#"{"text":"{[,,,]}\"[{"}"#), 3, "brackets in a string are text");
+        // A separator is no value (a probe found strings counted twice).
+        assert_eq!(count_values(br#"["a", "b",-12.5e3 ,true, null,[]]"#), 7);
         let many = format!("[{}]", vec!["{}"; MAX_REQUEST_VALUES + 1].join(","));
         assert!(check_shape(&Bytes::from(many)).is_err());
         let big_initialize = format!(
