@@ -530,17 +530,18 @@ async fn a_forged_cache_entry_with_a_valid_plain_sha256_is_recompiled_not_loaded
 }
 
 /// The first bytes of a manifest file, before its MAC.
-const MANIFEST_MAGIC: &[u8] = b"toolhost-mfst1\n\n";
+const MANIFEST_MAGIC: &[u8] = b"toolhost-mfst2\n\n";
 
-/// A manifest file for the cache entry `artifact`, holding `json`, with the
-/// MAC the host makes under `key`: over the layout, the version that read
-/// it (the workspace's, as this crate's) and the entry's id, its file name.
-fn manifest_file(artifact: &Path, key: &[u8; 32], json: &[u8]) -> Vec<u8> {
+/// A manifest file for the cache entry `artifact`, holding `body` (the
+/// component's SHA-256 in hex, then the manifest's JSON), with the MAC the
+/// host makes under `key`: over the layout, the version that read it (the
+/// workspace's, as this crate's) and the entry's id, its file name.
+fn manifest_file(artifact: &Path, key: &[u8; 32], body: &[u8]) -> Vec<u8> {
     let id = hex_bytes(artifact.file_stem().unwrap().to_str().unwrap());
     let mut mac = blake3::Hasher::new_keyed(key);
-    mac.update(MANIFEST_MAGIC).update(env!("CARGO_PKG_VERSION").as_bytes()).update(&id).update(json);
+    mac.update(MANIFEST_MAGIC).update(env!("CARGO_PKG_VERSION").as_bytes()).update(&id).update(body);
     let mac = mac.finalize();
-    [MANIFEST_MAGIC, mac.as_bytes(), json].concat()
+    [MANIFEST_MAGIC, mac.as_bytes(), body].concat()
 }
 
 #[tokio::test]
@@ -548,11 +549,11 @@ async fn a_warm_load_takes_the_kept_manifest_and_refuses_one_not_made_under_the_
     let (_host, policy, artifact) = cached_alone(CALC).await;
     let manifest = artifact.with_extension("manifest");
     let kept = std::fs::read(&manifest).expect("the cold load kept the guest's manifest");
-    let json = &kept[MANIFEST_MAGIC.len() + 32..];
+    let body = &kept[MANIFEST_MAGIC.len() + 32..];
     let description = |registry: &Registry| registry.catalog().tool("calculate").unwrap().1.description.clone();
     let original = description(&Registry::load(policy.clone()).await.unwrap());
-    let changed = String::from_utf8(json.to_vec()).unwrap().replace(&original, "kept beside the artifact");
-    assert_ne!(changed.as_bytes(), json, "the manifest file holds the tool's description");
+    let changed = String::from_utf8(body.to_vec()).unwrap().replace(&original, "kept beside the artifact");
+    assert_ne!(changed.as_bytes(), body, "the manifest file holds the tool's description");
 
     // Made under the user's key, as the host makes them: a warm load reads
     // it and does not ask the guest.
@@ -575,13 +576,47 @@ async fn a_warm_load_takes_the_kept_manifest_and_refuses_one_not_made_under_the_
             mac.update(MANIFEST_MAGIC).update(b"0.0.0").update(&id).update(changed.as_bytes());
             [MANIFEST_MAGIC, mac.finalize().as_bytes(), changed.as_bytes()].concat()
         },
-        b"toolhost-mfst1\n\nshort".to_vec(),
+        b"toolhost-mfst2\n\nshort".to_vec(),
     ];
     for forged in forgeries {
         std::fs::write(&manifest, forged).unwrap();
         assert_eq!(description(&Registry::load(policy.clone()).await.unwrap()), original);
         assert_eq!(std::fs::read(&manifest).unwrap(), kept, "the guest's own manifest replaced the forgery");
     }
+}
+
+#[tokio::test]
+async fn a_warm_load_pins_by_the_sha256_kept_beside_the_artifact() {
+    let (host, policy, artifact) = cached_alone(CALC).await;
+    let calc = sha256_hex(&std::fs::read(CALC.path()).unwrap());
+    let kept = std::fs::read(artifact.with_extension("manifest")).unwrap();
+    assert_eq!(&kept[MANIFEST_MAGIC.len() + 32..][..64], calc.as_bytes(), "the manifest file keeps the component's SHA-256");
+
+    host.write_lock(&[("calc.wasm", &calc)]);
+    let pinned = Registry::load(policy.clone()).await.unwrap().catalog();
+    let plugin = pinned.plugin("calc").expect("a matching pin loads");
+    assert_eq!((&plugin.cache, &plugin.pin, plugin.sha256.as_str()), (&CacheUse::Hit, &PinState::Matches, calc.as_str()));
+
+    // Under the key, a kept SHA-256 is the one the lock is checked against.
+    let other = "ab".repeat(32);
+    let key: [u8; 32] = std::fs::read(policy.cache_key.as_ref().unwrap()).unwrap().try_into().unwrap();
+    let body = [other.as_bytes(), &kept[MANIFEST_MAGIC.len() + 32 + 64..]].concat();
+    std::fs::write(artifact.with_extension("manifest"), manifest_file(&artifact, &key, &body)).unwrap();
+    let registry = Registry::load(policy.clone()).await.unwrap();
+    assert_eq!(
+        refusals(&registry),
+        [format!("plugins/calc.wasm does not match its pin: pinned sha256:{calc}, found sha256:{other}")]
+    );
+
+    // Another component in calc's place has another entry: its own digest
+    // is computed and checked.
+    std::fs::copy(CLOCK.path(), host.dir.path().join("plugins/calc.wasm")).unwrap();
+    let clock = sha256_hex(&std::fs::read(CLOCK.path()).unwrap());
+    let registry = Registry::load(policy).await.unwrap();
+    assert_eq!(
+        refusals(&registry),
+        [format!("plugins/calc.wasm does not match its pin: pinned sha256:{calc}, found sha256:{clock}")]
+    );
 }
 
 #[tokio::test]

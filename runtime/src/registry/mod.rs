@@ -38,7 +38,7 @@ mod watch;
 pub use crate::trust::UntrustedFile;
 pub(crate) use binding::ComponentId;
 pub use binding::UnboundSection;
-pub(crate) use cache::ArtifactCache;
+pub(crate) use cache::{ArtifactCache, KeptManifest};
 pub use cache::{CacheError, CacheUse, HostKey};
 pub use lock::{LockError, LockFile, PinChange, PinState};
 #[doc(hidden)]
@@ -60,7 +60,9 @@ use crate::error_chain::caught;
 use crate::manifest::{PluginManifest, ToolSpec};
 use crate::printable::printable;
 use crate::regular_file::read_regular_file;
-use crate::sandbox::{CallFailure, Export, Grants, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld};
+use crate::sandbox::{
+    CallFailure, Export, Grants, GuestManifest, Invocation, Limits, Prepared, Returned, Sandbox, SandboxError, Withheld,
+};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -621,16 +623,24 @@ impl Registry {
         blocking(self.component_reader(path)).await
     }
 
-    /// What reads the component at `path` (its bytes, digest, lock key and
-    /// whether the cache holds it), to run on a blocking thread.
+    /// What reads the component at `path` (its bytes, digests, lock key,
+    /// whether the cache holds it and the manifest kept there), to run on a
+    /// blocking thread.
     fn component_reader(&self, path: &Path) -> impl FnOnce() -> Result<ComponentFile, LoadError> + Send + 'static {
         let (path, lock_file, cache) = (path.to_owned(), self.policy.lock_file.clone(), self.cache.clone());
         move || {
             let wasm =
                 read_regular_file(&path, MAX_COMPONENT_BYTES).map_err(|source| LoadError::Read { path: path.clone(), source })?;
-            let sha256 = sha256_hex(&wasm);
-            let cached = cache.is_some_and(|cache| cache.path_for(&sha256).exists());
-            Ok(ComponentFile { key: LockFile::key(&lock_file, &path), wasm, sha256, cached })
+            let content = blake3::hash(&wasm);
+            let kept = cache.as_ref().and_then(|cache| cache.manifest(&content));
+            // The SHA-256 kept beside the cache entry was computed from
+            // these very bytes: the entry is named by their BLAKE3.
+            let (sha256, kept) = match kept {
+                Some(KeptManifest { sha256, manifest }) => (sha256, Some(manifest)),
+                None => (sha256_hex(&wasm), None),
+            };
+            let cached = cache.is_some_and(|cache| cache.path_for(&content).exists());
+            Ok(ComponentFile { key: LockFile::key(&lock_file, &path), wasm, content, sha256, cached, kept })
         }
     }
 
@@ -691,7 +701,7 @@ impl Registry {
     }
 
     async fn load_component(&self, path: &Path, component: ComponentFile, pin: PinState) -> Result<LoadedPlugin, LoadError> {
-        let ComponentFile { wasm, sha256, key, cached: _ } = component;
+        let ComponentFile { wasm, content, sha256, key, cached: _, kept } = component;
         let file = file_name(path);
         if let Some(reason) = magic::not_a_component(&wasm) {
             return Err(LoadError::Compile { file, reason, source: None });
@@ -699,23 +709,20 @@ impl Registry {
         let compile_error =
             |e: wasmtime::Error| LoadError::Compile { file: file.clone(), reason: format!("{e:#}"), source: Some(e.into()) };
         let panicked = |stage, message| LoadError::Panicked { file: file.clone(), stage, message };
-        let (sandbox, cache, digest) = (self.sandbox.clone(), self.cache.clone(), sha256.clone());
-        // A component from the compiled cache has its manifest kept beside
-        // it, read here too.
-        let (component, cache, kept) = blocking_caught(move || {
+        let (sandbox, cache) = (self.sandbox.clone(), self.cache.clone());
+        let (component, cache) = blocking_caught(move || {
             let engine = sandbox.engine();
             wasmtime::Result::Ok(match &cache {
-                Some(cache) => {
-                    let (component, used) = cache.load_or_compile(engine, &digest, &wasm)?;
-                    let kept = if used == CacheUse::Hit { cache.manifest(&digest) } else { None };
-                    (component, used, kept)
-                }
-                None => (Component::new(engine, &wasm)?, CacheUse::Compiled, None),
+                Some(cache) => cache.load_or_compile(engine, &content, &wasm)?,
+                None => (Component::new(engine, &wasm)?, CacheUse::Compiled),
             })
         })
         .await
         .map_err(|message| panicked("compiling", message))?
         .map_err(compile_error)?;
+        // The manifest kept beside a component from the compiled cache
+        // spares asking its guest.
+        let kept = kept.filter(|_| cache == CacheUse::Hit);
         let contract = Contract::of(&component).map_err(|error| LoadError::Contract { file: file.clone(), error })?;
         let prepare = |grants: &Grants| {
             caught(|| self.sandbox.prepare(&component, contract, grants))
@@ -749,7 +756,7 @@ impl Registry {
         if let (Some(guest), Some(artifacts)) = (to_keep, self.cache.clone().filter(|_| !matches!(cache, CacheUse::NotStored(_))))
         {
             let digest = sha256.clone();
-            blocking(move || artifacts.store_manifest(&digest, &guest)).await;
+            blocking(move || artifacts.store_manifest(&content, &digest, &guest)).await;
         }
         let section = self.policy.plugins.get(&manifest.name);
         let renamed = names::rename_tools(&mut manifest, section, &key)?;
@@ -784,13 +791,18 @@ impl Registry {
     }
 }
 
-/// A component file as read: its bytes, their digest, its key in the lock
-/// file, and whether the compiled cache has an artifact for it.
+/// A component file as read: its bytes, their digests, its key in the lock
+/// file, whether the compiled cache has an artifact for it, and the
+/// manifest kept there.
 struct ComponentFile {
     wasm: Vec<u8>,
+    /// BLAKE3: names its cache entry.
+    content: blake3::Hash,
+    /// SHA-256, hex: what lock files pin.
     sha256: String,
     key: String,
     cached: bool,
+    kept: Option<GuestManifest>,
 }
 
 /// Run `work` on one of tokio's blocking threads and wait for it. A panic
