@@ -1035,6 +1035,37 @@ fn a_call_with_params_of_the_wrong_shape_is_invalid_params_saying_why() {
 }
 
 #[test]
+fn a_lone_surrogate_a_client_escapes_reads_as_a_replacement_character_over_stdio_and_http() {
+    // JavaScript's JSON.stringify writes one for a string cut inside an
+    // emoji; serde_json refuses it, and the request went unanswered.
+    let call = |id: u32, expression: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"calculate","arguments":{{"expression":"{expression}"}}}}}}"#
+        )
+    };
+    let dir = workspace();
+    let (mut stdin, answers, mut server) = raw_stdio_session(dir.path(), &[]);
+    let (forward, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || answers.map_while(Result::ok).try_for_each(|line| forward.send(line)));
+    for (id, expression, read) in
+        [(1, r"1+1 \ud83d", "\u{fffd}"), (2, r"\udc00", "\u{fffd}"), (3, r"1+1 \ud83d\ude00", "\u{1f600}")]
+    {
+        writeln!(stdin, "{}", call(id, expression)).unwrap();
+        let answer = answered.recv_timeout(Duration::from_secs(20)).expect("an answer, not silence");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["id"], id, "{expression}: {answer}");
+        let said = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(said.contains(read), "{expression}: the plugin was given {read}: {answer}");
+    }
+    server.kill().unwrap();
+
+    let server = HttpServer::start(dir.path(), &["--stateless"], &[]);
+    let (status, said) = post_body_with(&server, "MCP-Protocol-Version: 2025-11-25\r\n", call(4, r"1+1 \ud83d").as_bytes());
+    assert_eq!(status, 200, "{said}");
+    assert!(said.contains("\u{fffd}") && said.contains(r#""id":4"#), "{said}");
+}
+
+#[test]
 fn a_stdio_line_of_too_many_json_values_is_dropped_before_it_is_parsed() {
     let dir = workspace();
     let (mut stdin, mut answers, mut server) = raw_stdio_session(dir.path(), &[]);

@@ -17,6 +17,7 @@ use super::profile::{DEFAULT_MAX_CALL_ARGUMENT_BYTES, DEFAULT_MAX_CALLS_PER_REPL
 use super::{LlmError, Reply, ReplyLimit, StreamEvent, Usage};
 use crate::message::NativeCall;
 use serde_json::Value;
+use toolhost_support::json_text;
 
 /// The reply so far.
 #[derive(Debug)]
@@ -55,10 +56,12 @@ impl Assembler {
 
     /// Take one chunk's JSON, reporting deltas to `on_delta`.
     pub(crate) fn chunk(&mut self, data: &str, on_delta: &mut (dyn FnMut(StreamEvent) + Send)) -> Result<(), LlmError> {
-        let chunk: Value = serde_json::from_str(data).map_err(|e| LlmError::Malformed {
-            message: format!("a chunk is not JSON ({e}): {}", excerpt(data)),
-            partial: Box::new(self.reply.clone()),
-        })?;
+        // A lone surrogate escaped in it reads as U+FFFD ([`json_text`]).
+        let chunk: Value =
+            serde_json::from_slice(&json_text::lone_surrogates_replaced(data.as_bytes())).map_err(|e| LlmError::Malformed {
+                message: format!("a chunk is not JSON ({e}): {}", excerpt(data)),
+                partial: Box::new(self.reply.clone()),
+            })?;
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             let message = error.get("message").and_then(Value::as_str).map_or_else(|| error.to_string(), str::to_owned);
             return Err(LlmError::Stream { message, partial: Box::new(self.reply.clone()) });
@@ -204,6 +207,12 @@ mod tests {
         assert_eq!(reply.usage, Some(Usage { prompt_tokens: 5, completion_tokens: 2 }));
         assert_eq!(events[0], StreamEvent::Reasoning("think".into()));
         assert_eq!(events[2], StreamEvent::Text("Hel".into()));
+    }
+
+    #[test]
+    fn a_lone_surrogate_in_a_chunk_reads_as_a_replacement_character() {
+        let (reply, _) = run(&[r#"{"choices":[{"index":0,"delta":{"content":"cut \ud83d"},"finish_reason":"stop"}]}"#]);
+        assert_eq!(reply.unwrap().content, "cut \u{fffd}");
     }
 
     #[test]

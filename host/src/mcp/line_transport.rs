@@ -25,6 +25,7 @@ use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use std::future::Future;
 use std::pin::Pin;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use toolhost_support::json_text;
 
 /// What a line may start with before its JSON.
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -102,7 +103,9 @@ struct WrongShape;
 
 /// The message `line` holds; `None` when there is nothing to answer: not
 /// JSON (answering could start an error storm with a peer that echoes it,
-/// so the official SDKs do not), a notification, or an empty line.
+/// so the official SDKs do not), a notification, or an empty line. A lone
+/// surrogate escaped in it reads as U+FFFD ([`json_text`]): a request
+/// holding one is answered, not dropped.
 fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -110,6 +113,7 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
     if line.is_empty() {
         return Ok(None);
     }
+    let line = &*json_text::lone_surrogates_replaced(line);
     if let Some(call) = tools_call(line) {
         return Ok(Some(call));
     }

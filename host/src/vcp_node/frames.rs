@@ -11,6 +11,7 @@ use crate::protocol::vcp::{VCP, render_tool, request_block};
 use crate::protocol::{Protocol, example_arguments, result_text};
 use crate::registry::Catalog;
 use serde_json::{Map, Value, json};
+use toolhost_support::json_text;
 
 /// The prefix of the static placeholder holding the node's tool
 /// descriptions; the node name follows (`VCPToolhost_laptop`).
@@ -46,9 +47,10 @@ pub(super) struct ExecuteTool {
 }
 
 impl Incoming {
-    /// The frame `text` holds.
+    /// The frame `text` holds; a lone surrogate escaped in it reads as
+    /// U+FFFD ([`json_text`]).
     pub(super) fn parse(text: &[u8]) -> Incoming {
-        let Ok(Value::Object(mut frame)) = serde_json::from_slice::<Value>(text) else {
+        let Ok(Value::Object(mut frame)) = serde_json::from_slice::<Value>(&json_text::lone_surrogates_replaced(text)) else {
             return Incoming::Ignored("a frame that is not a JSON object".into());
         };
         let kind = frame.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -244,6 +246,10 @@ mod tests {
             Incoming::Cancel { request_id: "r1".into() }
         );
         assert_eq!(Incoming::parse(b"not json"), Incoming::Ignored("a frame that is not a JSON object".into()));
+        // A Node.js server's JSON.stringify of a string cut inside an emoji.
+        let cut = br#"{"type":"execute_tool","data":{"requestId":"r3","toolName":"t","toolArgs":{"text":"a\ud83d"}}}"#;
+        let Incoming::Execute(call) = Incoming::parse(cut) else { panic!("a lone surrogate lost the call") };
+        assert_eq!(Value::Object(call.args), json!({"text": "a\u{fffd}"}));
         assert_eq!(Incoming::parse(br#"{"type":"heartbeat"}"#), Incoming::Ignored("a `heartbeat` frame".into()));
     }
 
