@@ -1128,6 +1128,10 @@ fn requests_are_bounded_in_bytes_and_values_and_sessions_hold_little() {
     let (status, said) = post_body(&server, initialize(&"x".repeat(100_000)).as_bytes());
     assert_eq!(status, 413);
     assert!(said.contains("an initialize request may be at most 16 KiB"), "{said}");
+    // The same with a key that is a lone surrogate, which hid its method.
+    let hidden = initialize(&"x".repeat(100_000)).replacen('{', r#"{"\ud800":0,"#, 1);
+    let (status, said) = post_body(&server, hidden.as_bytes());
+    assert_eq!(status, 413, "{}", &said[..said.len().min(300)]);
     // Small in bytes, huge once parsed: 300 000 empty objects.
     let objects = vec!["{}"; 300_000].join(",");
     let call = format!(

@@ -11,8 +11,10 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use toolhost_support::json_text;
 
 /// The most JSON values (objects, arrays, strings, numbers…) one request
 /// may hold: parsed, each costs far more than its bytes (an empty object,
@@ -187,6 +189,14 @@ pub(super) async fn bound_request(max_bytes: usize, request: Request, next: Next
                 Unread::Malformed => (StatusCode::BAD_REQUEST, "the request's body could not be read\n").into_response(),
             };
         }
+    };
+    // A lone surrogate escaped in it reads as U+FFFD, as over stdio; before
+    // the checks, so that what they read is what rmcp reads (an
+    // `initialize` whose key held one was not known for one, and rmcp
+    // then read it past its limit).
+    let bytes = match json_text::lone_surrogates_replaced(&bytes) {
+        Cow::Borrowed(_) => bytes,
+        Cow::Owned(replaced) => replaced.into(),
     };
     if let Err(why) = check_shape(&bytes) {
         return too_large(why);

@@ -15,10 +15,8 @@ use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
-use std::borrow::Cow;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use toolhost_support::json_text;
 
 /// Browser origins accepted by default: pages served from this machine.
 const LOOPBACK_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
@@ -163,11 +161,6 @@ async fn malformed_is_bad_request(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::BAD_REQUEST.into_response();
-    };
-    // A lone surrogate escaped in it reads as U+FFFD, as over stdio.
-    let bytes = match json_text::lone_surrogates_replaced(&bytes) {
-        Cow::Borrowed(_) => bytes,
-        Cow::Owned(replaced) => replaced.into(),
     };
     if let Some((code, message)) = malformed(&bytes) {
         let error = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});

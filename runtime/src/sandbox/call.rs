@@ -150,8 +150,15 @@ impl Sandbox {
         let timeout_at = tokio::time::Instant::now() + limits.timeout + 2 * EPOCH_TICK;
         let outcome = {
             let mut call = std::pin::pin!(meter.around(call));
-            match std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await {
-                Poll::Ready(returned) => Some(Ok(returned)),
+            // A call cancelled since its slot was taken does not start.
+            let first = if cancel.is_cancelled() {
+                Poll::Ready(None)
+            } else {
+                std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx).map(Some))).await
+            };
+            match first {
+                Poll::Ready(None) => None,
+                Poll::Ready(Some(returned)) => Some(Ok(returned)),
                 Poll::Pending => tokio::select! {
                     biased;
                     () = cancel.cancelled() => None,
