@@ -1045,8 +1045,7 @@ fn a_lone_surrogate_a_client_escapes_reads_as_a_replacement_character_over_stdio
     };
     let dir = workspace();
     let (mut stdin, answers, mut server) = raw_stdio_session(dir.path(), &[]);
-    let (forward, answered) = std::sync::mpsc::channel();
-    std::thread::spawn(move || answers.map_while(Result::ok).try_for_each(|line| forward.send(line)));
+    let answered = forwarded(answers);
     for (id, expression, read) in
         [(1, r"1+1 \ud83d", "\u{fffd}"), (2, r"\udc00", "\u{fffd}"), (3, r"1+1 \ud83d\ude00", "\u{1f600}")]
     {
@@ -1063,6 +1062,33 @@ fn a_lone_surrogate_a_client_escapes_reads_as_a_replacement_character_over_stdio
     let (status, said) = post_body_with(&server, "MCP-Protocol-Version: 2025-11-25\r\n", call(4, r"1+1 \ud83d").as_bytes());
     assert_eq!(status, 200, "{said}");
     assert!(said.contains("\u{fffd}") && said.contains(r#""id":4"#), "{said}");
+}
+
+/// The lines of `answers`, as a thread reads them: a test waits for one
+/// with a timeout, so that an answer never given fails it.
+fn forwarded(answers: impl Iterator<Item = std::io::Result<String>> + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (forward, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || answers.map_while(Result::ok).try_for_each(|line| forward.send(line)));
+    answered
+}
+
+#[test]
+fn a_request_of_json_serde_cannot_hold_is_refused_under_its_id_not_left_unanswered() {
+    let dir = workspace();
+    let (mut stdin, answers, mut server) = raw_stdio_session(dir.path(), &[]);
+    let answered = forwarded(answers);
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    for (id, arguments) in [(11, r#"{"n":1e400}"#.to_owned()), (12, format!(r#"{{"x":{deep}}}"#))] {
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"calculate","arguments":{arguments}}}}}"#
+        )
+        .unwrap();
+        let answer = answered.recv_timeout(Duration::from_secs(20)).expect("an answer, not silence");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!((answer["id"].as_u64(), answer["error"]["code"].as_i64()), (Some(id), Some(-32600)), "{answer}");
+    }
+    server.kill().unwrap();
 }
 
 #[test]

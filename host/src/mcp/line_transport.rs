@@ -17,7 +17,8 @@
 
 use super::shape::Shape;
 use rmcp::model::{
-    CallToolRequest, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest, ServerJsonRpcMessage,
+    CallToolRequest, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest, RequestId,
+    ServerJsonRpcMessage,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
@@ -97,9 +98,13 @@ impl<R: AsyncRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> LineTr
     }
 }
 
-/// A line of JSON of the wrong shape: an invalid request.
+/// A line of JSON that is no message rmcp reads: an invalid request,
+/// answered under its id when it is a request whose id can be read, else
+/// without one.
 #[derive(Debug)]
-struct WrongShape;
+struct WrongShape {
+    id: Option<RequestId>,
+}
 
 /// The message `line` holds; `None` when there is nothing to answer: not
 /// JSON (answering could start an error storm with a peer that echoes it,
@@ -120,11 +125,20 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
     match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
         Ok(message) => Ok(Some(message)),
         Err(error) => {
-            let notification = Shape::of(line).is_some_and(|shape| shape.method.is_some() && !shape.id);
+            let shape = Shape::of(line);
+            let notification = shape.as_ref().is_some_and(|shape| shape.method.is_some() && !shape.id);
+            let request = shape.is_some_and(|s| s.method.is_some() && s.id && !s.result && s.error.is_none());
             match error.classify() {
                 serde_json::error::Category::Data | serde_json::error::Category::Io if !notification => {
                     tracing::debug!("an MCP message of the wrong shape: {error}");
-                    Err(WrongShape)
+                    Err(WrongShape { id: None })
+                }
+                // JSON whose shape reads, but which serde_json cannot hold
+                // (a number past f64's range, nesting past 128 levels): a
+                // request is answered, its client waiting on it.
+                serde_json::error::Category::Syntax if request => {
+                    tracing::debug!("an MCP request that cannot be read: {error}");
+                    Err(WrongShape { id: id_of(line) })
                 }
                 _ => {
                     tracing::debug!("an MCP message that cannot be read is ignored: {error}");
@@ -133,6 +147,15 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
             }
         }
     }
+}
+
+/// The id of the request `line`, read alone.
+fn id_of(line: &[u8]) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: RequestId,
+    }
+    serde_json::from_slice::<Id>(line).ok().map(|Id { id }| id)
 }
 
 /// A `tools/call` request, parsed as that alone; `None` for any other
@@ -172,9 +195,9 @@ where
             match read {
                 Ok(Some(message)) => return Some(message),
                 Ok(None) => {}
-                Err(WrongShape) => {
+                Err(WrongShape { id }) => {
                     let refusal = ErrorData::invalid_request("Invalid request", None);
-                    self.refusing = Some(Box::pin(self.write.send(JsonRpcMessage::error(refusal, None))));
+                    self.refusing = Some(Box::pin(self.write.send(JsonRpcMessage::error(refusal, id))));
                 }
             }
         }
@@ -252,9 +275,20 @@ mod tests {
         ] {
             match read_message(line.as_bytes()) {
                 Ok(None) => assert!(!invalid, "{line:?} is an invalid request"),
-                Err(WrongShape) => assert!(invalid, "{line:?} is to be ignored"),
+                Err(WrongShape { id: None }) => assert!(invalid, "{line:?} is to be ignored"),
+                Err(WrongShape { id: Some(id) }) => panic!("{line:?} refused as request {id:?}"),
                 Ok(Some(message)) => panic!("{line:?} read as {message:?}"),
             }
+        }
+        // Valid JSON serde_json cannot hold: a request is refused under
+        // its id, a notification ignored.
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for params in [r#"{"name":"calculate","arguments":{"n":1e400}}"#.to_owned(), format!(r#"{{"x":{deep}}}"#)] {
+            let request = format!(r#"{{"jsonrpc":"2.0","id":"r-7","method":"tools/call","params":{params}}}"#);
+            let Err(WrongShape { id }) = read_message(request.as_bytes()) else { panic!("{request:.80} was not refused") };
+            assert_eq!(id, Some(RequestId::String("r-7".into())), "{request:.80}");
+            let notification = format!(r#"{{"jsonrpc":"2.0","method":"notifications/x","params":{params}}}"#);
+            assert!(matches!(read_message(notification.as_bytes()), Ok(None)), "{notification:.80}");
         }
         let marked = "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n";
         assert!(matches!(read_message(marked.as_bytes()), Ok(Some(_))), "a byte-order mark and CR LF are read past");
