@@ -99,8 +99,8 @@ impl<R: AsyncRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> LineTr
 }
 
 /// A line of JSON that is no message rmcp reads: an invalid request,
-/// answered under its id when it is a request whose id can be read, else
-/// without one.
+/// answered without an id, or under its id where the line is a request
+/// whose JSON serde_json cannot hold.
 #[derive(Debug)]
 struct WrongShape {
     id: Option<RequestId>,
