@@ -23,6 +23,8 @@ use rmcp::model::{
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
+use serde::de::IgnoredAny;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
@@ -126,7 +128,7 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
         Ok(message) => Ok(Some(message)),
         Err(error) => {
             let shape = Shape::of(line);
-            let notification = shape.as_ref().is_some_and(|shape| shape.method.is_some() && !shape.id);
+            let notification = is_notification(shape.as_ref(), line);
             let request = shape.is_some_and(|s| s.method.is_some() && s.id && !s.result && s.error.is_none());
             match error.classify() {
                 serde_json::error::Category::Data | serde_json::error::Category::Io if !notification => {
@@ -146,6 +148,18 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
                 }
             }
         }
+    }
+}
+
+/// Whether `line`, of shape `shape`, is a notification: a `method` and no
+/// `id`. Where its shape does not read, as when a member is given twice
+/// (which JSON allows and serde's derive refuses), its members are read
+/// as a map, the last of a name counting.
+fn is_notification(shape: Option<&Shape<'_>>, line: &[u8]) -> bool {
+    match shape {
+        Some(shape) => shape.method.is_some() && !shape.id,
+        None => serde_json::from_slice::<HashMap<String, IgnoredAny>>(line)
+            .is_ok_and(|members| members.contains_key("method") && !members.contains_key("id")),
     }
 }
 
@@ -270,8 +284,12 @@ mod tests {
             ("{\"jsonrpc\":\"2.0\",\"id\":1}", true),
             ("[1, 2]", true),
             ("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", true),
-            // A notification is never answered.
+            // A notification is never answered, a member given twice or not.
             ("{\"jsonrpc\":\"1.0\",\"method\":\"notifications/initialized\"}", false),
+            ("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"method\":\"notifications/y\"}", false),
+            ("{\"jsonrpc\":\"2.0\",\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":5}", false),
+            // A request with a member given twice is still refused.
+            ("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":5}", true),
         ] {
             match read_message(line.as_bytes()) {
                 Ok(None) => assert!(!invalid, "{line:?} is an invalid request"),
