@@ -17,8 +17,8 @@
 
 use super::shape::Shape;
 use rmcp::model::{
-    CallToolRequest, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest, RequestId,
-    ServerJsonRpcMessage,
+    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest,
+    RequestId, ServerJsonRpcMessage,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
@@ -179,8 +179,28 @@ fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     if shape.method.as_deref() != Some("tools/call") || !shape.id || shape.result || shape.error.is_some() {
         return None;
     }
-    let JsonRpcRequest { id, request, .. } = serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(line).ok()?;
+    let CallLine { id, mut params, .. } = serde_json::from_slice(line).ok()?;
+    // rmcp keeps a request's `_meta` beside its params, as an extension.
+    let mut request = CallToolRequest::new(CallToolRequestParams::new(""));
+    if let Some(meta) = params.meta.take() {
+        request.extensions.insert(meta);
+    }
+    request.params = params;
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(id, ClientRequest::CallToolRequest(request))))
+}
+
+/// A `tools/call` request's members, its params read straight: rmcp's own
+/// reading flattens both the request into its envelope and the params
+/// beside their `_meta`, and serde buffers a flattened value whole before
+/// reading it (twice here).
+#[derive(serde::Deserialize)]
+struct CallLine {
+    #[serde(rename = "jsonrpc")]
+    _jsonrpc: rmcp::model::JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(rename = "method")]
+    _method: IgnoredAny,
+    params: CallToolRequestParams,
 }
 
 impl<R, W> Transport<RoleServer> for LineTransport<R, W>
@@ -242,6 +262,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"6*7"}}}"#,
             r#"{"method":"tools/call","params":{"name":"calculate","arguments":{},"_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"id":"s-1","jsonrpc":"2.0"}"#,
             r#"{"jsonrpc":"2.0","id":8,"method":"tools\/call","params":{"name":"\u00e9t\u00e9"}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"calculate","_meta":null,"arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","extra":[1],"params":{"name":"c","requestState":"s","inputResponses":{"q1":{"action":"accept","content":{"ok":true}}},"unknown":1,"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"}}}}"#,
         ] {
             let fast = tools_call(line.as_bytes()).unwrap_or_else(|| panic!("not read as a tools/call: {line}"));
             assert!(matches!(&fast, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_))));
