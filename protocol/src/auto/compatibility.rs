@@ -175,7 +175,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Llama 3.1, 3.2, 3.3",
         sample: "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
         engines: ["`llama3_json`", "`llama3`", "✓", "`llama3_json`", "✓", "✓"],
-        auto: "with or without `<|python_tag|>` (without it, only for a declared tool); built-in tools as `<|python_tag|>NAME.call(…)`",
+        auto: "with or without `<|python_tag|>` (without it, only for a declared tool); built-in tools as `<|python_tag|>NAME.call(…)`, several with `;` between them",
     },
     Family {
         name: "Pythonic list",

@@ -1,7 +1,8 @@
 //! Calls after a prefix: Mistral's `[TOOL_CALLS]` (`[{…}]`, `name{…}`,
 //! `name[ARGS]{…}`, and Mistral Small 3.2's and Devstral's
 //! `name[CALL_ID]ID[ARGS]{…}`, whose id the result answers) and Llama 3's `<|python_tag|>` (`{"name", "parameters"}`,
-//! and its built-in tools' `brave_search.call(query="…")`). A prefix quoted
+//! and its built-in tools' `brave_search.call(query="…")`, several with `;`
+//! between them). A prefix quoted
 //! in inline code starts nothing; in a fenced block, only a declared tool's
 //! call.
 
@@ -53,24 +54,11 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
         };
     }
     // `name{…}`, `name[ARGS]{…}` or `name.call(k=v, …)`.
-    let name_end = start
-        + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
+    let name_end = start + name_length(&reply[start..]);
     let name = &reply[start..name_end];
     let trusted = trust == Trust::Explicit || scope.declared.contains(name);
     if !name.is_empty() && reply[name_end..].starts_with(BUILT_IN_CALL) {
-        if !trusted {
-            return after;
-        }
-        return match pythonic::keyword_arguments(reply, name_end + BUILT_IN_CALL.len(), name, pythonic::Strings::Loose, out) {
-            Ok((arguments, end)) => {
-                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..end });
-                end
-            }
-            Err(stopped) => {
-                out.warn(found, format!("`{name}{BUILT_IN_CALL}…)` is cut off or not keyword arguments; it is not a call"));
-                stopped
-            }
-        };
+        return if trusted { built_in_calls(scope, found, start, trust, out) } else { after };
     }
     let mut args_at = name_end;
     let mut id = None;
@@ -98,12 +86,46 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
     }
 }
 
+/// Llama 3's built-in tools' calls from `start` (after the tag at
+/// `found`), `name.call(k=v, …)` each, `;` between them; returns where
+/// reading stopped. A call after a `;` is read under the tag's trust.
+fn built_in_calls(scope: &Scope<'_>, found: usize, mut start: usize, trust: Trust, out: &mut Collector<'_>) -> usize {
+    let reply = scope.reply;
+    // The first call's span holds the tag; each next one's, the `;` before it.
+    let mut span_start = found;
+    loop {
+        let name_end = start + name_length(&reply[start..]);
+        let name = &reply[start..name_end];
+        let end = match pythonic::keyword_arguments(reply, name_end + BUILT_IN_CALL.len(), name, pythonic::Strings::Loose, out) {
+            Ok((arguments, end)) => {
+                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: span_start..end });
+                end
+            }
+            Err(stopped) => {
+                out.warn(span_start, format!("`{name}{BUILT_IN_CALL}…)` is cut off or not keyword arguments; it is not a call"));
+                return stopped;
+            }
+        };
+        let Some(next) = reply[end..].trim_start().strip_prefix(';').map(str::trim_start) else { return end };
+        let next_name = &next[..name_length(next)];
+        let next_trusted = trust == Trust::Explicit || scope.declared.contains(next_name);
+        if next_name.is_empty() || !next[next_name.len()..].starts_with(BUILT_IN_CALL) || !next_trusted {
+            return end;
+        }
+        (span_start, start) = (end, reply.len() - next.len());
+    }
+}
+
+/// The length of the tool name `text` starts with.
+fn name_length(text: &str) -> usize {
+    text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(text.len())
+}
+
 /// `[CALL_ID]ID` at `at`, followed by `[ARGS]`: the id and where it ends.
 fn call_id(reply: &str, at: usize) -> Option<(&str, usize)> {
     let start = at + CALL_ID.len();
     reply[at..].starts_with(CALL_ID).then_some(())?;
-    let end = start
-        + reply[start..].find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(reply.len() - start);
+    let end = start + name_length(&reply[start..]);
     (end > start && reply[end..].starts_with(ARGS)).then(|| (&reply[start..end], end))
 }
 
@@ -163,6 +185,28 @@ mod tests {
         assert_eq!(parse(after_prose).content, "Let me look that up.");
         let reasoned = "<think>A search is needed.</think><|python_tag|>now.call()";
         assert_eq!(calls(reasoned), one("now", json!({})));
+    }
+
+    #[test]
+    fn built_in_calls_one_after_another_under_one_tag() {
+        let both = "Both.<|python_tag|>brave_search.call(query=\"a\");wolfram_alpha.call(query='b') ;\n now.call()<|eom_id|>";
+        assert_eq!(
+            calls(both),
+            vec![
+                ("brave_search".into(), json!({"query": "a"})),
+                ("wolfram_alpha".into(), json!({"query": "b"})),
+                ("now".into(), json!({}))
+            ]
+        );
+        assert_eq!((parse(both).content.as_str(), parse(both).warnings.len()), ("Both.", 0));
+        // What follows a `;` that is no call stays text.
+        let then_prose = "<|python_tag|>now.call(); then I will answer.";
+        assert_eq!(calls(then_prose), one("now", json!({})));
+        assert_eq!(parse(then_prose).content, "; then I will answer.");
+        // A second call cut off: the first stands, the second is a warning.
+        let cut = "<|python_tag|>now.call(); brave_search.call(query=\"weath";
+        assert_eq!(calls(cut), one("now", json!({})));
+        assert_eq!(warnings(cut).len(), 1, "{:?}", warnings(cut));
     }
 
     #[test]
