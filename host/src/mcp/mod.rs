@@ -46,6 +46,8 @@ mod bounded_lines;
 mod bounds;
 mod config;
 #[cfg(feature = "mcp")]
+mod direct;
+#[cfg(feature = "mcp")]
 mod front;
 #[cfg(feature = "mcp")]
 mod http;

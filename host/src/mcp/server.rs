@@ -1,6 +1,7 @@
 //! [`McpServer`]: the registry's tools served to MCP clients.
 
 use super::bounded_lines::BoundedLines;
+use super::direct::Direct;
 use super::front::Front;
 use super::line_transport::LineTransport;
 use super::session::Session;
@@ -97,9 +98,32 @@ impl ToolChanges {
 /// `calls_per_client` requests (see [`StdioGuard`]).
 async fn serve_stdio_on(session: Session, calls_per_client: usize, shutdown: CancellationToken) -> Result<(), McpError> {
     let (input, output) = rmcp::transport::stdio_pipes();
-    let stdio = StdioGuard::new(LineTransport::new(BoundedLines::new(input), output), calls_per_client);
-    match session.serve_with_ct(stdio, shutdown).await {
-        Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e))),
+    serve_lines(session, BoundedLines::new(input), output, calls_per_client, shutdown).await
+}
+
+/// Serve one client as `service`, its messages a line each on `input` and
+/// its answers on `output`; once it is served, its calls are answered by
+/// the transport ([`Direct`]).
+pub(super) async fn serve_lines<S, R, W>(
+    service: S,
+    input: R,
+    output: W,
+    calls_per_client: usize,
+    shutdown: CancellationToken,
+) -> Result<(), McpError>
+where
+    S: rmcp::Service<RoleServer> + Clone,
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let guarded = StdioGuard::new(LineTransport::new(input, output), calls_per_client);
+    let peer = Arc::new(std::sync::OnceLock::new());
+    let lines = Direct::new(guarded, service.clone(), peer.clone(), shutdown.clone());
+    match service.serve_with_ct(lines, shutdown).await {
+        Ok(running) => {
+            let _ = peer.set(running.peer().clone());
+            running.waiting().await.map(|_| ()).map_err(|e| McpError::Transport(std::io::Error::other(e)))
+        }
         Err(error) => Err(McpError::Initialize(error.to_string())),
     }
 }
