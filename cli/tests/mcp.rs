@@ -89,7 +89,14 @@ impl HttpServer {
     /// the URL it prints.
     fn start(cwd: &Path, extra: &[&str], envs: &[(&str, &str)]) -> HttpServer {
         let mut command = toolhost_mcp(cwd, &["--http", "127.0.0.1:0"]);
-        command.args(extra).envs(envs.iter().copied()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        command.args(extra).envs(envs.iter().copied());
+        HttpServer::spawn(command)
+    }
+
+    /// Start `command`, a `toolhost mcp --http` however started, and wait
+    /// for the URL it prints.
+    fn spawn(mut command: Command) -> HttpServer {
+        command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = command.spawn().expect("toolhost mcp starts");
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut seen = String::new();
@@ -285,6 +292,25 @@ fn exit_within(child: &mut Child, within: Duration) -> Option<(std::process::Exi
         std::thread::sleep(Duration::from_millis(50));
     }
     None
+}
+
+#[test]
+fn connections_held_open_take_no_more_than_their_share_of_the_descriptors() {
+    let dir = workspace();
+    let mut command = Command::new("prlimit");
+    in_test_home(&mut command).current_dir(dir.path()).env_remove("RUST_LOG");
+    command.args(["--nofile=256:256", env!("CARGO_BIN_EXE_toolhost"), "mcp", "--http", "127.0.0.1:0"]);
+    let server = HttpServer::spawn(command);
+    // Idle connections, more than the process may open: each served one
+    // holds a descriptor until its 30 seconds are up.
+    let flood: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(server.authority()).unwrap()).collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let open = std::fs::read_dir(format!("/proc/{}/fd", server.child.id())).unwrap().count();
+    // A fifth of 256 for connections, beside the host's own: before, the
+    // server took connections until no descriptor was left.
+    assert!(open <= 128, "{open} descriptors open of 256");
+    drop(flood);
+    assert_eq!(post_status(&server, &[]), 200, "served once the connections close");
 }
 
 #[test]

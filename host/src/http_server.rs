@@ -26,10 +26,36 @@ use tower::ServiceExt;
 /// connection's start or the end of its last response; and its body, from
 /// the end of its headers.
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// The most connections served at once: each holds a file descriptor, so
-/// that clients which open connections and hold them cannot take the
-/// process's last ones.
+/// The most connections one door serves at once: each holds a file
+/// descriptor, so that clients which open connections and hold them
+/// cannot take the process's last ones.
 pub(crate) const MAX_CONNECTIONS: usize = 512;
+/// The share of the process's descriptors the connections of every door
+/// together may hold: plugin calls may hold 75%
+/// ([`toolhost_runtime::sandbox::open_file_limit`]), and the host keeps the
+/// rest for its own files.
+const SHARE_FOR_CONNECTIONS_PERCENT: usize = 20;
+/// The fewest connections served at once, however low the process's limit.
+const MIN_CONNECTIONS: usize = 16;
+
+/// The most connections one door serves at once on this process: at most
+/// [`MAX_CONNECTIONS`], and no more than every door may hold together.
+pub(crate) fn connections_per_door() -> usize {
+    MAX_CONNECTIONS.min(connections_in_all(toolhost_runtime::sandbox::open_file_limit()))
+}
+
+/// The most connections every door together serves at once under a
+/// descriptor limit of `open_file_limit`.
+fn connections_in_all(open_file_limit: usize) -> usize {
+    // Bounded above as a semaphore's permits are.
+    (open_file_limit.min(1 << 30) * SHARE_FOR_CONNECTIONS_PERCENT / 100).max(MIN_CONNECTIONS)
+}
+
+/// The places every door's connections take, one each, across the process.
+fn places_in_all() -> Arc<Semaphore> {
+    static PLACES: std::sync::OnceLock<Arc<Semaphore>> = std::sync::OnceLock::new();
+    PLACES.get_or_init(|| Arc::new(Semaphore::new(connections_in_all(toolhost_runtime::sandbox::open_file_limit())))).clone()
+}
 
 /// How long a reply may wait to be written, its client reading none of it:
 /// past it the connection is closed (a client that sends requests and
@@ -43,8 +69,8 @@ pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// connections open [`SHUTDOWN_GRACE`] to finish their requests. Each
 /// request carries its peer's [`ConnectInfo`].
 pub(crate) async fn serve(listener: TcpListener, router: axum::Router, shutdown: CancellationToken) -> std::io::Result<()> {
-    let limits = Limits { read: READ_TIMEOUT, write: WRITE_TIMEOUT, connections: MAX_CONNECTIONS, grace: SHUTDOWN_GRACE };
-    serve_with(listener, router, shutdown, limits).await
+    let limits = Limits { read: READ_TIMEOUT, write: WRITE_TIMEOUT, connections: connections_per_door(), grace: SHUTDOWN_GRACE };
+    serve_with(listener, router, shutdown, places_in_all(), limits).await
 }
 
 /// What [`serve`] holds a connection to.
@@ -56,10 +82,12 @@ struct Limits {
     grace: Duration,
 }
 
+/// [`serve`], each connection taking a place of `in_all` too.
 async fn serve_with(
     listener: TcpListener,
     router: axum::Router,
     shutdown: CancellationToken,
+    in_all: Arc<Semaphore>,
     limits: Limits,
 ) -> std::io::Result<()> {
     let router = router.layer(axum::middleware::from_fn(one_host));
@@ -72,7 +100,10 @@ async fn serve_with(
         while connections.try_join_next().is_some() {}
         let place = tokio::select! {
             () = shutdown.cancelled() => break,
-            place = open.clone().acquire_owned() => place.expect("the semaphore is never closed"),
+            places = async {
+                let door = open.clone().acquire_owned().await.expect("the semaphore is never closed");
+                (door, in_all.clone().acquire_owned().await.expect("the semaphore is never closed"))
+            } => places,
         };
         let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
@@ -312,6 +343,14 @@ mod tests {
     /// A server of `/` (the peer's address) and `/big` (1 MiB) under
     /// `limits`: its address, its shutdown, and its end.
     async fn start_with(limits: Limits) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<std::io::Result<()>>) {
+        start_sharing(limits, Arc::new(Semaphore::new(1024))).await
+    }
+
+    /// [`start_with`], its connections taking places of `in_all` too.
+    async fn start_sharing(
+        limits: Limits,
+        in_all: Arc<Semaphore>,
+    ) -> (SocketAddr, CancellationToken, tokio::task::JoinHandle<std::io::Result<()>>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let router = axum::Router::new()
@@ -326,7 +365,7 @@ mod tests {
                 next.run(request).await
             }));
         let shutdown = CancellationToken::new();
-        let served = tokio::spawn(serve_with(listener, router, shutdown.clone(), limits));
+        let served = tokio::spawn(serve_with(listener, router, shutdown.clone(), in_all, limits));
         (address, shutdown, served)
     }
 
@@ -351,6 +390,40 @@ mod tests {
         let mut next = TcpStream::connect(address).await.unwrap();
         next.write_all(REQUEST).await.unwrap();
         let answer = read_to_close(&mut next).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+
+    #[test]
+    fn connections_take_a_fifth_of_the_descriptors_and_a_door_at_most_512() {
+        assert_eq!(connections_in_all(1_024), 204, "beside 75% for plugin calls, 5% for the host");
+        assert_eq!(connections_in_all(1_048_576), 209_715);
+        assert_eq!(connections_in_all(usize::MAX), (1 << 30) / 5, "within a semaphore's permits");
+        assert_eq!(connections_in_all(40), MIN_CONNECTIONS);
+        assert!(connections_per_door() <= MAX_CONNECTIONS);
+    }
+
+    #[tokio::test]
+    async fn two_doors_hold_no_more_connections_together_than_the_process_allows() {
+        let limits = Limits {
+            read: Duration::from_secs(30),
+            write: Duration::from_secs(30),
+            connections: 8,
+            grace: Duration::from_secs(1),
+        };
+        let in_all = Arc::new(Semaphore::new(2));
+        let (first, _, _) = start_sharing(limits, in_all.clone()).await;
+        let (second, _, _) = start_sharing(limits, in_all).await;
+        // An idle connection to each door takes the process's two places.
+        let held = [TcpStream::connect(first).await.unwrap(), TcpStream::connect(second).await.unwrap()];
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut waiting = TcpStream::connect(second).await.unwrap();
+        waiting.write_all(REQUEST).await.unwrap();
+        let mut answer = Vec::new();
+        let early = tokio::time::timeout(Duration::from_millis(300), waiting.read_to_end(&mut answer)).await;
+        assert!(early.is_err(), "served past the places in all: {}", String::from_utf8_lossy(&answer));
+        // Given back, the second door serves it.
+        drop(held);
+        let answer = read_to_close(&mut waiting).await;
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     }
 
@@ -418,7 +491,7 @@ mod tests {
             connections: 64,
             grace: Duration::from_secs(1),
         };
-        tokio::spawn(serve_with(listener, router, CancellationToken::new(), limits));
+        tokio::spawn(serve_with(listener, router, CancellationToken::new(), Arc::new(Semaphore::new(64)), limits));
         for (sent, expected) in [("0123456789", "read 10"), ("01234", "unread: TooSlow")] {
             let mut stream = TcpStream::connect(address).await.unwrap();
             let head = "POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: 10\r\n\r\n";

@@ -126,10 +126,12 @@ impl InFlight {
 pub(super) const MAX_STREAMS_PER_SESSION: usize = 2;
 /// The event streams held open at once, in all: half the connections
 /// served, so that requests always find one.
-pub(super) const MAX_STREAMS: usize = crate::http_server::MAX_CONNECTIONS / 2;
+pub(super) fn max_streams() -> usize {
+    crate::http_server::connections_per_door() / 2
+}
 
 /// Refuse, with `429`, an event stream past [`MAX_STREAMS_PER_SESSION`]
-/// for its session or [`MAX_STREAMS`] in all; hold a place in `streams`
+/// for its session or [`max_streams`] in all; hold a place in `streams`
 /// for each one opened until it closes.
 pub(super) async fn bound_streams(streams: &Arc<Places>, request: Request, next: Next) -> Response {
     let session = request.headers().get(SESSION_ID_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -138,7 +140,7 @@ pub(super) async fn bound_streams(streams: &Arc<Places>, request: Request, next:
         Ok(place) => place,
         Err(full) => {
             let why = match full {
-                Full::All => format!("the server holds at most {MAX_STREAMS} event streams open at once; try again later"),
+                Full::All => format!("the server holds at most {} event streams open at once; try again later", max_streams()),
                 Full::Key => format!("a session may hold at most {MAX_STREAMS_PER_SESSION} event streams open at once"),
             };
             tracing::debug!("refused an MCP event stream: {why}");

@@ -3,7 +3,7 @@
 //! only unless more are allowed (DNS-rebinding protection); an optional
 //! bearer token.
 
-use super::bounds::{self, MAX_STREAMS, MAX_STREAMS_PER_SESSION, Places, SESSION_ID_HEADER};
+use super::bounds::{self, MAX_STREAMS_PER_SESSION, Places, SESSION_ID_HEADER, max_streams};
 use super::session::{ClientGone, Session};
 use super::sessions::{BoundedSessions, session_idle_limit};
 use super::{LOOPBACK_HOSTS, McpError, McpServer};
@@ -79,7 +79,7 @@ impl McpServer {
             let idle_limit = session_idle_limit(config.approval_timeout, call_timeout);
             let sessions = Arc::new(BoundedSessions::new(config.max_sessions, idle_limit));
             let router = axum::Router::new().nest_service(MCP_PATH, StreamableHttpService::new(factory, sessions.clone(), http));
-            let streams = Arc::new(Places::new(MAX_STREAMS, MAX_STREAMS_PER_SESSION));
+            let streams = Arc::new(Places::new(max_streams(), MAX_STREAMS_PER_SESSION));
             router
                 .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
                     let sessions = sessions.clone();

@@ -42,13 +42,17 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
     Ok(getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX))
 }
 
-/// The share of the process's descriptors all calls may hold, fixed when
-/// first asked (when the first sandbox starts).
+/// The process's soft descriptor limit (`RLIMIT_NOFILE`), as it was when
+/// first asked (when the first sandbox starts, or a door first listens):
+/// what the shares of it are taken from.
+pub fn open_file_limit() -> usize {
+    *LIMIT
+        .get_or_init(|| getrlimit(Resource::Nofile).current.map_or(ASSUMED_PROCESS_LIMIT, |n| n.min(usize::MAX as u64) as usize))
+}
+
+/// The share of the process's descriptors all calls may hold.
 pub(crate) fn share_for_plugins() -> usize {
-    *LIMIT.get_or_init(|| {
-        let current = getrlimit(Resource::Nofile).current.map_or(ASSUMED_PROCESS_LIMIT, |n| n.min(usize::MAX as u64) as usize);
-        current / 100 * SHARE_FOR_PLUGINS_PERCENT
-    })
+    open_file_limit() / 100 * SHARE_FOR_PLUGINS_PERCENT
 }
 
 /// The descriptors one call holds toward the shared budget; given back

@@ -34,7 +34,7 @@ pub(crate) use bindings::GuestManifest;
 pub(crate) use call::{Export, Returned};
 pub(crate) use capability::DirSection;
 pub use capability::{Allowance, AllowedDirs, AskedFor, DirGrant, EnvGrant, Grants, Unasked, Withheld};
-pub use descriptors::raise_open_file_limit;
+pub use descriptors::{open_file_limit, raise_open_file_limit};
 pub use host_memory::{HostMemoryAllocator, accounting_active};
 pub use host_work::{FUEL_PER_HOST_BYTE, HOST_CALL_FUEL};
 pub use limits::{
