@@ -102,6 +102,8 @@ mod http_client;
 #[cfg(any(feature = "mcp", feature = "console"))]
 mod http_server;
 pub mod llm;
+#[cfg(any(feature = "mcp", feature = "vcp"))]
+mod log_throttle;
 pub mod mcp;
 mod parse_report;
 pub mod pipeline;

@@ -5,6 +5,7 @@
 use super::questions::{Reply, call_form, result_form};
 use crate::approval::UnattendedApprover;
 use crate::approval::{Answer, Approver, CallDecision, PendingCall, ResultAnswer, ResultDecision};
+use crate::log_throttle::warn_throttled;
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
 use crate::printable::printable;
@@ -37,7 +38,7 @@ impl ClientApprover {
     async fn ask_call(&self, peer: &Peer<RoleServer>, call: &PendingCall) -> Answer {
         let reply = elicit(peer, call_form(call), self.timeout).await;
         if let Reply::Unanswered(why) = &reply {
-            tracing::warn!("asking the MCP client to approve `{}`: {why}", printable(&call.tool));
+            warn_throttled!("asking the MCP client to approve `{}`: {why}", printable(&call.tool));
         }
         reply.call_answer()
     }

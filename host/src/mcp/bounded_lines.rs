@@ -7,6 +7,7 @@
 //! other official SDKs do; the client learns of it from the log).
 
 use super::bounds::{MAX_REQUEST_VALUES, ValueCount};
+use crate::log_throttle::warn_throttled;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -49,7 +50,7 @@ impl<R> BoundedLines<R> {
             } else {
                 self.line.feed(byte);
                 if self.line.values > self.most {
-                    tracing::warn!("an MCP request line holds more than {} JSON values; it is dropped", self.most);
+                    warn_throttled!("an MCP request line holds more than {} JSON values; it is dropped", self.most);
                     self.line = ValueCount::default();
                     self.dropping = true;
                     bytes[kept] = b'\n';

@@ -16,6 +16,7 @@
 //! rmcp itself could make: its requests are tagged by it.)
 
 use super::shape::Shape;
+use crate::log_throttle::warn_throttled;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest,
     RequestId, ServerJsonRpcMessage,
@@ -83,7 +84,7 @@ impl<R: AsyncRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> LineTr
                 if self.discarding {
                     self.discarding = !ended;
                 } else if self.line.len().saturating_add(taken) > DEFAULT_MAX_LINE_LENGTH {
-                    tracing::error!("an MCP message passed {DEFAULT_MAX_LINE_LENGTH} bytes; it is dropped");
+                    warn_throttled!("an MCP message passed {DEFAULT_MAX_LINE_LENGTH} bytes; it is dropped");
                     self.line.clear();
                     self.discarding = !ended;
                 } else {

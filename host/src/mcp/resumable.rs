@@ -11,6 +11,7 @@ use super::Shared;
 use super::questions::{Reply, call_form, result_form};
 use crate::approval::{Answer, CallDecision, DecidedBy, ResultAnswer, ResultDecision, ResumeError, args_sha256};
 use crate::call::ToolCall;
+use crate::log_throttle::warn_throttled;
 use crate::pipeline::{Decisions, PausedTurn, Turn, TurnResult, TurnStep, Waiting};
 use crate::printable::printable;
 use rmcp::ErrorData;
@@ -37,7 +38,7 @@ pub(super) async fn call_round(
     let mut step = match request.request_state.as_deref() {
         Some(token) => {
             let paused = pipeline.unseal(turn, token, &binding).await.map_err(|error| {
-                tracing::warn!("refused an MCP retry of `{}`: {error}", printable(&request.name));
+                warn_throttled!("refused an MCP retry of `{}`: {error}", printable(&request.name));
                 refusal(&error)
             })?;
             let decisions = decisions(&paused, request.input_responses.as_ref());
@@ -85,7 +86,7 @@ pub(super) async fn call_round(
         }
         let questions = questions(&paused);
         let token = pipeline.seal(paused, &binding, shared.config.approval_timeout).await.map_err(|error| {
-            tracing::warn!("could not pause an MCP call of `{}` for its user: {error}", printable(&request.name));
+            warn_throttled!("could not pause an MCP call of `{}` for its user: {error}", printable(&request.name));
             ErrorData::internal_error("the call could not be paused for its user's answer; the server's log says why", None)
         })?;
         return Ok(Round::Asks(InputRequiredResult::new(Some(questions), Some(token))));

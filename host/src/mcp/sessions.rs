@@ -1,6 +1,7 @@
 //! [`BoundedSessions`]: rmcp's in-memory sessions, at most so many at once,
 //! so that clients opening sessions without end cannot exhaust the host.
 
+use crate::log_throttle::warn_throttled;
 use futures::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::server_side_http::ServerSseMessage;
@@ -61,7 +62,7 @@ impl SessionManager for BoundedSessions {
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _creating = self.creating.lock().await;
         if let Some(full) = self.full().await {
-            tracing::warn!("refused an MCP session: {} are open", self.max);
+            warn_throttled!("refused an MCP session: {} are open", self.max);
             return Err(full);
         }
         Ok(self.inner.create_session().await?)

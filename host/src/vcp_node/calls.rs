@@ -13,6 +13,7 @@ use super::frames::{self, ExecuteTool};
 use crate::approval::PendingCall;
 use crate::call::ToolCall;
 use crate::digest::sha256_hex;
+use crate::log_throttle::warn_throttled;
 use crate::manifest::{Permission, ToolSpec};
 use crate::outcome::{Status, ToolOutcome};
 use crate::pipeline::{HostAction, Turn, TurnObserver};
@@ -140,7 +141,7 @@ async fn answer_file_request(
             (frames::success(request_id, result), Status::Success)
         }
         Err((status, why)) => {
-            tracing::warn!("refused {INTERNAL_REQUEST_FILE} from {server}: {why}");
+            warn_throttled!("refused {INTERNAL_REQUEST_FILE} from {server}: {why}");
             (frames::error(request_id, &why), status)
         }
     };

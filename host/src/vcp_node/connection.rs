@@ -11,6 +11,7 @@ use super::error::NodeError;
 use super::frames::{self, ExecuteTool, Incoming, Registration};
 use super::status::NodeState;
 use super::{InFlight, Inner, calls};
+use crate::log_throttle::warn_throttled;
 use crate::registry::RegistryEvent;
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
@@ -60,7 +61,7 @@ pub(super) async fn join(inner: &Inner) -> Result<Joined, NodeError> {
         };
         match incoming {
             Incoming::Ack { server_id, client_id } => return Ok(Joined { socket, server_id, client_id }),
-            other => tracing::warn!("{server} sent {other:?} before connection_ack; ignored"),
+            other => warn_throttled!("{server} sent {other:?} before connection_ack; ignored"),
         }
     }
 }
@@ -363,7 +364,7 @@ impl Session {
                 }
                 None => tracing::debug!("cancel_tool for {request_id}, which is not running"),
             },
-            Incoming::Malformed { request_id: None, why } => tracing::warn!("ignored from {}: {why}", self.inner.config.server),
+            Incoming::Malformed { request_id: None, why } => warn_throttled!("ignored from {}: {why}", self.inner.config.server),
             Incoming::Ack { .. } => tracing::debug!("a second connection_ack ignored"),
             Incoming::Ignored(what) => tracing::debug!("ignored from {}: {what}", self.inner.config.server),
         }
