@@ -15,7 +15,7 @@
 //! written by rmcp's transport. (Dispatching on the method is a change
 //! rmcp itself could make: its requests are tagged by it.)
 
-use super::shape::Shape;
+use super::shape::{self, Shape};
 use crate::log_throttle::warn_throttled;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, JsonRpcRequest,
@@ -25,6 +25,7 @@ use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use serde::de::IgnoredAny;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -176,11 +177,10 @@ fn id_of(line: &[u8]) -> Option<RequestId> {
 /// A `tools/call` request, parsed as that alone; `None` for any other
 /// message, or one that does not parse so.
 fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
-    let shape = Shape::of(line)?;
-    if shape.method.as_deref() != Some("tools/call") || !shape.id || shape.result || shape.error.is_some() {
+    let CallLine { id, method, mut params, result, error, .. } = serde_json::from_slice(line).ok()?;
+    if method != "tools/call" || result || error {
         return None;
     }
-    let CallLine { id, mut params, .. } = serde_json::from_slice(line).ok()?;
     // rmcp keeps a request's `_meta` beside its params, as an extension.
     let mut request = CallToolRequest::new(CallToolRequestParams::new(""));
     if let Some(meta) = params.meta.take() {
@@ -190,18 +190,23 @@ fn tools_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(id, ClientRequest::CallToolRequest(request))))
 }
 
-/// A `tools/call` request's members, its params read straight: rmcp's own
-/// reading flattens both the request into its envelope and the params
-/// beside their `_meta`, and serde buffers a flattened value whole before
-/// reading it (twice here).
+/// A `tools/call` request's members, read in one pass, its params read
+/// straight: rmcp's own reading flattens both the request into its
+/// envelope and the params beside their `_meta`, and serde buffers a
+/// flattened value whole before reading it (twice here).
 #[derive(serde::Deserialize)]
-struct CallLine {
+struct CallLine<'a> {
     #[serde(rename = "jsonrpc")]
     _jsonrpc: rmcp::model::JsonRpcVersion2_0,
     id: RequestId,
-    #[serde(rename = "method")]
-    _method: IgnoredAny,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
     params: CallToolRequestParams,
+    /// An answer's members, which a request has none of (`null` or not).
+    #[serde(default, deserialize_with = "shape::present")]
+    result: bool,
+    #[serde(default, deserialize_with = "shape::present")]
+    error: bool,
 }
 
 impl<R, W> Transport<RoleServer> for LineTransport<R, W>

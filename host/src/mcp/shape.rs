@@ -31,7 +31,8 @@ impl<'a> Shape<'a> {
     }
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
+/// Whether a member is there at all: `null` is.
+pub(super) fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
     IgnoredAny::deserialize(member).map(|_| true)
 }
 
