@@ -47,8 +47,9 @@ pub(crate) fn connections_per_door() -> usize {
 /// The most connections every door together serves at once under a
 /// descriptor limit of `open_file_limit`.
 fn connections_in_all(open_file_limit: usize) -> usize {
-    // Bounded above as a semaphore's permits are.
-    (open_file_limit.min(1 << 30) * SHARE_FOR_CONNECTIONS_PERCENT / 100).max(MIN_CONNECTIONS)
+    // Bounded, so that the product fits 32 bits and the count a
+    // semaphore's permits.
+    (open_file_limit.min(1 << 26) * SHARE_FOR_CONNECTIONS_PERCENT / 100).max(MIN_CONNECTIONS)
 }
 
 /// The places every door's connections take, one each, across the process.
@@ -397,7 +398,7 @@ mod tests {
     fn connections_take_a_fifth_of_the_descriptors_and_a_door_at_most_512() {
         assert_eq!(connections_in_all(1_024), 204, "beside 75% for plugin calls, 5% for the host");
         assert_eq!(connections_in_all(1_048_576), 209_715);
-        assert_eq!(connections_in_all(usize::MAX), (1 << 30) / 5, "within a semaphore's permits");
+        assert_eq!(connections_in_all(usize::MAX), (1 << 26) / 5, "within a semaphore's permits");
         assert_eq!(connections_in_all(40), MIN_CONNECTIONS);
         assert!(connections_per_door() <= MAX_CONNECTIONS);
     }

@@ -14,9 +14,14 @@
 //!
 //! What rmcp's loop did for a request is kept: a client's
 //! `notifications/cancelled` cancels the call and its answer is dropped
-//! unwritten, the call's token is a child of serving's, and a call still
-//! running when the input ends is answered before reading ends. A panic
-//! in a call is answered as an internal error.
+//! unwritten; the call's token is a child of serving's, and cancelled once
+//! the call is answered; calls still running when the input ends are given
+//! [`DRAIN_AT_END`] to be answered, and when serving stops
+//! [`DRAIN_AT_STOP`], then stopped. A panic in a call is answered as an
+//! internal error (under rmcp's loop it went unanswered). The call runs
+//! outside rmcp's task-local record of the request it serves, which only
+//! its streamable HTTP transport reads (to send a server's request on the
+//! stream of the client's that caused it).
 
 use futures::FutureExt;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -31,7 +36,15 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// How long calls still running are given to be answered once the input
+/// has ended, as rmcp gives its own.
+const DRAIN_AT_END: Duration = Duration::from_secs(5);
+/// How long calls still running (their tokens cancelled) are given to be
+/// answered once serving stops, as rmcp gives its own.
+const DRAIN_AT_STOP: Duration = Duration::from_secs(2);
 
 /// A call running: its request's id, its number, and its answer.
 type Running = Pin<Box<dyn Future<Output = (RequestId, u64, ServerJsonRpcMessage)> + Send>>;
@@ -128,10 +141,35 @@ impl<T: Transport<RoleServer>, S: Service<RoleServer> + Clone> Direct<T, S> {
     /// Write the answer of the call `number`, the request `id`, unless the
     /// client cancelled it meanwhile.
     fn answer(&mut self, id: RequestId, number: u64, answer: ServerJsonRpcMessage) {
-        if self.calls.get(&id).is_some_and(|(running, _)| *running == number) {
-            self.calls.remove(&id);
+        if self.calls.get(&id).is_some_and(|(running, _)| *running == number)
+            && let Some((_, token)) = self.calls.remove(&id)
+        {
+            token.cancel();
             self.sending = Some(Box::pin(self.inner.send(answer)));
         }
+    }
+
+    /// Answer the calls running that finish `within`; then stop the rest,
+    /// their answers unwritten, and drop a write that has not finished (it
+    /// holds the writer, which closing waits for).
+    async fn drain(&mut self, within: Duration) {
+        let drained = tokio::time::timeout(within, async {
+            self.sent().await;
+            while let Some((id, number, answer)) = self.running.next().await {
+                self.answer(id, number, answer);
+                self.sent().await;
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::debug!("{} MCP call(s) not answered within {within:?} of serving ending", self.calls.len());
+        }
+        for (_, token) in self.calls.values() {
+            token.cancel();
+        }
+        self.calls.clear();
+        self.running = FuturesUnordered::new();
+        self.sending = None;
     }
 
     /// Until the answer being written is.
@@ -165,12 +203,7 @@ impl<T: Transport<RoleServer>, S: Service<RoleServer> + Clone> Transport<RoleSer
                         }
                     }
                     None => {
-                        // The input ended: the calls running are answered
-                        // first.
-                        while let Some((id, number, answer)) = self.running.next().await {
-                            self.answer(id, number, answer);
-                            self.sent().await;
-                        }
+                        self.drain(DRAIN_AT_END).await;
                         return None;
                     }
                 },
@@ -178,8 +211,9 @@ impl<T: Transport<RoleServer>, S: Service<RoleServer> + Clone> Transport<RoleSer
         }
     }
 
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.drain(DRAIN_AT_STOP).await;
+        self.inner.close().await
     }
 }
 
@@ -198,10 +232,19 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     /// A handler whose calls say which task they ran in (`task`), wait to
-    /// be cancelled (`wait`), or panic (`panic`).
+    /// be cancelled (`wait`), answer 1 MiB (`big`), or panic (`panic`).
     #[derive(Clone, Default)]
     struct Probe {
-        cancelled: Arc<tokio::sync::Notify>,
+        /// Told when a `wait` ends, cancelled or dropped.
+        ended: Arc<tokio::sync::Notify>,
+    }
+
+    struct TellWhenEnded(Arc<tokio::sync::Notify>);
+
+    impl Drop for TellWhenEnded {
+        fn drop(&mut self) {
+            self.0.notify_one();
+        }
     }
 
     impl ServerHandler for Probe {
@@ -217,10 +260,11 @@ mod tests {
             let said = match request.name.as_ref() {
                 "task" => format!("{}", tokio::task::id()),
                 "wait" => {
+                    let _ended = TellWhenEnded(self.ended.clone());
                     context.ct.cancelled().await;
-                    self.cancelled.notify_one();
                     "cancelled".to_owned()
                 }
+                "big" => "x".repeat(1 << 20),
                 _ => panic!("the probe's own"),
             };
             Ok(CallToolResult::success(vec![ContentBlock::text(said)]).into())
@@ -231,17 +275,29 @@ mod tests {
     struct Client {
         write: WriteHalf<DuplexStream>,
         answers: Lines<BufReader<ReadHalf<DuplexStream>>>,
-        _stop: tokio_util::sync::DropGuard,
+        stop: CancellationToken,
+        served: tokio::task::JoinHandle<Result<(), super::super::McpError>>,
+    }
+
+    impl Drop for Client {
+        fn drop(&mut self) {
+            self.stop.cancel();
+        }
     }
 
     impl Client {
         async fn of(probe: Probe) -> Client {
-            let (client, server) = tokio::io::duplex(1 << 16);
+            Client::buffering(probe, 1 << 16).await
+        }
+
+        /// A client whose pipes hold `bytes` each way.
+        async fn buffering(probe: Probe, bytes: usize) -> Client {
+            let (client, server) = tokio::io::duplex(bytes);
             let (server_read, server_write) = tokio::io::split(server);
             let stop = CancellationToken::new();
-            tokio::spawn(serve_lines(probe, server_read, server_write, 4, stop.clone()));
+            let served = tokio::spawn(serve_lines(probe, server_read, server_write, 4, stop.clone()));
             let (read, write) = tokio::io::split(client);
-            let mut client = Client { write, answers: BufReader::new(read).lines(), _stop: stop.drop_guard() };
+            let mut client = Client { write, answers: BufReader::new(read).lines(), stop, served };
             let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
             client.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})).await;
             assert_eq!(client.answer().await["id"], 0);
@@ -287,7 +343,7 @@ mod tests {
         let mut client = Client::of(probe.clone()).await;
         client.call(7, "wait").await;
         client.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})).await;
-        tokio::time::timeout(Duration::from_secs(10), probe.cancelled.notified()).await.expect("the call's token cancelled");
+        tokio::time::timeout(Duration::from_secs(10), probe.ended.notified()).await.expect("the call's token cancelled");
         client.call(7, "task").await;
         client.send(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).await;
         let (first, second) = (client.answer().await, client.answer().await);
@@ -295,6 +351,36 @@ mod tests {
         assert_eq!(reused["id"], 7, "{first} {second}");
         assert_ne!(said(reused), "cancelled", "the cancelled call's answer was dropped");
         assert!([&first, &second].iter().any(|answer| answer["id"] == 8), "{first} {second}");
+    }
+
+    /// Until serving `client` ends, within `within`.
+    async fn ended(client: &mut Client, within: Duration) {
+        let served = tokio::time::timeout(within, &mut client.served).await;
+        assert!(served.is_ok(), "serving did not end within {within:?}");
+    }
+
+    #[tokio::test]
+    async fn serving_stops_though_an_answer_cannot_be_written() {
+        let mut client = Client::buffering(Probe::default(), 4 << 10).await;
+        // 1 MiB to a client that reads none of it: the write waits, holding
+        // the writer that closing needs.
+        client.call(1, "big").await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        client.stop.cancel();
+        ended(&mut client, Duration::from_secs(10)).await;
+    }
+
+    #[tokio::test]
+    async fn calls_left_running_when_the_input_ends_are_given_their_time_then_stopped() {
+        let probe = Probe::default();
+        let mut client = Client::of(probe.clone()).await;
+        client.call(1, "wait").await;
+        client.call(2, "task").await;
+        assert_eq!(client.answer().await["id"], 2);
+        client.write.shutdown().await.unwrap();
+        // As rmcp's loop: five seconds, then the call is cancelled.
+        tokio::time::timeout(Duration::from_secs(10), probe.ended.notified()).await.expect("the call was stopped");
+        ended(&mut client, Duration::from_secs(10)).await;
     }
 
     #[tokio::test]

@@ -243,8 +243,11 @@ where
         }
     }
 
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.write.close()
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // A refusal still being written holds the writer, which closing
+        // waits for: serving has ended, so it is dropped.
+        self.refusing = None;
+        self.write.close().await
     }
 }
 

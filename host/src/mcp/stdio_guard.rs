@@ -145,8 +145,11 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for StdioGuard<T> {
         }
     }
 
-    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        self.inner.close()
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // A refusal still being written holds the writer, which closing
+        // waits for: serving has ended, so it is dropped.
+        self.refusing = None;
+        self.inner.close().await
     }
 }
 

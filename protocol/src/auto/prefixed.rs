@@ -102,7 +102,9 @@ fn built_in_calls(scope: &Scope<'_>, found: usize, mut start: usize, trust: Trus
                 end
             }
             Err(stopped) => {
-                out.warn(span_start, format!("`{name}{BUILT_IN_CALL}…)` is cut off or not keyword arguments; it is not a call"));
+                // The first call's warning points at the tag, a later one's at its name.
+                let at = if span_start == found { found } else { start };
+                out.warn(at, format!("`{name}{BUILT_IN_CALL}…)` is cut off or not keyword arguments; it is not a call"));
                 return stopped;
             }
         };
