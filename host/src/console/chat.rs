@@ -5,6 +5,7 @@
 //! the turn.
 
 use super::Shared;
+use super::json_body::JsonBody;
 use super::workbench::refuse;
 use crate::chain::Chain;
 use crate::llm::LlmClient;
@@ -57,7 +58,7 @@ pub(super) struct Say {
 }
 
 /// Start a turn with the person's message; 409 while one runs.
-pub(super) async fn send(State(shared): State<Arc<Shared>>, Json(say): Json<Say>) -> Response {
+pub(super) async fn send(State(shared): State<Arc<Shared>>, JsonBody(say): JsonBody<Say>) -> Response {
     let Some(llm) = shared.chat.llm.clone() else {
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,

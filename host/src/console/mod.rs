@@ -46,6 +46,8 @@ mod doors;
 #[cfg(feature = "console")]
 mod feed;
 #[cfg(feature = "console")]
+mod json_body;
+#[cfg(feature = "console")]
 mod page;
 #[cfg(feature = "console")]
 mod records;

@@ -2,6 +2,7 @@
 //! (revoke one) and the audit log, newest first.
 
 use super::Shared;
+use super::json_body::JsonBody;
 use super::workbench::refuse;
 use crate::regular_file::open_regular_file;
 use axum::Json;
@@ -32,7 +33,7 @@ pub(super) struct Revoke {
     agent: Option<String>,
 }
 
-pub(super) async fn revoke(State(shared): State<Arc<Shared>>, Json(revoke): Json<Revoke>) -> Response {
+pub(super) async fn revoke(State(shared): State<Arc<Shared>>, JsonBody(revoke): JsonBody<Revoke>) -> Response {
     let pipeline = shared.pipeline.clone();
     let forgot =
         tokio::task::spawn_blocking(move || pipeline.approvals().memory().revoke(&revoke.tool, revoke.agent.as_deref())).await;

@@ -15,6 +15,7 @@ use super::agents::Toggles;
 use super::announce::{self, Announced};
 use super::desk::{Verdict, WaitingCall, WaitingResult};
 use super::doors::{DOOR_HELLO_EVERY, DoorView};
+use super::json_body::JsonBody;
 use super::workbench::refuse;
 use crate::agent::LiveSettings;
 use crate::approval::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
@@ -127,7 +128,7 @@ pub(super) async fn doors(State(shared): State<Arc<Shared>>) -> Json<Vec<DoorVie
 /// its settings is answered with its agent's toggles as the page has them:
 /// at once when they differ from its own, else when the page changes them
 /// or, at the latest, when the door is due to say hello again.
-pub(super) async fn hello(State(shared): State<Arc<Shared>>, Json(hello): Json<Hello>) -> Response {
+pub(super) async fn hello(State(shared): State<Arc<Shared>>, JsonBody(hello): JsonBody<Hello>) -> Response {
     shared.doors.seen_remote(&hello.door, hello.pid, &hello.agent, None);
     let Some(reported) = hello.toggles.filter(|_| !hello.agent.is_empty()) else {
         return StatusCode::NO_CONTENT.into_response();
@@ -154,7 +155,7 @@ pub(super) async fn hello(State(shared): State<Arc<Shared>>, Json(hello): Json<H
 /// `POST /api/desk/ask`: put a door's question on the desk and answer it
 /// when the person has (the request stays open meanwhile; closing it
 /// withdraws the question).
-pub(super) async fn ask(State(shared): State<Arc<Shared>>, Json(ask): Json<Ask>) -> Response {
+pub(super) async fn ask(State(shared): State<Arc<Shared>>, JsonBody(ask): JsonBody<Ask>) -> Response {
     shared.doors.seen_remote(&ask.door, ask.pid, &ask.agent, Some(&ask.caller));
     let door: String = ask.door.chars().take(MAX_DOOR_CHARS).collect();
     let approver = shared.desk.approver(&door, &ask.caller);

@@ -4,6 +4,7 @@
 
 use super::Shared;
 use super::desk::Verdict;
+use super::json_body::JsonBody;
 use crate::agent::LiveSettings;
 use crate::call::ToolCall;
 use crate::manifest::ToolSpec;
@@ -118,7 +119,7 @@ pub(super) struct Toggle {
 
 /// Turn a tool (or the default) on or off for an agent, at once: for a
 /// door's agent, the door's next list and call follow it.
-pub(super) async fn toggle(State(shared): State<Arc<Shared>>, Json(toggle): Json<Toggle>) -> Response {
+pub(super) async fn toggle(State(shared): State<Arc<Shared>>, JsonBody(toggle): JsonBody<Toggle>) -> Response {
     let which = Which { agent: toggle.agent };
     let settings = match which.settings(&shared) {
         Ok((_, settings)) => settings,
@@ -182,7 +183,7 @@ fn auto() -> ProtocolId {
 }
 
 /// The calls, prose and warnings in a pasted reply.
-pub(super) async fn parse(State(shared): State<Arc<Shared>>, Json(request): Json<ParseRequest>) -> Json<ParseReport> {
+pub(super) async fn parse(State(shared): State<Arc<Shared>>, JsonBody(request): JsonBody<ParseRequest>) -> Json<ParseReport> {
     let catalog = shared.pipeline.executor().registry().catalog();
     let specs: Vec<&ToolSpec> = catalog.tools().map(|(_, t)| t).collect();
     Json(ParseReport::of(&request.text, request.protocol, &specs, &[]))
@@ -202,7 +203,7 @@ pub(super) struct RunRequest {
 /// fresh instance, its result approved at the desk if its tool asks for
 /// that. The person who pressed Run chose the call, so it is not asked
 /// again (deny rules still hold).
-pub(super) async fn run(State(shared): State<Arc<Shared>>, Json(request): Json<RunRequest>) -> Json<Value> {
+pub(super) async fn run(State(shared): State<Arc<Shared>>, JsonBody(request): JsonBody<RunRequest>) -> Json<Value> {
     let mut turn = Turn::direct(ProtocolId::JsonBlock);
     turn.chosen_by_person = true;
     turn.cancel = shared.closing.child_token();
@@ -230,7 +231,11 @@ pub(super) struct Decision {
     reason: Option<String>,
 }
 
-pub(super) async fn decide(State(shared): State<Arc<Shared>>, Path(id): Path<u64>, Json(decision): Json<Decision>) -> Response {
+pub(super) async fn decide(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<u64>,
+    JsonBody(decision): JsonBody<Decision>,
+) -> Response {
     match shared.desk.decide(id, decision.index, decision.verdict, decision.reason) {
         Ok(()) => Json(json!({ "ok": true })).into_response(),
         Err(error @ super::desk::DeskError::Gone(_)) => refuse(StatusCode::GONE, error),
