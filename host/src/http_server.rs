@@ -294,8 +294,8 @@ pub(crate) fn announced_past(request: &axum::extract::Request, max: usize) -> bo
     length.is_some_and(|length| length > max as u64)
 }
 
-/// Why reading a body (through `axum::body::to_bytes`) failed.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+/// Why reading a body (through `axum::body::to_bytes`, or an extractor)
+/// failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unread {
     /// Longer than the limit.
@@ -306,11 +306,9 @@ pub(crate) enum Unread {
     Malformed,
 }
 
-/// Why `error`, of reading a body, happened. (The console's extractors
-/// answer every unread body alike.)
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-pub(crate) fn why_unread(error: &axum::Error) -> Unread {
-    let mut source = std::error::Error::source(error);
+/// Why `error`, of reading a body, or any error it came from, happened.
+pub(crate) fn why_unread(error: &(dyn std::error::Error + 'static)) -> Unread {
+    let mut source = Some(error);
     while let Some(error) = source {
         if error.is::<http_body_util::LengthLimitError>() {
             return Unread::TooLarge;
