@@ -148,13 +148,14 @@ impl Sandbox {
         }
     }
 
-    /// The work of making an instance of `prepared` ready in `shard` for
-    /// its next call under `limits`, for the caller to run off the call's
-    /// path; none when one is there, none may be kept, the plugin is
-    /// granted anything, or its memories and tables are more than an
-    /// average call's (see the module's notes).
-    #[allow(clippy::too_many_arguments, reason = "one instance's every input, each used once")]
-    pub(crate) fn make_ahead(
+    /// An order to make an instance of `prepared` ready in `shard` for its
+    /// next call under `limits`, for the caller to carry out off the
+    /// call's path; none when one is there, none may be kept, the plugin
+    /// is granted anything, or its memories and tables are more than an
+    /// average call's (see the module's notes). Placing the order is only
+    /// checks and reference counts: the work, and the future that does it,
+    /// are made where it is carried out.
+    pub(crate) fn order_ahead(
         self: &Arc<Self>,
         prepared: &Prepared,
         shard: usize,
@@ -162,7 +163,7 @@ impl Sandbox {
         plugin: &str,
         grants: &Grants,
         limits: &Limits,
-    ) -> Option<impl Future<Output = ()> + Send + 'static> {
+    ) -> Option<AheadOrder> {
         // Making an instance runs the component's start functions with its
         // grants, outside any call: only a plugin granted nothing (no
         // directory, whose descriptors it would hold between calls; no
@@ -174,50 +175,76 @@ impl Sandbox {
         let needs = prepared.needs.filter(|needs| needs.within(&average))?;
         let kept = self.ahead_kept.clone().try_acquire_owned().ok()?;
         let making = Making::claim(&prepared.ahead, shard)?;
-        let (sandbox, pre) = (self.clone(), pre.clone());
-        let (plugin, grants, limits) = (plugin.to_owned(), grants.clone(), *limits);
-        Some(async move {
-            // Only while no call runs and a slot is free: instances kept
-            // ready never hold back a call, for a slot or for memories.
-            if sandbox.calls_running() {
-                return;
-            }
-            let share = match &sandbox.shards[shard].pool {
-                Some(pool) => pool.take_now(needs).map(Some),
-                None => Some(None),
-            };
-            let (Some(_slot), Some(share)) = (sandbox.call_slot_now(), share) else {
-                return;
-            };
-            let (stdout, stderr) = (Capture::new(STDIO_CAPTURE_BYTES), Capture::new(STDIO_CAPTURE_BYTES));
-            let store =
-                sandbox.new_store(shard, &plugin, &grants, &limits, stdout.clone(), stderr.clone(), CancellationToken::new());
-            let made = match store {
-                Ok(mut store) => {
-                    let meter = store.data().work.memory.meter();
-                    // Its own deadline, short: making an instance is not what
-                    // a plugin's time is for.
-                    store.data_mut().set_deadline(MAKING_TIMEOUT.min(limits.timeout));
-                    let within = MAKING_TIMEOUT.min(limits.timeout) + 2 * EPOCH_TICK;
-                    let instantiated = tokio::time::timeout(within, meter.around(pre.instantiate(&mut store))).await;
-                    match instantiated {
-                        Ok(Ok(instance)) => Some(ReadyInstance { store, instance, stdout, stderr, share, limits, _kept: kept }),
-                        Ok(Err(error)) => {
-                            tracing::debug!("an instance of {plugin} could not be made ahead: {error:#}");
-                            None
-                        }
-                        Err(_) => None,
-                    }
-                }
-                Err(error) => {
-                    tracing::debug!("a store for {plugin} could not be made ahead: {error:#}");
-                    None
-                }
-            };
-            let counter = if made.is_some() { &sandbox.ahead_counts.made } else { &sandbox.ahead_counts.failed };
-            counter.fetch_add(1, Ordering::Relaxed);
-            making.done(made);
+        Some(AheadOrder {
+            sandbox: self.clone(),
+            making,
+            needs,
+            kept,
+            pre: pre.clone(),
+            plugin: plugin.to_owned(),
+            limits: *limits,
         })
+    }
+}
+
+/// An instance to be made ahead ([`Sandbox::order_ahead`]): its slot is
+/// claimed and its place among those kept is held.
+pub(crate) struct AheadOrder {
+    sandbox: Arc<Sandbox>,
+    making: Making,
+    needs: Needs,
+    kept: OwnedSemaphorePermit,
+    pre: ReadyPlugin,
+    plugin: String,
+    limits: Limits,
+}
+
+impl AheadOrder {
+    /// Make the instance, unless a call runs or no slot or pool share is
+    /// free: instances kept ready never hold back a call, for a slot or
+    /// for memories.
+    pub(crate) async fn carry_out(self) {
+        let AheadOrder { sandbox, making, needs, kept, pre, plugin, limits } = self;
+        if sandbox.calls_running() {
+            return;
+        }
+        let shard = making.shard;
+        let share = match &sandbox.shards[shard].pool {
+            Some(pool) => pool.take_now(needs).map(Some),
+            None => Some(None),
+        };
+        let (Some(_slot), Some(share)) = (sandbox.call_slot_now(), share) else {
+            return;
+        };
+        let (stdout, stderr) = (Capture::new(STDIO_CAPTURE_BYTES), Capture::new(STDIO_CAPTURE_BYTES));
+        // Granted nothing, as `order_ahead` checked.
+        let store =
+            sandbox.new_store(shard, &plugin, &Grants::none(), &limits, stdout.clone(), stderr.clone(), CancellationToken::new());
+        let made = match store {
+            Ok(mut store) => {
+                let meter = store.data().work.memory.meter();
+                // Its own deadline, short: making an instance is not what
+                // a plugin's time is for.
+                store.data_mut().set_deadline(MAKING_TIMEOUT.min(limits.timeout));
+                let within = MAKING_TIMEOUT.min(limits.timeout) + 2 * EPOCH_TICK;
+                let instantiated = tokio::time::timeout(within, meter.around(pre.instantiate(&mut store))).await;
+                match instantiated {
+                    Ok(Ok(instance)) => Some(ReadyInstance { store, instance, stdout, stderr, share, limits, _kept: kept }),
+                    Ok(Err(error)) => {
+                        tracing::debug!("an instance of {plugin} could not be made ahead: {error:#}");
+                        None
+                    }
+                    Err(_) => None,
+                }
+            }
+            Err(error) => {
+                tracing::debug!("a store for {plugin} could not be made ahead: {error:#}");
+                None
+            }
+        };
+        let counter = if made.is_some() { &sandbox.ahead_counts.made } else { &sandbox.ahead_counts.failed };
+        counter.fetch_add(1, Ordering::Relaxed);
+        making.done(made);
     }
 }
 
