@@ -6,7 +6,7 @@
 use super::json_call::{self, Trust};
 use super::lenient_json;
 use super::marker_index::{MARKUP, MarkerIndex};
-use super::scan::{Collector, FENCE, Reasoning, find};
+use super::scan::{ACTION, Collector, FENCE, Reasoning, find};
 use super::{Declared, Parsed, Protocol, ProtocolId, describe_params, describe_tool, example_arguments, result_text};
 use crate::manifest::{Permission, Reach, ToolSpec};
 use crate::message::Message;
@@ -184,13 +184,28 @@ pub(crate) fn scan_fences(
                 if explained && is_python_dict(text) {
                     // An example shown in prose, not a call.
                 } else if text.trim_start().starts_with(['{', '[']) {
+                    let before = out.len();
                     json_call::collect_text(text, body, open..close + FENCE.len(), Trust::Declared, declared, out);
+                    if let Some(label) = action_label(reply, open).filter(|_| out.len() > before) {
+                        out.markup(label..open);
+                    }
                 }
             }
             Some(_) => {}
         }
         at = next;
     }
+}
+
+/// Where an `Action:` label of the fence at `open` starts, on the fence's
+/// line or alone on the line before: no prose once the block holds calls.
+fn action_label(reply: &str, open: usize) -> Option<usize> {
+    let blank = [' ', '\t'];
+    let before = reply[..open].trim_end_matches(blank);
+    let before = before.strip_suffix('\n').map_or(before, |line| line.strip_suffix('\r').unwrap_or(line)).trim_end_matches(blank);
+    let label = before.strip_suffix(ACTION)?.len();
+    let line_start = reply[..label].rfind('\n').map_or(0, |at| at + 1);
+    reply[line_start..label].trim().is_empty().then_some(label)
 }
 
 /// Whether `text` is a Python literal rather than JSON: it reads only with

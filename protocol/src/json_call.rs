@@ -2,7 +2,9 @@
 //! (Hermes, Qwen, xml-tag), `{"name", "parameters"}` (Llama 3),
 //! `{"name", "args"}`, `{"tool_call_id", "tool_name", "parameters"}`
 //! (Command R),
-//! `{"action": "tool_call", …}` (json-block), OpenAI `tool_calls` items
+//! `{"action": "tool_call", …}` (json-block), `{"action": NAME,
+//! "action_input": {…}}` (LangChain's structured chat and JSON agents),
+//! OpenAI `tool_calls` items
 //! `{"function": {"name", "arguments"}}`, a `{"tool_calls": […]}` message,
 //! and arrays of any of these. Arguments given as a JSON string, even
 //! encoded twice, are decoded.
@@ -21,6 +23,10 @@ const ARGUMENT_KEYS: [&str; 3] = ["arguments", PARAMETERS_KEY, "args"];
 const PARAMETERS_KEY: &str = "parameters";
 /// The keys a call gives its id under, in order of preference.
 const ID_KEYS: [&str; 2] = ["id", "tool_call_id"];
+/// LangChain's agents name the tool by `action` and give its input here.
+const ACTION_INPUT_KEY: &str = "action_input";
+/// The `action` with which a LangChain agent answers rather than calls.
+const FINAL_ANSWER: &str = "Final Answer";
 
 /// How far a piece of JSON is trusted to be a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,16 +121,29 @@ fn call_from(
     out: &mut Collector<'_>,
 ) -> Option<ParsedCall> {
     let action = object.remove("action");
-    let says_call = match &action {
-        Some(Value::String(a)) if a == "tool_call" => true,
-        Some(_) => return None,
-        None => false,
+    let input = object.remove(ACTION_INPUT_KEY);
+    let (says_call, name, raw) = match (action, input) {
+        (Some(Value::String(a)), input) if a == "tool_call" => {
+            let Some(Value::String(name)) = remove_first(&mut object, &NAME_KEYS) else { return None };
+            (true, name, input.map(|input| (ACTION_INPUT_KEY, input)))
+        }
+        // LangChain's agents: the action names the tool; its final answer
+        // is no call.
+        (Some(Value::String(name)), Some(input))
+            if name != FINAL_ANSWER && !NAME_KEYS.iter().any(|k| object.contains_key(*k)) =>
+        {
+            (false, name, Some((ACTION_INPUT_KEY, input)))
+        }
+        (Some(_), _) => return None,
+        (None, input) => {
+            let Some(Value::String(name)) = remove_first(&mut object, &NAME_KEYS) else { return None };
+            (false, name, input.map(|input| (ACTION_INPUT_KEY, input)))
+        }
     };
-    let Some(Value::String(name)) = remove_first(&mut object, &NAME_KEYS) else { return None };
     if trust == Trust::Declared && !says_call && !declared.contains(&name) {
         return None;
     }
-    let raw = ARGUMENT_KEYS.iter().find_map(|&key| Some((key, object.remove(key)?)));
+    let raw = ARGUMENT_KEYS.iter().find_map(|&key| Some((key, object.remove(key)?))).or(raw);
     // A tool definition, as the native prompt lists them, names a tool too;
     // its `parameters` are a JSON Schema, not arguments.
     if let Some((PARAMETERS_KEY, parameters)) = &raw

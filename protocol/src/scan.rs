@@ -298,6 +298,11 @@ fn region_at(ranges: &[Range<usize>], offset: usize) -> Option<&Range<usize>> {
 /// Opens and closes a fenced code block.
 pub(crate) const FENCE: &str = "```";
 
+/// Names a ReAct call's tool at the start of a line; before a fenced block
+/// (Command R's `Action: ```json`, LangChain's `Action:` and the block on
+/// the next line), it labels the calls the block holds.
+pub(crate) const ACTION: &str = "Action:";
+
 /// How a piece of a reply is quoted as code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Quoted {

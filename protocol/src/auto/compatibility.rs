@@ -1,7 +1,7 @@
 //! The README's compatibility table, held here as data the tests check:
 //! each family's sample reply must parse to its one call, and the table
 //! the README shows between its markers must be the one [`render`] writes
-//! from [`FAMILIES`]. `TOOLHOST_BLESS=1 cargo test -p toolhost --lib
+//! from [`FAMILIES`]. `TOOLHOST_BLESS=1 cargo test -p toolhost-protocol --lib
 //! compatibility` rewrites the README's copy.
 //!
 //! The engine columns name the parser an engine selects for the family
@@ -224,7 +224,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Granite 3.x",
         sample: "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
         engines: ["`granite`", NONE, "✓", NONE, "✓", NONE],
-        auto: "nothing closes it: the array ends the calls",
+        auto: "nothing closes it: the array ends the calls; a `<|/tool_call|>` after it is no content",
     },
     Family {
         name: "InternLM",
@@ -297,6 +297,27 @@ pub(crate) const FAMILIES: &[Family] = &[
         auto: "one `Action:` / `Action Input:` pair per call; any tool after a `Thought:` line or at the reply's start, else only a declared one",
     },
     Family {
+        name: "Command R `Action:` block",
+        models: "Command R, Command R+",
+        sample: "Action: ```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": {\"city\": \"Paris\"}\n    }\n]\n```",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "only for a declared tool, as fenced JSON; the `Action:` label is no content",
+    },
+    Family {
+        name: "LangChain JSON agents",
+        models: "LangChain structured chat and JSON agents' fine-tunes",
+        sample: "Action:\n```json\n{\n  \"action\": \"get_weather\",\n  \"action_input\": {\"city\": \"Paris\"}\n}\n```",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "only for a declared tool; `\"action\": \"Final Answer\"` is no call; the `Action:` label is no content",
+    },
+    Family {
+        name: "Glaive `<functioncall>`",
+        models: "fine-tunes on Glaive's function-calling data",
+        sample: "<functioncall> {\"name\": \"get_weather\", \"arguments\": '{\"city\": \"Paris\"}'} <|endoftext|>",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "nothing closes it: the object ends the call; arguments as a single-quoted JSON string too",
+    },
+    Family {
         name: "`<function=NAME>` JSON",
         models: "Functionary v3.1, Llama 3.1 custom tools",
         sample: "<function=get_weather>{\"city\": \"Paris\"}</function>",
@@ -359,7 +380,7 @@ mod tests {
         }
         assert!(
             readme[start..end] == table,
-            "the README's compatibility table differs from the families in compatibility.rs; run `TOOLHOST_BLESS=1 cargo test -p toolhost --lib compatibility` to rewrite it"
+            "the README's compatibility table differs from the families in compatibility.rs; run `TOOLHOST_BLESS=1 cargo test -p toolhost-protocol --lib compatibility` to rewrite it"
         );
     }
 }

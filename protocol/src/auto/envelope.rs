@@ -9,7 +9,11 @@
 //!   name and `<longcat_arg_key>K</longcat_arg_key><longcat_arg_value>V</longcat_arg_value>`
 //!   for each argument, or the name and a JSON object;
 //! - IBM Granite 3: `<|tool_call|>[{"name", "arguments"}]` (no closing token;
-//!   `arguments` may come before `name`);
+//!   `arguments` may come before `name`; a `<|/tool_call|>` after the array
+//!   is no content);
+//! - Glaive's function-calling data, and the fine-tunes trained on it:
+//!   `<functioncall> {"name", "arguments"}` (no closing tag; the arguments
+//!   often a single-quoted JSON string);
 //! - InternLM2: `<|action_start|><|plugin|>{"name", "parameters"}<|action_end|>`;
 //! - Swiss AI Apertus: `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>`, each
 //!   call an object whose only key is the tool's name;
@@ -50,10 +54,13 @@ struct Envelope {
     /// Empty when nothing closes it but the reply's end.
     close: &'static str,
     body: Body,
+    /// Where `close` is empty: a token that may still follow the body, no
+    /// content then (empty when none).
+    late_close: &'static str,
 }
 
 const fn envelope(open: &'static str, close: &'static str, body: Body) -> Envelope {
-    Envelope { open, close, body }
+    Envelope { open, close, body, late_close: "" }
 }
 
 /// Opens LongCat's calls: JSON, or a name and GLM-like `longcat_` argument
@@ -65,16 +72,17 @@ const HY3_TOOL_CALLS: &str = "<tool_calls:opensource>";
 /// One of those calls, open and close.
 const HY3_TOOL_CALL: (&str, &str) = ("<tool_call:opensource>", "</tool_call:opensource>");
 /// The envelopes that open with a tag (`<name>`).
-const TAGS: [Envelope; 5] = [
+const TAGS: [Envelope; 6] = [
     envelope("<tool_calls>", "</tool_calls>", Body::Json),
     envelope("<TOOLCALL>", "</TOOLCALL>", Body::Json),
     envelope(LONGCAT_TOOL_CALL, "</longcat_tool_call>", Body::Json),
     envelope("<function_calls>", "</function_calls>", Body::Pythonic),
     envelope(HY3_TOOL_CALLS, "</tool_calls:opensource>", Body::Json),
+    envelope("<functioncall>", "", Body::Json),
 ];
 /// The envelopes that open with a chat-template token (`<|…|>`).
 const TOKENS: [Envelope; 6] = [
-    envelope("<|tool_call|>", "", Body::Json),
+    Envelope { late_close: "<|/tool_call|>", ..envelope("<|tool_call|>", "", Body::Json) },
     envelope("<|function_call|>", "", Body::Json),
     envelope("<|action_start|><|plugin|>", "<|action_end|>", Body::Json),
     envelope("<|tools_prefix|>", "<|tools_suffix|>", Body::NameKeyed),
@@ -86,7 +94,7 @@ const GIGACHAT: Envelope = envelope("<|role_sep|>", "<|message_sep|>", Body::Jso
 /// What GigaChat writes before its role separator in a call.
 const GIGACHAT_ROLE: &str = "function call";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 24] = [
+pub(crate) const MARKERS: [&str; 26] = [
     TAGS[0].open,
     TAGS[0].close,
     TAGS[1].open,
@@ -97,9 +105,11 @@ pub(crate) const MARKERS: [&str; 24] = [
     TAGS[3].close,
     TAGS[4].open,
     TAGS[4].close,
+    TAGS[5].open,
     HY3_TOOL_CALL.0,
     HY3_TOOL_CALL.1,
     TOKENS[0].open,
+    TOKENS[0].late_close,
     TOKENS[1].open,
     TOKENS[2].open,
     TOKENS[2].close,
@@ -327,10 +337,11 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
             Ok((value, used, repairs)) if !closed => {
                 // The closing token left out, and prose after the calls.
                 json_call::report(&repairs, body, out);
-                let calls = json_calls(value, envelope.body, open..body + used, trust, scope, out);
+                let end = late_close_end(reply, body + used, body_end, envelope);
+                let calls = json_calls(value, envelope.body, open..end, trust, scope, out);
                 if !calls.is_empty() {
-                    out.calls(open..body + used, calls);
-                    return body + used;
+                    out.calls(open..end, calls);
+                    return end;
                 }
                 None
             }
@@ -362,6 +373,18 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         // after, and made one call of their texts (found by a probe).
         _ if envelope.body == Body::Pythonic => end,
         _ => body,
+    }
+}
+
+/// Where the calls that end at `after` end with the envelope's late close,
+/// if it follows them (before `body_end`), else `after`.
+fn late_close_end(reply: &str, after: usize, body_end: usize, envelope: &Envelope) -> usize {
+    let rest = &reply[after..body_end];
+    let text = rest.trim_start();
+    match envelope.late_close {
+        "" => after,
+        late_close if text.starts_with(late_close) => after + (rest.len() - text.len()) + late_close.len(),
+        _ => after,
     }
 }
 
@@ -492,7 +515,9 @@ mod tests {
 
     /// Each family's envelope around two calls, the second to a tool that
     /// is not declared (the envelope says they are calls).
-    const TWO_CALLS: [&str; 10] = [
+    const TWO_CALLS: [&str; 12] = [
+        "<functioncall> [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]",
+        "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]<|/tool_call|>",
         "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</tool_calls>",
         "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</TOOLCALL>",
         "<longcat_tool_call>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</longcat_tool_call>",
@@ -504,6 +529,24 @@ mod tests {
         "<|tool_call_start|>[get_weather(city=\"Paris\"), undeclared_tool()]<|tool_call_end|>",
         "<|python_start|>[get_weather(city='Paris'), undeclared_tool()]<|python_end|>",
     ];
+
+    #[test]
+    fn a_late_close_is_markup_only_right_after_the_calls() {
+        let closed =
+            "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}] \n<|/tool_call|>It is sunny.";
+        assert_eq!(calls(closed), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(closed).content, "It is sunny.");
+        // Prose between: the token is not the envelope's.
+        let apart = "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}] Then <|/tool_call|>";
+        assert_eq!(parse(apart).content, "Then <|/tool_call|>");
+        // Glaive's envelope has no close; what follows the object is prose.
+        let glaive = "<functioncall> {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}} Checking now.";
+        assert_eq!(
+            (calls(glaive), parse(glaive).content),
+            (one("get_weather", json!({"city": "Paris"})), "Checking now.".to_owned())
+        );
+        prose("Glaive's data writes `<functioncall>` before a call.");
+    }
 
     #[test]
     fn each_envelope_alone_after_prose_and_after_reasoning() {

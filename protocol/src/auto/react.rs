@@ -11,12 +11,10 @@
 use super::super::ParsedCall;
 use super::super::json_call::Trust;
 use super::super::lenient_json;
-use super::super::scan::{Collector, Forward};
+use super::super::scan::{ACTION, Collector, Forward};
 use super::{Scope, markup_name};
 use serde_json::{Map, Value};
 
-/// Names the tool, at the start of a line.
-const ACTION: &str = "Action:";
 /// Gives its arguments, on the next line.
 const ACTION_INPUT: &str = "Action Input:";
 /// The line of reasoning that puts a reply in this form.
@@ -87,6 +85,37 @@ fn starts_line(reply: &str, at: usize) -> bool {
 mod tests {
     use super::super::testing::{calls, checked, no_calls, one, parse, warnings};
     use serde_json::{Value, json};
+
+    #[test]
+    fn langchain_json_agent_actions_in_a_fence() {
+        // LangChain's structured chat agent's format instructions.
+        let reply = "Thought: I need the weather.\nAction:\n```json\n{\n  \"action\": \"get_weather\",\n  \"action_input\": {\"city\": \"Paris\"}\n}\n```";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(reply).content, "Thought: I need the weather.");
+        let as_string =
+            "Action:\n```json\n{\"action\": \"get_weather\", \"action_input\": \"{\\\"city\\\": \\\"Paris\\\"}\"}\n```";
+        assert_eq!(calls(as_string), one("get_weather", json!({"city": "Paris"})));
+        // Its answer, an undeclared tool, and a label over prose are no call.
+        let answer = "Action:\n```json\n{\"action\": \"Final Answer\", \"action_input\": \"It is sunny.\"}\n```";
+        let undeclared = "Action:\n```json\n{\"action\": \"delete_all\", \"action_input\": {}}\n```";
+        no_calls(&[answer, undeclared]);
+        assert_eq!(parse(undeclared).content, undeclared, "a block that is no call keeps its label");
+        // In json-block's own shape, `arguments` comes first.
+        let named = "```json\n{\"action\": \"tool_call\", \"name\": \"now\", \"action_input\": {\"zone\": \"UTC\"}}\n```";
+        assert_eq!(calls(named), one("now", json!({"zone": "UTC"})));
+        let both = "```json\n{\"action\": \"tool_call\", \"name\": \"now\", \"arguments\": {}, \"action_input\": {\"zone\": \"UTC\"}}\n```";
+        assert_eq!(calls(both), one("now", json!({})));
+    }
+
+    #[test]
+    fn command_rs_action_label_before_its_block_is_no_content() {
+        let reply = "Plan: I will look it up.\nAction: ```json\n[{\"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]\n```";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(reply).content, "Plan: I will look it up.");
+        // Not a label: prose before it on its line.
+        let inline = "Next Action: ```json\n[{\"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]\n```";
+        assert_eq!(parse(inline).content, "Next Action:");
+    }
 
     #[test]
     fn react_actions_after_a_thought() {
