@@ -157,6 +157,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `call:NAME(…)` in parentheses, a quote token left out; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning, and so is the start of a reply up to a `<channel|>` nothing opened",
     },
     Family {
+        name: "Gemma `tool_code`",
+        models: "Gemma 2, Gemma 3 (Google's function-calling prompt)",
+        sample: "```tool_code\nget_weather(city=\"Paris\")\n```",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "pythonic calls in a ```` ```tool_code ```` block (only for a declared tool, as in any fence) or a `<tool_code>` element; `print(…)` around a call left out",
+    },
+    Family {
         name: "FunctionGemma",
         models: "FunctionGemma 270M",
         sample: "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call>",

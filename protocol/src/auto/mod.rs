@@ -29,6 +29,8 @@
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
 //!   ([`prefixed`]);
 //! - pythonic lists, `[get_weather(city="Paris"), now()]` ([`pythonic`]);
+//! - Gemma's pythonic calls in a ```` ```tool_code ```` block or a
+//!   `<tool_code>` element ([`tool_code`]);
 //! - fenced JSON objects and arrays, and an OpenAI `tool_calls` message.
 //!
 //! A token that ends the turn at the very end of a reply is no content
@@ -69,6 +71,7 @@ mod section;
 pub(crate) mod step3;
 #[cfg(test)]
 mod testing;
+mod tool_code;
 mod turn_end;
 
 use super::json_block::{format_json_results, scan_fences};
@@ -77,7 +80,7 @@ use super::lenient_json;
 use super::marker_index::{Listed, MARKUP, MarkerIndex};
 use super::scan::{Code, Collector, FENCE, Quoted, Reasoning, THINK_CLOSE, skip_ws};
 use super::vcp::VCP;
-use super::xml_tag::{self, TOOL_CALL, TOOL_CODE, scan_json_tag};
+use super::xml_tag::{self, TOOL_CALL};
 use super::{Declared, Parsed, ParsedCall, Protocol, ProtocolId};
 use crate::manifest::{MAX_TOOL_NAME_LEN, ToolSpec};
 use crate::message::Message;
@@ -106,7 +109,7 @@ impl Protocol for Auto {
         let mut out = Collector::new(reply);
         VCP.scan(&scope.markers, reasoning, &mut out);
         scan_fences(&scope.markers, reasoning, declared, true, &mut out);
-        scan_json_tag(&scope.markers, reasoning, declared, TOOL_CODE, |span| scope.element_trust(span), &mut out);
+        tool_code::scan(&scope, &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
         envelope::scan_tags(&scope, &mut out);
