@@ -123,6 +123,7 @@ impl Protocol for Auto {
         react::scan(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
+        pythonic::scan_lone(&scope, &mut out);
         turn_end::scan(reply, &mut out);
         let mut parsed = out.finish();
         // A family that allows spaces or dots in a name may write a declared
@@ -184,7 +185,7 @@ impl<'a> Scope<'a> {
 
     /// Where the tokens that end the turn start: the reply's length if none
     /// end it. Found once: it reads the reply's end back.
-    fn turn_end(&self) -> usize {
+    pub(crate) fn turn_end(&self) -> usize {
         *self.turn_end.get_or_init(|| turn_end::start(self.reply))
     }
 
@@ -818,6 +819,24 @@ mod tests {
         // A fence that is not the whole body is no call's.
         let unclosed = "<tool_call>\n```json\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
         assert!(inside_fence(&unclosed["<tool_call>".len()..unclosed.len() - "</tool_call>".len()], 0).is_none());
+    }
+
+    #[test]
+    fn a_reply_of_nothing_but_declared_pythonic_calls_is_its_calls() {
+        assert_eq!(calls("get_weather(city=\"Paris\")"), one("get_weather", json!({"city": "Paris"})));
+        let two = "<think>Both, then.</think>\nget_weather(city='Paris')\nnow()<|eot_id|>";
+        assert_eq!(calls(two), [("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);
+        assert_eq!(parse(two).content, "<think>Both, then.</think>", "the reasoning is kept, as always");
+        for text in [
+            "Try get_weather(city=\"Paris\") to see.",
+            "get_weather(city=\"Paris\")\nThat is how you call it.",
+            "delete_all()",
+            "get_weather(city=\"Paris\")\ndelete_all()",
+            "print(get_weather(city='Paris'))",
+            "get_weather(\"Paris\")",
+        ] {
+            prose(text);
+        }
     }
 
     #[test]

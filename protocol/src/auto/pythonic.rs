@@ -1,11 +1,14 @@
 //! Calls written as Python: lists like `[get_weather(city="Paris"), now()]`
 //! (Llama 3.2, Llama 4), calls one per line inside a family's envelope
-//! (OLMo 3, LFM2: [`sequence`]), and the keyword arguments Llama 3's
-//! built-in tools take after `<|python_tag|>` (`brave_search.call(query="…")`).
+//! (OLMo 3, LFM2: [`sequence`]), a reply that is nothing but calls of
+//! declared tools without the list's brackets ([`scan_lone`]), and the
+//! keyword arguments Llama 3's built-in tools take after `<|python_tag|>`
+//! (`brave_search.call(query="…")`).
 
 use super::super::lenient_json;
 use super::super::scan::{Collector, skip_ws};
 use super::super::{Declared, ParsedCall};
+use super::Scope;
 use serde_json::{Map, Value};
 
 /// The first function of a pythonic list at `open`, `[name(`, whether or
@@ -71,6 +74,34 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
         .collect();
     out.calls(span, calls);
     p
+}
+
+/// A reply whose text (after its reasoning, before the tokens that end its
+/// turn) is nothing but calls of declared tools, `get_weather(city="Paris")`
+/// without a list around it, as Llama 3.2 and Gemma 3 write them when told
+/// to call in Python: its calls. Within prose such text is an example.
+pub(super) fn scan_lone(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let bytes = reply.as_bytes();
+    let mut start = skip_ws(bytes, 0);
+    while let Some(end) = scope.reasoning.skip(start) {
+        start = skip_ws(bytes, end);
+    }
+    let end = start + reply[start..scope.turn_end().max(start)].trim_end().len();
+    let text = &reply[start..end];
+    if text.starts_with('[') || !opens_call(text) {
+        return; // a list is read as one; prose is prose
+    }
+    // Warned of only if it is calls.
+    let mut tried = Collector::new(reply);
+    let Some(calls) = sequence(reply, start, end, |name| scope.declared.contains(name), Strings::Strict, &mut tried) else {
+        return;
+    };
+    for warning in tried.calls_and_warnings().1 {
+        out.warn(warning.offset, warning.message);
+    }
+    let call = |(name, arguments)| ParsedCall { id: None, name, arguments, reserved: Map::new(), span: start..end };
+    out.calls(start..end, calls.into_iter().map(call).collect());
 }
 
 /// The calls from `start` to `end`, inside markup that says they are calls:
