@@ -6,7 +6,10 @@
 //!
 //! The markers come from the parsers' own constants, and bare calls are
 //! recognised by the `auto` parser's own test, so this list cannot fall
-//! behind what the parsers read.
+//! behind what the parsers read. One reading is left out on purpose: a
+//! reply that is nothing but unbracketed pythonic calls
+//! (`get_weather(city="Paris")`) is calls, but a declaration is never a
+//! whole reply, and descriptions show such calls as examples.
 
 use super::auto::{self, BareOpening};
 use super::scan::{self, find_open_bracket};

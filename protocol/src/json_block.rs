@@ -47,7 +47,7 @@ impl Protocol for JsonBlock {
     fn parse(&self, reply: &str, declared: &Declared) -> Parsed {
         let mut out = Collector::new(reply);
         let markers = MarkerIndex::new(reply, &[MARKUP]);
-        scan_fences(&markers, &Reasoning::find(&markers), declared, false, &mut out);
+        scan_fences(&markers, &Reasoning::find(&markers), declared, false, |_, _| {}, &mut out);
         out.finish()
     }
 
@@ -147,14 +147,28 @@ impl Care {
     }
 }
 
+/// A fenced block outside reasoning in a language other than JSON, for a
+/// reader of its own ([`scan_fences`] pairs every fence).
+pub(crate) struct OtherFence<'a> {
+    pub(crate) language: &'a str,
+    /// Where its opening fence starts.
+    pub(crate) open: usize,
+    /// Where its body starts.
+    pub(crate) body: usize,
+    /// Where its closing fence starts, if it has one.
+    pub(crate) close: Option<usize>,
+}
+
 /// Every ``` fence outside reasoning whose language is `json` (or, with
 /// `any_language`, empty too) is read as JSON calls; but a Python dict in
-/// a plain fence with prose after it is an example being explained.
+/// a plain fence with prose after it is an example being explained. Every
+/// other fence is passed to `other`.
 pub(crate) fn scan_fences(
     markers: &MarkerIndex<'_>,
     reasoning: &Reasoning,
     declared: &Declared,
     any_language: bool,
+    mut other: impl FnMut(OtherFence<'_>, &mut Collector<'_>),
     out: &mut Collector<'_>,
 ) {
     let reply = markers.text();
@@ -176,9 +190,9 @@ pub(crate) fn scan_fences(
             continue;
         }
         match close {
-            None if wanted => out.warn(open, "a ```json block is not closed; it is not a call"),
-            None => {}
-            Some(close) if wanted => {
+            _ if !wanted => other(OtherFence { language, open, body, close }, out),
+            None => out.warn(open, "a ```json block is not closed; it is not a call"),
+            Some(close) => {
                 let text = &reply[body..close];
                 let explained = language.is_empty() && !reply[close + FENCE.len()..].trim_start().is_empty();
                 if explained && is_python_dict(text) {
@@ -191,7 +205,6 @@ pub(crate) fn scan_fences(
                     }
                 }
             }
-            Some(_) => {}
         }
         at = next;
     }

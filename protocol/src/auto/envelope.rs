@@ -367,7 +367,10 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         // Only an attempt cut off is the retry's: prose that names the
         // opener ("OLMo writes <function_calls> then f(x)…") stays prose.
         _ if retry.is_some() && envelope.body == Body::Pythonic && !pythonic::cut_off(reply, body, body_end) => body,
-        _ if !closed => past_a_retry(open, retry, out).unwrap_or(end),
+        // An envelope that is never closed reads on after its opener, as a
+        // closed one does: else one holding no calls hid every envelope
+        // after it.
+        _ if !closed && !envelope.close.is_empty() => past_a_retry(open, retry, out).unwrap_or(end),
         // Closed pythonic calls that cannot be read are read no further:
         // a bare list read from inside them ran on across the envelopes
         // after, and made one call of their texts (found by a probe).
@@ -529,6 +532,17 @@ mod tests {
         "<|tool_call_start|>[get_weather(city=\"Paris\"), undeclared_tool()]<|tool_call_end|>",
         "<|python_start|>[get_weather(city='Paris'), undeclared_tool()]<|python_end|>",
     ];
+
+    #[test]
+    fn an_unclosed_envelope_without_calls_hides_no_envelope_after_it() {
+        let later = "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</tool_calls>";
+        for first in
+            ["<functioncall> {\"note\": 1}", "<functioncall> {\"name\": ", "<|tool_call|>[1, 2]", "<functioncall> {bad json"]
+        {
+            let reply = format!("{first}\n{later}");
+            assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+        }
+    }
 
     #[test]
     fn a_late_close_is_markup_only_right_after_the_calls() {

@@ -19,7 +19,8 @@
 //! - JSON or pythonic calls in a family's own envelope: Jamba's and
 //!   Hunyuan's `<tool_calls>`, Nemotron's `<TOOLCALL>`, LongCat's, Granite's
 //!   `<|tool_call|>`, InternLM2's, Apertus's, GigaChat's, OLMo 3's
-//!   `<function_calls>`, LFM2's and Llama 4's tokens ([`envelope`]);
+//!   `<function_calls>`, LFM2's and Llama 4's tokens, Glaive's
+//!   `<functioncall>` ([`envelope`]);
 //! - Gemma 4's `<|tool_call>call:NAME{…}<tool_call|>` and FunctionGemma's
 //!   `<start_function_call>call:NAME{…}` ([`gemma`]);
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]) and
@@ -28,10 +29,13 @@
 //! - ReAct's `Action: NAME` / `Action Input: {…}` lines ([`react`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
 //!   ([`prefixed`]);
-//! - pythonic lists, `[get_weather(city="Paris"), now()]` ([`pythonic`]);
+//! - pythonic lists, `[get_weather(city="Paris"), now()]`, and a reply of
+//!   nothing but such calls without the brackets ([`pythonic`]);
 //! - Gemma's pythonic calls in a ```` ```tool_code ```` block or a
 //!   `<tool_code>` element ([`tool_code`]);
-//! - fenced JSON objects and arrays, and an OpenAI `tool_calls` message.
+//! - fenced JSON objects and arrays (LangChain's `{"action",
+//!   "action_input"}` too; an `Action:` label before the fence is no
+//!   content), and an OpenAI `tool_calls` message.
 //!
 //! A token that ends the turn at the very end of a reply is no content
 //! ([`turn_end`]).
@@ -108,8 +112,8 @@ impl Protocol for Auto {
         let reasoning = &scope.reasoning;
         let mut out = Collector::new(reply);
         VCP.scan(&scope.markers, reasoning, &mut out);
-        scan_fences(&scope.markers, reasoning, declared, true, &mut out);
-        tool_code::scan(&scope, &mut out);
+        scan_fences(&scope.markers, reasoning, declared, true, |fence, out| tool_code::read_fence(&scope, &fence, out), &mut out);
+        tool_code::scan_elements(&scope, &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
         envelope::scan_tags(&scope, &mut out);
@@ -665,6 +669,8 @@ mod tests {
         let families = [
             "<tool_call>{\"name\": \"delete_all\", \"arguments\": {}}</tool_call>",
             "<tool_code>{\"name\": \"delete_all\", \"arguments\": {}}</tool_code>",
+            "<tool_code>delete_all()</tool_code>",
+            "<functioncall> {\"name\": \"delete_all\", \"arguments\": {}}",
             "<tool_call>delete_all<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
             "<tool_call><function>delete_all</function>{}</tool_call>",
             "<function=delete_all><parameter=a>1</parameter></function>",
