@@ -161,7 +161,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Gemma 2, Gemma 3 (Google's function-calling prompt)",
         sample: "```tool_code\nget_weather(city=\"Paris\")\n```",
         engines: [NONE, NONE, NONE, NONE, NONE, NONE],
-        auto: "pythonic calls in a ```` ```tool_code ```` block (only for a declared tool, as in any fence) or a `<tool_code>` element; `print(…)` around a call left out",
+        auto: "pythonic calls in a ```` ```tool_code ```` block (only for a declared tool, as in any fence) or a `<tool_code>` element; `print(…)` around a call, and Gemini's `default_api.` before its name, left out",
     },
     Family {
         name: "FunctionGemma",

@@ -722,6 +722,9 @@ mod tests {
             one("get_weather", json!({"city": "Paris", "metric": true}))
         );
         assert!(calls("see [print(x=1)] in the docs").is_empty(), "only declared functions");
+        // A format's namespace names no part of the tool.
+        assert_eq!(calls("[default_api.get_weather(city='Paris')]"), one("get_weather", json!({"city": "Paris"})));
+        assert!(calls("[default_api.delete_all()]").is_empty(), "only declared functions");
     }
 
     #[test]
@@ -830,6 +833,7 @@ mod tests {
     #[test]
     fn a_reply_of_nothing_but_declared_pythonic_calls_is_its_calls() {
         assert_eq!(calls("get_weather(city=\"Paris\")"), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(calls("default_api.get_weather(city=\"Paris\")"), one("get_weather", json!({"city": "Paris"})));
         let two = "<think>Both, then.</think>\nget_weather(city='Paris')\nnow()<|eot_id|>";
         assert_eq!(calls(two), [("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);
         assert_eq!(parse(two).content, "<think>Both, then.</think>", "the reasoning is kept, as always");

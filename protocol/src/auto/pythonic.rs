@@ -36,6 +36,17 @@ fn function_name_end(bytes: &[u8], mut p: usize) -> usize {
     p
 }
 
+/// The namespaces a prompt format puts tools in, which name no part of a
+/// tool: Gemini's `default_api.get_weather(…)` and OpenAI's
+/// `functions.get_weather(…)`.
+const NAMESPACES: [&str; 2] = ["default_api.", "functions."];
+
+/// The function named at `start..end`, without its format's namespace.
+fn function_name(reply: &str, start: usize, end: usize) -> &str {
+    let name = &reply[start..end];
+    NAMESPACES.iter().find_map(|namespace| name.strip_prefix(namespace)).filter(|rest| !rest.is_empty()).unwrap_or(name)
+}
+
 /// `[f(a=1, b="x"), g()]` at `open`, if every function is declared.
 /// Returns where reading stopped.
 pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'_>) -> usize {
@@ -46,7 +57,7 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
         p = skip_ws(bytes, p);
         let name_start = p;
         p = function_name_end(bytes, p);
-        let name = &reply[name_start..p];
+        let name = function_name(reply, name_start, p);
         if name.is_empty() || !declared.contains(name) || bytes.get(p) != Some(&b'(') {
             return p.max(open + 1);
         }
@@ -133,7 +144,7 @@ pub(super) fn sequence(
         }
         let name_start = p;
         p = function_name_end(bytes, p);
-        let name = &reply[name_start..p];
+        let name = function_name(reply, name_start, p);
         if name.is_empty() || bytes.get(p) != Some(&b'(') {
             out.warn(name_start, "expected a call, `name(key=value, …)`; it is not a call");
             return None;

@@ -101,6 +101,9 @@ mod tests {
             "<tool_code>get_weather(city='Paris')</tool_code>",
             "<tool_code>\nprint(get_weather(city=\"Paris\"))\n</tool_code>",
             "<tool_code>print( get_weather(city=\"Paris\") )</tool_code>",
+            // Gemini's namespace, and OpenAI's, name no part of the tool.
+            "```tool_code\nprint(default_api.get_weather(city=\"Paris\"))\n```",
+            "<tool_code>functions.get_weather(city='Paris')</tool_code>",
         ] {
             assert_eq!(calls(reply), paris, "{reply}");
             assert_eq!(parse(reply).content, "", "{reply}: its markup is no content");
@@ -119,6 +122,8 @@ mod tests {
     fn a_tool_code_block_calls_only_declared_tools_and_code_is_no_call() {
         no_calls(&[
             "```tool_code\ndelete_all()\n```",
+            "```tool_code\ndefault_api.delete_all()\n```",
+            "```tool_code\nweather.get_weather(city=\"Paris\")\n```",
             "```python\nget_weather(city=\"Paris\")\n```",
             "```tool_code\nx = get_weather(city=\"Paris\")\n```",
             "<think>```tool_code\nget_weather(city=\"Paris\")\n```</think>It is sunny.",
