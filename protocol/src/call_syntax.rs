@@ -161,6 +161,15 @@ mod tests {
     fn bare_calls_are_found_whatever_they_name() {
         assert_eq!(syntax("e.g. {\"name\": \"anything\", \"arguments\": {}}"), Some(BARE_JSON_CALL));
         assert_eq!(syntax("e.g. [ {'name': 'x'}]"), Some(BARE_JSON_CALL));
+        // Every other shape the parser reads bare.
+        for text in [
+            "e.g. {\"arguments\": {}, \"name\": \"x\"}",
+            "e.g. {\"type\": \"function\", \"name\": \"x\"}",
+            "e.g. [{\"id\": \"c1\", \"type\": \"function\", \"function\": {}}]",
+            "e.g. {\"tool_call\": {}}",
+        ] {
+            assert_eq!(syntax(text), Some(BARE_JSON_CALL), "{text}");
+        }
         assert_eq!(syntax("e.g. [write_file(path=\"x\")]"), Some(BARE_PYTHONIC_CALL));
         assert_eq!(syntax("e.g.\n>>>write_file\n{}"), Some(SEGMENT_CALL));
     }
@@ -171,6 +180,7 @@ mod tests {
             "local time as YYYY-MM-DD HH:MM[:SS]",
             "names to skip, e.g. [\".git\", \"target\"]",
             "returns {\"id\": 1, \"size\": 3} for each [optional] entry",
+            "returns {\"id\": \"a1\", \"type\": \"file\"} or {\"type\": \"dir\"}",
             "the expression, e.g. 2 * (3 + 4) < 5 > 1 | 2",
             "Tool: write_file\nPlugin: files",
             ">>> print(1)\n1",

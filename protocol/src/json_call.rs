@@ -5,7 +5,8 @@
 //! `{"action": "tool_call", …}` (json-block), `{"action": NAME,
 //! "action_input": {…}}` (LangChain's structured chat and JSON agents),
 //! OpenAI `tool_calls` items
-//! `{"function": {"name", "arguments"}}`, a `{"tool_calls": […]}` message,
+//! `{"function": {"name", "arguments"}}`, llama.cpp's generic
+//! `{"tool_call": {"name", "arguments"}}`, a `{"tool_calls": […]}` message,
 //! and arrays of any of these. Arguments given as a JSON string, even
 //! encoded twice, are decoded.
 
@@ -94,6 +95,11 @@ fn gather(
                 for item in items {
                     gather(item, span, Trust::Explicit, declared, out, calls, depth + 1);
                 }
+                return;
+            }
+            // llama.cpp's generic format: `{"tool_call": {"name", "arguments"}}`.
+            if let Some(call @ Value::Object(_)) = object.remove("tool_call") {
+                gather(call, span, trust, declared, out, calls, depth + 1);
                 return;
             }
             if let Some(Value::Object(function)) = object.remove("function") {

@@ -179,7 +179,7 @@ proptest! {
 /// the parsers' fragments, bare calls, markers in other cases.
 fn declared_text() -> impl Strategy<Value = String> {
     let tricky = prop_oneof![
-        6 => "[a-z ,.()]{1,12}",
+        8 => "[a-z ,.()]{1,12}",
         1 => Just("\n".to_owned()),
         1 => Just("\u{2028}".to_owned()),
         1 => Just("Tool: write_file\nPlugin: files\nPermission: public".to_owned()),

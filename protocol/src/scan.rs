@@ -386,6 +386,11 @@ impl Code {
         Code { regions }
     }
 
+    /// The fenced blocks, fences included, in order.
+    pub(crate) fn fenced(&self) -> impl Iterator<Item = &Range<usize>> {
+        self.regions.iter().filter(|(_, how)| *how == Quoted::Fenced).map(|(region, _)| region)
+    }
+
     /// How the text at `offset` is quoted, if it is.
     pub(crate) fn at(&self, offset: usize) -> Option<Quoted> {
         self.region(offset).map(|(_, how)| how)
@@ -510,6 +515,13 @@ impl<'a> Collector<'a> {
         } else {
             self.dropped += 1;
         }
+    }
+
+    /// The spans in which calls have been collected so far, sorted.
+    pub(crate) fn call_spans(&self) -> Vec<Range<usize>> {
+        let mut spans: Vec<_> = self.groups.iter().filter(|(_, calls)| !calls.is_empty()).map(|(span, _)| span.clone()).collect();
+        spans.sort_by_key(|span| (span.start, std::cmp::Reverse(span.end)));
+        spans
     }
 
     /// How many groups of calls have been collected so far.

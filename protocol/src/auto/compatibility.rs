@@ -182,7 +182,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Llama 3.1, 3.2, 3.3",
         sample: "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
         engines: ["`llama3_json`", "`llama3`", "✓", "`llama3_json`", "✓", "✓"],
-        auto: "with or without `<|python_tag|>` (without it, only for a declared tool); built-in tools as `<|python_tag|>NAME.call(…)`, several with `;` between them",
+        auto: "with or without `<|python_tag|>` (without it, only for a declared tool); `\"type\": \"function\"` before the name, as small models write it; built-in tools as `<|python_tag|>NAME.call(…)`, several with `;` between them",
     },
     Family {
         name: "Pythonic list",
@@ -207,10 +207,10 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "`<tool_calls>` JSON",
-        models: "Jamba, Hunyuan-A13B",
+        models: "Jamba, Hunyuan-A13B, MiniMax-M1",
         sample: "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</tool_calls>",
-        engines: ["`jamba`, `hunyuan_a13b`", NONE, NONE, "`jamba`", NONE, NONE],
-        auto: "a JSON array of calls",
+        engines: ["`jamba`, `hunyuan_a13b`, `minimax`", NONE, NONE, "`jamba`", NONE, NONE],
+        auto: "a JSON array of calls, or MiniMax-M1's one call a line",
     },
     Family {
         name: "Nemotron `<TOOLCALL>`",
@@ -323,6 +323,20 @@ pub(crate) const FAMILIES: &[Family] = &[
         sample: "<functioncall> {\"name\": \"get_weather\", \"arguments\": '{\"city\": \"Paris\"}'} <|endoftext|>",
         engines: [NONE, NONE, NONE, NONE, NONE, NONE],
         auto: "nothing closes it: the object ends the call; arguments as a single-quoted JSON string too",
+    },
+    Family {
+        name: "Granite-20B `<function_call>`",
+        models: "Granite-20B-FunctionCalling",
+        sample: "<function_call> {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+        engines: ["`granite-20b-fc`", NONE, NONE, NONE, NONE, NONE],
+        auto: "an opener before each call, none closing them; Hermes' JSON in `<function_call>…</function_call>` or `<tools>…</tools>` as llama.cpp takes them too",
+    },
+    Family {
+        name: "JSON around a call",
+        models: "any, through llama.cpp's generic format or an OpenAI-shaped answer",
+        sample: "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}",
+        engines: [NONE, NONE, "✓", NONE, NONE, NONE],
+        auto: "also an OpenAI item, `{\"type\": \"function\", \"function\": {…}}`, bare or in an array; only for a declared tool",
     },
     Family {
         name: "`<function=NAME>` JSON",

@@ -1,7 +1,12 @@
 //! Calls inside a family's envelope: a pair of tags or tokens around a body
 //! in a format read elsewhere (JSON calls, pythonic calls):
 //!
-//! - AI21 Jamba and Tencent Hunyuan-A13B: `<tool_calls>[{"name", "arguments"}]</tool_calls>`;
+//! - AI21 Jamba and Tencent Hunyuan-A13B: `<tool_calls>[{"name", "arguments"}]</tool_calls>`,
+//!   and MiniMax-M1: one `{"name", "arguments"}` object a line in it;
+//! - Hermes-style JSON calls in the tags that llama.cpp's Hermes parser
+//!   takes for `<tool_call>`, `<tools>` and `<function_call>`; IBM
+//!   Granite-20B-FunctionCalling's `<function_call> {…}`, one before each
+//!   call and none closing them;
 //! - Tencent Hunyuan V3 as shipped: `<tool_calls:opensource>` around
 //!   GLM-like calls whose every token has the `:opensource` suffix;
 //! - NVIDIA Nemotron (Llama-3.1- and Nano-based): `<TOOLCALL>[…]</TOOLCALL>`;
@@ -72,8 +77,10 @@ const HY3_TOOL_CALLS: &str = "<tool_calls:opensource>";
 /// One of those calls, open and close.
 const HY3_TOOL_CALL: (&str, &str) = ("<tool_call:opensource>", "</tool_call:opensource>");
 /// The envelopes that open with a tag (`<name>`).
-const TAGS: [Envelope; 6] = [
+const TAGS: [Envelope; 8] = [
     envelope("<tool_calls>", "</tool_calls>", Body::Json),
+    envelope("<tools>", "</tools>", Body::Json),
+    envelope("<function_call>", "</function_call>", Body::Json),
     envelope("<TOOLCALL>", "</TOOLCALL>", Body::Json),
     envelope(LONGCAT_TOOL_CALL, "</longcat_tool_call>", Body::Json),
     envelope("<function_calls>", "</function_calls>", Body::Pythonic),
@@ -94,7 +101,7 @@ const GIGACHAT: Envelope = envelope("<|role_sep|>", "<|message_sep|>", Body::Jso
 /// What GigaChat writes before its role separator in a call.
 const GIGACHAT_ROLE: &str = "function call";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 26] = [
+pub(crate) const MARKERS: [&str; 30] = [
     TAGS[0].open,
     TAGS[0].close,
     TAGS[1].open,
@@ -106,6 +113,10 @@ pub(crate) const MARKERS: [&str; 26] = [
     TAGS[4].open,
     TAGS[4].close,
     TAGS[5].open,
+    TAGS[5].close,
+    TAGS[6].open,
+    TAGS[6].close,
+    TAGS[7].open,
     HY3_TOOL_CALL.0,
     HY3_TOOL_CALL.1,
     TOKENS[0].open,
@@ -334,6 +345,16 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
                 json_call::report(&repairs, body, out);
                 Some(json_calls(value, envelope.body, open..end, trust, scope, out))
             }
+            // Several calls one after another (MiniMax-M1 writes one a
+            // line): read as an array.
+            Ok((first @ Value::Object(_), used, repairs)) if let Some(more) = objects_to(reply, body + used, body_end) => {
+                json_call::report(&repairs, body, out);
+                for (at, _, repairs) in &more {
+                    json_call::report(repairs, *at, out);
+                }
+                let all = std::iter::once(first).chain(more.into_iter().map(|(_, value, _)| value)).collect();
+                Some(json_calls(Value::Array(all), envelope.body, open..end, trust, scope, out))
+            }
             Ok((value, used, repairs)) if !closed => {
                 // The closing token left out, and prose after the calls.
                 json_call::report(&repairs, body, out);
@@ -376,6 +397,26 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         // after, and made one call of their texts (found by a probe).
         _ if envelope.body == Body::Pythonic => end,
         _ => body,
+    }
+}
+
+/// The JSON objects that follow one another, apart by white space, from
+/// `at` to `end` and nothing else: each with where it starts and its
+/// repairs. `None` when anything else stands there, or nothing.
+fn objects_to(reply: &str, mut at: usize, end: usize) -> Option<Vec<(usize, Value, Vec<lenient_json::Repair>)>> {
+    let mut objects = Vec::new();
+    loop {
+        at = end - reply[at..end].trim_start().len();
+        if at == end {
+            return (!objects.is_empty()).then_some(objects);
+        }
+        match lenient_json::parse_prefix(&reply[at..end]) {
+            Ok((value @ Value::Object(_), used, repairs)) => {
+                objects.push((at, value, repairs));
+                at += used;
+            }
+            _ => return None,
+        }
     }
 }
 
@@ -518,7 +559,13 @@ mod tests {
 
     /// Each family's envelope around two calls, the second to a tool that
     /// is not declared (the envelope says they are calls).
-    const TWO_CALLS: [&str; 12] = [
+    const TWO_CALLS: [&str; 16] = [
+        "<tools>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"undeclared_tool\", \"arguments\": {}}\n</tools>",
+        "<function_call>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</function_call>",
+        // Granite-20B-FunctionCalling: an opener before each call, none closing.
+        "<function_call> {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}} <function_call> {\"name\": \"undeclared_tool\", \"arguments\": {}}",
+        // MiniMax-M1: one call a line.
+        "<tool_calls>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"undeclared_tool\", \"arguments\": {}}\n</tool_calls>",
         "<functioncall> [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]",
         "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]<|/tool_call|>",
         "<tool_calls>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</tool_calls>",
@@ -532,6 +579,19 @@ mod tests {
         "<|tool_call_start|>[get_weather(city=\"Paris\"), undeclared_tool()]<|tool_call_end|>",
         "<|python_start|>[get_weather(city='Paris'), undeclared_tool()]<|python_end|>",
     ];
+
+    #[test]
+    fn calls_one_after_another_are_calls_only_when_nothing_else_stands_between() {
+        // (An undeclared tool: a declared one is still read as bare JSON.)
+        let reply = "<tool_calls>\n{\"name\": \"search\", \"arguments\": {}}\nThen I answer.\n</tool_calls>";
+        assert_eq!((calls(reply), warnings(reply).len()), (vec![], 1), "{reply}");
+        let reply = "<function_call>{\"name\": \"search\", \"arguments\": {}} [1]</function_call>";
+        assert_eq!((calls(reply), warnings(reply).len()), (vec![], 1), "{reply}");
+        // Tool definitions, as a prompt lists them, are no calls.
+        let listed = "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", \"properties\": {}}}}\n</tools>";
+        assert_eq!(calls(listed), vec![], "{listed}");
+        no_calls(&["Hermes lists its tools in `<tools>{\"name\": \"get_weather\", \"arguments\": {}}</tools>`."]);
+    }
 
     #[test]
     fn an_unclosed_envelope_without_calls_hides_no_envelope_after_it() {

@@ -128,6 +128,7 @@ impl Protocol for Auto {
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
         pythonic::scan_lone(&scope, &mut out);
+        fences_around_calls(&scope, &mut out);
         turn_end::scan(reply, &mut out);
         let mut parsed = out.finish();
         // A family that allows spaces or dots in a name may write a declared
@@ -341,6 +342,43 @@ fn json_to_the_end(scope: &Scope<'_>, at: usize) -> Option<usize> {
     reply[end..scope.turn_end().max(end)].trim_start().is_empty().then_some(end)
 }
 
+/// A fenced block that holds nothing but calls read from their own markup
+/// (```` ```xml ```` around a `<tool_call>`, as llama.cpp has seen Hermes
+/// and Qwen models write): its fences are no content either.
+fn fences_around_calls(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let spans = out.call_spans();
+    if spans.is_empty() {
+        return;
+    }
+    let code = scope.code.get_or_init(|| Code::find(reply));
+    let mut markup = Vec::new();
+    for fence in code.fenced() {
+        let Some(opening_line) = reply[fence.clone()].find('\n') else { continue };
+        let (body, close) = (fence.start + opening_line + 1, fence.end - FENCE.len());
+        if close < body || !reply[fence.clone()].ends_with(FENCE) {
+            continue; // unclosed, or closed on its opening line
+        }
+        let (mut at, mut first) = (body, None);
+        for span in spans[spans.partition_point(|span| span.start < body)..].iter().take_while(|span| span.start < close) {
+            if span.end > close || !reply[at.min(span.start)..span.start].trim().is_empty() {
+                first = None;
+                break;
+            }
+            first = first.or(Some(span.start));
+            at = at.max(span.end);
+        }
+        // The white space inside the fences goes with them.
+        if let Some(first) = first
+            && reply[at..close].trim().is_empty()
+        {
+            markup.push(fence.start..first);
+            markup.push(at..fence.end);
+        }
+    }
+    markup.into_iter().for_each(|span| out.markup(span));
+}
+
 /// A whole reply that is an OpenAI message with `tool_calls`.
 fn scan_tool_calls_message(reply: &str, declared: &Declared, out: &mut Collector<'_>) {
     let trimmed = reply.trim();
@@ -437,13 +475,52 @@ pub(crate) enum BareOpening {
 pub(crate) fn bare_opening(reply: &str, open: usize) -> BareOpening {
     let bytes = reply.as_bytes();
     let after = skip_ws(bytes, open + 1);
-    let names_first = |at: usize| reply[at..].starts_with("\"name\"") || reply[at..].starts_with("'name'");
     match bytes[open] {
         b'[' if bytes.get(after).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') => BareOpening::Pythonic,
-        b'{' if names_first(after) => BareOpening::Json,
-        b'[' if bytes.get(after) == Some(&b'{') && names_first(skip_ws(bytes, after + 1)) => BareOpening::Json,
+        b'{' if opens_call_object(reply, after) => BareOpening::Json,
+        b'[' if bytes.get(after) == Some(&b'{') && opens_call_object(reply, skip_ws(bytes, after + 1)) => BareOpening::Json,
         _ => BareOpening::Neither,
     }
+}
+
+/// The first keys with which a JSON call opens, as models write them: its
+/// name; its arguments first, as Hermes' prompt orders them; an OpenAI
+/// item's `function`, or llama.cpp's generic `tool_call`, around the call.
+const CALL_FIRST_KEYS: [&str; 5] = ["name", "arguments", "parameters", "function", "tool_call"];
+
+/// Whether the object whose first key stands at `at` opens a call: one of
+/// [`CALL_FIRST_KEYS`], or `"type": "function"` (small Llama 3 models put
+/// it before the name; OpenAI's items, before the function).
+/// An OpenAI item's `"id": "call_…",` may come first.
+fn opens_call_object(reply: &str, at: usize) -> bool {
+    let bytes = reply.as_bytes();
+    // A key and its short quoted value: the value and where the pair ends.
+    let pair = |at: usize| {
+        let (_, after) = quoted_word(reply, at)?;
+        let colon = skip_ws(bytes, after);
+        (bytes.get(colon) == Some(&b':')).then_some(())?;
+        let (value, end) = quoted_word(reply, skip_ws(bytes, colon + 1))?;
+        Some((value, skip_ws(bytes, end)))
+    };
+    let Some((key, _)) = quoted_word(reply, at) else { return false };
+    match key {
+        _ if CALL_FIRST_KEYS.contains(&key) => true,
+        "type" => pair(at).is_some_and(|(value, _)| value == "function"),
+        "id" => pair(at).is_some_and(|(_, end)| {
+            bytes.get(end) == Some(&b',')
+                && quoted_word(reply, skip_ws(bytes, end + 1)).is_some_and(|(key, _)| key == "type")
+                && pair(skip_ws(bytes, end + 1)).is_some_and(|(value, _)| value == "function")
+        }),
+        _ => false,
+    }
+}
+
+/// A short word in double or single quotes at `at`, and where it ends.
+fn quoted_word(reply: &str, at: usize) -> Option<(&str, usize)> {
+    let quote = *reply.as_bytes().get(at).filter(|q| matches!(q, b'"' | b'\''))?;
+    let rest = reply.get(at + 1..)?;
+    let len = rest.bytes().take(16).position(|b| b == quote)?;
+    Some((&rest[..len], at + 1 + len + 1))
 }
 
 /// Read a JSON object at `at`, warning when it is not one: the object and
@@ -516,7 +593,7 @@ fn fits_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::inside_fence;
-    use super::testing::{calls, one, parse, prose, warnings};
+    use super::testing::{calls, no_calls, one, parse, prose, warnings};
     use serde_json::json;
 
     /// Every family's call, and a bare JSON call, is found after prose of
@@ -709,6 +786,46 @@ mod tests {
             .filter(|quoted| !calls(quoted).is_empty())
             .collect();
         assert_eq!(called, Vec::<String>::new());
+    }
+
+    #[test]
+    fn json_calls_in_the_other_shapes_models_write_bare() {
+        let paris = one("get_weather", json!({"city": "Paris"}));
+        for reply in [
+            // Small Llama 3 models, as llama.cpp's grammar allows them.
+            "{\"type\": \"function\", \"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+            // Arguments first, as Hermes' prompt orders the keys.
+            "{\"arguments\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"}",
+            // llama.cpp's generic format, and OpenAI's items.
+            "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}",
+            "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}",
+            "[{\"id\": \"call_1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}}]",
+        ] {
+            assert_eq!(calls(reply), paris, "{reply}");
+            assert_eq!(parse(reply).content, "", "{reply}: none of it is content");
+        }
+        let two = "<|python_tag|>{\"type\": \"function\", \"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"type\": \"function\", \"name\": \"now\", \"parameters\": {}}";
+        assert_eq!(calls(two), [paris[0].clone(), ("now".to_owned(), json!({}))]);
+        assert_eq!(parse(two).content, "");
+        no_calls(&[
+            "{\"type\": \"function\", \"name\": \"delete_all\", \"parameters\": {}}",
+            "{\"tool_call\": {\"name\": \"delete_all\", \"arguments\": {}}}",
+            "{\"parameters\": {\"type\": \"object\", \"properties\": {}}, \"name\": \"get_weather\"}",
+            "{\"id\": \"call_1\", \"type\": \"message\", \"name\": \"x\"}",
+        ]);
+    }
+
+    #[test]
+    fn a_fence_around_nothing_but_calls_is_no_content() {
+        let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+        for language in ["xml", "json", ""] {
+            let reply = format!("Checking.\n```{language}\n{call}\n```\nOne moment.");
+            assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+            assert_eq!(parse(&reply).content, "Checking.\n\nOne moment.", "{reply}");
+        }
+        // Anything else in the block keeps it, fences and all.
+        let reply = format!("```xml\n{call}\nThat is how it calls.\n```");
+        assert_eq!(parse(&reply).content, "```xml\n\nThat is how it calls.\n```");
     }
 
     #[test]
