@@ -15,7 +15,7 @@
 //! - [`printable_lines`]: a body of text — tool output on a terminal, an
 //!   error message — where newlines and tabs keep their meaning.
 //! - [`to_json_pretty`]: JSON whose strings carry none of these characters
-//!   raw; the values are unchanged.
+//!   raw; the values are unchanged ([`to_json_pretty_excerpt`]: its start).
 
 use serde::Serialize;
 use std::borrow::Cow;
@@ -45,6 +45,56 @@ pub fn printable_lines(text: &str) -> Cow<'_, str> {
 /// are not strings, say).
 pub fn to_json_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     escaped_json(value, serde_json::ser::PrettyFormatter::new())
+}
+
+/// [`to_json_pretty`], cut after `max_bytes` (at a character's boundary,
+/// `…` and a line saying so added): what a person is shown of arguments a
+/// peer chose, whose pretty form can be a hundred times their size (each
+/// level of nesting indents every line below it). Serializing stops at the
+/// limit, so neither time nor memory follows the whole. `None` when the
+/// value cannot be serialized.
+pub fn to_json_pretty_excerpt<T: Serialize + ?Sized>(value: &T, max_bytes: usize) -> Option<String> {
+    let mut out = Bounded { bytes: Vec::new(), max: max_bytes };
+    let formatter = EscapingFormatter(serde_json::ser::PrettyFormatter::new());
+    let whole = value.serialize(&mut serde_json::Serializer::with_formatter(&mut out, formatter));
+    let mut bytes = out.bytes;
+    let cut = match whole {
+        Ok(()) => false,
+        Err(error) if error.is_io() && bytes.len() >= max_bytes => true,
+        Err(_) => return None,
+    };
+    let valid = match std::str::from_utf8(&bytes) {
+        Ok(_) => bytes.len(),
+        Err(error) => error.valid_up_to(),
+    };
+    bytes.truncate(valid);
+    let mut text = String::from_utf8(bytes).expect("cut at a character's boundary");
+    if cut {
+        let _ = write!(text, "…\n[cut: only the first {max_bytes} bytes of the arguments are shown]");
+    }
+    Some(text)
+}
+
+/// A writer that takes `max` bytes, then fails.
+struct Bounded {
+    bytes: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let room = self.max - self.bytes.len();
+        if room == 0 {
+            return Err(std::io::Error::other("the excerpt is full"));
+        }
+        let taken = buf.len().min(room);
+        self.bytes.extend_from_slice(&buf[..taken]);
+        Ok(taken)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// [`to_json_pretty`] on one line: for JSON-lines output.
@@ -136,6 +186,21 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for EscapingForma
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_is_cut_early_at_a_boundary_and_says_so() {
+        let small = serde_json::json!({"path": "a.txt"});
+        assert_eq!(to_json_pretty_excerpt(&small, 100).as_deref(), Some(to_json_pretty(&small).unwrap().as_str()));
+        // Deep nesting: the pretty form would be some hundred times the
+        // compact one; the excerpt stops at its limit.
+        let deep: serde_json::Value =
+            serde_json::from_str(&format!("{}{}{}", "[".repeat(100), "0,".repeat(5000) + "0", "]".repeat(100))).unwrap();
+        let shown = to_json_pretty_excerpt(&deep, 1000).unwrap();
+        assert!(shown.len() < 1100 && shown.ends_with("are shown]"), "{}", shown.len());
+        let wide = serde_json::json!({"text": "é".repeat(600)});
+        let shown = to_json_pretty_excerpt(&wide, 101).unwrap();
+        assert!(shown.contains('…') && shown.len() < 200, "{shown}");
+    }
 
     #[test]
     fn control_characters_are_shown_not_obeyed() {

@@ -19,13 +19,16 @@ use super::adapters::by;
 use super::{Answer, Approver, CallDecision, DecidedBy, PendingCall, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
-use crate::printable::{printable, printable_lines, to_json_pretty};
+use crate::printable::{printable, printable_lines, to_json_pretty_excerpt};
 use std::io::{self, BufRead, BufReader, Stderr, Stdin, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Indentation of arguments and results under their heading.
 const INDENT: &str = "    ";
+/// The most of a call's arguments, laid out, that a question shows (their
+/// layout can be a hundred times their size); the rest is said to be cut.
+const ARGUMENTS_SHOWN_BYTES: usize = 64 << 10;
 /// What the answers to a call's question are.
 const CALL_HELP: &str = "Answer y (yes), a (always: moderate tools only), n (no; a reason may follow, as in \"n not now\"),\n\
                          all (yes to this and the rest) or none (no to this and the rest; a reason may follow).";
@@ -268,7 +271,7 @@ impl<R: BufRead, W: Write> Prompt<R, W> {
                 printable(&call.plugin),
                 printable(&call.reason.to_string())
             )?;
-            let args = to_json_pretty(&call.args).map_err(io::Error::other)?;
+            let args = to_json_pretty_excerpt(&call.args, ARGUMENTS_SHOWN_BYTES).unwrap_or_default();
             self.indented(&args)?;
         }
         writeln!(self.output, "{CALL_HELP}")?;

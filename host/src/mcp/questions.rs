@@ -6,12 +6,15 @@
 use crate::approval::{Answer, CallDecision, DecidedBy, PendingCall, ResultAnswer, ResultDecision};
 use crate::manifest::ToolSpec;
 use crate::outcome::ToolOutcome;
-use crate::printable::{printable, printable_lines, to_json_pretty};
+use crate::printable::{printable, printable_lines, to_json_pretty_excerpt};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 use serde_json::{Value, json};
 
 /// How much of a result a person is shown when asked to pass it on.
 const RESULT_EXCERPT_CHARS: usize = 4000;
+/// The most of a call's arguments, laid out, that its question shows: a
+/// peer's arguments can be laid out at a hundred times their size.
+const ARGUMENTS_EXCERPT_BYTES: usize = 4000;
 
 /// The form asking to run `call`: approve (or not, with a reason), and
 /// "allow always" only where it is offered.
@@ -22,7 +25,7 @@ pub(super) fn call_form(call: &PendingCall) -> ElicitRequestParams {
         printable(&call.plugin),
         call.permission.as_str(),
         call.reason,
-        to_json_pretty(&Value::Object(call.args.clone())).unwrap_or_default()
+        to_json_pretty_excerpt(&call.args, ARGUMENTS_EXCERPT_BYTES).unwrap_or_default()
     );
     let mut properties = json!({
         "approve": {"type": "boolean", "title": "Run this call", "default": true},
@@ -152,6 +155,26 @@ mod tests {
 
     fn reply(action: ElicitationAction) -> Reply {
         Reply::of(ElicitResult::new(action))
+    }
+
+    #[test]
+    fn a_question_shows_a_bounded_excerpt_of_the_arguments() {
+        // 40 KB of nesting a peer sent, some hundred times that laid out.
+        let nested = format!("{}{}{}", "[".repeat(100), "0,".repeat(20_000) + "0", "]".repeat(100));
+        let mut args = serde_json::Map::new();
+        args.insert("extra".into(), serde_json::from_str(&nested).unwrap());
+        let call = PendingCall {
+            id: "1".into(),
+            agent: "mcp".into(),
+            plugin: "files".into(),
+            tool: "write_file".into(),
+            permission: crate::manifest::Permission::Sensitive,
+            args,
+            reason: crate::approval::AskReason::Sensitive,
+        };
+        let ElicitRequestParams::FormElicitationParams { message, .. } = call_form(&call) else { panic!("a form") };
+        assert!(message.len() < ARGUMENTS_EXCERPT_BYTES + 1000, "{} bytes", message.len());
+        assert!(message.contains("cut: only the first"), "the person is told");
     }
 
     #[test]
