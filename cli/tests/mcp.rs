@@ -276,6 +276,71 @@ fn a_session_holds_two_event_streams_at_most() {
     assert!(reopened.into_iter().any(|status| status == "200"), "a closed stream's place is given back");
 }
 
+#[test]
+fn a_request_reusing_the_id_of_one_in_flight_in_its_session_is_refused_over_http() {
+    let dir = workspace();
+    let server = HttpServer::start(dir.path(), &[], &[]);
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    let (status, said) = post_body(&server, initialize.as_bytes());
+    assert_eq!(status, 200, "{said}");
+    let session = said
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|id| id.trim().to_owned()))
+        .unwrap_or_else(|| panic!("a session id: {said}"));
+    let in_session = format!("Mcp-Session-Id: {session}\r\n");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(post_body_with(&server, &in_session, initialized.as_bytes()).0, 202);
+    // A sensitive call, id 7, waits on its stream for the user's answer.
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"note.txt","content":"x"}}}"#;
+    let mut first = TcpStream::connect(server.authority()).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         {in_session}Content-Length: {}\r\n\r\n{call}",
+        server.authority(),
+        call.len()
+    );
+    first.write_all(head.as_bytes()).unwrap();
+    first.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let mut seen = String::new();
+    let read_until = |first: &mut TcpStream, seen: &mut String, what: &str| {
+        for _ in 0..100 {
+            let mut chunk = [0u8; 4096];
+            match first.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => seen.push_str(&text(&chunk[..n])),
+                Err(_) => {}
+            }
+            if seen.contains(what) {
+                return;
+            }
+        }
+        panic!("{what} never came: {seen}");
+    };
+    read_until(&mut first, &mut seen, "elicitation/create");
+    // The same id again, while the call is in flight: refused, under it.
+    let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+    let (status, said) = post_body_with(&server, &in_session, ping.as_bytes());
+    assert_eq!(status, 400, "{said}");
+    assert!(said.contains("\"id\":7") && said.contains("already in use by a request in flight"), "{said}");
+    // The user declines; the call's own stream gets its answer, and ends.
+    let question = seen
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message["method"] == "elicitation/create")
+        .unwrap();
+    let answer = serde_json::json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}}).to_string();
+    assert_eq!(post_body_with(&server, &in_session, answer.as_bytes()).0, 202);
+    read_until(&mut first, &mut seen, "declined it in the MCP client");
+    assert!(seen.contains("\"id\":7"), "{seen}");
+    // Answered, the id is free again.
+    let free = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        post_body_with(&server, &in_session, ping.as_bytes()).0 == 200
+    });
+    assert!(free, "the id is taken back once its call is answered");
+}
+
 /// Sends `signal` (`TERM`, `INT`) to process `pid`.
 fn send_signal(pid: u32, signal: &str) {
     let sent = Command::new("kill").args([format!("-{signal}"), pid.to_string()]).status().unwrap();

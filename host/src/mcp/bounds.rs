@@ -166,6 +166,57 @@ pub(super) fn holding<T: Send + Sync + 'static>(response: Response, held: T) -> 
     })
 }
 
+/// The ids of the requests each session has in flight over HTTP.
+#[derive(Default)]
+pub(super) struct IdsInFlight(Mutex<std::collections::HashSet<(String, String)>>);
+
+/// One session's request id, in flight until dropped.
+struct IdInFlight {
+    ids: Arc<IdsInFlight>,
+    key: (String, String),
+}
+
+impl Drop for IdInFlight {
+    fn drop(&mut self) {
+        self.ids.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.key);
+    }
+}
+
+/// Refuse a request POSTed in a session while a request of that session
+/// with the same id is in flight, as a JSON-RPC error under its id (`400`).
+/// rmcp routes a session's answers by id: the second took the first's
+/// route, the first's answer went astray, and its response, kept open by
+/// keep-alives, never ended (one client so held every connection the
+/// server takes). The id is in flight until its response's body is
+/// dropped (finished, or its client gone). The body is already read and
+/// bounded ([`bound_request`]).
+pub(super) async fn one_request_per_id(ids: &Arc<IdsInFlight>, request: Request, next: Next) -> Response {
+    let session = request.headers().get(SESSION_ID_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let (true, Some(session)) = (request.method() == axum::http::Method::POST, session) else { return next.run(request).await };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<serde_json::Value>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let id = match serde_json::from_slice::<Head>(&bytes) {
+        Ok(Head { id: Some(id), method: Some(_) }) if id.is_string() || id.is_number() => id,
+        _ => return next.run(Request::from_parts(parts, Body::from(bytes))).await,
+    };
+    let key = (session, id.to_string());
+    if !ids.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone()) {
+        let message = format!("the id {id} is already in use by a request in flight");
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": message}});
+        return (StatusCode::BAD_REQUEST, axum::Json(error)).into_response();
+    }
+    let held = IdInFlight { ids: ids.clone(), key };
+    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    holding(response, held)
+}
+
 /// The header that names a session.
 pub(super) const SESSION_ID_HEADER: &str = "mcp-session-id";
 

@@ -80,7 +80,12 @@ impl McpServer {
             let sessions = Arc::new(BoundedSessions::new(config.max_sessions, idle_limit));
             let router = axum::Router::new().nest_service(MCP_PATH, StreamableHttpService::new(factory, sessions.clone(), http));
             let streams = Arc::new(Places::new(max_streams(), MAX_STREAMS_PER_SESSION));
+            let ids = Arc::new(bounds::IdsInFlight::default());
             router
+                .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
+                    let ids = ids.clone();
+                    async move { bounds::one_request_per_id(&ids, request, next).await }
+                }))
                 .layer(axum::middleware::from_fn(move |request: Request, next: Next| {
                     let sessions = sessions.clone();
                     async move { session_statuses(&sessions, request, next).await }
