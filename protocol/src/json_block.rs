@@ -212,7 +212,7 @@ pub(crate) fn scan_fences(
 
 /// Where an `Action:` label of the fence at `open` starts, on the fence's
 /// line or alone on the line before: no prose once the block holds calls.
-fn action_label(reply: &str, open: usize) -> Option<usize> {
+pub(crate) fn action_label(reply: &str, open: usize) -> Option<usize> {
     let blank = [' ', '\t'];
     let before = reply[..open].trim_end_matches(blank);
     let before = before.strip_suffix('\n').map_or(before, |line| line.strip_suffix('\r').unwrap_or(line)).trim_end_matches(blank);

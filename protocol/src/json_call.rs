@@ -25,9 +25,9 @@ const PARAMETERS_KEY: &str = "parameters";
 /// The keys a call gives its id under, in order of preference.
 const ID_KEYS: [&str; 2] = ["id", "tool_call_id"];
 /// LangChain's agents name the tool by `action` and give its input here.
-const ACTION_INPUT_KEY: &str = "action_input";
+pub(crate) const ACTION_INPUT_KEY: &str = "action_input";
 /// The `action` with which a LangChain agent answers rather than calls.
-const FINAL_ANSWER: &str = "Final Answer";
+pub(crate) const FINAL_ANSWER: &str = "Final Answer";
 
 /// How far a piece of JSON is trusted to be a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -485,11 +485,21 @@ pub(crate) struct Collector<'a> {
     groups: Vec<(Range<usize>, Vec<ParsedCall>)>,
     warnings: Vec<Warning>,
     dropped: usize,
+    /// Text shown in the content in place of a span of markup (an answer
+    /// written as JSON: its text).
+    answers: Vec<(Range<usize>, String)>,
 }
 
 impl<'a> Collector<'a> {
     pub(crate) fn new(reply: &'a str) -> Self {
-        Collector { reply, groups: Vec::new(), warnings: Vec::new(), dropped: 0 }
+        Collector { reply, groups: Vec::new(), warnings: Vec::new(), dropped: 0, answers: Vec::new() }
+    }
+
+    /// Markup at `span` whose content is `text`: an answer written as
+    /// JSON, shown as its text.
+    pub(crate) fn answer(&mut self, span: Range<usize>, text: String) {
+        self.answers.push((span.clone(), text));
+        self.markup(span);
     }
 
     pub(crate) fn call(&mut self, call: ParsedCall) {
@@ -544,6 +554,9 @@ impl<'a> Collector<'a> {
             // Llama 3.2 separates its calls with `;`, which is no prose.
             let separator = after_calls && !calls.is_empty() && gap.trim() == CALL_SEPARATOR;
             pieces.push(if separator { "" } else { gap });
+            if let Some((_, text)) = self.answers.iter().find(|(answered, _)| answered == span) {
+                pieces.push(text);
+            }
             at = span.end;
             after_calls = !calls.is_empty();
         }

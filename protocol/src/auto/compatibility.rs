@@ -315,7 +315,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "LangChain structured chat and JSON agents' fine-tunes",
         sample: "Action:\n```json\n{\n  \"action\": \"get_weather\",\n  \"action_input\": {\"city\": \"Paris\"}\n}\n```",
         engines: [NONE, NONE, NONE, NONE, NONE, NONE],
-        auto: "only for a declared tool; `\"action\": \"Final Answer\"` is no call; the `Action:` label is no content",
+        auto: "only for a declared tool; `\"action\": \"Final Answer\"` is no call, and its text is the content; the `Action:` label is no content",
     },
     Family {
         name: "Glaive `<functioncall>`",
@@ -336,7 +336,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "any, through llama.cpp's generic format or an OpenAI-shaped answer",
         sample: "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}",
         engines: [NONE, NONE, "✓", NONE, NONE, NONE],
-        auto: "also an OpenAI item, `{\"type\": \"function\", \"function\": {…}}`, bare or in an array; only for a declared tool",
+        auto: "also an OpenAI item, `{\"type\": \"function\", \"function\": {…}}`, bare or in an array; only for a declared tool; a reply of `{\"response\": \"…\"}` is its text",
     },
     Family {
         name: "`<function=NAME>` JSON",

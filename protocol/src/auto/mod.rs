@@ -46,6 +46,7 @@
 //! declared tool. When two recognizers claim overlapping text, the one that
 //! starts first wins.
 
+mod answer;
 pub(crate) mod atem;
 mod attribute;
 pub(crate) mod cofl;
@@ -129,6 +130,7 @@ impl Protocol for Auto {
         scan_bare(&scope, &mut out);
         pythonic::scan_lone(&scope, &mut out);
         fences_around_calls(&scope, &mut out);
+        answer::scan(&scope, &mut out);
         turn_end::scan(reply, &mut out);
         let mut parsed = out.finish();
         // A family that allows spaces or dots in a name may write a declared
