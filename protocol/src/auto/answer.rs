@@ -8,7 +8,7 @@
 use super::super::json_block::action_label;
 use super::super::json_call::{ACTION_INPUT_KEY, FINAL_ANSWER};
 use super::super::lenient_json;
-use super::super::scan::{Collector, FENCE, skip_ws};
+use super::super::scan::{Collector, FENCE};
 use super::Scope;
 use serde_json::Value;
 
@@ -19,12 +19,7 @@ const RESPONSE_KEY: &str = "response";
 /// of its JSON.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let bytes = reply.as_bytes();
-    let mut start = skip_ws(bytes, 0);
-    while let Some(end) = scope.reasoning.skip(start) {
-        start = skip_ws(bytes, end);
-    }
-    let end = start + reply[start..scope.turn_end().max(start)].trim_end().len();
+    let std::ops::Range { start, end } = scope.said();
     let text = &reply[start..end];
     let (span, json, whole) = match fenced_at_end(reply, start, end) {
         Some((open, body)) => {

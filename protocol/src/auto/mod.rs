@@ -196,6 +196,17 @@ impl<'a> Scope<'a> {
         *self.turn_end.get_or_init(|| turn_end::start(self.reply))
     }
 
+    /// The reply's own text: after the reasoning it opens with, before the
+    /// tokens that end the turn, trimmed.
+    pub(crate) fn said(&self) -> Range<usize> {
+        let bytes = self.reply.as_bytes();
+        let mut start = skip_ws(bytes, 0);
+        while let Some(end) = self.reasoning.skip(start) {
+            start = skip_ws(bytes, end);
+        }
+        start..start + self.reply[start..self.turn_end().max(start)].trim_end().len()
+    }
+
     /// [`Self::markup_trust`] for an element spanning `span`, which inline
     /// code quotes only whole: a backtick in one call's string and one in
     /// the next's, on one line, pair as a span that holds the second's

@@ -93,12 +93,7 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
 /// to call in Python: its calls. Within prose such text is an example.
 pub(super) fn scan_lone(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let bytes = reply.as_bytes();
-    let mut start = skip_ws(bytes, 0);
-    while let Some(end) = scope.reasoning.skip(start) {
-        start = skip_ws(bytes, end);
-    }
-    let end = start + reply[start..scope.turn_end().max(start)].trim_end().len();
+    let std::ops::Range { start, end } = scope.said();
     let text = &reply[start..end];
     if text.starts_with('[') || !opens_call(text) {
         return; // a list is read as one; prose is prose
