@@ -386,11 +386,6 @@ impl Code {
         Code { regions }
     }
 
-    /// The fenced blocks, fences included, in order.
-    pub(crate) fn fenced(&self) -> impl Iterator<Item = &Range<usize>> {
-        self.regions.iter().filter(|(_, how)| *how == Quoted::Fenced).map(|(region, _)| region)
-    }
-
     /// How the text at `offset` is quoted, if it is.
     pub(crate) fn at(&self, offset: usize) -> Option<Quoted> {
         self.region(offset).map(|(_, how)| how)

@@ -78,6 +78,7 @@ pub(crate) mod step3;
 mod testing;
 mod tool_code;
 mod turn_end;
+mod wrappers;
 
 use super::json_block::{format_json_results, scan_fences};
 use super::json_call::{self, Trust};
@@ -129,7 +130,7 @@ impl Protocol for Auto {
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
         pythonic::scan_lone(&scope, &mut out);
-        fences_around_calls(&scope, &mut out);
+        wrappers::scan(&scope, &mut out);
         answer::scan(&scope, &mut out);
         turn_end::scan(reply, &mut out);
         let mut parsed = out.finish();
@@ -353,43 +354,6 @@ fn json_to_the_end(scope: &Scope<'_>, at: usize) -> Option<usize> {
     let (_, used, _) = lenient_json::parse_prefix(&reply[at..]).ok()?;
     let end = at + used;
     reply[end..scope.turn_end().max(end)].trim_start().is_empty().then_some(end)
-}
-
-/// A fenced block that holds nothing but calls read from their own markup
-/// (```` ```xml ```` around a `<tool_call>`, as llama.cpp has seen Hermes
-/// and Qwen models write): its fences are no content either.
-fn fences_around_calls(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    let reply = scope.reply;
-    let spans = out.call_spans();
-    if spans.is_empty() {
-        return;
-    }
-    let code = scope.code.get_or_init(|| Code::find(reply));
-    let mut markup = Vec::new();
-    for fence in code.fenced() {
-        let Some(opening_line) = reply[fence.clone()].find('\n') else { continue };
-        let (body, close) = (fence.start + opening_line + 1, fence.end - FENCE.len());
-        if close < body || !reply[fence.clone()].ends_with(FENCE) {
-            continue; // unclosed, or closed on its opening line
-        }
-        let (mut at, mut first) = (body, None);
-        for span in spans[spans.partition_point(|span| span.start < body)..].iter().take_while(|span| span.start < close) {
-            if span.end > close || !reply[at.min(span.start)..span.start].trim().is_empty() {
-                first = None;
-                break;
-            }
-            first = first.or(Some(span.start));
-            at = at.max(span.end);
-        }
-        // The white space inside the fences goes with them.
-        if let Some(first) = first
-            && reply[at..close].trim().is_empty()
-        {
-            markup.push(fence.start..first);
-            markup.push(at..fence.end);
-        }
-    }
-    markup.into_iter().for_each(|span| out.markup(span));
 }
 
 /// A whole reply that is an OpenAI message with `tool_calls`.
@@ -826,19 +790,6 @@ mod tests {
             "{\"parameters\": {\"type\": \"object\", \"properties\": {}}, \"name\": \"get_weather\"}",
             "{\"id\": \"call_1\", \"type\": \"message\", \"name\": \"x\"}",
         ]);
-    }
-
-    #[test]
-    fn a_fence_around_nothing_but_calls_is_no_content() {
-        let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-        for language in ["xml", "json", ""] {
-            let reply = format!("Checking.\n```{language}\n{call}\n```\nOne moment.");
-            assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
-            assert_eq!(parse(&reply).content, "Checking.\n\nOne moment.", "{reply}");
-        }
-        // Anything else in the block keeps it, fences and all.
-        let reply = format!("```xml\n{call}\nThat is how it calls.\n```");
-        assert_eq!(parse(&reply).content, "```xml\n\nThat is how it calls.\n```");
     }
 
     #[test]
