@@ -322,6 +322,9 @@ fn a_request_reusing_the_id_of_one_in_flight_in_its_session_is_refused_over_http
     let (status, said) = post_body_with(&server, &in_session, ping.as_bytes());
     assert_eq!(status, 400, "{said}");
     assert!(said.contains("\"id\":7") && said.contains("already in use by a request in flight"), "{said}");
+    // Written another way, it is the same id to rmcp, which routes by it.
+    let ping_again = r#"{"jsonrpc":"2.0","id":7.0,"method":"ping"}"#;
+    assert_eq!(post_body_with(&server, &in_session, ping_again.as_bytes()).0, 400);
     // The user declines; the call's own stream gets its answer, and ends.
     let question = seen
         .lines()

@@ -28,6 +28,8 @@ const ID_KEYS: [&str; 2] = ["id", "tool_call_id"];
 pub(crate) const ACTION_INPUT_KEY: &str = "action_input";
 /// The `action` with which a LangChain agent answers rather than calls.
 pub(crate) const FINAL_ANSWER: &str = "Final Answer";
+/// What a tool's definition says it does; no call says so.
+const DESCRIPTION_KEY: &str = "description";
 
 /// How far a piece of JSON is trusted to be a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +149,11 @@ fn call_from(
         }
     };
     if trust == Trust::Declared && !says_call && !declared.contains(&name) {
+        return None;
+    }
+    // A tool's definition, as a prompt lists it, names a tool and says what
+    // it does, and gives no arguments.
+    if raw.is_none() && object.contains_key(DESCRIPTION_KEY) && !ARGUMENT_KEYS.iter().any(|key| object.contains_key(*key)) {
         return None;
     }
     let raw = ARGUMENT_KEYS.iter().find_map(|&key| Some((key, object.remove(key)?))).or(raw);

@@ -399,6 +399,15 @@ fn calls_around_a_long_run_of_white_space_parse_in_linear_time() {
             assert_linear(&reply(100_000), &reply(1_000_000), &format!("{call:?}, white space first: {white_first}"));
         }
     }
+    // Calls with text between them in one fenced block after white space,
+    // or after a long opening line: each looked at the fence whole.
+    let call = "<tool_call>{\"name\": \"calc\", \"arguments\": {}}</tool_call> x ";
+    for opening in [" ", "a"] {
+        let reply = |size: usize| {
+            format!("```{}\n{}x{}\n```", opening.repeat(size / 2), " ".repeat(size / 4), call.repeat(size / 4 / call.len()))
+        };
+        assert_linear(&reply(100_000), &reply(1_000_000), &format!("calls in a fence after {opening:?}"));
+    }
 }
 
 /// Asserts that every protocol parses `large`, ten times `small`, in at

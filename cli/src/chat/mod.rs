@@ -27,11 +27,15 @@ use toolhost::{
     transcript::{Entry, RequestedCall},
     vcp::Handover,
 };
-use toolhost_support::printable::to_json_pretty;
+use toolhost_support::printable::to_json_pretty_excerpt;
 
 /// The agent name a chat without `--agent` runs as (approvals remembered
 /// for it, audit records).
 const CHAT_AGENT: &str = "chat";
+/// The most of a call's arguments, laid out, that manual approval shows
+/// (their layout can be a hundred times their size); the rest is said to
+/// be cut.
+const ARGUMENTS_SHOWN_BYTES: usize = 64 << 10;
 
 /// Chat with a model that calls the loaded tools.
 ///
@@ -368,7 +372,7 @@ impl Session {
                 index + 1,
                 calls.len(),
                 printable(&call.tool),
-                to_json_pretty(arguments)?
+                to_json_pretty_excerpt(arguments, ARGUMENTS_SHOWN_BYTES).unwrap_or_default()
             ));
             match ask_decision(terminal, call, arguments).await? {
                 Some(decision) => decisions.push(decision),

@@ -197,16 +197,18 @@ pub(super) async fn one_request_per_id(ids: &Arc<IdsInFlight>, request: Request,
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return StatusCode::BAD_REQUEST.into_response();
     };
+    // The id as rmcp reads it, which routes by it: `1`, `1.0` and `1e0`
+    // are one id there.
     #[derive(serde::Deserialize)]
     struct Head {
-        id: Option<serde_json::Value>,
+        id: Option<rmcp::model::RequestId>,
         method: Option<serde::de::IgnoredAny>,
     }
     let id = match serde_json::from_slice::<Head>(&bytes) {
-        Ok(Head { id: Some(id), method: Some(_) }) if id.is_string() || id.is_number() => id,
+        Ok(Head { id: Some(id), method: Some(_) }) => id,
         _ => return next.run(Request::from_parts(parts, Body::from(bytes))).await,
     };
-    let key = (session, id.to_string());
+    let key = (session, serde_json::to_string(&id).unwrap_or_default());
     if !ids.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone()) {
         let message = format!("the id {id} is already in use by a request in flight");
         let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": message}});

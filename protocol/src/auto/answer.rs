@@ -1,9 +1,8 @@
-//! A reply that ends in an answer written as JSON, as some formats have a
-//! model write even when it calls nothing: llama.cpp's generic format,
-//! `{"response": "…"}` as the whole reply, and LangChain's agents,
-//! `{"action": "Final Answer", "action_input": "…"}` as the whole reply or
-//! in a fenced block that ends it (after an `Action:` label and their
-//! thought). The content shows the answer's text, not its JSON.
+//! A reply that ends in a LangChain agent's answer written as JSON,
+//! `{"action": "Final Answer", "action_input": "…"}`: as the whole reply
+//! (in a fenced block or not), or fenced after an `Action:` label and the
+//! agent's thought. The content shows the answer's text, not its JSON. A
+//! fenced one after other prose is an example, and stays as written.
 
 use super::super::json_block::action_label;
 use super::super::json_call::{ACTION_INPUT_KEY, FINAL_ANSWER};
@@ -12,30 +11,27 @@ use super::super::scan::{Collector, FENCE};
 use super::Scope;
 use serde_json::Value;
 
-/// The key of llama.cpp's answer.
-const RESPONSE_KEY: &str = "response";
-
 /// The answer the reply ends in, if any: its text in the content in place
 /// of its JSON.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let std::ops::Range { start, end } = scope.said();
     let text = &reply[start..end];
-    let (span, json, whole) = match fenced_at_end(reply, start, end) {
-        Some((open, body)) => {
-            let label = action_label(reply, open).filter(|&label| label >= start).unwrap_or(open);
-            (label..end, &reply[body], label == start)
-        }
-        None => (start..end, text, true),
+    let (span, json) = match fenced_at_end(reply, start, end) {
+        Some((open, body)) => match action_label(reply, open).filter(|&label| label >= start) {
+            Some(label) => (label..end, &reply[body]),
+            None if open == start => (start..end, &reply[body]),
+            None => return, // an example after prose
+        },
+        None => (start..end, text),
     };
-    // Most replies name neither: no parse for them.
-    if !json.contains(RESPONSE_KEY) && !json.contains(FINAL_ANSWER) {
+    // Most replies say no such thing: no parse for them.
+    if !json.contains(FINAL_ANSWER) {
         return;
     }
     let Ok((Value::Object(mut object), _)) = lenient_json::parse(json) else { return };
-    let answer = match (object.remove(RESPONSE_KEY), object.remove("action"), object.remove(ACTION_INPUT_KEY)) {
-        (Some(Value::String(answer)), None, None) if whole && object.is_empty() => answer,
-        (None, Some(Value::String(action)), Some(Value::String(answer))) if action == FINAL_ANSWER && object.is_empty() => answer,
+    let answer = match (object.remove("action"), object.remove(ACTION_INPUT_KEY)) {
+        (Some(Value::String(action)), Some(Value::String(answer))) if action == FINAL_ANSWER && object.is_empty() => answer,
         _ => return,
     };
     out.answer(span, answer);
@@ -58,7 +54,6 @@ mod tests {
     #[test]
     fn an_answer_written_as_json_shows_its_text() {
         for reply in [
-            "{\"response\": \"It is sunny in Paris.\"}",
             "{\"action\": \"Final Answer\", \"action_input\": \"It is sunny in Paris.\"}",
             "<think>Done.</think>\n```json\n{\"action\": \"Final Answer\", \"action_input\": \"It is sunny in Paris.\"}\n```",
         ] {
@@ -86,9 +81,9 @@ mod tests {
     #[test]
     fn json_that_is_no_answer_stays_as_written() {
         for reply in [
-            "The API returns {\"response\": \"ok\"} on success.",
-            "{\"response\": \"ok\", \"code\": 200}",
-            "Here is an example:\n```json\n{\"response\": \"ok\"}\n```",
+            // JSON a model was asked for is its answer as written.
+            "{\"response\": \"ok\"}",
+            "To finish, a LangChain agent writes:\n```json\n{\"action\": \"Final Answer\", \"action_input\": \"your answer\"}\n```",
             "{\"action\": \"Final Answer\", \"action_input\": {\"a\": 1}}",
             "```python\n{\"action\": \"Final Answer\", \"action_input\": \"x\"}\n```",
         ] {

@@ -329,14 +329,14 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Granite-20B-FunctionCalling",
         sample: "<function_call> {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
         engines: ["`granite-20b-fc`", NONE, NONE, NONE, NONE, NONE],
-        auto: "an opener before each call, none closing them; Hermes' JSON in `<function_call>…</function_call>` or `<tools>…</tools>` as llama.cpp takes them too",
+        auto: "an opener before each call, none closing them; Hermes' JSON in `<function_call>…</function_call>`, or for a declared tool in `<tools>…</tools>`, as llama.cpp takes them too",
     },
     Family {
         name: "JSON around a call",
         models: "any, through llama.cpp's generic format or an OpenAI-shaped answer",
         sample: "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}",
         engines: [NONE, NONE, "✓", NONE, NONE, NONE],
-        auto: "also an OpenAI item, `{\"type\": \"function\", \"function\": {…}}`, bare or in an array; only for a declared tool; a reply of `{\"response\": \"…\"}` is its text",
+        auto: "also an OpenAI item, `{\"type\": \"function\", \"function\": {…}}`, bare or in an array; only for a declared tool",
     },
     Family {
         name: "`<function=NAME>` JSON",

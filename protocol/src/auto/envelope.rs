@@ -62,10 +62,13 @@ struct Envelope {
     /// Where `close` is empty: a token that may still follow the body, no
     /// content then (empty when none).
     late_close: &'static str,
+    /// Calls only a declared tool: an envelope that a prompt uses for
+    /// something else too (Hermes lists its tools' definitions in `<tools>`).
+    declared_only: bool,
 }
 
 const fn envelope(open: &'static str, close: &'static str, body: Body) -> Envelope {
-    Envelope { open, close, body, late_close: "" }
+    Envelope { open, close, body, late_close: "", declared_only: false }
 }
 
 /// Opens LongCat's calls: JSON, or a name and GLM-like `longcat_` argument
@@ -79,7 +82,7 @@ const HY3_TOOL_CALL: (&str, &str) = ("<tool_call:opensource>", "</tool_call:open
 /// The envelopes that open with a tag (`<name>`).
 const TAGS: [Envelope; 8] = [
     envelope("<tool_calls>", "</tool_calls>", Body::Json),
-    envelope("<tools>", "</tools>", Body::Json),
+    Envelope { declared_only: true, ..envelope("<tools>", "</tools>", Body::Json) },
     envelope("<function_call>", "</function_call>", Body::Json),
     envelope("<TOOLCALL>", "</TOOLCALL>", Body::Json),
     envelope(LONGCAT_TOOL_CALL, "</longcat_tool_call>", Body::Json),
@@ -87,6 +90,10 @@ const TAGS: [Envelope; 8] = [
     envelope(HY3_TOOL_CALLS, "</tool_calls:opensource>", Body::Json),
     envelope("<functioncall>", "", Body::Json),
 ];
+/// The envelopes read because models stray into them (llama.cpp takes them
+/// for Hermes'): around `<tool_call>` elements they are left to
+/// [`super::wrappers`], which leaves them out only once calls are read.
+const STRAYS: [&str; 2] = [TAGS[1].open, TAGS[2].open];
 /// The envelopes that open with a chat-template token (`<|…|>`).
 const TOKENS: [Envelope; 6] = [
     Envelope { late_close: "<|/tool_call|>", ..envelope("<|tool_call|>", "", Body::Json) },
@@ -248,6 +255,7 @@ impl<'a> Ends<'a> {
 fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: &mut Ends<'_>, out: &mut Collector<'_>) -> usize {
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };
+    let trust = if envelope.declared_only { Trust::Declared } else { trust };
     let close = if envelope.close.is_empty() { None } else { ends.close.next(body) };
     // A JSON body's close may stand in one of its strings: the close is
     // the one after the value.
@@ -324,7 +332,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         // Hunyuan V3's `<tool_call>` elements, read by the `<tool_call>`
         // scan: the envelope around them is no content. Else the
         // envelope's token quoted in prose.
-        if text.starts_with(TOOL_CALL.0) && closed && trust == Trust::Explicit {
+        if text.starts_with(TOOL_CALL.0) && closed && trust == Trust::Explicit && !STRAYS.contains(&envelope.open) {
             out.markup(open..body);
             out.markup(body_end..end);
         }
@@ -346,14 +354,28 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
                 Some(json_calls(value, envelope.body, open..end, trust, scope, out))
             }
             // Several calls one after another (MiniMax-M1 writes one a
-            // line): read as an array.
+            // line), each of them a call: else an object among them (a
+            // note) would be lost from the content.
             Ok((first @ Value::Object(_), used, repairs)) if let Some(more) = objects_to(reply, body + used, body_end) => {
-                json_call::report(&repairs, body, out);
-                for (at, _, repairs) in &more {
-                    json_call::report(repairs, *at, out);
+                let objects = std::iter::once((body, first, repairs)).chain(more);
+                let mut calls = Vec::new();
+                let mut tried = Collector::new(reply);
+                let every_one_a_call = objects.into_iter().all(|(at, object, repairs)| {
+                    json_call::report(&repairs, at, &mut tried);
+                    let found = json_calls(object, envelope.body, open..end, trust, scope, &mut tried);
+                    let a_call = !found.is_empty();
+                    calls.extend(found);
+                    a_call
+                });
+                if every_one_a_call {
+                    for warning in tried.calls_and_warnings().1 {
+                        out.warn(warning.offset, warning.message);
+                    }
+                    Some(calls)
+                } else {
+                    out.warn(body, format!("text follows the calls after {}; it is not a call", envelope.open));
+                    None
                 }
-                let all = std::iter::once(first).chain(more.into_iter().map(|(_, value, _)| value)).collect();
-                Some(json_calls(Value::Array(all), envelope.body, open..end, trust, scope, out))
             }
             Ok((value, used, repairs)) if !closed => {
                 // The closing token left out, and prose after the calls.
@@ -559,8 +581,7 @@ mod tests {
 
     /// Each family's envelope around two calls, the second to a tool that
     /// is not declared (the envelope says they are calls).
-    const TWO_CALLS: [&str; 16] = [
-        "<tools>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"undeclared_tool\", \"arguments\": {}}\n</tools>",
+    const TWO_CALLS: [&str; 15] = [
         "<function_call>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"undeclared_tool\", \"arguments\": {}}]</function_call>",
         // Granite-20B-FunctionCalling: an opener before each call, none closing.
         "<function_call> {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}} <function_call> {\"name\": \"undeclared_tool\", \"arguments\": {}}",
@@ -587,9 +608,30 @@ mod tests {
         assert_eq!((calls(reply), warnings(reply).len()), (vec![], 1), "{reply}");
         let reply = "<function_call>{\"name\": \"search\", \"arguments\": {}} [1]</function_call>";
         assert_eq!((calls(reply), warnings(reply).len()), (vec![], 1), "{reply}");
+        // An object that is no call among them: nothing is lost from the
+        // content, and it is said why.
+        let reply =
+            "<tool_calls>\n{\"name\": \"search\", \"arguments\": {}}\n{\"note\": \"The forecast is unreliable.\"}\n</tool_calls>";
+        assert_eq!((calls(reply), warnings(reply).len()), (vec![], 1), "{reply}");
+        assert!(parse(reply).content.contains("unreliable"), "{reply}");
         // Tool definitions, as a prompt lists them, are no calls.
         let listed = "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", \"properties\": {}}}}\n</tools>";
         assert_eq!(calls(listed), vec![], "{listed}");
+        for listed in [
+            "Hermes lists tools like <tools>{\"name\": \"delete_all\", \"description\": \"Deletes everything\"}</tools>.",
+            "<tools>{\"type\": \"function\", \"function\": {\"name\": \"now\", \"description\": \"The time\"}}</tools>",
+            "{\"type\": \"function\", \"name\": \"now\", \"description\": \"The time\"}",
+        ] {
+            assert_eq!(calls(listed), vec![], "{listed}");
+        }
+        // `<tools>` calls only declared tools: Hermes' prompt lists its
+        // tools in it.
+        let reply = "<tools>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"undeclared_tool\", \"arguments\": {}}\n</tools>";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+        // Around `<tool_call>` elements that are no calls, a stray envelope
+        // stays prose.
+        let prose = "Write them as <tools><tool_call>…</tool_call></tools>, not otherwise.";
+        assert_eq!(parse(prose).content, prose);
         no_calls(&["Hermes lists its tools in `<tools>{\"name\": \"get_weather\", \"arguments\": {}}</tools>`."]);
     }
 

@@ -375,6 +375,10 @@ fn scan_tool_calls_message(reply: &str, declared: &Declared, out: &mut Collector
 fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let (reply, reasoning, declared) = (scope.reply, &scope.reasoning, scope.declared);
     let mut at = 0;
+    // Where a wrapper that did not read (a brace left out) ends: the scan
+    // went back inside it for the call it holds, once, so the time stays
+    // linear.
+    let mut reread_to = 0;
     loop {
         // A resume point can fall inside a multi-byte character, or past
         // the end.
@@ -416,9 +420,20 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
                 }
                 at = found + used;
             }
+            Err(error) if found >= reread_to && wraps_a_call(reply, found) => {
+                reread_to = found + error.offset.max(1);
+                at = found + 1;
+            }
             Err(error) => at = found + error.offset.max(1),
         }
     }
+}
+
+/// Whether the object at `open` opens with a key that wraps a call
+/// (`{"tool_call": {…}}`, `{"type": "function", "function": {…}}`).
+fn wraps_a_call(reply: &str, open: usize) -> bool {
+    let at = skip_ws(reply.as_bytes(), open + 1);
+    quoted_word(reply, at).is_some_and(|(key, _)| matches!(key, "tool_call" | "function" | "type" | "id"))
 }
 
 /// Whether the bare JSON list at `start..end` stands inside prose, which
@@ -790,6 +805,16 @@ mod tests {
             "{\"parameters\": {\"type\": \"object\", \"properties\": {}}, \"name\": \"get_weather\"}",
             "{\"id\": \"call_1\", \"type\": \"message\", \"name\": \"x\"}",
         ]);
+    }
+
+    #[test]
+    fn a_wrapper_left_unclosed_still_gives_its_call() {
+        for reply in [
+            "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\nChecking.",
+            "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\nChecking.",
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+        }
     }
 
     #[test]

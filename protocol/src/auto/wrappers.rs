@@ -22,20 +22,34 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     // Runs of calls apart only by white space (a span inside another is
     // part of it).
     let mut runs: Vec<Range<usize>> = Vec::new();
-    for span in spans {
+    for span in spans.iter().cloned() {
         match runs.last_mut() {
             Some(run) if span.start < run.end || reply[run.end..span.start].trim().is_empty() => run.end = run.end.max(span.end),
             _ => runs.push(span),
         }
     }
     let code = scope.code.get_or_init(|| Code::find(reply));
+    // A fence is looked at once, for the first run in it: any run after
+    // that one has it or text before it (looked at again per run, the
+    // fence's body cost the square of its length).
+    let mut fences_seen = 0;
     for Range { mut start, mut end } in runs {
-        while let Some((open, close)) = element_around(reply, start, end).or_else(|| fence_around(reply, code, start, end)) {
+        loop {
+            let around = element_around(reply, start, end)
+                .filter(|&(open, close)| !any_call_in(&spans, open..start) && !any_call_in(&spans, end..close))
+                .or_else(|| fence_around(reply, code, start, end, &mut fences_seen));
+            let Some((open, close)) = around else { break };
             out.markup(open..start);
             out.markup(end..close);
             (start, end) = (open, close);
         }
     }
+}
+
+/// Whether a call was read from any of `within` (`spans` sorted): a tag
+/// that holds one is no wrapper.
+fn any_call_in(spans: &[Range<usize>], within: Range<usize>) -> bool {
+    spans.get(spans.partition_point(|span| span.start < within.start)).is_some_and(|span| span.start < within.end)
 }
 
 /// The element whose tags stand around `start..end` with only white space
@@ -57,9 +71,15 @@ fn element_around(reply: &str, start: usize, end: usize) -> Option<(usize, usize
 }
 
 /// The closed fenced block around `start..end` with only white space
-/// between, as the fence scan pairs them: where it starts and ends.
-fn fence_around(reply: &str, code: &Code, start: usize, end: usize) -> Option<(usize, usize)> {
+/// between, as the fence scan pairs them: where it starts and ends. Only
+/// a fence that starts at or after `seen` is looked at; `seen` is then
+/// moved past it.
+fn fence_around(reply: &str, code: &Code, start: usize, end: usize, seen: &mut usize) -> Option<(usize, usize)> {
     let (fence, Quoted::Fenced) = code.region(start)? else { return None };
+    if fence.start < *seen {
+        return None;
+    }
+    *seen = fence.end;
     let close = fence.end.checked_sub(FENCE.len()).filter(|_| reply[fence.clone()].ends_with(FENCE))?;
     let body = fence.start + reply[fence.clone()].find('\n')? + 1;
     let inside = body <= start && end <= close;
@@ -104,5 +124,8 @@ mod tests {
             assert_eq!(calls(&reply).len(), 1, "{reply}");
             assert_eq!(parse(&reply).content, content, "{reply}");
         }
+        // A call read from the tag itself keeps it, and both calls stay.
+        let reply = "<x title=\"[now()]\">[get_weather(city=\"Paris\")]</x>";
+        assert_eq!(calls(reply).len(), 2, "{reply}");
     }
 }
