@@ -353,10 +353,13 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
                 json_call::report(&repairs, body, out);
                 Some(json_calls(value, envelope.body, open..end, trust, scope, out))
             }
-            // Several calls one after another (MiniMax-M1 writes one a
-            // line), each of them a call: else an object among them (a
-            // note) would be lost from the content.
-            Ok((first @ Value::Object(_), used, repairs)) if let Some(more) = objects_to(reply, body + used, body_end) => {
+            // Several calls one after another in a closed envelope (MiniMax-M1
+            // writes one a line), each of them a call: else an object among
+            // them (a note) would be lost from the content. Unclosed, the
+            // first is read as below, with what follows as prose.
+            Ok((first @ Value::Object(_), used, repairs))
+                if closed && let Some(more) = objects_to(reply, body + used, body_end) =>
+            {
                 let objects = std::iter::once((body, first, repairs)).chain(more);
                 let mut calls = Vec::new();
                 let mut tried = Collector::new(reply);
@@ -614,6 +617,9 @@ mod tests {
             "<tool_calls>\n{\"name\": \"search\", \"arguments\": {}}\n{\"note\": \"The forecast is unreliable.\"}\n</tool_calls>";
         assert_eq!((calls(reply), warnings(reply).len()), (vec![], 1), "{reply}");
         assert!(parse(reply).content.contains("unreliable"), "{reply}");
+        // Unclosed, the first call is still read, the rest prose.
+        let reply = "<functioncall> {\"name\": \"search\", \"arguments\": {\"q\": \"x\"}} {\"note\": 1}";
+        assert_eq!(calls(reply), one("search", json!({"q": "x"})), "{reply}");
         // Tool definitions, as a prompt lists them, are no calls.
         let listed = "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", \"properties\": {}}}}\n</tools>";
         assert_eq!(calls(listed), vec![], "{listed}");
