@@ -70,7 +70,8 @@ pub struct Executor {
     slots: Arc<Semaphore>,
     concurrency: usize,
     running: Arc<Running>,
-    /// The engine shard the next single call runs in: calls take turns.
+    /// The engine shard a single call runs in while no other call runs
+    /// (see `single_shard`); a batch's workers start here and move it on.
     next_shard: Arc<AtomicUsize>,
 }
 
@@ -159,7 +160,7 @@ impl Executor {
 
     /// Run `call` in `plugin`, taking a slot first.
     async fn run_bound(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
-        let shard = self.next_shard.fetch_add(1, Ordering::Relaxed);
+        let shard = self.single_shard();
         let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call) };
         self.run_isolated(plugin, call, options, Placement { shard, in_batch: false }).await
     }
@@ -178,6 +179,19 @@ impl Executor {
     /// Run checked `calls` as `options` say; outcomes keep the calls' order.
     pub async fn run_all_checked(&self, calls: &[CheckedCall], options: &RunOptions) -> Vec<ToolOutcome> {
         self.run_batch(Cow::Borrowed(calls), options).await
+    }
+
+    /// The engine shard a single call runs in. While no other call runs,
+    /// the last one's: an idle host's calls find that engine's code, pool
+    /// slots and instance made ahead where the last call left them (taking
+    /// turns, each call found the other engine's gone cold). While others
+    /// run, the next in turn, so that calls at once spread over the engines.
+    fn single_shard(&self) -> usize {
+        if self.registry.sandbox().calls_running() {
+            self.next_shard.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
+        } else {
+            self.next_shard.load(Ordering::Relaxed)
+        }
     }
 
     /// Wait for a slot (counted as running while held), or `None` when

@@ -76,6 +76,22 @@ async fn every_call_runs_in_an_instance_no_call_used_though_it_was_made_ahead() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_hosts_calls_keep_to_one_engine_and_each_finds_its_instance_there() {
+    // Two engines: calls taking turns between them found the one made
+    // after the last call in the other engine, and each engine kept one.
+    let sandbox = Arc::new(Sandbox::with_size(SandboxSize::pooled(8, 2).with_instances_ahead(4)).unwrap());
+    let (_dir, _registry, executor) = host(sandbox.clone()).await;
+    for id in 0..10 {
+        let outcome = executor.call(&count_calls(id)).await;
+        assert_eq!(outcome.output, r#"{"calls":1}"#, "call {id} ran in a used instance");
+        until(&sandbox, "made an instance ready for the next call", |kept| kept.made == id as u64 + 1).await;
+    }
+    let kept = sandbox.instances_ahead();
+    assert_eq!(kept.taken, 9, "every call after the first took the one its last call made: {kept:?}");
+    assert_eq!(kept.held, 1, "one engine's instance kept, not one in each: {kept:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_made_for_other_limits_or_a_plugin_changed_since_is_dropped_unused() {
     let sandbox = sandbox(2);
     let (dir, registry, executor) = host(sandbox.clone()).await;

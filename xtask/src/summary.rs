@@ -7,9 +7,13 @@
 use std::path::{Path, PathBuf};
 
 /// Every key, in the order printed, with what measures it.
-const KEYS: [(&str, &str); 8] = [
+const KEYS: [(&str, &str); 9] = [
     ("fresh_over_floor", "the runtime benchmark: a fresh-instance call over the reused-instance floor"),
     ("fresh_latency_over_floor", "the runtime benchmark: an idle host's call with instances made ahead, over the floor"),
+    (
+        "fresh_latency_over_paced_floor",
+        "the runtime benchmark: the same call over the floor's instance called alike, one call after each idling",
+    ),
     ("fresh_throughput_over_today", "the runtime benchmark: calls per second at full load, made ahead over made on the path"),
     ("mcp_stdio_over_bare", "the MCP benchmark: toolhost's stdio round trip over a bare responder's, the worse era"),
     (
@@ -83,7 +87,7 @@ mod tests {
         let printed = lines(&root);
         assert_eq!(printed.len(), KEYS.len());
         assert_eq!(printed[0], "summary fresh_over_floor: 1.23");
-        assert_eq!(printed[5], "summary cold_over_warm: 151");
+        assert_eq!(printed[6], "summary cold_over_warm: 151");
         assert!(printed[1].starts_with("summary fresh_latency_over_floor: not measured ("), "{}", printed[1]);
         clear(&root).unwrap();
         assert!(lines(&root)[0].contains("not measured"), "an earlier run's figures are forgotten");

@@ -576,8 +576,10 @@ impl Registry {
         Invocation { result, fuel_used, duration }
     }
 
-    /// Time `times` calls on one reused instance. For benchmarks only: the
-    /// floor that a fresh instance per call is measured against.
+    /// Time `times` calls on one reused instance: with no `idle`, back to
+    /// back, their total; with one, each alone after the thread has idled
+    /// that long, each call's time. For benchmarks only: the floor that a
+    /// fresh instance per call is measured against.
     #[doc(hidden)]
     pub async fn bench_reused_instance(
         &self,
@@ -585,9 +587,10 @@ impl Registry {
         tool: &str,
         args_json: &str,
         times: u32,
-    ) -> anyhow::Result<std::time::Duration> {
+        idle: Option<std::time::Duration>,
+    ) -> anyhow::Result<Vec<std::time::Duration>> {
         let tool = plugin.declared_name(tool);
-        Ok(self.sandbox.invoke_reused(&plugin.prepared, &plugin.grants, tool, args_json, times).await?)
+        Ok(self.sandbox.invoke_reused(&plugin.prepared, &plugin.grants, tool, args_json, times, idle).await?)
     }
 
     /// Load one component file outside the catalog, as `toolhost inspect`

@@ -275,7 +275,10 @@ impl Sandbox {
 
     /// Instantiate once and call `invoke` `times` times on the same
     /// instance: the floor a fresh instance per call is measured against.
-    /// For benchmarks only; toolhost never reuses an instance.
+    /// With no `idle`, back to back, their total time; with one, each call
+    /// after the thread has idled that long (yielding, as a caller between
+    /// a model's calls would), each call's time. For benchmarks only;
+    /// toolhost never reuses an instance.
     pub(crate) async fn invoke_reused(
         &self,
         prepared: &Prepared,
@@ -283,7 +286,8 @@ impl Sandbox {
         tool: &str,
         args_json: &str,
         times: u32,
-    ) -> wasmtime::Result<Duration> {
+        idle: Option<Duration>,
+    ) -> wasmtime::Result<Vec<Duration>> {
         let limits = Limits { fuel: u64::MAX / 2, ..Limits::default() };
         let _slot = self.call_slot(&CancellationToken::new()).await;
         let pipe = || Capture::new(STDIO_CAPTURE_BYTES);
@@ -291,9 +295,22 @@ impl Sandbox {
         let mut store = self.new_store(shard, "bench", grants, &limits, pipe(), pipe(), CancellationToken::new())?;
         store.set_epoch_deadline(u64::MAX / 2);
         let instance = pre.instantiate(&mut store).await?;
-        let start = Instant::now();
-        pre.call_invoke_repeatedly(&instance, &mut store, tool, args_json, times).await?;
-        Ok(start.elapsed())
+        let Some(idle) = idle else {
+            let start = Instant::now();
+            pre.call_invoke_repeatedly(&instance, &mut store, tool, args_json, times).await?;
+            return Ok(vec![start.elapsed()]);
+        };
+        let mut took = Vec::with_capacity(times as usize);
+        for _ in 0..times {
+            let until = Instant::now() + idle;
+            while Instant::now() < until {
+                tokio::task::yield_now().await;
+            }
+            let start = Instant::now();
+            pre.call_invoke_repeatedly(&instance, &mut store, tool, args_json, 1).await?;
+            took.push(start.elapsed());
+        }
+        Ok(took)
     }
 }
 
