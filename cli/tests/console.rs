@@ -730,6 +730,66 @@ async fn the_page_opens_from_the_link_runs_calculate_and_parses_a_vcp_reply() {
     .await;
 }
 
+/// Elements the page holds under `css`, counted in the page.
+async fn elements_under(browser: &Client, css: &str) -> Result<u64, String> {
+    let counted = browser
+        .execute("return document.querySelectorAll(arguments[0] + ' *').length", vec![json!(css)])
+        .await
+        .map_err(|e| format!("counting under `{css}`: {e}"))?;
+    counted.as_u64().ok_or_else(|| format!("counting under `{css}` gave {counted}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_of_a_hundred_thousand_items_are_shown_a_page_at_a_time() {
+    // The same view shows a call's arguments on the desk's cards: a model
+    // or a client sending a hundred thousand items, or a string of
+    // hidden characters, made an element of each before anyone looked.
+    let dir = workspace();
+    let running = console(dir.path(), None);
+    let link = running.link.clone();
+    let many = vec!["0"; 100_000].join(",");
+    let reply = format!(
+        "```json\n{{\"name\": \"calculate\", \"arguments\": {{\"expression\": \"1\", \"many\": [{many}], \"hidden\": \"{}\"}}}}\n```",
+        "\u{200b}".repeat(5_000)
+    );
+    in_browser("many_items", |browser| async move {
+        open(&browser, &link).await?;
+        click(&browser, "#tabs button[data-tab=parse]").await?;
+        browser
+            .execute("document.querySelector('#parse-text').value = arguments[0]", vec![json!(reply)])
+            .await
+            .map_err(|e| format!("setting the reply: {e}"))?;
+        click(&browser, "#parse-go").await?;
+        wait_text(&browser, "#parse-calls .call-name", |t| t == "calculate").await?;
+        let args = wait_text(&browser, "#parse-calls .json", |t| t.contains("[100000 items]")).await?;
+        if !args.contains("⟦U+200B⟧") {
+            return Err(format!("the hidden characters are not shown: {}", &args[..args.len().min(300)]));
+        }
+        let closed = elements_under(&browser, "#parse-calls").await?;
+        if closed > 1_000 {
+            return Err(format!("{closed} elements for arguments nobody opened"));
+        }
+        let open_many =
+            "[...document.querySelectorAll('#parse-calls summary')].find((s) => s.textContent.includes('\"many\"')).click()";
+        browser.execute(open_many, vec![]).await.map_err(|e| format!("opening `many`: {e}"))?;
+        wait_text(&browser, "#parse-calls .more", |t| t.contains("99800 not shown")).await?;
+        let opened = elements_under(&browser, "#parse-calls").await?;
+        if opened > closed + 1_000 {
+            return Err(format!("{opened} elements once `many` was opened, against {closed} before"));
+        }
+        browser
+            .execute(
+                "[...document.querySelectorAll('#parse-calls .more')].find((b) => b.textContent.includes('not shown')).click()",
+                vec![],
+            )
+            .await
+            .map_err(|e| format!("asking for more: {e}"))?;
+        wait_text(&browser, "#parse-calls .more", |t| t.contains("99600 not shown")).await?;
+        Ok(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_model() {
     let dir = workspace();

@@ -19,16 +19,24 @@ function codePoint(c) {
   return `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
 }
 
+// Hidden characters of one text marked as elements, at most; the rest show
+// the same placeholders as plain text. A text of nothing but hidden
+// characters would otherwise be an element each, a page of them.
+const MARKED_PER_TEXT = 256;
+
 // `text` with each hidden character as a visible, marked placeholder.
 function shown(text) {
   const fragment = document.createDocumentFragment();
   let last = 0;
+  let marked = 0;
   for (const match of text.matchAll(HIDDEN)) {
+    if (marked === MARKED_PER_TEXT) break;
     if (match.index > last) fragment.append(text.slice(last, match.index));
     fragment.append(el("span", { class: "hidden-char", title: `a hidden character, ${codePoint(match[0])}` }, `⟦${codePoint(match[0])}⟧`));
     last = match.index + match[0].length;
+    marked++;
   }
-  if (last < text.length) fragment.append(text.slice(last));
+  if (last < text.length) fragment.append(shownText(text.slice(last)));
   return fragment;
 }
 
@@ -84,21 +92,49 @@ function report(error) {
 
 // A tree opens by itself up to this many items.
 const OPEN_TREE_ITEMS = 20;
+// A tree shows this many items at a time, more at a click, and makes them
+// when it is first opened: arguments of a hundred thousand items would
+// otherwise be as many elements, made before anyone looks.
+const TREE_PAGE_ITEMS = 200;
+// A string shows this many characters until all are asked for.
+const SHOWN_STRING_CHARS = 4000;
 
 // A JSON value as a collapsible tree.
 function jsonTree(value, key) {
   const label = key === undefined ? [] : [el("span", { class: "key" }, JSON.stringify(key)), ": "];
   if (value !== null && typeof value === "object") {
-    const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-    const open = Array.isArray(value) ? "[" : "{";
-    const close = Array.isArray(value) ? "]" : "}";
-    const details = el("details", { open: entries.length <= OPEN_TREE_ITEMS },
+    const isArray = Array.isArray(value);
+    const entries = isArray ? value.map((v, i) => [i, v]) : Object.entries(value);
+    const [open, close] = isArray ? ["[", "]"] : ["{", "}"];
+    const details = el("details", {},
       el("summary", {}, ...label, `${open}${entries.length} ${entries.length === 1 ? "item" : "items"}${close}`));
-    for (const [k, v] of entries) details.append(el("div", {}, jsonTree(v, Array.isArray(value) ? undefined : k)));
+    const more = el("button", { type: "button", class: "more", hidden: true });
+    let made = 0;
+    const showMore = () => {
+      const page = entries.slice(made, made + TREE_PAGE_ITEMS);
+      more.before(...page.map(([k, v]) => el("div", {}, jsonTree(v, isArray ? undefined : k))));
+      made += page.length;
+      const left = entries.length - made;
+      more.hidden = left === 0;
+      more.textContent = `show ${Math.min(left, TREE_PAGE_ITEMS)} more (${left} not shown)`;
+    };
+    more.addEventListener("click", showMore);
+    details.append(more);
+    if (entries.length <= OPEN_TREE_ITEMS) {
+      details.open = true;
+      showMore();
+    } else {
+      details.addEventListener("toggle", () => { if (details.open && made === 0) showMore(); });
+    }
     return details;
   }
   const cls = typeof value === "string" ? "str" : typeof value === "number" ? "num" : "lit";
-  return el("span", {}, ...label, el("span", { class: cls }, JSON.stringify(value)));
+  const text = JSON.stringify(value);
+  if (text.length <= SHOWN_STRING_CHARS) return el("span", {}, ...label, el("span", { class: cls }, text));
+  const shownPart = el("span", { class: cls }, `${text.slice(0, SHOWN_STRING_CHARS)}…`);
+  const all = el("button", { type: "button", class: "more" }, `show all ${text.length} characters`);
+  all.addEventListener("click", () => { setText(shownPart, text); all.remove(); });
+  return el("span", {}, ...label, shownPart, " ", all);
 }
 
 function jsonView(value) {
