@@ -878,6 +878,18 @@ mod tests {
             assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
             assert_eq!(warnings(reply), Vec::<String>::new(), "{reply}");
         }
+        // Python's prefixed strings: a raw one keeps its backslashes as
+        // written (a pattern, a path, code); `u'…'` reads as unprefixed.
+        for (reply, city) in [
+            (r"<|tool_call_start|>[get_weather(city=r'\d+\.\d+')]<|tool_call_end|>", r"\d+\.\d+"),
+            (r#"<|python_start|>[get_weather(city=R"C:\Users\x")]<|python_end|>"#, r"C:\Users\x"),
+            ("<function_calls>\nget_weather(city=r'''a\\nb \\' ''' )\n</function_calls>", "a\\nb \\' "),
+            ("<|tool_call_start|>[get_weather(city=u'caf\\u00e9')]<|tool_call_end|>", "café"),
+            ("<|tool_call_start|>[get_weather(city=u\"\"\"it's\"\"\")]<|tool_call_end|>", "it's"),
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
+            assert_eq!(warnings(reply), Vec::<String>::new(), "{reply}");
+        }
         // A backslash that ends a string, before its quote (a Windows
         // path): the call ends there, and the next is a call of its own.
         let path =

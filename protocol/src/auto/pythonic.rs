@@ -337,15 +337,42 @@ impl Quotes {
 /// A triple-quoted string at `start` (`'''…'''` or `"""…"""`, escapes read
 /// as Python reads them): its text and where it ends.
 fn triple_quoted(reply: &str, start: usize) -> Option<(String, usize)> {
+    let (quotes, end) = string_end(reply.as_bytes(), start)?;
+    (quotes == 3).then(|| (python_unescape(&reply[start + 3..end - 3]), end))
+}
+
+/// A string with Python's prefix at `start`: raw (`r'…'`, `r"""…"""`), its
+/// backslashes kept as written (a pattern, a Windows path, code), or
+/// `u'…'`, read as if unprefixed: its text and where it ends.
+fn prefixed_string(reply: &str, start: usize) -> Option<(String, usize)> {
     let bytes = reply.as_bytes();
-    let quote = *bytes.get(start).filter(|b| matches!(b, b'\'' | b'"'))?;
-    bytes.get(start..start + 3).is_some_and(|three| three == [quote; 3]).then_some(())?;
+    let at = start + 1;
+    match bytes.get(start)? {
+        b'r' | b'R' => {
+            let (quotes, end) = string_end(bytes, at)?;
+            Some((reply[at + quotes..end - quotes].to_owned(), end))
+        }
+        b'u' | b'U' if matches!(bytes.get(at), Some(b'\'' | b'"')) => triple_quoted(reply, at).or_else(|| {
+            let (value, used, _) = lenient_json::parse_prefix(&reply[at..]).ok()?;
+            Some((value.as_str()?.to_owned(), at + used))
+        }),
+        _ => None,
+    }
+}
+
+/// The quoted string at `start`: how many quotes open it (1 or 3) and
+/// where it ends; `None` when no quote is there or nothing closes it.
+fn string_end(bytes: &[u8], start: usize) -> Option<(usize, usize)> {
+    if !matches!(bytes.get(start), Some(b'\'' | b'"')) {
+        return None;
+    }
     let mut quotes = Quotes::default();
     let mut p = quotes.step(bytes, start);
+    let opened = p - start;
     while p < bytes.len() {
         let next = quotes.step(bytes, p);
         if !quotes.inside() {
-            return Some((python_unescape(&reply[start + 3..p]), next));
+            return Some((opened, next));
         }
         p = next;
     }
@@ -424,7 +451,7 @@ pub(super) fn keyword_arguments(
             return Err(p);
         }
         p = skip_ws(bytes, p + 1);
-        let read = match triple_quoted(reply, p) {
+        let read = match triple_quoted(reply, p).or_else(|| prefixed_string(reply, p)) {
             Some((text, after)) => Ok((Value::String(text), after)),
             None => lenient_json::parse_prefix(&reply[p..]).map(|(value, used, _)| (value, p + used)),
         };
