@@ -71,7 +71,9 @@ pub struct Executor {
     concurrency: usize,
     running: Arc<Running>,
     /// The engine shard a single call runs in while no other call runs
-    /// (see `single_shard`); a batch's workers start here and move it on.
+    /// (see `single_shard`).
+    lone_shard: Arc<AtomicUsize>,
+    /// The engine shard the next batch's first worker keeps to.
     next_shard: Arc<AtomicUsize>,
 }
 
@@ -107,6 +109,7 @@ impl Executor {
             slots: Arc::new(Semaphore::new(concurrency)),
             concurrency,
             running: Arc::default(),
+            lone_shard: Arc::default(),
             next_shard: Arc::default(),
         }
     }
@@ -160,8 +163,8 @@ impl Executor {
 
     /// Run `call` in `plugin`, taking a slot first.
     async fn run_bound(&self, plugin: &LoadedPlugin, call: &ToolCall, options: &RunOptions) -> ToolOutcome {
-        let shard = self.single_shard();
         let Some(_slot) = self.take_slot(&options.cancel).await else { return cancelled(call) };
+        let shard = self.single_shard();
         self.run_isolated(plugin, call, options, Placement { shard, in_batch: false }).await
     }
 
@@ -181,16 +184,20 @@ impl Executor {
         self.run_batch(Cow::Borrowed(calls), options).await
     }
 
-    /// The engine shard a single call runs in. While no other call runs,
-    /// the last one's: an idle host's calls find that engine's code, pool
-    /// slots and instance made ahead where the last call left them (taking
-    /// turns, each call found the other engine's gone cold). While others
-    /// run, the next in turn, so that calls at once spread over the engines.
+    /// The engine shard a single call holding its slot runs in. Alone (no
+    /// other call running, in this executor or the sandbox), the last lone
+    /// call's: an idle host's calls find that engine's code, pool slots and
+    /// instance made ahead where the last call left them (taking turns,
+    /// each call found the other engine's gone cold). Otherwise the next in
+    /// turn, so that calls at once spread over the engines: a call counts
+    /// itself from its slot on, so of calls started together at most one
+    /// sees none other.
     fn single_shard(&self) -> usize {
-        if self.registry.sandbox().calls_running() {
-            self.next_shard.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
+        let others = self.running.now.load(Ordering::Acquire) > 1 || self.registry.sandbox().calls_running();
+        if others {
+            self.lone_shard.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
         } else {
-            self.next_shard.load(Ordering::Relaxed)
+            self.lone_shard.load(Ordering::Relaxed)
         }
     }
 

@@ -90,18 +90,32 @@ function report(error) {
   alert(error.message || String(error));
 }
 
-// A tree opens by itself up to this many items.
+// A tree opens by itself up to this many items, while its view has built
+// fewer than `OPEN_VIEW_ITEMS` without a click (a tree of 20 items in
+// each of 20 items, four deep, would otherwise open whole).
 const OPEN_TREE_ITEMS = 20;
+const OPEN_VIEW_ITEMS = 200;
 // A tree shows this many items at a time, more at a click, and makes them
 // when it is first opened: arguments of a hundred thousand items would
 // otherwise be as many elements, made before anyone looks.
 const TREE_PAGE_ITEMS = 200;
 // A string shows this many characters until all are asked for.
 const SHOWN_STRING_CHARS = 4000;
+// Hidden characters one view marks as elements; past them, placeholders
+// as text.
+const MARKED_PER_VIEW = 512;
 
-// A JSON value as a collapsible tree.
-function jsonTree(value, key) {
-  const label = key === undefined ? [] : [el("span", { class: "key" }, JSON.stringify(key)), ": "];
+// `text` for `el`, its hidden characters marked as elements while the
+// view's `budget` of marks lasts, as placeholder text after.
+function marked(text, budget) {
+  if (budget.marks <= 0) return shownText(text);
+  budget.marks -= Math.min((text.match(HIDDEN) || []).length, MARKED_PER_TEXT);
+  return text;
+}
+
+// A JSON value as a collapsible tree, within its view's `budget`.
+function jsonTree(value, key, budget) {
+  const label = key === undefined ? [] : [el("span", { class: "key" }, marked(JSON.stringify(key), budget)), ": "];
   if (value !== null && typeof value === "object") {
     const isArray = Array.isArray(value);
     const entries = isArray ? value.map((v, i) => [i, v]) : Object.entries(value);
@@ -112,15 +126,16 @@ function jsonTree(value, key) {
     let made = 0;
     const showMore = () => {
       const page = entries.slice(made, made + TREE_PAGE_ITEMS);
-      more.before(...page.map(([k, v]) => el("div", {}, jsonTree(v, isArray ? undefined : k))));
+      more.before(...page.map(([k, v]) => el("div", {}, jsonTree(v, isArray ? undefined : k, budget))));
       made += page.length;
       const left = entries.length - made;
       more.hidden = left === 0;
-      more.textContent = `show ${Math.min(left, TREE_PAGE_ITEMS)} more (${left} not shown)`;
+      more.textContent = left === 0 ? "" : `show ${Math.min(left, TREE_PAGE_ITEMS)} more (${left} not shown)`;
     };
     more.addEventListener("click", showMore);
     details.append(more);
-    if (entries.length <= OPEN_TREE_ITEMS) {
+    if (entries.length <= OPEN_TREE_ITEMS && entries.length <= budget.items) {
+      budget.items -= entries.length;
       details.open = true;
       showMore();
     } else {
@@ -130,15 +145,17 @@ function jsonTree(value, key) {
   }
   const cls = typeof value === "string" ? "str" : typeof value === "number" ? "num" : "lit";
   const text = JSON.stringify(value);
-  if (text.length <= SHOWN_STRING_CHARS) return el("span", {}, ...label, el("span", { class: cls }, text));
-  const shownPart = el("span", { class: cls }, `${text.slice(0, SHOWN_STRING_CHARS)}…`);
-  const all = el("button", { type: "button", class: "more" }, `show all ${text.length} characters`);
+  if (text.length <= SHOWN_STRING_CHARS) return el("span", {}, ...label, el("span", { class: cls }, marked(text, budget)));
+  // Never half of a surrogate pair (a tag character, say) at the cut.
+  const cut = SHOWN_STRING_CHARS - (/[\ud800-\udbff]/.test(text[SHOWN_STRING_CHARS - 1]) ? 1 : 0);
+  const shownPart = el("span", { class: cls }, `${marked(text.slice(0, cut), budget)}…`);
+  const all = el("button", { type: "button", class: "more" }, `show the other ${text.length - cut} characters`);
   all.addEventListener("click", () => { setText(shownPart, text); all.remove(); });
   return el("span", {}, ...label, shownPart, " ", all);
 }
 
 function jsonView(value) {
-  return el("div", { class: "json" }, jsonTree(value));
+  return el("div", { class: "json" }, jsonTree(value, undefined, { items: OPEN_VIEW_ITEMS, marks: MARKED_PER_VIEW }));
 }
 
 function levelBadge(level) {
