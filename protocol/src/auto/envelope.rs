@@ -874,6 +874,11 @@ mod tests {
                 "a \"quoted\" <|python_end|> b",
             ),
             ("<function_calls>\nget_weather(city='''it's\\n''')\n</function_calls>", "it's\n"),
+            // A character by its code; what is not one stays as written.
+            (
+                "<function_calls>\nget_weather(city='''caf\\u00e9 \\x41\\U0001F600 \\ud800 \\x+1 \\u12''')\n</function_calls>",
+                "café A😀 \\ud800 \\x+1 \\u12",
+            ),
         ] {
             assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
             assert_eq!(warnings(reply), Vec::<String>::new(), "{reply}");

@@ -246,7 +246,8 @@ fn skip_spaces(bytes: &[u8], mut p: usize) -> usize {
 }
 
 /// A Python string literal's text, its escapes read: `\\`, the quote,
-/// `\n`, `\t`, `\r`; any other backslash is kept, as Python keeps it.
+/// `\n`, `\t`, `\r`, and a character by its code (`\xhh`, `\uXXXX`,
+/// `\UXXXXXXXX`); any other backslash is kept, as Python keeps it.
 fn python_unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
@@ -261,6 +262,27 @@ fn python_unescape(text: &str) -> String {
             Some('t') => out.push('\t'),
             Some('r') => out.push('\r'),
             Some(q @ ('"' | '\'')) => out.push(q),
+            Some(letter @ ('x' | 'u' | 'U')) => {
+                let digits = match letter {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let hex: String = chars.clone().take(digits).collect();
+                let whole = hex.len() == digits && hex.chars().all(|c| c.is_ascii_hexdigit());
+                let code = whole.then(|| u32::from_str_radix(&hex, 16).ok()).flatten();
+                match code.and_then(char::from_u32) {
+                    Some(c) => {
+                        out.push(c);
+                        chars.nth(digits - 1);
+                    }
+                    // Not a character (a lone surrogate, too few digits): as written.
+                    None => {
+                        out.push('\\');
+                        out.push(letter);
+                    }
+                }
+            }
             Some(other) => {
                 out.push('\\');
                 out.push(other);
