@@ -200,11 +200,12 @@ impl Host {
         Ok(Host { executor: Executor::new(registry.clone()), registry, hostile, loaded_only })
     }
 
-    /// A harmless call to each plugin in each engine shard (calls take
-    /// turns over the shards), so that what an engine creates on a
-    /// plugin's first instance (its memory images) exists before the
-    /// descriptors are counted.
+    /// Every plugin in every engine with its memory images made (lone
+    /// calls keep to one engine; the attack's calls at once use them
+    /// all), and a harmless call to each, so that what the host makes on
+    /// first use exists before the descriptors are counted.
     async fn warm_up(&self) -> anyhow::Result<()> {
+        self.registry.ready_every_engine().await;
         let harmless = [
             ("calculate", json!({ "expression": "1" })),
             ("list_files", json!({})),

@@ -176,6 +176,12 @@ pub(crate) struct ReadyPlugin {
 }
 
 impl ReadyPlugin {
+    /// Make the component's memory images now (on Linux, a memfd each)
+    /// rather than at its first instance.
+    pub(crate) fn make_memory_images(&self) -> wasmtime::Result<()> {
+        self.pre.component().initialize_copy_on_write_image()
+    }
+
     /// `pre`, built against `contract`, once its exports are found to
     /// exist with that version's types.
     pub(crate) fn new(pre: InstancePre<CallState>, contract: Contract) -> wasmtime::Result<Self> {

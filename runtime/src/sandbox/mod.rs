@@ -393,6 +393,20 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// `prepared` loaded into every engine now, its memory images made,
+    /// rather than when a call first lands in an engine; an engine where
+    /// that fails runs its calls as before (see [`Sandbox::ready_in`]).
+    pub(crate) async fn ready_everywhere(&self, prepared: &Prepared, plugin: &str) {
+        for shard in 0..self.shards.len() {
+            let (_, ready) = self.ready_in(prepared, shard).await;
+            if let Err(error) = ready.make_memory_images() {
+                tracing::debug!("the memory images of {plugin} could not be made ahead: {error:#}");
+            }
+        }
+    }
+}
+
 impl Shard {
     /// `component` linked for `grants` in this shard's engine.
     fn link(&self, component: &Component, contract: Contract, grants: &Grants) -> wasmtime::Result<ReadyPlugin> {
