@@ -391,9 +391,7 @@ impl Sandbox {
             None => (0, &prepared.first),
         }
     }
-}
 
-impl Sandbox {
     /// `prepared` loaded into every engine now, its memory images made,
     /// rather than when a call first lands in an engine; an engine where
     /// that fails runs its calls as before (see [`Sandbox::ready_in`]).
