@@ -809,13 +809,22 @@ async fn arguments_of_a_hundred_thousand_items_are_shown_a_page_at_a_time() {
     .await;
 }
 
+/// Whether a card on the desk says its call's arguments are shown in part.
+async fn shown_in_part(browser: &Client) -> Result<bool, String> {
+    let script = "return [...document.querySelectorAll('#desk .pending .partly')].some((note) => !note.hidden)";
+    let said = browser.execute(script, vec![]).await.map_err(failed)?;
+    said.as_bool().ok_or_else(|| format!("looking for the note gave {said}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_model() {
     let dir = workspace();
+    // The second call's text is longer than a card shows at once.
+    let long_write = VCP_WRITE.replace("「始」hello「末」", &format!("「始」{}「末」", "long ".repeat(1_000)));
     let script = [
         Response::text(VCP_WRITE),
         Response::text("Result: {{last_message}}"),
-        Response::text(VCP_WRITE),
+        Response::text(&long_write),
         Response::text("Told: {{last_message}}"),
     ];
     let model = StandIn::start(script).await.unwrap();
@@ -844,6 +853,9 @@ async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_mod
             let png = browser.screenshot().await.map_err(failed)?;
             std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/console-chat.png"), png).map_err(failed)?;
         }
+        if shown_in_part(&browser).await? {
+            return Err("a call shown whole is said to be shown in part".into());
+        }
         click(&browser, "#desk .pending button.approve").await?;
         wait_text(&browser, "#chat-log .msg.tool", |t| t.contains("write_file") && t.contains("success")).await?;
         wait_text(&browser, "#chat-log .msg.assistant", |t| t.starts_with("Result:")).await?;
@@ -859,6 +871,22 @@ async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_mod
         // Deny, with a reason the model is told.
         type_into(&browser, "#chat-input", "Save it again").await?;
         click(&browser, "#chat-send").await?;
+        wait_text(&browser, "#desk .pending .call[data-tool=write_file]", |t| t.contains("long long")).await?;
+        // Approving a text cut short, the person is told beside the
+        // buttons, until they have shown it all.
+        let told = wait_text(&browser, "#desk .pending .partly", |t| t.contains("Not all of these arguments are shown")).await?;
+        let digits: String = told.chars().filter(char::is_ascii_digit).collect();
+        if !digits.starts_with("50") {
+            return Err(format!("the note does not give the arguments' size: {told}"));
+        }
+        click(&browser, "#desk .pending .json button.more").await?;
+        let deadline = Instant::now() + PATIENCE;
+        while shown_in_part(&browser).await? {
+            if Instant::now() > deadline {
+                return Err("the note stays once every argument is shown".into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         type_into(&browser, "#desk .pending input.reason", "not in my workspace").await?;
         click(&browser, "#desk .pending button.deny").await?;
         wait_text(&browser, "#chat-log .msg.tool.failed", |t| t.contains("denied")).await?;

@@ -158,6 +158,27 @@ function jsonView(value) {
   return el("div", { class: "json" }, jsonTree(value, undefined, { items: OPEN_VIEW_ITEMS, marks: MARKED_PER_VIEW }));
 }
 
+// Whether some of a tree's values are not on the page: a part folded, or
+// a list or a string shown only in part.
+function partlyShown(view) {
+  return view.querySelector("details:not([open]), button.more:not([hidden])") !== null;
+}
+
+// A call's arguments on a card, saying beside its buttons while any of
+// them is not on the page: a person should not approve what they did not
+// see without being told so.
+function argumentsOnCard(args) {
+  const view = jsonView(args);
+  const chars = JSON.stringify(args).length;
+  const note = el("div", { class: "partly" },
+    `Not all of these arguments are shown (${chars.toLocaleString()} characters of JSON): open the folded parts above to see the rest.`);
+  const refresh = () => { note.hidden = !partlyShown(view); };
+  view.addEventListener("toggle", refresh, true);
+  view.addEventListener("click", () => setTimeout(refresh));
+  refresh();
+  return [view, note];
+}
+
 function levelBadge(level) {
   return el("span", { class: `level ${level}` }, level);
 }
@@ -584,7 +605,7 @@ function renderPending(item) {
     const decided = call.decided;
     card.append(el("div", { class: "call", "data-tool": call.tool },
       el("div", {}, el("strong", {}, call.tool), ` (${call.plugin}) `, levelBadge(call.level), el("span", { class: "muted" }, ` — ${call.reason}`)),
-      jsonView(call.args),
+      ...argumentsOnCard(call.args),
       decided ? el("div", { class: "muted" }, `decided: ${decided}`) :
         el("div", { class: "actions" },
           el("button", { class: "approve", onclick: () => decide(item.id, { verdict: "allow", index }) }, "Approve"),
