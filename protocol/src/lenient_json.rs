@@ -1,7 +1,8 @@
 //! A JSON reader for what models write: it accepts strict JSON and repairs
 //! the mistakes models make, reporting each repair. Repairs: trailing
-//! commas, single-quoted strings, Python `True`/`False`/`None` and sets
-//! (read as arrays), raw newlines and tabs inside strings, unquoted keys. Nesting deeper than
+//! commas, single-quoted strings, Python `True`/`False`/`None`, sets (read
+//! as arrays) and strings (triple-quoted, raw `r'…'`, `u'…'`), raw
+//! newlines and tabs inside strings, unquoted keys. Nesting deeper than
 //! [`MAX_DEPTH`] is refused, so hostile input cannot exhaust the stack, and
 //! every byte is looked at a bounded number of times.
 
@@ -89,6 +90,9 @@ impl Reader<'_> {
         if depth > MAX_DEPTH {
             return self.error(format!("nested deeper than {MAX_DEPTH} levels"));
         }
+        if let Some(opening) = self.python_string_opens() {
+            return self.python_string(opening).map(Value::String);
+        }
         match self.peek() {
             Some(b'{') => self.object(depth),
             Some(b'[') => self.array(depth),
@@ -105,7 +109,8 @@ impl Reader<'_> {
         self.at += 1;
         let mut map = Map::new();
         while !self.closes(b'}', "object")? {
-            if map.is_empty() && self.peek().is_some_and(|b| matches!(b, b'"' | b'\'' | b'-' | b'0'..=b'9')) {
+            let quoted = self.peek().is_some_and(|b| matches!(b, b'"' | b'\'' | b'-' | b'0'..=b'9'));
+            if map.is_empty() && (quoted || self.python_string_opens().is_some()) {
                 // A Python set, `{'a', 'b'}`, if no `:` follows its first item.
                 let (first_at, repairs) = (self.at, self.repairs.len());
                 let first = self.value(depth + 1)?;
@@ -118,9 +123,10 @@ impl Reader<'_> {
                 self.at = first_at;
                 self.repairs.truncate(repairs);
             }
-            let key = match self.peek() {
-                Some(quote @ (b'"' | b'\'')) => self.string(quote)?,
-                Some(b) if b.is_ascii_alphabetic() || b == b'_' => {
+            let key = match (self.python_string_opens(), self.peek()) {
+                (Some(opening), _) => self.python_string(opening)?,
+                (None, Some(quote @ (b'"' | b'\''))) => self.string(quote)?,
+                (None, Some(b)) if b.is_ascii_alphabetic() || b == b'_' => {
                     let start = self.at;
                     while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
                         self.at += 1;
@@ -234,6 +240,43 @@ impl Reader<'_> {
         }
     }
 
+    /// A string as only Python writes it at the position: prefixed (`r'…'`,
+    /// `u"…"`) or triple-quoted (`'''…'''`), which strict JSON never is.
+    fn python_string_opens(&self) -> Option<PythonString> {
+        let (raw, quote_at) = match self.peek()? {
+            b'r' | b'R' => (true, self.at + 1),
+            b'u' | b'U' => (false, self.at + 1),
+            _ => (false, self.at),
+        };
+        let quote = *self.bytes.get(quote_at).filter(|b| matches!(b, b'"' | b'\''))?;
+        let triple = self.bytes.get(quote_at..quote_at + 3) == Some(&[quote; 3]);
+        (quote_at > self.at || triple).then_some(PythonString { raw, quote, triple, body: quote_at + if triple { 3 } else { 1 } })
+    }
+
+    /// The string that [`Self::python_string_opens`] found: a raw one's
+    /// backslashes kept as written, any other's escapes read as Python
+    /// reads them ([`python_unescape`]). As in Python, a backslash keeps
+    /// the quote after it from ending the string, raw or not.
+    fn python_string(&mut self, opening: PythonString) -> Result<String, JsonError> {
+        let PythonString { raw, quote, triple, body } = opening;
+        let start = self.at;
+        self.repair(start, if raw { "Python raw string" } else { "Python string" });
+        let closes =
+            |at: usize| self.bytes.get(at..at + if triple { 3 } else { 1 }).is_some_and(|q| q.iter().all(|&b| b == quote));
+        let mut end = body;
+        loop {
+            match self.bytes.get(end) {
+                None => return Err(JsonError { offset: start, message: "the string is not closed".into() }),
+                Some(b'\\') => end += 2,
+                Some(_) if closes(end) => break,
+                Some(_) => end += 1,
+            }
+        }
+        let text = &self.text[body..end];
+        self.at = end + if triple { 3 } else { 1 };
+        Ok(if raw { text.to_owned() } else { python_unescape(text) })
+    }
+
     fn escape(&mut self, out: &mut String) -> Result<(), JsonError> {
         let Some(b) = self.peek() else { return self.error("the string ends inside an escape") };
         self.at += 1;
@@ -343,6 +386,65 @@ impl Reader<'_> {
     }
 }
 
+/// A string only Python writes, found at a reader's position: whether it
+/// is raw, its quote, whether three of it open and close it, and where its
+/// text starts.
+#[derive(Debug, Clone, Copy)]
+struct PythonString {
+    raw: bool,
+    quote: u8,
+    triple: bool,
+    body: usize,
+}
+
+/// A Python string literal's text, its escapes read: `\\`, the quote,
+/// `\n`, `\t`, `\r`, and a character by its code (`\xhh`, `\uXXXX`,
+/// `\UXXXXXXXX`); any other backslash is kept, as Python keeps it, and so
+/// is what is no character (a lone surrogate, too few digits).
+pub(crate) fn python_unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push('\\'),
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some(q @ ('"' | '\'')) => out.push(q),
+            Some(letter @ ('x' | 'u' | 'U')) => {
+                let digits = match letter {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let hex: String = chars.clone().take(digits).collect();
+                let whole = hex.len() == digits && hex.chars().all(|c| c.is_ascii_hexdigit());
+                let code = whole.then(|| u32::from_str_radix(&hex, 16).ok()).flatten();
+                match code.and_then(char::from_u32) {
+                    Some(c) => {
+                        out.push(c);
+                        chars.nth(digits - 1);
+                    }
+                    None => {
+                        out.push('\\');
+                        out.push(letter);
+                    }
+                }
+            }
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// Where `close` stands after the JSON value that starts the text at
 /// `body` (after white space), with only white space between: the end of
 /// an element or block whose first `close` may stand inside a string of
@@ -419,6 +521,30 @@ mod tests {
         assert_eq!(repaired("{\"a\": {2}}").0, json!({"a": [2]}));
         assert_eq!(repaired("{}").0, json!({}));
         assert!(parse("{'a', 'b'").is_err());
+    }
+
+    #[test]
+    fn python_strings_are_read_as_python_reads_them() {
+        // Raw strings keep their backslashes; a backslash still keeps the
+        // quote after it from ending one.
+        assert_eq!(
+            repaired(r#"{"pattern": r'\d+\.\d+', 'path': R"C:\Users\x", "q": r'it\'s'}"#),
+            (
+                json!({"pattern": r"\d+\.\d+", "path": r"C:\Users\x", "q": r"it\'s"}),
+                vec!["Python raw string", "single-quoted string", "Python raw string", "Python raw string"]
+            )
+        );
+        // Prefixed and triple-quoted ones in lists, keys and sets.
+        assert_eq!(repaired(r#"[u'caf\u00e9', '''it's "x"\n''', r'''a\b''']"#).0, json!(["café", "it's \"x\"\n", r"a\b"]));
+        assert_eq!(repaired(r#"{u'city': u'Paris', r'k': 1}"#).0, json!({"city": "Paris", "k": 1}));
+        assert_eq!(repaired(r#"{r'\d', u'x'}"#).0, json!([r"\d", "x"]));
+        assert_eq!(repaired("['''\n''', \"\"\"a\nb\"\"\"]").0, json!(["\n", "a\nb"]));
+        // What no Python string is stays an error, at the string.
+        assert_eq!(parse("[r'open").unwrap_err().offset, 1);
+        assert!(parse("[rx'a']").is_err());
+        assert!(parse("['''a'']").is_err());
+        // Strict JSON that looks like one reads as before.
+        assert_eq!(repaired(r#"["", "u", "r"]"#), (json!(["", "u", "r"]), vec![]));
     }
 
     #[test]

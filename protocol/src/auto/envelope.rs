@@ -891,10 +891,18 @@ mod tests {
             ("<function_calls>\nget_weather(city=r'''a\\nb \\' ''' )\n</function_calls>", "a\\nb \\' "),
             ("<|tool_call_start|>[get_weather(city=u'caf\\u00e9')]<|tool_call_end|>", "café"),
             ("<|tool_call_start|>[get_weather(city=u\"\"\"it's\"\"\")]<|tool_call_end|>", "it's"),
+            // A raw string ending in a backslash, which Python refuses: the
+            // loose reading keeps it as written.
+            (r"<|tool_call_start|>[get_weather(city=r'C:\temp\')]<|tool_call_end|>", r"C:\temp\"),
         ] {
             assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
             assert_eq!(warnings(reply), Vec::<String>::new(), "{reply}");
         }
+        // And inside lists and dicts, keys too.
+        let nested =
+            r#"<|tool_call_start|>[grep(patterns=[r'\d+', u'caf\u00e9', '''a "b"'''], where={r'C:\x': R"\n"})]<|tool_call_end|>"#;
+        let args = json!({"patterns": [r"\d+", "café", "a \"b\""], "where": {r"C:\x": r"\n"}});
+        assert_eq!(calls(nested), one("grep", args), "{nested}");
         // A backslash that ends a string, before its quote (a Windows
         // path): the call ends there, and the next is a call of its own.
         let path =

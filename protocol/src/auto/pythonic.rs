@@ -5,7 +5,7 @@
 //! keyword arguments Llama 3's built-in tools take after `<|python_tag|>`
 //! (`brave_search.call(query="…")`).
 
-use super::super::lenient_json;
+use super::super::lenient_json::{self, python_unescape};
 use super::super::scan::{Collector, skip_ws};
 use super::super::{Declared, ParsedCall};
 use super::Scope;
@@ -191,10 +191,15 @@ const KEY_MAX: usize = 128;
 /// unescaped (`'sed -n '1,5p' f'`): it ends at the first such quote after
 /// which the call's arguments go on (`, key=`) or the call ends and so does
 /// the list or line (`)` then `]`, `,`, a line break, a token or the end).
-/// Escapes are read as Python reads them. Looked for within
+/// Escapes are read as Python reads them, a raw string's (`r'…'`) kept as
+/// written. Looked for within
 /// [`LOOSE_STRING_MAX`] bytes, so that reading stays linear.
 fn loose_string(reply: &str, start: usize) -> Option<(String, usize)> {
     let bytes = reply.as_bytes();
+    // Python's prefixes: a raw string's backslashes are kept as written.
+    let raw = matches!(bytes.get(start), Some(b'r' | b'R'));
+    let start = start + usize::from(matches!(bytes.get(start), Some(b'r' | b'R' | b'u' | b'U')));
+    let text = |end: usize| if raw { reply[start + 1..end].to_owned() } else { python_unescape(&reply[start + 1..end]) };
     let quote = *bytes.get(start).filter(|b| matches!(b, b'\'' | b'"'))?;
     let limit = reply.len().min(start + LOOSE_STRING_MAX);
     // A backslash that ends the text (`path='C:\temp\'`), where Python
@@ -209,11 +214,11 @@ fn loose_string(reply: &str, start: usize) -> Option<(String, usize)> {
                 }
                 p += 2;
             }
-            b if b == quote && ends_string(bytes, p + 1) => return Some((python_unescape(&reply[start + 1..p]), p + 1)),
+            b if b == quote && ends_string(bytes, p + 1) => return Some((text(p), p + 1)),
             _ => p += 1,
         }
     }
-    backslash_end.map(|end| (python_unescape(&reply[start + 1..end]), end + 1))
+    backslash_end.map(|end| (text(end), end + 1))
 }
 
 /// Whether what follows a quote at `p` shows it ends the string: `, key=`,
@@ -243,54 +248,6 @@ fn skip_spaces(bytes: &[u8], mut p: usize) -> usize {
         p += 1;
     }
     p
-}
-
-/// A Python string literal's text, its escapes read: `\\`, the quote,
-/// `\n`, `\t`, `\r`, and a character by its code (`\xhh`, `\uXXXX`,
-/// `\UXXXXXXXX`); any other backslash is kept, as Python keeps it.
-fn python_unescape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('\\') => out.push('\\'),
-            Some('n') => out.push('\n'),
-            Some('t') => out.push('\t'),
-            Some('r') => out.push('\r'),
-            Some(q @ ('"' | '\'')) => out.push(q),
-            Some(letter @ ('x' | 'u' | 'U')) => {
-                let digits = match letter {
-                    'x' => 2,
-                    'u' => 4,
-                    _ => 8,
-                };
-                let hex: String = chars.clone().take(digits).collect();
-                let whole = hex.len() == digits && hex.chars().all(|c| c.is_ascii_hexdigit());
-                let code = whole.then(|| u32::from_str_radix(&hex, 16).ok()).flatten();
-                match code.and_then(char::from_u32) {
-                    Some(c) => {
-                        out.push(c);
-                        chars.nth(digits - 1);
-                    }
-                    // Not a character (a lone surrogate, too few digits): as written.
-                    None => {
-                        out.push('\\');
-                        out.push(letter);
-                    }
-                }
-            }
-            Some(other) => {
-                out.push('\\');
-                out.push(other);
-            }
-            None => out.push('\\'),
-        }
-    }
-    out
 }
 
 /// Where the call whose `(` stands at `open` ends, past its `)`: brackets
@@ -354,51 +311,6 @@ impl Quotes {
             _ => p + 1,
         }
     }
-}
-
-/// A triple-quoted string at `start` (`'''…'''` or `"""…"""`, escapes read
-/// as Python reads them): its text and where it ends.
-fn triple_quoted(reply: &str, start: usize) -> Option<(String, usize)> {
-    let (quotes, end) = string_end(reply.as_bytes(), start)?;
-    (quotes == 3).then(|| (python_unescape(&reply[start + 3..end - 3]), end))
-}
-
-/// A string with Python's prefix at `start`: raw (`r'…'`, `r"""…"""`), its
-/// backslashes kept as written (a pattern, a Windows path, code), or
-/// `u'…'`, read as if unprefixed: its text and where it ends.
-fn prefixed_string(reply: &str, start: usize) -> Option<(String, usize)> {
-    let bytes = reply.as_bytes();
-    let at = start + 1;
-    match bytes.get(start)? {
-        b'r' | b'R' => {
-            let (quotes, end) = string_end(bytes, at)?;
-            Some((reply[at + quotes..end - quotes].to_owned(), end))
-        }
-        b'u' | b'U' if matches!(bytes.get(at), Some(b'\'' | b'"')) => triple_quoted(reply, at).or_else(|| {
-            let (value, used, _) = lenient_json::parse_prefix(&reply[at..]).ok()?;
-            Some((value.as_str()?.to_owned(), at + used))
-        }),
-        _ => None,
-    }
-}
-
-/// The quoted string at `start`: how many quotes open it (1 or 3) and
-/// where it ends; `None` when no quote is there or nothing closes it.
-fn string_end(bytes: &[u8], start: usize) -> Option<(usize, usize)> {
-    if !matches!(bytes.get(start), Some(b'\'' | b'"')) {
-        return None;
-    }
-    let mut quotes = Quotes::default();
-    let mut p = quotes.step(bytes, start);
-    let opened = p - start;
-    while p < bytes.len() {
-        let next = quotes.step(bytes, p);
-        if !quotes.inside() {
-            return Some((opened, next));
-        }
-        p = next;
-    }
-    None
 }
 
 /// Where an envelope of calls whose text starts at `body` closes, when
@@ -473,10 +385,7 @@ pub(super) fn keyword_arguments(
             return Err(p);
         }
         p = skip_ws(bytes, p + 1);
-        let read = match triple_quoted(reply, p).or_else(|| prefixed_string(reply, p)) {
-            Some((text, after)) => Ok((Value::String(text), after)),
-            None => lenient_json::parse_prefix(&reply[p..]).map(|(value, used, _)| (value, p + used)),
-        };
+        let read = lenient_json::parse_prefix(&reply[p..]).map(|(value, used, _)| (value, p + used));
         let (value, after) = match read {
             Ok((value, after)) if matches!(bytes.get(skip_ws(bytes, after)), Some(b',' | b')')) => (value, after),
             // A string quoting its own quote unescaped, as shell commands do.
