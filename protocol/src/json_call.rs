@@ -17,7 +17,9 @@ use serde_json::{Map, Value};
 use std::ops::Range;
 
 /// The keys a call names its tool by, in order of preference.
-const NAME_KEYS: [&str; 2] = ["name", "tool_name"];
+const NAME_KEYS: [&str; 3] = ["name", "tool_name", "function"];
+/// The keys of an object that only wraps a call.
+const WRAPPER_KEYS: [&str; 3] = ["tool_call", "function_call", "tool"];
 /// The keys a call gives its arguments under, in order of preference.
 const ARGUMENT_KEYS: [&str; 3] = ["arguments", PARAMETERS_KEY, "args"];
 /// Arguments for Llama 3, but the JSON Schema of a tool definition's too.
@@ -42,7 +44,8 @@ pub(crate) enum Trust {
     Declared,
 }
 
-/// Read `text` (which stands at `base` in the reply) as lenient JSON and
+/// Read `text` (which stands at `base` in the reply), the whole of what
+/// markup closes, as lenient JSON ([`lenient_json::parse_closed`]) and
 /// collect the calls it holds.
 pub(crate) fn collect_text(
     text: &str,
@@ -52,7 +55,7 @@ pub(crate) fn collect_text(
     declared: &Declared,
     out: &mut Collector<'_>,
 ) {
-    match lenient_json::parse(text) {
+    match lenient_json::parse_closed(text) {
         Ok((value, repairs)) => {
             report(&repairs, base, out);
             collect_value(value, span, trust, declared, out);
@@ -99,12 +102,18 @@ fn gather(
                 }
                 return;
             }
-            // llama.cpp's generic format: `{"tool_call": {"name", "arguments"}}`.
-            if let Some(call @ Value::Object(_)) = object.remove("tool_call") {
+            // A call wrapped in an object of its own: llama.cpp's generic
+            // format `{"tool_call": {…}}`, OpenAI's legacy `{"function_call":
+            // {…}}` as fine-tunes copy it, GLM's stray `{"tool": {…}}`.
+            let named = NAME_KEYS.iter().any(|key| object.contains_key(*key));
+            let wrapper = WRAPPER_KEYS.iter().find(|key| !named && object.get(**key).is_some_and(Value::is_object));
+            if let Some(Some(call)) = wrapper.map(|key| object.remove(*key)) {
                 gather(call, span, trust, declared, out, calls, depth + 1);
                 return;
             }
-            if let Some(Value::Object(function)) = object.remove("function") {
+            // `"function": "NAME"` names the call instead (GLM 4.7 strays into it).
+            let function_object = object.get("function").is_some_and(Value::is_object);
+            if let Some(Value::Object(function)) = function_object.then(|| object.remove("function")).flatten() {
                 let found = calls.len();
                 gather(Value::Object(function), span, trust, declared, out, calls, depth + 1);
                 // The id sits beside `function`: {"id", "type", "function"}.

@@ -39,7 +39,7 @@ pub struct JsonError {
 /// A [`JsonError`], at the offset where reading stopped, when the text does not
 /// start with a value, even after the repairs, or nests deeper than [`MAX_DEPTH`].
 pub fn parse_prefix(text: &str) -> Result<(Value, usize, Vec<Repair>), JsonError> {
-    let mut reader = Reader { bytes: text.as_bytes(), text, at: 0, repairs: Vec::new() };
+    let mut reader = Reader { bytes: text.as_bytes(), text, at: 0, repairs: Vec::new(), ends_closed: false };
     reader.skip_ws();
     let value = reader.value(0)?;
     Ok((value, reader.at, reader.repairs))
@@ -60,11 +60,41 @@ pub fn parse(text: &str) -> Result<(Value, Vec<Repair>), JsonError> {
     }
 }
 
+/// Read `text`, the whole of a call that markup closes (a `<tool_call>`
+/// element, a fenced block), as one value: as [`parse`] does, and also
+/// repaired when the text ends with brackets left open (a model that
+/// leaves out the last `}` before it closes the element) or when closing
+/// brackets past the value are one too many.
+///
+/// # Errors
+///
+/// As [`parse`]'s, for what these repairs do not mend.
+pub(crate) fn parse_closed(text: &str) -> Result<(Value, Vec<Repair>), JsonError> {
+    let mut reader = Reader { bytes: text.as_bytes(), text, at: 0, repairs: Vec::new(), ends_closed: true };
+    reader.skip_ws();
+    let value = reader.value(0)?;
+    reader.skip_ws();
+    let extra = reader.at;
+    while matches!(reader.peek(), Some(b'}' | b']')) {
+        reader.at += 1;
+        reader.skip_ws();
+    }
+    if reader.at > extra {
+        reader.repair(extra, "closing bracket past the value");
+    }
+    match reader.peek() {
+        None => Ok((value, reader.repairs)),
+        Some(_) => Err(JsonError { offset: reader.at, message: "text follows the value".into() }),
+    }
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     text: &'a str,
     at: usize,
     repairs: Vec<Repair>,
+    /// Whether the text's end closes every container still open.
+    ends_closed: bool,
 }
 
 impl Reader<'_> {
@@ -179,6 +209,10 @@ impl Reader<'_> {
                 self.at += 1;
                 Ok(true)
             }
+            None if self.ends_closed => {
+                self.repair(self.at, "closing bracket left out");
+                Ok(true)
+            }
             None => self.error(format!("the {what} is not closed")),
             _ => Ok(false),
         }
@@ -199,6 +233,7 @@ impl Reader<'_> {
                 Ok(())
             }
             Some(b) if b == close => Ok(()),
+            None if self.ends_closed => Ok(()),
             None => self.error(format!("the {what} is not closed")),
             _ => self.error(format!("expected `,` or `{}`", close as char)),
         }
@@ -521,6 +556,24 @@ mod tests {
         assert_eq!(repaired("{\"a\": {2}}").0, json!({"a": [2]}));
         assert_eq!(repaired("{}").0, json!({}));
         assert!(parse("{'a', 'b'").is_err());
+    }
+
+    #[test]
+    fn a_closed_calls_brackets_left_out_or_one_too_many_are_repaired() {
+        let closed = |text: &str| {
+            parse_closed(text).map(|(value, repairs)| (value, repairs.into_iter().map(|r| r.what).collect::<Vec<_>>()))
+        };
+        assert_eq!(
+            closed(r#"{"name": "f", "arguments": {"a": [1, 2"#).unwrap(),
+            (json!({"name": "f", "arguments": {"a": [1, 2]}}), vec!["closing bracket left out"; 3])
+        );
+        assert_eq!(closed(r#"{"a": 1}} ] "#).unwrap(), (json!({"a": 1}), vec!["closing bracket past the value"]));
+        // Not mended: a string, a key or a value cut off, or text after.
+        for text in [r#"{"a": "b"#, r#"{"a": "#, r#"{"a"#, r#"{"a": 1} x"#, ""] {
+            assert!(closed(text).is_err(), "{text}");
+        }
+        // Text that is not a call's whole is not mended.
+        assert!(parse(r#"{"a": [1"#).is_err() && parse(r#"{"a": 1}}"#).is_err());
     }
 
     #[test]

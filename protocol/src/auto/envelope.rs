@@ -256,11 +256,12 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
     let reply = scope.reply;
     let Some(trust) = scope.markup_trust(open) else { return body };
     let trust = if envelope.declared_only { Trust::Declared } else { trust };
+    let kind = body_kind(envelope, &reply[body..]);
     let close = if envelope.close.is_empty() { None } else { ends.close.next(body) };
     // A JSON body's close may stand in one of its strings: the close is
     // the one after the value.
     let close = match close {
-        Some(first) if matches!(envelope.body, Body::Json | Body::NameKeyed) && envelope.open != HY3_TOOL_CALLS => {
+        Some(first) if matches!(kind, Body::Json | Body::NameKeyed) && envelope.open != HY3_TOOL_CALLS => {
             Some(lenient_json::close_after_value(reply, body, envelope.close).map_or(first, |after| after.max(first)))
         }
         close => close,
@@ -270,7 +271,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
     // ends at that retry: else each opener nested in it would be read to
     // the same close, in quadratic time (found by fuzzing).
     let limit = close.unwrap_or(reply.len());
-    let retry = ends_at_retry(envelope, &reply[body..limit])
+    let retry = ends_at_retry(envelope, kind, &reply[body..limit])
         .then(|| reply[body..limit].find(envelope.open))
         .flatten()
         .map(|at| body + at);
@@ -279,7 +280,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
     // that a string holds, when a close outside strings follows. Tried once
     // per close, by the outermost opener, so that the time stays linear.
     if let Some(first) = close
-        && envelope.body == Body::Pythonic
+        && kind == Body::Pythonic
         && ends.read_whole_to != Some(first)
     {
         ends.read_whole_to = Some(first);
@@ -324,7 +325,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
             _ => stopped,
         };
     }
-    let opens = match envelope.body {
+    let opens = match kind {
         Body::Pythonic => pythonic::opens_call(text),
         Body::Json | Body::NameKeyed => text.starts_with(['{', '[']),
     };
@@ -338,7 +339,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         }
         return body;
     }
-    let calls = match envelope.body {
+    let calls = match kind {
         Body::Pythonic => {
             let callable = |name: &str| trust == Trust::Explicit || scope.declared.contains(name);
             pythonic::sequence(reply, body, body_end, callable, pythonic::Strings::Loose, out).map(|calls| {
@@ -351,7 +352,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         Body::Json | Body::NameKeyed => match lenient_json::parse_prefix(&reply[body..body_end]) {
             Ok((value, used, repairs)) if reply[body + used..body_end].trim_start().is_empty() => {
                 json_call::report(&repairs, body, out);
-                Some(json_calls(value, envelope.body, open..end, trust, scope, out))
+                Some(json_calls(value, kind, open..end, trust, scope, out))
             }
             // Several calls one after another in a closed envelope (MiniMax-M1
             // writes one a line), each of them a call: else an object among
@@ -365,7 +366,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
                 let mut tried = Collector::new(reply);
                 let every_one_a_call = objects.into_iter().all(|(at, object, repairs)| {
                     json_call::report(&repairs, at, &mut tried);
-                    let found = json_calls(object, envelope.body, open..end, trust, scope, &mut tried);
+                    let found = json_calls(object, kind, open..end, trust, scope, &mut tried);
                     let a_call = !found.is_empty();
                     calls.extend(found);
                     a_call
@@ -384,7 +385,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
                 // The closing token left out, and prose after the calls.
                 json_call::report(&repairs, body, out);
                 let end = late_close_end(reply, body + used, body_end, envelope);
-                let calls = json_calls(value, envelope.body, open..end, trust, scope, out);
+                let calls = json_calls(value, kind, open..end, trust, scope, out);
                 if !calls.is_empty() {
                     out.calls(open..end, calls);
                     return end;
@@ -412,7 +413,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         }
         // Only an attempt cut off is the retry's: prose that names the
         // opener ("OLMo writes <function_calls> then f(x)…") stays prose.
-        _ if retry.is_some() && envelope.body == Body::Pythonic && !pythonic::cut_off(reply, body, body_end) => body,
+        _ if retry.is_some() && kind == Body::Pythonic && !pythonic::cut_off(reply, body, body_end) => body,
         // An envelope that is never closed reads on after its opener, as a
         // closed one does: else one holding no calls hid every envelope
         // after it.
@@ -420,9 +421,18 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         // Closed pythonic calls that cannot be read are read no further:
         // a bare list read from inside them ran on across the envelopes
         // after, and made one call of their texts (found by a probe).
-        _ if envelope.body == Body::Pythonic => end,
+        _ if kind == Body::Pythonic => end,
         _ => body,
     }
+}
+
+/// What the body starting at `body` holds: as the envelope says, but for
+/// JSON calls in a pythonic envelope, which Llama 4 and LFM2 write there
+/// when their prompt asks for JSON.
+fn body_kind(envelope: &Envelope, body: &str) -> Body {
+    let text = body.trim_start();
+    let json = text.starts_with('{') || text.strip_prefix('[').is_some_and(|items| items.trim_start().starts_with('{'));
+    if envelope.body == Body::Pythonic && json { Body::Json } else { envelope.body }
 }
 
 /// The JSON objects that follow one another, apart by white space, from
@@ -494,8 +504,8 @@ fn past_a_retry(open: usize, retry: Option<usize>, out: &mut Collector<'_>) -> O
 /// GLM-like tags, whose reading may run on to the close. A JSON body's
 /// reading stops at the nested opener's `<`, and a JSON string may quote
 /// the opener.
-fn ends_at_retry(envelope: &Envelope, body: &str) -> bool {
-    match envelope.body {
+fn ends_at_retry(envelope: &Envelope, kind: Body, body: &str) -> bool {
+    match kind {
         Body::Pythonic => true,
         Body::Json if envelope.open == LONGCAT_TOOL_CALL => !body.trim_start().starts_with(['{', '[']),
         _ => envelope.open == HY3_TOOL_CALLS,
@@ -700,6 +710,19 @@ mod tests {
         no_calls(&["GigaChat 3.1 writes `<|function_call|>{\"name\": \"delete_all\", \"arguments\": {}}`."]);
         let two = "function call<|role_sep|>\n{\"name\":\"now\",\"arguments\":{}}<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\":\"get_weather\",\"arguments\":{}}";
         assert_eq!(calls(two).len(), 2, "a separator that ends one call and precedes the next keeps both");
+    }
+
+    #[test]
+    fn json_calls_in_a_pythonic_envelope_as_llama_4_and_lfm2_write_them_when_asked() {
+        for reply in [
+            "<|python_start|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}<|python_end|>",
+            "<|tool_call_start|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]<|tool_call_end|>",
+            "<|tool_call_start|>[ {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris <|tool_call_end|>\"}} ]<|tool_call_end|>",
+        ] {
+            let city = if reply.contains("Paris <") { "Paris <|tool_call_end|>" } else { "Paris" };
+            assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
+            assert_eq!((parse(reply).content.as_str(), warnings(reply)), ("", vec![]), "{reply}");
+        }
     }
 
     #[test]

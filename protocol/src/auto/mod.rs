@@ -430,10 +430,11 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
 }
 
 /// Whether the object at `open` opens with a key that wraps a call
-/// (`{"tool_call": {…}}`, `{"type": "function", "function": {…}}`).
+/// (`{"tool_call": {…}}`, `{"function_call": {…}}`, `{"type": "function",
+/// "function": {…}}`).
 fn wraps_a_call(reply: &str, open: usize) -> bool {
     let at = skip_ws(reply.as_bytes(), open + 1);
-    quoted_word(reply, at).is_some_and(|(key, _)| matches!(key, "tool_call" | "function" | "type" | "id"))
+    quoted_word(reply, at).is_some_and(|(key, _)| matches!(key, "tool_call" | "function_call" | "function" | "type" | "id"))
 }
 
 /// Whether the bare JSON list at `start..end` stands inside prose, which
@@ -477,8 +478,9 @@ pub(crate) fn bare_opening(reply: &str, open: usize) -> BareOpening {
 
 /// The first keys with which a JSON call opens, as models write them: its
 /// name; its arguments first, as Hermes' prompt orders them; an OpenAI
-/// item's `function`, or llama.cpp's generic `tool_call`, around the call.
-const CALL_FIRST_KEYS: [&str; 5] = ["name", "arguments", "parameters", "function", "tool_call"];
+/// item's `function`, llama.cpp's generic `tool_call` or OpenAI's legacy
+/// `function_call`, around the call.
+const CALL_FIRST_KEYS: [&str; 7] = ["name", "tool_name", "arguments", "parameters", "function", "tool_call", "function_call"];
 
 /// Whether the object whose first key stands at `at` opens a call: one of
 /// [`CALL_FIRST_KEYS`], or `"type": "function"` (small Llama 3 models put
@@ -647,6 +649,31 @@ mod tests {
         );
         assert_eq!(calls("[TOOL_CALLS]get_weather{\"city\": \"Rome\"}"), one("get_weather", json!({"city": "Rome"})));
         assert_eq!(calls("[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}"), one("get_weather", json!({"city": "Rome"})));
+    }
+
+    #[test]
+    fn calls_that_models_wrap_or_bracket_wrongly_leave_nothing_in_the_content() {
+        let city = one("get_weather", json!({"city": "Paris"}));
+        for reply in [
+            // A wrapper: GLM's stray `tool`, OpenAI's legacy `function_call`
+            // (its arguments a JSON string), bare or in a `<tool_call>`.
+            "<tool_call>{\"tool\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}</tool_call>",
+            "{\"function_call\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}}",
+            // The name under `function`, as GLM 4.7 strays into.
+            "<tool_call>{\"function\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>",
+            // A brace left out before the close, or one too many.
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}</tool_call>",
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}</tool_call>",
+            "```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}\n```",
+        ] {
+            assert_eq!(calls(reply), city, "{reply}");
+            assert_eq!(parse(reply).content, "", "{reply}");
+        }
+        // A value cut off inside its string is no call, closed or not.
+        assert_eq!(calls("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par</tool_call>"), vec![]);
+        // An object with a name is a call, not a wrapper of its `tool` argument.
+        let named = "<tool_call>{\"name\": \"forecast\", \"arguments\": {}, \"tool\": {\"name\": \"now\"}}</tool_call>";
+        assert_eq!(calls(named), one("forecast", json!({})));
     }
 
     #[test]

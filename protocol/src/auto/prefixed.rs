@@ -40,6 +40,17 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
     let after = found + marker.len();
     let Some(trust) = scope.markup_trust(found) else { return after };
     let start = after + (reply[after..].len() - reply[after..].trim_start().len());
+    if reply[start..].starts_with('[') && pythonic::opens_call(&reply[start..]) {
+        // Llama 3.2's pythonic list, as Meta's prompt format shows it after
+        // the tag: read as a list of declared tools' calls, the tag with it.
+        let before = out.len();
+        let stopped = pythonic::list(reply, start, scope.declared, out);
+        if out.len() == before {
+            return after;
+        }
+        out.markup(found..start);
+        return stopped;
+    }
     if reply[start..].starts_with(['[', '{']) {
         return match lenient_json::parse_prefix(&reply[start..]) {
             Ok((value, used, repairs)) => {
@@ -173,6 +184,20 @@ mod tests {
             "Mistral writes `[TOOL_CALLS]delete_all[CALL_ID]x[ARGS]{}`.",
             "<think>[TOOL_CALLS]now[CALL_ID]q[ARGS]{}</think>",
         ]);
+    }
+
+    #[test]
+    fn llama_3_2_pythonic_list_after_the_python_tag() {
+        // As Meta's prompt format for Llama 3.2 shows it: the tag is no
+        // content, and no warning says the list is not JSON.
+        let reply = "<|python_tag|>[get_weather(city=\"Paris\"), now()]<|eom_id|>";
+        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))]);
+        assert_eq!((parse(reply).content.as_str(), warnings(reply)), ("", vec![]));
+        let after_prose = "Let me check.\n<|python_tag|>[now()]";
+        assert_eq!((calls(after_prose), parse(after_prose).content), (one("now", json!({})), "Let me check.".to_owned()));
+        // A list of a tool nobody declared stays text, as a bare one does.
+        let undeclared = "<|python_tag|>[delete_all()]";
+        assert_eq!((calls(undeclared), parse(undeclared).content), (vec![], undeclared.to_owned()));
     }
 
     #[test]
