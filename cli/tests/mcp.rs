@@ -961,14 +961,33 @@ fn raw_stdio_session(
     cwd: &Path,
     before: &[&str],
 ) -> (std::process::ChildStdin, std::io::Lines<BufReader<std::process::ChildStdout>>, Child) {
-    let mut server = toolhost_mcp(cwd, &["--no-watch"])
+    raw_stdio_session_with(cwd, &["--no-watch"], before)
+}
+
+/// `toolhost mcp ARGS` over stdio in `cwd`, nothing sent yet: its stdin,
+/// its answers line by line, and the process.
+fn raw_stdio(
+    cwd: &Path,
+    args: &[&str],
+) -> (std::process::ChildStdin, std::io::Lines<BufReader<std::process::ChildStdout>>, Child) {
+    let mut server = toolhost_mcp(cwd, args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("toolhost mcp starts");
-    let mut stdin = server.stdin.take().unwrap();
-    let mut answers = BufReader::new(server.stdout.take().unwrap()).lines();
+    let stdin = server.stdin.take().unwrap();
+    let answers = BufReader::new(server.stdout.take().unwrap()).lines();
+    (stdin, answers, server)
+}
+
+/// As [`raw_stdio_session`], `toolhost mcp` started with `args`.
+fn raw_stdio_session_with(
+    cwd: &Path,
+    args: &[&str],
+    before: &[&str],
+) -> (std::process::ChildStdin, std::io::Lines<BufReader<std::process::ChildStdout>>, Child) {
+    let (mut stdin, mut answers, server) = raw_stdio(cwd, args);
     for line in before {
         writeln!(stdin, "{line}").unwrap();
     }
@@ -1090,6 +1109,105 @@ fn answers_a_client_cancels_are_not_owed_to_it() {
     });
     let ping = answered.recv_timeout(Duration::from_secs(30)).expect("the ping after 300 cancelled calls is answered");
     assert!(ping.is_some_and(|ping| ping.get("result").is_some()), "the ping is answered");
+    server.kill().unwrap();
+}
+
+/// Each line `answers` gives, as JSON, on a channel: read on a thread of
+/// its own, so that a test can wait for one with a timeout.
+fn answers_on_a_channel(answers: std::io::Lines<BufReader<std::process::ChildStdout>>) -> std::sync::mpsc::Receiver<Value> {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in answers {
+            let Ok(line) = line else { return };
+            if send.send(serde_json::from_str(&line).expect("an answer is JSON")).is_err() {
+                return;
+            }
+        }
+    });
+    receive
+}
+
+/// The next answer that is not a notification, within 20 s.
+fn next_answer(answers: &std::sync::mpsc::Receiver<Value>) -> Value {
+    loop {
+        let answer = answers.recv_timeout(Duration::from_secs(20)).expect("an answer");
+        if answer.get("id").is_some() || answer.get("error").is_some() {
+            return answer;
+        }
+    }
+}
+
+#[test]
+fn a_hostile_client_cannot_initialize_again_nor_grow_what_the_server_keeps_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::copy(support::plugins("examples").join("calc.wasm"), plugins.join("calc.wasm")).unwrap();
+    let (mut stdin, answers, mut server) = raw_stdio_session_with(dir.path(), &["--plugins", "plugins"], &[]);
+    let answers = answers_on_a_channel(answers);
+    // Each `initialized` had added the client to the list told of changes
+    // once more (one notification each, at every reload, without end).
+    for _ in 0..100 {
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    }
+    // A second `initialize` had been taken, its version (any text) then
+    // deciding the session's era: a ping became "method not found".
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"zzz","capabilities":{{"elicitation":{{}}}},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    let again = next_answer(&answers);
+    assert_eq!((again["id"].clone(), again["error"]["code"].clone()), (1.into(), (-32600).into()), "{again}");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"ping"}}"#).unwrap();
+    let ping = next_answer(&answers);
+    assert!(ping["id"] == 2 && ping.get("result").is_some(), "the session keeps its era: {ping}");
+    // Params that do not fit are answered under the request's id; an id
+    // longer than an answer should echo is refused.
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"ping","params":"x"}}"#).unwrap();
+    let wrong = next_answer(&answers);
+    assert_eq!((wrong["id"].clone(), wrong["error"]["code"].clone()), (3.into(), (-32602).into()), "{wrong}");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"{}","method":"ping"}}"#, "i".repeat(1 << 20)).unwrap();
+    let long = next_answer(&answers);
+    assert!(long["error"]["code"] == -32600 && long.get("id").is_none(), "{:.300}", long.to_string());
+    // One reload, one notification.
+    std::fs::copy(support::plugins("examples").join("clock.wasm"), plugins.join("clock.wasm")).unwrap();
+    let is_change = |answer: &Value| answer["method"] == "notifications/tools/list_changed";
+    let first = answers.recv_timeout(Duration::from_secs(30)).expect("told of the change");
+    assert!(is_change(&first), "{first}");
+    let more = std::iter::from_fn(|| answers.recv_timeout(Duration::from_secs(3)).ok()).filter(is_change).count();
+    assert_eq!(more, 0, "the client was told {} times of one change", more + 1);
+    server.kill().unwrap();
+}
+
+#[test]
+fn subscriptions_take_no_place_of_a_clients_calls() {
+    let dir = workspace();
+    let policy = std::fs::read_to_string(dir.path().join("toolhost.toml")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), format!("{policy}[mcp]\nmax_calls_per_client = 2\n")).unwrap();
+    let (mut stdin, answers, mut server) = raw_stdio(dir.path(), &["--no-watch"]);
+    let answers = answers_on_a_channel(answers);
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
+    // Subscriptions last as long as their client keeps them: sixteen had
+    // taken every call's place of their client, for good.
+    for id in 1..=3 {
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true}},{meta}}}}}"#
+        )
+        .unwrap();
+    }
+    let refused = next_answer(&answers);
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (3.into(), (-32000).into()), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("subscriptions"), "{refused}");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"calculate","arguments":{{"expression":"6*7"}},{meta}}}}}"#
+    )
+    .unwrap();
+    let called = next_answer(&answers);
+    assert_eq!(called["id"], 10, "{called}");
+    assert_eq!(called["result"]["isError"], false, "the call runs beside the subscriptions: {called}");
     server.kill().unwrap();
 }
 

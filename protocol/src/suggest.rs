@@ -3,16 +3,32 @@
 /// The message for an unknown tool, naming the closest of `known`:
 /// "no tool named `x`; did you mean `y`, `z`?"
 pub fn unknown_tool(name: &str, known: &[&str]) -> String {
-    format!("no tool named `{name}` is loaded{}", did_you_mean(name, known))
+    // A name as long as a request (a hostile client's) is not echoed whole.
+    let shown = match name.char_indices().nth(SHOWN_NAME_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &name[..cut], name.len()),
+        None => name.to_owned(),
+    };
+    format!("no tool named `{shown}` is loaded{}", did_you_mean(name, known))
 }
 
+/// The most characters of an unknown name an answer shows.
+const SHOWN_NAME_CHARS: usize = 128;
+
 /// `; did you mean `a`, `b`?` naming up to three of `known` closest to
-/// `name` (within half its length in edits), or nothing.
+/// `name` (within half its length in edits), or nothing. A name whose
+/// length alone puts it further (edits are at least the difference in
+/// length) is not compared: a name of megabytes cost seconds a call.
 pub fn did_you_mean(name: &str, known: &[&str]) -> String {
-    let mut ranked: Vec<(usize, &str)> = known.iter().map(|k| (edit_distance(name, k), *k)).collect();
+    let name_chars = name.chars().count();
+    let within = |k: &str| k.chars().count().max(name_chars) / 2;
+    let mut ranked: Vec<(usize, &str)> = known
+        .iter()
+        .filter(|k| name_chars.abs_diff(k.chars().count()) <= within(k))
+        .map(|k| (edit_distance(name, k), *k))
+        .filter(|(d, k)| *d <= within(k))
+        .collect();
     ranked.sort();
-    let close: Vec<String> =
-        ranked.iter().filter(|(d, k)| *d <= k.len().max(name.len()) / 2).take(3).map(|(_, k)| format!("`{k}`")).collect();
+    let close: Vec<String> = ranked.iter().take(3).map(|(_, k)| format!("`{k}`")).collect();
     if close.is_empty() { String::new() } else { format!("; did you mean {}?", close.join(", ")) }
 }
 
@@ -48,5 +64,13 @@ mod tests {
             "no tool named `get_time` is loaded; did you mean `get_tim`, `set_time`, `current_time`?"
         );
         assert_eq!(unknown_tool("zzz", &["calculate"]), "no tool named `zzz` is loaded");
+        assert_eq!(unknown_tool("café", &["cafe"]), "no tool named `café` is loaded; did you mean `cafe`?");
+    }
+
+    #[test]
+    fn a_name_of_megabytes_is_neither_echoed_whole_nor_compared() {
+        let long = "é".repeat(1 << 20);
+        let message = unknown_tool(&long, &["read_file", &"é".repeat(10)]);
+        assert!(message.len() < 400 && message.ends_with("(2097152 bytes)` is loaded"), "{message:.300}");
     }
 }

@@ -59,6 +59,13 @@ pub const MAX_RESUME_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 /// The most tokens the ledger holds as used at once (each until its
 /// token expires); past it, a resume is refused until some expire.
 pub const MAX_SPENT_TOKENS: usize = 100_000;
+/// The largest the ledger can grow: its head, up to [`MAX_SPENT_TOKENS`]
+/// live entries and at most as many past their grace (it is rewritten
+/// without those once they are the most of it), each at most 54 bytes (an
+/// id of 32 hex digits, a space, a time of up to 20 digits, a line break).
+/// A bound of the live ones alone let a ledger that spends went on
+/// growing past what it would read, and every resume failed from then on.
+const MAX_LEDGER_BYTES: u64 = (2 * MAX_SPENT_TOKENS as u64 + 1) * 64;
 /// The largest token opened or made, in bytes: a held result travels in
 /// one, so it is bounded as results are by default (1 MiB), with room for
 /// the rest of the turn and the encoding.
@@ -273,7 +280,7 @@ impl ResumeSeal {
     fn spend(&self, id: &[u8; ID_BYTES], expires: u64, instance: &[u8; INSTANCE_BYTES], now: u64) -> Result<(), ResumeError> {
         use std::io::Write;
         let _other_processes = lock_file(&self.ledger).map_err(|e| self.ledger_error(e))?;
-        let text = match crate::regular_file::read_regular_file(&self.ledger, (MAX_SPENT_TOKENS as u64 + 1) * 64) {
+        let text = match crate::regular_file::read_regular_file(&self.ledger, MAX_LEDGER_BYTES) {
             Ok(text) => String::from_utf8(text).map_err(|e| self.ledger_error(std::io::Error::other(e)))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(self.ledger_error(e)),
@@ -436,6 +443,25 @@ mod tests {
         let other = [9; INSTANCE_BYTES];
         let refused = seal.spend(&[4; ID_BYTES], much_later + 60_000, &other, much_later).unwrap_err();
         assert!(matches!(refused, ResumeError::Mismatched(_)), "another ledger's token: {refused}");
+    }
+
+    #[test]
+    fn a_ledger_as_large_as_spending_makes_it_is_read() {
+        // Live entries up to the most, and as many past their grace: the
+        // largest ledger that spends append to without rewriting it.
+        let dir = tempfile::tempdir().unwrap();
+        let seal = seal_in(dir.path());
+        let instance = seal.instance().unwrap();
+        let mut ledger = std::fs::read_to_string(seal.ledger()).unwrap();
+        for n in 0..(MAX_SPENT_TOKENS as u64 - 1) {
+            ledger.push_str(&format!("{:032x} {}\n{:032x} 0\n", n, u64::MAX, n + (1 << 40)));
+        }
+        assert!(ledger.len() as u64 > (MAX_SPENT_TOKENS as u64 + 1) * 64, "past the bound that was");
+        std::fs::write(seal.ledger(), ledger).unwrap();
+        let now = now_ms();
+        seal.spend(&[7; ID_BYTES], now + 60_000, &instance, now).unwrap();
+        assert!(matches!(seal.spend(&[7; ID_BYTES], now + 60_000, &instance, now), Err(ResumeError::Replayed)));
+        assert!(matches!(seal.spend(&[8; ID_BYTES], now + 60_000, &instance, now), Err(ResumeError::LedgerFull)));
     }
 
     #[test]

@@ -87,9 +87,13 @@ impl Drop for Place {
     }
 }
 
-/// Calls running or waiting for a person now, in all and by client.
+/// Calls running or waiting for a person now, and subscriptions open
+/// (`subscriptions/listen`), each in all and by client: a subscription
+/// lasts as long as its client keeps it, so it takes no call's place
+/// (sixteen of them from one address took that address's calls for good).
 pub(super) struct InFlight {
     places: Arc<Places>,
+    listens: Arc<Places>,
 }
 
 /// Why a call was refused by [`InFlight::enter`]: words for the client,
@@ -98,7 +102,27 @@ pub(super) struct Busy(pub(super) String);
 
 impl InFlight {
     pub(super) fn new(config: &McpConfig) -> Self {
-        InFlight { places: Arc::new(Places::new(config.max_calls, config.max_calls_per_client)) }
+        InFlight {
+            places: Arc::new(Places::new(config.max_calls, config.max_calls_per_client)),
+            listens: Arc::new(Places::new(max_streams(), config.max_calls_per_client)),
+        }
+    }
+
+    /// A place for one more subscription of `client`, held until it is
+    /// dropped: at most `[mcp] max_calls_per_client` a client and, in all,
+    /// as many as event streams ([`max_streams`]).
+    pub(super) fn listen(&self, client: &str) -> Result<Place, Busy> {
+        self.listens.take(client).map_err(|full| {
+            Busy(match full {
+                Full::All => {
+                    format!("refused: this server keeps at most {} subscriptions open at once; try again later", self.listens.most)
+                }
+                Full::Key => format!(
+                    "refused: a client may keep at most {} subscriptions open at once on this server ([mcp] max_calls_per_client)",
+                    self.listens.per_key
+                ),
+            })
+        })
     }
 
     /// A place for one more call of `client`, held until it is dropped;
@@ -360,6 +384,18 @@ mod tests {
         assert!(refused.contains("initialize"), "{refused}");
         let big_call = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"x":"{}"}}}}"#, "x".repeat(1 << 20));
         assert!(check_shape(&Bytes::from(big_call)).is_ok(), "a call may carry a large argument");
+    }
+
+    #[test]
+    fn subscriptions_take_no_call_places() {
+        let config = McpConfig { max_calls: 2, max_calls_per_client: 2, ..McpConfig::default() };
+        let in_flight = InFlight::new(&config);
+        let listening: Vec<Place> = (0..2).map(|_| in_flight.listen("a").ok().unwrap()).collect();
+        let Err(Busy(why)) = in_flight.listen("a") else { panic!("a third subscription of one client") };
+        assert!(why.contains("subscriptions") && why.contains("max_calls_per_client"), "{why}");
+        assert!(in_flight.enter("a").is_ok() && in_flight.listen("b").is_ok(), "calls and other clients go on");
+        drop(listening);
+        assert!(in_flight.listen("a").is_ok(), "a closed subscription gives its place back");
     }
 
     #[test]

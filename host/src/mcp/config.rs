@@ -13,8 +13,8 @@
 //! allowed_origins = ["https://app.example.com"]   # browser origins accepted over HTTP besides loopback pages (default: none)
 //! max_sessions = 256                 # HTTP sessions kept at once; a new one past it is refused
 //! approval_timeout_ms = 300000       # a question the client's user leaves unanswered this long denies the call, and is withdrawn (default: 5 minutes); a 2026-07-28 client's answer must come back within it
-//! max_calls = 64                     # calls running or waiting for a person, and subscriptions open, at once, in all; one past it is refused with a tool error
-//! max_calls_per_client = 16          # the same, per client (a handshake-era session, stdio, or else its address)
+//! max_calls = 64                     # calls running or waiting for a person at once, in all; one past it is refused with a tool error
+//! max_calls_per_client = 16          # the same, per client (a handshake-era session, stdio, or else its address); and subscriptions open per client
 //! max_request_kib = 1024             # the largest HTTP request body; past it, 413
 //! ```
 
@@ -91,6 +91,8 @@ pub struct McpConfig {
     pub max_calls: usize,
     /// The same per client ([`DEFAULT_MAX_CALLS_PER_CLIENT`]): per session
     /// (or stdio connection), or per address for requests without one.
+    /// Subscriptions (`subscriptions/listen`) are bounded by it too, apart
+    /// from calls.
     pub max_calls_per_client: usize,
     /// The largest HTTP request body, in bytes ([`DEFAULT_MAX_REQUEST_BYTES`]).
     pub max_request_bytes: usize,

@@ -102,12 +102,33 @@ impl<R: AsyncRead + Send + Unpin, W: AsyncWrite + Send + Unpin + 'static> LineTr
     }
 }
 
-/// A line of JSON that is no message rmcp reads: an invalid request,
-/// answered without an id, or under its id where the line is a request
-/// whose JSON serde_json cannot hold.
+/// A line of JSON that is no message rmcp reads, or a request refused
+/// before rmcp reads it: answered with `error`, under its id where it can
+/// be read (a request whose params do not fit its method, or whose JSON
+/// serde_json cannot hold), else without one.
 #[derive(Debug)]
 struct WrongShape {
     id: Option<RequestId>,
+    /// Boxed: an `ErrorData` is most of a `Result` it would be returned in.
+    error: Box<ErrorData>,
+}
+
+/// The longest id a request may have. Every answer echoes its request's
+/// id, and the server holds the answers it owes a client that does not
+/// read them ([`super::stdio_guard`]), so ids as long as a line (16 MiB)
+/// made that bound one of gigabytes. Clients use numbers or short strings.
+pub(super) const MAX_ID_BYTES: usize = 1 << 10;
+/// The longest method a request may name: an unknown one is echoed in
+/// its answer, as an id is.
+const MAX_METHOD_BYTES: usize = 256;
+
+/// Where `text`, shown in an answer, is cut.
+const SHOWN_BYTES: usize = 200;
+
+impl WrongShape {
+    fn invalid_request(id: Option<RequestId>) -> Self {
+        WrongShape { id, error: Box::new(ErrorData::invalid_request("Invalid request", None)) }
+    }
 }
 
 /// The message `line` holds; `None` when there is nothing to answer: not
@@ -124,25 +145,39 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
     }
     let line = &*json_text::lone_surrogates_replaced(line);
     if let Some(call) = tools_call(line) {
-        return Ok(Some(call));
+        return bounded(call).map(Some);
     }
     match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
-        Ok(message) => Ok(Some(message)),
+        Ok(message) => bounded(message).map(Some),
         Err(error) => {
             let shape = Shape::of(line);
             let notification = is_notification(shape.as_ref(), line);
-            let request = shape.is_some_and(|s| s.method.is_some() && s.id && !s.result && s.error.is_none());
+            let request = shape.as_ref().is_some_and(|s| s.method.is_some() && s.id && !s.result && s.error.is_none());
+            let version_2_0 = shape.as_ref().is_some_and(|s| s.jsonrpc.as_ref().is_some_and(|v| v == "2.0"));
             match error.classify() {
+                // A request of JSON-RPC 2.0 whose id reads: its params do
+                // not fit its method. Answered under its id, or its client
+                // would wait for ever.
+                serde_json::error::Category::Data
+                    if request
+                        && version_2_0
+                        && let Some(id) = id_of(line) =>
+                {
+                    tracing::debug!("an MCP request whose params do not fit: {error}");
+                    let method = shape.as_ref().and_then(|s| s.method.as_deref()).unwrap_or_default();
+                    let why = format!("Invalid params for {}: {}", cut(method), cut(&error.to_string()));
+                    Err(WrongShape { id: Some(id), error: Box::new(ErrorData::invalid_params(why, None)) })
+                }
                 serde_json::error::Category::Data | serde_json::error::Category::Io if !notification => {
                     tracing::debug!("an MCP message of the wrong shape: {error}");
-                    Err(WrongShape { id: None })
+                    Err(WrongShape::invalid_request(None))
                 }
                 // JSON whose shape reads, but which serde_json cannot hold
                 // (a number past f64's range, nesting past 128 levels): a
                 // request is answered, its client waiting on it.
                 serde_json::error::Category::Syntax if request => {
                     tracing::debug!("an MCP request that cannot be read: {error}");
-                    Err(WrongShape { id: id_of(line) })
+                    Err(WrongShape::invalid_request(id_of(line).filter(|id| !too_long(id))))
                 }
                 _ => {
                     tracing::debug!("an MCP message that cannot be read is ignored: {error}");
@@ -151,6 +186,41 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
             }
         }
     }
+}
+
+/// `message`, unless it is a request whose id, or whose unknown method,
+/// is longer than an answer should echo ([`MAX_ID_BYTES`],
+/// [`MAX_METHOD_BYTES`]).
+fn bounded(message: ClientJsonRpcMessage) -> Result<ClientJsonRpcMessage, WrongShape> {
+    let JsonRpcMessage::Request(request) = &message else { return Ok(message) };
+    if too_long(&request.id) {
+        let why = format!("a request's id may be at most {MAX_ID_BYTES} bytes");
+        return Err(WrongShape { id: None, error: Box::new(ErrorData::invalid_request(why, None)) });
+    }
+    match &request.request {
+        ClientRequest::CustomRequest(custom) if custom.method.len() > MAX_METHOD_BYTES => {
+            let why = format!("Method not found: {}… ({} bytes)", cut(&custom.method), custom.method.len());
+            Err(WrongShape {
+                id: Some(request.id.clone()),
+                error: Box::new(ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, why, None)),
+            })
+        }
+        _ => Ok(message),
+    }
+}
+
+/// Whether `id` is longer than [`MAX_ID_BYTES`].
+fn too_long(id: &RequestId) -> bool {
+    matches!(id, RequestId::String(id) if id.len() > MAX_ID_BYTES)
+}
+
+/// `text`, cut to at most [`SHOWN_BYTES`] at a character's edge.
+fn cut(text: &str) -> &str {
+    let mut end = text.len().min(SHOWN_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Whether `line`, of shape `shape`, is a notification: a `method` and no
@@ -235,9 +305,8 @@ where
             match read {
                 Ok(Some(message)) => return Some(message),
                 Ok(None) => {}
-                Err(WrongShape { id }) => {
-                    let refusal = ErrorData::invalid_request("Invalid request", None);
-                    self.refusing = Some(Box::pin(self.write.send(JsonRpcMessage::error(refusal, id))));
+                Err(WrongShape { id, error }) => {
+                    self.refusing = Some(Box::pin(self.write.send(JsonRpcMessage::error(*error, id))));
                 }
             }
         }
@@ -324,8 +393,8 @@ mod tests {
         ] {
             match read_message(line.as_bytes()) {
                 Ok(None) => assert!(!invalid, "{line:?} is an invalid request"),
-                Err(WrongShape { id: None }) => assert!(invalid, "{line:?} is to be ignored"),
-                Err(WrongShape { id: Some(id) }) => panic!("{line:?} refused as request {id:?}"),
+                Err(WrongShape { id: None, .. }) => assert!(invalid, "{line:?} is to be ignored"),
+                Err(WrongShape { id: Some(id), .. }) => panic!("{line:?} refused as request {id:?}"),
                 Ok(Some(message)) => panic!("{line:?} read as {message:?}"),
             }
         }
@@ -334,13 +403,44 @@ mod tests {
         let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
         for params in [r#"{"name":"calculate","arguments":{"n":1e400}}"#.to_owned(), format!(r#"{{"x":{deep}}}"#)] {
             let request = format!(r#"{{"jsonrpc":"2.0","id":"r-7","method":"tools/call","params":{params}}}"#);
-            let Err(WrongShape { id }) = read_message(request.as_bytes()) else { panic!("{request:.80} was not refused") };
+            let Err(WrongShape { id, .. }) = read_message(request.as_bytes()) else { panic!("{request:.80} was not refused") };
             assert_eq!(id, Some(RequestId::String("r-7".into())), "{request:.80}");
             let notification = format!(r#"{{"jsonrpc":"2.0","method":"notifications/x","params":{params}}}"#);
             assert!(matches!(read_message(notification.as_bytes()), Ok(None)), "{notification:.80}");
         }
         let marked = "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r\n";
         assert!(matches!(read_message(marked.as_bytes()), Ok(Some(_))), "a byte-order mark and CR LF are read past");
+    }
+
+    #[test]
+    fn a_request_whose_params_do_not_fit_is_answered_under_its_id() {
+        for (line, method) in [
+            (r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":[]}"#, "tools/call"),
+            (r#"{"jsonrpc":"2.0","id":31,"method":"ping","params":"x"}"#, "ping"),
+            (r#"{"jsonrpc":"2.0","id":34,"method":"tools/call","params":{"name":"c","arguments":{},"_meta":[]}}"#, "tools/call"),
+        ] {
+            let Err(WrongShape { id: Some(_), error }) = read_message(line.as_bytes()) else {
+                panic!("{line} not refused under its id")
+            };
+            assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{line}");
+            assert!(error.message.contains(method), "{line}: {}", error.message);
+        }
+    }
+
+    #[test]
+    fn an_id_or_a_method_longer_than_an_answer_should_echo_is_refused() {
+        let id = "i".repeat(MAX_ID_BYTES + 1);
+        let long_id = format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"ping"}}"#);
+        let Err(WrongShape { id: None, error }) = read_message(long_id.as_bytes()) else { panic!("a long id was read") };
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_REQUEST);
+        let call = format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/call","params":{{"name":"c"}}}}"#);
+        assert!(matches!(read_message(call.as_bytes()), Err(WrongShape { id: None, .. })), "the fast path too");
+        let method = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{}"}}"#, "m".repeat(1 << 20));
+        let Err(WrongShape { id: Some(_), error }) = read_message(method.as_bytes()) else { panic!("a long method was read") };
+        assert_eq!(error.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+        assert!(error.message.len() < 400, "the method is not echoed whole: {} bytes", error.message.len());
+        let fits = format!(r#"{{"jsonrpc":"2.0","id":"{}","method":"ping"}}"#, "i".repeat(MAX_ID_BYTES));
+        assert!(matches!(read_message(fits.as_bytes()), Ok(Some(_))));
     }
 
     #[tokio::test]

@@ -13,13 +13,14 @@ use crate::call::ToolCall;
 use crate::outcome::{Status, ToolOutcome};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
-    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    SubscriptionFilter, ToolsCapability,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, SubscriptionFilter, ToolsCapability,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 
 /// What the server tells a client about itself.
@@ -32,6 +33,11 @@ const INSTRUCTIONS: &str = "Tools run by toolhost, each call in a fresh WebAssem
 /// is told at once.
 const TOOLS_LIST_TTL_MS: u64 = 10_000;
 
+/// The JSON-RPC error for a request refused while the server is busy: a
+/// server error (JSON-RPC reserves -32000 to -32099 for them), not the
+/// request's fault.
+const SERVER_BUSY: ErrorCode = ErrorCode(-32000);
+
 /// The handler for one client.
 #[derive(Clone)]
 pub(super) struct Session {
@@ -42,11 +48,17 @@ pub(super) struct Session {
     /// The thread a stdio client is served on, where its calls run but
     /// those made at once; `None` where rmcp's task runs each call.
     front: Option<Front>,
+    /// Whether the client has initialized, and whether it has been
+    /// remembered to be told when the tools change: each once, whatever
+    /// it sends again (every `notifications/initialized` added it to the
+    /// list once more, without end).
+    initialized: Arc<AtomicBool>,
+    remembered: Arc<AtomicBool>,
 }
 
 impl Session {
     pub(super) fn new(shared: Arc<Shared>, can_ask: bool) -> Self {
-        Session { shared, can_ask, front: None }
+        Session { shared, can_ask, front: None, initialized: Arc::default(), remembered: Arc::default() }
     }
 
     /// The session of a client served on `front`'s thread.
@@ -87,10 +99,11 @@ impl ServerHandler for Session {
     /// the agent's settings), until it stops listening or the server stops.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         // An open subscription holds a stream and a task: it takes a place
-        // among the client's calls, so none opens them without end.
-        let _place = match self.shared.in_flight.enter(&client_key(context.request_context(), false)) {
+        // among the client's subscriptions, so none opens them without end.
+        // (rmcp has acknowledged it by now: the refusal is its final answer.)
+        let _place = match self.shared.in_flight.listen(&client_key(context.request_context(), false)) {
             Ok(place) => place,
-            Err(Busy(why)) => return Err(ErrorData::invalid_request(why, None)),
+            Err(Busy(why)) => return Err(ErrorData::new(SERVER_BUSY, why, None)),
         };
         if context.accepted().tools_list_changed != Some(true) {
             context.cancelled().await;
@@ -115,8 +128,27 @@ impl ServerHandler for Session {
         }
     }
 
+    /// Once a session: a second `initialize` is refused (rmcp's default
+    /// took it, and with it any version the client named, even one it
+    /// does not know, which then decided the session's era). The version
+    /// the session keeps is the one negotiated.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if self.initialized.swap(true, Ordering::SeqCst) {
+            return Err(ErrorData::invalid_request("the client is already initialized: `initialize` is sent once", None));
+        }
+        let result = self.negotiate_initialize(&request)?;
+        let mut negotiated = request;
+        negotiated.protocol_version = result.protocol_version.clone();
+        context.peer.set_peer_info(negotiated);
+        Ok(result)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if self.can_ask {
+        if self.can_ask && !self.remembered.swap(true, Ordering::SeqCst) {
             self.shared.remember_peer(context.peer);
         }
     }
@@ -193,7 +225,9 @@ impl Session {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let modern = context.protocol_version().is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        // The version is one the server supports: negotiated, or checked
+        // by rmcp where a 2026-07-28 request names it.
+        let modern = context.protocol_version().is_some_and(|version| !version.has_initialize());
         // Only a handshake-era request on a server that keeps sessions came
         // through one that rmcp checked; elsewhere the header is the
         // client's word.
