@@ -31,6 +31,9 @@ pub(crate) const COMMAND_R_THINKING_CLOSE: &str = "<|END_THINKING|>";
 pub(crate) const HARMONY_ANALYSIS_OPEN: &str = "<|channel|>analysis<|message|>";
 /// Ends a Harmony message, and so the analysis.
 pub(crate) const HARMONY_END: &str = "<|end|>";
+/// Opens a Harmony message's header: the analysis before it has ended,
+/// its `<|end|>` written or not (llama.cpp's tests leave it out).
+const HARMONY_START: &str = "<|start|>";
 /// Opens Seed-OSS's reasoning.
 pub(crate) const SEED_THINK_OPEN: &str = "<seed:think>";
 /// Closes it.
@@ -111,11 +114,25 @@ impl Reasoning {
                 continue;
             }
             let mut at = 0;
+            // The next `<|start|>` found, kept while it lies ahead, so that
+            // the search for it stays linear.
+            let mut next_start: Option<Option<usize>> = None;
             while let Some(open) = markers.find(at, open_marker) {
                 let body = open + open_marker.len();
-                match markers.find(body, close_marker) {
-                    Some(close) => {
-                        let end = close + close_marker.len();
+                let mut close = markers.find(body, close_marker).map(|close| close + close_marker.len());
+                if open_marker == HARMONY_ANALYSIS_OPEN {
+                    let passed = next_start.is_none_or(|next: Option<usize>| next.is_some_and(|next| next < body));
+                    if passed {
+                        next_start = Some(markers.find(body, HARMONY_START));
+                    }
+                    if let Some(Some(next)) = next_start
+                        && close.is_none_or(|end| next < end)
+                    {
+                        close = Some(next);
+                    }
+                }
+                match close {
+                    Some(end) => {
                         regions.push(open..end);
                         at = end;
                     }

@@ -118,7 +118,9 @@ pub(crate) struct Element {
 /// whose body is a JSON value followed by white space and a `close` closes
 /// there; else at the first `close`, unless its body opens like JSON and
 /// the tag opens again before that close: then it is cut off there (a
-/// model's retry follows). An element with no close is the last.
+/// model's retry follows), or, where it holds a whole value the next one
+/// does not repeat, ends there, its close left out. An element with no
+/// close is the last.
 pub(crate) fn elements<'a>(
     markers: &'a MarkerIndex<'a>,
     reasoning: &'a Reasoning,
@@ -149,7 +151,12 @@ pub(crate) fn elements<'a>(
             };
             if let Some(retry) = retry {
                 at = Some(retry);
-                return Some(Element { open, body: body..retry, end: None });
+                // Unless it holds a whole value that the next does not
+                // repeat: its close left out, it is an element of its own.
+                let text = reply[body..retry].trim();
+                let whole = lenient_json::parse_prefix(text).is_ok_and(|(_, used, _)| used == text.len());
+                let repeated = reply[retry + open_tag.len()..].trim_start().starts_with(text);
+                return Some(Element { open, body: body..retry, end: (whole && !repeated).then_some(retry) });
             }
             let Some(close) = after_value.or(first) else {
                 at = None;

@@ -194,11 +194,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A LongCat call written as the tool's name and its arguments' JSON object
+/// A call written as the tool's name and its arguments' JSON object
 /// (`<longcat_tool_call>get_weather {"city": "Paris"}</longcat_tool_call>`,
-/// as GLM-4 writes its calls), the body `at..body_end` and the envelope
-/// `open..end`: where reading stopped, `None` when the body is not so.
-fn read_named_json(
+/// as GLM-4 writes its calls, and GLM 4.7 strays into inside its
+/// `<tool_call>`), the body `at..body_end` and the envelope `open..end`:
+/// where reading stopped, `None` when the body is not so.
+pub(super) fn read_named_json(
     scope: &Scope<'_>,
     open: usize,
     at: usize,

@@ -227,6 +227,14 @@ impl Call<'_> {
                 out.warn(p, format!("repaired: {FUNCTION_CLOSE} missing"));
                 return Ok((arguments, p));
             }
+            // A `<function=NAME>` call whose reply ends after a closed
+            // parameter, or inside the `</function>`: whole but for its
+            // close, which OpenHands' stop word `</function` takes.
+            let stopped = rest.len() < FUNCTION_CLOSE.len() && FUNCTION_CLOSE.starts_with(rest.trim_end());
+            if stopped && !arguments.is_empty() && reply[self.open..].starts_with(FUNCTION_OPEN) {
+                out.warn(p, format!("repaired: {FUNCTION_CLOSE} missing at the reply's end"));
+                return Ok((arguments, reply.len()));
+            }
             if rest.is_empty() {
                 return self.cut_off(out);
             }
@@ -480,6 +488,21 @@ mod tests {
         let no_function_close = "<tool_call>\n<function=now>\n<parameter=zone>\nUTC\n</parameter>\n</tool_call>";
         assert_eq!(calls(no_function_close), one("now", json!({"zone": "UTC"})));
         assert_eq!(parse(no_function_close).content, "");
+    }
+
+    #[test]
+    fn a_call_stopped_at_openhands_stop_word_is_whole() {
+        for end in ["", "\n", "\n</", "\n</function"] {
+            let reply = format!(
+                "I will check.\n\n<function=get_weather>\n<parameter=city>Paris</parameter>\n<parameter=unit>\nC\n</parameter>{end}"
+            );
+            assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris", "unit": "C"})), "{reply}");
+            assert_eq!(parse(&reply).content, "I will check.", "{reply}");
+        }
+        // Stopped before any parameter closed, it is cut off.
+        for reply in ["<function=now>\n", "<function=get_weather>\n<parameter=city>Paris"] {
+            assert_eq!(calls(reply), vec![], "{reply}");
+        }
     }
 
     #[test]

@@ -243,6 +243,18 @@ mod tests {
     }
 
     #[test]
+    fn an_analysis_message_ends_where_the_next_one_starts_its_end_left_out() {
+        // As llama.cpp's Harmony tests write it: no `<|end|>` before `<|start|>`.
+        let reply = "<|channel|>analysis<|message|>Let me think about this...<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>";
+        assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})));
+        let answer = "<|channel|>analysis<|message|>Need a place<|start|>assistant<|channel|>final<|message|>Which city?";
+        assert!(parse(answer).content.ends_with("Need a placeWhich city?"), "{}", parse(answer).content);
+        // A call written inside the analysis, before any next message, is reasoning.
+        let thought = "<|channel|>analysis<|message|>I could write <|channel|>commentary to=functions.now<|message|>{}<|call|>";
+        assert_eq!(calls(thought), vec![]);
+    }
+
+    #[test]
     fn several_harmony_calls_after_reasoning_and_prose() {
         let second = CALL.replace("get_weather", "now").replace("{\"city\": \"Tokyo\"}", "{}");
         let reply = format!(

@@ -327,6 +327,10 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             glm::read(scope, text_at, element.body.end, span, &glm::GLM, out);
         } else if let Some((inner, inner_at)) = inside_fence(body, element.body.start) {
             json_call::collect_text(inner, inner_at, span, trust, scope.declared, out);
+        } else if element.end.is_some()
+            && envelope::read_named_json(scope, element.open, text_at, element.body.end, span.end, out).is_some()
+        {
+            // GLM 4.7's name and JSON object, `get_weather {"city": "Paris"}`.
         } else {
             json_call::collect_text(body, element.body.start, span, trust, scope.declared, out);
         }
@@ -677,6 +681,19 @@ mod tests {
     }
 
     #[test]
+    fn a_name_and_its_json_object_in_a_tool_call_as_glm_4_7_strays_into() {
+        for reply in [
+            "<tool_call>get_weather {\"city\": \"Paris\"}</tool_call>",
+            "<tool_call>get_weather\n{\"city\": \"Paris\"}\n</tool_call>",
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+            assert_eq!((parse(reply).content.as_str(), warnings(reply)), ("", vec![]), "{reply}");
+        }
+        // Prose in the tag stays prose.
+        assert_eq!(calls("<tool_call>I would call {it}</tool_call>"), vec![]);
+    }
+
+    #[test]
     fn llama_json_with_and_without_python_tag() {
         let bare = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Lima\"}}";
         assert_eq!(calls(bare), one("get_weather", json!({"city": "Lima"})));
@@ -758,6 +775,14 @@ mod tests {
         // The tag quoted in a string is no retry.
         let quoting = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"<tool_call>\"}}</tool_call>";
         assert_eq!(calls(quoting), one("get_weather", json!({"city": "<tool_call>"})));
+        // A whole call whose close is left out before the next is a call;
+        // one the next repeats is the retry's.
+        let whole = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n";
+        let next = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+        let both = format!("{whole}{next}");
+        assert_eq!(calls(&both), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))], "{both}");
+        assert_eq!(parse(&both).content, "", "{both}");
+        assert_eq!(calls(&format!("{whole}{retry}")), paris, "repeated, it is one call");
     }
 
     #[test]
