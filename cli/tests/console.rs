@@ -816,6 +816,18 @@ async fn shown_in_part(browser: &Client) -> Result<bool, String> {
     said.as_bool().ok_or_else(|| format!("looking for the note gave {said}"))
 }
 
+/// Until no card on the desk says its call's arguments are shown in part.
+async fn wait_shown_whole(browser: &Client) -> Step {
+    let deadline = Instant::now() + PATIENCE;
+    while shown_in_part(browser).await? {
+        if Instant::now() > deadline {
+            return Err("a card still says its arguments are shown in part once all of them are".into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_model() {
     let dir = workspace();
@@ -880,13 +892,7 @@ async fn a_chat_turn_is_approved_in_the_page_and_a_denial_reason_reaches_the_mod
             return Err(format!("the note does not give the arguments' size: {told}"));
         }
         click(&browser, "#desk .pending .json button.more").await?;
-        let deadline = Instant::now() + PATIENCE;
-        while shown_in_part(&browser).await? {
-            if Instant::now() > deadline {
-                return Err("the note stays once every argument is shown".into());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_shown_whole(&browser).await?;
         type_into(&browser, "#desk .pending input.reason", "not in my workspace").await?;
         click(&browser, "#desk .pending button.deny").await?;
         wait_text(&browser, "#chat-log .msg.tool.failed", |t| t.contains("denied")).await?;
@@ -1075,10 +1081,12 @@ async fn hidden_characters_show_as_marked_placeholders_on_every_card() {
         )
     };
     let headers = |tool: &'static str| [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", tool)];
+    // Beside the name, a list of 500 items: folded on the card.
+    let items = (0..500).map(|n| n.to_string()).collect::<Vec<_>>().join(",");
     let _write = open_post(
         &authority,
         &headers("write_file"),
-        &call(1, "write_file", r#"{"path":"invoice-\u202efdp.exe","content":"x"}"#),
+        &call(1, "write_file", &format!(r#"{{"path":"invoice-\u202efdp.exe","content":"x","items":[{items}]}}"#)),
     );
     let _read = open_post(&authority, &headers("read_file"), &call(2, "read_file", r#"{"path":"report.txt"}"#));
     // The read is approved at the desk, so that its result is held there too.
@@ -1112,7 +1120,23 @@ async fn hidden_characters_show_as_marked_placeholders_on_every_card() {
         if write.contains(raw) || result.contains(raw) {
             return Err(format!("a hidden character is rendered raw: {write:?} {result:?}"));
         }
-        Ok(())
+        // The folded list is said to be unseen beside the buttons, opened
+        // a page at a time, until its last page (the note had gone as
+        // soon as the list was opened).
+        if !shown_in_part(&browser).await? {
+            return Err("a card with a folded list does not say so".into());
+        }
+        let open_items =
+            "[...document.querySelectorAll('#desk .pending summary')].find((s) => s.textContent.includes('\"items\"')).click()";
+        browser.execute(open_items, vec![]).await.map_err(|e| format!("opening `items`: {e}"))?;
+        for _ in 0..2 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if !shown_in_part(&browser).await? {
+                return Err("the note went while items were still not shown".into());
+            }
+            click(&browser, "#desk .pending .json button.more:not([hidden])").await?;
+        }
+        wait_shown_whole(&browser).await
     })
     .await;
 }

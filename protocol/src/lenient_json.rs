@@ -433,9 +433,11 @@ struct PythonString {
 }
 
 /// A Python string literal's text, its escapes read: `\\`, the quote,
-/// `\n`, `\t`, `\r`, and a character by its code (`\xhh`, `\uXXXX`,
-/// `\UXXXXXXXX`); any other backslash is kept, as Python keeps it, and so
-/// is what is no character (a lone surrogate, too few digits).
+/// `\n`, `\t`, `\r`, `\b`, `\f`, `\v`, `\a`, a line break escaped
+/// (nothing), and a character by its code (`\xhh`, `\uXXXX`,
+/// `\UXXXXXXXX`, octal `\ooo`); any other backslash is kept, as Python
+/// keeps it, and so is what is no character (a lone surrogate, too few
+/// digits).
 pub(crate) fn python_unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
@@ -449,6 +451,24 @@ pub(crate) fn python_unescape(text: &str) -> String {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
             Some('r') => out.push('\r'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('v') => out.push('\u{b}'),
+            Some('a') => out.push('\u{7}'),
+            Some('\n') => {}
+            Some(first @ '0'..='7') => {
+                let mut code = first.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match chars.clone().next().and_then(|c| c.to_digit(8)) {
+                        Some(digit) => {
+                            code = code * 8 + digit;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                out.push(char::from_u32(code).unwrap_or('\u{FFFD}'));
+            }
             Some(q @ ('"' | '\'')) => out.push(q),
             Some(letter @ ('x' | 'u' | 'U')) => {
                 let digits = match letter {
@@ -592,6 +612,11 @@ mod tests {
         assert_eq!(repaired(r#"{u'city': u'Paris', r'k': 1}"#).0, json!({"city": "Paris", "k": 1}));
         assert_eq!(repaired(r#"{r'\d', u'x'}"#).0, json!([r"\d", "x"]));
         assert_eq!(repaired("['''\n''', \"\"\"a\nb\"\"\"]").0, json!(["\n", "a\nb"]));
+        // Python's other escapes, octal and a line break escaped too.
+        assert_eq!(
+            repaired("[u'a\\bc\\f\\v\\a\\0\\101\\7777', '''x\\\ny''']").0,
+            json!(["a\u{8}c\u{c}\u{b}\u{7}\u{0}A\u{1ff}7", "xy"])
+        );
         // What no Python string is stays an error, at the string.
         assert_eq!(parse("[r'open").unwrap_err().offset, 1);
         assert!(parse("[rx'a']").is_err());

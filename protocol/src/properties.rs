@@ -485,6 +485,15 @@ fn adversarial_input_parses_in_linear_time() {
         "<function name=\"calc\"><param name=\"x\"><![CDATA[",
         "<|tool_call>call:calc(x:<|\"|>",
         "<|tool▁calls▁begin|><|tool▁call▁begin|>calc<|tool▁sep|>",
+        // An analysis ended by the next message's start, its end left out:
+        // each searched again for the end (found by a review).
+        "<|channel|>analysis<|message|>a<|start|>",
+        "<tool_call>{\"a\": [1, 'x', r'y', u'z', '''w''']}\n",
+        "[calc(x=[r'",
+        "{u'",
+        "<function=calc>\n<parameter=x>1</parameter>\n",
+        "<|python_tag|>[calc(",
+        "<|python_start|>{\"name\": ",
     ];
     // A pattern repeated after markup that makes the rest worth reading:
     // a long run of backticks was counted again at each fence in it.

@@ -114,22 +114,19 @@ impl Reasoning {
                 continue;
             }
             let mut at = 0;
-            // The next `<|start|>` found, kept while it lies ahead, so that
-            // the search for it stays linear.
-            let mut next_start: Option<Option<usize>> = None;
+            // Remembered: a region may now end before its close (a Harmony
+            // analysis at the next `<|start|>`), so the next region's
+            // search for it must not read the text again.
+            let mut closes = Forward::indexed(markers, close_marker);
+            let mut starts = Forward::indexed(markers, HARMONY_START);
             while let Some(open) = markers.find(at, open_marker) {
                 let body = open + open_marker.len();
-                let mut close = markers.find(body, close_marker).map(|close| close + close_marker.len());
-                if open_marker == HARMONY_ANALYSIS_OPEN {
-                    let passed = next_start.is_none_or(|next: Option<usize>| next.is_some_and(|next| next < body));
-                    if passed {
-                        next_start = Some(markers.find(body, HARMONY_START));
-                    }
-                    if let Some(Some(next)) = next_start
-                        && close.is_none_or(|end| next < end)
-                    {
-                        close = Some(next);
-                    }
+                let mut close = closes.next(body).map(|close| close + close_marker.len());
+                if open_marker == HARMONY_ANALYSIS_OPEN
+                    && let Some(next) = starts.next(body)
+                    && close.is_none_or(|end| next < end)
+                {
+                    close = Some(next);
                 }
                 match close {
                     Some(end) => {

@@ -1,18 +1,25 @@
 //! Suggestions for a misspelt tool name, for the message a model reads.
 
+use std::borrow::Cow;
+
 /// The message for an unknown tool, naming the closest of `known`:
 /// "no tool named `x`; did you mean `y`, `z`?"
 pub fn unknown_tool(name: &str, known: &[&str]) -> String {
-    // A name as long as a request (a hostile client's) is not echoed whole.
-    let shown = match name.char_indices().nth(SHOWN_NAME_CHARS) {
-        Some((cut, _)) => format!("{}… ({} bytes)", &name[..cut], name.len()),
-        None => name.to_owned(),
-    };
-    format!("no tool named `{shown}` is loaded{}", did_you_mean(name, known))
+    format!("no tool named `{}` is loaded{}", shown_name(name), did_you_mean(name, known))
 }
 
-/// The most characters of an unknown name an answer shows.
-const SHOWN_NAME_CHARS: usize = 128;
+/// A tool's name as an answer or a log shows it: a name as long as a
+/// request (a hostile client's), which no declared tool has, is cut to its
+/// first [`SHOWN_NAME_CHARS`] characters and its size.
+pub fn shown_name(name: &str) -> Cow<'_, str> {
+    match name.char_indices().nth(SHOWN_NAME_CHARS) {
+        Some((cut, _)) => Cow::Owned(format!("{}… ({} bytes)", &name[..cut], name.len())),
+        None => Cow::Borrowed(name),
+    }
+}
+
+/// The most characters of a name [`shown_name`] shows.
+pub const SHOWN_NAME_CHARS: usize = 128;
 
 /// `; did you mean `a`, `b`?` naming up to three of `known` closest to
 /// `name` (within half its length in edits), or nothing. A name whose

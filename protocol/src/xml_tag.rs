@@ -154,9 +154,11 @@ pub(crate) fn elements<'a>(
                 // Unless it holds a whole value that the next does not
                 // repeat: its close left out, it is an element of its own.
                 let text = reply[body..retry].trim();
-                let whole = lenient_json::parse_prefix(text).is_ok_and(|(_, used, _)| used == text.len());
-                let repeated = reply[retry + open_tag.len()..].trim_start().starts_with(text);
-                return Some(Element { open, body: body..retry, end: (whole && !repeated).then_some(retry) });
+                let whole = lenient_json::parse_prefix(text).ok().filter(|(_, used, _)| *used == text.len());
+                // Compared as values: a retry may space its JSON otherwise.
+                let next = || lenient_json::parse_prefix(&reply[retry + open_tag.len()..]).ok().map(|(value, _, _)| value);
+                let closes_here = whole.is_some_and(|(value, _, _)| next().is_none_or(|next| next != value));
+                return Some(Element { open, body: body..retry, end: closes_here.then_some(retry) });
             }
             let Some(close) = after_value.or(first) else {
                 at = None;

@@ -70,7 +70,9 @@ impl AuditRecord {
             time: SystemTime::now(),
             agent: agent.to_owned(),
             plugin: plugin.map(str::to_owned),
-            tool: outcome.tool.clone(),
+            // A tool nobody offers may be named at any length: a record a
+            // refused call of megabytes had written whole.
+            tool: toolhost_protocol::suggest::shown_name(&outcome.tool).into_owned(),
             args_sha256: args_sha256(args),
             approval: approval.cloned(),
             status: Some(outcome.status),
@@ -245,6 +247,14 @@ mod tests {
         assert_eq!(text, r#"{"a":null,"b":[1,{"x":"é\n","y":2}]}"#);
         let c = json!({ "a": null, "b": [{ "x": "é\n", "y": 2 }, 1] });
         assert_ne!(args_sha256(a.as_object().unwrap()), args_sha256(c.as_object().unwrap()));
+    }
+
+    #[test]
+    fn a_tool_named_at_any_length_is_recorded_cut() {
+        let long = "x".repeat(1 << 20);
+        let refused = ToolOutcome::without_running("c1", &long, Status::NotFound, String::new());
+        let line = AuditRecord::new("mcp", None, &Map::new(), None, &refused).to_json_line();
+        assert!(line.len() < 1_000 && line.contains("(1048576 bytes)"), "{line:.300}");
     }
 
     #[test]

@@ -161,7 +161,7 @@ fn read_message(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, WrongShape>
                 serde_json::error::Category::Data
                     if request
                         && version_2_0
-                        && let Some(id) = id_of(line) =>
+                        && let Some(id) = id_of(line).filter(|id| !too_long(id)) =>
                 {
                     tracing::debug!("an MCP request whose params do not fit: {error}");
                     let method = shape.as_ref().and_then(|s| s.method.as_deref()).unwrap_or_default();
@@ -439,6 +439,8 @@ mod tests {
         let Err(WrongShape { id: Some(_), error }) = read_message(method.as_bytes()) else { panic!("a long method was read") };
         assert_eq!(error.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
         assert!(error.message.len() < 400, "the method is not echoed whole: {} bytes", error.message.len());
+        let wrong_params = format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"ping","params":"x"}}"#);
+        assert!(matches!(read_message(wrong_params.as_bytes()), Err(WrongShape { id: None, .. })), "nor params that do not fit");
         let fits = format!(r#"{{"jsonrpc":"2.0","id":"{}","method":"ping"}}"#, "i".repeat(MAX_ID_BYTES));
         assert!(matches!(read_message(fits.as_bytes()), Ok(Some(_))));
     }

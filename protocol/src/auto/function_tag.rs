@@ -227,11 +227,15 @@ impl Call<'_> {
                 out.warn(p, format!("repaired: {FUNCTION_CLOSE} missing"));
                 return Ok((arguments, p));
             }
-            // A `<function=NAME>` call whose reply ends after a closed
-            // parameter, or inside the `</function>`: whole but for its
-            // close, which OpenHands' stop word `</function` takes.
-            let stopped = rest.len() < FUNCTION_CLOSE.len() && FUNCTION_CLOSE.starts_with(rest.trim_end());
-            if stopped && !arguments.is_empty() && reply[self.open..].starts_with(FUNCTION_OPEN) {
+            // A bare `<function=NAME>` call (OpenHands never wraps it in a
+            // `<tool_call>`) whose reply ends after a closed parameter, or
+            // inside the `</function>`: whole but for its close, which
+            // OpenHands' stop word `</function` takes. Wrapped, it is
+            // Qwen3-Coder's own, cut off (by `max_tokens`, say).
+            let tail = rest.trim_end();
+            let stopped = tail.is_empty() || (tail.starts_with("</") && FUNCTION_CLOSE.starts_with(tail));
+            let bare = reply[self.open..].starts_with(FUNCTION_OPEN) && !reply[..self.open].trim_end().ends_with(TOOL_CALL.0);
+            if stopped && bare && !arguments.is_empty() {
                 out.warn(p, format!("repaired: {FUNCTION_CLOSE} missing at the reply's end"));
                 return Ok((arguments, reply.len()));
             }
@@ -499,8 +503,15 @@ mod tests {
             assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris", "unit": "C"})), "{reply}");
             assert_eq!(parse(&reply).content, "I will check.", "{reply}");
         }
-        // Stopped before any parameter closed, it is cut off.
-        for reply in ["<function=now>\n", "<function=get_weather>\n<parameter=city>Paris"] {
+        // Stopped before any parameter closed, inside a `<tool_call>` (the
+        // model's own format, cut off), or inside a tag that is not the
+        // close, it is cut off.
+        for reply in [
+            "<function=now>\n",
+            "<function=get_weather>\n<parameter=city>Paris",
+            "<tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n",
+            "<function=get_weather>\n<parameter=city>Paris</parameter>\n<",
+        ] {
             assert_eq!(calls(reply), vec![], "{reply}");
         }
     }

@@ -783,6 +783,8 @@ mod tests {
         assert_eq!(calls(&both), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))], "{both}");
         assert_eq!(parse(&both).content, "", "{both}");
         assert_eq!(calls(&format!("{whole}{retry}")), paris, "repeated, it is one call");
+        let spaced = retry.replace("\": ", "\":").replace(", ", ",");
+        assert_eq!(calls(&format!("{whole}{spaced}")), paris, "repeated otherwise spaced, it is one call");
     }
 
     #[test]

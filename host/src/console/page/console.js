@@ -173,7 +173,8 @@ function argumentsOnCard(args) {
   const note = el("div", { class: "partly" },
     `Not all of these arguments are shown (${chars.toLocaleString()} characters of JSON): open the folded parts above to see the rest.`);
   const refresh = () => { note.hidden = !partlyShown(view); };
-  view.addEventListener("toggle", refresh, true);
+  // After the tree's own handlers, which build what an opening shows.
+  view.addEventListener("toggle", () => setTimeout(refresh), true);
   view.addEventListener("click", () => setTimeout(refresh));
   refresh();
   return [view, note];
