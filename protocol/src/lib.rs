@@ -117,10 +117,15 @@ impl Declared {
     /// The declared tool that `name` means when it is written otherwise: in
     /// another case, or with spaces, dots or hyphens for its underscores
     /// (`Get Weather`, `get.weather` for `get_weather`), when exactly one
-    /// declared tool is so written. `None` for a declared name itself.
+    /// declared tool is so written, or after a namespace
+    /// ([`without_namespace`]). `None` for a declared name itself.
     pub(crate) fn meant(&self, name: &str) -> Option<&str> {
         if self.contains(name) {
             return None;
+        }
+        let name = without_namespace(name);
+        if let Some(declared) = self.names.get(name) {
+            return Some(declared.as_str());
         }
         let spelling = |text: &str| -> String {
             text.chars().map(|c| if matches!(c, ' ' | '.' | '-') { '_' } else { c }).flat_map(char::to_lowercase).collect()
@@ -142,6 +147,16 @@ impl Declared {
             .max_by_key(|name| name.len())
             .map(String::as_str)
     }
+}
+
+/// The namespaces models write before a declared tool's name, which name
+/// no part of it: OpenAI's `functions.get_weather` and Gemini's
+/// `default_api.get_weather`.
+const TOOL_NAMESPACES: [&str; 2] = ["functions.", "default_api."];
+
+/// `name` without a namespace before it ([`TOOL_NAMESPACES`]).
+pub(crate) fn without_namespace(name: &str) -> &str {
+    TOOL_NAMESPACES.iter().find_map(|namespace| name.strip_prefix(namespace)).filter(|rest| !rest.is_empty()).unwrap_or(name)
 }
 
 /// A text protocol.

@@ -1061,6 +1061,9 @@ mod tests {
         );
         assert_eq!(calls("<tool_call>{\"name\": \"get.weather\", \"arguments\": {}}</tool_call>"), one("get_weather", json!({})));
         assert_eq!(calls("<tool_call>{\"name\": \"NOW\", \"arguments\": {}}</tool_call>"), one("now", json!({})));
+        // After a namespace, as GPT models write it in a tag.
+        assert_eq!(calls("<tool_call>{\"name\": \"functions.now\", \"arguments\": {}}</tool_call>"), one("now", json!({})));
+        assert_eq!(calls("<tool_call>{\"name\": \"default_api.now\", \"arguments\": {}}</tool_call>"), one("now", json!({})));
         assert_eq!(
             calls("<tool_call>{\"name\": \"weather\", \"arguments\": {}}</tool_call>"),
             one("weather", json!({})),

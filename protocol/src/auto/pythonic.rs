@@ -7,7 +7,7 @@
 
 use super::super::lenient_json::{self, python_unescape};
 use super::super::scan::{Collector, skip_ws};
-use super::super::{Declared, ParsedCall};
+use super::super::{Declared, ParsedCall, without_namespace};
 use super::Scope;
 use serde_json::{Map, Value};
 
@@ -36,15 +36,9 @@ fn function_name_end(bytes: &[u8], mut p: usize) -> usize {
     p
 }
 
-/// The namespaces a prompt format puts tools in, which name no part of a
-/// tool: Gemini's `default_api.get_weather(…)` and OpenAI's
-/// `functions.get_weather(…)`.
-const NAMESPACES: [&str; 2] = ["default_api.", "functions."];
-
 /// The function named at `start..end`, without its format's namespace.
 fn function_name(reply: &str, start: usize, end: usize) -> &str {
-    let name = &reply[start..end];
-    NAMESPACES.iter().find_map(|namespace| name.strip_prefix(namespace)).filter(|rest| !rest.is_empty()).unwrap_or(name)
+    without_namespace(&reply[start..end])
 }
 
 /// `[f(a=1, b="x"), g()]` at `open`, if every function is declared.
