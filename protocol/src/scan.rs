@@ -279,7 +279,8 @@ fn apertus_regions(markers: &MarkerIndex<'_>, regions: &mut Vec<Range<usize>>) {
 }
 
 /// Where a `<think>` that is never closed ends, its text starting at
-/// `body`: at the first section of calls (`section_tokens`), or the first
+/// `body`: at the first section of calls, or Kimi's call token
+/// (`section_tokens`), or the first
 /// `<tool_call>` of calls that end the reply, else at the reply's end. (Only a special token ends it: text that merely looks
 /// like a call stays reasoning.)
 fn unclosed_thinking_end(markers: &MarkerIndex<'_>, body: usize) -> usize {

@@ -9,6 +9,9 @@
 pub(crate) const KIMI_SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
 /// Kimi K2's section token as some outputs write it, without the `s`.
 pub(crate) const KIMI_SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
+/// Kimi K2 opens one call: some outputs leave the section out (vLLM's
+/// Kimi parser ends reasoning at it too).
+pub(crate) const KIMI_CALL_BEGIN: &str = "<|tool_call_begin|>";
 /// DeepSeek V3 and R1 open their calls.
 pub(crate) const DEEPSEEK_SECTION_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 /// DeepSeek V3 and R1 open their calls, written with ASCII bars.
@@ -23,9 +26,10 @@ pub(crate) const DSML_TOOL_CALLS_BEGIN: &str = "<｜DSML｜tool_calls>";
 pub(crate) const TOOL_CALL: (&str, &str) = ("<tool_call>", "</tool_call>");
 
 /// Every token above but [`TOOL_CALL`]: where an unclosed `<think>` ends.
-pub(crate) const CALLS_END_THINKING: [&str; 6] = [
+pub(crate) const CALLS_END_THINKING: [&str; 7] = [
     KIMI_SECTION_BEGIN,
     KIMI_SECTION_BEGIN_SINGULAR,
+    KIMI_CALL_BEGIN,
     DEEPSEEK_SECTION_BEGIN,
     DEEPSEEK_ASCII_SECTION_BEGIN,
     DSML_FUNCTION_CALLS_BEGIN,

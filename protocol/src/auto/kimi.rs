@@ -19,7 +19,7 @@ pub(crate) const SECTION_END: &str = "<|tool_calls_section_end|>";
 pub(crate) use crate::section_tokens::KIMI_SECTION_BEGIN_SINGULAR as SECTION_BEGIN_SINGULAR;
 const SECTION_END_SINGULAR: &str = "<|tool_call_section_end|>";
 /// Opens one call.
-pub(crate) const CALL_BEGIN: &str = "<|tool_call_begin|>";
+pub(crate) use crate::section_tokens::KIMI_CALL_BEGIN as CALL_BEGIN;
 /// Between a call's id and its arguments.
 pub(crate) const ARGUMENT_BEGIN: &str = "<|tool_call_argument_begin|>";
 /// Closes one call.
@@ -134,6 +134,9 @@ mod tests {
         let reply = "<think>The user wants the weather, so I call the tool.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Oslo\"}<|tool_call_end|><|tool_calls_section_end|>";
         assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Oslo"}))], "the section ends the thinking");
         assert_eq!(parse(reply).content, "<think>The user wants the weather, so I call the tool.");
+        // Its call token alone, the section left out, ends it too.
+        let no_section = "<think>Need the weather. <|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>";
+        assert_eq!(calls(no_section), vec![("get_weather".into(), json!({"city": "Paris"}))], "{no_section}");
         let example = "<think>I could write <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call> but no tool is needed.";
         assert_eq!(calls(example), vec![], "markup that is no special token stays reasoning");
     }
