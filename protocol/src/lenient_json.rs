@@ -64,7 +64,7 @@ pub fn parse(text: &str) -> Result<(Value, Vec<Repair>), JsonError> {
 /// element, a fenced block), as one value: as [`parse`] does, and also
 /// repaired when the text ends with brackets left open (a model that
 /// leaves out the last `}` before it closes the element) or when closing
-/// brackets past the value are one too many.
+/// brackets are written past the value (one too many, or several).
 ///
 /// # Errors
 ///
