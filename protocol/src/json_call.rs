@@ -1,7 +1,8 @@
 //! Calls written as JSON, in the shapes models use: `{"name", "arguments"}`
 //! (Hermes, Qwen, xml-tag), `{"name", "parameters"}` (Llama 3),
 //! `{"name", "args"}`, `{"tool_call_id", "tool_name", "parameters"}`
-//! (Command R),
+//! (Command R), Anthropic's `{"type": "tool_use", "id", "name", "input"}`,
+//! `{"tool", "tool_input"}`,
 //! `{"action": "tool_call", …}` (json-block), `{"action": NAME,
 //! "action_input": {…}}` (LangChain's structured chat and JSON agents),
 //! OpenAI `tool_calls` items
@@ -17,11 +18,17 @@ use serde_json::{Map, Value};
 use std::ops::Range;
 
 /// The keys a call names its tool by, in order of preference.
-const NAME_KEYS: [&str; 3] = ["name", "tool_name", "function"];
+const NAME_KEYS: [&str; 4] = ["name", "tool_name", "function", TOOL_KEY];
 /// The keys of an object that only wraps a call.
-const WRAPPER_KEYS: [&str; 3] = ["tool_call", "function_call", "tool"];
-/// The keys a call gives its arguments under, in order of preference.
-const ARGUMENT_KEYS: [&str; 3] = ["arguments", PARAMETERS_KEY, "args"];
+const WRAPPER_KEYS: [&str; 3] = ["tool_call", "function_call", TOOL_KEY];
+/// Names the tool (`{"tool": NAME, "tool_input": {…}}`, LangChain's agent
+/// actions as prompts spell them), or wraps a call (GLM's stray
+/// `{"tool": {…}}`).
+const TOOL_KEY: &str = "tool";
+/// The keys a call gives its arguments under, in order of preference:
+/// `input` in Anthropic's `tool_use` blocks, which models trained on them
+/// write as JSON, `tool_input` beside `tool`.
+const ARGUMENT_KEYS: [&str; 5] = ["arguments", PARAMETERS_KEY, "args", "input", "tool_input"];
 /// Arguments for Llama 3, but the JSON Schema of a tool definition's too.
 const PARAMETERS_KEY: &str = "parameters";
 /// The keys a call gives its id under, in order of preference.
@@ -105,7 +112,7 @@ fn gather(
             // A call wrapped in an object of its own: llama.cpp's generic
             // format `{"tool_call": {…}}`, OpenAI's legacy `{"function_call":
             // {…}}` as fine-tunes copy it, GLM's stray `{"tool": {…}}`.
-            let named = NAME_KEYS.iter().any(|key| object.contains_key(*key));
+            let named = NAME_KEYS.iter().any(|&key| object.get(key).is_some_and(|name| key != TOOL_KEY || name.is_string()));
             let wrapper = WRAPPER_KEYS.iter().find(|key| !named && object.get(**key).is_some_and(Value::is_object));
             if let Some(Some(call)) = wrapper.map(|key| object.remove(*key)) {
                 gather(call, span, trust, declared, out, calls, depth + 1);

@@ -494,6 +494,21 @@ fn adversarial_input_parses_in_linear_time() {
         "<function=calc>\n<parameter=x>1</parameter>\n",
         "<|python_tag|>[calc(",
         "<|python_start|>{\"name\": ",
+        // gpt-oss's calls with their tokens stripped.
+        "assistantcommentary to=functions.calc json{",
+        "to=functions.calc json{\"x\": ",
+        "commentary to=functions.",
+        "to=functions.calccommentary",
+        "<|tool_call_start|>```python\ncalc(x=1)\n```",
+        "[TOOL_CALLS]{\"name\": \"calc\", \"arguments\": {}}, ",
+        "✿FUNCTION✿: calc\n✿ARGS✿: {",
+        "✿FUNCTION✿: calc\n",
+        // Mistral's calls with their tokens stripped.
+        "calc{\n",
+        "calc[ARGS]{\"x\": [\n",
+        "calc{\"x\": \"\ncalc{",
+        "calc{}calc{}x",
+        "calc{}\n",
     ];
     // A pattern repeated after markup that makes the rest worth reading:
     // a long run of backticks was counted again at each fence in it.
@@ -509,6 +524,10 @@ fn adversarial_input_parses_in_linear_time() {
         ("", "<tool_calls:opensource>", "</tool_calls:opensource>"),
         ("", "<tool_calls:opensource><tool_call:opensource>calc", "</tool_calls:opensource>"),
         ("", "<tool_calls:opensource>", ""),
+        ("", "<|tool_call_start|>\n```python\ncalc(x=1)\n```\n", "<|tool_call_end|>"),
+        // Values that quote a call's close, one parameter's close after all.
+        ("", "<function=calc>\n<parameter=x>a</function>\n", "</parameter>"),
+        ("<function=calc>\n<parameter=x>", "a</function>\n", "</parameter>\n</function>"),
         // Cut-off elements, each opened again, before one close.
         ("", "<tool_call>{", "</tool_call>"),
         ("", "<tool_call>{}", "</tool_call>"),

@@ -147,7 +147,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "gpt-oss",
         sample: "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
         engines: ["`openai`", "`gpt-oss`", "✓", "`harmony`", "✓", NONE],
-        auto: "with or without the leading tokens or `<|constrain|>`, its type in any case or `code`, `json` glued to the name; the analysis channel is reasoning",
+        auto: "with or without the leading tokens or `<|constrain|>`, its type in any case or `code`, `json` glued to the name; every token stripped (`assistantcommentary to=functions.NAME json{…}`) for a declared tool; the analysis channel is reasoning",
     },
     Family {
         name: "Gemma 4",
@@ -175,7 +175,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Mistral 7B v0.3, Nemo, Small 3.2, Devstral, Magistral",
         sample: "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
         engines: ["`mistral`", "`mistral`", "✓", "`mistral`", "✓", NONE],
-        auto: "`[{…}]`, `name{…}`, `name[ARGS]{…}` and `name[CALL_ID]ID[ARGS]{…}` (the id answered by the result); `[THINK]…[/THINK]` is reasoning",
+        auto: "`[{…}]`, `name{…}`, `name[ARGS]{…}` and `name[CALL_ID]ID[ARGS]{…}` (the id answered by the result), objects apart by commas without the brackets; `name{…}` with the tokens stripped, for a declared tool on a line of its own; `[THINK]…[/THINK]` is reasoning",
     },
     Family {
         name: "Llama 3 JSON",
@@ -290,6 +290,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         auto: "`>>>all` prose segments left out of the content; `>>>python` code as `{\"code\": …}`",
     },
     Family {
+        name: "MiniCPM3",
+        models: "MiniCPM3",
+        sample: "<|tool_call_start|>\n```python\nget_weather(city=\"Paris\")\n```\n<|tool_call_end|>",
+        engines: ["`minicpm` (the model's plugin)", NONE, NONE, NONE, NONE, NONE],
+        auto: "pythonic or JSON calls, one a line, in a fence inside LFM2's tokens",
+    },
+    Family {
         name: "MiniCPM 5",
         models: "MiniCPM 5",
         sample: "<function name=\"get_weather\"><param name=\"city\">Paris</param></function>",
@@ -302,6 +309,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         sample: "Action: get_weather\nAction Input: {\"city\": \"Paris\"}",
         engines: [NONE, NONE, NONE, NONE, NONE, NONE],
         auto: "one `Action:` / `Action Input:` pair per call; any tool after a `Thought:` line or at the reply's start, else only a declared one",
+    },
+    Family {
+        name: "Qwen-Agent",
+        models: "Qwen2, Qwen2.5 under Qwen-Agent's function-calling prompt",
+        sample: "✿FUNCTION✿: get_weather\n✿ARGS✿: {\"city\": \"Paris\"}",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "one `✿FUNCTION✿:` / `✿ARGS✿:` pair per call; a `✿RESULT✿` left at the end goes with the calls",
     },
     Family {
         name: "Command R `Action:` block",

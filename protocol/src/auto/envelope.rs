@@ -26,7 +26,9 @@
 //!   `<|message_sep|>` or the end, and GigaChat 3.1's
 //!   `<|function_call|>{"name", "arguments"}`;
 //! - AllenAI OLMo 3: `<function_calls>` and pythonic calls one per line;
-//! - Liquid LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`;
+//! - Liquid LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`, and
+//!   MiniCPM3's pythonic calls fenced inside the same tokens
+//!   (`<|tool_call_start|>` ```` ```python ```` …);
 //! - Llama 4: `<|python_start|>[f(a=1)]<|python_end|>`.
 //!
 //! An envelope is explicit markup: any tool it names is called (in a fenced
@@ -301,6 +303,12 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         (None, None) => (reply.len(), reply.len()),
     };
     let closed = retry.is_none() && close.is_some();
+    // MiniCPM3 fences its pythonic calls inside its envelope
+    // (```` ```python ````): the calls are the fence's inside.
+    let (body, body_end, kind) = match super::inside_fence(&reply[body..body_end], body) {
+        Some((inner, at)) if closed => (at, at + inner.len(), body_kind(envelope, inner)),
+        _ => (body, body_end, kind),
+    };
     let text = reply[body..body_end].trim_start();
     if envelope.open == LONGCAT_TOOL_CALL && glm::opens_call(text, &glm::LONGCAT) {
         if !closed {
@@ -724,6 +732,17 @@ mod tests {
             assert_eq!(calls(reply), one("get_weather", json!({"city": city})), "{reply}");
             assert_eq!((parse(reply).content.as_str(), warnings(reply)), ("", vec![]), "{reply}");
         }
+    }
+
+    #[test]
+    fn minicpm3_fences_its_pythonic_calls_inside_the_tokens() {
+        let reply = "<|thought_start|>\nI need the weather.\n<|thought_end|>\n<|tool_call_start|>\n```python\nget_weather(city=\"Paris\")\nnow()\n```\n<|tool_call_end|>";
+        assert_eq!(calls(reply), vec![("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);
+        assert_eq!(parse(reply).content, "<|thought_start|>\nI need the weather.\n<|thought_end|>");
+        let json = "<|tool_call_start|>\n```json\n[{\"name\": \"now\", \"arguments\": {}}]\n```\n<|tool_call_end|>";
+        assert_eq!(calls(json), one("now", json!({})));
+        // Unclosed, the fence is not known to be the whole body.
+        assert_eq!(calls("<|tool_call_start|>\n```python\nnow()\n```"), vec![]);
     }
 
     #[test]

@@ -271,13 +271,26 @@ impl Call<'_> {
             // The value runs to the last closing tag before the next
             // parameter or the call's end, so that a value quoting markup
             // (`</parameter>`, `<tool_call>…</tool_call>`) keeps it.
-            let opens = &mut ends.parameter_open[spelling];
-            let structural = [opens.next(value_start), ends.function.next(value_start)].into_iter().flatten().min();
+            let next_open = ends.parameter_open[spelling].next(value_start);
+            let function_close = ends.function.next(value_start);
+            let structural = [next_open, function_close].into_iter().flatten().min();
             let limit = structural.unwrap_or(reply.len());
             let closes = &mut ends.parameter_close[spelling];
             let mut close = closes.next(value_start).filter(|&c| c < limit);
             while let Some(later) = close.and_then(|c| closes.next(c + 1)).filter(|&c| c < limit) {
                 close = Some(later);
+            }
+            // A value that quotes a whole call (`<function=…></function>` in
+            // a file's text) runs past that `</function>` to its own close,
+            // when the call's structure follows that close before the next
+            // parameter opens.
+            if close.is_none() && function_close.is_some() && function_close == structural {
+                close = closes.next(value_start).filter(|&c| {
+                    next_open.is_none_or(|open| c < open) && {
+                        let after = reply[c + close_tag.len()..].trim_start();
+                        after.is_empty() || after.starts_with(FUNCTION_CLOSE) || after.starts_with(PARAMETER_TAGS[spelling].0)
+                    }
+                });
             }
             let next = [structural, ends.tool_call.next(value_start)].into_iter().flatten().min();
             let (value_end, after) = match (close, next) {
@@ -456,6 +469,23 @@ mod tests {
         );
         assert_eq!(parse(nested).content, "");
         assert!(parse(nested).warnings.is_empty(), "{:?}", parse(nested).warnings);
+    }
+
+    #[test]
+    fn a_value_quoting_a_whole_call_keeps_it() {
+        let example = "<tool_call><function=now></function></tool_call>";
+        let reply = format!(
+            "<tool_call>\n<function=calculate>\n<parameter=path>\nnotes.md\n</parameter>\n<parameter=code>\nExample: {example}\n</parameter>\n</function>\n</tool_call>"
+        );
+        assert_eq!(calls(&reply), one("calculate", json!({"path": "notes.md", "code": format!("Example: {example}")})));
+        assert_eq!((parse(&reply).content.as_str(), warnings(&reply)), ("", Vec::<String>::new()));
+        // A value whose close is left out still ends at the call's end when
+        // the next call's parameters close their own.
+        let two = "<tool_call>\n<function=now>\n<parameter=zone>\nUTC\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
+        assert_eq!(
+            calls(two),
+            vec![("now".to_owned(), json!({"zone": "UTC"})), ("get_weather".to_owned(), json!({"city": "Paris"}))]
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! messages are reasoning ([`HARMONY_ANALYSIS_OPEN`]); final and commentary
 //! messages without a recipient are the content, their tokens taken out.
 //! `<|call|>` is a stop token, which some servers strip: a call whose JSON
-//! is complete stands without it.
+//! is complete stands without it. Some strip every special token, leaving
+//! `assistantcommentary to=functions.NAME json{…}`: such a call is read
+//! for a declared tool ([`scan_stripped`]).
 //!
 //! [`HARMONY_ANALYSIS_OPEN`]: super::super::scan::HARMONY_ANALYSIS_OPEN
 
@@ -50,9 +52,19 @@ const NAMESPACE: &str = "functions.";
 /// and the constraint's types (`code` for gpt-oss's built-in tools, which
 /// it also writes for a function at times), in any case.
 const HEADER_WORDS: [&str; 6] = ["assistant", "analysis", "commentary", "final", "json", "code"];
-/// The constraint's type that gpt-oss at times glues to the recipient
-/// (`to=functions.NAMEjson`).
-const GLUED_TYPE: &str = "json";
+/// What gpt-oss at times glues to the recipient: the constraint's type
+/// (`to=functions.NAMEjson`), and, once a server strips the tokens, the
+/// channel that followed the recipient in the role's part of the header
+/// (`assistant to=functions.NAMEcommentary json{…}`).
+const GLUED: [&str; 2] = ["json", "commentary"];
+/// The recipient of a call, which is all a reply keeps of its header once
+/// a server strips the special tokens.
+const STRIPPED_RECIPIENT: &str = "to=functions.";
+/// The words of a stripped header before its recipient, last first: the
+/// channel, the role.
+const STRIPPED_LEAD: [&str; 2] = ["commentary", "assistant"];
+/// The constraint's types a stripped header may hold before the body.
+const STRIPPED_TYPES: [&str; 2] = ["json", "code"];
 /// How far before its `<|message|>` a header is looked for.
 const MAX_HEADER: usize = 256;
 /// The tokens that end a body, and whether they are its own (taken with it)
@@ -129,18 +141,97 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
     Some(span.end.max(end))
 }
 
-/// `name` without a `json` glued to its end, when that leaves a declared
+/// `name` without one of [`GLUED`] at its end, when that leaves a declared
 /// tool's name and `name` itself is not one.
 fn unglued<'a>(name: &'a str, scope: &Scope<'_>) -> &'a str {
-    let split = name.len().saturating_sub(GLUED_TYPE.len());
-    match (name.get(..split), name.get(split..)) {
-        (Some(tool), Some(glued))
-            if glued.eq_ignore_ascii_case(GLUED_TYPE) && !scope.declared.contains(name) && scope.declared.contains(tool) =>
-        {
-            tool
-        }
-        _ => name,
+    if scope.declared.contains(name) {
+        return name;
     }
+    GLUED
+        .iter()
+        .filter_map(|glued| strip_suffix_ignoring_case(name, glued))
+        .find(|tool| scope.declared.contains(tool))
+        .unwrap_or(name)
+}
+
+/// `text` without `suffix` at its end, in any case.
+fn strip_suffix_ignoring_case<'a>(text: &'a str, suffix: &str) -> Option<&'a str> {
+    let split = text.len().checked_sub(suffix.len())?;
+    text.get(split..).filter(|end| end.eq_ignore_ascii_case(suffix)).map(|_| &text[..split])
+}
+
+/// `text` without `prefix` at its start, in any case.
+fn strip_prefix_ignoring_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.get(..prefix.len()).filter(|start| start.eq_ignore_ascii_case(prefix)).map(|_| &text[prefix.len()..])
+}
+
+/// gpt-oss's calls once a server has stripped the special tokens (as some
+/// hosted endpoints and MLX servers do):
+/// `assistantcommentary to=functions.NAME json{…}`, the header's words run
+/// together. With no token to mark them, they are calls only of a declared
+/// tool, their JSON object right after the header; the header's words go
+/// with the call. What a reply says before them stays content, as the
+/// analysis does when its tokens are kept.
+pub(super) fn scan_stripped(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let mut at = 0;
+    while let Some(found) = find(scope.reply, at, STRIPPED_RECIPIENT) {
+        at = match scope.reasoning.skip(found) {
+            Some(end) => end,
+            None => stripped_call(scope, found, out).unwrap_or(found + STRIPPED_RECIPIENT.len()),
+        };
+    }
+}
+
+/// The stripped call whose recipient is at `found`, and where it ends;
+/// `None` when none stands there (a Harmony message with its tokens is
+/// [`read`]'s).
+fn stripped_call(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
+    let reply = scope.reply;
+    let name_at = found + STRIPPED_RECIPIENT.len();
+    let name_len = reply[name_at..]
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .unwrap_or(reply.len() - name_at);
+    let name = unglued(&reply[name_at..name_at + name_len], scope);
+    let mut rest = reply[name_at + name_len..].trim_start();
+    rest = rest.strip_prefix(CONSTRAIN).unwrap_or(rest);
+    rest = STRIPPED_TYPES.iter().find_map(|word| strip_prefix_ignoring_case(rest, word)).unwrap_or(rest).trim_start();
+    let json_at = reply.len() - rest.len();
+    let start = stripped_header_start(reply, found);
+    if !rest.starts_with('{') || !scope.declared.contains(name) || scope.markup_trust(start).is_none() {
+        return None;
+    }
+    let (arguments, used) = match lenient_json::parse_prefix(rest) {
+        Ok((Value::Object(arguments), used, _)) => (arguments, used),
+        _ => {
+            out.warn(json_at, format!("the arguments of `{name}` are not a JSON object; it is not a call"));
+            return None;
+        }
+    };
+    let after = &reply[json_at + used..];
+    let trimmed = after.trim_start();
+    let end = match trimmed.strip_prefix(CALL) {
+        Some(past) => reply.len() - past.len(),
+        None => json_at + used,
+    };
+    out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: start..end });
+    Some(end)
+}
+
+/// Where the stripped header whose recipient is at `found` starts: its
+/// role's and channel's words before the recipient, run together with it
+/// or apart, and the tokens a server left before them.
+fn stripped_header_start(reply: &str, found: usize) -> usize {
+    let mut before = reply[..found].trim_end();
+    for word in STRIPPED_LEAD {
+        if let Some(rest) = strip_suffix_ignoring_case(before, word) {
+            before = rest.trim_end();
+        }
+    }
+    for token in [START, HARMONY_END] {
+        before = before.strip_suffix(token).unwrap_or(before);
+    }
+    let start = before.len();
+    start + (reply[start..found].len() - reply[start..found].trim_start().len())
 }
 
 /// Whether a `<tool_call>` body holds a Harmony message, read by [`read`]
@@ -349,5 +440,48 @@ mod tests {
             "<think><|channel|>commentary to=functions.now<|message|>{}<|call|></think>",
         ]);
         prose("It ends with <|message|> and <|call|> tokens.");
+    }
+
+    #[test]
+    fn calls_whose_special_tokens_a_server_stripped() {
+        let paris = || one("get_weather", json!({"city": "Paris"}));
+        for (reply, content) in [
+            (
+                "analysisThe user wants weather. We call.assistantcommentary to=functions.get_weatherjson{\"city\":\"Paris\"}",
+                "analysisThe user wants weather. We call.",
+            ),
+            (
+                "I need to check.\n\nassistantcommentary to=functions.get_weather json{\n  \"city\": \"Paris\"\n}",
+                "I need to check.",
+            ),
+            (
+                "analysis: read it.<|end|><|start|>assistantcommentary to=functions.get_weather {\"city\":\"Paris\"}<|call|>",
+                "analysis: read it.",
+            ),
+            ("Checking. assistant to=functions.get_weathercommentary json{\"city\": \"Paris\"}", "Checking."),
+            ("commentary to=functions.get_weather <|constrain|>json{\"city\": \"Paris\"}", ""),
+        ] {
+            let parsed = parse(reply);
+            assert_eq!(calls(reply), paris(), "{reply}");
+            assert_eq!(parsed.content, content, "{reply}");
+        }
+        let two = "analysisNeed both.assistantcommentary to=functions.get_weather json{\"city\":\"Paris\"}assistantanalysisNow the time.assistantcommentary to=functions.now json{}";
+        assert_eq!(calls(two), vec![("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);
+        assert_eq!(parse(two).content, "analysisNeed both.assistantanalysisNow the time.");
+    }
+
+    #[test]
+    fn stripped_headers_call_only_declared_tools_outside_quotes() {
+        no_calls(&[
+            "assistantcommentary to=functions.delete_all json{\"path\": \"/\"}",
+            "Write `assistantcommentary to=functions.get_weather json{\"city\": \"Paris\"}` to call it.",
+            "<think>assistantcommentary to=functions.get_weather json{\"city\": \"Paris\"}</think>",
+            "It sends to=functions.get_weather and then waits.",
+        ]);
+        prose("The header reads assistantcommentary to=functions.get_weather json, then the body.");
+        assert_eq!(
+            warnings("assistantcommentary to=functions.get_weather json{\"city\": "),
+            ["the arguments of `get_weather` are not a JSON object; it is not a call"]
+        );
     }
 }

@@ -14,7 +14,8 @@
 //!   DeepSeek V3.2's and V4's `<｜DSML｜function_calls>` ([`dsml`]) and
 //!   Step3's `<steptml:invoke>` in DeepSeek-like tokens ([`step3`]),
 //!   read by [`section`] too, their calls by [`invoke`];
-//! - gpt-oss's Harmony messages addressed `to=functions.NAME` ([`harmony`]),
+//! - gpt-oss's Harmony messages addressed `to=functions.NAME`, their
+//!   tokens kept or stripped ([`harmony`]),
 //!   and Muse Glimmer's `<atem:function_calls>` in such a message ([`atem`]);
 //! - JSON or pythonic calls in a family's own envelope: Jamba's and
 //!   Hunyuan's `<tool_calls>`, Nemotron's `<TOOLCALL>`, LongCat's, Granite's
@@ -120,7 +121,9 @@ impl Protocol for Auto {
         function_tag::scan(&scope, &mut out);
         envelope::scan_tags(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
+        prefixed::scan_stripped(&scope, &mut out);
         scan_chat_tokens(&scope, &mut out);
+        harmony::scan_stripped(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
         minimax::scan(&scope, &mut out);
         cofl::scan(&scope, &mut out);
@@ -483,12 +486,14 @@ pub(crate) fn bare_opening(reply: &str, open: usize) -> BareOpening {
 /// The first keys with which a JSON call opens, as models write them: its
 /// name; its arguments first, as Hermes' prompt orders them; an OpenAI
 /// item's `function`, llama.cpp's generic `tool_call` or OpenAI's legacy
-/// `function_call`, around the call.
-const CALL_FIRST_KEYS: [&str; 7] = ["name", "tool_name", "arguments", "parameters", "function", "tool_call", "function_call"];
+/// `function_call`, around the call; `tool`, naming it or around it.
+const CALL_FIRST_KEYS: [&str; 8] =
+    ["name", "tool_name", "arguments", "parameters", "function", "tool_call", "function_call", "tool"];
 
 /// Whether the object whose first key stands at `at` opens a call: one of
 /// [`CALL_FIRST_KEYS`], or `"type": "function"` (small Llama 3 models put
-/// it before the name; OpenAI's items, before the function).
+/// it before the name; OpenAI's items, before the function) or
+/// `"type": "tool_use"` (Anthropic's blocks).
 /// An OpenAI item's `"id": "call_…",` may come first.
 fn opens_call_object(reply: &str, at: usize) -> bool {
     let bytes = reply.as_bytes();
@@ -503,7 +508,7 @@ fn opens_call_object(reply: &str, at: usize) -> bool {
     let Some((key, _)) = quoted_word(reply, at) else { return false };
     match key {
         _ if CALL_FIRST_KEYS.contains(&key) => true,
-        "type" => pair(at).is_some_and(|(value, _)| value == "function"),
+        "type" => pair(at).is_some_and(|(value, _)| matches!(value, "function" | "tool_use")),
         "id" => pair(at).is_some_and(|(_, end)| {
             bytes.get(end) == Some(&b',')
                 && quoted_word(reply, skip_ws(bytes, end + 1)).is_some_and(|(key, _)| key == "type")
@@ -511,6 +516,12 @@ fn opens_call_object(reply: &str, at: usize) -> bool {
         }),
         _ => false,
     }
+}
+
+/// Whether only white space stands before `at` on its line.
+pub(crate) fn starts_line(reply: &str, at: usize) -> bool {
+    let before = reply[..at].trim_end_matches([' ', '\t']);
+    before.is_empty() || before.ends_with('\n')
 }
 
 /// A short word in double or single quotes at `at`, and where it ends.
@@ -678,6 +689,31 @@ mod tests {
         // An object with a name is a call, not a wrapper of its `tool` argument.
         let named = "<tool_call>{\"name\": \"forecast\", \"arguments\": {}, \"tool\": {\"name\": \"now\"}}</tool_call>";
         assert_eq!(calls(named), one("forecast", json!({})));
+    }
+
+    #[test]
+    fn calls_under_the_keys_other_agents_use() {
+        let city = one("get_weather", json!({"city": "Paris"}));
+        for reply in [
+            // Anthropic's tool_use block, bare or in markup.
+            "{\"type\": \"tool_use\", \"id\": \"toolu_01\", \"name\": \"get_weather\", \"input\": {\"city\": \"Paris\"}}",
+            "<tool_use>\n{\"name\": \"get_weather\", \"input\": {\"city\": \"Paris\"}}\n</tool_use>",
+            // LangChain's agent action as prompts spell it.
+            "```json\n{\"tool\": \"get_weather\", \"tool_input\": {\"city\": \"Paris\"}}\n```",
+            "{\"tool\": \"get_weather\", \"args\": {\"city\": \"Paris\"}}",
+        ] {
+            assert_eq!(calls(reply), city, "{reply}");
+            assert_eq!(parse(reply).content, "", "{reply}");
+        }
+        assert_eq!(
+            parse("{\"type\": \"tool_use\", \"id\": \"toolu_01\", \"name\": \"now\", \"input\": {}}").calls[0].id.as_deref(),
+            Some("toolu_01")
+        );
+        // Undeclared and bare, such JSON is an example, not a call.
+        no_calls(&[
+            "{\"type\": \"tool_use\", \"name\": \"delete_all\", \"input\": {}}",
+            "{\"tool\": \"delete_all\", \"tool_input\": {}}",
+        ]);
     }
 
     #[test]

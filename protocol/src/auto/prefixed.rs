@@ -1,5 +1,5 @@
 //! Calls after a prefix: Mistral's `[TOOL_CALLS]` (`[{…}]`, `name{…}`,
-//! `name[ARGS]{…}`, and Mistral Small 3.2's and Devstral's
+//! `name[ARGS]{…}`, the same with the tokens stripped ([`scan_stripped`]), and Mistral Small 3.2's and Devstral's
 //! `name[CALL_ID]ID[ARGS]{…}`, whose id the result answers) and Llama 3's `<|python_tag|>` (`{"name", "parameters"}`,
 //! and its built-in tools' `brave_search.call(query="…")`, several with `;`
 //! between them). A prefix quoted
@@ -10,7 +10,8 @@ use super::super::ParsedCall;
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::Collector;
-use super::{Scope, pythonic};
+use super::{Scope, pythonic, starts_line};
+use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
 /// Mistral's prefix before its calls.
@@ -34,6 +35,73 @@ pub(super) fn scan_tool_calls(scope: &Scope<'_>, out: &mut Collector<'_>) {
     }
 }
 
+/// Mistral's calls once a server strips its special tokens: `name{…}` or
+/// `name[ARGS]{…}` with the `[TOOL_CALLS]` before them gone, one after
+/// another (`get_weather{…}now{}`). With no token to mark them, they are
+/// calls only of declared tools, on a line of their own, and only as far
+/// as the line ends with them.
+pub(super) fn scan_stripped(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut at = 0;
+    // Where the last call read ends: the next may be glued to it.
+    let mut after_call = None;
+    while let Some(open) = scope.markers.find(at, "{") {
+        at = open + 1;
+        let Some(start) = stripped_head(scope, open).filter(|&start| after_call == Some(start) || starts_line(reply, start))
+        else {
+            continue;
+        };
+        if scope.reasoning.contains(start) || scope.markup_trust(start).is_none() {
+            continue;
+        }
+        // Past what failed to read, so that the time stays linear.
+        let (arguments, used, repairs) = match lenient_json::parse_prefix(&reply[open..]) {
+            Ok((Value::Object(arguments), used, repairs)) => (arguments, used, repairs),
+            Ok((_, used, _)) => {
+                at = open + used.max(1);
+                continue;
+            }
+            Err(error) => {
+                at = open + error.offset.max(1);
+                continue;
+            }
+        };
+        let end = open + used;
+        let rest = reply[end..].trim_start_matches([' ', '\t']);
+        let glued = stripped_head_ahead(scope, end);
+        if !(rest.is_empty() || rest.starts_with(['\n', '\r']) || end >= scope.turn_end() || glued) {
+            continue;
+        }
+        json_call::report(&repairs, open, out);
+        let name = reply[start..start + name_length(&reply[start..])].to_owned();
+        out.call(ParsedCall { id: None, name, arguments, reserved: Map::new(), span: start..end });
+        (at, after_call) = (end, Some(end));
+    }
+}
+
+/// Where the declared tool's name before the `{` at `open` starts, `[ARGS]`
+/// between them or not; `None` when no declared name stands there.
+fn stripped_head(scope: &Scope<'_>, open: usize) -> Option<usize> {
+    let before = &scope.reply[..open];
+    let before = before.strip_suffix(ARGS).unwrap_or(before);
+    let name_len = before
+        .bytes()
+        .rev()
+        .take(MAX_TOOL_NAME_LEN + 1)
+        .take_while(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        .count();
+    let start = before.len() - name_len;
+    (name_len > 0 && name_len <= MAX_TOOL_NAME_LEN && scope.declared.contains(&before[start..])).then_some(start)
+}
+
+/// Whether a stripped call of a declared tool starts at `at`.
+fn stripped_head_ahead(scope: &Scope<'_>, at: usize) -> bool {
+    let rest = &scope.reply[at..];
+    let name_end = at + name_length(rest);
+    let args = if scope.reply[name_end..].starts_with(ARGS) { name_end + ARGS.len() } else { name_end };
+    name_end > at && scope.reply[args..].starts_with('{') && stripped_head(scope, args) == Some(at)
+}
+
 /// The call after `marker` at `found`; returns where reading stopped.
 pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Collector<'_>) -> usize {
     let reply = scope.reply;
@@ -55,8 +123,9 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
         return match lenient_json::parse_prefix(&reply[start..]) {
             Ok((value, used, repairs)) => {
                 json_call::report(&repairs, start, out);
-                json_call::collect_value(value, found..start + used, trust, scope.declared, out);
-                start + used
+                let (value, end) = objects_after(reply, value, start + used, out);
+                json_call::collect_value(value, found..end, trust, scope.declared, out);
+                end
             }
             Err(e) => {
                 out.warn(start + e.offset, format!("the call after {marker} is not JSON: {}", e.message));
@@ -94,6 +163,28 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
     } else {
         out.warn(args_at, format!("the arguments of `{name}` are not a JSON object"));
         after
+    }
+}
+
+/// `first`, read up to `end`, with the objects that follow it each after a
+/// comma, as Mistral models write several calls without the list's
+/// brackets (`[TOOL_CALLS]{…}, {…}`): an array of them all, and where they
+/// end. Anything but an object after a comma ends them before the comma.
+fn objects_after(reply: &str, first: Value, mut end: usize, out: &mut Collector<'_>) -> (Value, usize) {
+    if !first.is_object() {
+        return (first, end);
+    }
+    let mut items = vec![first];
+    while let Some(next) = reply[end..].trim_start().strip_prefix(',').map(str::trim_start).filter(|next| next.starts_with('{')) {
+        let at = reply.len() - next.len();
+        let Ok((item @ Value::Object(_), used, repairs)) = lenient_json::parse_prefix(next) else { break };
+        json_call::report(&repairs, at, out);
+        items.push(item);
+        end = at + used;
+    }
+    match items.len() {
+        1 => (items.pop().unwrap_or_default(), end),
+        _ => (Value::Array(items), end),
     }
 }
 
@@ -172,6 +263,39 @@ mod tests {
             parse(magistral).content,
             "[THINK]Maybe [TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"} first? No.[/THINK]The time, then."
         );
+    }
+
+    #[test]
+    fn mistral_calls_as_objects_apart_by_commas_without_the_list() {
+        let reply = "[TOOL_CALLS]{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"now\", \"arguments\": {}}";
+        assert_eq!(calls(reply), vec![("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);
+        assert_eq!((parse(reply).content.as_str(), warnings(reply)), ("", vec![]));
+        let then_prose = "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}, and then I will answer.";
+        assert_eq!(calls(then_prose), one("now", json!({})));
+        assert_eq!(parse(then_prose).content, ", and then I will answer.");
+    }
+
+    #[test]
+    fn mistral_calls_whose_tokens_a_server_stripped() {
+        let paris = one("get_weather", json!({"city": "Paris"}));
+        for reply in
+            ["get_weather{\"city\": \"Paris\"}", "get_weather[ARGS]{\"city\": \"Paris\"}", "  get_weather{\"city\": \"Paris\"}\n"]
+        {
+            assert_eq!(calls(reply), paris, "{reply}");
+            assert_eq!(parse(reply).content, "", "{reply}");
+        }
+        let after_prose = "I will check.\nget_weather{\"city\": \"Paris\"}now[ARGS]{}";
+        assert_eq!(calls(after_prose), vec![("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);
+        assert_eq!(parse(after_prose).content, "I will check.");
+        no_calls(&[
+            // An undeclared tool, prose before it or after it on its line,
+            // inline code, reasoning.
+            "delete_all{\"path\": \"/\"}",
+            "Call get_weather{\"city\": \"Paris\"}",
+            "get_weather{\"city\": \"Paris\"} would tell us.",
+            "`get_weather{\"city\": \"Paris\"}`",
+            "<think>\nget_weather{\"city\": \"Paris\"}\n</think>",
+        ]);
     }
 
     #[test]

@@ -1,35 +1,62 @@
-//! ReAct's call lines, as LangChain's agent prompt teaches them and Command
-//! R and many fine-tunes write them: `Action: NAME` on a line, then
-//! `Action Input: {…}` with the JSON arguments, one pair per call, often
-//! after a `Thought:` line (which stays in the content).
+//! Calls written as labelled lines, one pair per call:
 //!
-//! The lines are plain text, not tokens, so a pair is trusted as markup
-//! only in a reply written in this form (one with a `Thought:` line before
-//! it, or that opens with the pair); elsewhere it is a call only for a
-//! declared tool, as bare JSON is.
+//! - ReAct, as LangChain's agent prompt teaches it and Command R and many
+//!   fine-tunes write it: `Action: NAME` on a line, then `Action Input:
+//!   {…}` with the JSON arguments, often after a `Thought:` line (which
+//!   stays in the content);
+//! - Qwen-Agent's function-calling prompt: `✿FUNCTION✿: NAME`, then
+//!   `✿ARGS✿: {…}`, its stop word `✿RESULT✿` kept at times.
+//!
+//! ReAct's lines are plain text, not tokens, so a pair is trusted as
+//! markup only in a reply written in this form (one with a `Thought:` line
+//! before it, or that opens with the pair); elsewhere it is a call only
+//! for a declared tool, as bare JSON is. Qwen-Agent's labels are its own
+//! markup, trusted as markup is.
 
 use super::super::ParsedCall;
 use super::super::json_call::Trust;
 use super::super::lenient_json;
 use super::super::scan::{ACTION, Collector, Forward};
-use super::{Scope, markup_name};
+use super::{Scope, markup_name, starts_line};
 use serde_json::{Map, Value};
 
-/// Gives its arguments, on the next line.
-const ACTION_INPUT: &str = "Action Input:";
-/// The line of reasoning that puts a reply in this form.
+/// One family's labels.
+struct Form {
+    /// Names the tool, on a line of its own.
+    name: &'static str,
+    /// Gives its arguments, on the next line.
+    input: &'static str,
+    /// Whether the labels are markup no prose writes.
+    marked: bool,
+    /// What may follow the arguments, taken with them when the reply ends
+    /// there (the stop word a server did not strip).
+    stop: &'static str,
+}
+
+/// ReAct's labels.
+const REACT: Form = Form { name: ACTION, input: "Action Input:", marked: false, stop: "Observation:" };
+/// Qwen-Agent's labels.
+const QWEN_AGENT: Form = Form { name: "✿FUNCTION✿:", input: "✿ARGS✿:", marked: true, stop: "✿RESULT✿" };
+/// The line of reasoning that puts a reply in ReAct's form.
 const THOUGHT: &str = "Thought:";
 
-/// Every `Action:` / `Action Input:` pair outside reasoning.
+/// Every labelled pair outside reasoning.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    for form in [&REACT, &QWEN_AGENT] {
+        scan_form(scope, form, out);
+    }
+}
+
+/// Every pair of `form`'s labels outside reasoning.
+fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
     let reply = scope.reply;
-    let mut actions = Forward::indexed(&scope.markers, ACTION);
+    let mut names = Forward::indexed(&scope.markers, form.name);
     let mut thoughts = Forward::new(reply, THOUGHT);
     // Where the reply's text starts: a pair there is in the form.
     let first_text = reply.len() - reply.trim_start().len();
     let mut at = 0;
-    while let Some(found) = actions.next(at) {
-        at = found + ACTION.len();
+    while let Some(found) = names.next(at) {
+        at = found + form.name.len();
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;
             continue;
@@ -37,25 +64,26 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
         if !starts_line(reply, found) {
             continue;
         }
-        let in_form =
-            found == first_text || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
-        if let Some((call, end)) = read(scope, found, in_form, out) {
+        let in_form = form.marked
+            || found == first_text
+            || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
+        if let Some((call, end)) = read(scope, form, found, in_form, out) {
             out.call(call);
             at = end;
         }
     }
 }
 
-/// The pair whose `Action:` stands at `found`, if it is a call, and where it
-/// ends.
-fn read(scope: &Scope<'_>, found: usize, in_form: bool, out: &mut Collector<'_>) -> Option<(ParsedCall, usize)> {
+/// The pair whose name label stands at `found`, if it is a call, and where
+/// it ends.
+fn read(scope: &Scope<'_>, form: &Form, found: usize, in_form: bool, out: &mut Collector<'_>) -> Option<(ParsedCall, usize)> {
     let reply = scope.reply;
-    let name_at = found + ACTION.len();
+    let name_at = found + form.name.len();
     let line_end = reply[name_at..].find('\n').map_or(reply.len(), |i| name_at + i);
     let name = markup_name(reply[name_at..line_end].trim().trim_matches('`'))?;
     let input = reply[line_end..].trim_start();
     let input_at = reply.len() - input.len();
-    let json = input.strip_prefix(ACTION_INPUT)?.trim_start();
+    let json = input.strip_prefix(form.input)?.trim_start();
     let json_at = reply.len() - json.len();
     let trusted = match scope.markup_trust(found)? {
         Trust::Explicit if in_form => true,
@@ -68,17 +96,16 @@ fn read(scope: &Scope<'_>, found: usize, in_form: bool, out: &mut Collector<'_>)
     let (arguments, end) = match lenient_json::parse_prefix(json) {
         Ok((Value::Object(arguments), used, _)) => (arguments, json_at + used),
         _ => {
-            out.warn(json_at, format!("the {ACTION_INPUT} of `{name}` is not a JSON object; it is not a call"));
+            out.warn(json_at, format!("the {} of `{name}` is not a JSON object; it is not a call", form.input));
             return None;
         }
     };
+    let after = reply[end..].trim_start();
+    let end = match after.strip_prefix(form.stop) {
+        Some(rest) if rest.trim_start_matches(':').trim().is_empty() => reply.len(),
+        _ => end,
+    };
     Some((ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..end }, end))
-}
-
-/// Whether only white space stands before `at` on its line.
-fn starts_line(reply: &str, at: usize) -> bool {
-    let before = reply[..at].trim_end_matches([' ', '\t']);
-    before.is_empty() || before.ends_with('\n')
 }
 
 #[cfg(test)]
@@ -134,6 +161,25 @@ mod tests {
         let bad = "Thought: x\nAction: now\nAction Input: {\"zone\": ";
         assert_eq!(calls(bad), vec![]);
         assert_eq!(warnings(bad), ["the Action Input: of `now` is not a JSON object; it is not a call"]);
+    }
+
+    #[test]
+    fn qwen_agent_function_and_args_labels() {
+        // Qwen-Agent's function-calling prompt; parallel calls one pair
+        // after another, its stop word left in at times.
+        let reply = "I will check both.\n✿FUNCTION✿: get_weather\n✿ARGS✿: {\"city\": \"Paris\"}\n✿FUNCTION✿: lookup_time\n✿ARGS✿: {\"zone\": \"CET\"}\n✿RESULT✿";
+        assert_eq!(
+            calls(reply),
+            vec![("get_weather".into(), json!({"city": "Paris"})), ("lookup_time".into(), json!({"zone": "CET"}))]
+        );
+        assert_eq!(parse(reply).content, "I will check both.");
+        // Its labels are markup: quoted as code, or in reasoning, no call.
+        no_calls(&["`✿FUNCTION✿: now\n✿ARGS✿: {}`", "<think>\n✿FUNCTION✿: now\n✿ARGS✿: {}\n</think>"]);
+        let hallucinated = "✿FUNCTION✿: now\n✿ARGS✿: {}\n✿RESULT✿: 12:00\n✿RETURN✿: It is noon.";
+        assert_eq!(calls(hallucinated), one("now", json!({})));
+        assert_eq!(parse(hallucinated).content, "✿RESULT✿: 12:00\n✿RETURN✿: It is noon.", "a result it made up stays in view");
+        // ReAct's stop word, left at the reply's end, goes with the call.
+        assert_eq!(parse("Thought: x\nAction: now\nAction Input: {}\nObservation:").content, "Thought: x");
     }
 
     #[test]
