@@ -503,6 +503,10 @@ fn adversarial_input_parses_in_linear_time() {
         "[TOOL_CALLS]{\"name\": \"calc\", \"arguments\": {}}, ",
         "✿FUNCTION✿: calc\n✿ARGS✿: {",
         "✿FUNCTION✿: calc\n",
+        "<calc>",
+        "<calc><x>",
+        "<calc><x></calc>",
+        "<calc> <x>1</x>",
         // Mistral's calls with their tokens stripped.
         "calc{\n",
         "calc[ARGS]{\"x\": [\n",
@@ -525,6 +529,9 @@ fn adversarial_input_parses_in_linear_time() {
         ("", "<tool_calls:opensource><tool_call:opensource>calc", "</tool_calls:opensource>"),
         ("", "<tool_calls:opensource>", ""),
         ("", "<|tool_call_start|>\n```python\ncalc(x=1)\n```\n", "<|tool_call_end|>"),
+        ("", "<calc><x>1</x>", "</calc>"),
+        ("", "<calc><x>", "</x></calc>"),
+        ("", "<calc>a", "</calc>"),
         // Values that quote a call's close, one parameter's close after all.
         ("", "<function=calc>\n<parameter=x>a</function>\n", "</parameter>"),
         ("<function=calc>\n<parameter=x>", "a</function>\n", "</parameter>\n</function>"),

@@ -311,6 +311,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         auto: "one `Action:` / `Action Input:` pair per call; any tool after a `Thought:` line or at the reply's start, else only a declared one",
     },
     Family {
+        name: "Cline, Roo Code",
+        models: "models prompted by Cline or Roo Code, or trained on their traces",
+        sample: "<get_weather>\n<city>Paris</city>\n</get_weather>",
+        engines: [NONE, NONE, NONE, NONE, NONE, NONE],
+        auto: "a declared tool's element holding an element per argument and nothing else; values typed by the declared schema",
+    },
+    Family {
         name: "Qwen-Agent",
         models: "Qwen2, Qwen2.5 under Qwen-Agent's function-calling prompt",
         sample: "✿FUNCTION✿: get_weather\n✿ARGS✿: {\"city\": \"Paris\"}",

@@ -325,7 +325,7 @@ fn parameter_key(reply: &str, start: usize) -> Option<(&str, usize)> {
 }
 
 /// A value without the one line break the template writes on each side.
-fn template_value(raw: &str) -> &str {
+pub(super) fn template_value(raw: &str) -> &str {
     let raw = raw.strip_prefix("\r\n").or_else(|| raw.strip_prefix('\n')).unwrap_or(raw);
     raw.strip_suffix("\r\n").or_else(|| raw.strip_suffix('\n')).unwrap_or(raw)
 }

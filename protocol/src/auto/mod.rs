@@ -27,7 +27,11 @@
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]) and
 //!   Command A Reasoning's `<cofl:tool_calls>` ([`cofl`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
-//! - ReAct's `Action: NAME` / `Action Input: {…}` lines ([`react`]);
+//! - ReAct's `Action: NAME` / `Action Input: {…}` lines and Qwen-Agent's
+//!   `✿FUNCTION✿: NAME` / `✿ARGS✿: {…}` ([`react`]);
+//! - Cline's and Roo Code's elements named after a declared tool, an
+//!   element per argument, `<read_file><path>…</path></read_file>`
+//!   ([`tool_element`]);
 //! - Mistral's `[TOOL_CALLS]…` and Llama 3's `<|python_tag|>…`
 //!   ([`prefixed`]);
 //! - pythonic lists, `[get_weather(city="Paris"), now()]`, and a reply of
@@ -78,6 +82,7 @@ pub(crate) mod step3;
 #[cfg(test)]
 mod testing;
 mod tool_code;
+mod tool_element;
 mod turn_end;
 mod wrappers;
 
@@ -119,6 +124,7 @@ impl Protocol for Auto {
         tool_code::scan_elements(&scope, &mut out);
         scan_tool_call_tags(&scope, &mut out);
         function_tag::scan(&scope, &mut out);
+        tool_element::scan(&scope, &mut out);
         envelope::scan_tags(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
         prefixed::scan_stripped(&scope, &mut out);
