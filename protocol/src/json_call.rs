@@ -160,6 +160,12 @@ fn call_from(
         }
         (Some(_), _) => return None,
         (None, input) => {
+            // `tool` names a call only beside its arguments: a log of past
+            // steps (`{"tool": NAME, "result": …}`) names tools too.
+            let by_tool = !NAME_KEYS.iter().any(|&key| key != TOOL_KEY && object.contains_key(key));
+            if by_tool && input.is_none() && !ARGUMENT_KEYS.iter().any(|key| object.contains_key(*key)) {
+                return None;
+            }
             let Some(Value::String(name)) = remove_first(&mut object, &NAME_KEYS) else { return None };
             (false, name, input.map(|input| (ACTION_INPUT_KEY, input)))
         }

@@ -507,6 +507,9 @@ fn adversarial_input_parses_in_linear_time() {
         "<calc><x>",
         "<calc><x></calc>",
         "<calc> <x>1</x>",
+        "call:calc{",
+        "\ncall:calc{x:<|\"|>",
+        "<call>calc{x:[",
         // Mistral's calls with their tokens stripped.
         "calc{\n",
         "calc[ARGS]{\"x\": [\n",

@@ -154,7 +154,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Gemma 4",
         sample: "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
         engines: ["`gemma4`", "`gemma4`", "✓", "`gemma4`", "✓", NONE],
-        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `call:NAME(…)` in parentheses, a quote token left out; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning, and so is the start of a reply up to a `<channel|>` nothing opened",
+        auto: "strings between `<|\"|>` kept exactly, bare values typed by the declared schema; `call:NAME(…)` in parentheses, a quote token left out; a declared tool's `call:NAME{…}` without its opening token, on a line of its own or after the reasoning; `<turn|>` or nothing may close it; `<|channel>…<channel|>` is reasoning, and so is the start of a reply up to a `<channel|>` nothing opened",
     },
     Family {
         name: "Gemma `tool_code`",
@@ -322,7 +322,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Qwen2, Qwen2.5 under Qwen-Agent's function-calling prompt",
         sample: "✿FUNCTION✿: get_weather\n✿ARGS✿: {\"city\": \"Paris\"}",
         engines: [NONE, NONE, NONE, NONE, NONE, NONE],
-        auto: "one `✿FUNCTION✿:` / `✿ARGS✿:` pair per call; a `✿RESULT✿` left at the end goes with the calls",
+        auto: "one `✿FUNCTION✿:` / `✿ARGS✿:` pair per call; any tool at the reply's start, else only a declared one; a `✿RESULT✿` left at the end goes with the calls",
     },
     Family {
         name: "Command R `Action:` block",

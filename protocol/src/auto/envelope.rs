@@ -306,7 +306,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
     // MiniCPM3 fences its pythonic calls inside its envelope
     // (```` ```python ````): the calls are the fence's inside.
     let (body, body_end, kind) = match super::inside_fence(&reply[body..body_end], body) {
-        Some((inner, at)) if closed => (at, at + inner.len(), body_kind(envelope, inner)),
+        Some((inner, at)) if closed && envelope.body == Body::Pythonic => (at, at + inner.len(), body_kind(envelope, inner)),
         _ => (body, body_end, kind),
     };
     let text = reply[body..body_end].trim_start();

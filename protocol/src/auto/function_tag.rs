@@ -284,8 +284,10 @@ impl Call<'_> {
             // a file's text) runs past that `</function>` to its own close,
             // when the call's structure follows that close before the next
             // parameter opens.
-            if close.is_none() && function_close.is_some() && function_close == structural {
-                close = closes.next(value_start).filter(|&c| {
+            let quotes_a_call =
+                |close: usize| [FUNCTION_OPEN, FUNCTION_NAMED].iter().any(|open| reply[value_start..close].contains(open));
+            if let Some(quoted_close) = function_close.filter(|&c| structural == Some(c) && close.is_none() && quotes_a_call(c)) {
+                close = closes.next(quoted_close).filter(|&c| {
                     next_open.is_none_or(|open| c < open) && {
                         let after = reply[c + close_tag.len()..].trim_start();
                         after.is_empty() || after.starts_with(FUNCTION_CLOSE) || after.starts_with(PARAMETER_TAGS[spelling].0)
@@ -484,6 +486,15 @@ mod tests {
         let two = "<tool_call>\n<function=now>\n<parameter=zone>\nUTC\n</function>\n</tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>";
         assert_eq!(
             calls(two),
+            vec![("now".to_owned(), json!({"zone": "UTC"})), ("get_weather".to_owned(), json!({"city": "Paris"}))]
+        );
+        // A value that quotes no call ends at the call's end, whatever
+        // closes later.
+        let later = "<tool_call>\n<function=calculate>\n<parameter=code>\nhello\n</function>\n</tool_call>\nDone. (Values close with </parameter>";
+        assert_eq!(calls(later), one("calculate", json!({"code": "hello"})));
+        let next_call = "<function=now>\n<param=zone>\nUTC\n</function>\n<function=get_weather>\n<param name=\"city\">Paris</param>\n</function>";
+        assert_eq!(
+            calls(next_call),
             vec![("now".to_owned(), json!({"zone": "UTC"})), ("get_weather".to_owned(), json!({"city": "Paris"}))]
         );
     }

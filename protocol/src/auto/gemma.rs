@@ -15,8 +15,9 @@
 //! (it can be the stop token): the arguments' closing `}` completes a call.
 
 use super::super::ParsedCall;
+use super::super::scan::GEMMA4_CHANNEL_CLOSE;
 use super::super::scan::{Collector, find};
-use super::{Scope, exact_number, markup_name};
+use super::{Scope, exact_number, markup_name, starts_line};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -40,6 +41,9 @@ pub(crate) const FUNCTION_GEMMA: Dialect =
     Dialect { open: "<start_function_call>", close: "<end_function_call>", turn_end: "<end_of_turn>", quote: "<escape>" };
 /// Follows the opening token, before the tool's name.
 const CALL: &str = "call:";
+/// What stands before a call's name in place of `<|tool_call>call:` at
+/// times.
+const BARE_CALL_TAG: &str = "<call>";
 /// Around the arguments, open and close: braces as the template writes
 /// them, or parentheses, which Gemma 4 drifts into under long prompts
 /// (vLLM issue #53642).
@@ -67,28 +71,90 @@ pub(crate) fn read(scope: &Scope<'_>, found: usize, dialect: &Dialect, out: &mut
     let head = head.strip_prefix(':').unwrap_or(head);
     let Some(named) = head.strip_prefix(CALL) else { return after };
     let name_at = reply.len() - named.len();
+    call_at(scope, found, name_at, dialect, Trusted::AsMarkup, out).unwrap_or(after)
+}
+
+/// Which tools a call may name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trusted {
+    /// As markup at its place may: any, outside code.
+    AsMarkup,
+    /// Only declared ones: a call without its opening token.
+    Declared,
+}
+
+/// Gemma 4's calls written without their opening token, as vLLM's parser
+/// also reads them: `call:NAME{…}` at a line's start or right after its
+/// reasoning's close (`<channel|>call:NAME{…}`), and `<call>NAME{…}`. No
+/// token marks them, so they are calls only of declared tools.
+pub(super) fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    let mut at = 0;
+    while let Some(open) = scope.markers.find(at, "{") {
+        at = open + 1;
+        let name_len = reply[..open]
+            .bytes()
+            .rev()
+            .take(MAX_TOOL_NAME_LEN + 1)
+            .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+            .count();
+        let name_at = open - name_len;
+        let before = &reply[..name_at];
+        let start = match (before.strip_suffix(CALL), before.strip_suffix(BARE_CALL_TAG)) {
+            (Some(lead), _) if starts_line(reply, lead.len()) || lead.ends_with(GEMMA4_CHANNEL_CLOSE) => lead.len(),
+            (_, Some(lead)) => lead.len(),
+            _ => continue,
+        };
+        if name_len == 0 || name_len > MAX_TOOL_NAME_LEN || scope.reasoning.contains(start) {
+            continue;
+        }
+        if let Some(end) = call_at(scope, start, name_at, &GEMMA4, Trusted::Declared, out) {
+            at = at.max(end);
+        }
+    }
+}
+
+/// The call whose name starts at `name_at`, its markup at `found`: read and
+/// collected when `trusted` allows its tool, and where reading stopped;
+/// `None` when nothing was read past its name.
+fn call_at(
+    scope: &Scope<'_>,
+    found: usize,
+    name_at: usize,
+    dialect: &Dialect,
+    trusted: Trusted,
+    out: &mut Collector<'_>,
+) -> Option<usize> {
+    let reply = scope.reply;
+    let named = &reply[name_at..];
     // The name's characters only, so a token before prose reads no further.
     let name_end = name_at + named.find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))).unwrap_or(named.len());
+    let declared = |name: &str| trusted == Trusted::AsMarkup || scope.declared.contains(name);
     if name_end == reply.len() {
-        let shown: String = reply[name_at..].chars().take(MAX_TOOL_NAME_LEN).collect();
-        out.warn(found, format!("the call to `{shown}` is cut off before its arguments; it is not a call"));
-        return reply.len();
+        if trusted == Trusted::AsMarkup {
+            let shown: String = reply[name_at..].chars().take(MAX_TOOL_NAME_LEN).collect();
+            out.warn(found, format!("the call to `{shown}` is cut off before its arguments; it is not a call"));
+        }
+        return Some(reply.len());
     }
     let shell = reply[name_end..].chars().next().and_then(|open| SHELLS.into_iter().find(|(o, _)| *o == open));
-    let Some(((_, shell_close), name)) = shell.zip(markup_name(&reply[name_at..name_end])) else {
-        out.warn(found, format!("{} is not followed by call:NAME{{…}}; it is not a call", dialect.open));
-        return after;
+    let Some(((_, shell_close), name)) = shell.zip(markup_name(&reply[name_at..name_end])).filter(|(_, name)| declared(name))
+    else {
+        if trusted == Trusted::AsMarkup {
+            out.warn(found, format!("{} is not followed by call:NAME{{…}}; it is not a call", dialect.open));
+        }
+        return None;
     };
     let values = Values { reply, quote: dialect.quote, call_close: dialect.close };
     let (arguments, end) = match values.object(name_end + 1, 0, shell_close) {
         Ok(read) => read,
         Err(Stop::CutOff) => {
             out.warn(found, format!("the call to `{name}` is cut off; it is not a call"));
-            return reply.len();
+            return Some(reply.len());
         }
         Err(Stop::Malformed(at)) => {
             out.warn(at, format!("the arguments of `{name}` are not {}'s key:value pairs; it is not a call", dialect.name()));
-            return at.max(after);
+            return Some(at.max(name_end + 1));
         }
     };
     let trimmed = reply[end..].trim_start();
@@ -105,9 +171,9 @@ pub(crate) fn read(scope: &Scope<'_>, found: usize, dialect: &Dialect, out: &mut
             reserved: Map::new(),
             span: found..end,
         });
-        end
+        Some(end)
     } else {
-        after
+        None
     }
 }
 
@@ -426,6 +492,32 @@ mod tests {
         let named = "<|tool_call>call:获取天气{城市:<|\"|>北京<|\"|>}<tool_call|>";
         assert_eq!(calls(named), one("获取天气", json!({"城市": "北京"})), "a name in any script");
         no_calls(&["The call:now(x=1) syntax alone is no call.", "`<|tool_call>call:now()<tool_call|>`"]);
+    }
+
+    #[test]
+    fn gemma4_calls_without_their_opening_token() {
+        // vLLM's Gemma 4 parser tests: `call:NAME{…}` alone on a line, after
+        // the reasoning's close, or behind a `<call>` fragment.
+        for (reply, content) in [
+            ("some prose\ncall:get_weather{city:<|\"|>Paris<|\"|>}", "some prose"),
+            (
+                "<|channel>thought\nI need the weather.\n<channel|>call:get_weather{city:<|\"|>Paris<|\"|>}",
+                "<|channel>thought\nI need the weather.\n<channel|>",
+            ),
+            ("<call>get_weather{city:<|\"|>Paris<|\"|>}", ""),
+            ("call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>", ""),
+        ] {
+            assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
+            assert_eq!(parse(reply).content, content, "{reply}");
+        }
+        // No token marks them: an undeclared tool's, or one within a line of
+        // prose, or in reasoning, is no call.
+        no_calls(&[
+            "call:delete_all{path:<|\"|>/<|\"|>}",
+            "Gemma writes call:get_weather{city:<|\"|>Paris<|\"|>} then stops.",
+            "<|channel>thought\ncall:get_weather{city:<|\"|>Paris<|\"|>}<channel|>",
+            "`call:get_weather{city:<|\"|>Paris<|\"|>}`",
+        ]);
     }
 
     #[test]

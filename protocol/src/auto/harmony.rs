@@ -196,7 +196,7 @@ fn stripped_call(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Op
     rest = rest.strip_prefix(CONSTRAIN).unwrap_or(rest);
     rest = STRIPPED_TYPES.iter().find_map(|word| strip_prefix_ignoring_case(rest, word)).unwrap_or(rest).trim_start();
     let json_at = reply.len() - rest.len();
-    let start = stripped_header_start(reply, found);
+    let start = stripped_header_start(reply, found)?;
     if !rest.starts_with('{') || !scope.declared.contains(name) || scope.markup_trust(start).is_none() {
         return None;
     }
@@ -213,25 +213,39 @@ fn stripped_call(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Op
         Some(past) => reply.len() - past.len(),
         None => json_at + used,
     };
+    // The call ends the reply (its stop token stripped) or its line, or
+    // the next message follows it.
+    let next = reply[end..].trim_start_matches([' ', '\t']);
+    let ends = next.is_empty()
+        || next.starts_with(['\n', '\r'])
+        || next.starts_with(CHAT_TOKEN_OPEN)
+        || strip_prefix_ignoring_case(next, STRIPPED_LEAD[1]).is_some();
+    if !ends {
+        return None;
+    }
     out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: start..end });
     Some(end)
 }
 
 /// Where the stripped header whose recipient is at `found` starts: its
-/// role's and channel's words before the recipient, run together with it
-/// or apart, and the tokens a server left before them.
-fn stripped_header_start(reply: &str, found: usize) -> usize {
-    let mut before = reply[..found].trim_end();
-    for word in STRIPPED_LEAD {
-        if let Some(rest) = strip_suffix_ignoring_case(before, word) {
-            before = rest.trim_end();
-        }
-    }
+/// role's and channel's words before the recipient, and the tokens a
+/// server left before them. `None` when they are not there: the role
+/// (`assistant`, which may be glued to the text before it, as the last
+/// message's end was), or the channel alone at a line's start.
+fn stripped_header_start(reply: &str, found: usize) -> Option<usize> {
+    let mut before = reply[..found].trim_end_matches([' ', '\t']);
+    let channel = strip_suffix_ignoring_case(before, STRIPPED_LEAD[0]);
+    before = channel.map_or(before, |rest| rest.trim_end_matches([' ', '\t']));
+    let role = strip_suffix_ignoring_case(before, STRIPPED_LEAD[1]);
+    before = role.unwrap_or(before);
     for token in [START, HARMONY_END] {
         before = before.strip_suffix(token).unwrap_or(before);
     }
-    let start = before.len();
-    start + (reply[start..found].len() - reply[start..found].trim_start().len())
+    let at_line_start = before.trim_end_matches([' ', '\t']).is_empty() || before.ends_with(['\n', '>']);
+    (role.is_some() || (channel.is_some() && at_line_start)).then(|| {
+        let start = before.len();
+        start + (reply[start..found].len() - reply[start..found].trim_start().len())
+    })
 }
 
 /// Whether a `<tool_call>` body holds a Harmony message, read by [`read`]
@@ -477,6 +491,10 @@ mod tests {
             "Write `assistantcommentary to=functions.get_weather json{\"city\": \"Paris\"}` to call it.",
             "<think>assistantcommentary to=functions.get_weather json{\"city\": \"Paris\"}</think>",
             "It sends to=functions.get_weather and then waits.",
+            // In prose: no header, a channel word mid-line, prose after it.
+            "gpt-oss routes a call with to=functions.get_weather {\"city\": \"Paris\"} in its header.",
+            "My commentary to=functions.get_weather {\"city\": \"Paris\"}",
+            "assistantcommentary to=functions.get_weather json{\"city\": \"Paris\"} is how it looks.",
         ]);
         prose("The header reads assistantcommentary to=functions.get_weather json, then the body.");
         assert_eq!(

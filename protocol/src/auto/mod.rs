@@ -128,6 +128,7 @@ impl Protocol for Auto {
         envelope::scan_tags(&scope, &mut out);
         prefixed::scan_tool_calls(&scope, &mut out);
         prefixed::scan_stripped(&scope, &mut out);
+        gemma::scan_bare(&scope, &mut out);
         scan_chat_tokens(&scope, &mut out);
         harmony::scan_stripped(&scope, &mut out);
         deepseek::scan(&scope, &mut out);
@@ -719,6 +720,11 @@ mod tests {
         no_calls(&[
             "{\"type\": \"tool_use\", \"name\": \"delete_all\", \"input\": {}}",
             "{\"tool\": \"delete_all\", \"tool_input\": {}}",
+        ]);
+        // `tool` beside no arguments names a step done, not a call.
+        no_calls(&[
+            "Steps so far:\n```json\n[{\"tool\": \"now\", \"result\": \"12:00\"}]\n```",
+            "{\"tool\": \"now\", \"status\": \"done\"}",
         ]);
     }
 

@@ -10,7 +10,7 @@ use super::super::ParsedCall;
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::Collector;
-use super::{Scope, pythonic, starts_line};
+use super::{BareOpening, Scope, bare_opening, pythonic, starts_line};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -43,39 +43,51 @@ pub(super) fn scan_tool_calls(scope: &Scope<'_>, out: &mut Collector<'_>) {
 pub(super) fn scan_stripped(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut at = 0;
-    // Where the last call read ends: the next may be glued to it.
-    let mut after_call = None;
     while let Some(open) = scope.markers.find(at, "{") {
         at = open + 1;
-        let Some(start) = stripped_head(scope, open).filter(|&start| after_call == Some(start) || starts_line(reply, start))
+        let Some(start) =
+            stripped_head(scope, open).filter(|&start| starts_line(reply, start) && !indented_as_code(reply, start))
         else {
             continue;
         };
         if scope.reasoning.contains(start) || scope.markup_trust(start).is_none() {
             continue;
         }
-        // Past what failed to read, so that the time stays linear.
-        let (arguments, used, repairs) = match lenient_json::parse_prefix(&reply[open..]) {
-            Ok((Value::Object(arguments), used, repairs)) => (arguments, used, repairs),
-            Ok((_, used, _)) => {
-                at = open + used.max(1);
-                continue;
-            }
-            Err(error) => {
-                at = open + error.offset.max(1);
-                continue;
+        let mut run = Collector::new(reply);
+        let (mut start, mut open) = (start, open);
+        // The calls glued together on the line, read to where they end.
+        let end = loop {
+            let (arguments, used, repairs) = match lenient_json::parse_prefix(&reply[open..]) {
+                Ok((Value::Object(arguments), used, repairs)) => (arguments, used, repairs),
+                // Past what failed to read, so that the time stays linear.
+                Ok((_, used, _)) => break Err(open + used.max(1)),
+                Err(error) => break Err(open + error.offset.max(1)),
+            };
+            let end = open + used;
+            json_call::report(&repairs, open, &mut run);
+            let name = reply[start..start + name_length(&reply[start..])].to_owned();
+            run.call(ParsedCall { id: None, name, arguments, reserved: Map::new(), span: start..end });
+            match stripped_head_ahead(scope, end) {
+                Some(next_open) => (start, open) = (end, next_open),
+                None => break Ok(end),
             }
         };
-        let end = open + used;
-        let rest = reply[end..].trim_start_matches([' ', '\t']);
-        let glued = stripped_head_ahead(scope, end);
-        if !(rest.is_empty() || rest.starts_with(['\n', '\r']) || end >= scope.turn_end() || glued) {
-            continue;
-        }
-        json_call::report(&repairs, open, out);
-        let name = reply[start..start + name_length(&reply[start..])].to_owned();
-        out.call(ParsedCall { id: None, name, arguments, reserved: Map::new(), span: start..end });
-        (at, after_call) = (end, Some(end));
+        at = match end {
+            Ok(end) => {
+                let rest = reply[end..].trim_start_matches([' ', '\t']);
+                if rest.is_empty() || rest.starts_with(['\n', '\r']) || end >= scope.turn_end() {
+                    let (calls, warnings) = run.calls_and_warnings();
+                    for call in calls {
+                        out.call(call);
+                    }
+                    for warning in warnings {
+                        out.warn(warning.offset, warning.message);
+                    }
+                }
+                end
+            }
+            Err(stopped) => stopped,
+        };
     }
 }
 
@@ -94,12 +106,20 @@ fn stripped_head(scope: &Scope<'_>, open: usize) -> Option<usize> {
     (name_len > 0 && name_len <= MAX_TOOL_NAME_LEN && scope.declared.contains(&before[start..])).then_some(start)
 }
 
-/// Whether a stripped call of a declared tool starts at `at`.
-fn stripped_head_ahead(scope: &Scope<'_>, at: usize) -> bool {
-    let rest = &scope.reply[at..];
-    let name_end = at + name_length(rest);
+/// Whether the line `at` starts (after its indent) is indented as
+/// Markdown indents code: four spaces or a tab.
+fn indented_as_code(reply: &str, at: usize) -> bool {
+    let line = reply[..at].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &reply[line..at];
+    indent.contains('\t') || indent.len() >= 4
+}
+
+/// Where the arguments of a stripped call of a declared tool starting at
+/// `at` open, if one does.
+fn stripped_head_ahead(scope: &Scope<'_>, at: usize) -> Option<usize> {
+    let name_end = at + name_length(&scope.reply[at..]);
     let args = if scope.reply[name_end..].starts_with(ARGS) { name_end + ARGS.len() } else { name_end };
-    name_end > at && scope.reply[args..].starts_with('{') && stripped_head(scope, args) == Some(at)
+    (name_end > at && scope.reply[args..].starts_with('{') && stripped_head(scope, args) == Some(at)).then_some(args)
 }
 
 /// The call after `marker` at `found`; returns where reading stopped.
@@ -169,7 +189,8 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
 /// `first`, read up to `end`, with the objects that follow it each after a
 /// comma, as Mistral models write several calls without the list's
 /// brackets (`[TOOL_CALLS]{…}, {…}`): an array of them all, and where they
-/// end. Anything but an object after a comma ends them before the comma.
+/// end. Anything but an object that opens as a call does (a name, its
+/// arguments) ends them before the comma.
 fn objects_after(reply: &str, first: Value, mut end: usize, out: &mut Collector<'_>) -> (Value, usize) {
     if !first.is_object() {
         return (first, end);
@@ -177,6 +198,9 @@ fn objects_after(reply: &str, first: Value, mut end: usize, out: &mut Collector<
     let mut items = vec![first];
     while let Some(next) = reply[end..].trim_start().strip_prefix(',').map(str::trim_start).filter(|next| next.starts_with('{')) {
         let at = reply.len() - next.len();
+        if bare_opening(reply, at) != BareOpening::Json {
+            break;
+        }
         let Ok((item @ Value::Object(_), used, repairs)) = lenient_json::parse_prefix(next) else { break };
         json_call::report(&repairs, at, out);
         items.push(item);
@@ -273,6 +297,10 @@ mod tests {
         let then_prose = "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}, and then I will answer.";
         assert_eq!(calls(then_prose), one("now", json!({})));
         assert_eq!(parse(then_prose).content, ", and then I will answer.");
+        // An object that is no call ends them, and stays in the content.
+        let note = "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}, {\"note\": \"x\"}";
+        assert_eq!(calls(note), one("now", json!({})));
+        assert_eq!(parse(note).content, ", {\"note\": \"x\"}");
     }
 
     #[test]
@@ -295,6 +323,9 @@ mod tests {
             "get_weather{\"city\": \"Paris\"} would tell us.",
             "`get_weather{\"city\": \"Paris\"}`",
             "<think>\nget_weather{\"city\": \"Paris\"}\n</think>",
+            // A glued run that prose ends, and code indented as Markdown does.
+            "get_weather{\"city\": \"Paris\"}now{} would tell us.",
+            "For example:\n\n    get_weather{\"city\": \"Paris\"}\n\nruns it.",
         ]);
     }
 

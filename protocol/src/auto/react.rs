@@ -7,11 +7,10 @@
 //! - Qwen-Agent's function-calling prompt: `✿FUNCTION✿: NAME`, then
 //!   `✿ARGS✿: {…}`, its stop word `✿RESULT✿` kept at times.
 //!
-//! ReAct's lines are plain text, not tokens, so a pair is trusted as
-//! markup only in a reply written in this form (one with a `Thought:` line
-//! before it, or that opens with the pair); elsewhere it is a call only
-//! for a declared tool, as bare JSON is. Qwen-Agent's labels are its own
-//! markup, trusted as markup is.
+//! The labels are plain text, not tokens, so a pair is trusted as markup
+//! only in a reply written in this form (one with a `Thought:` line before
+//! it, or that opens with the pair); elsewhere it is a call only for a
+//! declared tool, as bare JSON is.
 
 use super::super::ParsedCall;
 use super::super::json_call::Trust;
@@ -26,17 +25,15 @@ struct Form {
     name: &'static str,
     /// Gives its arguments, on the next line.
     input: &'static str,
-    /// Whether the labels are markup no prose writes.
-    marked: bool,
     /// What may follow the arguments, taken with them when the reply ends
     /// there (the stop word a server did not strip).
     stop: &'static str,
 }
 
 /// ReAct's labels.
-const REACT: Form = Form { name: ACTION, input: "Action Input:", marked: false, stop: "Observation:" };
+const REACT: Form = Form { name: ACTION, input: "Action Input:", stop: "Observation:" };
 /// Qwen-Agent's labels.
-const QWEN_AGENT: Form = Form { name: "✿FUNCTION✿:", input: "✿ARGS✿:", marked: true, stop: "✿RESULT✿" };
+const QWEN_AGENT: Form = Form { name: "✿FUNCTION✿:", input: "✿ARGS✿:", stop: "✿RESULT✿" };
 /// The line of reasoning that puts a reply in ReAct's form.
 const THOUGHT: &str = "Thought:";
 
@@ -64,9 +61,8 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
         if !starts_line(reply, found) {
             continue;
         }
-        let in_form = form.marked
-            || found == first_text
-            || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
+        let in_form =
+            found == first_text || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
         if let Some((call, end)) = read(scope, form, found, in_form, out) {
             out.call(call);
             at = end;
@@ -167,14 +163,16 @@ mod tests {
     fn qwen_agent_function_and_args_labels() {
         // Qwen-Agent's function-calling prompt; parallel calls one pair
         // after another, its stop word left in at times.
-        let reply = "I will check both.\n✿FUNCTION✿: get_weather\n✿ARGS✿: {\"city\": \"Paris\"}\n✿FUNCTION✿: lookup_time\n✿ARGS✿: {\"zone\": \"CET\"}\n✿RESULT✿";
-        assert_eq!(
-            calls(reply),
-            vec![("get_weather".into(), json!({"city": "Paris"})), ("lookup_time".into(), json!({"zone": "CET"}))]
-        );
+        let reply = "I will check both.\n✿FUNCTION✿: get_weather\n✿ARGS✿: {\"city\": \"Paris\"}\n✿FUNCTION✿: now\n✿ARGS✿: {\"zone\": \"CET\"}\n✿RESULT✿";
+        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({"zone": "CET"}))]);
         assert_eq!(parse(reply).content, "I will check both.");
-        // Its labels are markup: quoted as code, or in reasoning, no call.
-        no_calls(&["`✿FUNCTION✿: now\n✿ARGS✿: {}`", "<think>\n✿FUNCTION✿: now\n✿ARGS✿: {}\n</think>"]);
+        // Its labels are plain text: quoted as code, in reasoning, or
+        // shown after prose for an undeclared tool, no call.
+        no_calls(&[
+            "`✿FUNCTION✿: now\n✿ARGS✿: {}`",
+            "<think>\n✿FUNCTION✿: now\n✿ARGS✿: {}\n</think>",
+            "It answers like this:\n\n✿FUNCTION✿: delete_files\n✿ARGS✿: {\"path\": \"/\"}\n\nand waits.",
+        ]);
         let hallucinated = "✿FUNCTION✿: now\n✿ARGS✿: {}\n✿RESULT✿: 12:00\n✿RETURN✿: It is noon.";
         assert_eq!(calls(hallucinated), one("now", json!({})));
         assert_eq!(parse(hallucinated).content, "✿RESULT✿: 12:00\n✿RETURN✿: It is noon.", "a result it made up stays in view");
