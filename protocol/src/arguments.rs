@@ -116,10 +116,25 @@ pub fn coerce(value: &Value, ty: ParamType) -> Option<Value> {
             Some(0) => Some(Value::Bool(false)),
             _ => None,
         },
-        (ParamType::Json, Value::String(s)) => Some(lenient_json::parse(s).map(|(v, _)| v).unwrap_or_else(|_| value.clone())),
+        (ParamType::Json, Value::String(s)) => Some(json_text(s).unwrap_or_else(|| value.clone())),
         (ParamType::Json, _) => Some(value.clone()),
         _ => None,
     }
+}
+
+/// The JSON value `text` writes: as it stands, or escaped as inside a JSON
+/// string (`[{\"id\": 1}]`, as GLM 4.7 writes an array in its markup at
+/// times).
+fn json_text(text: &str) -> Option<Value> {
+    if let Ok((value, _)) = lenient_json::parse(text) {
+        return Some(value);
+    }
+    let trimmed = text.trim();
+    if !(trimmed.starts_with(['[', '{']) && trimmed.contains("\\\"")) {
+        return None;
+    }
+    let unescaped: String = serde_json::from_str(&format!("\"{trimmed}\"")).ok()?;
+    lenient_json::parse(&unescaped).ok().map(|(value, _)| value)
 }
 
 /// 2^53, the largest magnitude below which every integer is a float: past
@@ -214,6 +229,18 @@ mod tests {
             Ok(json!({"query": "q", "limit": 42, "ratio": 0.5, "exact": true, "filter": {"a": [1]}}))
         );
         assert_eq!(run("search", json!({"query": 7, "limit": 3.0})), Ok(json!({"query": "7", "limit": 3})));
+    }
+
+    #[test]
+    fn json_written_escaped_as_in_a_string_is_decoded() {
+        // GLM 4.7 writes an array argument so inside its markup at times.
+        let escaped = r#"[{\"id\": \"1\", \"task\": \"a \\\"quoted\\\" word\"}]"#;
+        assert_eq!(
+            run("search", json!({"query": "q", "filter": escaped})),
+            Ok(json!({"query": "q", "filter": [{"id": "1", "task": "a \"quoted\" word"}]}))
+        );
+        // Text that is no JSON either way stays text, for the tool to judge.
+        assert_eq!(run("search", json!({"query": "q", "filter": "not json"})), Ok(json!({"query": "q", "filter": "not json"})));
     }
 
     #[test]

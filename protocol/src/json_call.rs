@@ -203,6 +203,17 @@ fn call_from(
     Some(ParsedCall { id, name, arguments, reserved: Map::new(), span: span.clone() })
 }
 
+/// Arguments a family wrote as a JSON value: an object, or a JSON string
+/// holding one (Kimi K2 encodes them twice at times), decoded with a
+/// warning; `None` for anything else.
+pub(crate) fn arguments_of(value: Value, offset: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Some(map),
+        Value::String(text) => decode_string_arguments(&text, offset, out),
+        _ => None,
+    }
+}
+
 /// The value of the first of `keys` that `object` has, taken out.
 fn remove_first(object: &mut Map<String, Value>, keys: &[&str]) -> Option<Value> {
     keys.iter().find_map(|key| object.remove(*key))

@@ -20,13 +20,15 @@ pub(crate) const DEEPSEEK_ASCII_SECTION_BEGIN: &str = "<|tool▁calls▁begin|>"
 pub(crate) const DSML_FUNCTION_CALLS_BEGIN: &str = "<｜DSML｜function_calls>";
 /// DeepSeek V4 opens its DSML calls.
 pub(crate) const DSML_TOOL_CALLS_BEGIN: &str = "<｜DSML｜tool_calls>";
+/// DeepSeek V4.1 opens its DSML calls, a space after `｜DSML｜`.
+pub(crate) const DSML_SPACED_CALLS_BEGIN: &str = "<｜DSML｜ calls>";
 
 /// GLM's (and Hermes') call: it ends an unclosed `<think>` only when calls
 /// end the reply, as the same markup also stands in thoughts.
 pub(crate) const TOOL_CALL: (&str, &str) = ("<tool_call>", "</tool_call>");
 
 /// Every token above but [`TOOL_CALL`]: where an unclosed `<think>` ends.
-pub(crate) const CALLS_END_THINKING: [&str; 7] = [
+pub(crate) const CALLS_END_THINKING: [&str; 8] = [
     KIMI_SECTION_BEGIN,
     KIMI_SECTION_BEGIN_SINGULAR,
     KIMI_CALL_BEGIN,
@@ -34,4 +36,5 @@ pub(crate) const CALLS_END_THINKING: [&str; 7] = [
     DEEPSEEK_ASCII_SECTION_BEGIN,
     DSML_FUNCTION_CALLS_BEGIN,
     DSML_TOOL_CALLS_BEGIN,
+    DSML_SPACED_CALLS_BEGIN,
 ];

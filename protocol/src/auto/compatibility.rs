@@ -109,17 +109,17 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "DeepSeek DSML",
-        models: "DeepSeek V3.2, V4",
+        models: "DeepSeek V3.2, V4, V4.1",
         sample: "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
         engines: [
             "`deepseek_v32`, `deepseek_v4`",
-            "`deepseekv32`, `deepseekv4`",
+            "`deepseekv32`, `deepseekv4`, `deepseekv41`",
             NONE,
             "`deepseek_v3_2`, `deepseek_v4`; TRT-LLM ✓",
             NONE,
             NONE,
         ],
-        auto: "`string=\"true\"` values kept as text, others decoded as JSON; an invoke holding one JSON object; the closing tag may be left out",
+        auto: "`string=\"true\"` values kept as text, others decoded as JSON; an invoke holding one JSON object; the closing tag may be left out; V4.1's tags with a space after `｜DSML｜`",
     },
     Family {
         name: "MiniMax",

@@ -13,6 +13,7 @@
 //! `<｜tool▁call▁begin｜>` inside a section.
 
 use super::super::ParsedCall;
+use super::super::json_call;
 use super::super::lenient_json;
 use super::super::scan::{Collector, FENCE};
 use super::section::{self, CallTokenSearch, CallTokens};
@@ -166,7 +167,7 @@ impl CallTokens for Reader<'_> {
         if !scope.markup_calls(at, name) {
             return (None, after);
         }
-        let Some(arguments) = fenced_object(arguments) else {
+        let Some(arguments) = fenced_object(arguments, sep, out) else {
             out.warn(sep, format!("the arguments of `{name}` are not a JSON object; it is not a call"));
             return (None, after);
         };
@@ -174,9 +175,9 @@ impl CallTokens for Reader<'_> {
     }
 }
 
-/// A JSON object, in a ```` ```json ```` fence or not; nothing is no
-/// arguments.
-fn fenced_object(text: &str) -> Option<Map<String, Value>> {
+/// A JSON object (or a JSON string holding one, warned of at `at`), in a
+/// ```` ```json ```` fence or not; nothing is no arguments.
+fn fenced_object(text: &str, at: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
     let mut text = text.trim();
     if let Some(fenced) = text.strip_prefix(FENCE) {
         let fenced = fenced.strip_prefix(JSON_LANGUAGE).unwrap_or(fenced);
@@ -185,10 +186,7 @@ fn fenced_object(text: &str) -> Option<Map<String, Value>> {
     if text.is_empty() {
         return Some(Map::new());
     }
-    match lenient_json::parse(text) {
-        Ok((Value::Object(arguments), _)) => Some(arguments),
-        _ => None,
-    }
+    json_call::arguments_of(lenient_json::parse(text).ok()?.0, at, out)
 }
 
 #[cfg(test)]

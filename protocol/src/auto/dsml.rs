@@ -1,5 +1,6 @@
 //! DeepSeek V3.2 and V4: `<｜DSML｜function_calls>` (V4:
-//! `<｜DSML｜tool_calls>`), then for each call
+//! `<｜DSML｜tool_calls>`; V4.1 `<｜DSML｜ calls>`, a space after `｜DSML｜`
+//! in every tag), then for each call
 //! `<｜DSML｜invoke name="NAME">` with
 //! `<｜DSML｜parameter name="KEY" string="true|false">value</｜DSML｜parameter>`
 //! for each argument and `</｜DSML｜invoke>`, then the section's closing tag
@@ -15,7 +16,7 @@
 use super::super::ParsedCall;
 use super::super::scan::Collector;
 use super::Scope;
-use super::invoke::{DSML, GCML, Invoke};
+use super::invoke::{DSML, DSML_SPACED, Dialect, GCML, Invoke};
 use super::section::{self, CallTokens};
 
 /// Opens V3.2's calls.
@@ -26,13 +27,18 @@ pub(crate) const FUNCTION_CALLS_END: &str = "</｜DSML｜function_calls>";
 pub(crate) use crate::section_tokens::DSML_TOOL_CALLS_BEGIN as TOOL_CALLS_BEGIN;
 /// Closes them.
 pub(crate) const TOOL_CALLS_END: &str = "</｜DSML｜tool_calls>";
+/// Opens V4.1's calls.
+pub(crate) use crate::section_tokens::DSML_SPACED_CALLS_BEGIN as SPACED_CALLS_BEGIN;
+/// Closes them.
+pub(crate) const SPACED_CALLS_END: &str = "</｜DSML｜ calls>";
 /// Opens GigaChat 3.5's calls.
 pub(crate) const GCML_BEGIN: &str = "<｜GCML｜tool_calls>";
 /// Closes them.
 pub(crate) const GCML_END: &str = "</｜GCML｜tool_calls>";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 14] = {
+pub(crate) const MARKERS: [&str; 20] = {
     let [invoke_open, invoke_close, parameter_open, parameter_close] = DSML.markers();
+    let [spaced_invoke_open, spaced_invoke_close, spaced_parameter_open, spaced_parameter_close] = DSML_SPACED.markers();
     let [gcml_invoke_open, gcml_invoke_close, gcml_parameter_open, gcml_parameter_close] = GCML.markers();
     [
         FUNCTION_CALLS_BEGIN,
@@ -43,6 +49,12 @@ pub(crate) const MARKERS: [&str; 14] = {
         invoke_close,
         parameter_open,
         parameter_close,
+        SPACED_CALLS_BEGIN,
+        SPACED_CALLS_END,
+        spaced_invoke_open,
+        spaced_invoke_close,
+        spaced_parameter_open,
+        spaced_parameter_close,
         GCML_BEGIN,
         GCML_END,
         gcml_invoke_open,
@@ -51,42 +63,41 @@ pub(crate) const MARKERS: [&str; 14] = {
         gcml_parameter_close,
     ]
 };
-/// Each section's opening and closing tags; GCML's hold GigaChat's calls,
-/// the others DSML's.
-const SECTIONS: [(&str, &str); 3] =
-    [(FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END), (TOOL_CALLS_BEGIN, TOOL_CALLS_END), (GCML_BEGIN, GCML_END)];
+/// Each section's opening and closing tags, and the dialect of its calls.
+const SECTIONS: [(&str, &str, &Dialect); 4] = [
+    (FUNCTION_CALLS_BEGIN, FUNCTION_CALLS_END, &DSML),
+    (TOOL_CALLS_BEGIN, TOOL_CALLS_END, &DSML),
+    (SPACED_CALLS_BEGIN, SPACED_CALLS_END, &DSML_SPACED),
+    (GCML_BEGIN, GCML_END, &GCML),
+];
 
 /// Reads DSML and GCML sections where DeepSeek's token scan finds them.
 pub(super) struct Reader<'a> {
-    dsml: Invoke<'a>,
-    gcml: Invoke<'a>,
+    /// Per dialect, its calls.
+    dialects: [Invoke<'a>; 3],
     /// The closing tag of the section being read.
     end: &'static str,
-    /// Whether that section is GigaChat's.
-    gigachat: bool,
+    /// The dialect of that section's calls.
+    current: usize,
 }
 
 impl<'a> Reader<'a> {
     pub(super) fn new(reply: &'a str) -> Self {
-        Reader { dsml: Invoke::new(reply, &DSML), gcml: Invoke::new(reply, &GCML), end: FUNCTION_CALLS_END, gigachat: false }
+        let dialects = [Invoke::new(reply, &DSML), Invoke::new(reply, &DSML_SPACED), Invoke::new(reply, &GCML)];
+        Reader { dialects, end: FUNCTION_CALLS_END, current: 0 }
     }
 
     /// The section at `found`, if a DSML or GCML section opens there: where
     /// reading it stopped.
     pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
-        let (begin, end) = SECTIONS.into_iter().find(|(begin, _)| scope.reply[found..].starts_with(begin))?;
+        let (begin, end, dialect) = SECTIONS.into_iter().find(|(begin, _, _)| scope.reply[found..].starts_with(begin))?;
         let after = found + begin.len();
         if scope.markup_trust(found).is_none() {
             return Some(after);
         }
         self.end = end;
-        self.gigachat = begin == GCML_BEGIN;
+        self.current = self.dialects.iter().position(|invoke| invoke.reads(dialect)).unwrap_or(0);
         Some(section::read(scope, found, after, self, out))
-    }
-
-    /// The calls of the section being read.
-    fn invoke(&mut self) -> &mut Invoke<'a> {
-        if self.gigachat { &mut self.gcml } else { &mut self.dsml }
     }
 }
 
@@ -96,11 +107,11 @@ impl CallTokens for Reader<'_> {
     }
 
     fn opens_call(&self, rest: &str) -> bool {
-        if self.gigachat { self.gcml.opens_call(rest) } else { self.dsml.opens_call(rest) }
+        self.dialects[self.current].opens_call(rest)
     }
 
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
-        self.invoke().call(scope, at, out)
+        self.dialects[self.current].call(scope, at, out)
     }
 }
 
@@ -114,6 +125,23 @@ mod tests {
 
     fn both() -> Vec<(String, Value)> {
         vec![("get_weather".into(), json!({"city": "杭州", "date": "2024-01-16"})), ("now".into(), json!({}))]
+    }
+
+    #[test]
+    fn deepseek_v4_1_writes_a_space_after_dsml() {
+        // SGLang's DeepSeek V4.1 detector and its tests.
+        let spaced = TWO_CALLS
+            .replace("｜DSML｜function_calls>", "｜DSML｜ calls>")
+            .replace("｜DSML｜invoke", "｜DSML｜ invoke")
+            .replace("｜DSML｜parameter", "｜DSML｜ parameter");
+        let reply = format!("<think>need weather</think>\n\nLet me check.\n\n{spaced}");
+        assert_eq!(calls(&reply), both());
+        assert_eq!(parse(&reply).content, "<think>need weather</think>\n\nLet me check.");
+        let unclosed_think = format!("<think>need weather\n{spaced}");
+        assert_eq!(calls(&unclosed_think), both(), "its section ends an unclosed <think>");
+        // One dialect's tags do not close another's.
+        let mixed = spaced.replace("</｜DSML｜ invoke>", "</｜DSML｜invoke>");
+        assert_eq!(calls(&mixed), vec![]);
     }
 
     #[test]

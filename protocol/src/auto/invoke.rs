@@ -72,6 +72,15 @@ pub(crate) const DSML: Dialect = Dialect {
     values: Values::StringAttribute,
 };
 
+/// DeepSeek V4.1's tags: V4's with a space after `｜DSML｜`.
+pub(crate) const DSML_SPACED: Dialect = Dialect {
+    invoke_open: "<｜DSML｜ invoke name=",
+    invoke_close: "</｜DSML｜ invoke>",
+    parameter_open: "<｜DSML｜ parameter name=",
+    parameter_close: "</｜DSML｜ parameter>",
+    values: Values::StringAttribute,
+};
+
 /// GigaChat 3.5's tags: DSML's, behind `｜GCML｜`.
 pub(crate) const GCML: Dialect = Dialect {
     invoke_open: "<｜GCML｜invoke name=",
@@ -119,6 +128,11 @@ impl<'a> Invoke<'a> {
             parameter_open: Forward::new(reply, dialect.parameter_open),
             invoke_close: Forward::new(reply, dialect.invoke_close),
         }
+    }
+
+    /// Whether it reads `dialect`'s calls.
+    pub(crate) fn reads(&self, dialect: &Dialect) -> bool {
+        std::ptr::eq(self.dialect, dialect)
     }
 
     /// Whether a call starts at the start of `rest`.

@@ -5,11 +5,12 @@
 //! `functions.` part, or the section tokens' `s`.
 
 use super::super::ParsedCall;
+use super::super::json_call;
 use super::super::lenient_json;
 use super::super::scan::Collector;
 use super::section::{self, CallTokenSearch, CallTokens};
 use super::{Scope, markup_name};
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 /// Opens the calls.
 pub(crate) use crate::section_tokens::KIMI_SECTION_BEGIN as SECTION_BEGIN;
@@ -84,9 +85,10 @@ impl CallTokens for Reader<'_> {
         let text = reply[arguments_at + ARGUMENT_BEGIN.len()..end].trim();
         let arguments = match text {
             "" => Map::new(),
-            text => match lenient_json::parse(text) {
-                Ok((Value::Object(arguments), _)) => arguments,
-                _ => {
+            text => match lenient_json::parse(text).ok().and_then(|(value, _)| json_call::arguments_of(value, arguments_at, out))
+            {
+                Some(arguments) => arguments,
+                None => {
                     out.warn(arguments_at, format!("the arguments of `{id}` are not a JSON object; it is not a call"));
                     return (None, after);
                 }
@@ -127,6 +129,18 @@ mod tests {
         let tool_calls = crate::call::ToolCall::from_reply(TWO_CALLS, &parsed.calls);
         assert_eq!(tool_calls[0].id, "functions.get_weather:0", "the id the result answers");
         assert!(tool_calls[1].raw.starts_with("<|tool_call_begin|>\nfunctions.now:1"), "{}", tool_calls[1].raw);
+    }
+
+    #[test]
+    fn kimi_arguments_encoded_twice_are_decoded() {
+        // MoonshotAI/Kimi-K2 issue 26: the arguments as a JSON string.
+        let reply = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>\"{\\\"city\\\": \\\"Paris\\\"}\"<|tool_call_end|><|tool_calls_section_end|>";
+        assert_eq!(calls(reply), vec![("get_weather".into(), json!({"city": "Paris"}))]);
+        assert_eq!(parse(reply).warnings.len(), 1, "the repair is reported");
+        let deepseek = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n\"{\\\"city\\\": \\\"Paris\\\"}\"\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+        assert_eq!(calls(deepseek), vec![("get_weather".into(), json!({"city": "Paris"}))]);
+        let not_json = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>\"Paris\"<|tool_call_end|><|tool_calls_section_end|>";
+        assert_eq!(calls(not_json), vec![]);
     }
 
     #[test]
