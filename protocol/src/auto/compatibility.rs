@@ -311,6 +311,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         auto: "one `Action:` / `Action Input:` pair per call; any tool after a `Thought:` line or at the reply's start, else only a declared one",
     },
     Family {
+        name: "K2 Horizon",
+        models: "K2 Horizon",
+        sample: "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Paris</ifm|arg_value></ifm|tool_call></ifm|tool_calls>",
+        engines: ["✓", NONE, NONE, NONE, NONE, NONE],
+        auto: "GLM-like `ifm|` tags, a value's type between its key and its value skipped (the declared schema types it); a JSON call in the element too",
+    },
+    Family {
         name: "Cline, Roo Code",
         models: "models prompted by Cline or Roo Code, or trained on their traces",
         sample: "<get_weather>\n<city>Paris</city>\n</get_weather>",

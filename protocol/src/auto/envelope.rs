@@ -81,8 +81,27 @@ const LONGCAT_TOOL_CALL: &str = "<longcat_tool_call>";
 const HY3_TOOL_CALLS: &str = "<tool_calls:opensource>";
 /// One of those calls, open and close.
 const HY3_TOOL_CALL: (&str, &str) = ("<tool_call:opensource>", "</tool_call:opensource>");
+/// Opens K2 Horizon's calls: `<ifm|tool_call>` elements of [`glm::IFM`]
+/// tags, or of JSON.
+const IFM_TOOL_CALLS: &str = "<ifm|tool_calls>";
+/// One of those calls, open and close.
+const IFM_TOOL_CALL: (&str, &str) = ("<ifm|tool_call>", "</ifm|tool_call>");
+/// An envelope whose calls each stand in an element of their own.
+struct CallElements {
+    /// The envelope's opening tag.
+    section: &'static str,
+    /// Each call's element, open and close.
+    call: (&'static str, &'static str),
+    /// The tags of the calls written as GLM's.
+    tags: &'static glm::ArgTags,
+}
+/// Hunyuan V3's and K2 Horizon's.
+const CALL_ELEMENTS: [CallElements; 2] = [
+    CallElements { section: HY3_TOOL_CALLS, call: HY3_TOOL_CALL, tags: &glm::HY3 },
+    CallElements { section: IFM_TOOL_CALLS, call: IFM_TOOL_CALL, tags: &glm::IFM },
+];
 /// The envelopes that open with a tag (`<name>`).
-const TAGS: [Envelope; 8] = [
+const TAGS: [Envelope; 9] = [
     envelope("<tool_calls>", "</tool_calls>", Body::Json),
     Envelope { declared_only: true, ..envelope("<tools>", "</tools>", Body::Json) },
     envelope("<function_call>", "</function_call>", Body::Json),
@@ -91,6 +110,7 @@ const TAGS: [Envelope; 8] = [
     envelope("<function_calls>", "</function_calls>", Body::Pythonic),
     envelope(HY3_TOOL_CALLS, "</tool_calls:opensource>", Body::Json),
     envelope("<functioncall>", "", Body::Json),
+    envelope(IFM_TOOL_CALLS, "</ifm|tool_calls>", Body::Json),
 ];
 /// The envelopes read because models stray into them (llama.cpp takes them
 /// for Hermes'): around `<tool_call>` elements they are left to
@@ -110,7 +130,7 @@ const GIGACHAT: Envelope = envelope("<|role_sep|>", "<|message_sep|>", Body::Jso
 /// What GigaChat writes before its role separator in a call.
 const GIGACHAT_ROLE: &str = "function call";
 /// Every marker this module reads.
-pub(crate) const MARKERS: [&str; 30] = [
+pub(crate) const MARKERS: [&str; 34] = [
     TAGS[0].open,
     TAGS[0].close,
     TAGS[1].open,
@@ -128,6 +148,10 @@ pub(crate) const MARKERS: [&str; 30] = [
     TAGS[7].open,
     HY3_TOOL_CALL.0,
     HY3_TOOL_CALL.1,
+    TAGS[8].open,
+    TAGS[8].close,
+    IFM_TOOL_CALL.0,
+    IFM_TOOL_CALL.1,
     TOKENS[0].open,
     TOKENS[0].late_close,
     TOKENS[1].open,
@@ -264,7 +288,7 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
     // A JSON body's close may stand in one of its strings: the close is
     // the one after the value.
     let close = match close {
-        Some(first) if matches!(kind, Body::Json | Body::NameKeyed) && envelope.open != HY3_TOOL_CALLS => {
+        Some(first) if matches!(kind, Body::Json | Body::NameKeyed) && call_elements(envelope).is_none() => {
             Some(lenient_json::close_after_value(reply, body, envelope.close).map_or(first, |after| after.max(first)))
         }
         close => close,
@@ -327,10 +351,10 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
             return past_a_retry(open, retry, out).unwrap_or(end);
         }
     }
-    if envelope.open == HY3_TOOL_CALLS {
-        let stopped = read_hy3(scope, open, body, body_end, end, out);
+    if let Some(elements) = call_elements(envelope) {
+        let stopped = read_elements(scope, elements, trust, (open, body, body_end, end), out);
         return match retry {
-            Some(_) if stopped == body && text.starts_with(HY3_TOOL_CALL.0) => past_a_retry(open, retry, out).unwrap_or(end),
+            Some(_) if stopped == body && text.starts_with(elements.call.0) => past_a_retry(open, retry, out).unwrap_or(end),
             _ => stopped,
         };
     }
@@ -517,17 +541,28 @@ fn ends_at_retry(envelope: &Envelope, kind: Body, body: &str) -> bool {
     match kind {
         Body::Pythonic => true,
         Body::Json if envelope.open == LONGCAT_TOOL_CALL => !body.trim_start().starts_with(['{', '[']),
-        _ => envelope.open == HY3_TOOL_CALLS,
+        _ => call_elements(envelope).is_some(),
     }
 }
 
-/// Hunyuan V3's suffixed calls in the envelope opened at `open`, whose body
-/// is `body..body_end` and which ends at `end`: each `<tool_call:opensource>`
-/// element read as GLM's, with [`glm::HY3`] tags; the envelope's tokens are
+/// How `envelope` holds its calls, when each stands in an element.
+fn call_elements(envelope: &Envelope) -> Option<&'static CallElements> {
+    CALL_ELEMENTS.iter().find(|elements| elements.section == envelope.open)
+}
+
+/// The calls in the envelope opened at `open`, whose body is
+/// `body..body_end` and which ends at `end`: each of its call elements read
+/// as GLM's, with its family's tags, or as JSON; the envelope's tokens are
 /// no content. Where reading stopped.
-fn read_hy3(scope: &Scope<'_>, open: usize, body: usize, body_end: usize, end: usize, out: &mut Collector<'_>) -> usize {
+fn read_elements(
+    scope: &Scope<'_>,
+    elements: &CallElements,
+    trust: Trust,
+    (open, body, body_end, end): (usize, usize, usize, usize),
+    out: &mut Collector<'_>,
+) -> usize {
     let within = &scope.reply[..body_end];
-    let (call_open, call_close) = HY3_TOOL_CALL;
+    let (call_open, call_close) = elements.call;
     let mut at = body;
     let mut read_any = false;
     while let Some(call) = find(within, at, call_open) {
@@ -537,8 +572,16 @@ fn read_hy3(scope: &Scope<'_>, open: usize, body: usize, body_end: usize, end: u
             break;
         };
         let start = text + (within[text..close].len() - within[text..close].trim_start().len());
+        // White space between the calls is the envelope's, no content.
+        if within[at..call].trim().is_empty() {
+            out.markup(at..call);
+        }
         at = close + call_close.len();
-        glm::read(scope, start, close, call..at, &glm::HY3, out);
+        if within[start..close].starts_with('{') {
+            json_call::collect_text(&within[start..close], start, call..at, trust, scope.declared, out);
+        } else {
+            glm::read(scope, start, close, call..at, elements.tags, out);
+        }
         read_any = true;
     }
     if !read_any {
@@ -546,7 +589,8 @@ fn read_hy3(scope: &Scope<'_>, open: usize, body: usize, body_end: usize, end: u
         return body;
     }
     out.markup(open..body);
-    out.markup(body_end..end);
+    let rest = if within[at..].trim().is_empty() { at } else { body_end };
+    out.markup(rest..end);
     end
 }
 

@@ -5,7 +5,8 @@
 //! the name, inside `<tool_calls>…</tool_calls>` (left out of the content),
 //! and its shipped tokenizer every one of those tokens with a suffix,
 //! `<tool_call:opensource>` ([`HY3`], read by [`envelope`](super::envelope));
-//! Meituan's LongCat with `longcat_` tags ([`LONGCAT`]).
+//! Meituan's LongCat with `longcat_` tags ([`LONGCAT`]); K2 Horizon with
+//! `ifm|` tags and a value's type between its key and its value ([`IFM`]).
 //!
 //! The template writes a string value as it is and any other value as JSON;
 //! the value is typed here as the engines type it without a schema
@@ -20,24 +21,30 @@ use super::{Scope, markup_name};
 use serde_json::Map;
 use std::ops::Range;
 
-/// The tags around an argument's key and its value, open and close, and
-/// the separator that may follow the tool's name.
+/// The tags around an argument's key and its value, open and close, the
+/// separator that may follow the tool's name, and the tags around the type
+/// a family may write between key and value (empty when none).
 pub(crate) struct ArgTags {
     pub(crate) key: (&'static str, &'static str),
     pub(crate) value: (&'static str, &'static str),
     pub(crate) sep: &'static str,
+    pub(crate) kind: (&'static str, &'static str),
 }
+
+/// No tags around a type.
+const NO_KIND: (&str, &str) = ("", "");
 
 /// Between Hunyuan's name and arguments.
 pub(crate) const TOOL_SEP: &str = "<tool_sep>";
 /// GLM's (and Hunyuan's) argument tags.
 pub(crate) const GLM: ArgTags =
-    ArgTags { key: ("<arg_key>", "</arg_key>"), value: ("<arg_value>", "</arg_value>"), sep: TOOL_SEP };
+    ArgTags { key: ("<arg_key>", "</arg_key>"), value: ("<arg_value>", "</arg_value>"), sep: TOOL_SEP, kind: NO_KIND };
 /// LongCat's, in `<longcat_tool_call>` ([`envelope`](super::envelope)).
 pub(crate) const LONGCAT: ArgTags = ArgTags {
     key: ("<longcat_arg_key>", "</longcat_arg_key>"),
     value: ("<longcat_arg_value>", "</longcat_arg_value>"),
     sep: TOOL_SEP,
+    kind: NO_KIND,
 };
 /// Hunyuan V3's as its shipped tokenizer writes them, each token with the
 /// `:opensource` suffix (the same tokens without it are not in its vocabulary).
@@ -45,9 +52,19 @@ pub(crate) const HY3: ArgTags = ArgTags {
     key: ("<arg_key:opensource>", "</arg_key:opensource>"),
     value: ("<arg_value:opensource>", "</arg_value:opensource>"),
     sep: "<tool_sep:opensource>",
+    kind: NO_KIND,
+};
+/// K2 Horizon's, in `<ifm|tool_call>` elements ([`envelope`](super::envelope)),
+/// a value's type tagged between its key and its value (read by the check
+/// step from the declaration instead).
+pub(crate) const IFM: ArgTags = ArgTags {
+    key: ("<ifm|arg_key>", "</ifm|arg_key>"),
+    value: ("<ifm|arg_value>", "</ifm|arg_value>"),
+    sep: "<ifm|tool_sep>",
+    kind: ("<ifm|arg_type>", "</ifm|arg_type>"),
 };
 /// Every marker this module reads (besides `<tool_call>`).
-pub(crate) const MARKERS: [&str; 14] = [
+pub(crate) const MARKERS: [&str; 20] = [
     GLM.key.0,
     GLM.key.1,
     GLM.value.0,
@@ -62,6 +79,12 @@ pub(crate) const MARKERS: [&str; 14] = [
     HY3.value.0,
     HY3.value.1,
     HY3.sep,
+    IFM.key.0,
+    IFM.key.1,
+    IFM.value.0,
+    IFM.value.1,
+    IFM.kind.0,
+    IFM.kind.1,
 ];
 
 /// Whether the `<tool_call>` body `text` starts like a GLM call: a tool's
@@ -166,7 +189,11 @@ fn past(body: &str, mut p: usize, tag: &str) -> usize {
 /// that says what is wrong. Its opening tag may be left out, when its
 /// closing tag comes before the next key.
 fn value(body: &str, p: usize, name: &str, key: &str, tags: &ArgTags) -> Result<(serde_json::Value, usize), String> {
-    let value_at = p + (body[p..].len() - body[p..].trim_start().len());
+    let mut value_at = p + (body[p..].len() - body[p..].trim_start().len());
+    if !tags.kind.0.is_empty() && body[value_at..].starts_with(tags.kind.0) {
+        let (_, after) = element(body, value_at, tags.kind)?;
+        value_at = after + (body[after..].len() - body[after..].trim_start().len());
+    }
     let (text, after) = if body[value_at..].starts_with(tags.value.0) {
         element(body, value_at, tags.value)
     } else {
@@ -247,6 +274,21 @@ mod tests {
         let cut = "<tool_calls><tool_call>get_weather<tool_sep><arg_key>city</arg_key><arg_value>Par";
         assert_eq!(calls(cut), vec![]);
         no_calls(&["`<tool_call>delete_all<tool_sep></tool_call>`"]);
+    }
+
+    #[test]
+    fn k2_horizon_calls_in_ifm_tags() {
+        // vLLM's K2 Horizon parser tests: GLM-like tags behind `ifm|`, a
+        // value's type at times between its key and its value, or JSON.
+        let two = "Before <ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Paris</ifm|arg_value></ifm|tool_call>\n<ifm|tool_call>now</ifm|tool_call></ifm|tool_calls> after.";
+        assert_eq!(calls(two), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))]);
+        assert_eq!(parse(two).content, "Before  after.");
+        let typed = "<ifm|tool_calls><ifm|tool_call>forecast<ifm|arg_key>city</ifm|arg_key><ifm|arg_type>string</ifm|arg_type><ifm|arg_value>42</ifm|arg_value><ifm|arg_key>days</ifm|arg_key><ifm|arg_type>integer</ifm|arg_type><ifm|arg_value>3</ifm|arg_value></ifm|tool_call></ifm|tool_calls>";
+        assert_eq!(serde_json::Value::Object(checked(typed)), json!({"city": "42", "days": 3}));
+        let as_json = "<ifm|tool_calls><ifm|tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</ifm|tool_call></ifm|tool_calls>";
+        assert_eq!(calls(as_json), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(as_json).content, "");
+        no_calls(&["`<ifm|tool_calls><ifm|tool_call>now</ifm|tool_call></ifm|tool_calls>`"]);
     }
 
     #[test]
