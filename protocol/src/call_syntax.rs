@@ -54,6 +54,7 @@ pub(crate) fn markers() -> impl Iterator<Item = &'static str> {
         .chain(auto::step3::MARKERS)
         .chain(auto::envelope::MARKERS)
         .chain(auto::gemma::MARKERS)
+        .chain(auto::solar::MARKERS)
         .chain(scan::REASONING.iter().flat_map(|&(open, close)| [open, close]))
         // After the reasoning markers, so that `<|channel|>analysis<|message|>`
         // and `<|open|>think<|sep|>` are named rather than their first token.

@@ -508,6 +508,10 @@ fn adversarial_input_parses_in_linear_time() {
         "<calc><x></calc>",
         "<calc> <x>1</x>",
         "call:calc{",
+        "<|tool_call:start|>calc\n<|tool_arg:start|>x<|tool_arg:value|>",
+        "<|tool_call:start|>calc\n<|tool_arg:start|>x",
+        "<ifm|tool_calls><ifm|tool_call>calc<ifm|arg_key>x</ifm|arg_key><ifm|arg_type>",
+        "<｜DSML｜ calls><｜DSML｜ invoke name=\"calc\"><｜DSML｜ parameter name=\"x\" string=\"true\">",
         "\ncall:calc{x:<|\"|>",
         "<call>calc{x:[",
         // Mistral's calls with their tokens stripped.
@@ -533,6 +537,8 @@ fn adversarial_input_parses_in_linear_time() {
         ("", "<tool_calls:opensource>", ""),
         ("", "<|tool_call_start|>\n```python\ncalc(x=1)\n```\n", "<|tool_call_end|>"),
         ("", "<calc><x>1</x>", "</calc>"),
+        ("", "<|tool_call:start|>calc\n<|tool_arg:start|>x<|tool_arg:value|>1", "<|tool_arg:end|><|tool_call:end|>"),
+        ("", "<ifm|tool_calls><ifm|tool_call>calc<ifm|arg_key>x</ifm|arg_key><ifm|arg_value>", "</ifm|tool_calls>"),
         ("", "<calc><x>", "</x></calc>"),
         ("", "<calc>a", "</calc>"),
         // Values that quote a call's close, one parameter's close after all.

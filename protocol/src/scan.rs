@@ -58,6 +58,10 @@ pub(crate) const GEMMA4_CHANNEL_CLOSE: &str = "<channel|>";
 pub(crate) const MINIMAX_THINK_OPEN: &str = "<mm:think>";
 /// Closes it.
 pub(crate) const MINIMAX_THINK_CLOSE: &str = "</mm:think>";
+/// Opens Solar Open 2's reasoning.
+pub(crate) const SOLAR_THINK_OPEN: &str = "<|think:start|>";
+/// Closes it.
+pub(crate) const SOLAR_THINK_CLOSE: &str = "<|think:end|>";
 /// Opens Kimi K3's reasoning channel.
 pub(crate) const KIMI_K3_THINK_OPEN: &str = "<|open|>think<|sep|>";
 /// Closes it.
@@ -65,7 +69,7 @@ pub(crate) const KIMI_K3_THINK_CLOSE: &str = "<|close|>think<|sep|>";
 /// What Apertus's two markers start with, searched for once for both.
 const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 10] = [
+pub(crate) const REASONING: [(&str, &str); 11] = [
     (THINK_OPEN, THINK_CLOSE),
     (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
@@ -76,6 +80,7 @@ pub(crate) const REASONING: [(&str, &str); 10] = [
     (GEMMA4_CHANNEL_OPEN, GEMMA4_CHANNEL_CLOSE),
     (MINIMAX_THINK_OPEN, MINIMAX_THINK_CLOSE),
     (KIMI_K3_THINK_OPEN, KIMI_K3_THINK_CLOSE),
+    (SOLAR_THINK_OPEN, SOLAR_THINK_CLOSE),
 ];
 
 /// The reasoning a prompt can open, so that the reply holds only its close:
@@ -94,8 +99,8 @@ const PROMPT_OPENED: [(&str, &str); 4] = [
 /// `<|START_THINKING|>…<|END_THINKING|>`, gpt-oss's analysis messages,
 /// Apertus's `<|inner_prefix|>…<|inner_suffix|>`, Hunyuan V3's
 /// `<think:opensource>…</think:opensource>`, Gemma 4's
-/// `<|channel>…<channel|>`, MiniMax M3's `<mm:think>…</mm:think>` and Kimi
-/// K3's think channel. After an unclosed opening
+/// `<|channel>…<channel|>`, MiniMax M3's `<mm:think>…</mm:think>`, Kimi
+/// K3's think channel and Solar Open 2's `<|think:start|>…<|think:end|>`. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
 /// section of calls' special token); before the close of reasoning
 /// that nothing opened, the start of the reply is ([`PROMPT_OPENED`]).

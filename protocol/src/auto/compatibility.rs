@@ -311,6 +311,13 @@ pub(crate) const FAMILIES: &[Family] = &[
         auto: "one `Action:` / `Action Input:` pair per call; any tool after a `Thought:` line or at the reply's start, else only a declared one",
     },
     Family {
+        name: "Solar Open 2",
+        models: "Upstage Solar Open 2",
+        sample: "<|tool_call:start|>get_weather\n<|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|>\n<|tool_call:end|>",
+        engines: ["✓", NONE, NONE, NONE, NONE, NONE],
+        auto: "values typed by the declared schema; the closing token may be left out at the reply's end; `<|think:start|>…<|think:end|>` is reasoning",
+    },
+    Family {
         name: "K2 Horizon",
         models: "K2 Horizon",
         sample: "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Paris</ifm|arg_value></ifm|tool_call></ifm|tool_calls>",

@@ -27,6 +27,8 @@
 //! - Command R7B's `<|START_ACTION|>[…]<|END_ACTION|>` ([`command_r`]) and
 //!   Command A Reasoning's `<cofl:tool_calls>` ([`cofl`]);
 //! - Functionary's `>>>NAME\n{…}` segments ([`functionary`]);
+//! - Solar Open 2's `<|tool_call:start|>NAME` and `<|tool_arg:…|>` tokens
+//!   ([`solar`]);
 //! - ReAct's `Action: NAME` / `Action Input: {…}` lines and Qwen-Agent's
 //!   `✿FUNCTION✿: NAME` / `✿ARGS✿: {…}` ([`react`]);
 //! - Cline's and Roo Code's elements named after a declared tool, an
@@ -78,6 +80,7 @@ pub(crate) mod prefixed;
 pub(crate) mod pythonic;
 mod react;
 mod section;
+pub(crate) mod solar;
 pub(crate) mod step3;
 #[cfg(test)]
 mod testing;
@@ -261,6 +264,7 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let mut kimi_k3 = kimi_k3::Reader::new(reply);
     let mut envelopes = envelope::Reader::new(reply);
     let mut command_r = command_r::Reader::new(reply);
+    let mut solar = solar::Reader::new(reply);
     let mut at = 0;
     while let Some(found) = scope.markers.find(at, CHAT_TOKEN_OPEN) {
         if let Some(end) = scope.reasoning.skip(found) {
@@ -271,6 +275,8 @@ fn scan_chat_tokens(scope: &Scope<'_>, out: &mut Collector<'_>) {
             prefixed::read(scope, found, prefixed::PYTHON_TAG, out)
         } else if reply[found..].starts_with(gemma::GEMMA4.open) {
             gemma::read(scope, found, &gemma::GEMMA4, out)
+        } else if reply[found..].starts_with(solar::CALL.0) {
+            solar.read(scope, found, out)
         } else if reply[found..].starts_with(harmony::MESSAGE) {
             harmony::read(scope, found, out).unwrap_or(found + harmony::MESSAGE.len())
         } else if let Some(end) = envelopes.read(scope, found, out) {
