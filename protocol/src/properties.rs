@@ -508,6 +508,8 @@ fn adversarial_input_parses_in_linear_time() {
         "<calc><x></calc>",
         "<calc> <x>1</x>",
         "call:calc{",
+        "<tool_call>calc {",
+        "<tool_call>calc {}\n",
         "<|tool_call:start|>calc\n<|tool_arg:start|>x<|tool_arg:value|>",
         "<|tool_call:start|>calc\n<|tool_arg:start|>x",
         "<ifm|tool_calls><ifm|tool_call>calc<ifm|arg_key>x</ifm|arg_key><ifm|arg_type>",

@@ -11,7 +11,7 @@ use super::{Declared, Parsed, Protocol, ProtocolId, example_arguments};
 use crate::manifest::ToolSpec;
 use crate::message::Message;
 use crate::outcome::ToolOutcome;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::ops::Range;
 
 /// The xml-tag protocol.
@@ -144,7 +144,7 @@ pub(crate) fn elements<'a>(
             // A JSON body that is cut off and retried: the tag opens again
             // before it closes.
             let retry = match (after_value, first) {
-                (None, Some(first)) if reply[body..first].trim_start().starts_with(['{', '[']) => {
+                (None, Some(first)) if opens_json(reply[body..first].trim_start()) => {
                     markers.find(body, open_tag).filter(|&retry| retry < first)
                 }
                 _ => None,
@@ -154,10 +154,10 @@ pub(crate) fn elements<'a>(
                 // Unless it holds a whole value that the next does not
                 // repeat: its close left out, it is an element of its own.
                 let text = reply[body..retry].trim();
-                let whole = lenient_json::parse_prefix(text).ok().filter(|(_, used, _)| *used == text.len());
+                let whole = attempt(text).filter(|(_, used)| *used == text.len());
                 // Compared as values: a retry may space its JSON otherwise.
-                let next = || lenient_json::parse_prefix(&reply[retry + open_tag.len()..]).ok().map(|(value, _, _)| value);
-                let closes_here = whole.is_some_and(|(value, _, _)| next().is_none_or(|next| next != value));
+                let next = || attempt(reply[retry + open_tag.len()..].trim_start()).map(|(call, _)| call);
+                let closes_here = whole.is_some_and(|(call, _)| next().is_none_or(|next| next != call));
                 return Some(Element { open, body: body..retry, end: closes_here.then_some(retry) });
             }
             let Some(close) = after_value.or(first) else {
@@ -171,10 +171,36 @@ pub(crate) fn elements<'a>(
     })
 }
 
+/// Where the JSON of an element's body starts: at its start, or after a
+/// tool's name and white space (GLM 4.7's `get_weather {…}`), with the name
+/// (empty when none).
+fn json_start(text: &str) -> Option<(&str, usize)> {
+    if text.starts_with(['{', '[']) {
+        return Some(("", 0));
+    }
+    let name_len = text.bytes().take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')).count();
+    let after = &text[name_len..];
+    let json = after.trim_start();
+    (name_len > 0 && after.starts_with(char::is_whitespace) && json.starts_with('{'))
+        .then(|| (&text[..name_len], text.len() - json.len()))
+}
+
+/// Whether an element's body opens with JSON ([`json_start`]).
+fn opens_json(text: &str) -> bool {
+    json_start(text).is_some()
+}
+
+/// The call an element's body opens with, its name (if written before the
+/// JSON) and its value, and how far it runs.
+fn attempt(text: &str) -> Option<((&str, Value), usize)> {
+    let (name, json_at) = json_start(text)?;
+    let (value, used, _) = lenient_json::parse_prefix(&text[json_at..]).ok()?;
+    Some(((name, value), json_at + used))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
 
     #[test]
     fn both_tags_hold_calls_and_code_survives() {

@@ -735,6 +735,17 @@ mod tests {
     }
 
     #[test]
+    fn a_name_and_its_json_object_retried_before_the_close() {
+        // Ollama's Laguna tests: the call opened again, written again whole.
+        let retried = "<tool_call>get_weather\n{\"city\":\"Paris\"}\n<tool_call>get_weather\n{\"city\": \"Paris\"}</tool_call>";
+        assert_eq!(calls(retried), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(retried).content, "");
+        // A whole call the next one does not repeat is a call of its own.
+        let two = "<tool_call>get_weather {\"city\": \"Paris\"}\n<tool_call>now {}</tool_call>";
+        assert_eq!(calls(two), vec![("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);
+    }
+
+    #[test]
     fn a_name_and_its_json_object_in_a_tool_call_as_glm_4_7_strays_into() {
         for reply in [
             "<tool_call>get_weather {\"city\": \"Paris\"}</tool_call>",
