@@ -133,7 +133,9 @@ fn json_text(text: &str) -> Option<Value> {
     if !(trimmed.starts_with(['[', '{']) && trimmed.contains("\\\"")) {
         return None;
     }
-    let unescaped: String = serde_json::from_str(&format!("\"{trimmed}\"")).ok()?;
+    // Line breaks between its items are white space once it is unescaped.
+    let quoted = format!("\"{}\"", trimmed.replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t"));
+    let unescaped: String = serde_json::from_str(&quoted).ok()?;
     lenient_json::parse(&unescaped).ok().map(|(value, _)| value)
 }
 
@@ -238,6 +240,11 @@ mod tests {
         assert_eq!(
             run("search", json!({"query": "q", "filter": escaped})),
             Ok(json!({"query": "q", "filter": [{"id": "1", "task": "a \"quoted\" word"}]}))
+        );
+        let spread = "{\\\"lang\\\": \\\"en\\\",\n \\\"year\\\": 2020}";
+        assert_eq!(
+            run("search", json!({"query": "q", "filter": spread})),
+            Ok(json!({"query": "q", "filter": {"lang": "en", "year": 2020}}))
         );
         // Text that is no JSON either way stays text, for the tool to judge.
         assert_eq!(run("search", json!({"query": "q", "filter": "not json"})), Ok(json!({"query": "q", "filter": "not json"})));

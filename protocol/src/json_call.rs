@@ -160,10 +160,11 @@ fn call_from(
         }
         (Some(_), _) => return None,
         (None, input) => {
-            // `tool` names a call only beside its arguments: a log of past
-            // steps (`{"tool": NAME, "result": …}`) names tools too.
+            // Unmarked, `tool` names a call only beside its arguments: a log
+            // of past steps (`{"tool": NAME, "result": …}`) names tools too.
             let by_tool = !NAME_KEYS.iter().any(|&key| key != TOOL_KEY && object.contains_key(key));
-            if by_tool && input.is_none() && !ARGUMENT_KEYS.iter().any(|key| object.contains_key(*key)) {
+            let no_arguments = input.is_none() && !ARGUMENT_KEYS.iter().any(|key| object.contains_key(*key));
+            if by_tool && no_arguments && trust == Trust::Declared {
                 return None;
             }
             let Some(Value::String(name)) = remove_first(&mut object, &NAME_KEYS) else { return None };
@@ -212,6 +213,11 @@ pub(crate) fn arguments_of(value: Value, offset: usize, out: &mut Collector<'_>)
         Value::String(text) => decode_string_arguments(&text, offset, out),
         _ => None,
     }
+}
+
+/// Whether `object` names a call or wraps one, by its keys.
+pub(crate) fn names_a_call(object: &Map<String, Value>) -> bool {
+    NAME_KEYS.iter().chain(&WRAPPER_KEYS).any(|key| object.contains_key(*key))
 }
 
 /// The value of the first of `keys` that `object` has, taken out.

@@ -545,6 +545,10 @@ fn adversarial_input_parses_in_linear_time() {
         ("", "<calc>a", "</calc>"),
         // Values that quote a call's close, one parameter's close after all.
         ("", "<function=calc>\n<parameter=x>a</function>\n", "</parameter>"),
+        ("", "<function=calc>\n<parameter=x>a</function>.</parameter>.\n", "</parameter>\n</function>"),
+        ("", "<|tool_call:start|>calc\n<|tool_arg:start|>x<|tool_arg:value|>1<|tool_arg:end|>", ""),
+        ("", "call:calc{}", ""),
+        ("", "<tool_call>calc {\"a\": \"<tool_call>", "\"}</tool_call>"),
         ("<function=calc>\n<parameter=x>", "a</function>\n", "</parameter>\n</function>"),
         // Cut-off elements, each opened again, before one close.
         ("", "<tool_call>{", "</tool_call>"),

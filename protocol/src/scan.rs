@@ -58,6 +58,10 @@ pub(crate) const GEMMA4_CHANNEL_CLOSE: &str = "<channel|>";
 pub(crate) const MINIMAX_THINK_OPEN: &str = "<mm:think>";
 /// Closes it.
 pub(crate) const MINIMAX_THINK_CLOSE: &str = "</mm:think>";
+/// Opens the reasoning Cline's prompt asks for (and Claude writes).
+pub(crate) const THINKING_OPEN: &str = "<thinking>";
+/// Closes it.
+pub(crate) const THINKING_CLOSE: &str = "</thinking>";
 /// Opens Solar Open 2's reasoning.
 pub(crate) const SOLAR_THINK_OPEN: &str = "<|think:start|>";
 /// Closes it.
@@ -69,7 +73,7 @@ pub(crate) const KIMI_K3_THINK_CLOSE: &str = "<|close|>think<|sep|>";
 /// What Apertus's two markers start with, searched for once for both.
 const APERTUS_INNER: &str = "<|inner_";
 /// Every pair of markers around reasoning, open and close.
-pub(crate) const REASONING: [(&str, &str); 11] = [
+pub(crate) const REASONING: [(&str, &str); 12] = [
     (THINK_OPEN, THINK_CLOSE),
     (HY3_THINK_OPEN, HY3_THINK_CLOSE),
     (SEED_THINK_OPEN, SEED_THINK_CLOSE),
@@ -81,6 +85,7 @@ pub(crate) const REASONING: [(&str, &str); 11] = [
     (MINIMAX_THINK_OPEN, MINIMAX_THINK_CLOSE),
     (KIMI_K3_THINK_OPEN, KIMI_K3_THINK_CLOSE),
     (SOLAR_THINK_OPEN, SOLAR_THINK_CLOSE),
+    (THINKING_OPEN, THINKING_CLOSE),
 ];
 
 /// The reasoning a prompt can open, so that the reply holds only its close:
@@ -100,7 +105,8 @@ const PROMPT_OPENED: [(&str, &str); 4] = [
 /// Apertus's `<|inner_prefix|>…<|inner_suffix|>`, Hunyuan V3's
 /// `<think:opensource>…</think:opensource>`, Gemma 4's
 /// `<|channel>…<channel|>`, MiniMax M3's `<mm:think>…</mm:think>`, Kimi
-/// K3's think channel and Solar Open 2's `<|think:start|>…<|think:end|>`. After an unclosed opening
+/// K3's think channel, Solar Open 2's `<|think:start|>…<|think:end|>` and
+/// the `<thinking>…</thinking>` that Cline's prompt asks for. After an unclosed opening
 /// the rest of the reply is reasoning (an unclosed `<think>` only up to a
 /// section of calls' special token); before the close of reasoning
 /// that nothing opened, the start of the reply is ([`PROMPT_OPENED`]).
@@ -139,7 +145,12 @@ impl Reasoning {
                         at = end;
                     }
                     None => {
-                        let end = if open_marker == THINK_OPEN { unclosed_thinking_end(markers, body) } else { reply.len() };
+                        let end = match open_marker {
+                            THINK_OPEN => unclosed_thinking_end(markers, body),
+                            // Solar Open 2 calls before closing its reasoning.
+                            SOLAR_THINK_OPEN => markers.find(body, crate::auto::solar::CALL.0).unwrap_or(reply.len()),
+                            _ => reply.len(),
+                        };
                         regions.push(open..end);
                         break;
                     }

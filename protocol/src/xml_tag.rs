@@ -140,7 +140,11 @@ pub(crate) fn elements<'a>(
             let body = open + open_tag.len();
             // A string in a JSON body may hold the closing tag.
             let first = closes.next(body);
-            let after_value = first.and_then(|_| lenient_json::close_after_value(reply, body, close_tag));
+            let after_value = first.and_then(|_| {
+                let text = reply[body..].trim_start();
+                let (_, json_at) = json_start(text)?;
+                lenient_json::close_after_value(reply, reply.len() - text.len() + json_at, close_tag)
+            });
             // A JSON body that is cut off and retried: the tag opens again
             // before it closes.
             let retry = match (after_value, first) {

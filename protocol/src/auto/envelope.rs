@@ -328,9 +328,10 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
     };
     let closed = retry.is_none() && close.is_some();
     // MiniCPM3 fences its pythonic calls inside its envelope
-    // (```` ```python ````): the calls are the fence's inside.
+    // (```` ```python ````), and models fence JSON inside others: the calls
+    // are the fence's inside.
     let (body, body_end, kind) = match super::inside_fence(&reply[body..body_end], body) {
-        Some((inner, at)) if closed && envelope.body == Body::Pythonic => (at, at + inner.len(), body_kind(envelope, inner)),
+        Some((inner, at)) if closed => (at, at + inner.len(), body_kind(envelope, inner)),
         _ => (body, body_end, kind),
     };
     let text = reply[body..body_end].trim_start();
@@ -564,7 +565,10 @@ fn read_elements(
     let within = &scope.reply[..body_end];
     let (call_open, call_close) = elements.call;
     let mut at = body;
+    let calls_before = out.len();
     let mut read_any = false;
+    // White space between the calls is the envelope's, no content.
+    let mut gaps = Vec::new();
     while let Some(call) = find(within, at, call_open) {
         let text = call + call_open.len();
         let Some(close) = find(within, text, call_close) else {
@@ -572,9 +576,8 @@ fn read_elements(
             break;
         };
         let start = text + (within[text..close].len() - within[text..close].trim_start().len());
-        // White space between the calls is the envelope's, no content.
         if within[at..call].trim().is_empty() {
-            out.markup(at..call);
+            gaps.push(at..call);
         }
         at = close + call_close.len();
         if within[start..close].starts_with('{') {
@@ -587,6 +590,14 @@ fn read_elements(
     if !read_any {
         // The envelope's token quoted in prose.
         return body;
+    }
+    if out.len() == calls_before {
+        // None of its calls is one (an undeclared tool's, in a fence): the
+        // envelope stays as it was written.
+        return end;
+    }
+    for gap in gaps {
+        out.markup(gap);
     }
     out.markup(open..body);
     let rest = if within[at..].trim().is_empty() { at } else { body_end };
@@ -785,6 +796,10 @@ mod tests {
         assert_eq!(parse(reply).content, "<|thought_start|>\nI need the weather.\n<|thought_end|>");
         let json = "<|tool_call_start|>\n```json\n[{\"name\": \"now\", \"arguments\": {}}]\n```\n<|tool_call_end|>";
         assert_eq!(calls(json), one("now", json!({})));
+        // JSON fenced inside a JSON envelope, any tool's, as markup calls.
+        let fenced = "<tool_calls>\n```json\n[{\"name\": \"lookup_order\", \"arguments\": {\"id\": 7}}]\n```\n</tool_calls>";
+        assert_eq!(calls(fenced), one("lookup_order", json!({"id": 7})));
+        assert_eq!(parse(fenced).content, "");
         // Unclosed, the fence is not known to be the whole body.
         assert_eq!(calls("<|tool_call_start|>\n```python\nnow()\n```"), vec![]);
     }

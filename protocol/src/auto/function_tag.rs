@@ -172,6 +172,23 @@ fn ends_inside_tag(rest: &str) -> bool {
         || [PARAMETER_OPEN, PARAM_NAMED, FUNCTION_CLOSE, TOOL_CALL.1].iter().any(|tag| tag.starts_with(rest))
 }
 
+/// How many closing tags a value quoting a `</function>` is read past, to
+/// the one the call's structure follows.
+const MAX_QUOTED_CLOSES: usize = 8;
+
+/// Whether the `</function>` at `close`, inside the value starting at
+/// `value`, is quoted by it rather than the call's own: a call opens in
+/// the value before it, or text that no call's end is followed by comes
+/// after it (a call's own close is followed by `</tool_call>`, the next
+/// call or the reply's end).
+fn quotes_close(reply: &str, value: usize, close: usize) -> bool {
+    let after = reply[close + FUNCTION_CLOSE.len()..].trim_start();
+    let opens_inside = [FUNCTION_OPEN, FUNCTION_NAMED].iter().any(|open| reply[value..close].contains(open));
+    let ends_a_call =
+        after.is_empty() || [TOOL_CALL.1, TOOL_CALL.0, FUNCTION_OPEN, FUNCTION_NAMED].iter().any(|tag| after.starts_with(tag));
+    opens_inside || !ends_a_call
+}
+
 /// A call being read: its tool and where its tag opened.
 struct Call<'a> {
     reply: &'a str,
@@ -272,6 +289,7 @@ impl Call<'_> {
             // parameter or the call's end, so that a value quoting markup
             // (`</parameter>`, `<tool_call>…</tool_call>`) keeps it.
             let next_open = ends.parameter_open[spelling].next(value_start);
+            let any_open = ends.parameter_open.iter_mut().filter_map(|opens| opens.next(value_start)).min();
             let function_close = ends.function.next(value_start);
             let structural = [next_open, function_close].into_iter().flatten().min();
             let limit = structural.unwrap_or(reply.len());
@@ -280,19 +298,25 @@ impl Call<'_> {
             while let Some(later) = close.and_then(|c| closes.next(c + 1)).filter(|&c| c < limit) {
                 close = Some(later);
             }
-            // A value that quotes a whole call (`<function=…></function>` in
-            // a file's text) runs past that `</function>` to its own close,
-            // when the call's structure follows that close before the next
-            // parameter opens.
-            let quotes_a_call =
-                |close: usize| [FUNCTION_OPEN, FUNCTION_NAMED].iter().any(|open| reply[value_start..close].contains(open));
-            if let Some(quoted_close) = function_close.filter(|&c| structural == Some(c) && close.is_none() && quotes_a_call(c)) {
-                close = closes.next(quoted_close).filter(|&c| {
-                    next_open.is_none_or(|open| c < open) && {
-                        let after = reply[c + close_tag.len()..].trim_start();
-                        after.is_empty() || after.starts_with(FUNCTION_CLOSE) || after.starts_with(PARAMETER_TAGS[spelling].0)
+            // A value that quotes a `</function>` (a file holding an example
+            // call, prose about the format) runs past it to its own close,
+            // when the call's structure follows that close and no other
+            // parameter opens before it.
+            if let Some(quoted_close) =
+                function_close.filter(|&c| structural == Some(c) && close.is_none() && quotes_close(reply, value_start, c))
+            {
+                // The first close the call's structure follows; a few quoted
+                // ones before it are looked past.
+                let mut candidate = closes.next(quoted_close);
+                for _ in 0..MAX_QUOTED_CLOSES {
+                    let Some(c) = candidate.filter(|&c| any_open.is_none_or(|open| c < open)) else { break };
+                    let after = reply[c + close_tag.len()..].trim_start();
+                    if after.starts_with(FUNCTION_CLOSE) || after.starts_with(PARAMETER_TAGS[spelling].0) {
+                        close = Some(c);
+                        break;
                     }
-                });
+                    candidate = closes.next(c + 1);
+                }
             }
             let next = [structural, ends.tool_call.next(value_start)].into_iter().flatten().min();
             let (value_end, after) = match (close, next) {
@@ -488,6 +512,13 @@ mod tests {
             calls(two),
             vec![("now".to_owned(), json!({"zone": "UTC"})), ("get_weather".to_owned(), json!({"city": "Paris"}))]
         );
+        // Prose about the format quotes the closes, one or both.
+        for text in ["Each call ends with </function>.", "Qwen closes a call with </function> and a value with </parameter>."] {
+            let reply =
+                format!("<tool_call>\n<function=calculate>\n<parameter=code>\n{text}\n</parameter>\n</function>\n</tool_call>");
+            assert_eq!(calls(&reply), one("calculate", json!({"code": text})), "{reply}");
+            assert_eq!((parse(&reply).content.as_str(), warnings(&reply)), ("", Vec::<String>::new()), "{reply}");
+        }
         // A value that quotes no call ends at the call's end, whatever
         // closes later.
         let later = "<tool_call>\n<function=calculate>\n<parameter=code>\nhello\n</function>\n</tool_call>\nDone. (Values close with </parameter>";

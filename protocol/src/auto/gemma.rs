@@ -17,7 +17,7 @@
 use super::super::ParsedCall;
 use super::super::scan::GEMMA4_CHANNEL_CLOSE;
 use super::super::scan::{Collector, find};
-use super::{Scope, exact_number, markup_name, starts_line};
+use super::{Scope, exact_number, indented_as_code, markup_name, starts_line};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -42,8 +42,10 @@ pub(crate) const FUNCTION_GEMMA: Dialect =
 /// Follows the opening token, before the tool's name.
 const CALL: &str = "call:";
 /// What stands before a call's name in place of `<|tool_call>call:` at
-/// times.
+/// times, and what may close it then.
 const BARE_CALL_TAG: &str = "<call>";
+/// Closes a call opened by [`BARE_CALL_TAG`].
+const BARE_CALL_CLOSE: &str = "</call>";
 /// Around the arguments, open and close: braces as the template writes
 /// them, or parentheses, which Gemma 4 drifts into under long prompts
 /// (vLLM issue #53642).
@@ -84,12 +86,16 @@ enum Trusted {
 }
 
 /// Gemma 4's calls written without their opening token, as vLLM's parser
-/// also reads them: `call:NAME{…}` at a line's start or right after its
-/// reasoning's close (`<channel|>call:NAME{…}`), and `<call>NAME{…}`. No
-/// token marks them, so they are calls only of declared tools.
+/// also reads them: `call:NAME{…}` or `<call>NAME{…}` (`</call>` after it
+/// or not) at a line's start (not indented as code), right after its
+/// reasoning's close (`<channel|>call:NAME{…}`) or after another such
+/// call, and ending its line. No token marks them, so they are calls only
+/// of declared tools, and one that does not read is prose, not warned of.
 pub(super) fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut at = 0;
+    // Where the last call read ends: the next may follow it on its line.
+    let mut after_call = None;
     while let Some(open) = scope.markers.find(at, "{") {
         at = open + 1;
         let name_len = reply[..open]
@@ -100,16 +106,24 @@ pub(super) fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
             .count();
         let name_at = open - name_len;
         let before = &reply[..name_at];
+        let line_start = |lead: &str| {
+            let at = lead.len();
+            (starts_line(reply, at) && !indented_as_code(reply, at))
+                || after_call == Some(at)
+                || lead.ends_with(GEMMA4_CHANNEL_CLOSE)
+        };
         let start = match (before.strip_suffix(CALL), before.strip_suffix(BARE_CALL_TAG)) {
-            (Some(lead), _) if starts_line(reply, lead.len()) || lead.ends_with(GEMMA4_CHANNEL_CLOSE) => lead.len(),
-            (_, Some(lead)) => lead.len(),
+            (Some(lead), _) if line_start(lead) => lead.len(),
+            (_, Some(lead)) if line_start(lead) => lead.len(),
             _ => continue,
         };
         if name_len == 0 || name_len > MAX_TOOL_NAME_LEN || scope.reasoning.contains(start) {
             continue;
         }
+        let before_read = out.len();
         if let Some(end) = call_at(scope, start, name_at, &GEMMA4, Trusted::Declared, out) {
             at = at.max(end);
+            after_call = (out.len() > before_read).then_some(end);
         }
     }
 }
@@ -146,23 +160,33 @@ fn call_at(
         return None;
     };
     let values = Values { reply, quote: dialect.quote, call_close: dialect.close };
+    // Without its token, a call that does not read is prose: no warning.
+    let marked = trusted == Trusted::AsMarkup;
     let (arguments, end) = match values.object(name_end + 1, 0, shell_close) {
         Ok(read) => read,
-        Err(Stop::CutOff) => {
+        Err(Stop::CutOff) if marked => {
             out.warn(found, format!("the call to `{name}` is cut off; it is not a call"));
             return Some(reply.len());
         }
-        Err(Stop::Malformed(at)) => {
+        Err(Stop::Malformed(at)) if marked => {
             out.warn(at, format!("the arguments of `{name}` are not {}'s key:value pairs; it is not a call", dialect.name()));
             return Some(at.max(name_end + 1));
         }
+        Err(Stop::CutOff) => return Some(reply.len()),
+        Err(Stop::Malformed(at)) => return Some(at.max(name_end + 1)),
     };
     let trimmed = reply[end..].trim_start();
     let closed_at = reply.len() - trimmed.len();
-    let end = [dialect.close, dialect.turn_end]
-        .iter()
-        .find(|token| trimmed.starts_with(**token))
-        .map_or(end, |token| closed_at + token.len());
+    let closes: &[&str] =
+        if marked { &[dialect.close, dialect.turn_end] } else { &[dialect.close, dialect.turn_end, BARE_CALL_CLOSE] };
+    let end = closes.iter().find(|token| trimmed.starts_with(**token)).map_or(end, |token| closed_at + token.len());
+    // Without its token, a call stands on a line of its own, or before the
+    // next such call.
+    let rest = reply[end..].trim_start_matches([' ', '\t']);
+    let alone = rest.is_empty() || rest.starts_with(['\n', '\r']) || rest.starts_with(CALL) || end >= scope.turn_end();
+    if !marked && !alone {
+        return None;
+    }
     if scope.markup_calls(found, name) {
         out.call(ParsedCall {
             id: None,
@@ -510,9 +534,19 @@ mod tests {
             assert_eq!(calls(reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
             assert_eq!(parse(reply).content, content, "{reply}");
         }
-        // No token marks them: an undeclared tool's, or one within a line of
-        // prose, or in reasoning, is no call.
+        // Glued one after another, and closed by `</call>`.
+        let glued = "call:get_weather{city:<|\"|>Paris<|\"|>}call:now{}";
+        assert_eq!(calls(glued), vec![("get_weather".into(), json!({"city": "Paris"})), ("now".into(), json!({}))]);
+        assert_eq!(parse("<call>now{}</call>").content, "");
+        // A `<call>` in prose that does not read is prose, not warned of.
+        let prose = "Use <call>get_weather{city} in the template.";
+        assert_eq!((calls(prose), warnings(prose)), (vec![], vec![]));
+        // No token marks them: an undeclared tool's, one within a line of
+        // prose or followed by it, indented as code, or in reasoning, is no
+        // call.
         no_calls(&[
+            "call:get_weather{city:<|\"|>Paris<|\"|>} then I answer.",
+            "For example:\n\n    call:get_weather{city:<|\"|>Paris<|\"|>}\n",
             "call:delete_all{path:<|\"|>/<|\"|>}",
             "Gemma writes call:get_weather{city:<|\"|>Paris<|\"|>} then stops.",
             "<|channel>thought\ncall:get_weather{city:<|\"|>Paris<|\"|>}<channel|>",

@@ -289,6 +289,9 @@ mod tests {
         assert_eq!(calls(as_json), one("get_weather", json!({"city": "Paris"})));
         assert_eq!(parse(as_json).content, "");
         no_calls(&["`<ifm|tool_calls><ifm|tool_call>now</ifm|tool_call></ifm|tool_calls>`"]);
+        // Fenced, an undeclared tool's call is shown, whole.
+        let shown = "```\n<ifm|tool_calls><ifm|tool_call>delete_all</ifm|tool_call></ifm|tool_calls>\n```";
+        assert_eq!((calls(shown), parse(shown).content.as_str()), (vec![], shown));
     }
 
     #[test]

@@ -537,6 +537,14 @@ pub(crate) fn starts_line(reply: &str, at: usize) -> bool {
     before.is_empty() || before.ends_with('\n')
 }
 
+/// Whether the line `at` starts (after its indent) is indented as
+/// Markdown indents code: four spaces or a tab.
+pub(crate) fn indented_as_code(reply: &str, at: usize) -> bool {
+    let line = reply[..at].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &reply[line..at];
+    indent.contains('\t') || indent.len() >= 4
+}
+
 /// A short word in double or single quotes at `at`, and where it ends.
 fn quoted_word(reply: &str, at: usize) -> Option<(&str, usize)> {
     let quote = *reply.as_bytes().get(at).filter(|q| matches!(q, b'"' | b'\''))?;
@@ -727,6 +735,8 @@ mod tests {
             "{\"type\": \"tool_use\", \"name\": \"delete_all\", \"input\": {}}",
             "{\"tool\": \"delete_all\", \"tool_input\": {}}",
         ]);
+        // In markup it names the call, arguments or not.
+        assert_eq!(calls("<tool_call>{\"tool\": \"now\"}</tool_call>"), one("now", json!({})));
         // `tool` beside no arguments names a step done, not a call.
         no_calls(&[
             "Steps so far:\n```json\n[{\"tool\": \"now\", \"result\": \"12:00\"}]\n```",
@@ -740,6 +750,10 @@ mod tests {
         let retried = "<tool_call>get_weather\n{\"city\":\"Paris\"}\n<tool_call>get_weather\n{\"city\": \"Paris\"}</tool_call>";
         assert_eq!(calls(retried), one("get_weather", json!({"city": "Paris"})));
         assert_eq!(parse(retried).content, "");
+        // The tag inside a string of the JSON is text, not a retry.
+        let quoting = "<tool_call>get_weather {\"city\": \"Wrap calls in <tool_call> tags.\"}</tool_call>";
+        assert_eq!(calls(quoting), one("get_weather", json!({"city": "Wrap calls in <tool_call> tags."})));
+        assert_eq!((parse(quoting).content.as_str(), warnings(quoting)), ("", vec![]));
         // A whole call the next one does not repeat is a call of its own.
         let two = "<tool_call>get_weather {\"city\": \"Paris\"}\n<tool_call>now {}</tool_call>";
         assert_eq!(calls(two), vec![("get_weather".to_owned(), json!({"city": "Paris"})), ("now".to_owned(), json!({}))]);

@@ -10,7 +10,7 @@ use super::super::ParsedCall;
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::Collector;
-use super::{BareOpening, Scope, bare_opening, pythonic, starts_line};
+use super::{Scope, indented_as_code, pythonic, starts_line};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -106,14 +106,6 @@ fn stripped_head(scope: &Scope<'_>, open: usize) -> Option<usize> {
     (name_len > 0 && name_len <= MAX_TOOL_NAME_LEN && scope.declared.contains(&before[start..])).then_some(start)
 }
 
-/// Whether the line `at` starts (after its indent) is indented as
-/// Markdown indents code: four spaces or a tab.
-fn indented_as_code(reply: &str, at: usize) -> bool {
-    let line = reply[..at].rfind('\n').map_or(0, |i| i + 1);
-    let indent = &reply[line..at];
-    indent.contains('\t') || indent.len() >= 4
-}
-
 /// Where the arguments of a stripped call of a declared tool starting at
 /// `at` open, if one does.
 fn stripped_head_ahead(scope: &Scope<'_>, at: usize) -> Option<usize> {
@@ -189,8 +181,8 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
 /// `first`, read up to `end`, with the objects that follow it each after a
 /// comma, as Mistral models write several calls without the list's
 /// brackets (`[TOOL_CALLS]{…}, {…}`): an array of them all, and where they
-/// end. Anything but an object that opens as a call does (a name, its
-/// arguments) ends them before the comma.
+/// end. Anything but an object that names a call ends them before the
+/// comma.
 fn objects_after(reply: &str, first: Value, mut end: usize, out: &mut Collector<'_>) -> (Value, usize) {
     if !first.is_object() {
         return (first, end);
@@ -198,10 +190,11 @@ fn objects_after(reply: &str, first: Value, mut end: usize, out: &mut Collector<
     let mut items = vec![first];
     while let Some(next) = reply[end..].trim_start().strip_prefix(',').map(str::trim_start).filter(|next| next.starts_with('{')) {
         let at = reply.len() - next.len();
-        if bare_opening(reply, at) != BareOpening::Json {
+        let Ok((Value::Object(item), used, repairs)) = lenient_json::parse_prefix(next) else { break };
+        if !json_call::names_a_call(&item) {
             break;
         }
-        let Ok((item @ Value::Object(_), used, repairs)) = lenient_json::parse_prefix(next) else { break };
+        let item = Value::Object(item);
         json_call::report(&repairs, at, out);
         items.push(item);
         end = at + used;
@@ -297,6 +290,8 @@ mod tests {
         let then_prose = "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}, and then I will answer.";
         assert_eq!(calls(then_prose), one("now", json!({})));
         assert_eq!(parse(then_prose).content, ", and then I will answer.");
+        let with_id = "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}, {\"id\": \"abc123\", \"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}";
+        assert_eq!(calls(with_id), vec![("now".to_owned(), json!({})), ("get_weather".to_owned(), json!({"city": "Paris"}))]);
         // An object that is no call ends them, and stays in the content.
         let note = "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}, {\"note\": \"x\"}";
         assert_eq!(calls(note), one("now", json!({})));

@@ -49,8 +49,10 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut names = Forward::indexed(&scope.markers, form.name);
     let mut thoughts = Forward::new(reply, THOUGHT);
-    // Where the reply's text starts: a pair there is in the form.
-    let first_text = reply.len() - reply.trim_start().len();
+    // Where the reply's own text starts, after its reasoning: a pair there
+    // is in the form, and so is one right after a pair read as a call.
+    let first_text = scope.said().start;
+    let mut form_run_end = None;
     let mut at = 0;
     while let Some(found) = names.next(at) {
         at = found + form.name.len();
@@ -61,11 +63,13 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
         if !starts_line(reply, found) {
             continue;
         }
-        let in_form =
-            found == first_text || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
+        let in_form = found == first_text
+            || form_run_end.is_some_and(|end: usize| reply[end..found].trim().is_empty())
+            || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
         if let Some((call, end)) = read(scope, form, found, in_form, out) {
             out.call(call);
             at = end;
+            form_run_end = Some(end);
         }
     }
 }
@@ -176,6 +180,12 @@ mod tests {
         let hallucinated = "✿FUNCTION✿: now\n✿ARGS✿: {}\n✿RESULT✿: 12:00\n✿RETURN✿: It is noon.";
         assert_eq!(calls(hallucinated), one("now", json!({})));
         assert_eq!(parse(hallucinated).content, "✿RESULT✿: 12:00\n✿RETURN✿: It is noon.", "a result it made up stays in view");
+        // After reasoning the reply's own text starts with them; a pair
+        // right after one read as a call is in the form too.
+        assert_eq!(calls("<think>x</think>\n✿FUNCTION✿: lookup\n✿ARGS✿: {\"q\": 1}"), one("lookup", json!({"q": 1})));
+        let run = "Checking.\n✿FUNCTION✿: now\n✿ARGS✿: {}\n✿FUNCTION✿: lookup\n✿ARGS✿: {\"q\": 1}";
+        assert_eq!(calls(run), vec![("now".into(), json!({})), ("lookup".into(), json!({"q": 1}))]);
+        assert_eq!(parse(run).content, "Checking.");
         // ReAct's stop word, left at the reply's end, goes with the call.
         assert_eq!(parse("Thought: x\nAction: now\nAction Input: {}\nObservation:").content, "Thought: x");
     }

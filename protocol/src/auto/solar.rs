@@ -64,14 +64,32 @@ impl<'a> Reader<'a> {
                 return end;
             }
         };
-        if close.is_none() && next_open.is_some() {
-            out.warn(found, format!("the call to `{name}` is opened again before its {}; it is not a call", CALL.1));
-            return body_end;
+        // Opened again before its close: a retry of a call cut off, unless
+        // this one is whole and the next one says something else (its
+        // close left out).
+        if let Some(next) = next_open.filter(|_| close.is_none()) {
+            let whole = reply[body..next].trim_end().ends_with(ARG_END) || arguments.is_empty();
+            if !whole || self.repeated(reply, next, name, &arguments) {
+                out.warn(found, format!("the call to `{name}` is opened again before its {}; it is not a call", CALL.1));
+                return body_end;
+            }
         }
         if scope.markup_calls(found, name) {
             out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..end });
         }
         end
+    }
+}
+
+impl Reader<'_> {
+    /// Whether the call opened at `next` names `name` with `arguments`.
+    fn repeated(&mut self, reply: &str, next: usize, name: &str, arguments: &Map<String, serde_json::Value>) -> bool {
+        let body = next + CALL.0.len();
+        let end = [self.closes.next(body), self.opens.next(body)].into_iter().flatten().min().unwrap_or(reply.len());
+        let text = &reply[body..end];
+        let name_len = text.find(['\n', '<']).unwrap_or(text.len());
+        markup_name(&text[..name_len]) == Some(name)
+            && self::arguments(reply, body + name_len, end).is_ok_and(|next| next == *arguments)
     }
 }
 
@@ -133,6 +151,15 @@ mod tests {
         assert_eq!(warnings(cut).len(), 1, "{:?}", warnings(cut));
         let retried = format!("<|tool_call:start|>get_weather\n<|tool_arg:start|>city{SEOUL}");
         assert_eq!(calls(&retried), one("get_weather", json!({"city": "Seoul"})), "only the retry");
+        // Called before its reasoning is closed, the call ends it.
+        let unclosed = format!("<|think:start|>plan {SEOUL}");
+        assert_eq!(calls(&unclosed), one("get_weather", json!({"city": "Seoul"})));
+        // A whole call whose close is left out, then another: both calls;
+        // then the same again: only the retry.
+        let no_close = &SEOUL[..SEOUL.len() - "<|tool_call:end|>".len()];
+        let two = format!("{no_close}<|tool_call:start|>now\n<|tool_call:end|>");
+        assert_eq!(calls(&two), vec![("get_weather".into(), json!({"city": "Seoul"})), ("now".into(), json!({}))]);
+        assert_eq!(calls(&format!("{no_close}{SEOUL}")), one("get_weather", json!({"city": "Seoul"})));
         no_calls(&[
             &format!("<|think:start|>{SEOUL}<|think:end|>"),
             "Solar writes `<|tool_call:start|>now<|tool_call:end|>` to call.",

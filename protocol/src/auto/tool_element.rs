@@ -9,12 +9,14 @@
 //! ```
 //!
 //! No family's token marks them, so such an element is a call only of a
-//! declared tool, only when it holds nothing but its arguments' elements
-//! and is closed, and never in reasoning or inline code. A value is its
+//! declared tool, only when it holds nothing but its arguments' elements,
+//! each key once, and is closed, and never in reasoning (Cline's
+//! `<thinking>` too) or code. A value is its
 //! text, the line break on each side left out, typed as other markup's
 //! values are ([`markup_value`]).
 
 use super::super::ParsedCall;
+use super::super::json_call::Trust;
 use super::super::markup_value;
 use super::super::scan::{Collector, find, skip_ws};
 use super::function_tag::template_value;
@@ -33,7 +35,9 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     while let Some(open) = scope.markers.find(at, "<") {
         at = open + 1;
         let Some((name, body)) = open_tag(reply, open).filter(|(name, _)| scope.declared.contains(name)) else { continue };
-        if scope.reasoning.contains(open) || scope.markup_trust(open).is_none() {
+        // In code, fenced or inline, such an element is shown (HTML has a
+        // `<search>` element), not called.
+        if scope.reasoning.contains(open) || scope.markup_trust(open) != Some(Trust::Explicit) {
             continue;
         }
         let (close_tag, cached) = close_tags.entry(name).or_insert_with(|| (format!("</{name}>"), None));
@@ -80,7 +84,10 @@ fn arguments(reply: &str, body: usize, close: usize) -> Result<Map<String, serde
         let (key, value) = open_tag(reply, at).filter(|&(_, value)| value <= close).ok_or(at)?;
         let key_close = format!("</{key}>");
         let value_end = find(&reply[..close], value, &key_close).ok_or(close)?;
-        arguments.insert(key.to_owned(), markup_value::decode(template_value(&reply[value..value_end])));
+        // A key written twice leaves its value in doubt.
+        if arguments.insert(key.to_owned(), markup_value::decode(template_value(&reply[value..value_end]))).is_some() {
+            return Err(close);
+        }
         at = value_end + key_close.len();
     }
 }
@@ -115,6 +122,13 @@ mod tests {
             // Quoted as code, or in reasoning.
             "Write `<get_weather><city>Paris</city></get_weather>` to call it.",
             "<think>\n<get_weather><city>Paris</city></get_weather>\n</think>",
+        ]);
+        no_calls(&[
+            // HTML's own `<search>`-like elements shown in code, Cline's
+            // reasoning, a key written twice.
+            "```html\n<get_weather>\n  <form>\n    <input name=\"q\">\n  </form>\n</get_weather>\n```",
+            "<thinking>\n<get_weather>\n<city>Paris</city>\n</get_weather>\n</thinking>",
+            "<get_weather>\n<city>Paris</city>\n<city>Rome</city>\n</get_weather>",
         ]);
         // After one that is not a call, the next one still is.
         let after = "<get_weather>Paris?</get_weather> <get_weather><city>Paris</city></get_weather>";
