@@ -25,6 +25,7 @@ use super::super::xml_tag::TOOL_CALL;
 use super::atem;
 use super::function_tag::wrapped;
 use super::{CHAT_TOKEN_OPEN, Scope, markup_name};
+use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
 /// Opens a message's header (left out of a reply's first message).
@@ -172,14 +173,42 @@ fn strip_prefix_ignoring_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str
 /// tool, their JSON object right after the header; the header's words go
 /// with the call. What a reply says before them stays content, as the
 /// analysis does when its tokens are kept.
+///
+/// Found from the `{` of their arguments, which the reply's marker index
+/// lists already: a search of its own for the recipient cost a third of
+/// `auto`'s time on prose.
 pub(super) fn scan_stripped(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let mut at = 0;
-    while let Some(found) = find(scope.reply, at, STRIPPED_RECIPIENT) {
+    while let Some(brace) = scope.markers.find(at, "{") {
+        at = brace + 1;
+        let Some(found) = stripped_recipient_before(scope.reply, brace) else { continue };
         at = match scope.reasoning.skip(found) {
             Some(end) => end,
-            None => stripped_call(scope, found, out).unwrap_or(found + STRIPPED_RECIPIENT.len()),
+            None => stripped_call(scope, found, out).unwrap_or(at),
         };
     }
+}
+
+/// Where the recipient of a stripped header ending right before the `{` at
+/// `brace` starts: `to=functions.NAME`, the constraint's type and white
+/// space between (a look back of bounded length).
+fn stripped_recipient_before(reply: &str, brace: usize) -> Option<usize> {
+    let mut before = reply[..brace].trim_end_matches([' ', '\t']);
+    if let Some(word) = STRIPPED_TYPES.iter().find_map(|word| strip_suffix_ignoring_case(before, word)) {
+        before = word.trim_end_matches([' ', '\t']);
+    }
+    before = before.strip_suffix(CONSTRAIN).unwrap_or(before).trim_end_matches([' ', '\t']);
+    // The name, with a glued type or channel (`NAMEjson`, `NAMEcommentary`).
+    let name_len = before
+        .bytes()
+        .rev()
+        .take(NAMESPACE.len() + MAX_TOOL_NAME_LEN + GLUED[1].len() + 1)
+        .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        .count();
+    let head = &before[..before.len() - name_len];
+    // The name's characters take in `functions.` too.
+    let recipient = head.strip_suffix(RECIPIENT).map(|_| head.len() - RECIPIENT.len());
+    recipient.filter(|&at| reply[at..].starts_with(STRIPPED_RECIPIENT))
 }
 
 /// The stripped call whose recipient is at `found`, and where it ends;

@@ -28,12 +28,16 @@ struct Form {
     /// What may follow the arguments, taken with them when the reply ends
     /// there (the stop word a server did not strip).
     stop: &'static str,
+    /// Whether its labels are found from the `{` of the arguments, which
+    /// the reply's marker index lists, rather than searched for: a label
+    /// that starts with no listed byte would cost a pass over the reply.
+    by_arguments: bool,
 }
 
 /// ReAct's labels.
-const REACT: Form = Form { name: ACTION, input: "Action Input:", stop: "Observation:" };
+const REACT: Form = Form { name: ACTION, input: "Action Input:", stop: "Observation:", by_arguments: false };
 /// Qwen-Agent's labels.
-const QWEN_AGENT: Form = Form { name: "✿FUNCTION✿:", input: "✿ARGS✿:", stop: "✿RESULT✿" };
+const QWEN_AGENT: Form = Form { name: "✿FUNCTION✿:", input: "✿ARGS✿:", stop: "✿RESULT✿", by_arguments: true };
 /// The line of reasoning that puts a reply in ReAct's form.
 const THOUGHT: &str = "Thought:";
 
@@ -54,7 +58,7 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
     let first_text = scope.said().start;
     let mut form_run_end = None;
     let mut at = 0;
-    while let Some(found) = names.next(at) {
+    while let Some(found) = next_label(scope, form, &mut names, at) {
         at = found + form.name.len();
         if let Some(end) = scope.reasoning.skip(found) {
             at = end;
@@ -72,6 +76,28 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
             form_run_end = Some(end);
         }
     }
+}
+
+/// Where the next name label of `form` at or after `at` stands.
+fn next_label(scope: &Scope<'_>, form: &Form, names: &mut Forward<'_>, at: usize) -> Option<usize> {
+    if !form.by_arguments {
+        return names.next(at);
+    }
+    let reply = scope.reply;
+    let mut from = at;
+    while let Some(brace) = scope.markers.find(from, "{") {
+        from = brace + 1;
+        // `LABEL NAME`, a line break, `INPUT {`.
+        let Some(input) = reply[..brace].trim_end_matches([' ', '\t']).strip_suffix(form.input) else { continue };
+        let Some(name_line) = reply[..input.len()].trim_end_matches([' ', '\t']).strip_suffix('\n') else { continue };
+        let name_line = name_line.strip_suffix('\r').unwrap_or(name_line);
+        let line_start = name_line.rfind('\n').map_or(0, |i| i + 1);
+        let label = line_start + (name_line[line_start..].len() - name_line[line_start..].trim_start().len());
+        if label >= at && reply[label..].starts_with(form.name) {
+            return Some(label);
+        }
+    }
+    None
 }
 
 /// The pair whose name label stands at `found`, if it is a call, and where
