@@ -148,7 +148,9 @@ impl Reasoning {
                         let end = match open_marker {
                             THINK_OPEN => unclosed_thinking_end(markers, body),
                             // Solar Open 2 calls before closing its reasoning.
-                            SOLAR_THINK_OPEN => markers.find(body, crate::auto::solar::CALL.0).unwrap_or(reply.len()),
+                            SOLAR_THINK_OPEN => {
+                                markers.find(body, crate::section_tokens::SOLAR_CALL_START).unwrap_or(reply.len())
+                            }
                             _ => reply.len(),
                         };
                         regions.push(open..end);

@@ -20,6 +20,8 @@ pub(crate) const DEEPSEEK_ASCII_SECTION_BEGIN: &str = "<|tool▁calls▁begin|>"
 pub(crate) const DSML_FUNCTION_CALLS_BEGIN: &str = "<｜DSML｜function_calls>";
 /// DeepSeek V4 opens its DSML calls.
 pub(crate) const DSML_TOOL_CALLS_BEGIN: &str = "<｜DSML｜tool_calls>";
+/// Solar Open 2 opens a call, before or after closing its reasoning.
+pub(crate) const SOLAR_CALL_START: &str = "<|tool_call:start|>";
 /// DeepSeek V4.1 opens its DSML calls, a space after `｜DSML｜`.
 pub(crate) const DSML_SPACED_CALLS_BEGIN: &str = "<｜DSML｜ calls>";
 

@@ -13,7 +13,7 @@ use super::{Scope, markup_name};
 use serde_json::Map;
 
 /// Opens and closes a call.
-pub(crate) const CALL: (&str, &str) = ("<|tool_call:start|>", "<|tool_call:end|>");
+pub(crate) const CALL: (&str, &str) = (crate::section_tokens::SOLAR_CALL_START, "<|tool_call:end|>");
 /// Opens an argument, before its key.
 const ARG_START: &str = "<|tool_arg:start|>";
 /// Between an argument's key and its value.
