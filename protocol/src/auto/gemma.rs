@@ -17,7 +17,7 @@
 use super::super::ParsedCall;
 use super::super::scan::GEMMA4_CHANNEL_CLOSE;
 use super::super::scan::{Collector, find};
-use super::{Scope, exact_number, indented_as_code, markup_name, starts_line};
+use super::{Scope, exact_number, indented_as_code, markup_name, name_len_before, starts_line};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -98,12 +98,7 @@ pub(super) fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
     let mut after_call = None;
     while let Some(open) = scope.markers.find(at, "{") {
         at = open + 1;
-        let name_len = reply[..open]
-            .bytes()
-            .rev()
-            .take(MAX_TOOL_NAME_LEN + 1)
-            .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-            .count();
+        let name_len = name_len_before(&reply[..open], MAX_TOOL_NAME_LEN + 1, true);
         let name_at = open - name_len;
         let before = &reply[..name_at];
         let line_start = |lead: &str| {

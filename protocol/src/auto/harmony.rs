@@ -24,7 +24,7 @@ use super::super::scan::{Collector, HARMONY_END, find};
 use super::super::xml_tag::TOOL_CALL;
 use super::atem;
 use super::function_tag::wrapped;
-use super::{CHAT_TOKEN_OPEN, Scope, markup_name};
+use super::{CHAT_TOKEN_OPEN, Scope, markup_name, name_len_before};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -199,12 +199,7 @@ fn stripped_recipient_before(reply: &str, brace: usize) -> Option<usize> {
     }
     before = before.strip_suffix(CONSTRAIN).unwrap_or(before).trim_end_matches([' ', '\t']);
     // The name, with a glued type or channel (`NAMEjson`, `NAMEcommentary`).
-    let name_len = before
-        .bytes()
-        .rev()
-        .take(NAMESPACE.len() + MAX_TOOL_NAME_LEN + GLUED[1].len() + 1)
-        .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        .count();
+    let name_len = name_len_before(before, NAMESPACE.len() + MAX_TOOL_NAME_LEN + GLUED[1].len() + 1, true);
     let head = &before[..before.len() - name_len];
     // The name's characters take in `functions.` too.
     let recipient = head.strip_suffix(RECIPIENT).map(|_| head.len() - RECIPIENT.len());

@@ -531,6 +531,17 @@ fn opens_call_object(reply: &str, at: usize) -> bool {
     }
 }
 
+/// The length of the tool name that ends `text`, looked back at most
+/// `most` bytes: ASCII letters, digits, `_` and `-`, and `.` when `dots`
+/// (a namespace, or a name a family writes with dots).
+pub(crate) fn name_len_before(text: &str, most: usize, dots: bool) -> usize {
+    text.bytes()
+        .rev()
+        .take(most)
+        .take_while(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (dots && b == b'.'))
+        .count()
+}
+
 /// Whether only white space stands before `at` on its line.
 pub(crate) fn starts_line(reply: &str, at: usize) -> bool {
     let before = reply[..at].trim_end_matches([' ', '\t']);

@@ -10,7 +10,7 @@ use super::super::ParsedCall;
 use super::super::json_call::{self, Trust};
 use super::super::lenient_json;
 use super::super::scan::Collector;
-use super::{Scope, indented_as_code, pythonic, starts_line};
+use super::{Scope, indented_as_code, name_len_before, pythonic, starts_line};
 use crate::manifest::MAX_TOOL_NAME_LEN;
 use serde_json::{Map, Value};
 
@@ -96,12 +96,7 @@ pub(super) fn scan_stripped(scope: &Scope<'_>, out: &mut Collector<'_>) {
 fn stripped_head(scope: &Scope<'_>, open: usize) -> Option<usize> {
     let before = &scope.reply[..open];
     let before = before.strip_suffix(ARGS).unwrap_or(before);
-    let name_len = before
-        .bytes()
-        .rev()
-        .take(MAX_TOOL_NAME_LEN + 1)
-        .take_while(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        .count();
+    let name_len = name_len_before(before, MAX_TOOL_NAME_LEN + 1, false);
     let start = before.len() - name_len;
     (name_len > 0 && name_len <= MAX_TOOL_NAME_LEN && scope.declared.contains(&before[start..])).then_some(start)
 }
