@@ -14,7 +14,10 @@ use toolhost::{ParseReport, ProtocolId, Registry, ToolSpec, protocol::native::to
 /// tool that is not declared is listed with `"undeclared": true` and a
 /// warning that names the closest declared tools. Loaded
 /// plugins' tools and those of `--tools FILE` are declared, and their
-/// calls' arguments are coerced to the declared types.
+/// calls' arguments are coerced to the declared types; an input given as
+/// one text (`Action Input: Paris`) becomes the value of the one parameter
+/// it can be for, and is listed as `"text_input"` where no parameters are
+/// declared.
 #[derive(Debug, clap::Args)]
 #[command(
     after_long_help = "Examples:\n  toolhost parse reply.txt\n  toolhost parse --protocol vcp - < reply.txt\n  toolhost parse --tools tools.json reply.txt"
@@ -66,6 +69,9 @@ impl ParseCommand {
             .iter()
             .map(|call| {
                 let mut shown = json!({ "name": call.name, "arguments": call.arguments });
+                if let Some(text) = &call.text_input {
+                    shown["text_input"] = text.as_str().into();
+                }
                 if call.undeclared {
                     shown["undeclared"] = true.into();
                 }

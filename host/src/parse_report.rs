@@ -5,7 +5,7 @@
 //! the console's Parse panel both show this.
 
 use crate::arguments;
-use crate::call::ToolCall;
+use crate::call::{TEXT_INPUT_KEY, ToolCall};
 use crate::manifest::ToolSpec;
 use crate::protocol::{Declared, ProtocolId, Warning};
 use crate::suggest::unknown_tool;
@@ -35,6 +35,11 @@ pub struct FoundCall {
     /// The arguments: coerced to the declared types when the tool is
     /// declared with parameters, else as written.
     pub arguments: Map<String, Value>,
+    /// The input the model gave as one text (`Action Input: Paris`) where
+    /// no declared parameters say which one it is for; a declared tool's
+    /// checked arguments hold it instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_input: Option<String>,
     /// No tool of that name is declared: the pipeline answers it with the
     /// closest names and runs nothing.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -57,24 +62,26 @@ impl ParseReport {
         let mut calls = Vec::new();
         for (call, tool_call) in parsed.calls.iter().zip(ToolCall::from_reply(reply, &parsed.calls)) {
             let span = [call.span.start, call.span.end];
-            let found = |arguments: Map<String, Value>, undeclared: bool| FoundCall {
+            let text_input = call.reserved.get(TEXT_INPUT_KEY).and_then(Value::as_str).map(str::to_owned);
+            let found = |arguments: Map<String, Value>, text_input: Option<String>, undeclared: bool| FoundCall {
                 name: call.name.clone(),
                 arguments,
+                text_input,
                 undeclared,
                 span,
             };
             if specs.iter().any(|t| t.name == call.name) {
                 match arguments::check(&tool_call, specs) {
-                    Ok(checked) => calls.push(found(checked.args, false)),
+                    Ok(checked) => calls.push(found(checked.args, None, false)),
                     Err(error) => warnings.push(Warning { offset: call.span.start, message: error.to_string() }),
                 }
             } else if nothing_declared || names.contains(&call.name) {
-                calls.push(found(call.arguments.clone(), false));
+                calls.push(found(call.arguments.clone(), text_input, false));
             } else {
                 let mut known: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
                 known.extend(names.iter().map(String::as_str));
                 warnings.push(Warning { offset: call.span.start, message: unknown_tool(&call.name, &known) });
-                calls.push(found(call.arguments.clone(), true));
+                calls.push(found(call.arguments.clone(), text_input, true));
             }
         }
         ParseReport { calls, content: parsed.content, warnings }

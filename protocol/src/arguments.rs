@@ -1,15 +1,17 @@
 //! Checking a parsed call against its tool's declaration: the tool must
 //! exist, required parameters must be there, and values are coerced to the
 //! declared types (`"42"` → 42 for an integer, `"true"` → true, JSON text
-//! for a json parameter). What cannot be fixed becomes a message for the
+//! for a json parameter), and an input given as one text goes to the one
+//! parameter it can be for. What cannot be fixed becomes a message for the
 //! model that names the parameter and the expected type.
 
-use crate::call::ToolCall;
+use crate::call::{TEXT_INPUT_KEY, ToolCall};
 use crate::lenient_json;
 use crate::manifest::{ParamType, ToolSpec};
 use crate::markup_value;
 use crate::suggest::unknown_tool;
 use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 
 /// Why a call cannot run, worded for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,9 +45,14 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
     if let Some(why) = call.unusable_args() {
         return Err(error(format!("`{}`: {why}", spec.name)));
     }
+    let text_input = call.reserved.get(TEXT_INPUT_KEY).filter(|_| call.args.is_empty());
+    let given = match text_input {
+        Some(text) => Cow::Owned(text_arguments(spec, text).map_err(error)?),
+        None => Cow::Borrowed(&call.args),
+    };
     let mut args = Map::new();
     for param in &spec.params {
-        match call.args.get(&param.name).filter(|value| !is_null(value, param.ty)) {
+        match given.get(&param.name).filter(|value| !is_null(value, param.ty)) {
             None if param.required => {
                 return Err(error(format!(
                     "`{}` needs the parameter `{}` ({}): {}",
@@ -71,12 +78,38 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
         }
     }
     // Undeclared arguments pass through; the plugin may ignore them.
-    for (key, value) in &call.args {
+    for (key, value) in given.iter() {
         if spec.param(key).is_none() {
             args.insert(key.clone(), value.clone());
         }
     }
-    Ok(call.clone().with_args(args))
+    let mut checked = call.clone().with_args(args);
+    checked.reserved.remove(TEXT_INPUT_KEY);
+    Ok(checked)
+}
+
+/// The arguments a call whose input is one text ([`TEXT_INPUT_KEY`]) gives
+/// `spec`: the text for its one required parameter, else for its only
+/// parameter; nothing for a tool of no parameters, which LangChain's agents
+/// give a text all the same (`None`).
+fn text_arguments(spec: &ToolSpec, text: &Value) -> Result<Map<String, Value>, String> {
+    let mut required = spec.params.iter().filter(|param| param.required);
+    let param = match (required.next(), required.next(), spec.params.as_slice()) {
+        (Some(only), None, _) => only,
+        (None, _, []) => return Ok(Map::new()),
+        (None, _, [only]) => only,
+        _ => {
+            let names: Vec<String> =
+                spec.params.iter().map(|param| format!("`{}` ({})", param.name, param.ty.as_str())).collect();
+            return Err(format!(
+                "`{}` takes its arguments as a JSON object of {}, not as one text ({})",
+                spec.name,
+                names.join(", "),
+                describe(text)
+            ));
+        }
+    };
+    Ok(Map::from_iter([(param.name.clone(), text.clone())]))
 }
 
 /// Whether `value` is null for a parameter of type `ty`: JSON `null`, or,
@@ -303,6 +336,40 @@ mod tests {
         assert_eq!(number(json!(-10000000000000000_i64)), Some(json!(-10000000000000000_i64)));
         assert_eq!(number(json!("1e400")), None, "JSON carries no infinity");
         assert_eq!(number(json!("NaN")), None);
+    }
+
+    #[test]
+    fn a_text_input_is_the_value_of_the_one_parameter_it_can_be_for() {
+        let with_params = |params: Vec<ParamSpec>| ToolSpec { params, ..spec() };
+        let param = |name: &str, ty, required| ParamSpec { name: name.into(), ty, description: String::new(), required };
+        let text = |text: &str| Map::from_iter([(TEXT_INPUT_KEY.to_owned(), json!(text))]);
+        let run_text = |spec: &ToolSpec, input: &str| {
+            let call = ToolCall::with_map("1", "search", Map::new()).with_reserved(text(input));
+            check(&call, &[spec]).map(|checked| (Value::Object(checked.args), checked.reserved)).map_err(|e| e.message)
+        };
+        // The one required parameter, among optional ones; its reserved
+        // key taken out once it is.
+        assert_eq!(run_text(&spec(), "rust wasm"), Ok((json!({"query": "rust wasm"}), Map::new())));
+        // The only parameter, coerced to its type.
+        let limit = with_params(vec![param("limit", ParamType::Integer, false)]);
+        assert_eq!(run_text(&limit, "42"), Ok((json!({"limit": 42}), Map::new())));
+        assert_eq!(
+            run_text(&limit, "many"),
+            Err("the parameter `limit` of `search` must be an integer, got the string \"many\"".into())
+        );
+        // A tool of no parameters runs without it.
+        assert_eq!(run_text(&with_params(vec![]), "None"), Ok((json!({}), Map::new())));
+        // Two it could be for: the model is told the object's keys.
+        let two = with_params(vec![param("path", ParamType::String, true), param("content", ParamType::String, true)]);
+        let optional = with_params(vec![param("path", ParamType::String, false), param("depth", ParamType::Integer, false)]);
+        for spec in [&two, &optional] {
+            let error = run_text(spec, "/tmp/x").expect_err("no one parameter");
+            assert!(error.starts_with("`search` takes its arguments as a JSON object of `path` (string), "), "{error}");
+            assert!(error.ends_with("not as one text (the string \"/tmp/x\")"), "{error}");
+        }
+        // Named arguments beside it win: the reserved key is no argument.
+        let both = ToolCall::with_map("1", "search", Map::from_iter([("query".to_owned(), json!("a"))])).with_reserved(text("b"));
+        assert_eq!(check(&both, &[&spec()]).map(|c| Value::Object(c.args)), Ok(json!({"query": "a"})));
     }
 
     #[test]

@@ -9,8 +9,11 @@
 //! `{"function": {"name", "arguments"}}`, llama.cpp's generic
 //! `{"tool_call": {"name", "arguments"}}`, a `{"tool_calls": […]}` message,
 //! and arrays of any of these. Arguments given as a JSON string, even
-//! encoded twice, are decoded.
+//! encoded twice, are decoded; a string that is no JSON (`"action_input":
+//! "Paris"`) is one text input, for the tool's one parameter
+//! ([`TEXT_INPUT_KEY`](super::call::TEXT_INPUT_KEY)).
 
+use super::call::{looks_like_json, text_input};
 use super::lenient_json::{self, Repair};
 use super::scan::Collector;
 use super::{Declared, ParsedCall};
@@ -192,16 +195,19 @@ fn call_from(
         Some(Value::String(id)) => Some(id),
         _ => None,
     };
-    let arguments = match raw {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map,
-        Some(Value::String(text)) => decode_string_arguments(&text, span.start, out)?,
+    let (arguments, reserved) = match raw {
+        None | Some(Value::Null) => (Map::new(), Map::new()),
+        Some(Value::Object(map)) => (map, Map::new()),
+        // `"action_input": "Paris"`: one text for the tool's one parameter.
+        Some(Value::String(text)) if !looks_like_json(&text) => (Map::new(), text_input(&text)),
+        Some(Value::String(text)) => (decode_string_arguments(&text, span.start, out)?, Map::new()),
+        Some(scalar @ (Value::Number(_) | Value::Bool(_))) => (Map::new(), text_input(&scalar.to_string())),
         Some(_) => {
             out.warn(span.start, format!("the arguments of `{name}` are not an object; the call is dropped"));
             return None;
         }
     };
-    Some(ParsedCall { id, name, arguments, reserved: Map::new(), span: span.clone() })
+    Some(ParsedCall { id, name, arguments, reserved, span: span.clone() })
 }
 
 /// Arguments a family wrote as a JSON value: an object, or a JSON string

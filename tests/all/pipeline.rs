@@ -55,6 +55,33 @@ async fn native_call_ids_come_back_unchanged_in_the_tool_messages() {
 }
 
 #[tokio::test]
+async fn inputs_given_as_text_run_as_the_one_parameter_they_can_be_for() {
+    // LangChain's ReAct agent and its JSON agent, with tools of one input.
+    let host = TestHost::new(&[CALC, DIRTREE], "").await;
+    let reply = "Thought: I will work it out.\nAction: calculate\nAction Input: \"6*7\"\n\
+                 Action: dir_tree\nAction Input: /tree\nObservation:";
+    let declared = Declared::new(["calculate", "dir_tree"]);
+    let parsed = ProtocolId::Auto.protocol().parse(reply, &declared);
+    assert_eq!(parsed.content, "Thought: I will work it out.");
+    let fenced = "Action:\n```json\n{\"action\": \"calculate\", \"action_input\": \"2+3\"}\n```";
+    let mut ids = toolhost::types::CallIds::new();
+    let mut calls = ToolCall::from_reply_in(reply, &parsed.calls, &mut ids);
+    let more = ProtocolId::Auto.protocol().parse(fenced, &declared);
+    calls.extend(ToolCall::from_reply_in(fenced, &more.calls, &mut ids));
+    let result = pipeline(&host, Arc::new(AllowAll)).run(&Turn::direct(ProtocolId::Auto), calls).await;
+    let statuses: Vec<_> = result.outcomes.iter().map(|o| o.status).collect();
+    // `dir_tree` has three optional parameters: the text could be any.
+    assert_eq!(statuses, [Status::Success, Status::InvalidArgs, Status::Success], "{:?}", result.outcomes);
+    assert!(result.outcomes[0].output.contains("\"value\":42"), "{}", result.outcomes[0].output);
+    assert!(result.outcomes[2].output.contains("\"value\":5"), "{}", result.outcomes[2].output);
+    assert!(
+        result.outcomes[1].output.starts_with("`dir_tree` takes its arguments as a JSON object of `path` (string), "),
+        "{}",
+        result.outcomes[1].output
+    );
+}
+
+#[tokio::test]
 async fn calls_are_checked_coerced_and_refused_in_order_with_their_reasons() {
     let host = TestHost::new(&[CALC, DIRTREE], "").await;
     let calls = vec![

@@ -6,6 +6,32 @@ use serde_json::{Map, Value};
 use std::collections::HashSet;
 use std::ops::Range;
 
+/// The reserved key that holds a call's input when the model gave it as
+/// one text rather than as named arguments: ReAct's `Action Input: Paris`,
+/// LangChain's `"action_input": "Paris"`. Checking the call against its
+/// tool makes the text the value of the tool's one parameter, or of its one
+/// required parameter, and takes the key out.
+pub const TEXT_INPUT_KEY: &str = "text_input";
+
+/// Whether a text of arguments is meant as JSON (an object, possibly
+/// encoded again as a string, or broken) rather than as a text input
+/// ([`TEXT_INPUT_KEY`]): what it starts with. Nothing at all is no
+/// arguments, JSON's empty.
+pub fn looks_like_json(text: &str) -> bool {
+    text.trim_start().starts_with(['{', '[', '"']) || text.trim().is_empty()
+}
+
+/// The reserved keys of a call whose input is one text ([`TEXT_INPUT_KEY`]),
+/// without the spaces, the Markdown fence, or the one pair of quotes or
+/// backticks models put around it.
+pub fn text_input(text: &str) -> Map<String, Value> {
+    let text = text.trim();
+    let fenced = text.strip_prefix("```").and_then(|rest| rest.split_once('\n')?.1.trim_end().strip_suffix("```"));
+    let unquoted = || ['"', '\'', '`'].iter().find_map(|&quote| text.strip_prefix(quote)?.strip_suffix(quote));
+    let text = fenced.map(|code| code.trim_end_matches(['\r', '\n'])).or_else(|| unquoted().map(str::trim)).unwrap_or(text);
+    Map::from_iter([(TEXT_INPUT_KEY.to_owned(), Value::String(text.to_owned()))])
+}
+
 /// One call found in a reply, before its arguments are checked against the
 /// tool's declaration.
 #[derive(Debug, Clone, PartialEq, Serialize)]

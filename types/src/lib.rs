@@ -15,7 +15,7 @@ pub mod message;
 pub mod outcome;
 pub mod units;
 
-pub use call::{CallIds, ParsedCall, ToolCall};
+pub use call::{CallIds, ParsedCall, TEXT_INPUT_KEY, ToolCall, looks_like_json, text_input};
 pub use failure::{CallFailure, GrantKind, Invocation, SharedError, ToolFailure, ToolFailureKind, ToolOutput};
 pub use manifest::{
     Capabilities, DirAccess, DirRequest, HOST_API_VERSION, ParamSpec, ParamType, Permission, PluginManifest, Reach, ToolSpec,

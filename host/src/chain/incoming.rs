@@ -1,7 +1,7 @@
 //! The calls in a finished reply: parsed from its text in the agent's
 //! protocol, or taken from the native `tool_calls` the API assembled.
 
-use crate::call::{CallIds, ToolCall};
+use crate::call::{CallIds, ToolCall, looks_like_json, text_input};
 use crate::llm::Reply;
 use crate::manifest::json_type;
 use crate::protocol::lenient_json;
@@ -78,22 +78,36 @@ fn native_calls(reply: &Reply, ids: &mut CallIds) -> Vec<Incoming> {
             let id = ids.assign(Some(&native.id));
             let call = ToolCall::with_map(id, &native.name, Map::new()).with_raw(native.arguments.clone());
             match arguments_of(&native.arguments) {
-                Ok(args) => Incoming::Call(call.with_args(args)),
+                Ok(Given::Arguments(args)) => Incoming::Call(call.with_args(args)),
+                Ok(Given::Text(text)) => Incoming::Call(call.with_reserved(text_input(&text))),
                 Err(why) => Incoming::Unreadable { why: format!("the arguments of `{}` are {why}", native.name), call },
             }
         })
         .collect()
 }
 
+/// What a native call's arguments give.
+enum Given {
+    /// Named arguments.
+    Arguments(Map<String, Value>),
+    /// One text, for the tool's one parameter (`"Paris"`, `Paris`, `42`).
+    Text(String),
+}
+
 /// `{"a": 1}`, possibly encoded as a JSON string; nothing at all is no
-/// arguments.
-fn arguments_of(text: &str) -> Result<Map<String, Value>, String> {
+/// arguments; a JSON string of no JSON, or text that does not start as
+/// JSON (`Paris`, `42`), is one text input.
+fn arguments_of(text: &str) -> Result<Given, String> {
     if text.trim().is_empty() {
-        return Ok(Map::new());
+        return Ok(Given::Arguments(Map::new()));
+    }
+    if !looks_like_json(text) {
+        return Ok(Given::Text(text.to_owned()));
     }
     match lenient_json::parse_prefix(text) {
-        Ok((Value::Object(args), ..)) => Ok(args),
-        Ok((Value::String(inner), ..)) if inner.trim_start().starts_with('{') => arguments_of(&inner),
+        Ok((Value::Object(args), ..)) => Ok(Given::Arguments(args)),
+        Ok((Value::String(inner), ..)) if looks_like_json(&inner) => arguments_of(&inner),
+        Ok((Value::String(inner), ..)) => Ok(Given::Text(inner)),
         Ok((other, ..)) => Err(format!("not a JSON object but {}", json_type(&other))),
         Err(error) => Err(format!("not JSON: {} (at byte {})", error.message, error.offset)),
     }
@@ -118,6 +132,10 @@ mod tests {
                 native("c", "calculate", "[1, 2]"),
                 native("", "now", ""),
                 native("a", "now", "{}"),
+                native("t1", "get_weather", r#""Paris""#),
+                native("t2", "get_weather", "Paris, France"),
+                native("t3", "calculate", "1+1"),
+                native("t4", "calculate", r#"{"expression": "#),
             ],
             ..Reply::default()
         };
@@ -125,11 +143,22 @@ mod tests {
         let (calls, warnings) = calls_in(&reply, ProtocolId::Native, &Declared::default(), &mut ids);
         assert!(warnings.is_empty());
         let ids: Vec<&str> = calls.iter().map(|c| c.call().id.as_str()).collect();
-        assert_eq!(ids, ["a", "call-2", "c", "call-3", "call-4"], "missing and taken ids are numbered");
+        assert_eq!(ids[..5], ["a", "call-2", "c", "call-3", "call-4"], "missing and taken ids are numbered");
         assert!(matches!(&calls[0], Incoming::Call(c) if c.args == *json!({"expression": "1+1"}).as_object().unwrap()));
         assert!(matches!(&calls[1], Incoming::Call(c) if c.args["expression"] == "2"));
         assert!(matches!(&calls[2], Incoming::Unreadable { why, .. } if why.contains("an array")));
         assert!(matches!(&calls[3], Incoming::Call(c) if c.args.is_empty()));
+        // One text, for the check step to give the tool's one parameter;
+        // broken JSON is still unreadable.
+        let texts: Vec<_> = calls[5..8]
+            .iter()
+            .map(|incoming| match incoming {
+                Incoming::Call(call) if call.args.is_empty() => call.reserved.get(crate::call::TEXT_INPUT_KEY).cloned(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, [Some(json!("Paris")), Some(json!("Paris, France")), Some(json!("1+1"))]);
+        assert!(matches!(&calls[8], Incoming::Unreadable { why, .. } if why.contains("not JSON")), "{:?}", calls[8]);
     }
 
     #[test]

@@ -308,7 +308,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Command R, LangChain agents' fine-tunes",
         sample: "Action: get_weather\nAction Input: {\"city\": \"Paris\"}",
         engines: [NONE, NONE, NONE, NONE, NONE, NONE],
-        auto: "one `Action:` / `Action Input:` pair per call; any tool after a `Thought:` line or at the reply's start, else only a declared one",
+        auto: "one `Action:` / `Action Input:` pair per call, the input JSON or one text for the tool's one parameter; any tool after a `Thought:` line or at the reply's start, else only a declared one",
     },
     Family {
         name: "Solar Open 2",

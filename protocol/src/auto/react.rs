@@ -3,7 +3,9 @@
 //! - ReAct, as LangChain's agent prompt teaches it and Command R and many
 //!   fine-tunes write it: `Action: NAME` on a line, then `Action Input:
 //!   {…}` with the JSON arguments, often after a `Thought:` line (which
-//!   stays in the content);
+//!   stays in the content). An input that is no JSON (`Action Input:
+//!   Paris`, LangChain's tools of one input) is one text, up to the next
+//!   label, for the tool's one parameter;
 //! - Qwen-Agent's function-calling prompt: `✿FUNCTION✿: NAME`, then
 //!   `✿ARGS✿: {…}`, its stop word `✿RESULT✿` kept at times.
 //!
@@ -13,6 +15,7 @@
 //! declared tool, as bare JSON is.
 
 use super::super::ParsedCall;
+use super::super::call::text_input;
 use super::super::json_call::Trust;
 use super::super::lenient_json;
 use super::super::scan::{ACTION, Collector, Forward};
@@ -28,6 +31,9 @@ struct Form {
     /// What may follow the arguments, taken with them when the reply ends
     /// there (the stop word a server did not strip).
     stop: &'static str,
+    /// What a line starts with that ends an input given as text rather
+    /// than JSON: the next label of the form.
+    text_ends: &'static [&'static str],
     /// Whether its labels are found from the `{` of the arguments, which
     /// the reply's marker index lists, rather than searched for: a label
     /// that starts with no listed byte would cost a pass over the reply.
@@ -35,9 +41,21 @@ struct Form {
 }
 
 /// ReAct's labels.
-const REACT: Form = Form { name: ACTION, input: "Action Input:", stop: "Observation:", by_arguments: false };
+const REACT: Form = Form {
+    name: ACTION,
+    input: "Action Input:",
+    stop: "Observation:",
+    text_ends: &["Observation", THOUGHT, ACTION, "Final Answer:"],
+    by_arguments: false,
+};
 /// Qwen-Agent's labels.
-const QWEN_AGENT: Form = Form { name: "✿FUNCTION✿:", input: "✿ARGS✿:", stop: "✿RESULT✿", by_arguments: true };
+const QWEN_AGENT: Form = Form {
+    name: "✿FUNCTION✿:",
+    input: "✿ARGS✿:",
+    stop: "✿RESULT✿",
+    text_ends: &["✿RESULT✿", "✿FUNCTION✿:", "✿RETURN✿:", "✿THOUGHT✿:"],
+    by_arguments: true,
+};
 /// The line of reasoning that puts a reply in ReAct's form.
 const THOUGHT: &str = "Thought:";
 
@@ -116,22 +134,43 @@ fn read(scope: &Scope<'_>, form: &Form, found: usize, in_form: bool, out: &mut C
         _ => scope.declared.contains(name),
     };
     let next_line = reply[line_end..input_at].matches('\n').count() <= 1;
-    if !trusted || !json.starts_with('{') || !next_line {
+    if !trusted || !next_line {
         return None;
     }
-    let (arguments, end) = match lenient_json::parse_prefix(json) {
-        Ok((Value::Object(arguments), used, _)) => (arguments, json_at + used),
-        _ => {
-            out.warn(json_at, format!("the {} of `{name}` is not a JSON object; it is not a call", form.input));
-            return None;
+    let (arguments, reserved, end) = if json.starts_with('{') {
+        match lenient_json::parse_prefix(json) {
+            Ok((Value::Object(arguments), used, _)) => (arguments, Map::new(), json_at + used),
+            _ => {
+                out.warn(json_at, format!("the {} of `{name}` is not a JSON object; it is not a call", form.input));
+                return None;
+            }
         }
+    } else {
+        // `Action Input: Paris`, as LangChain's ReAct agent gives a tool of
+        // one input: the text up to the form's next label.
+        let end = text_end(reply, form, json_at);
+        (Map::new(), text_input(&reply[json_at..end]), end)
     };
     let after = reply[end..].trim_start();
     let end = match after.strip_prefix(form.stop) {
         Some(rest) if rest.trim_start_matches(':').trim().is_empty() => reply.len(),
         _ => end,
     };
-    Some((ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: found..end }, end))
+    Some((ParsedCall { id: None, name: name.to_owned(), arguments, reserved, span: found..end }, end))
+}
+
+/// Where an input given as text from `at` ends: at the first later line
+/// that opens with one of `form`'s labels, else at the reply's end.
+fn text_end(reply: &str, form: &Form, at: usize) -> usize {
+    let mut line_start = at;
+    while let Some(break_at) = reply[line_start..].find('\n') {
+        line_start += break_at + 1;
+        let line = reply[line_start..].trim_start_matches([' ', '\t']);
+        if form.text_ends.iter().any(|label| line.starts_with(label)) {
+            return line_start;
+        }
+    }
+    reply.len()
 }
 
 #[cfg(test)]
@@ -158,6 +197,25 @@ mod tests {
         assert_eq!(calls(named), one("now", json!({"zone": "UTC"})));
         let both = "```json\n{\"action\": \"tool_call\", \"name\": \"now\", \"arguments\": {}, \"action_input\": {\"zone\": \"UTC\"}}\n```";
         assert_eq!(calls(both), one("now", json!({})));
+    }
+
+    #[test]
+    fn json_inputs_given_as_text_are_one_input() {
+        // LangChain's JSON chat agent with a tool of one input, and a
+        // Hermes call whose arguments are a bare text: no warning.
+        let fenced = "Action:\n```json\n{\"action\": \"get_weather\", \"action_input\": \"Paris\"}\n```";
+        let tagged = "<tool_call>\n{\"name\": \"calculate\", \"arguments\": \"6*7\"}\n</tool_call>";
+        let number = "<tool_call>\n{\"name\": \"forecast\", \"arguments\": 3}\n</tool_call>";
+        for (reply, input) in [(fenced, "Paris"), (tagged, "6*7"), (number, "3")] {
+            assert_eq!(input_of(reply), (Some(json!(input)), json!({})), "{reply}");
+            assert_eq!(warnings(reply), Vec::<String>::new());
+        }
+        // A string meant as JSON is decoded, or dropped with a warning, as
+        // before.
+        let broken = "<tool_call>\n{\"name\": \"calculate\", \"arguments\": \"{\\\"expression\\\": \"}\n</tool_call>";
+        assert_eq!(calls(broken), vec![]);
+        let said = warnings(broken);
+        assert!(!said.is_empty() && said.iter().all(|w| w.starts_with("the arguments string is not JSON")), "{said:?}");
     }
 
     #[test]
@@ -216,6 +274,34 @@ mod tests {
         assert_eq!(parse("Thought: x\nAction: now\nAction Input: {}\nObservation:").content, "Thought: x");
     }
 
+    /// The text input of the only call in `reply`, and its arguments.
+    fn input_of(reply: &str) -> (Option<Value>, Value) {
+        let parsed = parse(reply);
+        assert_eq!(parsed.calls.len(), 1, "{reply}: {:?}", parsed.warnings);
+        let call = &parsed.calls[0];
+        (call.reserved.get(crate::call::TEXT_INPUT_KEY).cloned(), Value::Object(call.arguments.clone()))
+    }
+
+    #[test]
+    fn react_inputs_given_as_text_are_one_input() {
+        // LangChain's ReAct agent gives a tool of one input the text after
+        // the label, quotes and spaces taken off.
+        let reply = "Thought: I need the weather.\nAction: get_weather\nAction Input: \"Paris\"\nObservation:";
+        assert_eq!(input_of(reply), (Some(json!("Paris")), json!({})));
+        assert_eq!(parse(reply).content, "Thought: I need the weather.", "the stop word goes with the call");
+        let none = "Thought: done.\nAction: now\nAction Input: none needed";
+        assert_eq!(input_of(none), (Some(json!("none needed")), json!({})));
+        // Up to the next label: several lines of it, a made-up observation
+        // left in view; a fence around it is taken off.
+        let code = "Thought: run it\nAction: calculate\nAction Input: ```python\nx = 2\n\nprint(x * 21)\n```\nObservation: 42\nThought: done";
+        assert_eq!(input_of(code).0, Some(json!("x = 2\n\nprint(x * 21)")));
+        assert_eq!(parse(code).content, "Thought: run it\nObservation: 42\nThought: done");
+        let two = "Thought: both\nAction: get_weather\nAction Input: Paris\nAction: now\nAction Input: CET";
+        let parsed = parse(two);
+        let inputs: Vec<_> = parsed.calls.iter().map(|call| call.reserved[crate::call::TEXT_INPUT_KEY].clone()).collect();
+        assert_eq!(inputs, [json!("Paris"), json!("CET")]);
+    }
+
     #[test]
     fn react_lines_in_prose_are_not_calls() {
         no_calls(&[
@@ -225,7 +311,7 @@ mod tests {
             "The next step. Action: now\nAction Input: {}",
             "<think>\nThought: maybe\nAction: now\nAction Input: {}\n</think>",
             "```\nThought: x\nAction: delete_all\nAction Input: {}\n```",
-            "Thought: done.\nAction: now\nAction Input: none needed",
+            "To call a tool, write\nAction: delete_all\nAction Input: the path",
         ]);
         let declared = "To call it, write\nAction: now\nAction Input: {}";
         assert_eq!(calls(declared), one("now", json!({})), "a declared tool, as bare JSON is");

@@ -318,7 +318,8 @@ $("#parse-go").addEventListener("click", async () => {
     $("#parse-result").hidden = false;
     $("#parse-calls").replaceChildren(...(parsed.calls.length ? parsed.calls.map((call) =>
       el("li", { class: "call" }, el("strong", { class: "call-name" }, call.name),
-        call.undeclared ? el("span", { class: "badge" }, "undeclared") : null, jsonView(call.arguments)))
+        call.undeclared ? el("span", { class: "badge" }, "undeclared") : null, jsonView(call.arguments),
+        call.text_input !== undefined ? el("div", { class: "muted" }, "one text input: ", jsonView(call.text_input)) : null))
       : [el("li", { class: "muted" }, "no calls")]));
     $("#parse-warnings").replaceChildren(...(parsed.warnings.length ? parsed.warnings.map((w) =>
       el("li", {}, `at byte ${w.offset}: ${w.message}`)) : [el("li", { class: "muted" }, "none")]));
