@@ -518,6 +518,11 @@ fn adversarial_input_parses_in_linear_time() {
         "<ifm|tool_calls><ifm|tool_call>calc<ifm|arg_key>x</ifm|arg_key><ifm|arg_type>",
         "<｜DSML｜ calls><｜DSML｜ invoke name=\"calc\"><｜DSML｜ parameter name=\"x\" string=\"true\">",
         "\ncall:calc{x:<|\"|>",
+        // MiMo's parameters before their function.
+        "<tool_call><parameter=x>",
+        "<tool_call><parameter=x>1</parameter><function=",
+        "<tool_call><parameter=x>1</parameter><function=calc><parameter=y>",
+        "</｜DSML｜inv",
         // Inputs given as text, each read to the next label.
         "Thought: x\nAction: calc\nAction Input: y\n",
         "Action: calc\nAction Input: ```\n",

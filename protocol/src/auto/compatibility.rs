@@ -46,7 +46,7 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "Qwen3-Coder XML",
-        models: "Qwen3-Coder, Step 3.5, Nemotron Nano 3",
+        models: "Qwen3-Coder, Step 3.5, Nemotron Nano 3, MiMo-V2-Flash",
         sample: "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
         engines: [
             "`qwen3_coder`, `qwen3_xml`, `step3p5`",
@@ -56,7 +56,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             "✓",
             NONE,
         ],
-        auto: "values typed by the declared schema, or as SGLang types them without one; with or without the `<tool_call>`; `<param=KEY>` and quoted names too; a value quoting `</parameter>` keeps it",
+        auto: "values typed by the declared schema, or as SGLang types them without one; with or without the `<tool_call>`; `<param=KEY>` and quoted names too; a value quoting `</parameter>` keeps it; MiMo's parameters written before their `<function=…>`",
     },
     Family {
         name: "Seed-OSS",
@@ -119,7 +119,7 @@ pub(crate) const FAMILIES: &[Family] = &[
             NONE,
             NONE,
         ],
-        auto: "`string=\"true\"` values kept as text, others decoded as JSON; an invoke holding one JSON object; the closing tag may be left out; V4.1's tags with a space after `｜DSML｜`",
+        auto: "`string=\"true\"` values kept as text, others decoded as JSON; an invoke holding one JSON object; the closing tag may be left out; V4.1's tags with a space after `｜DSML｜`; quantized V4's `</｜DSML｜inv>`",
     },
     Family {
         name: "MiniMax",

@@ -182,6 +182,24 @@ mod tests {
     }
 
     #[test]
+    fn a_closing_invoke_tag_cut_short_still_closes_the_call() {
+        // Quantized DeepSeek V4 models write `</｜DSML｜inv>` (mlx-lm's
+        // tests); every length down to `inv` closes, and nothing shorter.
+        let v4 = TWO_CALLS.replace("function_calls>", "tool_calls>");
+        for cut in ["inv", "invo", "invok"] {
+            let reply = v4.replace("</｜DSML｜invoke>", &format!("</｜DSML｜{cut}>"));
+            assert_eq!(calls(&reply), both(), "{cut}");
+            assert_eq!(parse(&reply).content, "", "{cut}");
+        }
+        let json_body = "<｜DSML｜tool_calls><｜DSML｜invoke name=\"now\">{\"zone\": \"UTC\"}</｜DSML｜inv></｜DSML｜tool_calls>";
+        assert_eq!(calls(json_body), one("now", json!({"zone": "UTC"})));
+        for not_a_close in ["in", "invite", "inv x", "invokes"] {
+            let reply = v4.replace("</｜DSML｜invoke>", &format!("</｜DSML｜{not_a_close}>"));
+            assert_eq!(calls(&reply), vec![], "{not_a_close}");
+        }
+    }
+
+    #[test]
     fn a_dsml_call_may_hold_its_arguments_as_one_json_object() {
         // SGLang python/sglang/srt/function_call/deepseekv32_detector.py
         // reads an invoke's body either as parameter tags or as one JSON

@@ -7,7 +7,10 @@
 //! - Llama 3.1's custom tools: `<function=NAME>{…}</function>`;
 //! - `<function name="NAME">{…}</function>`;
 //! - a Hermes `<tool_call>` whose body is `<function>NAME</function>` and
-//!   the JSON arguments ([`hermes_named`]).
+//!   the JSON arguments ([`hermes_named`]);
+//! - MiMo-V2-Flash's Qwen3-Coder calls with some `<parameter=KEY>` written
+//!   inside the `<tool_call>` before the `<function=NAME>` they belong to
+//!   (vLLM's MiMo parser reads them), which then start the call.
 //!
 //! A Qwen3-Coder value is raw text: the line breaks the template writes
 //! around it are dropped, everything else (`->`, `<`, quotes, blank lines)
@@ -73,9 +76,57 @@ const ANCHOR: &str = "<function";
 const MAX_HEAD: usize = 256;
 
 /// Whether `text` starts with a call this module reads on its own, so the
-/// `<tool_call>` around it is left to [`scan`].
-pub(crate) fn opens_call(text: &str) -> bool {
-    text.starts_with(FUNCTION_OPEN) || text.starts_with(FUNCTION_NAMED)
+/// `<tool_call>` around it is left to [`scan`]: text that runs to `limit`
+/// in the reply and starts at `start` there.
+pub(crate) fn opens_call(reply: &str, start: usize, limit: usize) -> bool {
+    let text = &reply[start..limit];
+    text.starts_with(FUNCTION_OPEN)
+        || text.starts_with(FUNCTION_NAMED)
+        || (text.starts_with(PARAMETER_OPEN) && parameters_before_function(reply, start, limit).is_some())
+}
+
+/// MiMo-V2-Flash's `<parameter=KEY>value</parameter>` written before the
+/// `<function=NAME>` they belong to: the arguments of such a run from
+/// `start`, and where the `<function=` after it opens, if one does by
+/// `limit`. Each value runs to its first `</parameter>`.
+fn parameters_before_function(reply: &str, start: usize, limit: usize) -> Option<(Map<String, Value>, usize)> {
+    let mut arguments = Map::new();
+    let mut p = start;
+    loop {
+        p += reply[p..limit].len() - reply[p..limit].trim_start().len();
+        // The function may open at `limit`: the call's own `<function=`.
+        if reply[p..].starts_with(FUNCTION_OPEN) {
+            return (!arguments.is_empty()).then_some((arguments, p));
+        }
+        reply[p..limit].strip_prefix(PARAMETER_OPEN)?;
+        let (key, value_start) = parameter_key(reply, p + PARAMETER_OPEN.len()).filter(|&(_, at)| at <= limit)?;
+        let close = find(&reply[..limit], value_start, PARAMETER_CLOSE)?;
+        arguments.insert(key.to_owned(), markup_value::decode(template_value(&reply[value_start..close])));
+        p = close + PARAMETER_CLOSE.len();
+    }
+}
+
+/// The `<tool_call>` opened last before a call at `open`, when
+/// `<parameter=…>` tags run from it to the call ([`parameters_before_function`]):
+/// where it opens and their arguments. `tool_calls` finds each
+/// `<tool_call>`, and `after` is where the last call read ended; each
+/// `<tool_call>` is read for the first call after it only, so the time
+/// stays linear.
+fn leading_parameters(
+    reply: &str,
+    open: usize,
+    after: usize,
+    tool_calls: &mut Forward<'_>,
+    last: &mut Option<usize>,
+) -> Option<(usize, Map<String, Value>)> {
+    let mut found = None;
+    while let Some(at) = tool_calls.next(last.map_or(0, |l| l + 1)).filter(|&at| at < open) {
+        found = Some(at);
+        *last = Some(at);
+    }
+    let at = found.filter(|&at| at >= after)?;
+    let (arguments, function) = parameters_before_function(reply, at + TOOL_CALL.0.len(), open)?;
+    (function == open).then_some((at, arguments))
 }
 
 /// Forward searches for the markers that end a call's parts.
@@ -100,6 +151,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
         parameter_close: PARAMETER_TAGS.map(|(_, close)| Forward::new(reply, close)),
         cdata_end: Forward::new(reply, CDATA.1),
     };
+    let (mut tool_calls, mut last_tool_call, mut last_end) = (Forward::indexed(&scope.markers, TOOL_CALL.0), None, 0);
     let mut at = 0;
     while let Some(open) = scope.markers.find(at, ANCHOR) {
         at = open + ANCHOR.len();
@@ -114,16 +166,20 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
             continue;
         }
         let call = Call { reply, name, open };
+        let leading = leading_parameters(reply, open, last_end, &mut tool_calls, &mut last_tool_call);
         match call.body(body, &mut ends, out) {
-            Ok((arguments, end)) => {
+            Ok((own, end)) => {
                 at = end;
-                out.call(ParsedCall {
-                    id: None,
-                    name: name.to_owned(),
-                    arguments,
-                    reserved: Map::new(),
-                    span: wrapped(reply, open..end),
-                });
+                last_end = end;
+                let (span, arguments) = match leading {
+                    // The call's own arguments win over those before it.
+                    Some((tool_call, mut arguments)) => {
+                        arguments.extend(own);
+                        (tool_call..wrapped(reply, open..end).end, arguments)
+                    }
+                    None => (wrapped(reply, open..end), own),
+                };
+                out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span });
             }
             Err(stopped) => at = at.max(stopped),
         }
@@ -435,6 +491,31 @@ mod tests {
             ]
         );
         assert_eq!(parse(&reply).content, "");
+    }
+
+    #[test]
+    fn mimo_parameters_written_before_their_function() {
+        // vLLM's MiMo-V2-Flash tests: the second call's parameter comes
+        // first inside its <tool_call>.
+        let reply = "Here is the result:\n<tool_call>\n<function=calculate>\n<parameter=expression>1+1</parameter>\n</function>\n</tool_call>\n<tool_call>\n<parameter=city>Paris</parameter>\n<parameter=unit>C</parameter>\n<function=get_weather>\n<parameter=unit>F</parameter>\n</function>\n</tool_call>";
+        assert_eq!(
+            calls(reply),
+            vec![
+                ("calculate".into(), json!({"expression": "1+1"})),
+                ("get_weather".into(), json!({"city": "Paris", "unit": "F"})),
+            ],
+            "the call's own value wins"
+        );
+        let parsed = parse(reply);
+        assert_eq!(parsed.content, "Here is the result:");
+        assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+        // Only parameters may stand before the function, inside the same
+        // <tool_call>; else the call is read as before, without them.
+        let prose_between =
+            "<tool_call>\n<parameter=city>Paris</parameter>\nthen\n<function=get_weather>\n</function>\n</tool_call>";
+        assert_eq!(calls(prose_between), one("get_weather", json!({})));
+        let after_a_call = "<tool_call>\n<function=now>\n</function>\n<parameter=city>Paris</parameter>\n<function=get_weather>\n</function>\n</tool_call>";
+        assert_eq!(calls(after_a_call), vec![("now".into(), json!({})), ("get_weather".into(), json!({}))]);
     }
 
     /// Two calls as Seed-OSS's template writes them.

@@ -52,6 +52,20 @@ impl Dialect {
     pub(crate) const fn markers(&self) -> [&'static str; 4] {
         [self.invoke_open, self.invoke_close, self.parameter_open, self.parameter_close]
     }
+
+    /// How long the call's closing tag at the start of `rest` is, if one
+    /// stands there: the whole tag, or one whose `invoke` is cut short to at
+    /// least `inv` (`</｜DSML｜inv>`, as quantized DeepSeek V4 models write
+    /// it; mlx-lm reads it).
+    fn invoke_close_at(&self, rest: &str) -> Option<usize> {
+        if rest.starts_with(self.invoke_close) {
+            return Some(self.invoke_close.len());
+        }
+        let before = self.invoke_close.strip_suffix("invoke>")?;
+        let name = rest.strip_prefix(before)?.strip_prefix("inv")?;
+        let kept = name.find('>').filter(|&end| "oke".starts_with(&name[..end]))?;
+        Some(before.len() + "inv".len() + kept + 1)
+    }
 }
 
 /// MiniMax-M2's tags.
@@ -183,8 +197,8 @@ impl<'a> Invoke<'a> {
         loop {
             p += reply[p..].len() - reply[p..].trim_start().len();
             let rest = &reply[p..];
-            if rest.starts_with(dialect.invoke_close) {
-                return Ok((arguments, p + dialect.invoke_close.len()));
+            if let Some(close) = dialect.invoke_close_at(rest) {
+                return Ok((arguments, p + close));
             }
             let key = rest.strip_prefix(dialect.parameter_open).and_then(|_| attributes(reply, p + dialect.parameter_open.len()));
             let Some((key, is_string, value_start)) =
@@ -220,10 +234,10 @@ impl<'a> Invoke<'a> {
             return Err(self.invoke_close.next(body_at).map_or(reply.len(), |c| c + close.len()));
         };
         let close_at = after + (reply[after..].len() - reply[after..].trim_start().len());
-        if !reply[close_at..].starts_with(close) {
+        let Some(close_len) = self.dialect.invoke_close_at(&reply[close_at..]) else {
             return Err(self.cut_off_or(reply, at, out, &format!("text follows the arguments of `{name}` before {close}")));
-        }
-        Ok((arguments, close_at + close.len()))
+        };
+        Ok((arguments, close_at + close_len))
     }
 
     /// Where the value starting at `start` ends: at the last closing tag

@@ -308,7 +308,7 @@ fn scan_tool_call_tags(scope: &Scope<'_>, out: &mut Collector<'_>) {
             minimax_m3::read(scope, element.open, out);
             continue;
         }
-        if function_tag::opens_call(text) || harmony::in_tool_call(body) {
+        if function_tag::opens_call(reply, text_at, element.body.end) || harmony::in_tool_call(body) {
             continue;
         }
         let Some(trust) = scope.element_trust(element.open..element.end.unwrap_or(element.body.end)) else { continue };
