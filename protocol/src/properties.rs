@@ -518,6 +518,10 @@ fn adversarial_input_parses_in_linear_time() {
         "<ifm|tool_calls><ifm|tool_call>calc<ifm|arg_key>x</ifm|arg_key><ifm|arg_type>",
         "<｜DSML｜ calls><｜DSML｜ invoke name=\"calc\"><｜DSML｜ parameter name=\"x\" string=\"true\">",
         "\ncall:calc{x:<|\"|>",
+        // Laguna's <user> element, Poolside's names as words.
+        "<user>calc\n<arg_key>x</arg_key>",
+        "<user>calc\n<arg_key>x</arg_key><arg_value>1</arg_value></user>",
+        "<tool_call> calc  x <arg_key>",
         // MiMo's parameters before their function.
         "<tool_call><parameter=x>",
         "<tool_call><parameter=x>1</parameter><function=",

@@ -67,10 +67,10 @@ pub(crate) const FAMILIES: &[Family] = &[
     },
     Family {
         name: "GLM",
-        models: "GLM-4.5, 4.6, 4.7",
+        models: "GLM-4.5, 4.6, 4.7, Laguna, Poolside",
         sample: "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
         engines: ["`glm45`, `glm47`", "`glm45`, `glm47`", "✓", "`glm47`; TRT-LLM ✓", "✓", NONE],
-        auto: "values typed by the declared schema; with or without line breaks; calls after a `<think>` never closed; a left-out `<arg_key>` or `<arg_value>`, a doubled tag and a stray closing tag forgiven",
+        auto: "values typed by the declared schema; with or without line breaks; calls after a `<think>` never closed; a left-out `<arg_key>` or `<arg_value>`, a doubled tag and a stray closing tag forgiven; Laguna's `<user>` in place of `<tool_call>` and Poolside's `get weather` for a declared tool",
     },
     Family {
         name: "Hunyuan V3",

@@ -17,7 +17,8 @@
 use super::super::ParsedCall;
 use super::super::markup_value;
 use super::super::scan::{Collector, find};
-use super::{Scope, markup_name};
+use super::super::xml_tag;
+use super::{Scope, attribute_name, markup_name};
 use serde_json::Map;
 use std::ops::Range;
 
@@ -98,7 +99,40 @@ pub(super) fn opens_call(text: &str, tags: &ArgTags) -> bool {
     if rest.starts_with(tags.key.1) {
         return head.split(' ').next().and_then(markup_name).is_some();
     }
-    markup_name(head).is_some() && (rest.is_empty() || rest.starts_with(tags.key.0) || rest.starts_with(tags.value.1))
+    let arguments_follow = rest.starts_with(tags.key.0);
+    let named = markup_name(head).is_some() || (arguments_follow && attribute_name(head).is_some());
+    named && (rest.is_empty() || arguments_follow || rest.starts_with(tags.value.1))
+}
+
+/// The tool's name in `head`: a name, or words a declared tool's name is
+/// written as (Poolside's `get weather`, vLLM reads it so), when arguments
+/// follow, so that prose in the tag is never a name.
+fn call_name<'a>(head: &'a str, arguments_follow: bool, scope: &Scope<'_>) -> Option<&'a str> {
+    markup_name(head).or_else(|| attribute_name(head).filter(|name| arguments_follow && scope.declared.meant(name).is_some()))
+}
+
+/// Laguna's `<user>` element, written at times in place of `<tool_call>`
+/// around a GLM call (Ollama's Laguna parser reads it so).
+const USER_ALIAS: (&str, &str) = ("<user>", "</user>");
+
+/// Every closed `<user>` element holding a GLM call with arguments to a
+/// declared tool: a `<user>` tag is otherwise prose (a role quoted in a
+/// transcript), so nothing less is a call.
+pub(super) fn scan_user_alias(scope: &Scope<'_>, out: &mut Collector<'_>) {
+    let reply = scope.reply;
+    for element in xml_tag::elements(&scope.markers, &scope.reasoning, USER_ALIAS) {
+        let Some(end) = element.end else { continue };
+        let body = &reply[element.body.clone()];
+        let text = body.trim_start();
+        let name_end = text.find(['\n', '<']).unwrap_or(text.len());
+        let declared = |name: &str| scope.declared.contains(name) || scope.declared.meant(name).is_some();
+        let arguments_follow = text[name_end..].trim_start().starts_with(GLM.key.0);
+        if !(arguments_follow && attribute_name(&text[..name_end]).is_some_and(declared)) {
+            continue;
+        }
+        let text_at = element.body.start + (body.len() - text.len());
+        read(scope, text_at, element.body.end, element.open..end, &GLM, out);
+    }
 }
 
 /// The GLM call in the `<tool_call>` body `at..end`; the call spans `span`.
@@ -117,7 +151,8 @@ pub(super) fn read(scope: &Scope<'_>, at: usize, end: usize, span: Range<usize>,
     let head = &body[at..name_end];
     let mut p = name_end + (body[name_end..].len() - body[name_end..].trim_start().len());
     let glued = body[p..].starts_with(tags.key.1).then(|| glued_key(head, scope)).flatten();
-    let Some(name) = glued.map(|(name, _)| name).or_else(|| markup_name(head)) else { return };
+    let arguments_follow = body[p..].starts_with(tags.key.0);
+    let Some(name) = glued.map(|(name, _)| name).or_else(|| call_name(head, arguments_follow, scope)) else { return };
     if !scope.markup_calls(span.start, name) {
         return;
     }
@@ -322,6 +357,30 @@ mod tests {
         no_calls(&[
             &format!("Hy3 writes `{typed}`."),
             "Hy3 opens its calls with <tool_calls:opensource> and closes them with </tool_calls:opensource>.",
+        ]);
+    }
+
+    #[test]
+    fn laguna_user_element_and_poolside_names_with_spaces() {
+        // Ollama's Laguna parser: `<user>` in place of `<tool_call>`.
+        let user = "I'll check it for you.\n<user>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</user>";
+        assert_eq!(calls(user), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(user).content, "I'll check it for you.");
+        // Else a `<user>` tag is prose: a transcript, an undeclared tool,
+        // a name alone, one unclosed.
+        no_calls(&[
+            "<user>What is the weather?</user>",
+            "<user>delete_all\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</user>",
+            "<user>now</user>",
+            "<user>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>",
+        ]);
+        // vLLM's Poolside parser: a declared tool's name written as words.
+        let spaced = "<tool_call>  get weather  <arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>";
+        assert_eq!(calls(spaced), one("get_weather", json!({"city": "Paris"})));
+        assert_eq!(parse(spaced).content, "");
+        no_calls(&[
+            "<tool_call>delete all <arg_key>path</arg_key><arg_value>/</arg_value></tool_call>",
+            "<tool_call>get weather</tool_call>",
         ]);
     }
 

@@ -140,6 +140,7 @@ impl Protocol for Auto {
         atem::scan(&scope, &mut out);
         functionary::scan(&scope, &mut out);
         react::scan(&scope, &mut out);
+        glm::scan_user_alias(&scope, &mut out);
         scan_tool_calls_message(reply, declared, &mut out);
         scan_bare(&scope, &mut out);
         pythonic::scan_lone(&scope, &mut out);
