@@ -56,6 +56,8 @@ const QWEN_AGENT: Form = Form {
     text_ends: &["✿RESULT✿", "✿FUNCTION✿:", "✿RETURN✿:", "✿THOUGHT✿:"],
     by_arguments: true,
 };
+/// The most line breaks between a name label and its input label.
+const MAX_LINES_TO_INPUT: usize = 3;
 /// The line of reasoning that puts a reply in ReAct's form.
 const THOUGHT: &str = "Thought:";
 
@@ -133,7 +135,8 @@ fn read(scope: &Scope<'_>, form: &Form, found: usize, in_form: bool, out: &mut C
         Trust::Explicit if in_form => true,
         _ => scope.declared.contains(name),
     };
-    let next_line = reply[line_end..input_at].matches('\n').count() <= 1;
+    // On the next line, or after a blank line or two, as LangChain reads it.
+    let next_line = reply[line_end..input_at].matches('\n').count() <= MAX_LINES_TO_INPUT;
     if !trusted || !next_line {
         return None;
     }
@@ -296,6 +299,8 @@ mod tests {
         let code = "Thought: run it\nAction: calculate\nAction Input: ```python\nx = 2\n\nprint(x * 21)\n```\nObservation: 42\nThought: done";
         assert_eq!(input_of(code).0, Some(json!("x = 2\n\nprint(x * 21)")));
         assert_eq!(parse(code).content, "Thought: run it\nObservation: 42\nThought: done");
+        let blank = "Thought: x\nAction: get_weather\n\nAction Input: Paris";
+        assert_eq!(input_of(blank).0, Some(json!("Paris")), "a blank line between");
         let two = "Thought: both\nAction: get_weather\nAction Input: Paris\nAction: now\nAction Input: CET";
         let parsed = parse(two);
         let inputs: Vec<_> = parsed.calls.iter().map(|call| call.reserved[crate::call::TEXT_INPUT_KEY].clone()).collect();
