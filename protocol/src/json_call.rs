@@ -67,6 +67,7 @@ pub(crate) fn collect_text(
 ) {
     match lenient_json::parse_closed(text) {
         Ok((value, repairs)) => {
+            out.json_read_at(base + (text.len() - text.trim_start().len()));
             report(&repairs, base, out);
             collect_value(value, span, trust, declared, out);
         }

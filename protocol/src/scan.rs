@@ -5,6 +5,7 @@
 use super::lenient_json;
 use super::{MAX_WARNINGS, Parsed, ParsedCall, Warning};
 use crate::marker_index::MarkerIndex;
+use std::collections::HashSet;
 use std::ops::Range;
 
 // The plain searches live beside the index that stands in for them.
@@ -516,11 +517,24 @@ pub(crate) struct Collector<'a> {
     /// Text shown in the content in place of a span of markup (an answer
     /// written as JSON: its text).
     answers: Vec<(Range<usize>, String)>,
+    /// Where JSON that markup around it closes was read whole, calls or
+    /// none: a scan for bare JSON passes it by rather than warn of it again.
+    json_read: HashSet<usize>,
 }
 
 impl<'a> Collector<'a> {
     pub(crate) fn new(reply: &'a str) -> Self {
-        Collector { reply, groups: Vec::new(), warnings: Vec::new(), dropped: 0, answers: Vec::new() }
+        Collector { reply, groups: Vec::new(), warnings: Vec::new(), dropped: 0, answers: Vec::new(), json_read: HashSet::new() }
+    }
+
+    /// JSON starting at `at` was read whole as the body of markup.
+    pub(crate) fn json_read_at(&mut self, at: usize) {
+        self.json_read.insert(at);
+    }
+
+    /// Whether JSON starting at `at` was read whole as the body of markup.
+    pub(crate) fn was_json_read_at(&self, at: usize) -> bool {
+        self.json_read.contains(&at)
     }
 
     /// Markup at `span` whose content is `text`: an answer written as

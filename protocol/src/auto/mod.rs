@@ -429,6 +429,8 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
         }
         match lenient_json::parse_prefix(&reply[found..]) {
             Ok((Value::Array(_), used, _)) if quoted_list(scope, found, found + used) => at = found + used,
+            // Read already, whole, inside its markup: once is enough.
+            Ok((_, used, _)) if out.was_json_read_at(found) => at = found + used,
             Ok((value, used, repairs)) => {
                 // Repairs are reported only for JSON that turned out to be a call.
                 let before = out.len();
