@@ -88,6 +88,22 @@ pub fn check(call: &ToolCall, tools: &[&ToolSpec]) -> Result<ToolCall, ArgumentE
     Ok(checked)
 }
 
+/// `call` with an input given as one text ([`TEXT_INPUT_KEY`]) made the
+/// value of the parameter it can be for, as [`check`] makes it, where its
+/// tool among `tools` has one; else `call` as it is, for [`check`] to
+/// refuse saying why. What records a call before checking it (a
+/// conversation's transcript, a person deciding on it, the count of
+/// repeated calls) then holds what will run.
+pub fn resolve_text_input(call: ToolCall, tools: &[&ToolSpec]) -> ToolCall {
+    let Some(text) = call.reserved.get(TEXT_INPUT_KEY).filter(|_| call.args.is_empty()).cloned() else { return call };
+    let Some(Ok(args)) = tools.iter().find(|spec| spec.name == call.tool).map(|spec| text_arguments(spec, &text)) else {
+        return call;
+    };
+    let mut resolved = call.with_args(args);
+    resolved.reserved.remove(TEXT_INPUT_KEY);
+    resolved
+}
+
 /// The arguments a call whose input is one text ([`TEXT_INPUT_KEY`]) gives
 /// `spec`: the text for its one required parameter, else for its only
 /// parameter; nothing for a tool of no parameters, which LangChain's agents

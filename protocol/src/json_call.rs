@@ -191,24 +191,44 @@ fn call_from(
     {
         return None;
     }
+    // One text for the tool's one parameter (`"action_input": "Paris"`):
+    // in markup, or as LangChain's JSON agents write it. Bare JSON whose
+    // arguments are a text is more likely prose about a tool than a call,
+    // and a tool's definition has a description beside them.
+    let text_allowed =
+        (trust == Trust::Explicit || matches!(raw, Some((ACTION_INPUT_KEY, _)))) && !object.contains_key(DESCRIPTION_KEY);
     let raw = raw.map(|(_, value)| value);
     let id = match remove_first(&mut object, &ID_KEYS) {
         Some(Value::String(id)) => Some(id),
         _ => None,
     };
-    let (arguments, reserved) = match raw {
-        None | Some(Value::Null) => (Map::new(), Map::new()),
-        Some(Value::Object(map)) => (map, Map::new()),
-        // `"action_input": "Paris"`: one text for the tool's one parameter.
-        Some(Value::String(text)) if !looks_like_json(&text) => (Map::new(), text_input(&text)),
-        Some(Value::String(text)) => (decode_string_arguments(&text, span.start, out)?, Map::new()),
-        Some(scalar @ (Value::Number(_) | Value::Bool(_))) => (Map::new(), text_input(&scalar.to_string())),
+    let decoded = match raw {
+        None | Some(Value::Null) => Decoded::Arguments(Map::new()),
+        Some(Value::Object(map)) => Decoded::Arguments(map),
+        Some(Value::String(text)) => decode_string_arguments(&text, span.start, out)?,
+        Some(scalar @ (Value::Number(_) | Value::Bool(_))) => Decoded::Text(scalar.to_string()),
         Some(_) => {
             out.warn(span.start, format!("the arguments of `{name}` are not an object; the call is dropped"));
             return None;
         }
     };
+    let (arguments, reserved) = match decoded {
+        Decoded::Arguments(arguments) => (arguments, Map::new()),
+        Decoded::Text(text) if text_allowed => (Map::new(), text_input(&text)),
+        Decoded::Text(_) => {
+            out.warn(span.start, format!("the arguments of `{name}` are a text, not a JSON object; it is not a call"));
+            return None;
+        }
+    };
     Some(ParsedCall { id, name, arguments, reserved, span: span.clone() })
+}
+
+/// What a family's arguments, written as a JSON string, hold.
+enum Decoded {
+    /// Named arguments.
+    Arguments(Map<String, Value>),
+    /// One text, for the tool's one parameter.
+    Text(String),
 }
 
 /// Arguments a family wrote as a JSON value: an object, or a JSON string
@@ -217,7 +237,13 @@ fn call_from(
 pub(crate) fn arguments_of(value: Value, offset: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
     match value {
         Value::Object(map) => Some(map),
-        Value::String(text) => decode_string_arguments(&text, offset, out),
+        Value::String(text) => match decode_string_arguments(&text, offset, out)? {
+            Decoded::Arguments(map) => Some(map),
+            Decoded::Text(_) => {
+                out.warn(offset, "the arguments are a text, not a JSON object; it is not a call");
+                None
+            }
+        },
         _ => None,
     }
 }
@@ -238,28 +264,43 @@ fn is_object_schema(value: &Value) -> bool {
     value.get("type").and_then(Value::as_str) == Some("object") && value.get("properties").is_some_and(Value::is_object)
 }
 
-/// `"arguments": "{\"a\": 1}"`, possibly encoded more than once.
-fn decode_string_arguments(text: &str, offset: usize, out: &mut Collector<'_>) -> Option<Map<String, Value>> {
+/// `"arguments": "{\"a\": 1}"`, possibly encoded more than once; or a
+/// text that is no JSON object (`Paris`, `"rust wasm" tutorial`, a JSON
+/// string of one), which is one text input.
+fn decode_string_arguments(text: &str, offset: usize, out: &mut Collector<'_>) -> Option<Decoded> {
     let mut current = Value::String(text.to_owned());
+    let mut decoded = false;
     for _ in 0..3 {
         match current {
-            Value::String(s) if s.trim_start().is_empty() => return Some(Map::new()),
+            Value::String(s) if s.trim_start().is_empty() => return Some(Decoded::Arguments(Map::new())),
+            Value::String(s) if !looks_like_json(&s) => return Some(Decoded::Text(s)),
             Value::String(s) => match lenient_json::parse(&s) {
                 Ok((value, _)) => {
-                    out.warn(offset, "repaired: arguments given as a JSON string");
+                    decoded = true;
                     current = value;
                 }
+                // A quoted phrase and more: text, not JSON.
+                Err(_) if s.trim_start().starts_with('"') => return Some(Decoded::Text(s)),
                 Err(e) => {
                     out.warn(offset, format!("the arguments string is not JSON: {}", e.message));
                     return None;
                 }
             },
-            Value::Object(map) => return Some(map),
+            Value::Object(map) => {
+                if decoded {
+                    out.warn(offset, "repaired: arguments given as a JSON string");
+                }
+                return Some(Decoded::Arguments(map));
+            }
             _ => break,
         }
     }
     match current {
-        Value::Object(map) => Some(map),
+        Value::Object(map) => {
+            out.warn(offset, "repaired: arguments given as a JSON string");
+            Some(Decoded::Arguments(map))
+        }
+        Value::Number(_) | Value::Bool(_) => Some(Decoded::Text(current.to_string())),
         _ => {
             out.warn(offset, "the arguments are not an object; the call is dropped");
             None

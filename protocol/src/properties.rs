@@ -527,6 +527,11 @@ fn adversarial_input_parses_in_linear_time() {
         "<tool_call><parameter=x>1</parameter><function=",
         "<tool_call><parameter=x>1</parameter><function=calc><parameter=y>",
         "</｜DSML｜inv",
+        // Inputs given as text: fenced, empty, followed by prose.
+        "Thought: x\nAction: calc\nAction Input: ```\ny\n",
+        "Action: calc\nAction Input:\n",
+        "Action: calc\nAction Input: y\nprose\n",
+        "Final Answer: x\nAction: calc\nAction Input: y\n",
         // Inputs given as text, each read to the next label.
         "Thought: x\nAction: calc\nAction Input: y\n",
         "Action: calc\nAction Input: ```\n",

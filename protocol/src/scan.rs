@@ -470,21 +470,33 @@ pub(crate) struct Forward<'a> {
     needle: &'a str,
     /// The last answer: the first occurrence at or after `asked`.
     cached: Option<(usize, Option<usize>)>,
+    /// The last occurrence [`last_before`](Self::last_before) passed.
+    passed: Option<usize>,
 }
 
 impl<'a> Forward<'a> {
     pub(crate) fn new(text: &'a str, needle: &'a str) -> Self {
-        Forward { text, markers: None, needle, cached: None }
+        Forward { text, markers: None, needle, cached: None, passed: None }
     }
 
     /// Searches through `markers`, for a marker searched in a whole reply.
     pub(crate) fn indexed(markers: &'a MarkerIndex<'a>, needle: &'a str) -> Self {
-        Forward { text: markers.text(), markers: Some(markers), needle, cached: None }
+        Forward { text: markers.text(), markers: Some(markers), needle, cached: None, passed: None }
     }
 
     /// What it searches for.
     pub(crate) fn needle(&self) -> &'a str {
         self.needle
+    }
+
+    /// The last occurrence that starts before `end`, for `end`s asked in
+    /// increasing order: each occurrence is passed once, so the time stays
+    /// linear however many are asked.
+    pub(crate) fn last_before(&mut self, end: usize) -> Option<usize> {
+        while let Some(at) = self.next(self.passed.map_or(0, |passed| passed + 1)).filter(|&at| at < end) {
+            self.passed = Some(at);
+        }
+        self.passed
     }
 
     pub(crate) fn next(&mut self, from: usize) -> Option<usize> {

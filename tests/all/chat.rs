@@ -589,6 +589,25 @@ async fn manual_mode_hands_back_the_calls_and_resumes_with_an_edited_one() {
     assert_no_dangling_request(&transcript);
 }
 
+#[tokio::test]
+async fn a_native_call_given_one_text_is_recorded_decided_on_and_run_with_the_parameter_it_is_for() {
+    // A weak model's native call: `"arguments": "\"6*7\""`, a JSON string.
+    let reply = Reply::text("").call("call_t", "calculate", json!("6*7"));
+    let mut config = agent(ProtocolId::Native);
+    config.mode = CallMode::Manual;
+    let chat = Chat::new(&[CALC], "", config, Arc::new(DenyAll), [Response::Reply(reply), Response::text("42.")]).await;
+    let (stop, mut transcript) = chat.send("Multiply").await;
+    let Stop::AwaitingDecisions { calls } = stop else { panic!("{stop:?}") };
+    assert_eq!(Value::Object(calls[0].arguments.clone()), json!({ "expression": "6*7" }), "what the person decides on");
+    let decisions = vec![ManualDecision::Run { id: calls[0].id.clone(), arguments: None }];
+    let stop = chat.chain.resume(&mut transcript, decisions, &|_: ChainEvent| {}, &CancellationToken::new()).await.unwrap();
+    assert_eq!(stop, Stop::Answered);
+    let requests = chat.model.requests();
+    let second = requests[1].messages();
+    assert_eq!(second[2]["tool_calls"][0]["function"]["arguments"], r#"{"expression":"6*7"}"#, "the model's call, as it runs");
+    assert!(second[3]["content"].as_str().unwrap().contains("42"), "{}", second[3]);
+}
+
 #[test]
 fn the_readme_chat_configuration_loads() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();

@@ -23,12 +23,22 @@ pub fn looks_like_json(text: &str) -> bool {
 
 /// The reserved keys of a call whose input is one text ([`TEXT_INPUT_KEY`]),
 /// without the spaces, the Markdown fence, or the one pair of quotes or
-/// backticks models put around it.
+/// backticks models put around it. No text, `null` or `None` (what
+/// LangChain's agents give a tool of no input) is no input: none.
 pub fn text_input(text: &str) -> Map<String, Value> {
     let text = text.trim();
-    let fenced = text.strip_prefix("```").and_then(|rest| rest.split_once('\n')?.1.trim_end().strip_suffix("```"));
+    let fenced = text.strip_prefix("```").and_then(|rest| {
+        let code = match rest.split_once('\n') {
+            Some((_info, code)) => code,
+            None => rest,
+        };
+        code.trim_end().strip_suffix("```")
+    });
     let unquoted = || ['"', '\'', '`'].iter().find_map(|&quote| text.strip_prefix(quote)?.strip_suffix(quote));
     let text = fenced.map(|code| code.trim_end_matches(['\r', '\n'])).or_else(|| unquoted().map(str::trim)).unwrap_or(text);
+    if matches!(text, "" | "null" | "None") {
+        return Map::new();
+    }
     Map::from_iter([(TEXT_INPUT_KEY.to_owned(), Value::String(text.to_owned()))])
 }
 

@@ -1,9 +1,10 @@
 //! The calls in a finished reply: parsed from its text in the agent's
 //! protocol, or taken from the native `tool_calls` the API assembled.
 
+use crate::arguments;
 use crate::call::{CallIds, ToolCall, looks_like_json, text_input};
 use crate::llm::Reply;
-use crate::manifest::json_type;
+use crate::manifest::{ToolSpec, json_type};
 use crate::protocol::lenient_json;
 use crate::protocol::{Declared, ProtocolId};
 use serde_json::{Map, Value};
@@ -49,6 +50,20 @@ pub(super) fn within_limit(mut incoming: Vec<Incoming>, not_kept: usize, limit: 
         incoming.push(Incoming::PastLimit { call: past.call().clone(), why });
     }
     incoming
+}
+
+/// `incoming` with each input given as one text made the value of the
+/// parameter it can be for, by the tools `specs` declare
+/// ([`arguments::resolve_text_input`]), so that the transcript records
+/// what will run.
+pub(super) fn resolve_text_inputs(incoming: Vec<Incoming>, specs: &[&ToolSpec]) -> Vec<Incoming> {
+    incoming
+        .into_iter()
+        .map(|incoming| match incoming {
+            Incoming::Call(call) => Incoming::Call(arguments::resolve_text_input(call, specs)),
+            other => other,
+        })
+        .collect()
 }
 
 /// The calls in `reply`, in order, and what the parser repaired or
@@ -106,6 +121,8 @@ fn arguments_of(text: &str) -> Result<Given, String> {
     }
     match lenient_json::parse_prefix(text) {
         Ok((Value::Object(args), ..)) => Ok(Given::Arguments(args)),
+        // A quoted phrase and more (`"rust wasm" tutorial`): all of it.
+        Ok((Value::String(_), used, _)) if !text[used..].trim().is_empty() => Ok(Given::Text(text.to_owned())),
         Ok((Value::String(inner), ..)) if looks_like_json(&inner) => arguments_of(&inner),
         Ok((Value::String(inner), ..)) => Ok(Given::Text(inner)),
         Ok((other, ..)) => Err(format!("not a JSON object but {}", json_type(&other))),
@@ -136,6 +153,7 @@ mod tests {
                 native("t2", "get_weather", "Paris, France"),
                 native("t3", "calculate", "1+1"),
                 native("t4", "calculate", r#"{"expression": "#),
+                native("t5", "search", r#""rust wasm" tutorial"#),
             ],
             ..Reply::default()
         };
@@ -159,6 +177,11 @@ mod tests {
             .collect();
         assert_eq!(texts, [Some(json!("Paris")), Some(json!("Paris, France")), Some(json!("1+1"))]);
         assert!(matches!(&calls[8], Incoming::Unreadable { why, .. } if why.contains("not JSON")), "{:?}", calls[8]);
+        assert!(
+            matches!(&calls[9], Incoming::Call(c) if c.reserved[crate::call::TEXT_INPUT_KEY] == "\"rust wasm\" tutorial"),
+            "the whole text, not its first quoted phrase: {:?}",
+            calls[9]
+        );
     }
 
     #[test]

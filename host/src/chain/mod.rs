@@ -349,6 +349,8 @@ impl Chain {
             };
             let (incoming, warnings) = incoming::calls_in(&reply, self.config.protocol, &offer.declared, transcript.call_ids());
             let incoming = incoming::within_limit(incoming, reply.calls_not_kept, self.llm.max_calls_per_reply());
+            let catalog = self.pipeline.executor().registry().catalog();
+            let incoming = incoming::resolve_text_inputs(incoming, &catalog.tools().map(|(_, spec)| spec).collect::<Vec<_>>());
             let calls: Vec<RequestedCall> = incoming.iter().map(|i| RequestedCall::from_call(i.call())).collect();
             transcript.push(Entry::Assistant { content: reply.content, reasoning: reply.reasoning, calls: calls.clone() })?;
             if reply.finish_reason.as_deref() == Some("length") {

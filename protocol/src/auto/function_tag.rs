@@ -109,22 +109,18 @@ fn parameters_before_function(reply: &str, start: usize, limit: usize) -> Option
 /// The `<tool_call>` opened last before a call at `open`, when
 /// `<parameter=…>` tags run from it to the call ([`parameters_before_function`]):
 /// where it opens and their arguments. `tool_calls` finds each
-/// `<tool_call>`, and `after` is where the last call read ended; each
-/// `<tool_call>` is read for the first call after it only, so the time
-/// stays linear.
+/// `<tool_call>`, asked in order, and `after` is where the last call read
+/// ended. Each `<tool_call>` is read for the first call after it only
+/// (`read` is the last one read), so the time stays linear.
 fn leading_parameters(
     reply: &str,
     open: usize,
     after: usize,
     tool_calls: &mut Forward<'_>,
-    last: &mut Option<usize>,
+    read: &mut Option<usize>,
 ) -> Option<(usize, Map<String, Value>)> {
-    let mut found = None;
-    while let Some(at) = tool_calls.next(last.map_or(0, |l| l + 1)).filter(|&at| at < open) {
-        found = Some(at);
-        *last = Some(at);
-    }
-    let at = found.filter(|&at| at >= after)?;
+    let at = tool_calls.last_before(open).filter(|&at| at >= after && *read != Some(at))?;
+    *read = Some(at);
     let (arguments, function) = parameters_before_function(reply, at + TOOL_CALL.0.len(), open)?;
     (function == open).then_some((at, arguments))
 }
@@ -151,7 +147,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
         parameter_close: PARAMETER_TAGS.map(|(_, close)| Forward::new(reply, close)),
         cdata_end: Forward::new(reply, CDATA.1),
     };
-    let (mut tool_calls, mut last_tool_call, mut last_end) = (Forward::indexed(&scope.markers, TOOL_CALL.0), None, 0);
+    let (mut tool_calls, mut tool_call_read, mut last_end) = (Forward::indexed(&scope.markers, TOOL_CALL.0), None, 0);
     let mut at = 0;
     while let Some(open) = scope.markers.find(at, ANCHOR) {
         at = open + ANCHOR.len();
@@ -166,7 +162,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
             continue;
         }
         let call = Call { reply, name, open };
-        let leading = leading_parameters(reply, open, last_end, &mut tool_calls, &mut last_tool_call);
+        let leading = leading_parameters(reply, open, last_end, &mut tool_calls, &mut tool_call_read);
         match call.body(body, &mut ends, out) {
             Ok((own, end)) => {
                 at = end;

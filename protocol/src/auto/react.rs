@@ -19,8 +19,9 @@ use super::super::call::text_input;
 use super::super::json_call::Trust;
 use super::super::lenient_json;
 use super::super::scan::{ACTION, Collector, Forward};
-use super::{Scope, markup_name, starts_line};
+use super::{Scope, indented_as_code, markup_name, starts_line};
 use serde_json::{Map, Value};
+use std::ops::Range;
 
 /// One family's labels.
 struct Form {
@@ -31,35 +32,36 @@ struct Form {
     /// What may follow the arguments, taken with them when the reply ends
     /// there (the stop word a server did not strip).
     stop: &'static str,
-    /// What a line starts with that ends an input given as text rather
-    /// than JSON: the next label of the form.
-    text_ends: &'static [&'static str],
+    /// Gives the final answer: a pair after it is part of the answer, and
+    /// a reply that gives one calls nothing with a text input (it recounts
+    /// what was done).
+    answer: &'static str,
     /// Whether its labels are found from the `{` of the arguments, which
     /// the reply's marker index lists, rather than searched for: a label
     /// that starts with no listed byte would cost a pass over the reply.
+    /// Its inputs are then never a text.
     by_arguments: bool,
 }
 
+impl Form {
+    /// Whether `line` opens with one of the form's labels.
+    fn opens_label(&self, line: &str) -> bool {
+        [self.stop.trim_end_matches(':'), self.name, self.input, self.answer, THOUGHT].iter().any(|label| line.starts_with(label))
+    }
+}
+
 /// ReAct's labels.
-const REACT: Form = Form {
-    name: ACTION,
-    input: "Action Input:",
-    stop: "Observation:",
-    text_ends: &["Observation", THOUGHT, ACTION, "Final Answer:"],
-    by_arguments: false,
-};
+const REACT: Form =
+    Form { name: ACTION, input: "Action Input:", stop: "Observation:", answer: "Final Answer:", by_arguments: false };
 /// Qwen-Agent's labels.
-const QWEN_AGENT: Form = Form {
-    name: "✿FUNCTION✿:",
-    input: "✿ARGS✿:",
-    stop: "✿RESULT✿",
-    text_ends: &["✿RESULT✿", "✿FUNCTION✿:", "✿RETURN✿:", "✿THOUGHT✿:"],
-    by_arguments: true,
-};
+const QWEN_AGENT: Form =
+    Form { name: "✿FUNCTION✿:", input: "✿ARGS✿:", stop: "✿RESULT✿", answer: "✿RETURN✿:", by_arguments: true };
 /// The most line breaks between a name label and its input label.
 const MAX_LINES_TO_INPUT: usize = 3;
 /// The line of reasoning that puts a reply in ReAct's form.
 const THOUGHT: &str = "Thought:";
+/// A Markdown fence around an input given as text.
+const FENCE: &str = "```";
 
 /// Every labelled pair outside reasoning.
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
@@ -68,15 +70,27 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     }
 }
 
+/// Where a pair stands in the reply.
+struct Place {
+    /// In a reply written in the form: any tool's name counts.
+    in_form: bool,
+    /// The reply gives a final answer somewhere.
+    answered: bool,
+    /// Where fences open lines, once a text input needed them.
+    fences: Option<Vec<usize>>,
+}
+
 /// Every pair of `form`'s labels outside reasoning.
 fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut names = Forward::indexed(&scope.markers, form.name);
     let mut thoughts = Forward::new(reply, THOUGHT);
+    let answer = first_label(scope, form.answer);
     // Where the reply's own text starts, after its reasoning: a pair there
     // is in the form, and so is one right after a pair read as a call.
     let first_text = scope.said().start;
     let mut form_run_end = None;
+    let mut place = Place { in_form: false, answered: answer.is_some(), fences: None };
     let mut at = 0;
     while let Some(found) = next_label(scope, form, &mut names, at) {
         at = found + form.name.len();
@@ -84,18 +98,31 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
             at = end;
             continue;
         }
-        if !starts_line(reply, found) {
+        if !starts_line(reply, found) || answer.is_some_and(|answer| answer < found) {
             continue;
         }
-        let in_form = found == first_text
+        place.in_form = found == first_text
             || form_run_end.is_some_and(|end: usize| reply[end..found].trim().is_empty())
             || thoughts.next(0).is_some_and(|thought| thought < found && starts_line(reply, thought));
-        if let Some((call, end)) = read(scope, form, found, in_form, out) {
+        if let Some((call, end)) = read(scope, form, found, &mut place, out) {
             out.call(call);
             at = end;
             form_run_end = Some(end);
         }
     }
+}
+
+/// Where `label` first opens a line outside reasoning, if it does.
+fn first_label(scope: &Scope<'_>, label: &str) -> Option<usize> {
+    let mut labels = Forward::new(scope.reply, label);
+    let mut at = 0;
+    while let Some(found) = labels.next(at) {
+        at = found + label.len();
+        if scope.reasoning.skip(found).is_none() && starts_line(scope.reply, found) {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// Where the next name label of `form` at or after `at` stands.
@@ -122,7 +149,7 @@ fn next_label(scope: &Scope<'_>, form: &Form, names: &mut Forward<'_>, at: usize
 
 /// The pair whose name label stands at `found`, if it is a call, and where
 /// it ends.
-fn read(scope: &Scope<'_>, form: &Form, found: usize, in_form: bool, out: &mut Collector<'_>) -> Option<(ParsedCall, usize)> {
+fn read(scope: &Scope<'_>, form: &Form, found: usize, place: &mut Place, out: &mut Collector<'_>) -> Option<(ParsedCall, usize)> {
     let reply = scope.reply;
     let name_at = found + form.name.len();
     let line_end = reply[name_at..].find('\n').map_or(reply.len(), |i| name_at + i);
@@ -132,7 +159,7 @@ fn read(scope: &Scope<'_>, form: &Form, found: usize, in_form: bool, out: &mut C
     let json = input.strip_prefix(form.input)?.trim_start();
     let json_at = reply.len() - json.len();
     let trusted = match scope.markup_trust(found)? {
-        Trust::Explicit if in_form => true,
+        Trust::Explicit if place.in_form => true,
         _ => scope.declared.contains(name),
     };
     // On the next line, or after a blank line or two, as LangChain reads it.
@@ -150,9 +177,13 @@ fn read(scope: &Scope<'_>, form: &Form, found: usize, in_form: bool, out: &mut C
         }
     } else {
         // `Action Input: Paris`, as LangChain's ReAct agent gives a tool of
-        // one input: the text up to the form's next label.
-        let end = text_end(reply, form, json_at);
-        (Map::new(), text_input(&reply[json_at..end]), end)
+        // one input. Text is more easily prose than JSON is: not in a reply
+        // that gives its final answer, nor in indented code.
+        if form.by_arguments || place.answered || indented_as_code(reply, found) {
+            return None;
+        }
+        let text = text_input_after(reply, form, input_at + form.input.len(), &mut place.fences)?;
+        (Map::new(), text_input(&reply[text.clone()]), text.end)
     };
     let after = reply[end..].trim_start();
     let end = match after.strip_prefix(form.stop) {
@@ -162,18 +193,49 @@ fn read(scope: &Scope<'_>, form: &Form, found: usize, in_form: bool, out: &mut C
     Some((ParsedCall { id: None, name: name.to_owned(), arguments, reserved, span: found..end }, end))
 }
 
-/// Where an input given as text from `at` ends: at the first later line
-/// that opens with one of `form`'s labels, else at the reply's end.
-fn text_end(reply: &str, form: &Form, at: usize) -> usize {
-    let mut line_start = at;
-    while let Some(break_at) = reply[line_start..].find('\n') {
-        line_start += break_at + 1;
-        let line = reply[line_start..].trim_start_matches([' ', '\t']);
-        if form.text_ends.iter().any(|label| line.starts_with(label)) {
-            return line_start;
+/// The input given as text after its label, which ends at `at`: the rest
+/// of the label's line, or, when that is empty, the next line unless it is
+/// a label; a fence opened there runs to its closing line. What follows it
+/// must be the reply's end, the form's stop word (with the observation a
+/// model made up) or its next pair, as a reply ends where its call does:
+/// prose after it makes the pair an example, and no call.
+fn text_input_after(reply: &str, form: &Form, at: usize, fences: &mut Option<Vec<usize>>) -> Option<Range<usize>> {
+    let line_end = |from: usize| reply[from..].find('\n').map_or(reply.len(), |i| from + i);
+    let mut text = at..line_end(at);
+    if reply[text.clone()].trim().is_empty() && text.end < reply.len() {
+        let next = text.end + 1..line_end(text.end + 1);
+        if !form.opens_label(reply[next.clone()].trim_start()) {
+            text = next;
         }
     }
-    reply.len()
+    let first = reply[text.clone()].trim_start();
+    if first.starts_with(FENCE) && !first[FENCE.len()..].trim_end().ends_with(FENCE) {
+        // To the line that closes the fence; a fence never closed is cut off.
+        let fences = fences.get_or_insert_with(|| fence_lines(reply));
+        let close = fences[fences.partition_point(|&fence| fence <= text.end)..].first()?;
+        text.end = line_end(*close);
+    }
+    let rest = reply[text.end..].trim_start();
+    let follows = rest.is_empty() || rest.starts_with(form.stop.trim_end_matches(':')) || rest.starts_with(form.name);
+    // Its line break goes with it.
+    text.end += usize::from(reply[text.end..].starts_with('\n'));
+    follows.then_some(text)
+}
+
+/// Where each fence that opens a line stands: found once, when a text
+/// input first needs it, so that looking for a fence's close stays linear
+/// however many inputs open one.
+fn fence_lines(reply: &str) -> Vec<usize> {
+    let mut fences = Forward::new(reply, FENCE);
+    let mut lines = Vec::new();
+    let mut at = 0;
+    while let Some(fence) = fences.next(at) {
+        at = fence + FENCE.len();
+        if starts_line(reply, fence) {
+            lines.push(fence);
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -220,6 +282,20 @@ mod tests {
         let said = warnings(broken);
         assert_eq!(said.len(), 1, "warned of once, not again as bare JSON: {said:?}");
         assert!(said[0].starts_with("the arguments string is not JSON"), "{said:?}");
+        // A quoted phrase is text; a JSON string of text is its text; null
+        // is no input.
+        let action = |input: &str| format!("Action:\n```json\n{{\"action\": \"get_weather\", \"action_input\": {input}}}\n```");
+        assert_eq!(input_of(&action(r#""\"rust wasm\" tutorial""#)).0, Some(json!("\"rust wasm\" tutorial")));
+        assert_eq!(input_of(&action(r#""\"rust wasm\"""#)).0, Some(json!("rust wasm")));
+        assert_eq!(input_of(&action(r#""null""#)), (None, json!({})));
+        // Bare JSON whose arguments are a text is prose about a tool, a
+        // log of a step, or a tool's definition: no call.
+        no_calls(&[
+            "Call it as {\"name\": \"get_weather\", \"arguments\": \"the city\"}.",
+            "{\"tool\": \"calculate\", \"tool_input\": \"6*7\", \"log\": \"Thought: multiply\"}",
+            "{\"name\": \"get_weather\", \"description\": \"weather\", \"parameters\": \"city: string\"}",
+            "<tool_call>{\"name\": \"get_weather\", \"description\": \"weather\", \"arguments\": \"city\"}</tool_call>",
+        ]);
     }
 
     #[test]
@@ -306,6 +382,41 @@ mod tests {
         let parsed = parse(two);
         let inputs: Vec<_> = parsed.calls.iter().map(|call| call.reserved[crate::call::TEXT_INPUT_KEY].clone()).collect();
         assert_eq!(inputs, [json!("Paris"), json!("CET")]);
+        // An empty input is none: the next pair is its own call.
+        let empty = "Thought: x\nAction: now\nAction Input:\nAction: get_weather\nAction Input: Paris";
+        let parsed = parse(empty);
+        let found: Vec<_> =
+            parsed.calls.iter().map(|call| (call.name.as_str(), call.reserved.get(crate::call::TEXT_INPUT_KEY))).collect();
+        assert_eq!(found, [("now", None), ("get_weather", Some(&json!("Paris")))]);
+        assert_eq!(input_of("Thought: x\nAction: now\nAction Input:\nObservation:"), (None, json!({})));
+        assert_eq!(input_of("Thought: x\nAction: now\nAction Input: None"), (None, json!({})), "LangChain's no input");
+        assert_eq!(input_of("Thought: x\nAction: calculate\nAction Input: ```6*7```").0, Some(json!("6*7")));
+        assert_eq!(input_of("Thought: x\r\nAction: calculate\r\nAction Input: 6*7\r\n").0, Some(json!("6*7")));
+    }
+
+    #[test]
+    fn a_text_input_followed_by_prose_is_an_example() {
+        // A reply ends where its call does (LangChain stops it at
+        // `Observation`); prose after the input, a fence or comment
+        // closing around it, a final answer before or anywhere, and
+        // indented code make the pair an example (a review found each).
+        no_calls(&[
+            "Thought: I will show you.\n```\nAction: get_weather\nAction Input: Paris\n```\nThat is how a call looks.",
+            "<!--\nThought: x\nAction: get_weather\nAction Input: Paris\n-->\nHello",
+            "Thought: x\nAction: get_weather\nAction Input: Paris\n\nJust kidding, I would never do that.",
+            "Thought: let me explain.\n\nIn LangChain, the agent writes lines like\nAction: get_weather\nAction Input: the city\nand then waits.",
+            "To check, you would write\nAction: get_weather\nAction Input: your city here\nand I will run it.",
+            "Thought: I now know the final answer.\nFinal Answer: You can ask me again with:\nAction: get_weather\nAction Input: Paris",
+            "Here is what I did:\n\nThought: add\nAction: calculate\nAction Input: 6*7\nObservation: 42\nThought: done\nFinal Answer: 42",
+            "Example:\n\n    Thought: x\n    Action: get_weather\n    Action Input: Paris\n\nDone.",
+            "Thought: x\nAction: calculate\nAction Input: ```python\nprint(1)\n",
+        ]);
+        // A final answer after a JSON input is the model's made-up ending:
+        // the call stands, as Qwen-Agent's does.
+        assert_eq!(
+            calls("Thought: x\nAction: now\nAction Input: {}\nObservation: 12:00\nFinal Answer: noon"),
+            one("now", json!({}))
+        );
     }
 
     #[test]
