@@ -18,8 +18,15 @@ pub(crate) const ACTION_CLOSE: &str = "<|END_ACTION|>";
 pub(crate) const RESPONSE_OPEN: &str = "<|START_RESPONSE|>";
 /// Closes it.
 pub(crate) const RESPONSE_CLOSE: &str = "<|END_RESPONSE|>";
+/// Opens the prose in Cohere2 MoE's replies (North), as llama.cpp reads
+/// them.
+const TEXT_OPEN: &str = "<|START_TEXT|>";
+/// Closes it.
+const TEXT_CLOSE: &str = "<|END_TEXT|>";
+/// The tokens around the prose, which are structure.
+const PROSE_TOKENS: [&str; 4] = [RESPONSE_OPEN, RESPONSE_CLOSE, TEXT_OPEN, TEXT_CLOSE];
 /// Every marker this module reads (the reasoning's are the scanner's).
-pub(crate) const MARKERS: [&str; 4] = [ACTION_OPEN, ACTION_CLOSE, RESPONSE_OPEN, RESPONSE_CLOSE];
+pub(crate) const MARKERS: [&str; 6] = [ACTION_OPEN, ACTION_CLOSE, RESPONSE_OPEN, RESPONSE_CLOSE, TEXT_OPEN, TEXT_CLOSE];
 
 /// Reads Command R's tokens where the chat-token scan finds them.
 pub(super) struct Reader<'a> {
@@ -36,7 +43,7 @@ impl<'a> Reader<'a> {
     pub(super) fn read(&mut self, scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> Option<usize> {
         let reply = scope.reply;
         let rest = &reply[found..];
-        if let Some(token) = [RESPONSE_OPEN, RESPONSE_CLOSE].into_iter().find(|token| rest.starts_with(token)) {
+        if let Some(token) = PROSE_TOKENS.into_iter().find(|token| rest.starts_with(token)) {
             // Structure, not prose; left in place where it is quoted.
             if scope.markup_trust(found).is_some_and(|trust| trust == json_call::Trust::Explicit) {
                 out.markup(found..found + token.len());

@@ -373,6 +373,12 @@ fn read(scope: &Scope<'_>, open: usize, body: usize, envelope: &Envelope, ends: 
         }
         return body;
     }
+    // No calls, said in markup (Nemotron's `<TOOLCALL>[]</TOOLCALL>`):
+    // structure, not prose.
+    if closed && trust == Trust::Explicit && text.strip_prefix('[').is_some_and(|rest| rest.trim() == "]") {
+        out.markup(open..end);
+        return end;
+    }
     let calls = match kind {
         Body::Pythonic => {
             let callable = |name: &str| trust == Trust::Explicit || scope.declared.contains(name);
@@ -677,6 +683,22 @@ mod tests {
         "<|tool_call_start|>[get_weather(city=\"Paris\"), undeclared_tool()]<|tool_call_end|>",
         "<|python_start|>[get_weather(city='Paris'), undeclared_tool()]<|python_end|>",
     ];
+
+    #[test]
+    fn an_envelope_of_no_calls_is_no_content() {
+        // dynamo's parser tests: Nemotron saying it makes no call.
+        for reply in ["<TOOLCALL>[]</TOOLCALL>", "<tool_calls>[ ]</tool_calls>", "Done.\n<TOOLCALL>[]</TOOLCALL>"] {
+            let parsed = parse(reply);
+            assert_eq!(
+                (parsed.calls.len(), parsed.content.trim_end()),
+                (0, reply.split('<').next().unwrap().trim_end()),
+                "{reply}"
+            );
+            assert!(parsed.warnings.is_empty(), "{reply}: {:?}", parsed.warnings);
+        }
+        // Quoted in prose, it stays.
+        prose("Nemotron writes `<TOOLCALL>[]</TOOLCALL>` when it calls nothing.");
+    }
 
     #[test]
     fn calls_one_after_another_are_calls_only_when_nothing_else_stands_between() {

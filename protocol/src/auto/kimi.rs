@@ -7,7 +7,7 @@
 use super::super::ParsedCall;
 use super::super::json_call;
 use super::super::lenient_json;
-use super::super::scan::Collector;
+use super::super::scan::{Collector, Forward};
 use super::section::{self, CallTokenSearch, CallTokens};
 use super::{Scope, markup_name};
 use serde_json::Map;
@@ -34,11 +34,17 @@ const NAMESPACE: &str = "functions.";
 /// Reads Kimi's tokens where the chat-token scan finds them.
 pub(super) struct Reader<'a> {
     tokens: CallTokenSearch<'a>,
+    /// What ends a call whose closing token is left out: the next call,
+    /// or a section's end (either spelling).
+    boundaries: [Forward<'a>; 3],
 }
 
 impl<'a> Reader<'a> {
     pub(super) fn new(reply: &'a str) -> Self {
-        Reader { tokens: CallTokenSearch::new(reply, ARGUMENT_BEGIN, CALL_END) }
+        Reader {
+            tokens: CallTokenSearch::new(reply, ARGUMENT_BEGIN, CALL_END),
+            boundaries: [CALL_BEGIN, SECTION_END, SECTION_END_SINGULAR].map(|token| Forward::new(reply, token)),
+        }
     }
 
     /// The section or lone call at `found`, if a Kimi token stands there:
@@ -65,15 +71,23 @@ impl CallTokens for Reader<'_> {
     }
 
     /// The call whose `<|tool_call_begin|>` is at `at`, if it is one, and
-    /// where reading it stopped.
+    /// where reading it stopped. Its `<|tool_call_end|>` may be left out
+    /// (llama.cpp reads such replies of Kimi K2): it then runs to the next
+    /// call, the section's end or the reply's end, if its arguments are one
+    /// whole JSON object.
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
         let id_at = at + CALL_BEGIN.len();
-        let (arguments_at, end) = match self.tokens.find(at, id_at, out) {
+        let boundary = self.boundaries.iter_mut().filter_map(|tokens| tokens.next(id_at)).min().unwrap_or(reply.len());
+        let (arguments_at, end, closed) = match self.tokens.find_within(at, id_at, boundary, out) {
             Ok(found) => found,
             Err(stopped) => return (None, stopped),
         };
-        let after = end + CALL_END.len();
+        if !closed && !whole_object(&reply[arguments_at + ARGUMENT_BEGIN.len()..end]) {
+            out.warn(at, format!("a call is cut off before its {CALL_END}; it is not a call"));
+            return (None, end);
+        }
+        let after = if closed { end + CALL_END.len() } else { end };
         let id = reply[id_at..arguments_at].trim();
         let Some(name) = name_of(id) else {
             out.warn(id_at, format!("`{id}` is not a call id of the form functions.NAME:INDEX; it is not a call"));
@@ -98,6 +112,12 @@ impl CallTokens for Reader<'_> {
             ParsedCall { id: Some(id.to_owned()), name: name.to_owned(), arguments, reserved: Map::new(), span: at..after };
         (Some(call), after)
     }
+}
+
+/// Whether `text` is one JSON object and nothing more, as written: no
+/// bracket left out.
+fn whole_object(text: &str) -> bool {
+    matches!(lenient_json::parse_prefix(text), Ok((serde_json::Value::Object(_), used, repairs)) if repairs.is_empty() && text[used..].trim().is_empty())
 }
 
 /// The tool's name in a call id `functions.NAME:INDEX` (or `NAME:INDEX`).
@@ -129,6 +149,31 @@ mod tests {
         let tool_calls = crate::call::ToolCall::from_reply(TWO_CALLS, &parsed.calls);
         assert_eq!(tool_calls[0].id, "functions.get_weather:0", "the id the result answers");
         assert!(tool_calls[1].raw.starts_with("<|tool_call_begin|>\nfunctions.now:1"), "{}", tool_calls[1].raw);
+    }
+
+    #[test]
+    fn a_kimi_call_without_its_end_token_runs_to_the_next() {
+        // llama.cpp's test-chat.cpp ("real life" execute_command, and calls
+        // in thinking without section or end tokens); dynamo's test of a
+        // middle call missing its end.
+        let bare = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\", \"days\": 10}";
+        assert_eq!(calls(bare), vec![("get_weather".into(), json!({"city": "Paris", "days": 10}))]);
+        assert_eq!(parse(bare).content, "");
+        let thinking = "<think>I need two<|tool_call_begin|>functions.now:0<|tool_call_argument_begin|>{\"zone\": 1}<|tool_call_begin|>functions.calculate:1<|tool_call_argument_begin|>{\"code\": \"print('hey')\"}";
+        assert_eq!(
+            calls(thinking),
+            vec![("now".into(), json!({"zone": 1})), ("calculate".into(), json!({"code": "print('hey')"}))]
+        );
+        let middle = "<|tool_calls_section_begin|><|tool_call_begin|>functions.now:0<|tool_call_argument_begin|>{\"x\":\"1\"}<|tool_call_end|><|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>{\"y\":\"2\"}<|tool_call_begin|>functions.calculate:2<|tool_call_argument_begin|>{\"z\":\"3\"}<|tool_call_end|><|tool_calls_section_end|>";
+        assert_eq!(
+            ids(middle),
+            [Some("functions.now:0".into()), Some("functions.get_weather:1".into()), Some("functions.calculate:2".into())]
+        );
+        assert_eq!(parse(middle).content, "");
+        // Cut off inside its arguments: no call.
+        let cut = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Par";
+        assert_eq!(calls(cut), vec![]);
+        assert_eq!(warnings(cut), ["a call is cut off before its <|tool_call_end|>; it is not a call"]);
     }
 
     #[test]

@@ -153,6 +153,25 @@ impl<'a> CallTokenSearch<'a> {
         };
         Ok((separator, end))
     }
+
+    /// As [`find`](Self::find), for a family whose closing token may be
+    /// left out: a call with its separator but no closing token before
+    /// `boundary` (the next call, its section's end, the reply's end) runs
+    /// to `boundary`. The separator, where the call's text ends, and
+    /// whether its closing token stands there.
+    pub(super) fn find_within(
+        &mut self,
+        at: usize,
+        head: usize,
+        boundary: usize,
+        out: &mut Collector<'_>,
+    ) -> Result<(usize, usize, bool), usize> {
+        let unclosed = self.ends.next(head).is_none_or(|end| end > boundary);
+        match self.separators.next(head).filter(|&separator| unclosed && separator < boundary) {
+            Some(separator) => Ok((separator, boundary, false)),
+            None => self.find(at, head, out).map(|(separator, end)| (separator, end, true)),
+        }
+    }
 }
 
 /// A call at `at` that cannot be read: cut off when the reply ends before

@@ -17,7 +17,7 @@ const SENTENCE_END: &str = "</s>";
 const STRIKETHROUGH: [&str; 2] = ["<s>", "<s "];
 
 /// Every token that ends a turn, a message or the text, by family.
-pub(crate) const TOKENS: [&str; 23] = [
+pub(crate) const TOKENS: [&str; 24] = [
     // Llama 3.x, and Llama 3 based Nemotron.
     "<|eot_id|>",
     "<|eom_id|>",
@@ -47,6 +47,8 @@ pub(crate) const TOKENS: [&str; 23] = [
     "[e~[",
     "<|assistant_end|>",
     "<|eos|>",
+    // Ling (Bailing) V3.
+    "<|role_end|>",
     // GLM stops before the next role's token.
     "<|user|>",
     "<|observation|>",

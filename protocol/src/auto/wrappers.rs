@@ -36,6 +36,7 @@ pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
     for Range { mut start, mut end } in runs {
         loop {
             let around = element_around(reply, start, end)
+                .or_else(|| bracket_around(reply, start, end))
                 .filter(|&(open, close)| !any_call_in(&spans, open..start) && !any_call_in(&spans, end..close))
                 .or_else(|| fence_around(reply, code, start, end, &mut fences_seen));
             let Some((open, close)) = around else { break };
@@ -68,6 +69,26 @@ fn element_around(reply: &str, start: usize, end: usize) -> Option<(usize, usize
     let after = reply[end..].trim_start();
     let close = after.strip_prefix("</")?.strip_prefix(name)?.strip_prefix('>')?;
     Some((open, reply.len() - close.len()))
+}
+
+/// The bracketed tags around `start..end` with only white space between
+/// (`[TOOL_CALL] … [/TOOL_CALL]`, as MiniMax M2 writes them under mlx), or
+/// the closing one alone after calls that its opening tag starts
+/// (`[TOOL_CALLS][…][/TOOL_CALLS]`): where the opening tag starts and the
+/// closing one ends.
+fn bracket_around(reply: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    let after = reply[end..].trim_start();
+    let name_len = after.strip_prefix("[/")?.bytes().take(MAX_TAG_BYTES).position(|b| b == b']')?;
+    let name = &after[2..2 + name_len];
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
+        return None;
+    }
+    let close = reply.len() - after.len() + name_len + "[/]".len();
+    let open_tag = format!("[{name}]");
+    if reply[start..].starts_with(&open_tag) {
+        return Some((start, close));
+    }
+    Some((reply[..start].trim_end().strip_suffix(open_tag.as_str())?.len(), close))
 }
 
 /// The closed fenced block around `start..end` with only white space
@@ -104,6 +125,8 @@ mod tests {
             format!("Checking.\n<response>{bare}</response>\nOne moment."),
             format!("Checking.\n<dots_function_call>\n{invoke}\n</dots_function_call>\nOne moment."),
             format!("Checking.\n```xml\n<tools type=\"calls\">\n{call}\n</tools>\n```\nOne moment."),
+            format!("Checking.\n[TOOL_CALL] {bare} [/TOOL_CALL]\nOne moment."),
+            format!("Checking.\n[TOOL_CALLS][{bare}][/TOOL_CALLS]\nOne moment."),
         ] {
             assert_eq!(calls(&reply), one("get_weather", json!({"city": "Paris"})), "{reply}");
             assert_eq!(parse(&reply).content, "Checking.\n\nOne moment.", "{reply}");
