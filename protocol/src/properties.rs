@@ -518,6 +518,9 @@ fn adversarial_input_parses_in_linear_time() {
         "<ifm|tool_calls><ifm|tool_call>calc<ifm|arg_key>x</ifm|arg_key><ifm|arg_type>",
         "<｜DSML｜ calls><｜DSML｜ invoke name=\"calc\"><｜DSML｜ parameter name=\"x\" string=\"true\">",
         "\ncall:calc{x:<|\"|>",
+        // Doubao's typed parameters; bare lists mid-sentence.
+        "<function name=\"calc\"><parameter name=\"x\" string=\"true\">",
+        "x [calc(a=1)] y ",
         // Kimi calls without their end token.
         "<|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>{",
         "<|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>{}",

@@ -63,7 +63,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Seed-OSS 36B",
         sample: "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>",
         engines: ["`seed_oss`", NONE, "✓", NONE, NONE, NONE],
-        auto: "`<seed:think>` is reasoning: a call shown inside it is not a call",
+        auto: "`<seed:think>` is reasoning: a call shown inside it is not a call; Doubao Seed 2.0's `<parameter name=\"KEY\" string=\"true\">`",
     },
     Family {
         name: "GLM",
@@ -84,7 +84,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Kimi K2, K2 Thinking",
         sample: "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|><|tool_calls_section_end|>",
         engines: ["`kimi_k2`", "`kimi_k2`", "✓", "`kimi_k2`; TRT-LLM ✓", NONE, NONE],
-        auto: "`functions.NAME:IDX` is the call's id; calls after a `<think>` never closed",
+        auto: "`functions.NAME:IDX` is the call's id; calls after a `<think>` never closed; a call's end token left out",
     },
     Family {
         name: "Kimi K3",
@@ -189,7 +189,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Llama 3.2, Llama 4",
         sample: "[get_weather(city=\"Paris\")]",
         engines: ["`pythonic`, `llama4_pythonic`", "`pythonic`", NONE, "`pythonic`", NONE, NONE],
-        auto: "only for declared tools when bare; Python or JSON literals; a reply of nothing but such calls needs no brackets",
+        auto: "only for declared tools when bare, ending its line; Python or JSON literals; a reply of nothing but such calls needs no brackets",
     },
     Family {
         name: "LFM2, Llama 4 tokens",

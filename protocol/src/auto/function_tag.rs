@@ -45,10 +45,16 @@ pub(crate) const PARAM_OPEN: &str = "<param=";
 pub(crate) const PARAM_NAMED: &str = "<param name=";
 /// Closes either.
 pub(crate) const PARAM_CLOSE: &str = "</param>";
+/// Opens a Doubao Seed 2.0 argument: `<parameter name="KEY" string="true">`.
+const PARAMETER_NAMED: &str = "<parameter name=";
 /// Every way an argument is tagged: its opening, up to the key, and its
 /// closing tag.
-const PARAMETER_TAGS: [(&str, &str); 3] =
-    [(PARAMETER_OPEN, PARAMETER_CLOSE), (PARAM_OPEN, PARAM_CLOSE), (PARAM_NAMED, PARAM_CLOSE)];
+const PARAMETER_TAGS: [(&str, &str); 4] = [
+    (PARAMETER_OPEN, PARAMETER_CLOSE),
+    (PARAM_OPEN, PARAM_CLOSE),
+    (PARAM_NAMED, PARAM_CLOSE),
+    (PARAMETER_NAMED, PARAMETER_CLOSE),
+];
 /// Around a MiniCPM 5 value whose text is kept as it is, markup and all.
 const CDATA: (&str, &str) = ("<![CDATA[", "]]>");
 /// Seed-OSS's element around a call, open and close.
@@ -99,7 +105,7 @@ fn parameters_before_function(reply: &str, start: usize, limit: usize) -> Option
             return (!arguments.is_empty()).then_some((arguments, p));
         }
         reply[p..limit].strip_prefix(PARAMETER_OPEN)?;
-        let (key, value_start) = parameter_key(reply, p + PARAMETER_OPEN.len()).filter(|&(_, at)| at <= limit)?;
+        let (key, value_start, _) = parameter_key(reply, p + PARAMETER_OPEN.len()).filter(|&(_, at, _)| at <= limit)?;
         let close = find(&reply[..limit], value_start, PARAMETER_CLOSE)?;
         arguments.insert(key.to_owned(), markup_value::decode(template_value(&reply[value_start..close])));
         p = close + PARAMETER_CLOSE.len();
@@ -130,8 +136,8 @@ struct Ends<'a> {
     function: Forward<'a>,
     tool_call: Forward<'a>,
     /// Per spelling of [`PARAMETER_TAGS`], its openings and its closings.
-    parameter_open: [Forward<'a>; 3],
-    parameter_close: [Forward<'a>; 3],
+    parameter_open: [Forward<'a>; 4],
+    parameter_close: [Forward<'a>; 4],
     cdata_end: Forward<'a>,
 }
 
@@ -187,6 +193,8 @@ fn head(reply: &str, open: usize) -> Option<(&str, usize)> {
     let rest = &reply[open..];
     if rest.starts_with(FUNCTION_OPEN) {
         parameter_key(reply, open + FUNCTION_OPEN.len())
+            .filter(|&(_, _, text)| text.is_none())
+            .map(|(name, body, _)| (name, body))
     } else if rest.starts_with(FUNCTION_NAMED) {
         let (name, after) = quoted_name(reply, open + FUNCTION_NAMED.len())?;
         Some((attribute_name(name)?, after))
@@ -199,12 +207,18 @@ fn head(reply: &str, open: usize) -> Option<(&str, usize)> {
 /// quote), as in `<function name="NAME">` or MiniMax's `<invoke name="NAME">`:
 /// the name, untrimmed, and where the tag's body starts.
 pub(super) fn quoted_name(reply: &str, start: usize) -> Option<(&str, usize)> {
+    let (name, attributes, body) = quoted_tag(reply, start)?;
+    attributes.trim_start().is_empty().then_some((name, body))
+}
+
+/// The quoted name at `start` in a tag, the rest of the tag's text (its
+/// other attributes) and where its body starts.
+fn quoted_tag(reply: &str, start: usize) -> Option<(&str, &str, usize)> {
     let quote = *reply.as_bytes().get(start).filter(|q| matches!(q, b'"' | b'\''))?;
     let name_start = start + 1;
     let name_end = name_start + reply[name_start..].bytes().take(MAX_HEAD).position(|b| b == quote)?;
     let close = tag_end(reply, name_end + 1)?;
-    reply[name_end + 1..close].trim_start().is_empty().then_some(())?;
-    Some((&reply[name_start..name_end], close + 1))
+    Some((&reply[name_start..name_end], &reply[name_end + 1..close], close + 1))
 }
 
 /// The `>` that ends a tag whose text starts at `from`, on the same line.
@@ -313,7 +327,7 @@ impl Call<'_> {
             }
             let spelling = PARAMETER_TAGS.iter().position(|(open, _)| rest.starts_with(open));
             let key = spelling.and_then(|i| parameter_key(reply, p + PARAMETER_TAGS[i].0.len()).map(|key| (i, key)));
-            let Some((spelling, (key, value_start))) = key else {
+            let Some((spelling, (key, value_start, text))) = key else {
                 if ends_inside_tag(rest) {
                     return self.cut_off(out);
                 }
@@ -379,7 +393,9 @@ impl Call<'_> {
                 }
                 (None, None) => return self.cut_off(out),
             };
-            arguments.insert(key.to_owned(), markup_value::decode(template_value(&reply[value_start..value_end])));
+            let raw = template_value(&reply[value_start..value_end]);
+            let value = if text == Some(true) { Value::String(raw.to_owned()) } else { markup_value::decode(raw) };
+            arguments.insert(key.to_owned(), value);
             p = after;
         }
     }
@@ -394,12 +410,21 @@ impl Call<'_> {
 /// The name in a tag whose name starts at `start`, bare (`<parameter=KEY>`,
 /// `<function=NAME>`) or quoted (`<param name="KEY">`, `<parameter="KEY">`),
 /// and where the tag's body starts.
-fn parameter_key(reply: &str, start: usize) -> Option<(&str, usize)> {
-    if let Some((key, value_start)) = quoted_name(reply, start) {
-        return Some((attribute_name(key)?, value_start));
+/// Quoted, its tag may say whether the value is text (`string="true"`,
+/// kept exactly) or not, as Doubao Seed 2.0 writes it: `Some(true)` for
+/// text.
+fn parameter_key(reply: &str, start: usize) -> Option<(&str, usize, Option<bool>)> {
+    if let Some((key, attributes, value_start)) = quoted_tag(reply, start) {
+        let text = match attributes.trim() {
+            "" => None,
+            r#"string="true""# => Some(true),
+            r#"string="false""# => Some(false),
+            _ => return None,
+        };
+        return Some((attribute_name(key)?, value_start, text));
     }
     let end = tag_end(reply, start)?;
-    Some((markup_name(&reply[start..end])?, end + 1))
+    Some((markup_name(&reply[start..end])?, end + 1, None))
 }
 
 /// A value without the one line break the template writes on each side.
@@ -706,6 +731,21 @@ mod tests {
         assert_eq!(calls(quoted), one("now", json!({"zone": "UTC"})));
         let mixed_close = "<function=now>\n<param=zone>\nUTC\n</parameter>\n</function>";
         assert_eq!(calls(mixed_close), one("now", json!({"zone": "UTC\n</parameter>"})), "each spelling closes its own");
+    }
+
+    #[test]
+    fn doubao_seed_parameters_named_and_typed_by_attribute() {
+        // A real Doubao Seed 2.0 reply (sipeed/picoclaw issue 3153).
+        let reply = "<seed:tool_call>\n  <function name=\"calculate\">\n    <parameter name=\"action\" string=\"true\">run</parameter>\n    <parameter name=\"command\" string=\"true\">ls -la /tmp/虎嗅网/</parameter>\n    <parameter name=\"code\" string=\"true\">42</parameter>\n    <parameter name=\"n\" string=\"false\">42</parameter>\n  </function>\n</seed:tool_call>";
+        assert_eq!(
+            calls(reply),
+            one("calculate", json!({"action": "run", "command": "ls -la /tmp/虎嗅网/", "code": "42", "n": 42})),
+            "text kept as text, the rest typed"
+        );
+        assert_eq!(parse(reply).content, "");
+        // Another attribute is no parameter tag.
+        let other = "<function name=\"calculate\"><parameter name=\"a\" type=\"int\">1</parameter></function>";
+        assert_eq!(calls(other), vec![]);
     }
 
     #[test]

@@ -420,7 +420,15 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
         match opening {
             _ if quoted == Some(Quoted::Inline) => continue,
             BareOpening::Pythonic => {
-                at = pythonic::list(reply, found, declared, out);
+                let turn_end = scope.turn_end();
+                // Its line ends after it, its turn does, or a closing tag
+                // around it does (`<response>[f()]</response>`).
+                let ends_line = |end: usize| {
+                    ends_apart(reply, end)
+                        || (end <= turn_end && reply[end..turn_end].trim().is_empty())
+                        || reply[end..].trim_start_matches([' ', '\t']).starts_with("</")
+                };
+                at = pythonic::list(reply, found, declared, ends_line, out);
                 continue;
             }
             BareOpening::Json if quoted == Some(Quoted::Fenced) => continue,
@@ -978,6 +986,13 @@ mod tests {
         // A format's namespace names no part of the tool.
         assert_eq!(calls("[default_api.get_weather(city='Paris')]"), one("get_weather", json!({"city": "Paris"})));
         assert!(calls("[default_api.delete_all()]").is_empty(), "only declared functions");
+        // Bare, a list ends its line (or its turn, or an element around
+        // it): mid-sentence it is an example.
+        let example = "For example, you could write [get_weather(city=\"Paris\")] to call it, but I won't.";
+        prose(example);
+        for reply in ["Let me check: [now()]", "[now()]\nOne moment.", "[now()]<|eot_id|>", "<response>[now()]</response>"] {
+            assert_eq!(calls(reply), one("now", json!({})), "{reply}");
+        }
     }
 
     #[test]

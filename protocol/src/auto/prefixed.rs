@@ -119,7 +119,7 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, marker: &str, out: &mut Coll
         // Llama 3.2's pythonic list, as Meta's prompt format shows it after
         // the tag: read as a list of declared tools' calls, the tag with it.
         let before = out.len();
-        let stopped = pythonic::list(reply, start, scope.declared, out);
+        let stopped = pythonic::list(reply, start, scope.declared, |_| true, out);
         if out.len() == before {
             return after;
         }

@@ -41,9 +41,16 @@ fn function_name(reply: &str, start: usize, end: usize) -> &str {
     without_namespace(&reply[start..end])
 }
 
-/// `[f(a=1, b="x"), g()]` at `open`, if every function is declared.
-/// Returns where reading stopped.
-pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Collector<'_>) -> usize {
+/// `[f(a=1, b="x"), g()]` at `open`, if every function is declared and
+/// `stands_apart(end)` says the list may end at `end` (bare, it must end
+/// its line: mid-sentence it is an example). Returns where reading stopped.
+pub(super) fn list(
+    reply: &str,
+    open: usize,
+    declared: &Declared,
+    stands_apart: impl Fn(usize) -> bool,
+    out: &mut Collector<'_>,
+) -> usize {
     let bytes = reply.as_bytes();
     let mut p = open + 1;
     let mut calls = Vec::new();
@@ -71,6 +78,9 @@ pub(super) fn list(reply: &str, open: usize, declared: &Declared, out: &mut Coll
             }
             _ => return p,
         }
+    }
+    if !stands_apart(p) {
+        return p;
     }
     let span = open..p;
     let calls = calls
