@@ -518,6 +518,10 @@ fn adversarial_input_parses_in_linear_time() {
         "<ifm|tool_calls><ifm|tool_call>calc<ifm|arg_key>x</ifm|arg_key><ifm|arg_type>",
         "<｜DSML｜ calls><｜DSML｜ invoke name=\"calc\"><｜DSML｜ parameter name=\"x\" string=\"true\">",
         "\ncall:calc{x:<|\"|>",
+        // Muse Glimmer's channels.
+        " to=self<|message|>x",
+        " to=user<|message|><atem:function_calls>",
+        "<|start|>assistant to=calc<|message|><atem:invoke name=\"calc\">",
         // Doubao's typed parameters; bare lists mid-sentence.
         "<function name=\"calc\"><parameter name=\"x\" string=\"true\">",
         "x [calc(a=1)] y ",

@@ -35,6 +35,12 @@ pub(crate) const HARMONY_END: &str = "<|end|>";
 /// Opens a Harmony message's header: the analysis before it has ended,
 /// its `<|end|>` written or not (llama.cpp's tests leave it out).
 const HARMONY_START: &str = "<|start|>";
+/// What opens a Harmony message's body.
+const HARMONY_MESSAGE: &str = "<|message|>";
+/// Muse Glimmer's recipient of a message to itself, before its body.
+const GLIMMER_TO_SELF: &str = "to=self";
+/// What ends a Muse Glimmer message that is not the last.
+const GLIMMER_MESSAGE_END: &str = "<|eom|>";
 /// Opens Seed-OSS's reasoning.
 pub(crate) const SEED_THINK_OPEN: &str = "<seed:think>";
 /// Closes it.
@@ -175,6 +181,7 @@ impl Reasoning {
                 regions.push(0..end);
             }
         }
+        glimmer_self_regions(markers, &mut regions);
         Reasoning { regions: merge(regions) }
     }
 
@@ -294,6 +301,28 @@ fn apertus_regions(markers: &MarkerIndex<'_>, regions: &mut Vec<Range<usize>>) {
     }
     if let Some(start) = open {
         regions.push(start..reply.len());
+    }
+}
+
+/// Muse Glimmer's messages to itself, its reasoning: `to=self<|message|>`
+/// (after `<|start|>assistant`, or at the reply's start, where the
+/// template wrote those), to the `<|eom|>` that ends it, the next
+/// message's `<|start|>`, or the reply's end.
+fn glimmer_self_regions(markers: &MarkerIndex<'_>, regions: &mut Vec<Range<usize>>) {
+    let reply = markers.text();
+    let (mut ends, mut starts) = (Forward::indexed(markers, GLIMMER_MESSAGE_END), Forward::indexed(markers, HARMONY_START));
+    let mut at = 0;
+    while let Some(message) = markers.find(at, HARMONY_MESSAGE) {
+        at = message + HARMONY_MESSAGE.len();
+        let Some(header) = reply[..message].trim_end().strip_suffix(GLIMMER_TO_SELF) else { continue };
+        let lead = header.trim_end();
+        if !(lead.is_empty() || lead.ends_with("assistant") || lead.ends_with('\n')) {
+            continue;
+        }
+        let end = [ends.next(at).map(|end| end + GLIMMER_MESSAGE_END.len()), starts.next(at)].into_iter().flatten().min();
+        let end = end.unwrap_or(reply.len());
+        regions.push(header.len()..end);
+        at = end;
     }
 }
 

@@ -3,10 +3,14 @@
 //! thinking models; DeepSeek's; GLM-4.6 and later, whose `<tool_call>` is a
 //! special token): read by those families (`auto`) and by the
 //! scanner, which ends an unclosed thinking block at them (`scan`), as the
-//! engines' reasoning parsers do.
+//! engines' reasoning parsers do; and the tokens two family readers share,
+//! kept here so that neither imports the other.
 
 /// Kimi K2 opens its calls.
 pub(crate) const KIMI_SECTION_BEGIN: &str = "<|tool_calls_section_begin|>";
+/// What every tag of Muse Glimmer's ATEM markup starts with; a Harmony-like
+/// message whose body starts so is a call's.
+pub(crate) const ATEM_NAMESPACE: &str = "<atem:";
 /// Kimi K2's section token as some outputs write it, without the `s`.
 pub(crate) const KIMI_SECTION_BEGIN_SINGULAR: &str = "<|tool_call_section_begin|>";
 /// Kimi K2 opens one call: some outputs leave the section out (vLLM's

@@ -16,9 +16,9 @@
 //! read without its section's tags too.
 
 use super::super::scan::Collector;
-use super::Scope;
 use super::invoke::{ATEM, InvokeSection};
-use super::section;
+use super::section::{self, CallTokens};
+use super::{Scope, harmony};
 
 /// Opens the calls.
 pub(crate) const SECTION_BEGIN: &str = "<atem:function_calls>";
@@ -30,13 +30,34 @@ pub(crate) const MARKERS: [&str; 6] = {
     [SECTION_BEGIN, SECTION_END, invoke_open, invoke_close, parameter_open, parameter_close]
 };
 /// What every ATEM tag starts with, searched for once for all.
-pub(crate) const NAMESPACE: &str = "<atem:";
+pub(crate) use crate::section_tokens::ATEM_NAMESPACE as NAMESPACE;
 
 /// Every ATEM section outside reasoning, and every run of invokes without
-/// it that stands apart from the prose.
+/// it that stands apart from the prose. In a reply of messages (Glimmer's
+/// headers, `to=RECIPIENT<|message|>`), only a section that is the body of
+/// a message to a tool: one in an answer to the user is quoted (as
+/// llama.cpp reads it).
 pub(super) fn scan(scope: &Scope<'_>, out: &mut Collector<'_>) {
-    let mut calls = InvokeSection::new(scope.reply, &ATEM, &[SECTION_END]);
-    section::scan(scope, NAMESPACE, SECTION_BEGIN, &mut calls, out);
+    let reply = scope.reply;
+    let mut calls = InvokeSection::new(reply, &ATEM, &[SECTION_END]);
+    if scope.markers.find(0, harmony::MESSAGE).is_none() {
+        section::scan(scope, NAMESPACE, SECTION_BEGIN, &mut calls, out);
+        return;
+    }
+    let mut at = 0;
+    while let Some(found) = scope.markers.find(at, NAMESPACE) {
+        let rest = &reply[found..];
+        let a_call = || harmony::body_of_a_call(reply, found) == Some(true) && scope.markup_trust(found).is_some();
+        at = match scope.reasoning.skip(found) {
+            Some(end) => end,
+            None if rest.starts_with(SECTION_BEGIN) && a_call() => {
+                section::read(scope, found, found + SECTION_BEGIN.len(), &mut calls, out)
+            }
+            None if calls.opens_call(rest) && a_call() => section::read_bare(scope, found, found, &mut calls, out),
+            None => found,
+        }
+        .max(found + NAMESPACE.len());
+    }
 }
 
 #[cfg(test)]
@@ -63,6 +84,26 @@ mod tests {
         assert_eq!(parse(bare).content, "Checking.");
         let no_section = "<|start|>assistant to=now<|message|><atem:invoke name=\"now\">\n</atem:invoke>";
         assert_eq!(calls(no_section), one("now", json!({})), "the section's tags left out");
+    }
+
+    #[test]
+    fn glimmer_channels_answer_and_reason_without_calling() {
+        // llama.cpp's test-chat.cpp for Muse Glimmer: a message to the user
+        // is the answer, one to itself its reasoning; markup in either is
+        // quoted, and only a message to a tool calls.
+        let act = " to=user<|message|>Hello, world!\nWhat's up?<|eom|><|start|>assistant to=get_weather<|message|><atem:function_calls>\n<atem:invoke name=\"get_weather\">\n<atem:parameter name=\"city\">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls>";
+        assert_eq!(calls(act), one("get_weather", json!({"city": "Paris"})));
+        let parsed = parse(act);
+        assert_eq!((parsed.content.as_str(), parsed.warnings.len()), ("Hello, world!\nWhat's up?", 0), "{:?}", parsed.warnings);
+        let markup = "<atem:function_calls>\n<atem:invoke name=\"get_weather\">\n<atem:parameter name=\"city\">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls>";
+        let quoted = format!(" to=user<|message|>You invoke it like this:\n{markup}<|eot|>");
+        assert_eq!(calls(&quoted), vec![]);
+        assert_eq!(parse(&quoted).content, format!("You invoke it like this:\n{markup}"));
+        let reasoned =
+            format!(" to=self<|message|>I could use {markup} here<|eom|><|start|>assistant to=user<|message|>Hello!<|eot|>");
+        assert_eq!(calls(&reasoned), vec![]);
+        assert!(parse(&reasoned).content.ends_with("Hello!"), "{}", parse(&reasoned).content);
+        assert!(parse(&reasoned).warnings.is_empty(), "{:?}", parse(&reasoned).warnings);
     }
 
     #[test]

@@ -280,7 +280,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Muse Glimmer",
         sample: "<|start|>assistant to=get_weather<|message|><atem:function_calls><atem:invoke name=\"get_weather\"><atem:parameter name=\"city\">Paris</atem:parameter></atem:invoke></atem:function_calls>",
         engines: [NONE, NONE, NONE, NONE, NONE, NONE],
-        auto: "the Harmony-like header left out of the content; `to=self` messages are prose, not calls; values typed by the declared schema",
+        auto: "the Harmony-like header left out of the content; `to=self` messages are reasoning and `to=user` ones the answer, markup in either quoted, not calls; values typed by the declared schema",
     },
     Family {
         name: "Functionary v3.2",

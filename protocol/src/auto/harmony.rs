@@ -22,7 +22,6 @@ use super::super::json_call::Trust;
 use super::super::lenient_json;
 use super::super::scan::{Collector, HARMONY_END, find};
 use super::super::xml_tag::TOOL_CALL;
-use super::atem;
 use super::function_tag::wrapped;
 use super::{CHAT_TOKEN_OPEN, Scope, markup_name, name_len_before};
 use crate::manifest::MAX_TOOL_NAME_LEN;
@@ -47,6 +46,8 @@ pub(crate) const MARKERS: [&str; 7] = [START, CHANNEL, CONSTRAIN, MESSAGE, CALL,
 
 /// The recipient of a message the model writes to itself.
 const SELF: &str = "self";
+/// The recipient of Muse Glimmer's answer to its user.
+const USER: &str = "user";
 /// The namespace of the functions a developer declares.
 const NAMESPACE: &str = "functions.";
 /// The words a header holds besides its recipient: the role, the channels
@@ -71,8 +72,17 @@ const MAX_HEADER: usize = 256;
 /// The tokens that end a body, and whether they are its own (taken with it)
 /// or the next message's (a `<|message|>` too, so that no body is read
 /// past another header, and reading stays linear).
-const BODY_ENDS: [(&str, bool); 6] =
-    [(CALL, true), (HARMONY_END, true), (RETURN, true), (START, false), (CHANNEL, false), (MESSAGE, false)];
+const BODY_ENDS: [(&str, bool); 8] = [
+    (CALL, true),
+    (HARMONY_END, true),
+    (RETURN, true),
+    // Muse Glimmer's ends of a message and of the turn.
+    ("<|eom|>", true),
+    ("<|eot|>", true),
+    (START, false),
+    (CHANNEL, false),
+    (MESSAGE, false),
+];
 
 /// A message's header, read.
 struct Header<'a> {
@@ -92,10 +102,11 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
     let trust = scope.markup_trust(header.start)?;
     let body = found + MESSAGE.len();
     let (body_end, token_end) = body_end(reply, body);
-    // A message to itself is its reasoning (Muse Glimmer's `to=self`); a
-    // body of ATEM invokes is the `atem` module's to read.
-    let recipient = header.recipient.filter(|to| *to != SELF);
-    let atem_body = reply[body..].trim_start().starts_with(atem::NAMESPACE);
+    // A message to itself is its reasoning and one to its user its answer
+    // (Muse Glimmer's `to=self`, `to=user`); a body of ATEM invokes is the
+    // `atem` module's to read.
+    let recipient = header.recipient.filter(|to| !is_person(to));
+    let atem_body = reply[body..].trim_start().starts_with(crate::section_tokens::ATEM_NAMESPACE);
     let Some(recipient) = recipient.filter(|_| !atem_body) else {
         // Only tokens the model wrote as such, not ones it quotes in code.
         if trust == Trust::Explicit {
@@ -140,6 +151,20 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
     let span = wrapped(reply, header.start..end);
     out.call(ParsedCall { id: None, name: name.to_owned(), arguments, reserved: Map::new(), span: span.clone() });
     Some(span.end.max(end))
+}
+
+/// Whether `recipient` is no tool: the model itself or its user.
+fn is_person(recipient: &str) -> bool {
+    recipient == SELF || recipient == USER
+}
+
+/// Whether the markup at `at` is the body of a message addressed to a
+/// tool (`<|start|>assistant to=NAME<|message|>` right before it): `None`
+/// when no message's header stands right before it.
+pub(super) fn body_of_a_call(reply: &str, at: usize) -> Option<bool> {
+    let message = reply[..at].trim_end().strip_suffix(MESSAGE)?.len();
+    let header = header(reply, message)?;
+    Some(header.recipient.is_some_and(|to| !is_person(to)))
 }
 
 /// `name` without one of [`GLUED`] at its end, when that leaves a declared
