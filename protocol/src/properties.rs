@@ -528,6 +528,7 @@ fn adversarial_input_parses_in_linear_time() {
         // Kimi calls without their end token.
         "<|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>{",
         "<|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>{}",
+        "<|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>{\"a\": \"<|tool_call_end|>",
         // Laguna's <user> element, Poolside's names as words.
         "<user>calc\n<arg_key>x</arg_key>",
         "<user>calc\n<arg_key>x</arg_key><arg_value>1</arg_value></user>",

@@ -79,14 +79,11 @@ impl CallTokens for Reader<'_> {
         let reply = scope.reply;
         let id_at = at + CALL_BEGIN.len();
         let boundary = self.boundaries.iter_mut().filter_map(|tokens| tokens.next(id_at)).min().unwrap_or(reply.len());
-        let (arguments_at, end, closed) = match self.tokens.find_within(at, id_at, boundary, out) {
+        let whole = |separator: usize, end: usize| whole_object(&reply[separator + ARGUMENT_BEGIN.len()..end]);
+        let (arguments_at, end, closed) = match self.tokens.find_within(at, id_at, boundary, whole, out) {
             Ok(found) => found,
             Err(stopped) => return (None, stopped),
         };
-        if !closed && !whole_object(&reply[arguments_at + ARGUMENT_BEGIN.len()..end]) {
-            out.warn(at, format!("a call is cut off before its {CALL_END}; it is not a call"));
-            return (None, end);
-        }
         let after = if closed { end + CALL_END.len() } else { end };
         let id = reply[id_at..arguments_at].trim();
         let Some(name) = name_of(id) else {
@@ -164,6 +161,9 @@ mod tests {
             calls(thinking),
             vec![("now".into(), json!({"zone": 1})), ("calculate".into(), json!({"code": "print('hey')"}))]
         );
+        // A token quoted in a value of a closed call is the value's.
+        let quoted = "<|tool_calls_section_begin|><|tool_call_begin|>functions.calculate:0<|tool_call_argument_begin|>{\"code\": \"Kimi emits <|tool_call_begin|> before each call\"}<|tool_call_end|><|tool_calls_section_end|>";
+        assert_eq!(calls(quoted), vec![("calculate".into(), json!({"code": "Kimi emits <|tool_call_begin|> before each call"}))]);
         let middle = "<|tool_calls_section_begin|><|tool_call_begin|>functions.now:0<|tool_call_argument_begin|>{\"x\":\"1\"}<|tool_call_end|><|tool_call_begin|>functions.get_weather:1<|tool_call_argument_begin|>{\"y\":\"2\"}<|tool_call_begin|>functions.calculate:2<|tool_call_argument_begin|>{\"z\":\"3\"}<|tool_call_end|><|tool_calls_section_end|>";
         assert_eq!(
             ids(middle),

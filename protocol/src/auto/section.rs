@@ -155,19 +155,27 @@ impl<'a> CallTokenSearch<'a> {
     }
 
     /// As [`find`](Self::find), for a family whose closing token may be
-    /// left out: a call with its separator but no closing token before
-    /// `boundary` (the next call, its section's end, the reply's end) runs
-    /// to `boundary`. The separator, where the call's text ends, and
-    /// whether its closing token stands there.
+    /// left out: when the text from the separator to the closing token is
+    /// not `whole` (a separator and an end, as positions), but the text to
+    /// `boundary` (the next call, its section's end, the reply's end) is,
+    /// the call runs to `boundary`. The separator, where the call's text
+    /// ends, and whether its closing token stands there.
     pub(super) fn find_within(
         &mut self,
         at: usize,
         head: usize,
         boundary: usize,
+        whole: impl Fn(usize, usize) -> bool,
         out: &mut Collector<'_>,
     ) -> Result<(usize, usize, bool), usize> {
-        let unclosed = self.ends.next(head).is_none_or(|end| end > boundary);
-        match self.separators.next(head).filter(|&separator| unclosed && separator < boundary) {
+        let separator = self.separators.next(head);
+        if let (Some(separator), Some(end)) = (separator, self.ends.next(head))
+            && separator < end
+            && whole(separator, end)
+        {
+            return Ok((separator, end, true));
+        }
+        match separator.filter(|&separator| separator < boundary && whole(separator, boundary)) {
             Some(separator) => Ok((separator, boundary, false)),
             None => self.find(at, head, out).map(|(separator, end)| (separator, end, true)),
         }
