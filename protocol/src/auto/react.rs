@@ -85,12 +85,14 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
     let reply = scope.reply;
     let mut names = Forward::indexed(&scope.markers, form.name);
     let mut thoughts = Forward::new(reply, THOUGHT);
-    let answer = first_label(scope, form.answer);
+    // Looked for once a pair is found: most replies hold none, and the
+    // label starts with no byte the marker index lists.
+    let mut answer: Option<Option<usize>> = None;
     // Where the reply's own text starts, after its reasoning: a pair there
     // is in the form, and so is one right after a pair read as a call.
     let first_text = scope.said().start;
     let mut form_run_end = None;
-    let mut place = Place { in_form: false, answered: answer.is_some(), fences: None };
+    let mut place = Place { in_form: false, answered: false, fences: None };
     let mut at = 0;
     while let Some(found) = next_label(scope, form, &mut names, at) {
         at = found + form.name.len();
@@ -98,6 +100,8 @@ fn scan_form(scope: &Scope<'_>, form: &Form, out: &mut Collector<'_>) {
             at = end;
             continue;
         }
+        let answer = *answer.get_or_insert_with(|| first_label(scope, form.answer));
+        place.answered = answer.is_some();
         if !starts_line(reply, found) || answer.is_some_and(|answer| answer < found) {
             continue;
         }
