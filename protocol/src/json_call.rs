@@ -215,8 +215,11 @@ fn call_from(
     let (arguments, reserved) = match decoded {
         Decoded::Arguments(arguments) => (arguments, Map::new()),
         Decoded::Text(text) if text_allowed => (Map::new(), text_input(&text)),
+        // Bare JSON that is no call is prose, not warned of; markup is.
         Decoded::Text(_) => {
-            out.warn(span.start, format!("the arguments of `{name}` are a text, not a JSON object; it is not a call"));
+            if trust == Trust::Explicit {
+                out.warn(span.start, format!("the arguments of `{name}` are a text, not a JSON object; it is not a call"));
+            }
             return None;
         }
     };

@@ -389,6 +389,10 @@ fn calls_around_a_long_run_of_white_space_parse_in_linear_time() {
         "[TOOL_CALLS][{\"name\":\"calc\",\"arguments\":{}}]",
         "Action: calc\n",
         "```json\n{\"name\": \"calc\", \"arguments\": {}}\n```\n",
+        // A bare list looked at the text after it whole (found by a review).
+        "[calc(x=1)]x",
+        "Action: calc\nAction Input: x\n",
+        "<|tool_call_begin|>functions.calc:0<|tool_call_argument_begin|>{}",
     ];
     for call in calls {
         for white_first in [false, true] {

@@ -189,7 +189,7 @@ pub(crate) const FAMILIES: &[Family] = &[
         models: "Llama 3.2, Llama 4",
         sample: "[get_weather(city=\"Paris\")]",
         engines: ["`pythonic`, `llama4_pythonic`", "`pythonic`", NONE, "`pythonic`", NONE, NONE],
-        auto: "only for declared tools when bare, ending its line; Python or JSON literals; a reply of nothing but such calls needs no brackets",
+        auto: "only for declared tools when bare, and no word after it on its line; Python or JSON literals; a reply of nothing but such calls needs no brackets",
     },
     Family {
         name: "LFM2, Llama 4 tokens",

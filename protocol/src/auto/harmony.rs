@@ -72,17 +72,12 @@ const MAX_HEADER: usize = 256;
 /// The tokens that end a body, and whether they are its own (taken with it)
 /// or the next message's (a `<|message|>` too, so that no body is read
 /// past another header, and reading stays linear).
-const BODY_ENDS: [(&str, bool); 8] = [
-    (CALL, true),
-    (HARMONY_END, true),
-    (RETURN, true),
-    // Muse Glimmer's ends of a message and of the turn.
-    ("<|eom|>", true),
-    ("<|eot|>", true),
-    (START, false),
-    (CHANNEL, false),
-    (MESSAGE, false),
-];
+const BODY_ENDS: [(&str, bool); 6] =
+    [(CALL, true), (HARMONY_END, true), (RETURN, true), (START, false), (CHANNEL, false), (MESSAGE, false)];
+/// Muse Glimmer's ends of a message and of the turn, which end only the
+/// body of a header of its own (no channel): gpt-oss's bodies may quote
+/// them.
+const GLIMMER_BODY_ENDS: [&str; 2] = ["<|eom|>", "<|eot|>"];
 
 /// A message's header, read.
 struct Header<'a> {
@@ -90,6 +85,8 @@ struct Header<'a> {
     start: usize,
     /// The recipient, `functions.NAME`, if the message is a call.
     recipient: Option<&'a str>,
+    /// It names no channel: Muse Glimmer's (`to=NAME` alone).
+    glimmer: bool,
 }
 
 /// The message whose `<|message|>` is at `found`: a call, or the tokens
@@ -101,11 +98,11 @@ pub(super) fn read(scope: &Scope<'_>, found: usize, out: &mut Collector<'_>) -> 
     let header = header(reply, found)?;
     let trust = scope.markup_trust(header.start)?;
     let body = found + MESSAGE.len();
-    let (body_end, token_end) = body_end(reply, body);
+    let (body_end, token_end) = body_end(reply, body, header.glimmer);
     // A message to itself is its reasoning and one to its user its answer
-    // (Muse Glimmer's `to=self`, `to=user`); a body of ATEM invokes is the
-    // `atem` module's to read.
-    let recipient = header.recipient.filter(|to| !is_person(to));
+    // (Muse Glimmer's `to=self`, `to=user`, unless a tool is so named); a
+    // body of ATEM invokes is the `atem` module's to read.
+    let recipient = header.recipient.filter(|to| !is_person(to) || scope.declared.contains(to));
     let atem_body = reply[body..].trim_start().starts_with(crate::section_tokens::ATEM_NAMESPACE);
     let Some(recipient) = recipient.filter(|_| !atem_body) else {
         // Only tokens the model wrote as such, not ones it quotes in code.
@@ -327,7 +324,7 @@ fn header(reply: &str, message: usize) -> Option<Header<'_>> {
             None => (message - trimmed.len(), trimmed),
         };
         let recipient = header_words(lead)?;
-        Some(Header { start: s + (lead.len() - lead.trim_start().len()), recipient })
+        Some(Header { start: s + (lead.len() - lead.trim_start().len()), recipient, glimmer: !lead.contains(CHANNEL) })
     })
 }
 
@@ -354,12 +351,15 @@ fn header_words(text: &str) -> Option<Option<&str>> {
 
 /// Where the body starting at `body` ends, and where the token that ends it
 /// does when it is the body's own (else the same place); the reply's end
-/// when nothing ends it.
-fn body_end(reply: &str, body: usize) -> (usize, usize) {
+/// when nothing ends it. A `glimmer` message's own ends end it too.
+fn body_end(reply: &str, body: usize, glimmer: bool) -> (usize, usize) {
     let mut at = body;
     while let Some(token) = find(reply, at, CHAT_TOKEN_OPEN) {
         if let Some((end, own)) = BODY_ENDS.iter().find(|(end, _)| reply[token..].starts_with(end)) {
             return (token, if *own { token + end.len() } else { token });
+        }
+        if let Some(end) = GLIMMER_BODY_ENDS.iter().find(|end| glimmer && reply[token..].starts_with(*end)) {
+            return (token, token + end.len());
         }
         at = token + CHAT_TOKEN_OPEN.len();
     }
@@ -456,6 +456,21 @@ mod tests {
             Value::Object(checked(reply)),
             json!({"city": "Rome", "days": 5, "ratio": 0.5, "metric": true, "options": {"a": [1]}})
         );
+    }
+
+    #[test]
+    fn glimmer_ends_end_only_glimmer_messages() {
+        // gpt-oss's bodies may quote Glimmer's `<|eom|>` and `<|eot|>`.
+        let quoted =
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"x<|eot|>y\"}<|call|>";
+        assert_eq!(calls(quoted), one("get_weather", json!({"city": "x<|eot|>y"})));
+        let answer = "<|channel|>final<|message|>Use <|eom|> to end a message.<|return|>";
+        assert_eq!(parse(answer).content, "Use <|eom|> to end a message.");
+        // A tool may be named `user`: then a message to it is a call.
+        let reply = "<|start|>assistant to=user<|message|>{\"id\": 3}<|call|>";
+        let declared = crate::Declared::new(["user"]);
+        let parsed = crate::Protocol::parse(&super::super::Auto, reply, &declared);
+        assert_eq!(parsed.calls.len(), 1, "{parsed:?}");
     }
 
     #[test]

@@ -78,7 +78,7 @@ impl CallTokens for Reader<'_> {
     fn call(&mut self, scope: &Scope<'_>, at: usize, out: &mut Collector<'_>) -> (Option<ParsedCall>, usize) {
         let reply = scope.reply;
         let id_at = at + CALL_BEGIN.len();
-        let boundary = self.boundaries.iter_mut().filter_map(|tokens| tokens.next(id_at)).min().unwrap_or(reply.len());
+        let boundary = self.boundaries.iter_mut().filter_map(|tokens| tokens.next(id_at)).min().unwrap_or(scope.turn_end());
         let whole = |separator: usize, end: usize| whole_object(&reply[separator + ARGUMENT_BEGIN.len()..end]);
         let (arguments_at, end, closed) = match self.tokens.find_within(at, id_at, boundary, whole, out) {
             Ok(found) => found,
@@ -170,6 +170,8 @@ mod tests {
             [Some("functions.now:0".into()), Some("functions.get_weather:1".into()), Some("functions.calculate:2".into())]
         );
         assert_eq!(parse(middle).content, "");
+        let turn_ended = format!("{bare}<|im_end|>");
+        assert_eq!(calls(&turn_ended).len(), 1, "before the tokens that end the turn");
         // Cut off inside its arguments: no call.
         let cut = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Par";
         assert_eq!(calls(cut), vec![]);

@@ -420,14 +420,10 @@ fn scan_bare(scope: &Scope<'_>, out: &mut Collector<'_>) {
         match opening {
             _ if quoted == Some(Quoted::Inline) => continue,
             BareOpening::Pythonic => {
-                let turn_end = scope.turn_end();
-                // Its line ends after it, its turn does, or a closing tag
-                // around it does (`<response>[f()]</response>`).
-                let ends_line = |end: usize| {
-                    ends_apart(reply, end)
-                        || (end <= turn_end && reply[end..turn_end].trim().is_empty())
-                        || reply[end..].trim_start_matches([' ', '\t']).starts_with("</")
-                };
+                // No word follows it on its line: mid-sentence a list is an
+                // example; before a line break, a token, another list or
+                // punctuation it is a call.
+                let ends_line = |end: usize| !reply[end..].trim_start_matches([' ', '\t']).starts_with(char::is_alphanumeric);
                 at = pythonic::list(reply, found, declared, ends_line, out);
                 continue;
             }
@@ -990,9 +986,18 @@ mod tests {
         // it): mid-sentence it is an example.
         let example = "For example, you could write [get_weather(city=\"Paris\")] to call it, but I won't.";
         prose(example);
-        for reply in ["Let me check: [now()]", "[now()]\nOne moment.", "[now()]<|eot_id|>", "<response>[now()]</response>"] {
+        for reply in [
+            "Let me check: [now()]",
+            "[now()]\nOne moment.",
+            "[now()]<|eot_id|>",
+            "[now()]<|eot_id|><|start_header_id|>assistant<|end_header_id|>",
+            "<response>[now()]</response>",
+            "**[now()]**",
+            "[now()].",
+        ] {
             assert_eq!(calls(reply), one("now", json!({})), "{reply}");
         }
+        assert_eq!(calls("[now()][get_weather(city='Paris')]").len(), 2, "two lists, one after the other");
     }
 
     #[test]

@@ -42,8 +42,9 @@ fn function_name(reply: &str, start: usize, end: usize) -> &str {
 }
 
 /// `[f(a=1, b="x"), g()]` at `open`, if every function is declared and
-/// `stands_apart(end)` says the list may end at `end` (bare, it must end
-/// its line: mid-sentence it is an example). Returns where reading stopped.
+/// `stands_apart(end)` says the list may end at `end` (bare, no word may
+/// follow it on its line: mid-sentence it is an example). Returns where
+/// reading stopped.
 pub(super) fn list(
     reply: &str,
     open: usize,

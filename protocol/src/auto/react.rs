@@ -206,10 +206,11 @@ fn read(scope: &Scope<'_>, form: &Form, found: usize, place: &mut Place, out: &m
 fn text_input_after(reply: &str, form: &Form, at: usize, fences: &mut Option<Vec<usize>>) -> Option<Range<usize>> {
     let line_end = |from: usize| reply[from..].find('\n').map_or(reply.len(), |i| from + i);
     let mut text = at..line_end(at);
-    if reply[text.clone()].trim().is_empty() && text.end < reply.len() {
-        let next = text.end + 1..line_end(text.end + 1);
-        if !form.opens_label(reply[next.clone()].trim_start()) {
-            text = next;
+    if reply[text.clone()].trim().is_empty() {
+        // The first line that holds something, unless it is a label.
+        let next = reply.len() - reply[at..].trim_start().len();
+        if !form.opens_label(&reply[next..]) {
+            text = next..line_end(next);
         }
     }
     let first = reply[text.clone()].trim_start();
@@ -218,12 +219,32 @@ fn text_input_after(reply: &str, form: &Form, at: usize, fences: &mut Option<Vec
         let fences = fences.get_or_insert_with(|| fence_lines(reply));
         let close = fences[fences.partition_point(|&fence| fence <= text.end)..].first()?;
         text.end = line_end(*close);
+    } else if opens_code(first, &reply[text.end..]) {
+        // Code written without a fence (LangChain's Python agent): its
+        // lines up to a blank one, a label or a fence.
+        while text.end < reply.len() {
+            let next = text.end + 1..line_end(text.end + 1);
+            let line = reply[next.clone()].trim_start();
+            if line.is_empty() || line.starts_with(FENCE) || form.opens_label(line) {
+                break;
+            }
+            text.end = next.end;
+        }
     }
     let rest = reply[text.end..].trim_start();
-    let follows = rest.is_empty() || rest.starts_with(form.stop.trim_end_matches(':')) || rest.starts_with(form.name);
+    let follows =
+        rest.is_empty() || [form.stop.trim_end_matches(':'), form.name, THOUGHT].iter().any(|label| rest.starts_with(label));
     // Its line break goes with it.
     text.end += usize::from(reply[text.end..].starts_with('\n'));
     follows.then_some(text)
+}
+
+/// Whether an input whose first line is `first`, followed by `after`,
+/// goes on as code: that line opens a block (`def f(n):`, `{`) or the
+/// next line is indented.
+fn opens_code(first: &str, after: &str) -> bool {
+    first.trim_end().ends_with([':', '{', '(', '[', '\\', ','])
+        || after.strip_prefix('\n').is_some_and(|next| next.starts_with([' ', '\t']))
 }
 
 /// Where each fence that opens a line stands: found once, when a text
@@ -294,6 +315,9 @@ mod tests {
         assert_eq!(input_of(&action(r#""null""#)), (None, json!({})));
         // Bare JSON whose arguments are a text is prose about a tool, a
         // log of a step, or a tool's definition: no call.
+        // Read in markup, the same call is not warned of again as bare JSON.
+        let mistral = "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": \"Paris\"}]";
+        assert_eq!((input_of(mistral).0, warnings(mistral)), (Some(json!("Paris")), vec![]));
         no_calls(&[
             "Call it as {\"name\": \"get_weather\", \"arguments\": \"the city\"}.",
             "{\"tool\": \"calculate\", \"tool_input\": \"6*7\", \"log\": \"Thought: multiply\"}",
@@ -396,6 +420,12 @@ mod tests {
         assert_eq!(input_of("Thought: x\nAction: now\nAction Input: None"), (None, json!({})), "LangChain's no input");
         assert_eq!(input_of("Thought: x\nAction: calculate\nAction Input: ```6*7```").0, Some(json!("6*7")));
         assert_eq!(input_of("Thought: x\r\nAction: calculate\r\nAction Input: 6*7\r\n").0, Some(json!("6*7")));
+        // Code without a fence (LangChain's Python agent), a blank line
+        // after the label, a thought after the input.
+        let code = "Thought: x\nAction: calculate\nAction Input: def fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)\nprint(fib(10))\nObservation:";
+        assert_eq!(input_of(code).0, Some(json!("def fib(n):\n    return n if n < 2 else fib(n-1) + fib(n-2)\nprint(fib(10))")));
+        assert_eq!(input_of("Thought: x\nAction: get_weather\nAction Input:\n\n\"Paris\"").0, Some(json!("Paris")));
+        assert_eq!(input_of("Thought: x\nAction: get_weather\nAction Input: Paris\nThought: wait").0, Some(json!("Paris")));
     }
 
     #[test]

@@ -148,10 +148,7 @@ mod tests {
             assert_eq!(parse(&reply).content, content, "{reply}");
         }
         // A call read from the tag itself keeps it, and both calls stay.
-        let reply = "<x title=\"[now()]\">\n[get_weather(city=\"Paris\")]</x>";
-        assert_eq!(calls(reply).len(), 1, "{reply}: a list inside an attribute is no call");
-        let reply = "<x title=\"[now()]\n\">[get_weather(city=\"Paris\")]</x>";
+        let reply = "<x title=\"[now()]\">[get_weather(city=\"Paris\")]</x>";
         assert_eq!(calls(reply).len(), 2, "{reply}");
-        assert_eq!(parse(reply).content, "<x title=\"\n\"></x>");
     }
 }
