@@ -211,7 +211,10 @@ async def listen(args):
             shutil.copy(args.component, args.into)
             notified = False
             try:
-                async with asyncio.timeout(30):
+                # The reload compiles the component on a cold cache, which a
+                # loaded 2-core machine (a CI run beside builds) took over
+                # 30 s to do.
+                async with asyncio.timeout(90):
                     async for _event in subscription:
                         notified = True
                         break
